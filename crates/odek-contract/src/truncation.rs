@@ -1,0 +1,118 @@
+//! The `max_result_chars` cap (spec `results-and-artifacts.md` §6): the exact truncation notice,
+//! the result floor of `mcp-client.md` §2, and the rune-exact cut for plain text and error
+//! channels. Counting is in runes (Unicode scalar values); a cut never splits a character.
+
+use crate::quoting::quote;
+
+/// The notice appended to a cut result, leading line feed included. Free of angle brackets so
+/// it cannot be confused with the untrusted-content wrapper.
+pub fn truncation_notice(server: &str, tool: &str, observed: usize, limit: usize) -> String {
+    format!(
+        "\n[odek: result truncated \u{2014} server {} tool {} produced {observed} chars, exceeding the configured max_result_chars={limit}; the full result is available via the retained artifact references, if any]",
+        quote(server),
+        quote(tool)
+    )
+}
+
+/// The smallest effective `max_result_chars` for a server: the notice rendered with a 64-rune
+/// tool name, observed 1000000 and limit 2147483647, plus 64 runes of room for content.
+pub fn result_floor(server: &str) -> usize {
+    let widest_tool = "t".repeat(64);
+    rune_count(&truncation_notice(server, &widest_tool, 1_000_000, 2_147_483_647)) + 64
+}
+
+/// Number of Unicode scalar values in `text`.
+pub fn rune_count(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// The first `n` runes of `text` (all of it when shorter).
+pub fn first_runes(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((byte_index, _)) => &text[..byte_index],
+        None => text,
+    }
+}
+
+/// Text after the cap, and the observed rune count when the cap cut it (spec §6.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped {
+    pub text: String,
+    /// `Some(observed)` exactly when the text was cut.
+    pub observed: Option<usize>,
+}
+
+/// Spec §6.2 for plain results and error channels: unchanged when within `limit`; otherwise the
+/// first `limit − runes(notice)` runes plus the notice (exactly `limit` runes), or the first
+/// `limit` runes of the notice when even the notice does not fit.
+pub fn apply_result_limit(text: &str, server: &str, tool: &str, limit: usize) -> Capped {
+    // Fast path: a text with no more bytes than the limit cannot have more runes.
+    if text.len() <= limit {
+        return Capped { text: text.to_owned(), observed: None };
+    }
+    let observed = rune_count(text);
+    if observed <= limit {
+        return Capped { text: text.to_owned(), observed: None };
+    }
+    let notice = truncation_notice(server, tool, observed, limit);
+    let notice_runes = rune_count(&notice);
+    let text = if notice_runes > limit {
+        first_runes(&notice, limit).to_owned()
+    } else {
+        let mut out = String::with_capacity(limit * 4);
+        out.push_str(first_runes(text, limit - notice_runes));
+        out.push_str(&notice);
+        out
+    };
+    Capped { text, observed: Some(observed) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notice_is_exact() {
+        let notice = truncation_notice("limited", "large_result", 5000, 1000);
+        assert_eq!(
+            notice,
+            "\n[odek: result truncated — server \"limited\" tool \"large_result\" produced 5000 chars, exceeding the configured max_result_chars=1000; the full result is available via the retained artifact references, if any]"
+        );
+        assert_eq!(rune_count(&notice), 207);
+        assert!(!notice.contains('<') && !notice.contains('>'));
+    }
+
+    #[test]
+    fn floor_matches_spec_examples() {
+        assert_eq!(result_floor("srv"), 328);
+        assert_eq!(result_floor("tiny-srv"), 333);
+        assert_eq!(result_floor("limited"), 325 + 7);
+    }
+
+    #[test]
+    fn plain_text_cut_is_rune_exact() {
+        let capped = apply_result_limit(&"x".repeat(5000), "limited", "large_result", 1000);
+        assert_eq!(capped.observed, Some(5000));
+        assert_eq!(rune_count(&capped.text), 1000);
+        assert!(capped.text.starts_with(&"x".repeat(793)));
+        assert!(!capped.text.starts_with(&"x".repeat(794)));
+        assert!(capped.text.ends_with("if any]"));
+    }
+
+    #[test]
+    fn multibyte_text_is_counted_in_runes() {
+        let text = "é".repeat(1000);
+        assert_eq!(apply_result_limit(&text, "s", "t", 1000).observed, None);
+        let text = "é".repeat(1001);
+        let capped = apply_result_limit(&text, "s", "t", 1000);
+        assert_eq!(capped.observed, Some(1001));
+        assert_eq!(rune_count(&capped.text), 1000);
+    }
+
+    #[test]
+    fn notice_longer_than_limit_is_itself_cut() {
+        let capped = apply_result_limit(&"x".repeat(500), "s", "t", 100);
+        assert_eq!(rune_count(&capped.text), 100);
+        assert!(capped.text.starts_with("\n[odek: result truncated"));
+    }
+}

@@ -1,0 +1,59 @@
+//! What the client reports while it runs: the [beyond] `mcp_server_*` events, warnings and the
+//! forwarded server stderr. The binary decides where they go (event stream, terminal).
+
+use std::io::Write;
+
+/// The [beyond] MCP lifecycle events of spec `events.md` §3.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpEvent {
+    ServerStarted {
+        server: String,
+        tools: usize,
+        duration_ms: u64,
+        protocol_version: String,
+    },
+    ServerFailed {
+        server: String,
+        error_class: &'static str,
+    },
+    ServerRestarted {
+        server: String,
+        restarts: u32,
+        /// Exit code, `128 + signal` when killed by a signal, `-1` when unknown; `None` for HTTP.
+        exit_status: Option<i32>,
+    },
+}
+
+/// Receives events, warnings and stderr lines. Implementations must not block for long: they
+/// are called from the client's tasks.
+pub trait McpObserver: Send + Sync {
+    /// A lifecycle event.
+    fn event(&self, event: McpEvent);
+    /// A warning, without the `odek: warning: ` prefix.
+    fn warning(&self, text: &str);
+    /// One forwarded server stderr or log line, already cut, cleaned and redacted; printed as
+    /// `[<server>] <line>`.
+    fn server_line(&self, server: &str, line: &str);
+}
+
+/// Prints warnings and server lines on stderr, and `odek: connected MCP server …` on start;
+/// drops events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StderrObserver;
+
+impl McpObserver for StderrObserver {
+    fn event(&self, event: McpEvent) {
+        if let McpEvent::ServerStarted { server, tools, .. } = event {
+            let quoted = odek_contract::quoting::quote(&server);
+            let _ = writeln!(std::io::stderr(), "odek: connected MCP server {quoted} ({tools} tools)");
+        }
+    }
+
+    fn warning(&self, text: &str) {
+        let _ = writeln!(std::io::stderr(), "odek: warning: {text}");
+    }
+
+    fn server_line(&self, server: &str, line: &str) {
+        let _ = writeln!(std::io::stderr(), "[{server}] {line}");
+    }
+}

@@ -1,0 +1,187 @@
+//! One configured MCP server: the raw `mcp_servers.<name>` entry as the config files spell it, and
+//! the validated [`ServerSpec`] the client runs with (limits defaulted, clamped and floored).
+//!
+//! Start at [`validate_server`]; the limit rules of spec `mcp-client.md` §2 live in
+//! [`effective_limits`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use odek_contract::names::validate_server_name;
+use odek_contract::truncation::result_floor;
+use serde::{Deserialize, Serialize};
+
+use crate::error::McpError;
+
+/// Default per-request timeout (seconds) when `timeout_seconds` is 0 or absent.
+pub const DEFAULT_TIMEOUT_SECONDS: i64 = 30;
+/// Hard cap on `timeout_seconds` (seconds); larger values are clamped with a warning.
+pub const MAX_TIMEOUT_SECONDS: i64 = 3600;
+/// Default `max_response_bytes` (10 MiB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: i64 = 10 * 1024 * 1024;
+/// Absolute ceiling of `max_response_bytes` (64 MiB); larger values are an error.
+pub const MAX_RESPONSE_BYTES_CEILING: i64 = 64 * 1024 * 1024;
+/// Default `max_result_chars` (runes).
+pub const DEFAULT_MAX_RESULT_CHARS: i64 = 200_000;
+/// Hard cap on `max_result_chars` (runes); larger values are clamped with a warning.
+pub const MAX_RESULT_CHARS_CAP: i64 = 1_000_000;
+
+/// A `mcp_servers.<name>` entry exactly as written in a config file. Unknown fields are ignored
+/// (additive rule); absent fields take their defaults. `enabled` stays an `Option` so "absent"
+/// and "true" can be told apart when comparing entries for `auto_approve`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerEntry {
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub url: Option<String>,
+    pub token_env: Option<String>,
+    pub timeout_seconds: i64,
+    pub max_response_bytes: i64,
+    pub max_result_chars: i64,
+    pub artifact_roots: Vec<String>,
+    pub enabled: Option<bool>,
+    pub auto_approve: bool,
+}
+
+impl ServerEntry {
+    /// `enabled: false` servers are never started; absent means enabled.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+}
+
+/// How odek reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC over stdio, one message per line.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+    /// Streamable HTTP (spec §14). Accepted by validation; the transport itself lands later.
+    Http { url: String, token_env: String },
+}
+
+/// Effective limits after defaults, clamps and the result floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Largest accepted response line, newline included (bytes).
+    pub max_response_bytes: usize,
+    /// Largest result or error text forwarded to the model (runes).
+    pub max_result_chars: usize,
+}
+
+/// A validated server, ready to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub transport: Transport,
+    pub limits: Limits,
+    pub artifact_roots: Vec<String>,
+}
+
+/// Validates one enabled entry (spec `mcp-client.md` §1 step 2): server name, transport, limits.
+/// Returns the spec and the warnings to print (without the `odek: warning: ` prefix). Errors
+/// are not yet wrapped in `mcp server "<name>": `; the caller does that once.
+pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, Vec<String>), McpError> {
+    validate_server_name(name).map_err(|err| McpError::Config(err.to_string()))?;
+    let mut warnings = Vec::new();
+    let transport = match (&entry.url, &entry.command) {
+        (Some(url), command) if !url.is_empty() => {
+            if command.as_deref().is_some_and(|c| !c.is_empty()) {
+                warnings.push(format!(
+                    "mcp server {}: url is set; command, args and env are ignored",
+                    odek_contract::quoting::quote(name)
+                ));
+            }
+            Transport::Http {
+                url: url.clone(),
+                token_env: entry.token_env.clone().unwrap_or_default(),
+            }
+        }
+        (_, Some(command)) if !command.is_empty() => Transport::Stdio {
+            command: command.clone(),
+            args: entry.args.clone(),
+            env: entry.env.clone(),
+        },
+        _ => {
+            return Err(McpError::Config(format!(
+                "mcpclient {name}: server config must set either url or command"
+            )));
+        }
+    };
+    let limits = effective_limits(name, entry, &mut warnings)?;
+    Ok((
+        ServerSpec {
+            name: name.to_owned(),
+            transport,
+            limits,
+            artifact_roots: entry.artifact_roots.clone(),
+        },
+        warnings,
+    ))
+}
+
+/// Applies the limit table of spec `mcp-client.md` §2: `0` means default, negatives are errors,
+/// `timeout_seconds` and `max_result_chars` are clamped to their caps with a warning,
+/// `max_response_bytes` above its ceiling is an error, and `max_result_chars` below the result
+/// floor is raised to it with a warning.
+pub fn effective_limits(name: &str, entry: &ServerEntry, warnings: &mut Vec<String>) -> Result<Limits, McpError> {
+    for (field, value) in [
+        ("timeout_seconds", entry.timeout_seconds),
+        ("max_response_bytes", entry.max_response_bytes),
+        ("max_result_chars", entry.max_result_chars),
+    ] {
+        if value < 0 {
+            return Err(McpError::Config(format!(
+                "mcpclient {name}: {field} must be >= 0, got {value}"
+            )));
+        }
+    }
+    let quoted = odek_contract::quoting::quote(name);
+
+    let mut timeout = or_default(entry.timeout_seconds, DEFAULT_TIMEOUT_SECONDS);
+    if timeout > MAX_TIMEOUT_SECONDS {
+        warnings.push(format!(
+            "mcp server {quoted}: timeout_seconds {timeout} exceeds the hard cap; clamped to {MAX_TIMEOUT_SECONDS}"
+        ));
+        timeout = MAX_TIMEOUT_SECONDS;
+    }
+
+    let max_response_bytes = or_default(entry.max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES);
+    if max_response_bytes > MAX_RESPONSE_BYTES_CEILING {
+        return Err(McpError::Config(format!(
+            "mcpclient {name}: max_response_bytes {max_response_bytes} exceeds the absolute ceiling of {MAX_RESPONSE_BYTES_CEILING} bytes"
+        )));
+    }
+
+    let mut max_result_chars = or_default(entry.max_result_chars, DEFAULT_MAX_RESULT_CHARS);
+    if max_result_chars > MAX_RESULT_CHARS_CAP {
+        warnings.push(format!(
+            "mcp server {quoted}: max_result_chars {max_result_chars} exceeds the hard cap; clamped to {MAX_RESULT_CHARS_CAP}"
+        ));
+        max_result_chars = MAX_RESULT_CHARS_CAP;
+    }
+    let floor = result_floor(name) as i64;
+    if max_result_chars < floor {
+        warnings.push(format!(
+            "mcp server {quoted}: max_result_chars {max_result_chars} is below the minimum of {floor} (the truncation notice plus 64 chars); raised to {floor}"
+        ));
+        max_result_chars = floor;
+    }
+
+    Ok(Limits {
+        timeout: Duration::from_secs(timeout.unsigned_abs()),
+        max_response_bytes: usize::try_from(max_response_bytes).unwrap_or(usize::MAX),
+        max_result_chars: usize::try_from(max_result_chars).unwrap_or(usize::MAX),
+    })
+}
+
+fn or_default(value: i64, default: i64) -> i64 {
+    if value == 0 { default } else { value }
+}
