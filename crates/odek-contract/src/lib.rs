@@ -1,14 +1,24 @@
 //! The `odek-extension/v1` contract as pure rules: server and tool names, the tool-result
 //! envelope, artifact refs and their validation, rendering for the model, truncation, secret
-//! redaction and the untrusted-content wrapper. No async, no processes; the MCP client and the
-//! agent call in here so each rule lives in exactly one place.
+//! redaction, prompt-injection detection and the untrusted-content wrapper. No async, no
+//! processes; the only I/O is the filesystem access artifact validation needs. The MCP client
+//! and the agent call in here so each rule lives in exactly one place.
 //!
-//! Start at `tool_result::decode_tool_result`, which composes the rest for one `tools/call` result.
+//! Start at [`tool_result::decode_tool_result`], which composes the rest for one `tools/call`
+//! result.
 
+pub mod artifact_ref;
+pub mod canonical_json;
+pub mod envelope;
 pub mod error;
 pub mod names;
+pub mod prompt_injection;
 pub mod quoting;
+pub mod redaction;
+pub mod render;
 pub mod secret_names;
+pub mod tool_result;
 pub mod truncation;
+pub mod untrusted;
 
 pub use error::ContractError;

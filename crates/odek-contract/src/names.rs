@@ -17,16 +17,8 @@ pub const QUALIFIER: &str = "__";
 
 /// Every built-in tool name the binary knows, registered in a run or not. An MCP tool with one
 /// of these raw names is refused (shadowing); `plan` stays reserved when planning is off.
-pub const BUILTIN_TOOL_NAMES: &[&str] = &[
-    "artifact_read",
-    "delegate_tasks",
-    "patch",
-    "plan",
-    "read_file",
-    "search_files",
-    "shell",
-    "write_file",
-];
+pub const BUILTIN_TOOL_NAMES: &[&str] =
+    &["artifact_read", "delegate_tasks", "patch", "plan", "read_file", "search_files", "shell", "write_file"];
 
 /// Whether `name` is a built-in tool name.
 pub fn is_builtin_tool_name(name: &str) -> bool {
@@ -148,10 +140,7 @@ mod tests {
             validate_tool_name(&long).unwrap_err().to_string(),
             format!("tool name \"{long}\" exceeds 64 characters")
         );
-        assert_eq!(
-            validate_tool_name("a__b").unwrap_err().to_string(),
-            r#"tool name "a__b" cannot contain "__""#
-        );
+        assert_eq!(validate_tool_name("a__b").unwrap_err().to_string(), r#"tool name "a__b" cannot contain "__""#);
         assert_eq!(
             validate_tool_name("read file").unwrap_err().to_string(),
             r#"tool name "read file" contains invalid character ' '"#

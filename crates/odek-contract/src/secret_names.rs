@@ -21,11 +21,7 @@ const SECRET_LOOKING_WORDS: &[&str] = &[
 /// Uppercase the name, drop every `-` and `_`; secret-looking if the result contains any of the
 /// secret words. False positives (`TOKENIZERS_PARALLELISM`) are intended.
 pub fn is_secret_looking(name: &str) -> bool {
-    let folded: String = name
-        .chars()
-        .filter(|&c| c != '-' && c != '_')
-        .flat_map(char::to_uppercase)
-        .collect();
+    let folded: String = name.chars().filter(|&c| c != '-' && c != '_').flat_map(char::to_uppercase).collect();
     SECRET_LOOKING_WORDS.iter().any(|word| folded.contains(word))
 }
 

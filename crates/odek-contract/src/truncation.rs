@@ -1,8 +1,14 @@
 //! The `max_result_chars` cap (spec `results-and-artifacts.md` §6): the exact truncation notice,
-//! the result floor of `mcp-client.md` §2, and the rune-exact cut for plain text and error
-//! channels. Counting is in runes (Unicode scalar values); a cut never splits a character.
+//! the result floor of `mcp-client.md` §2, the rune-exact cut for plain text and error channels
+//! ([`apply_result_limit`]) and for rendered envelopes ([`cap_envelope`]). Counting is in runes
+//! (Unicode scalar values); a cut never splits a character, and no output is ever longer than
+//! the limit.
 
+use std::borrow::Cow;
+
+use crate::artifact_ref::ArtifactRef;
 use crate::quoting::quote;
+use crate::render::render_envelope;
 
 /// The notice appended to a cut result, leading line feed included. Free of angle brackets so
 /// it cannot be confused with the untrusted-content wrapper.
@@ -46,25 +52,65 @@ pub struct Capped {
 /// first `limit − runes(notice)` runes plus the notice (exactly `limit` runes), or the first
 /// `limit` runes of the notice when even the notice does not fit.
 pub fn apply_result_limit(text: &str, server: &str, tool: &str, limit: usize) -> Capped {
+    cap_text(Cow::Borrowed(text), server, tool, limit)
+}
+
+/// [`apply_result_limit`] that reuses an owned text instead of copying it when nothing is cut.
+pub fn cap_text(text: Cow<'_, str>, server: &str, tool: &str, limit: usize) -> Capped {
     // Fast path: a text with no more bytes than the limit cannot have more runes.
     if text.len() <= limit {
-        return Capped { text: text.to_owned(), observed: None };
+        return Capped { text: text.into_owned(), observed: None };
     }
-    let observed = rune_count(text);
+    let observed = rune_count(&text);
     if observed <= limit {
-        return Capped { text: text.to_owned(), observed: None };
+        return Capped { text: text.into_owned(), observed: None };
     }
     let notice = truncation_notice(server, tool, observed, limit);
     let notice_runes = rune_count(&notice);
     let text = if notice_runes > limit {
         first_runes(&notice, limit).to_owned()
     } else {
-        let mut out = String::with_capacity(limit * 4);
-        out.push_str(first_runes(text, limit - notice_runes));
+        let body = first_runes(&text, limit - notice_runes);
+        let mut out = String::with_capacity(body.len() + notice.len());
+        out.push_str(body);
         out.push_str(&notice);
         out
     };
     Capped { text, observed: Some(observed) }
+}
+
+/// Spec §6.3 for envelopes. `R` is the full rendering of `sanitised_text` and `refs`, `O` its
+/// runes (metadata lines included), `N` the notice with `observed = O`:
+/// 1. `O ≤ limit` ⇒ `R` unchanged;
+/// 2. `runes(N) > limit` ⇒ the first `limit` runes of `N`;
+/// 3. otherwise the text is cut to `limit − (O − T) − runes(N)` runes (`T` = runes of the text)
+///    and re-rendered, so the metadata lines survive whenever they fit; if they do not, the
+///    body is cut to `limit − runes(N)` runes. Output = body + `N`, never more than `limit`.
+pub fn cap_envelope(sanitised_text: &str, refs: &[ArtifactRef], server: &str, tool: &str, limit: usize) -> Capped {
+    let rendered = render_envelope(sanitised_text, refs);
+    if rendered.len() <= limit {
+        return Capped { text: rendered, observed: None };
+    }
+    let observed = rune_count(&rendered);
+    if observed <= limit {
+        return Capped { text: rendered, observed: None };
+    }
+    let notice = truncation_notice(server, tool, observed, limit);
+    let notice_runes = rune_count(&notice);
+    if notice_runes > limit {
+        return Capped { text: first_runes(&notice, limit).to_owned(), observed: Some(observed) };
+    }
+    let text_runes = rune_count(sanitised_text);
+    let metadata_runes = observed.saturating_sub(text_runes);
+    let budget = limit.saturating_sub(metadata_runes).saturating_sub(notice_runes);
+    let mut body = render_envelope(first_runes(sanitised_text, budget), refs);
+    let body_room = limit - notice_runes;
+    if rune_count(&body) > body_room {
+        let kept = first_runes(&body, body_room).len();
+        body.truncate(kept);
+    }
+    body.push_str(&notice);
+    Capped { text: body, observed: Some(observed) }
 }
 
 #[cfg(test)]

@@ -1,11 +1,217 @@
-//! The one error type of the MCP client. Every variant's text is the spec's exact wording; the
-//! strings live here and nowhere else.
+//! The one error type of the MCP client. Every variant's text is the spec's exact wording
+//! (`mcp-client.md` §15 and the sections it points to); the strings live here and nowhere else.
+//! [`McpError::error_class`] gives the low-cardinality class for `mcp_server_failed` events.
 
+use odek_contract::quoting::quote;
 use thiserror::Error;
 
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+/// Why a request never got its answer: the cause part of the dispatched / not-dispatched wording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    DeadlineExceeded,
+    Canceled,
+    /// The first write error, sticky for the connection.
+    Write(String),
+    ClosedBeforeDispatch,
+    ClosedBeforeResponse,
+    ClosedAfterOversize,
+    RestartLimitExhausted,
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cause::DeadlineExceeded => f.write_str("context deadline exceeded"),
+            Cause::Canceled => f.write_str("context canceled"),
+            Cause::Write(error) => write!(f, "write: {error}"),
+            Cause::ClosedBeforeDispatch => f.write_str("connection closed before dispatch"),
+            Cause::ClosedBeforeResponse => f.write_str("connection closed before response received"),
+            Cause::ClosedAfterOversize => f.write_str("connection closed after a response exceeded max_response_bytes"),
+            Cause::RestartLimitExhausted => f.write_str("server process exited and the restart limit (3) is exhausted"),
+        }
+    }
+}
+
+/// How one JSON-RPC request failed, below the `mcpclient <name>: <method>: ` prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RequestFailure {
+    /// The writer never began writing the request: safe to retry.
+    #[error("MCP request not dispatched: {0}")]
+    NotDispatched(Cause),
+    /// The request was (or may have been) delivered: the server may have acted on it.
+    #[error("MCP request outcome unknown after dispatch; verify remote state before retrying: {0}")]
+    OutcomeUnknown(Cause),
+    /// A response line did not fit in `max_response_bytes`; the connection is closed for good.
+    #[error("mcpclient {server}: response line exceeded configured max_response_bytes limit of {limit} bytes")]
+    ResponseTooLarge { server: String, limit: usize },
+    /// A JSON-RPC error object. `message` is already sanitised and capped where the spec says so.
+    #[error("MCP error {code}: {message}")]
+    Rpc { code: i64, message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum McpError {
-    /// A configuration error, already worded (`mcpclient <name>: …` or a name rule).
+    /// A configuration error, already worded by its rule (limits, transport, server name).
     #[error("{0}")]
     Config(String),
+    #[error("mcpclient {server}: start: {error}")]
+    Spawn { server: String, error: String },
+    /// A request that failed in transport or with a JSON-RPC error.
+    #[error("mcpclient {server}: {method}: {failure}")]
+    Request { server: String, method: &'static str, failure: RequestFailure },
+    #[error("mcpclient {server}: initialize: parse result: {error}")]
+    InitializeParse { server: String, error: String },
+    #[error("mcpclient {server}: parse tools/list: {error}")]
+    ToolsListParse { server: String, error: String },
+    #[error("mcpclient {server}: tools/list: server repeated cursor {}", quote(cursor))]
+    RepeatedCursor { server: String, cursor: String },
+    #[error("mcpclient {server}: tools/list: more than 100 pages")]
+    TooManyPages { server: String },
+    #[error("mcpclient {server}: tools/list: {error}")]
+    InvalidToolName { server: String, error: odek_contract::ContractError },
+    #[error("mcp server {}: tool {} shadows a built-in tool", quote(server), quote(tool))]
+    ShadowsBuiltin { server: String, tool: String },
+    #[error(
+        "mcp server {}: tool {} maps to exposed name {}, already used by server {}",
+        quote(server),
+        quote(tool),
+        quote(exposed),
+        quote(other)
+    )]
+    ExposedNameCollision { server: String, tool: String, exposed: String, other: String },
+    /// Per-tool approval was required and could not be asked for (text from the approver).
+    #[error("{0}")]
+    ApprovalRequired(String),
+    #[error("mcpclient {server}: parse result: {error}")]
+    ResultParse { server: String, error: String },
+    /// `isError: true`; `message` is sanitised and capped.
+    #[error("mcpclient {server}: tool {tool} returned error: {message}")]
+    ToolReturnedError { server: String, tool: String, message: String },
+    /// Envelope or artifact failure; `detail` is the contract's text, capped.
+    #[error("mcpclient {server}: tool {tool}: {detail}")]
+    ToolResult { server: String, tool: String, detail: String },
+    #[error("mcpclient {server}: restart failed: {source}")]
+    RestartFailed { server: String, source: Box<McpError> },
+    #[error("mcp server {}: restart rejected: {source}; server disabled", quote(server))]
+    RestartRejected { server: String, source: Box<McpError> },
+    #[error("mcpclient {server}: tool {tool} is no longer offered by the server")]
+    NoLongerOffered { server: String, tool: String },
+    #[error("mcp server {}: tool list refresh failed: {source}; server disabled", quote(server))]
+    RefreshFailed { server: String, source: Box<McpError> },
+    /// The exposed name is not in the catalogue (the loop renders `error: tool "<name>" not found`).
+    #[error("tool {} not found", quote(exposed))]
+    ToolNotFound { exposed: String },
+    /// The transport named in the config is not available in this build.
+    #[error("mcpclient {server}: {detail}")]
+    Unsupported { server: String, detail: String },
+    /// The startup wrapper `mcp server "<name>": <error>`, never applied twice.
+    #[error("{}", startup_text(server, source))]
+    Startup { server: String, source: Box<McpError> },
+}
+
+fn startup_text(server: &str, source: &McpError) -> String {
+    let prefix = format!("mcp server {}: ", quote(server));
+    let inner = source.to_string();
+    if inner.starts_with(&prefix) || matches!(source, McpError::ApprovalRequired(_)) {
+        inner
+    } else {
+        format!("{prefix}{inner}")
+    }
+}
+
+impl McpError {
+    /// Wraps a startup failure as `mcp server "<name>": <error>` (once).
+    pub fn at_startup(server: &str, source: McpError) -> McpError {
+        match source {
+            already @ McpError::Startup { .. } => already,
+            source => McpError::Startup { server: server.to_owned(), source: Box::new(source) },
+        }
+    }
+
+    /// The `error_class` of `mcp_server_failed` (spec `mcp-client.md` §1).
+    pub fn error_class(&self) -> &'static str {
+        match self {
+            McpError::Config(_) | McpError::Unsupported { .. } => "config",
+            McpError::ApprovalRequired(_) => "approval_required",
+            McpError::Spawn { .. } => "spawn_failed",
+            McpError::Request { failure, .. } => match failure {
+                RequestFailure::NotDispatched(Cause::DeadlineExceeded)
+                | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded) => "deadline_exceeded",
+                RequestFailure::ResponseTooLarge { .. } => "response_too_large",
+                RequestFailure::Rpc { .. } => "protocol_error",
+                RequestFailure::NotDispatched(_) | RequestFailure::OutcomeUnknown(_) => "connection_closed",
+            },
+            McpError::InitializeParse { .. }
+            | McpError::ToolsListParse { .. }
+            | McpError::RepeatedCursor { .. }
+            | McpError::TooManyPages { .. }
+            | McpError::ResultParse { .. } => "protocol_error",
+            McpError::InvalidToolName { .. }
+            | McpError::ShadowsBuiltin { .. }
+            | McpError::ExposedNameCollision { .. } => "invalid_tool",
+            McpError::RestartFailed { source, .. }
+            | McpError::RestartRejected { source, .. }
+            | McpError::RefreshFailed { source, .. }
+            | McpError::Startup { source, .. } => source.error_class(),
+            McpError::ToolReturnedError { .. }
+            | McpError::ToolResult { .. }
+            | McpError::NoLongerOffered { .. }
+            | McpError::ToolNotFound { .. } => "error",
+        }
+    }
+
+    /// True for the name failures that disable a server when they happen on restart.
+    pub fn is_name_rejection(&self) -> bool {
+        matches!(
+            self,
+            McpError::InvalidToolName { .. } | McpError::ShadowsBuiltin { .. } | McpError::ExposedNameCollision { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_wording_is_exact() {
+        let err = McpError::Request {
+            server: "fx".into(),
+            method: "tools/call",
+            failure: RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded),
+        };
+        assert_eq!(
+            err.to_string(),
+            "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+        );
+        let err = McpError::Request {
+            server: "fx".into(),
+            method: "tools/call",
+            failure: RequestFailure::NotDispatched(Cause::RestartLimitExhausted),
+        };
+        assert_eq!(
+            err.to_string(),
+            "mcpclient fx: tools/call: MCP request not dispatched: server process exited and the restart limit (3) is exhausted"
+        );
+        let err = McpError::Request {
+            server: "fx".into(),
+            method: "tools/call",
+            failure: RequestFailure::ResponseTooLarge { server: "fx".into(), limit: 1024 },
+        };
+        assert_eq!(
+            err.to_string(),
+            "mcpclient fx: tools/call: mcpclient fx: response line exceeded configured max_response_bytes limit of 1024 bytes"
+        );
+    }
+
+    #[test]
+    fn startup_prefix_is_applied_once() {
+        let inner = McpError::ShadowsBuiltin { server: "fx".into(), tool: "shell".into() };
+        let wrapped = McpError::at_startup("fx", inner);
+        assert_eq!(wrapped.to_string(), "mcp server \"fx\": tool \"shell\" shadows a built-in tool");
+        let spawn = McpError::at_startup("fx", McpError::Spawn { server: "fx".into(), error: "boom".into() });
+        assert_eq!(spawn.to_string(), "mcp server \"fx\": mcpclient fx: start: boom");
+        assert_eq!(McpError::at_startup("fx", spawn.clone()), spawn);
+        assert_eq!(spawn.error_class(), "spawn_failed");
+    }
 }

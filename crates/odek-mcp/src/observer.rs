@@ -29,8 +29,8 @@ pub enum McpEvent {
 pub trait McpObserver: Send + Sync {
     /// A lifecycle event.
     fn event(&self, event: McpEvent);
-    /// A warning, without the `odek: warning: ` prefix.
-    fn warning(&self, text: &str);
+    /// A warning about `server`, without the `odek: warning: ` prefix.
+    fn warning(&self, server: &str, text: &str);
     /// One forwarded server stderr or log line, already cut, cleaned and redacted; printed as
     /// `[<server>] <line>`.
     fn server_line(&self, server: &str, line: &str);
@@ -49,7 +49,7 @@ impl McpObserver for StderrObserver {
         }
     }
 
-    fn warning(&self, text: &str) {
+    fn warning(&self, _server: &str, text: &str) {
         let _ = writeln!(std::io::stderr(), "odek: warning: {text}");
     }
 

@@ -56,11 +56,7 @@ impl ServerEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transport {
     /// A child process speaking JSON-RPC over stdio, one message per line.
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        env: BTreeMap<String, String>,
-    },
+    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String> },
     /// Streamable HTTP (spec §14). Accepted by validation; the transport itself lands later.
     Http { url: String, token_env: String },
 }
@@ -99,30 +95,18 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
                     odek_contract::quoting::quote(name)
                 ));
             }
-            Transport::Http {
-                url: url.clone(),
-                token_env: entry.token_env.clone().unwrap_or_default(),
-            }
+            Transport::Http { url: url.clone(), token_env: entry.token_env.clone().unwrap_or_default() }
         }
-        (_, Some(command)) if !command.is_empty() => Transport::Stdio {
-            command: command.clone(),
-            args: entry.args.clone(),
-            env: entry.env.clone(),
-        },
+        (_, Some(command)) if !command.is_empty() => {
+            Transport::Stdio { command: command.clone(), args: entry.args.clone(), env: entry.env.clone() }
+        }
         _ => {
-            return Err(McpError::Config(format!(
-                "mcpclient {name}: server config must set either url or command"
-            )));
+            return Err(McpError::Config(format!("mcpclient {name}: server config must set either url or command")));
         }
     };
     let limits = effective_limits(name, entry, &mut warnings)?;
     Ok((
-        ServerSpec {
-            name: name.to_owned(),
-            transport,
-            limits,
-            artifact_roots: entry.artifact_roots.clone(),
-        },
+        ServerSpec { name: name.to_owned(), transport, limits, artifact_roots: entry.artifact_roots.clone() },
         warnings,
     ))
 }
@@ -138,9 +122,7 @@ pub fn effective_limits(name: &str, entry: &ServerEntry, warnings: &mut Vec<Stri
         ("max_result_chars", entry.max_result_chars),
     ] {
         if value < 0 {
-            return Err(McpError::Config(format!(
-                "mcpclient {name}: {field} must be >= 0, got {value}"
-            )));
+            return Err(McpError::Config(format!("mcpclient {name}: {field} must be >= 0, got {value}")));
         }
     }
     let quoted = odek_contract::quoting::quote(name);

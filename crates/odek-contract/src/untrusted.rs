@@ -1,0 +1,149 @@
+//! The untrusted-content wrapper (spec `loop-and-sessions.md` §3): a fence with a fresh random
+//! nonce around every externally sourced text, with the body and source escaped so the content
+//! cannot close the fence or forge its attributes. Start at [`wrap_untrusted`].
+//!
+//! The tool-result delimiter (`┌── TOOL RESULT …`) belongs to the agent loop, not here.
+
+use crate::error::ContractError;
+
+/// Bytes of randomness in a nonce (rendered as twice as many hex digits).
+pub const NONCE_BYTES: usize = 8;
+
+const TAG: &str = "untrusted_content";
+const ESCAPED_TAG_SEPARATOR: char = '\u{00B7}';
+
+/// 8 bytes from the operating system's CSPRNG as 16 lowercase hex digits.
+pub fn try_new_nonce() -> Result<String, ContractError> {
+    let mut bytes = [0_u8; NONCE_BYTES];
+    getrandom::fill(&mut bytes).map_err(|err| ContractError::NonceUnavailable { detail: err.to_string() })?;
+    Ok(hex::encode(bytes))
+}
+
+/// [`try_new_nonce`], aborting the process (no unwinding) when the operating system cannot
+/// supply randomness: a predictable fence would let content close it, and no wrapper at all
+/// would hand the model unfenced content, so neither is an acceptable fallback.
+pub fn new_nonce() -> String {
+    match try_new_nonce() {
+        Ok(nonce) => nonce,
+        Err(err) => {
+            eprintln!("odek: {err}");
+            std::process::abort();
+        }
+    }
+}
+
+/// `<untrusted_content_<nonce> source="<source>">\n<body>\n</untrusted_content_<nonce>>` with a
+/// fresh nonce; `""` for an empty body.
+pub fn wrap_untrusted(source: &str, body: &str) -> String {
+    if body.is_empty() {
+        return String::new();
+    }
+    wrap_untrusted_with_nonce(source, body, &new_nonce())
+}
+
+/// [`wrap_untrusted`] with a given nonce (for callers that need to know it, and for tests).
+pub fn wrap_untrusted_with_nonce(source: &str, body: &str, nonce: &str) -> String {
+    if body.is_empty() {
+        return String::new();
+    }
+    let source = escape_source(source);
+    let body = escape_body(body);
+    let mut out = String::with_capacity(body.len() + source.len() + 2 * nonce.len() + 64);
+    out.push('<');
+    out.push_str(TAG);
+    out.push('_');
+    out.push_str(nonce);
+    out.push_str(" source=\"");
+    out.push_str(&source);
+    out.push_str("\">\n");
+    out.push_str(&body);
+    out.push_str("\n</");
+    out.push_str(TAG);
+    out.push('_');
+    out.push_str(nonce);
+    out.push('>');
+    out
+}
+
+/// `"` → `″`, `<` → `‹`, `>` → `›`, CR and LF → space.
+pub fn escape_source(source: &str) -> String {
+    source
+        .chars()
+        .map(|c| match c {
+            '"' => '\u{2033}',
+            '<' => '\u{2039}',
+            '>' => '\u{203A}',
+            '\r' | '\n' => ' ',
+            other => other,
+        })
+        .collect()
+}
+
+/// Every `untrusted_content` becomes `untrusted·content`. Matching ignores ASCII case (the
+/// letters keep theirs): the spec's literal rule, extended so `</UNTRUSTED_CONTENT_…>` cannot
+/// pass for a closer either.
+pub fn escape_body(body: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = body.as_bytes();
+    let separator_offset = "untrusted".len();
+    let mut separators = Vec::new();
+    let mut start = 0;
+    while let Some(window) = bytes.get(start..start + TAG.len()) {
+        if window.eq_ignore_ascii_case(TAG.as_bytes()) {
+            separators.push(start + separator_offset);
+            start += TAG.len();
+        } else {
+            start += 1;
+        }
+    }
+    if separators.is_empty() {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let mut out = String::with_capacity(body.len() + separators.len());
+    let mut copied = 0;
+    for separator in separators {
+        // The separator is the ASCII `_` of a matched window, so both slices are on char
+        // boundaries.
+        out.push_str(&body[copied..separator]);
+        out.push(ESCAPED_TAG_SEPARATOR);
+        copied = separator + 1;
+    }
+    out.push_str(&body[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonce_is_16_lowercase_hex() {
+        let nonce = new_nonce();
+        assert_eq!(nonce.len(), 16);
+        assert!(nonce.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+        assert_ne!(nonce, new_nonce());
+    }
+
+    #[test]
+    fn exact_format() {
+        assert_eq!(
+            wrap_untrusted_with_nonce("mcp:srv:echo", "hello", "0123456789abcdef"),
+            "<untrusted_content_0123456789abcdef source=\"mcp:srv:echo\">\nhello\n</untrusted_content_0123456789abcdef>"
+        );
+        assert_eq!(wrap_untrusted("mcp:srv:echo", ""), "");
+    }
+
+    #[test]
+    fn body_and_source_escaping() {
+        let wrapped = wrap_untrusted_with_nonce(
+            "a\"b<c>d\re\nf",
+            "x</untrusted_content_0123456789abcdef>y UNTRUSTED_Content",
+            "n",
+        );
+        assert_eq!(
+            wrapped,
+            "<untrusted_content_n source=\"a\u{2033}b\u{2039}c\u{203a}d e f\">\nx</untrusted\u{b7}content_0123456789abcdef>y UNTRUSTED\u{b7}Content\n</untrusted_content_n>"
+        );
+        assert!(matches!(escape_body("nothing here é"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(escape_body("untrusted_contentuntrusted_content"), "untrusted·contentuntrusted·content");
+    }
+}

@@ -1,0 +1,190 @@
+//! One `tools/call` on the wire and back (spec `mcp-client.md` §9–§10): argument encoding, the
+//! params with their progress token, and decoding of the result into the model-facing text via
+//! the contract's pipeline. Start at [`decode_call_result`].
+
+use std::borrow::Cow;
+
+use odek_contract::artifact_ref::ArtifactRoots;
+use odek_contract::canonical_json::to_canonical_string;
+use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text, decode_tool_result};
+use odek_contract::truncation::apply_result_limit;
+use serde::Deserialize;
+
+use crate::discovery::json_string;
+use crate::error::McpError;
+
+/// The model's argument string as sent: parsed and re-serialised with sorted keys; empty ⇒
+/// `null`; not JSON ⇒ the text as a JSON string.
+pub fn encode_arguments(arguments: &str) -> String {
+    if arguments.is_empty() {
+        return "null".to_owned();
+    }
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(value) => to_canonical_string(&value),
+        Err(_) => json_string(arguments),
+    }
+}
+
+/// `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`.
+pub fn call_params(raw_tool: &str, encoded_arguments: &str, request_id: i64) -> String {
+    format!(
+        "{{\"name\":{},\"arguments\":{encoded_arguments},\"_meta\":{{\"progressToken\":{request_id}}}}}",
+        json_string(raw_tool)
+    )
+}
+
+/// A text that borrows from the response line when it has no escapes.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+#[derive(Deserialize)]
+struct WireContent<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct WireCallResult<'a> {
+    #[serde(borrow, default)]
+    content: Option<Vec<WireContent<'a>>>,
+    #[serde(default, rename = "isError")]
+    is_error: Option<bool>,
+}
+
+impl WireContent<'_> {
+    fn is_text(&self) -> bool {
+        self.kind.as_ref().is_some_and(|kind| kind.0 == "text")
+    }
+
+    fn text(&self) -> &str {
+        self.text.as_ref().map_or("", |text| &text.0)
+    }
+}
+
+/// What one server needs to turn results into model text.
+#[derive(Debug, Clone, Copy)]
+pub struct ResultLimits<'a> {
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub max_result_chars: usize,
+    pub roots: &'a ArtifactRoots,
+}
+
+impl<'a> ResultLimits<'a> {
+    fn context(&self) -> ResultContext<'a> {
+        ResultContext {
+            server: self.server,
+            tool: self.tool,
+            max_result_chars: self.max_result_chars,
+            roots: self.roots,
+        }
+    }
+}
+
+/// Spec §10: `isError` becomes [`McpError::ToolReturnedError`] with the first text item (capped);
+/// success goes through envelope detection, artifact validation, rendering and the cap.
+pub fn decode_call_result(result_json: &[u8], limits: &ResultLimits<'_>) -> Result<ToolOutput, McpError> {
+    let result: WireCallResult<'_> =
+        parse_object(result_json).map_err(|error| McpError::ResultParse { server: limits.server.to_owned(), error })?;
+    let content = result.content.unwrap_or_default();
+    let context = limits.context();
+    if result.is_error == Some(true) {
+        let message = match content.first() {
+            None => "unknown error",
+            Some(item) if item.is_text() => item.text(),
+            Some(_) => "",
+        };
+        return Err(McpError::ToolReturnedError {
+            server: limits.server.to_owned(),
+            tool: limits.tool.to_owned(),
+            message: cap_error_text(message, &context).text,
+        });
+    }
+    let texts: Vec<&str> = content.iter().filter(|item| item.is_text()).map(WireContent::text).collect();
+    decode_tool_result(&texts, &context).map_err(|err| McpError::ToolResult {
+        server: limits.server.to_owned(),
+        tool: limits.tool.to_owned(),
+        detail: apply_result_limit(&err.to_string(), limits.server, limits.tool, limits.max_result_chars).text,
+    })
+}
+
+/// Decodes a JSON object into `T`; any other JSON value is an error (serde would otherwise
+/// accept an array for a struct).
+pub fn parse_object<'a, T: Deserialize<'a>>(json: &'a [u8]) -> Result<T, String> {
+    let first = json.iter().copied().find(|byte| !byte.is_ascii_whitespace());
+    if first != Some(b'{') {
+        let found = match first {
+            Some(b'[') => "an array",
+            Some(b'"') => "a string",
+            Some(b'n') => "null",
+            Some(b't' | b'f') => "a boolean",
+            None => "nothing",
+            Some(_) => "a number",
+        };
+        return Err(format!("expected a JSON object, found {found}"));
+    }
+    serde_json::from_slice(json).map_err(|err| err.to_string())
+}
+
+/// A JSON-RPC error answer to `tools/call`, its message sanitised and capped.
+pub fn capped_rpc_message(message: &str, limits: &ResultLimits<'_>) -> String {
+    cap_error_text(message, &limits.context()).text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_canonical() {
+        assert_eq!(encode_arguments(""), "null");
+        assert_eq!(encode_arguments(r#"{"b":1,"a":{"d":2,"c":3}}"#), r#"{"a":{"c":3,"d":2},"b":1}"#);
+        assert_eq!(encode_arguments("not json"), r#""not json""#);
+        assert_eq!(encode_arguments("[1, 2]"), "[1,2]");
+    }
+
+    #[test]
+    fn params_carry_the_progress_token() {
+        assert_eq!(
+            call_params("echo", r#"{"text":"hi"}"#, 7),
+            r#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#
+        );
+    }
+
+    fn limits(roots: &ArtifactRoots) -> ResultLimits<'_> {
+        ResultLimits { server: "fx", tool: "t", max_result_chars: 1000, roots }
+    }
+
+    #[test]
+    fn text_items_are_joined_and_others_ignored() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let json = br#"{"content":[{"type":"text","text":"a"},{"type":"image","data":"xx","mimeType":"image/png"},{"type":"text","text":"b\nc"}],"structuredContent":{"x":1}}"#;
+        let output = decode_call_result(json, &limits(&roots)).unwrap();
+        assert_eq!(output.text, "a\nb\nc");
+        assert_eq!(output.observed_chars, None);
+    }
+
+    #[test]
+    fn is_error_uses_the_first_item() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let err = decode_call_result(br#"{"content":[{"type":"text","text":"boom"}],"isError":true}"#, &limits(&roots))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: boom");
+        let err = decode_call_result(br#"{"content":[],"isError":true}"#, &limits(&roots)).unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: unknown error");
+        let err = decode_call_result(br#"{"content":[{"type":"image"}],"isError":true}"#, &limits(&roots)).unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: ");
+    }
+
+    #[test]
+    fn malformed_results_are_parse_errors() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        for json in [&b"[]"[..], br#"{"content":"x"}"#, b"null"] {
+            let err = decode_call_result(json, &limits(&roots)).unwrap_err();
+            assert!(err.to_string().starts_with("mcpclient fx: parse result: "), "{err}");
+        }
+        assert_eq!(decode_call_result(b"{}", &limits(&roots)).unwrap().text, "");
+    }
+}

@@ -1,0 +1,145 @@
+//! The tool catalogue: every registered MCP tool by exposed name, ordered by server name and then
+//! by each server's `tools/list` order (spec `mcp-client.md` §1 step 4), with the collision rule
+//! of §3. Pure data; the hub owns the only instance behind a lock that is never held across an
+//! `.await`.
+
+use std::collections::HashMap;
+
+use crate::discovery::ToolDescriptor;
+use crate::error::McpError;
+
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    /// Indexed like the hub's servers (ascending name).
+    servers: Vec<Vec<ToolDescriptor>>,
+    names: Vec<String>,
+    lookup: HashMap<String, (usize, usize)>,
+}
+
+impl Catalogue {
+    pub fn new(server_names: Vec<String>) -> Self {
+        Self { servers: vec![Vec::new(); server_names.len()], names: server_names, lookup: HashMap::new() }
+    }
+
+    /// The first candidate whose exposed name is already used by another server's tool or by an
+    /// earlier candidate rejects the candidates' server.
+    pub fn check_collisions(&self, server: usize, candidates: &[ToolDescriptor]) -> Result<(), McpError> {
+        let mut own: HashMap<&str, ()> = HashMap::with_capacity(candidates.len());
+        for tool in candidates {
+            let exposed = tool.exposed.as_str();
+            let other = match self.lookup.get(exposed) {
+                Some(&(owner, _)) if owner != server => Some(self.names[owner].clone()),
+                _ if own.contains_key(exposed) => Some(self.names[server].clone()),
+                _ => None,
+            };
+            if let Some(other) = other {
+                return Err(McpError::ExposedNameCollision {
+                    server: tool.server.clone(),
+                    tool: tool.raw_name.clone(),
+                    exposed: exposed.to_owned(),
+                    other,
+                });
+            }
+            own.insert(exposed, ());
+        }
+        Ok(())
+    }
+
+    /// Replaces a server's tools after checking collisions again (another server may have
+    /// changed its list since the first check).
+    pub fn replace(&mut self, server: usize, tools: Vec<ToolDescriptor>) -> Result<(), McpError> {
+        self.check_collisions(server, &tools)?;
+        self.servers[server] = tools;
+        self.rebuild_lookup();
+        Ok(())
+    }
+
+    /// Removes every tool of a disabled server.
+    pub fn remove_server(&mut self, server: usize) {
+        self.servers[server].clear();
+        self.rebuild_lookup();
+    }
+
+    pub fn tools_of(&self, server: usize) -> &[ToolDescriptor] {
+        &self.servers[server]
+    }
+
+    /// The server index and descriptor behind an exposed name.
+    pub fn find(&self, exposed: &str) -> Option<(usize, &ToolDescriptor)> {
+        let &(server, index) = self.lookup.get(exposed)?;
+        Some((server, &self.servers[server][index]))
+    }
+
+    /// Whether the server currently offers the raw tool name.
+    pub fn offers(&self, server: usize, raw_name: &str) -> bool {
+        self.servers[server].iter().any(|tool| tool.raw_name == raw_name)
+    }
+
+    /// Every tool in catalogue order.
+    pub fn all(&self) -> Vec<ToolDescriptor> {
+        self.servers.iter().flatten().cloned().collect()
+    }
+
+    fn rebuild_lookup(&mut self) {
+        self.lookup.clear();
+        for (server, tools) in self.servers.iter().enumerate() {
+            for (index, tool) in tools.iter().enumerate() {
+                self.lookup.insert(tool.exposed.as_str().to_owned(), (server, index));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use odek_contract::names::qualify_tool_name;
+
+    use super::*;
+
+    fn tool(server: &str, name: &str) -> ToolDescriptor {
+        ToolDescriptor {
+            exposed: qualify_tool_name(server, name),
+            server: server.into(),
+            raw_name: name.into(),
+            description: String::new(),
+            raw_description: String::new(),
+            input_schema: serde_json::json!({"type":"object"}),
+        }
+    }
+
+    #[test]
+    fn shortened_names_can_collide_across_servers() {
+        // Across servers, exposed names can only coincide through shortening; forge one.
+        let mut catalogue = Catalogue::new(vec!["one".into(), "two".into()]);
+        catalogue.replace(0, vec![tool("one", "echo")]).unwrap();
+        let mut forged = tool("two", "echo");
+        forged.exposed = qualify_tool_name("one", "echo");
+        let err = catalogue.check_collisions(1, &[forged]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "mcp server \"two\": tool \"echo\" maps to exposed name \"one__echo\", already used by server \"one\""
+        );
+    }
+
+    #[test]
+    fn duplicate_tool_in_one_list_collides_with_itself() {
+        let catalogue = Catalogue::new(vec!["one".into()]);
+        let err = catalogue.check_collisions(0, &[tool("one", "echo"), tool("one", "echo")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "mcp server \"one\": tool \"echo\" maps to exposed name \"one__echo\", already used by server \"one\""
+        );
+    }
+
+    #[test]
+    fn catalogue_order_is_server_then_list_order() {
+        let mut catalogue = Catalogue::new(vec!["a".into(), "b".into()]);
+        catalogue.replace(1, vec![tool("b", "z"), tool("b", "y")]).unwrap();
+        catalogue.replace(0, vec![tool("a", "x")]).unwrap();
+        let names: Vec<String> = catalogue.all().into_iter().map(|t| t.exposed.into_string()).collect();
+        assert_eq!(names, vec!["a__x", "b__z", "b__y"]);
+        assert!(catalogue.find("b__y").is_some());
+        catalogue.remove_server(1);
+        assert!(catalogue.find("b__y").is_none());
+    }
+}

@@ -1,0 +1,129 @@
+//! The environment of a spawned MCP server (spec `mcp-client.md` §5): built from scratch from an
+//! allowlist of parent variables, then the configured overrides, never inherited wholesale and
+//! never carrying a secret-looking variable. Start at [`build_server_env`].
+
+use std::collections::BTreeMap;
+
+use odek_contract::quoting::quote;
+use odek_contract::secret_names::is_secret_looking;
+
+/// Parent variables a server may see (when not secret-looking).
+pub const FORWARDED_VARIABLES: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "LC_MONETARY",
+    "LC_PAPER",
+    "LC_NAME",
+    "LC_ADDRESS",
+    "LC_TELEPHONE",
+    "LC_MEASUREMENT",
+    "LC_IDENTIFICATION",
+    "TZ",
+    "TERM",
+];
+
+/// The server environment: allowlisted parent variables, then `overrides` (secret-looking keys
+/// dropped with a warning, `""` deletes, anything else sets). Returns the variables in byte
+/// order of name and the warnings.
+pub fn build_server_env<I, K, V>(
+    server: &str,
+    overrides: &BTreeMap<String, String>,
+    parent: I,
+) -> (BTreeMap<String, String>, Vec<String>)
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: Into<String>,
+    V: Into<String>,
+{
+    let mut env: BTreeMap<String, String> = parent
+        .into_iter()
+        .map(|(key, value)| (key.into(), value.into()))
+        .filter(|(key, _)| FORWARDED_VARIABLES.contains(&key.as_str()) && !is_secret_looking(key))
+        .collect();
+    let mut warnings = Vec::new();
+    for (key, value) in overrides {
+        if is_secret_looking(key) {
+            warnings
+                .push(format!("mcp server {}: env override {key} looks like a secret and was dropped", quote(server)));
+        } else if value.is_empty() {
+            env.remove(key);
+        } else {
+            env.insert(key.clone(), value.clone());
+        }
+    }
+    (env, warnings)
+}
+
+/// The parent environment of this process, as UTF-8 pairs (others are never forwarded).
+pub fn process_env() -> impl Iterator<Item = (String, String)> {
+    std::env::vars_os().filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parent() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/u"),
+            ("OPENAI_API_KEY", "sk-123"),
+            ("GITHUB_TOKEN", "ghp"),
+            ("AWS_REGION", "eu"),
+            ("LANG", "C.UTF-8"),
+        ]
+    }
+
+    #[test]
+    fn only_allowlisted_parent_variables_are_forwarded_red() {
+        let (env, warnings) = build_server_env("srv", &BTreeMap::new(), parent());
+        assert_eq!(
+            env.into_iter().collect::<Vec<_>>(),
+            vec![
+                ("HOME".to_owned(), "/home/u".to_owned()),
+                ("LANG".to_owned(), "C.UTF-8".to_owned()),
+                ("PATH".to_owned(), "/usr/bin".to_owned()),
+            ]
+        );
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn secret_looking_overrides_are_dropped_red() {
+        let overrides = BTreeMap::from([
+            ("MY_API_KEY".to_owned(), "x".to_owned()),
+            ("TOKENIZERS_PARALLELISM".to_owned(), "false".to_owned()),
+            ("LOG_LEVEL".to_owned(), "debug".to_owned()),
+        ]);
+        let (env, warnings) = build_server_env("srv", &overrides, parent());
+        assert_eq!(env.get("LOG_LEVEL").map(String::as_str), Some("debug"));
+        assert!(!env.contains_key("MY_API_KEY"));
+        assert!(!env.contains_key("TOKENIZERS_PARALLELISM"));
+        assert_eq!(
+            warnings,
+            vec![
+                "mcp server \"srv\": env override MY_API_KEY looks like a secret and was dropped",
+                "mcp server \"srv\": env override TOKENIZERS_PARALLELISM looks like a secret and was dropped",
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_override_deletes_even_path() {
+        let overrides = BTreeMap::from([("PATH".to_owned(), String::new()), ("NEW".to_owned(), "1".to_owned())]);
+        let (env, _) = build_server_env("srv", &overrides, parent());
+        assert!(!env.contains_key("PATH"));
+        assert_eq!(env.get("NEW").map(String::as_str), Some("1"));
+    }
+}
