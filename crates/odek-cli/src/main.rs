@@ -1,1 +1,51 @@
-fn main() {}
+//! The `odek` binary: parses the command line, runs the command from the library, and maps the
+//! outcome to an exit code in one place ([`exit_code`]). Everything else lives in `odek_cli`.
+
+use std::process::ExitCode;
+
+use odek_cli::cli::{Parsed, parse_args};
+use odek_cli::commands::{self, CommandError};
+
+fn main() -> ExitCode {
+    init_tracing();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let command = match parse_args(&args) {
+        Parsed::Command(command) => command,
+        Parsed::Exit { stdout, stderr, code } => {
+            print!("{stdout}");
+            eprint!("{stderr}");
+            return ExitCode::from(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("odek: start async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let outcome = runtime.block_on(commands::run(command));
+    // Server processes are reaped by the commands; don't wait on stray blocking tasks (an
+    // approval prompt abandoned mid-read) at exit.
+    runtime.shutdown_background();
+    exit_code(outcome)
+}
+
+/// The single mapping from a command's outcome to the process exit code (spec README §4).
+fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CommandError::Reported) => ExitCode::from(1),
+        Err(CommandError::Fatal(error)) => {
+            eprintln!("odek: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Logs go to stderr, filtered by `ODEK_LOG` (default: warnings from odek crates).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ODEK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).without_time().try_init();
+}

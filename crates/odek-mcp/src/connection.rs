@@ -604,7 +604,8 @@ enum Routed {
 /// it a server message (§8); otherwise it is a response whose id must be a JSON integer.
 fn route_line(shared: &Shared, line: Vec<u8>) {
     let routed = {
-        let Ok(frame) = serde_json::from_slice::<WireFrame<'_>>(&line) else { return };
+        // Only objects: serde would happily read an array like `[1,2]` into the struct.
+        let Ok(frame) = crate::call::parse_object::<WireFrame<'_>>(&line) else { return };
         if let Some(method) = frame.method.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
             && !method.is_empty()
         {

@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use odek_contract::quoting::quote;
+
 /// The [beyond] MCP lifecycle events of spec `events.md` §3.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpEvent {
@@ -36,17 +38,24 @@ pub trait McpObserver: Send + Sync {
     fn server_line(&self, server: &str, line: &str);
 }
 
-/// Prints warnings and server lines on stderr, and `odek: connected MCP server …` on start;
-/// drops events.
+/// Prints warnings and server lines on stderr, `odek: connected MCP server …` on start and a
+/// note on each restart.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StderrObserver;
 
 impl McpObserver for StderrObserver {
     fn event(&self, event: McpEvent) {
-        if let McpEvent::ServerStarted { server, tools, .. } = event {
-            let quoted = odek_contract::quoting::quote(&server);
-            let _ = writeln!(std::io::stderr(), "odek: connected MCP server {quoted} ({tools} tools)");
-        }
+        let mut stderr = std::io::stderr();
+        let _ = match event {
+            McpEvent::ServerStarted { server, tools, .. } => {
+                writeln!(stderr, "odek: connected MCP server {} ({tools} tools)", quote(&server))
+            }
+            McpEvent::ServerRestarted { server, restarts, exit_status } => {
+                let status = exit_status.map_or_else(String::new, |status| format!(" after exit status {status}"));
+                writeln!(stderr, "odek: restarted MCP server {}{status} (restart {restarts} of 3)", quote(&server))
+            }
+            McpEvent::ServerFailed { .. } => Ok(()),
+        };
     }
 
     fn warning(&self, _server: &str, text: &str) {

@@ -1,0 +1,221 @@
+//! MCP approvals (spec `config.md` §13): server approval for project-defined servers before
+//! anything is spawned, and per-tool approval for every server's tools after discovery.
+//!
+//! Start at [`McpApprovals`]: [`McpApprovals::approve_project_servers`] runs §13.1 for all
+//! project servers at once, and [`McpApprovals::tool_approver`] builds the
+//! [`CliToolApprover`] the MCP client asks once per tool (§13.2). A requirement is satisfied by
+//! `ODEK_APPROVE_MCP=1` (exactly `1`), a persisted key (§13.3, see [`server_approval_key`] and
+//! [`tool_approval_key`]), the `auto_approve` marker (§13.4, decided at load time as
+//! [`McpServerConfig::auto_approve_effective`]), or a `y`/`yes` answer at a terminal. Accepted
+//! answers are persisted; `ODEK_APPROVE_MCP` and `auto_approve` never are.
+//!
+//! This module does not validate servers (names, limits): the caller does that first, as
+//! `mcp-client.md` §1 orders it. Prompts and warnings go through a [`Console`].
+
+mod console;
+mod key;
+mod store;
+mod tool;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use odek_contract::quoting::quote;
+use thiserror::Error;
+
+use crate::config::{ConfigSources, McpServerConfig, ServerOrigin};
+
+pub use self::console::{
+    Console, MAX_ANSWER_BYTES, MAX_PROMPT_DESCRIPTION_BYTES, StdConsole, cut_for_prompt, is_yes, sanitize_for_terminal,
+    sanitize_terminal_line,
+};
+pub use self::key::{SchemaDigest, server_approval_key, tool_approval_key};
+pub use self::store::{ApprovalStore, MAX_APPROVALS_BYTES};
+pub use self::tool::{CliToolApprover, tool_approval_prompt};
+
+use self::key::ServerLaunch;
+
+/// File name of the persisted project-server approvals under `~/.odek`.
+pub const SERVER_APPROVALS_FILE: &str = "mcp_approvals.json";
+/// File name of the persisted per-tool approvals under `~/.odek`.
+pub const TOOL_APPROVALS_FILE: &str = "mcp_tool_approvals.json";
+
+/// The one error type of approvals; each text is the spec's exact wording.
+#[derive(Debug, Error)]
+pub enum ApprovalError {
+    /// An interactive answer other than `y`/`yes` (or end of input).
+    #[error("mcp approval: server {} was not approved", quote(name))]
+    ServerNotApproved { name: String },
+    /// No terminal to ask and no other approval. `target` is the command (stdio) or the url
+    /// (HTTP); `args` the arguments joined by spaces (empty for HTTP).
+    #[error(
+        "project-level MCP server {} ({target} {}) requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively",
+        quote(name),
+        quote(args)
+    )]
+    ServerApprovalRequired { name: String, target: String, args: String },
+    /// The text the tool approver returns as `ToolApproval::Required`.
+    #[error(
+        "MCP tool {} from server {} requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all tools from all project MCP servers, or run interactively",
+        quote(tool),
+        quote(server)
+    )]
+    ToolApprovalRequired { server: String, tool: String },
+    #[error("mcp approval: load approvals: parse {path}: {source}")]
+    LoadParse { path: String, source: serde_json::Error },
+    #[error("mcp approval: load approvals: read {path}: {detail}")]
+    LoadRead { path: String, detail: String },
+    #[error("mcp approval: save approvals: {path}: {detail}")]
+    Save { path: String, detail: String },
+}
+
+/// `ODEK_APPROVE_MCP` approves everything only when it is exactly `1` (no trimming, no `true`).
+pub fn odek_approve_mcp_set(env: &BTreeMap<String, String>) -> bool {
+    env.get("ODEK_APPROVE_MCP").is_some_and(|value| value == "1")
+}
+
+/// Approval policy for one invocation.
+#[derive(Clone)]
+pub struct McpApprovals {
+    odek_dir: PathBuf,
+    cwd: PathBuf,
+    approve_all: bool,
+    console: Arc<dyn Console>,
+}
+
+impl std::fmt::Debug for McpApprovals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpApprovals")
+            .field("odek_dir", &self.odek_dir)
+            .field("cwd", &self.cwd)
+            .field("approve_all", &self.approve_all)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpApprovals {
+    /// `env` is the effective environment (`LoadedConfig::env`, which includes `secrets.env`);
+    /// `sources` gives `~/.odek` and the working directory hashed into every key.
+    pub fn new(sources: &ConfigSources, env: &BTreeMap<String, String>, console: Arc<dyn Console>) -> Self {
+        McpApprovals {
+            odek_dir: sources.odek_dir(),
+            cwd: sources.cwd.clone(),
+            approve_all: odek_approve_mcp_set(env),
+            console,
+        }
+    }
+
+    /// Whether `ODEK_APPROVE_MCP=1` approves every server and tool of this invocation.
+    pub fn approves_all(&self) -> bool {
+        self.approve_all
+    }
+
+    /// `~/.odek/mcp_approvals.json`.
+    pub fn server_approvals_path(&self) -> PathBuf {
+        self.odek_dir.join(SERVER_APPROVALS_FILE)
+    }
+
+    /// `~/.odek/mcp_tool_approvals.json`.
+    pub fn tool_approvals_path(&self) -> PathBuf {
+        self.odek_dir.join(TOOL_APPROVALS_FILE)
+    }
+
+    /// §13.1 for every enabled project-defined server, in the given order (ascending name, as
+    /// loaded), before anything is spawned. The first refusal is fatal. The approvals file is
+    /// only read when some server still needs approval.
+    pub fn approve_project_servers(&self, servers: &[McpServerConfig]) -> Result<(), ApprovalError> {
+        let pending: Vec<&McpServerConfig> = servers
+            .iter()
+            .filter(|server| {
+                server.origin == ServerOrigin::Project && server.entry.is_enabled() && !server.auto_approve_effective
+            })
+            .collect();
+        if pending.is_empty() || self.approve_all {
+            return Ok(());
+        }
+        let mut store = ApprovalStore::load(self.server_approvals_path())?;
+        for server in pending {
+            let key = server_approval_key(&self.cwd, &server.name, &server.entry);
+            if store.contains(&key) {
+                continue;
+            }
+            if !self.console.is_interactive() {
+                return Err(server_approval_required(server));
+            }
+            let answer = self.console.prompt(&server_approval_prompt(server));
+            if !answer.as_deref().is_some_and(is_yes) {
+                return Err(ApprovalError::ServerNotApproved { name: server.name.clone() });
+            }
+            if let Err(err) = store.insert_and_save(key) {
+                self.console.warn(&err.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// The per-tool approver for these servers (global and project). Reads
+    /// `mcp_tool_approvals.json` now, so a corrupt file fails startup, unless
+    /// `ODEK_APPROVE_MCP=1` makes it irrelevant.
+    pub fn tool_approver(&self, servers: &[McpServerConfig]) -> Result<CliToolApprover, ApprovalError> {
+        let store = if self.approve_all {
+            ApprovalStore::empty(self.tool_approvals_path())
+        } else {
+            ApprovalStore::load(self.tool_approvals_path())?
+        };
+        Ok(CliToolApprover::new(self.cwd.clone(), self.approve_all, servers, store, Arc::clone(&self.console)))
+    }
+}
+
+fn server_approval_required(server: &McpServerConfig) -> ApprovalError {
+    let (target, args) = match ServerLaunch::of(&server.entry) {
+        ServerLaunch::Stdio { command, args } => (command, args.join(" ")),
+        ServerLaunch::Http { url, .. } => (url, String::new()),
+    };
+    ApprovalError::ServerApprovalRequired { name: server.name.clone(), target: sanitize_terminal_line(target), args }
+}
+
+/// The §13.1 prompt, ending `Approve? [y/N] `. It shows exactly what the server key hashes
+/// (besides the directory and name): the launch fields of the transport in use, the env
+/// overrides sorted by name, the limit fields that are set (non-zero), and the artifact roots.
+/// Every project-supplied value goes through [`sanitize_terminal_line`] so it can neither repaint
+/// the prompt nor forge a line of it.
+pub fn server_approval_prompt(server: &McpServerConfig) -> String {
+    let entry = &server.entry;
+    let mut text = format!("\nProject-level MCP server {} wants to run:\n", quote(&server.name));
+    match ServerLaunch::of(entry) {
+        ServerLaunch::Stdio { command, args } => {
+            text.push_str(&format!("  command: {}\n", sanitize_terminal_line(command)));
+            if !args.is_empty() {
+                text.push_str(&format!("  args:    {}\n", sanitize_terminal_line(&args.join(" "))));
+            }
+        }
+        ServerLaunch::Http { url, token_env } => {
+            text.push_str(&format!("  url: {}\n", sanitize_terminal_line(url)));
+            if !token_env.is_empty() {
+                text.push_str(&format!("  token_env: {}\n", sanitize_terminal_line(token_env)));
+            }
+        }
+    }
+    if !entry.env.is_empty() {
+        text.push_str("  env:\n");
+        for (name, value) in &entry.env {
+            text.push_str(&format!("    {}\n", sanitize_terminal_line(&format!("{name}={value}"))));
+        }
+    }
+    for (label, value) in [
+        ("timeout_seconds", entry.timeout_seconds),
+        ("max_response_bytes", entry.max_response_bytes),
+        ("max_result_chars", entry.max_result_chars),
+    ] {
+        if value != 0 {
+            text.push_str(&format!("  {label}: {value}\n"));
+        }
+    }
+    if !entry.artifact_roots.is_empty() {
+        let roots = sanitize_terminal_line(&entry.artifact_roots.join(", "));
+        text.push_str(&format!("  artifact_roots: {roots}\n"));
+    }
+    text.push_str("Approve? [y/N] ");
+    text
+}

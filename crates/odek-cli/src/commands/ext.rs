@@ -1,0 +1,421 @@
+//! `odek ext`: what the model will see from the configured extension servers, observable from the
+//! shell. `list` starts every server and reports each one; `call` runs tools through exactly the
+//! pipeline the agent uses (config, approvals, startup, the MCP call pipeline) and prints the
+//! contract's text, before the loop's untrusted wrapper.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
+use odek_mcp::{
+    CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, validate_server,
+};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::CommandError;
+use crate::approvals::{McpApprovals, StdConsole};
+use crate::cli::ExtCommand;
+use crate::config::{ConfigSources, LoadedConfig, McpServerConfig, ServerOrigin, load_config};
+
+/// Longest request line `odek ext call --jsonl` reads (16 MiB).
+pub const MAX_JSONL_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
+    match command {
+        ExtCommand::List { json } => list(json).await,
+        ExtCommand::Call { jsonl: true, .. } => call_jsonl().await,
+        ExtCommand::Call { tool, arguments, .. } => {
+            call_one(&tool.unwrap_or_default(), arguments.as_deref().unwrap_or_default()).await
+        }
+    }
+}
+
+/// Config loaded and printed warnings: the common start of every `ext` command.
+struct Setup {
+    sources: ConfigSources,
+    loaded: LoadedConfig,
+}
+
+impl Setup {
+    fn load() -> Result<Setup, CommandError> {
+        let sources = ConfigSources::from_process()?;
+        let loaded = load_config(&sources)?;
+        for warning in &loaded.warnings {
+            eprintln!("odek: warning: {warning}");
+        }
+        Ok(Setup { sources, loaded })
+    }
+
+    fn enabled_servers(&self) -> Vec<McpServerConfig> {
+        self.loaded.config.mcp_servers.iter().filter(|server| server.entry.is_enabled()).cloned().collect()
+    }
+
+    fn approvals(&self) -> McpApprovals {
+        McpApprovals::new(&self.sources, &self.loaded.env, Arc::new(StdConsole))
+    }
+
+    fn hub_options(&self, observer: Arc<dyn McpObserver>, approver: Arc<dyn odek_mcp::ToolApprover>) -> HubOptions {
+        HubOptions {
+            observer,
+            approver,
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            parent_env: self.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
+        }
+    }
+}
+
+/// Startup exactly as a run does it: validate every enabled server, approve project servers,
+/// then start them all; the first failure is fatal.
+async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
+    let setup = Setup::load()?;
+    let servers = setup.enabled_servers();
+    let mut specs = Vec::with_capacity(servers.len());
+    for server in &servers {
+        let (spec, warnings) =
+            validate_server(&server.name, &server.entry).map_err(|err| McpError::at_startup(&server.name, err))?;
+        for warning in warnings {
+            observer.warning(&server.name, &warning);
+        }
+        specs.push(spec);
+    }
+    let approvals = setup.approvals();
+    approvals.approve_project_servers(&servers)?;
+    let approver = Arc::new(approvals.tool_approver(&servers)?);
+    Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
+}
+
+/// Cancels the token on Ctrl-C so a call in flight ends with `context canceled`.
+fn cancel_on_interrupt() -> CancellationToken {
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            trigger.cancel();
+        }
+    });
+    token
+}
+
+async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {
+    let hub = start_for_calls(Arc::new(StderrObserver)).await?;
+    let options = CallOptions { deadline: None, cancel: Some(cancel_on_interrupt()) };
+    let outcome = hub.call(tool, arguments, &options).await;
+    hub.shutdown().await;
+    let output = outcome?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", output.text)?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// One `--jsonl` request line.
+#[derive(Deserialize)]
+struct CallRequest {
+    tool: String,
+    /// A JSON string is the raw argument text as a model would send it (even when it is not
+    /// JSON); any other value is sent compactly; absent means no arguments.
+    #[serde(default)]
+    arguments: Option<serde_json::Value>,
+}
+
+/// One `--jsonl` answer line.
+#[derive(Serialize)]
+struct CallRecord {
+    tool: Option<String>,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    duration_ms: u64,
+    /// [beyond] Present when the `max_result_chars` cap cut the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observed_chars: Option<usize>,
+}
+
+/// Reads requests from stdin and answers each in order against the same server processes, so a
+/// sequence (a timeout then a reuse, a crash then a restart) can be scripted. Tool-list changes
+/// are applied before each call, as the loop does before each model turn.
+async fn call_jsonl() -> Result<(), CommandError> {
+    let hub = start_for_calls(Arc::new(StderrObserver)).await?;
+    let cancel = cancel_on_interrupt();
+    let outcome = answer_lines(&hub, &cancel).await;
+    hub.shutdown().await;
+    outcome
+}
+
+async fn answer_lines(hub: &McpHub, cancel: &CancellationToken) -> Result<(), CommandError> {
+    let mut requests = BoundedLineReader::new(tokio::io::stdin(), MAX_JSONL_LINE_BYTES, Overflow::Fail);
+    loop {
+        let line = tokio::select! {
+            () = cancel.cancelled() => return Err(CommandError::Fatal("interrupted".into())),
+            line = requests.next_line() => line,
+        };
+        let line = match line {
+            Ok(Some(line)) => line.bytes,
+            Ok(None) => return Ok(()),
+            Err(err) => return Err(CommandError::Fatal(format!("ext call --jsonl: read stdin: {err}"))),
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let record = match serde_json::from_slice::<CallRequest>(&line) {
+            Err(err) => CallRecord {
+                tool: None,
+                ok: false,
+                text: None,
+                error: Some(format!("invalid request line: {err}")),
+                duration_ms: 0,
+                observed_chars: None,
+            },
+            Ok(request) => answer(hub, request, cancel).await,
+        };
+        let mut stdout = std::io::stdout().lock();
+        serde_json::to_writer(&mut stdout, &record)?;
+        stdout.write_all(b"\n")?;
+        stdout.flush()?;
+    }
+}
+
+async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken) -> CallRecord {
+    let arguments = match request.arguments {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(raw)) => raw,
+        Some(value) => value.to_string(),
+    };
+    hub.refresh_stale().await;
+    let started = Instant::now();
+    let options = CallOptions { deadline: None, cancel: Some(cancel.clone()) };
+    let outcome = hub.call(&request.tool, &arguments, &options).await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match outcome {
+        Ok(output) => CallRecord {
+            tool: Some(request.tool),
+            ok: true,
+            text: Some(output.text),
+            error: None,
+            duration_ms,
+            observed_chars: output.observed_chars,
+        },
+        Err(err) => CallRecord {
+            tool: Some(request.tool),
+            ok: false,
+            text: None,
+            error: Some(err.to_string()),
+            duration_ms,
+            observed_chars: None,
+        },
+    }
+}
+
+/// Collects each server's warnings for the listing while still printing them on stderr.
+#[derive(Default)]
+struct ListObserver {
+    warnings: Mutex<BTreeMap<String, Vec<String>>>,
+}
+
+impl ListObserver {
+    fn add(&self, server: &str, text: &str) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(server.to_owned())
+            .or_default()
+            .push(text.to_owned());
+    }
+
+    fn take(&self, server: &str) -> Vec<String> {
+        self.warnings.lock().unwrap_or_else(PoisonError::into_inner).remove(server).unwrap_or_default()
+    }
+}
+
+impl McpObserver for ListObserver {
+    fn event(&self, event: McpEvent) {
+        StderrObserver.event(event);
+    }
+
+    fn warning(&self, server: &str, text: &str) {
+        StderrObserver.warning(server, text);
+        self.add(server, text);
+    }
+
+    fn server_line(&self, server: &str, line: &str) {
+        StderrObserver.server_line(server, line);
+    }
+}
+
+/// One server in `odek ext list`.
+#[derive(Serialize)]
+struct ServerReport {
+    name: String,
+    /// `ok`, `failed` or `disabled`.
+    status: &'static str,
+    origin: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol_version: Option<String>,
+    tool_count: usize,
+    tools: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<LimitsReport>,
+    artifact_roots: Vec<String>,
+    warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct LimitsReport {
+    timeout_seconds: u64,
+    max_response_bytes: usize,
+    max_result_chars: usize,
+}
+
+impl From<odek_mcp::Limits> for LimitsReport {
+    fn from(limits: odek_mcp::Limits) -> Self {
+        LimitsReport {
+            timeout_seconds: limits.timeout.as_secs(),
+            max_response_bytes: limits.max_response_bytes,
+            max_result_chars: limits.max_result_chars,
+        }
+    }
+}
+
+/// Starts every configured server independently and reports each; exit 1 if any failed.
+async fn list(json: bool) -> Result<(), CommandError> {
+    let setup = Setup::load()?;
+    let observer = Arc::new(ListObserver::default());
+    let approvals = setup.approvals();
+    let mut reports: BTreeMap<String, ServerReport> = BTreeMap::new();
+    let mut startable = Vec::new();
+    let mut specs: Vec<ServerSpec> = Vec::new();
+    for server in &setup.loaded.config.mcp_servers {
+        let mut report = ServerReport {
+            name: server.name.clone(),
+            status: "disabled",
+            origin: match server.origin {
+                ServerOrigin::Global => "global",
+                ServerOrigin::Project => "project",
+            },
+            protocol_version: None,
+            tool_count: 0,
+            tools: Vec::new(),
+            limits: None,
+            artifact_roots: server.entry.artifact_roots.clone(),
+            warnings: Vec::new(),
+            error: None,
+        };
+        if server.entry.is_enabled() {
+            let prepared = validate_server(&server.name, &server.entry)
+                .map_err(|err| McpError::at_startup(&server.name, err).to_string())
+                .and_then(|(spec, warnings)| {
+                    approvals.approve_project_servers(std::slice::from_ref(server)).map_err(|err| err.to_string())?;
+                    Ok((spec, warnings))
+                });
+            match prepared {
+                Ok((spec, warnings)) => {
+                    for warning in warnings {
+                        observer.warning(&server.name, &warning);
+                    }
+                    report.limits = Some(spec.limits.into());
+                    specs.push(spec);
+                    startable.push(server.clone());
+                }
+                Err(error) => {
+                    report.status = "failed";
+                    report.error = Some(error);
+                }
+            }
+        }
+        reports.insert(server.name.clone(), report);
+    }
+
+    let approver = Arc::new(approvals.tool_approver(&startable)?);
+    let (hub, failures) = McpHub::start_report(specs, setup.hub_options(observer.clone(), approver)).await;
+    for info in hub.servers() {
+        if let Some(report) = reports.get_mut(&info.name) {
+            report.status = "ok";
+            report.protocol_version = Some(info.protocol_version);
+            report.tool_count = info.tools.len();
+            report.tools = info.tools.into_iter().map(odek_contract::names::ExposedName::into_string).collect();
+        }
+    }
+    for (name, error) in &failures {
+        if let Some(report) = reports.get_mut(name) {
+            report.status = "failed";
+            report.protocol_version = None;
+            report.tool_count = 0;
+            report.tools.clear();
+            report.error = Some(error.to_string());
+        }
+    }
+    hub.shutdown().await;
+    for report in reports.values_mut() {
+        report.warnings = observer.take(&report.name);
+    }
+
+    let reports: Vec<ServerReport> = reports.into_values().collect();
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, &serde_json::json!({ "servers": reports }))?;
+        writeln!(stdout)?;
+    } else {
+        write_listing(&mut stdout, &reports)?;
+    }
+    stdout.flush()?;
+    drop(stdout);
+    let mut failed = false;
+    for report in &reports {
+        if let Some(error) = &report.error {
+            eprintln!("odek: {error}");
+            failed = true;
+        }
+    }
+    if failed { Err(CommandError::Reported) } else { Ok(()) }
+}
+
+fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Result<()> {
+    if reports.is_empty() {
+        writeln!(out, "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json)")?;
+    }
+    for report in reports {
+        match report.status {
+            "ok" => writeln!(
+                out,
+                "{} ({}): ok, protocol {}, {} tool(s)",
+                report.name,
+                report.origin,
+                report.protocol_version.as_deref().filter(|v| !v.is_empty()).unwrap_or("(none)"),
+                report.tool_count
+            )?,
+            status => writeln!(out, "{} ({}): {status}", report.name, report.origin)?,
+        }
+        if let Some(limits) = &report.limits {
+            writeln!(
+                out,
+                "  limits: timeout_seconds={} max_response_bytes={} max_result_chars={}",
+                limits.timeout_seconds, limits.max_response_bytes, limits.max_result_chars
+            )?;
+        }
+        if report.status != "disabled" {
+            let roots = if report.artifact_roots.is_empty() {
+                "(none: every artifact ref is rejected)".to_owned()
+            } else {
+                report.artifact_roots.join(", ")
+            };
+            writeln!(out, "  artifact_roots: {roots}")?;
+        }
+        for tool in &report.tools {
+            writeln!(out, "  tool: {tool}")?;
+        }
+        for warning in &report.warnings {
+            writeln!(out, "  warning: {warning}")?;
+        }
+        if let Some(error) = &report.error {
+            writeln!(out, "  error: {error}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! The one error type of config loading. Each variant's `#[error]` holds the spec's exact text
+//! (`config.md` §2, §4, §5); `<path>` is the display path chosen by [`super::ConfigFile`].
+
+use std::io;
+
+use odek_contract::quoting::quote;
+use thiserror::Error;
+
+use super::file::MAX_CONFIG_BYTES;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("config {path}: file too large ({size} bytes, max {MAX_CONFIG_BYTES})")]
+    TooLarge { path: String, size: u64 },
+    #[error("config {path}: {source}")]
+    Read { path: String, source: io::Error },
+    #[error("config {path}: {source}")]
+    Parse { path: String, source: serde_json::Error },
+    #[error("config {path}: top level must be a JSON object")]
+    NotAnObject { path: String },
+    /// A known key holding the wrong JSON type; `key` is the dotted path (`limits.max_tool_calls`,
+    /// `mcp_servers.fs.args[0]`).
+    #[error("config {path}: {key}: {source}")]
+    KeyType { path: String, key: String, source: serde_json::Error },
+    #[error("config {path}: limits.{key} must be >= 0")]
+    NegativeLimit { path: String, key: String },
+    /// A negative count for a core key whose only documented special value is `0`.
+    #[error("config {path}: {key} must be >= 0")]
+    NegativeValue { path: String, key: &'static str },
+    /// One file names the same server under both `mcp_servers` and `mcpServers`.
+    #[error("config {path}: mcp server {} is defined in both \"mcp_servers\" and \"mcpServers\"", quote(name))]
+    DuplicateServer { path: String, name: String },
+    #[error("sandbox is not available in this build")]
+    SandboxUnavailable,
+    #[error("cannot determine the home directory: HOME is not set")]
+    NoHome,
+    #[error("cannot determine the current directory: {0}")]
+    CurrentDir(io::Error),
+}

@@ -1,0 +1,194 @@
+//! The `limits` object (spec `config.md` §5): execution budgets and prices.
+//!
+//! Rules: every value is optional, `0`/absent means "no limit / no price", a negative value is
+//! fatal. Merging is a clamp: a project limit may only lower a global one
+//! ([`clamp_project_limit`]); prices are operator-only (the project's were already removed by
+//! [`super::project_restrictions`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+
+use serde::Deserialize;
+
+use super::{ConfigError, PROJECT_DISPLAY};
+
+/// The `limits` keys that set a price; a project may set none of them.
+pub const PRICE_KEYS: &[&str] = &["input_cost_per_million_usd", "output_cost_per_million_usd", "model_prices"];
+
+/// `limits` as written in one file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub(crate) struct LimitsFile {
+    max_runtime_seconds: Option<i64>,
+    max_tool_calls: Option<i64>,
+    max_input_tokens: Option<i64>,
+    max_output_tokens: Option<i64>,
+    max_cost_usd: Option<f64>,
+    input_cost_per_million_usd: Option<f64>,
+    output_cost_per_million_usd: Option<f64>,
+    model_prices: Option<BTreeMap<String, ModelPriceFile>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+struct ModelPriceFile {
+    input_cost_per_million_usd: Option<f64>,
+    output_cost_per_million_usd: Option<f64>,
+}
+
+/// Per-model prices (USD per million tokens); `0` = no price.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelPrice {
+    pub input_cost_per_million_usd: f64,
+    pub output_cost_per_million_usd: f64,
+}
+
+/// The merged budgets and prices of both files. Every `0` means "no limit" / "no price".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BudgetLimits {
+    /// Wall-clock budget (seconds).
+    pub max_runtime_seconds: u64,
+    /// Total executed tool calls.
+    pub max_tool_calls: u64,
+    /// Cumulative provider-reported input tokens.
+    pub max_input_tokens: u64,
+    /// Cumulative provider-reported output tokens.
+    pub max_output_tokens: u64,
+    /// Estimated cost cap (USD).
+    pub max_cost_usd: f64,
+    /// Flat input price (USD per million tokens).
+    pub input_cost_per_million_usd: f64,
+    /// Flat output price (USD per million tokens).
+    pub output_cost_per_million_usd: f64,
+    /// Prices by exact model id; global file only.
+    pub model_prices: BTreeMap<String, ModelPrice>,
+}
+
+/// Fails with `config <path>: limits.<key> must be >= 0` on the first negative value.
+pub(crate) fn check_limits_not_negative(path: &str, limits: &LimitsFile) -> Result<(), ConfigError> {
+    let negative = |key: String| ConfigError::NegativeLimit { path: path.to_owned(), key };
+    for (key, value) in int_limits(limits) {
+        if value.is_some_and(|v| v < 0) {
+            return Err(negative(key.to_owned()));
+        }
+    }
+    for (key, value) in float_fields(limits) {
+        if value.is_some_and(|v| v < 0.0) {
+            return Err(negative(key.to_owned()));
+        }
+    }
+    for (model, price) in limits.model_prices.iter().flatten() {
+        for (field, value) in [
+            ("input_cost_per_million_usd", price.input_cost_per_million_usd),
+            ("output_cost_per_million_usd", price.output_cost_per_million_usd),
+        ] {
+            if value.is_some_and(|v| v < 0.0) {
+                return Err(negative(format!("model_prices.{model}.{field}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn int_limits(limits: &LimitsFile) -> [(&'static str, Option<i64>); 4] {
+    [
+        ("max_runtime_seconds", limits.max_runtime_seconds),
+        ("max_tool_calls", limits.max_tool_calls),
+        ("max_input_tokens", limits.max_input_tokens),
+        ("max_output_tokens", limits.max_output_tokens),
+    ]
+}
+
+fn float_fields(limits: &LimitsFile) -> [(&'static str, Option<f64>); 3] {
+    [
+        ("max_cost_usd", limits.max_cost_usd),
+        ("input_cost_per_million_usd", limits.input_cost_per_million_usd),
+        ("output_cost_per_million_usd", limits.output_cost_per_million_usd),
+    ]
+}
+
+/// Merges the global and project `limits` (both already checked non-negative; the project's
+/// prices already stripped). Prices come from the global file only.
+pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: &mut Vec<String>) -> BudgetLimits {
+    let mut merge_int = |key: &str, global: Option<i64>, project: Option<i64>| {
+        clamp_project_limit(key, global.unwrap_or(0), project.unwrap_or(0), warnings).unsigned_abs()
+    };
+    let max_runtime_seconds = merge_int("max_runtime_seconds", global.max_runtime_seconds, project.max_runtime_seconds);
+    let max_tool_calls = merge_int("max_tool_calls", global.max_tool_calls, project.max_tool_calls);
+    let max_input_tokens = merge_int("max_input_tokens", global.max_input_tokens, project.max_input_tokens);
+    let max_output_tokens = merge_int("max_output_tokens", global.max_output_tokens, project.max_output_tokens);
+    let max_cost_usd = clamp_project_limit(
+        "max_cost_usd",
+        global.max_cost_usd.unwrap_or(0.0),
+        project.max_cost_usd.unwrap_or(0.0),
+        warnings,
+    );
+    let model_prices = global
+        .model_prices
+        .iter()
+        .flatten()
+        .map(|(model, price)| {
+            let price = ModelPrice {
+                input_cost_per_million_usd: price.input_cost_per_million_usd.unwrap_or(0.0),
+                output_cost_per_million_usd: price.output_cost_per_million_usd.unwrap_or(0.0),
+            };
+            (model.clone(), price)
+        })
+        .collect();
+    BudgetLimits {
+        max_runtime_seconds,
+        max_tool_calls,
+        max_input_tokens,
+        max_output_tokens,
+        max_cost_usd,
+        input_cost_per_million_usd: global.input_cost_per_million_usd.unwrap_or(0.0),
+        output_cost_per_million_usd: global.output_cost_per_million_usd.unwrap_or(0.0),
+        model_prices,
+    }
+}
+
+/// The §5 clamp for one limit: a project `0` inherits the global value, a project value may set
+/// a limit the global file leaves at `0`, and a project value above a global one is clamped to
+/// it with a warning.
+pub(crate) fn clamp_project_limit<T>(key: &str, global: T, project: T, warnings: &mut Vec<String>) -> T
+where
+    T: Copy + Default + PartialOrd + Display,
+{
+    let zero = T::default();
+    if project == zero {
+        return global;
+    }
+    if global > zero && project > global {
+        warnings.push(format!(
+            "{PROJECT_DISPLAY}: limits.{key} {project} exceeds the global limit {global}; clamped to {global}"
+        ));
+        return global;
+    }
+    project
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamp_rule() {
+        let mut warnings = Vec::new();
+        assert_eq!(clamp_project_limit("max_tool_calls", 10, 0, &mut warnings), 10);
+        assert_eq!(clamp_project_limit("max_tool_calls", 10, 5, &mut warnings), 5);
+        assert_eq!(clamp_project_limit("max_tool_calls", 10, 10, &mut warnings), 10);
+        assert_eq!(clamp_project_limit("max_tool_calls", 0, 50, &mut warnings), 50);
+        assert!(warnings.is_empty());
+        assert_eq!(clamp_project_limit("max_tool_calls", 10, 11, &mut warnings), 10);
+        assert_eq!(clamp_project_limit("max_cost_usd", 2.5, 7.25, &mut warnings), 2.5);
+        assert_eq!(clamp_project_limit("max_cost_usd", 2.0, 3.0, &mut warnings), 2.0);
+        assert_eq!(
+            warnings,
+            vec![
+                "./odek.json: limits.max_tool_calls 11 exceeds the global limit 10; clamped to 10",
+                "./odek.json: limits.max_cost_usd 7.25 exceeds the global limit 2.5; clamped to 2.5",
+                "./odek.json: limits.max_cost_usd 3 exceeds the global limit 2; clamped to 2",
+            ]
+        );
+    }
+}

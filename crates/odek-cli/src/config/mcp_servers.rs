@@ -1,0 +1,178 @@
+//! `mcp_servers` (spec `config.md` §6) merged across both files, and the `auto_approve` marker
+//! of §13.4.
+//!
+//! Each file may spell the map `mcp_servers` or, Claude-style, `mcpServers` (same per-server
+//! fields), or both; one file naming the same server under both keys is fatal. Across files a
+//! project entry replaces the same-named global entry as a whole and makes the server
+//! project-defined. Start at [`merge_mcp_servers`].
+
+use std::collections::BTreeMap;
+
+use odek_mcp::server_config::ServerEntry;
+
+use super::ConfigError;
+
+/// The keys under which a file may define MCP servers.
+pub const SERVER_MAP_KEYS: &[&str] = &["mcp_servers", "mcpServers"];
+
+/// Which file a server's entry came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerOrigin {
+    /// `~/.odek/config.json`: operator-trusted, no server approval.
+    Global,
+    /// `./odek.json`: needs server approval before spawn (§13.1).
+    Project,
+}
+
+/// One configured MCP server after merging, ready for validation and approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerConfig {
+    pub name: String,
+    /// The entry as written (after `${VAR}` substitution). For a project server `auto_approve`
+    /// is always `false`: the project may not set it.
+    pub entry: ServerEntry,
+    pub origin: ServerOrigin,
+    /// Whether §13.4 lets this server skip server and per-tool approval prompts.
+    pub auto_approve_effective: bool,
+}
+
+/// Joins one file's `mcp_servers` and `mcpServers` maps; a name in both is fatal.
+pub(crate) fn servers_of_file(
+    path: &str,
+    mcp_servers: Option<BTreeMap<String, ServerEntry>>,
+    claude_style: Option<BTreeMap<String, ServerEntry>>,
+) -> Result<BTreeMap<String, ServerEntry>, ConfigError> {
+    let mut servers = mcp_servers.unwrap_or_default();
+    for (name, entry) in claude_style.unwrap_or_default() {
+        if servers.contains_key(&name) {
+            return Err(ConfigError::DuplicateServer { path: path.to_owned(), name });
+        }
+        servers.insert(name, entry);
+    }
+    Ok(servers)
+}
+
+/// Merges by name, in ascending byte order of name: project entries replace global ones
+/// wholesale and are project-defined; `auto_approve_effective` follows §13.4.
+pub(crate) fn merge_mcp_servers(
+    global: &BTreeMap<String, ServerEntry>,
+    project: BTreeMap<String, ServerEntry>,
+) -> Vec<McpServerConfig> {
+    let mut merged: BTreeMap<String, McpServerConfig> = global
+        .iter()
+        .map(|(name, entry)| {
+            let server = McpServerConfig {
+                name: name.clone(),
+                entry: entry.clone(),
+                origin: ServerOrigin::Global,
+                auto_approve_effective: entry.auto_approve,
+            };
+            (name.clone(), server)
+        })
+        .collect();
+    for (name, entry) in project {
+        let auto_approve_effective = project_server_auto_approved(global.get(&name), &entry);
+        let server =
+            McpServerConfig { name: name.clone(), entry, origin: ServerOrigin::Project, auto_approve_effective };
+        merged.insert(name, server);
+    }
+    merged.into_values().collect()
+}
+
+/// §13.4: a project-defined server is auto-approved only if the global file has the same-named
+/// entry with `auto_approve: true` that launches something (a command or a url — a
+/// command-less, url-less entry is not a wildcard) and whose `command`, `args`, `env`, `url`,
+/// `token_env`, limit fields and `artifact_roots` are identical to the project entry's.
+pub fn project_server_auto_approved(global: Option<&ServerEntry>, project: &ServerEntry) -> bool {
+    let Some(global) = global else {
+        return false;
+    };
+    global.auto_approve && launches_something(global) && same_launch_fields(global, project)
+}
+
+fn launches_something(entry: &ServerEntry) -> bool {
+    non_empty(&entry.command).is_some() || non_empty(&entry.url).is_some()
+}
+
+/// Field-by-field identity for §13.4. Absent and empty strings are the same (both mean "not
+/// set"); `artifact_roots` compare as sorted lists, as in the approval key.
+fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
+    non_empty(&a.command) == non_empty(&b.command)
+        && a.args == b.args
+        && a.env == b.env
+        && non_empty(&a.url) == non_empty(&b.url)
+        && non_empty(&a.token_env) == non_empty(&b.token_env)
+        && a.timeout_seconds == b.timeout_seconds
+        && a.max_response_bytes == b.max_response_bytes
+        && a.max_result_chars == b.max_result_chars
+        && sorted(&a.artifact_roots) == sorted(&b.artifact_roots)
+}
+
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
+fn sorted(values: &[String]) -> Vec<&str> {
+    let mut values: Vec<&str> = values.iter().map(String::as_str).collect();
+    values.sort_unstable();
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(command: &str) -> ServerEntry {
+        ServerEntry {
+            command: Some(command.to_owned()),
+            args: vec!["--root".into(), "/srv".into()],
+            artifact_roots: vec!["/b".into(), "/a".into()],
+            ..ServerEntry::default()
+        }
+    }
+
+    #[test]
+    fn identical_entry_with_global_marker_is_auto_approved() {
+        let global = ServerEntry { auto_approve: true, ..stdio("fs-server") };
+        let mut project = stdio("fs-server");
+        project.artifact_roots.reverse();
+        project.url = Some(String::new());
+        assert!(project_server_auto_approved(Some(&global), &project));
+        assert!(!project_server_auto_approved(None, &project));
+        let unmarked = stdio("fs-server");
+        assert!(!project_server_auto_approved(Some(&unmarked), &project));
+    }
+
+    #[test]
+    fn any_launch_field_difference_breaks_auto_approve() {
+        let global = ServerEntry { auto_approve: true, ..stdio("fs-server") };
+        type Change = Box<dyn Fn(&mut ServerEntry)>;
+        let variants: Vec<(&str, Change)> = vec![
+            ("command", Box::new(|e| e.command = Some("evil".into()))),
+            ("arg", Box::new(|e| e.args[1] = "/".into())),
+            ("extra arg", Box::new(|e| e.args.push("-x".into()))),
+            ("env", Box::new(|e| _ = e.env.insert("A".into(), "1".into()))),
+            ("url", Box::new(|e| e.url = Some("http://127.0.0.1:1/mcp".into()))),
+            ("token_env", Box::new(|e| e.token_env = Some("T".into()))),
+            ("timeout", Box::new(|e| e.timeout_seconds = 5)),
+            ("bytes", Box::new(|e| e.max_response_bytes = 5)),
+            ("chars", Box::new(|e| e.max_result_chars = 5000)),
+            ("roots", Box::new(|e| e.artifact_roots.push("/c".into()))),
+        ];
+        for (what, change) in variants {
+            let mut project = stdio("fs-server");
+            change(&mut project);
+            assert!(!project_server_auto_approved(Some(&global), &project), "{what}");
+        }
+    }
+
+    #[test]
+    fn duplicate_name_across_both_map_keys_is_fatal() {
+        let one = BTreeMap::from([("fs".to_owned(), stdio("a"))]);
+        let err = servers_of_file("./odek.json", Some(one.clone()), Some(one)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "config ./odek.json: mcp server \"fs\" is defined in both \"mcp_servers\" and \"mcpServers\""
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! Config loading for the `odek` binary (spec `config.md` §1–§6, §9, §12): `~/.odek/secrets.env`,
+//! then the global `~/.odek/config.json`, then the untrusted project `./odek.json`, merged into
+//! one [`Config`]. The `ODEK_*` environment layer and CLI flags are applied by the caller on
+//! top of the result; they are not built here.
+//!
+//! Start at [`load_config`]. Every input comes from a [`ConfigSources`] (home, working
+//! directory, an environment snapshot), so tests never touch the real home or environment.
+//! Nothing here prints: warnings are returned without the `odek: warning: ` prefix, and the
+//! `secrets.env` variables are returned for the caller to inject with
+//! [`SecretsEnv::apply_to_process_env`].
+//!
+//! Paths in messages: the global file is shown as its full path
+//! (`/home/u/.odek/config.json`); the project file always as `./odek.json`, the spelling the
+//! spec's warnings use. Warnings that the spec words with `~/.odek/…` keep that spelling.
+//!
+//! Processing order for each file: bounded read (5 MiB) → JSON object check → (project only)
+//! §9 restrictions strip operator-only keys, `auto_approve` and prices → `${VAR}` substitution →
+//! typed decode of the known keys (a wrong type names the key) → range checks → merge.
+
+mod core_keys;
+mod error;
+pub(crate) mod file;
+mod limits;
+mod mcp_servers;
+mod project_restrictions;
+mod secrets_env;
+mod substitution;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use odek_mcp::server_config::ServerEntry;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+pub use self::core_keys::{
+    CoreConfig, DEFAULT_BASE_URL, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOOL_PARALLEL,
+    DEFAULT_MODEL,
+};
+pub use self::error::ConfigError;
+pub use self::file::MAX_CONFIG_BYTES;
+pub use self::limits::{BudgetLimits, ModelPrice, PRICE_KEYS};
+pub use self::mcp_servers::{McpServerConfig, SERVER_MAP_KEYS, ServerOrigin, project_server_auto_approved};
+pub use self::project_restrictions::{OPERATOR_ONLY_KEYS, OPERATOR_ONLY_NESTED_KEYS, is_sandbox_knob};
+pub use self::secrets_env::{SecretsEnv, load_secrets_env};
+
+use self::core_keys::{CoreFile, check_counts_not_negative};
+use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_limited, render_mode};
+use self::limits::{LimitsFile, check_limits_not_negative, merge_limits};
+use self::mcp_servers::{merge_mcp_servers, servers_of_file};
+use self::project_restrictions::strip_operator_only;
+use self::substitution::{Trust, substitute_config_vars};
+
+/// How the project file is named in every message.
+pub const PROJECT_DISPLAY: &str = "./odek.json";
+
+/// Where config comes from. Tests build one by hand; `main` uses [`ConfigSources::from_process`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSources {
+    /// The directory holding `.odek` (normally `$HOME`).
+    pub home: PathBuf,
+    /// The working directory: `./odek.json` is looked up here (no parent search), and it is the
+    /// `dir` of every approval key. Expected to be absolute.
+    pub cwd: PathBuf,
+    /// A snapshot of the environment before `secrets.env` is applied.
+    pub env: BTreeMap<String, String>,
+}
+
+impl ConfigSources {
+    /// The real process: `$HOME` (or the platform's home directory), the current directory, and
+    /// the environment. Variables whose name is not UTF-8 are left out of the snapshot; values
+    /// that are not UTF-8 are kept lossily (they are present, which is what "never overwrite"
+    /// needs).
+    pub fn from_process() -> Result<Self, ConfigError> {
+        let env: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.to_string_lossy().into_owned())))
+            .collect();
+        let home = env
+            .get("HOME")
+            .filter(|home| !home.is_empty())
+            .map(PathBuf::from)
+            .or_else(std::env::home_dir)
+            .ok_or(ConfigError::NoHome)?;
+        let cwd = std::env::current_dir().map_err(ConfigError::CurrentDir)?;
+        Ok(ConfigSources { home, cwd, env })
+    }
+
+    /// `~/.odek`.
+    pub fn odek_dir(&self) -> PathBuf {
+        self.home.join(".odek")
+    }
+
+    /// `~/.odek/config.json`.
+    pub fn global_config_path(&self) -> PathBuf {
+        self.odek_dir().join("config.json")
+    }
+
+    /// `~/.odek/secrets.env`.
+    pub fn secrets_env_path(&self) -> PathBuf {
+        self.odek_dir().join("secrets.env")
+    }
+
+    /// `./odek.json`.
+    pub fn project_config_path(&self) -> PathBuf {
+        self.cwd.join("odek.json")
+    }
+}
+
+/// Both files merged over the defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    pub core: CoreConfig,
+    pub limits: BudgetLimits,
+    /// Every configured server, enabled or not, in ascending byte order of name.
+    pub mcp_servers: Vec<McpServerConfig>,
+}
+
+/// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
+#[derive(Clone, PartialEq)]
+pub struct LoadedConfig {
+    pub config: Config,
+    /// What `secrets.env` contributed; `main` applies it to the process before starting threads.
+    pub secrets: SecretsEnv,
+    /// The environment snapshot plus the injected `secrets.env` variables: what `${VAR}` saw, and
+    /// what later layers (`ODEK_*`, `ODEK_APPROVE_MCP`) should read.
+    pub env: BTreeMap<String, String>,
+    /// Warnings in the order they arose, without the `odek: warning: ` prefix.
+    pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for LoadedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedConfig")
+            .field("config", &self.config)
+            .field("secrets", &self.secrets)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("warnings", &self.warnings)
+            .finish()
+    }
+}
+
+/// Loads `secrets.env`, the global file and the project file, in that order (spec §1).
+pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
+    let mut warnings = Vec::new();
+    let secrets = load_secrets_env(&sources.secrets_env_path(), &sources.env, &mut warnings)?;
+    let mut env = sources.env.clone();
+    for (name, value) in &secrets.injected {
+        env.entry(name.clone()).or_insert_with(|| value.clone());
+    }
+
+    let global_path = sources.global_config_path();
+    let global_display = global_path.display().to_string();
+    let global = match read_config_object(&global_path, &global_display, Trust::Operator, &mut warnings)? {
+        Some(top) => parse_config_file(&global_display, top, Trust::Operator, &env, &mut warnings)?,
+        None => ParsedFile::default(),
+    };
+    if global.core.sandbox == Some(true) {
+        return Err(ConfigError::SandboxUnavailable);
+    }
+    let project_path = sources.project_config_path();
+    let project = match read_config_object(&project_path, PROJECT_DISPLAY, Trust::Project, &mut warnings)? {
+        Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &mut warnings)?,
+        None => ParsedFile::default(),
+    };
+
+    let mut core = CoreConfig::default();
+    core.apply_file(&global.core);
+    core.apply_file(&project.core);
+    let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
+    let mcp_servers = merge_mcp_servers(&global.servers, project.servers);
+    Ok(LoadedConfig { config: Config { core, limits, mcp_servers }, secrets, env, warnings })
+}
+
+/// One file after decoding; the empty default stands for a missing file.
+#[derive(Debug, Default)]
+struct ParsedFile {
+    core: CoreFile,
+    limits: LimitsFile,
+    servers: BTreeMap<String, ServerEntry>,
+}
+
+/// The structured sections of a file (the core keys are decoded separately as [`CoreFile`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SectionsFile {
+    limits: Option<LimitsFile>,
+    mcp_servers: Option<BTreeMap<String, ServerEntry>>,
+    #[serde(rename = "mcpServers")]
+    claude_style_mcp_servers: Option<BTreeMap<String, ServerEntry>>,
+}
+
+/// Reads one config file through the 5 MiB limit and parses its top-level object. `None` when
+/// the file does not exist. The global file's permissions are checked on the open handle.
+fn read_config_object(
+    path: &Path,
+    display: &str,
+    trust: Trust,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Map<String, Value>>, ConfigError> {
+    let read_error = |source| ConfigError::Read { path: display.to_owned(), source };
+    let Some(file) = open_if_exists(path).map_err(read_error)? else {
+        return Ok(None);
+    };
+    if trust == Trust::Operator {
+        let mode = permission_bits(&file).map_err(read_error)?;
+        if is_group_or_world_accessible(mode) {
+            let mode = render_mode(mode);
+            warnings.push(format!(
+                "~/.odek/config.json is readable by group or others (mode {mode}); run chmod 600 ~/.odek/config.json"
+            ));
+        }
+    }
+    let bytes = match read_limited(&file, MAX_CONFIG_BYTES).map_err(read_error)? {
+        Bounded::Contents(bytes) => bytes,
+        Bounded::TooLarge { size } => {
+            return Err(ConfigError::TooLarge { path: display.to_owned(), size });
+        }
+    };
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|source| ConfigError::Parse { path: display.to_owned(), source })?;
+    match value {
+        Value::Object(top) => Ok(Some(top)),
+        _ => Err(ConfigError::NotAnObject { path: display.to_owned() }),
+    }
+}
+
+fn parse_config_file(
+    display: &str,
+    mut top: Map<String, Value>,
+    trust: Trust,
+    env: &BTreeMap<String, String>,
+    warnings: &mut Vec<String>,
+) -> Result<ParsedFile, ConfigError> {
+    if trust == Trust::Project {
+        strip_operator_only(&mut top, warnings);
+    }
+    let mut root = Value::Object(top);
+    substitute_config_vars(&mut root, env, trust, warnings);
+
+    check_object_shapes(display, &root)?;
+    let core: CoreFile = decode_known_keys(display, &root)?;
+    check_counts_not_negative(display, &core)?;
+    let sections: SectionsFile = decode_known_keys(display, &root)?;
+    let limits = sections.limits.unwrap_or_default();
+    check_limits_not_negative(display, &limits)?;
+    let servers = servers_of_file(display, sections.mcp_servers, sections.claude_style_mcp_servers)?;
+    Ok(ParsedFile { core, limits, servers })
+}
+
+/// Serde would decode a struct from a JSON array positionally (`"limits": [60]`), so the keys
+/// that hold objects are checked at the JSON level first: `limits` (object or `null`), each
+/// `limits.model_prices.<model>`, and each `mcp_servers.<name>` / `mcpServers.<name>`.
+fn check_object_shapes(display: &str, root: &Value) -> Result<(), ConfigError> {
+    let mut objects: Vec<(String, &Value)> = Vec::new();
+    if let Some(limits) = root.get("limits") {
+        if !limits.is_null() {
+            objects.push(("limits".to_owned(), limits));
+        }
+        if let Some(Value::Object(prices)) = limits.get("model_prices") {
+            objects.extend(prices.iter().map(|(model, price)| (format!("limits.model_prices.{model}"), price)));
+        }
+    }
+    for map_key in SERVER_MAP_KEYS {
+        if let Some(Value::Object(servers)) = root.get(*map_key) {
+            objects.extend(servers.iter().map(|(name, entry)| (format!("{map_key}.{name}"), entry)));
+        }
+    }
+    for (key, value) in objects {
+        if let Err(source) = Map::<String, Value>::deserialize(value) {
+            return Err(ConfigError::KeyType { path: display.to_owned(), key, source });
+        }
+    }
+    Ok(())
+}
+
+/// Decodes the known keys of a file; a wrong JSON type is fatal and names the key by its dotted
+/// path (`config <path>: limits.max_tool_calls: invalid type: …`).
+fn decode_known_keys<T: DeserializeOwned>(display: &str, root: &Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(root).map_err(|err| ConfigError::KeyType {
+        path: display.to_owned(),
+        key: err.path().to_string(),
+        source: err.into_inner(),
+    })
+}

@@ -1,0 +1,140 @@
+//! What an untrusted `./odek.json` may not do (spec `config.md` §9), applied to the parsed JSON
+//! before anything else looks at it: each violation is removed with one warning and the rest of
+//! the file still applies.
+//!
+//! Handled here: operator-only keys (top level and the nested `skills.dirs`,
+//! `skills.embedding`, `tools.enabled`), sandbox knobs, `mcp_servers.<name>.auto_approve`, and
+//! prices in `limits`. The limit clamp (lower only) needs both files and lives in
+//! [`super::limits`].
+
+use odek_contract::quoting::quote;
+use serde_json::{Map, Value};
+
+use super::PROJECT_DISPLAY;
+use super::limits::PRICE_KEYS;
+use super::mcp_servers::SERVER_MAP_KEYS;
+
+/// Top-level keys only the operator may set.
+pub const OPERATOR_ONLY_KEYS: &[&str] = &[
+    "base_url",
+    "api_key",
+    "provider",
+    "providers",
+    "llm",
+    "system",
+    "dangerous",
+    "subagent",
+    "profiles",
+    "verify",
+    "embedding",
+    "memory",
+    "sessions",
+    "web_search",
+    "telegram",
+    "guard",
+    "trusted_proxies",
+    "transcription",
+    "vision",
+    "maintenance",
+    "schedules",
+];
+
+/// Operator-only keys nested one level down: (parent, child).
+pub const OPERATOR_ONLY_NESTED_KEYS: &[(&str, &str)] =
+    &[("skills", "dirs"), ("skills", "embedding"), ("tools", "enabled")];
+
+/// `sandbox` itself and any `sandbox_*` knob: the project may not set any of them.
+pub fn is_sandbox_knob(key: &str) -> bool {
+    key == "sandbox" || key.starts_with("sandbox_")
+}
+
+/// Removes everything §9 forbids from the project file's top-level object, in place.
+pub(crate) fn strip_operator_only(top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    let forbidden: Vec<String> =
+        top.keys().filter(|key| OPERATOR_ONLY_KEYS.contains(&key.as_str()) || is_sandbox_knob(key)).cloned().collect();
+    for key in forbidden {
+        top.remove(&key);
+        warnings.push(operator_only_warning(&key));
+    }
+
+    for (parent, child) in OPERATOR_ONLY_NESTED_KEYS {
+        if let Some(Value::Object(section)) = top.get_mut(*parent)
+            && section.remove(*child).is_some()
+        {
+            warnings.push(operator_only_warning(&format!("{parent}.{child}")));
+        }
+    }
+
+    for map_key in SERVER_MAP_KEYS {
+        let Some(Value::Object(servers)) = top.get_mut(*map_key) else {
+            continue;
+        };
+        for (name, entry) in servers.iter_mut() {
+            if let Value::Object(fields) = entry
+                && fields.remove("auto_approve").is_some()
+            {
+                warnings.push(operator_only_warning(&format!("{map_key}.{name}.auto_approve")));
+            }
+        }
+    }
+
+    if let Some(Value::Object(limits)) = top.get_mut("limits") {
+        for key in PRICE_KEYS {
+            if limits.remove(*key).is_some() {
+                warnings
+                    .push(format!("{PROJECT_DISPLAY}: limits.{key} sets a price; prices are operator-only; ignored"));
+            }
+        }
+    }
+}
+
+fn operator_only_warning(key: &str) -> String {
+    format!("{PROJECT_DISPLAY}: {} is operator-only and was ignored", quote(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strips_and_warns_in_a_stable_order() {
+        let Value::Object(mut top) = json!({
+            "model": "m",
+            "api_key": "k",
+            "sandbox": false,
+            "sandbox_image": "x",
+            "skills": {"dirs": ["/"], "other": 1},
+            "tools": {"enabled": ["a"], "disabled": ["b"]},
+            "mcp_servers": {"fs": {"command": "x", "auto_approve": true}},
+            "limits": {"max_tool_calls": 3, "model_prices": {}, "input_cost_per_million_usd": 1.0}
+        }) else {
+            unreachable!()
+        };
+        let mut warnings = Vec::new();
+        strip_operator_only(&mut top, &mut warnings);
+        assert_eq!(
+            Value::Object(top),
+            json!({
+                "model": "m",
+                "skills": {"other": 1},
+                "tools": {"disabled": ["b"]},
+                "mcp_servers": {"fs": {"command": "x"}},
+                "limits": {"max_tool_calls": 3}
+            })
+        );
+        assert_eq!(
+            warnings,
+            vec![
+                "./odek.json: \"api_key\" is operator-only and was ignored",
+                "./odek.json: \"sandbox\" is operator-only and was ignored",
+                "./odek.json: \"sandbox_image\" is operator-only and was ignored",
+                "./odek.json: \"skills.dirs\" is operator-only and was ignored",
+                "./odek.json: \"tools.enabled\" is operator-only and was ignored",
+                "./odek.json: \"mcp_servers.fs.auto_approve\" is operator-only and was ignored",
+                "./odek.json: limits.input_cost_per_million_usd sets a price; prices are operator-only; ignored",
+                "./odek.json: limits.model_prices sets a price; prices are operator-only; ignored",
+            ]
+        );
+    }
+}

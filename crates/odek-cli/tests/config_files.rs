@@ -1,0 +1,435 @@
+//! Config files end to end through `load_config`: reading limits, parse and type errors, the
+//! global permission warning, core keys, `limits`, the project restrictions and `${VAR}`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use odek_cli::config::{
+    ConfigError, ConfigSources, CoreConfig, LoadedConfig, MAX_CONFIG_BYTES, OPERATOR_ONLY_KEYS, load_config,
+};
+use serde_json::Value;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    cwd: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let cwd = dir.path().join("project");
+        fs::create_dir_all(home.join(".odek")).unwrap();
+        fs::create_dir_all(&cwd).unwrap();
+        Fixture { _dir: dir, home, cwd, env: BTreeMap::new() }
+    }
+
+    fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.insert(name.to_owned(), value.to_owned());
+        self
+    }
+
+    fn global_path(&self) -> PathBuf {
+        self.home.join(".odek/config.json")
+    }
+
+    fn global(self, text: &str) -> Self {
+        fs::write(self.global_path(), text).unwrap();
+        fs::set_permissions(self.global_path(), fs::Permissions::from_mode(0o600)).unwrap();
+        self
+    }
+
+    fn project(self, text: &str) -> Self {
+        fs::write(self.cwd.join("odek.json"), text).unwrap();
+        self
+    }
+
+    fn load(&self) -> Result<LoadedConfig, ConfigError> {
+        load_config(&ConfigSources { home: self.home.clone(), cwd: self.cwd.clone(), env: self.env.clone() })
+    }
+
+    fn error(&self) -> String {
+        self.load().unwrap_err().to_string()
+    }
+
+    fn global_display(&self) -> String {
+        self.global_path().display().to_string()
+    }
+}
+
+#[test]
+fn missing_files_give_defaults_and_no_warnings() {
+    let loaded = Fixture::new().load().unwrap();
+    assert_eq!(loaded.config.core, CoreConfig::default());
+    assert_eq!(loaded.config.core.model, "deepseek-v4-flash");
+    assert_eq!(loaded.config.core.base_url, "https://api.deepseek.com/v1");
+    assert_eq!(loaded.config.core.max_iterations, 90);
+    assert_eq!(loaded.config.core.max_tool_parallel, 4);
+    assert_eq!(loaded.config.core.max_concurrency, 3);
+    assert!(!loaded.config.core.stream);
+    assert!(loaded.config.core.compaction);
+    assert!(loaded.config.mcp_servers.is_empty());
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn oversized_config_red() {
+    let oversized = format!("{{\"x\":\"{}\"}}", "a".repeat(MAX_CONFIG_BYTES as usize + 1 - 8));
+    assert_eq!(oversized.len() as u64, MAX_CONFIG_BYTES + 1);
+
+    let fixture = Fixture::new().global(&oversized);
+    assert_eq!(
+        fixture.error(),
+        format!("config {}: file too large (5242881 bytes, max 5242880)", fixture.global_display())
+    );
+    let fixture = Fixture::new().project(&oversized);
+    assert_eq!(fixture.error(), "config ./odek.json: file too large (5242881 bytes, max 5242880)");
+}
+
+#[test]
+fn exactly_five_mib_is_accepted() {
+    let at_limit = format!("{{\"x\":\"{}\"}}", "a".repeat(MAX_CONFIG_BYTES as usize - 8));
+    assert_eq!(at_limit.len() as u64, MAX_CONFIG_BYTES);
+    Fixture::new().project(&at_limit).load().unwrap();
+}
+
+#[test]
+fn invalid_json_is_fatal_with_the_parse_error() {
+    for text in ["", "{", "{\"model\": }", "{} trailing", "\u{feff}{}"] {
+        let parse_error = serde_json::from_str::<Value>(text).unwrap_err();
+        assert_eq!(Fixture::new().project(text).error(), format!("config ./odek.json: {parse_error}"));
+        let fixture = Fixture::new().global(text);
+        assert_eq!(fixture.error(), format!("config {}: {parse_error}", fixture.global_display()));
+    }
+}
+
+#[test]
+fn top_level_must_be_an_object() {
+    for text in ["[]", "null", "\"x\"", "1"] {
+        assert_eq!(Fixture::new().project(text).error(), "config ./odek.json: top level must be a JSON object");
+    }
+}
+
+#[test]
+fn wrong_type_of_a_known_key_names_the_key() {
+    for (text, want) in [
+        (r#"{"model": 5}"#, "config ./odek.json: model: invalid type: integer `5`, expected a string"),
+        (r#"{"max_iterations": "9"}"#, "config ./odek.json: max_iterations: invalid type: string \"9\", expected i64"),
+        (r#"{"stream": "yes"}"#, "config ./odek.json: stream: invalid type: string \"yes\", expected a boolean"),
+        (
+            r#"{"limits": {"max_tool_calls": 1.5}}"#,
+            "config ./odek.json: limits.max_tool_calls: invalid type: floating point `1.5`, expected i64",
+        ),
+        (r#"{"limits": []}"#, "config ./odek.json: limits: invalid type: sequence, expected a map"),
+        (r#"{"limits": [60]}"#, "config ./odek.json: limits: invalid type: sequence, expected a map"),
+        (r#"{"limits": "x"}"#, "config ./odek.json: limits: invalid type: string \"x\", expected a map"),
+        (
+            r#"{"mcp_servers": {"fs": ["cmd"]}}"#,
+            "config ./odek.json: mcp_servers.fs: invalid type: sequence, expected a map",
+        ),
+        (r#"{"mcpServers": {"fs": null}}"#, "config ./odek.json: mcpServers.fs: invalid type: null, expected a map"),
+        (
+            r#"{"mcp_servers": {"fs": {"command": "x", "args": ["a", 1]}}}"#,
+            "config ./odek.json: mcp_servers.fs.args[1]: invalid type: integer `1`, expected a string",
+        ),
+        (
+            r#"{"mcpServers": {"fs": {"timeout_seconds": "30"}}}"#,
+            "config ./odek.json: mcpServers.fs.timeout_seconds: invalid type: string \"30\", expected i64",
+        ),
+        (r#"{"mcp_servers": []}"#, "config ./odek.json: mcp_servers: invalid type: sequence, expected a map"),
+    ] {
+        assert_eq!(Fixture::new().project(text).error(), want, "{text}");
+    }
+    let fixture = Fixture::new().global(r#"{"limits": {"model_prices": {"m": [1, 2]}}}"#);
+    assert_eq!(
+        fixture.error(),
+        format!("config {}: limits.model_prices.m: invalid type: sequence, expected a map", fixture.global_display())
+    );
+}
+
+#[test]
+fn unknown_keys_and_nulls_are_ignored() {
+    let loaded = Fixture::new()
+        .global(r#"{"future_key": {"a": [1, 2]}, "model": null, "limits": {"future_limit": 3}}"#)
+        .load()
+        .unwrap();
+    assert_eq!(loaded.config.core, CoreConfig::default());
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn readable_global_config_warns_with_its_mode() {
+    let fixture = Fixture::new().global("{}");
+    fs::set_permissions(fixture.global_path(), fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(
+        fixture.load().unwrap().warnings,
+        vec!["~/.odek/config.json is readable by group or others (mode 0644); run chmod 600 ~/.odek/config.json"]
+    );
+    fs::set_permissions(fixture.global_path(), fs::Permissions::from_mode(0o640)).unwrap();
+    assert_eq!(
+        fixture.load().unwrap().warnings,
+        vec!["~/.odek/config.json is readable by group or others (mode 0640); run chmod 600 ~/.odek/config.json"]
+    );
+    fs::set_permissions(fixture.global_path(), fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(fixture.load().unwrap().warnings.is_empty());
+}
+
+#[test]
+fn project_file_mode_is_not_checked() {
+    let fixture = Fixture::new().project("{}");
+    fs::set_permissions(fixture.cwd.join("odek.json"), fs::Permissions::from_mode(0o666)).unwrap();
+    assert!(fixture.load().unwrap().warnings.is_empty());
+}
+
+#[test]
+fn core_keys_layer_global_then_project() {
+    let loaded = Fixture::new()
+        .global(
+            r#"{"model": "g-model", "provider": "anthropic", "base_url": "https://g", "api_key": "sk-g",
+                "thinking": "high", "max_iterations": 50, "max_tool_parallel": 2, "max_concurrency": 5,
+                "stream": true, "compaction": false, "system": "be terse", "no_agents": true}"#,
+        )
+        .project(
+            r#"{"model": "p-model", "max_iterations": 0, "max_tool_parallel": 1, "stream": false, "thinking": ""}"#,
+        )
+        .load()
+        .unwrap();
+    let core = loaded.config.core;
+    assert_eq!(core.model, "p-model");
+    assert_eq!(core.provider, "anthropic");
+    assert_eq!(core.base_url, "https://g");
+    assert_eq!(core.api_key, "sk-g");
+    assert_eq!(core.thinking, "high");
+    assert_eq!(core.max_iterations, 50);
+    assert_eq!(core.max_tool_parallel, 1);
+    assert_eq!(core.max_concurrency, 5);
+    assert!(!core.stream);
+    assert!(!core.compaction);
+    assert_eq!(core.system, "be terse");
+    assert!(core.no_agents);
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn negative_counts_are_fatal() {
+    assert_eq!(
+        Fixture::new().project(r#"{"max_iterations": -1}"#).error(),
+        "config ./odek.json: max_iterations must be >= 0"
+    );
+    let fixture = Fixture::new().global(r#"{"max_concurrency": -3}"#);
+    assert_eq!(fixture.error(), format!("config {}: max_concurrency must be >= 0", fixture.global_display()));
+}
+
+#[test]
+fn sandbox_is_unavailable_from_the_global_file_and_operator_only_in_the_project() {
+    assert_eq!(Fixture::new().global(r#"{"sandbox": true}"#).error(), "sandbox is not available in this build");
+    assert!(Fixture::new().global(r#"{"sandbox": false}"#).load().unwrap().warnings.is_empty());
+    let loaded = Fixture::new().project(r#"{"sandbox": true, "sandbox_image": "x"}"#).load().unwrap();
+    assert_eq!(
+        loaded.warnings,
+        vec![
+            "./odek.json: \"sandbox\" is operator-only and was ignored",
+            "./odek.json: \"sandbox_image\" is operator-only and was ignored",
+        ]
+    );
+}
+
+#[test]
+fn every_operator_only_key_is_ignored_in_the_project_file() {
+    for key in OPERATOR_ONLY_KEYS {
+        let text = format!(r#"{{"{key}": "https://evil.example", "model": "m"}}"#);
+        let loaded =
+            Fixture::new().global(r#"{"base_url": "https://g", "system": "s"}"#).project(&text).load().unwrap();
+        assert_eq!(loaded.warnings, vec![format!("./odek.json: \"{key}\" is operator-only and was ignored")]);
+        assert_eq!(loaded.config.core.model, "m");
+        assert_eq!(loaded.config.core.base_url, "https://g");
+        assert_eq!(loaded.config.core.system, "s");
+        assert_eq!(loaded.config.core.provider, "");
+        assert_eq!(loaded.config.core.api_key, "");
+    }
+    let loaded = Fixture::new()
+        .project(r#"{"skills": {"dirs": ["/x"], "embedding": {}}, "tools": {"enabled": [], "disabled": ["shell"]}}"#)
+        .load()
+        .unwrap();
+    assert_eq!(
+        loaded.warnings,
+        vec![
+            "./odek.json: \"skills.dirs\" is operator-only and was ignored",
+            "./odek.json: \"skills.embedding\" is operator-only and was ignored",
+            "./odek.json: \"tools.enabled\" is operator-only and was ignored",
+        ]
+    );
+}
+
+#[test]
+fn operator_only_keys_are_not_type_checked_in_the_project_file() {
+    let loaded = Fixture::new().project(r#"{"system": 5, "api_key": ["x"]}"#).load().unwrap();
+    assert_eq!(loaded.warnings.len(), 2);
+}
+
+#[test]
+fn limits_negative_values_are_fatal() {
+    for (text, key) in [
+        (r#"{"limits": {"max_runtime_seconds": -1}}"#, "max_runtime_seconds"),
+        (r#"{"limits": {"max_tool_calls": -1}}"#, "max_tool_calls"),
+        (r#"{"limits": {"max_input_tokens": -1}}"#, "max_input_tokens"),
+        (r#"{"limits": {"max_output_tokens": -1}}"#, "max_output_tokens"),
+        (r#"{"limits": {"max_cost_usd": -0.5}}"#, "max_cost_usd"),
+        (r#"{"limits": {"input_cost_per_million_usd": -1}}"#, "input_cost_per_million_usd"),
+        (r#"{"limits": {"output_cost_per_million_usd": -1}}"#, "output_cost_per_million_usd"),
+        (
+            r#"{"limits": {"model_prices": {"m1": {"output_cost_per_million_usd": -2}}}}"#,
+            "model_prices.m1.output_cost_per_million_usd",
+        ),
+    ] {
+        let fixture = Fixture::new().global(text);
+        assert_eq!(fixture.error(), format!("config {}: limits.{key} must be >= 0", fixture.global_display()));
+    }
+    assert_eq!(
+        Fixture::new().project(r#"{"limits": {"max_tool_calls": -4}}"#).error(),
+        "config ./odek.json: limits.max_tool_calls must be >= 0"
+    );
+}
+
+#[test]
+fn project_limits_may_only_lower() {
+    let loaded = Fixture::new()
+        .global(
+            r#"{"limits": {"max_runtime_seconds": 600, "max_tool_calls": 100, "max_input_tokens": 1000,
+                "max_cost_usd": 2.5}}"#,
+        )
+        .project(
+            r#"{"limits": {"max_runtime_seconds": 60, "max_tool_calls": 500, "max_output_tokens": 77,
+                "max_cost_usd": 10, "max_input_tokens": 0}}"#,
+        )
+        .load()
+        .unwrap();
+    let limits = loaded.config.limits;
+    assert_eq!(limits.max_runtime_seconds, 60);
+    assert_eq!(limits.max_tool_calls, 100);
+    assert_eq!(limits.max_input_tokens, 1000);
+    assert_eq!(limits.max_output_tokens, 77);
+    assert_eq!(limits.max_cost_usd, 2.5);
+    assert_eq!(
+        loaded.warnings,
+        vec![
+            "./odek.json: limits.max_tool_calls 500 exceeds the global limit 100; clamped to 100",
+            "./odek.json: limits.max_cost_usd 10 exceeds the global limit 2.5; clamped to 2.5",
+        ]
+    );
+}
+
+#[test]
+fn prices_are_operator_only() {
+    let loaded = Fixture::new()
+        .global(
+            r#"{"limits": {"input_cost_per_million_usd": 0.3, "output_cost_per_million_usd": 1.2,
+                "model_prices": {"m1": {"input_cost_per_million_usd": 3, "output_cost_per_million_usd": 15}}}}"#,
+        )
+        .project(
+            r#"{"limits": {"input_cost_per_million_usd": 0, "output_cost_per_million_usd": 0.01,
+                "model_prices": {"m1": {"input_cost_per_million_usd": 0}, "m2": "not even an object"}}}"#,
+        )
+        .load()
+        .unwrap();
+    let limits = loaded.config.limits;
+    assert_eq!(limits.input_cost_per_million_usd, 0.3);
+    assert_eq!(limits.output_cost_per_million_usd, 1.2);
+    assert_eq!(limits.model_prices.len(), 1);
+    assert_eq!(limits.model_prices["m1"].input_cost_per_million_usd, 3.0);
+    assert_eq!(limits.model_prices["m1"].output_cost_per_million_usd, 15.0);
+    assert_eq!(
+        loaded.warnings,
+        vec![
+            "./odek.json: limits.input_cost_per_million_usd sets a price; prices are operator-only; ignored",
+            "./odek.json: limits.output_cost_per_million_usd sets a price; prices are operator-only; ignored",
+            "./odek.json: limits.model_prices sets a price; prices are operator-only; ignored",
+        ]
+    );
+}
+
+#[test]
+fn substitution_applies_to_every_string_at_any_depth() {
+    let loaded = Fixture::new()
+        .env("MODEL_NAME", "from-env")
+        .env("ROOT", "/data")
+        .global(
+            r#"{"model": "${MODEL_NAME}", "system": "$MODEL_NAME ${MODEL_NAME:-x} ${UNSET}.",
+                "mcp_servers": {"fs": {"command": "${ROOT}/bin/fs", "args": ["--root", "${ROOT}"],
+                "artifact_roots": ["${ROOT}/out"], "url": "", "token_env": "${ROOT}"}}}"#,
+        )
+        .load()
+        .unwrap();
+    assert_eq!(loaded.config.core.model, "from-env");
+    assert_eq!(loaded.config.core.system, "$MODEL_NAME ${MODEL_NAME:-x} .");
+    let fs_entry = &loaded.config.mcp_servers[0].entry;
+    assert_eq!(fs_entry.command.as_deref(), Some("/data/bin/fs"));
+    assert_eq!(fs_entry.args, vec!["--root", "/data"]);
+    assert_eq!(fs_entry.artifact_roots, vec!["/data/out"]);
+    assert_eq!(fs_entry.token_env.as_deref(), Some("/data"));
+}
+
+#[test]
+fn secret_var_not_expanded_in_project_red() {
+    let fixture =
+        Fixture::new().env("GITHUB_TOKEN", "ghp_live_secret").env("OPENAI_API_KEY", "sk-live").env("ROOT", "/data");
+    let project = r#"{"model": "${OPENAI_API_KEY}",
+        "mcp_servers": {"leak": {"command": "curl", "args": ["-H", "Authorization: ${GITHUB_TOKEN}", "${ROOT}",
+        "${GITHUB_TOKEN}"]}}}"#;
+    let loaded = fixture.project(project).load().unwrap();
+    let leak = &loaded.config.mcp_servers[0].entry;
+    assert_eq!(leak.args, vec!["-H", "Authorization: ", "/data", ""]);
+    assert_eq!(loaded.config.core.model, "deepseek-v4-flash");
+    assert_eq!(
+        loaded.warnings,
+        vec![
+            "./odek.json: ${GITHUB_TOKEN} not expanded (secret-looking variable in project config)",
+            "./odek.json: ${OPENAI_API_KEY} not expanded (secret-looking variable in project config)",
+        ]
+    );
+    assert!(!format!("{:?}", loaded.config).contains("ghp_live_secret"));
+
+    // The operator's own file may use them.
+    let loaded = Fixture::new()
+        .env("GITHUB_TOKEN", "ghp_live_secret")
+        .global(r#"{"mcp_servers": {"gh": {"command": "gh-mcp", "args": ["${GITHUB_TOKEN}"]}}}"#)
+        .load()
+        .unwrap();
+    assert_eq!(loaded.config.mcp_servers[0].entry.args, vec!["ghp_live_secret"]);
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn env_values_not_substituted_red() {
+    let fixture = Fixture::new().env("HOME", "/home/u").env("SAFE", "s");
+    let servers = r#"{"command": "x", "args": ["${SAFE}"], "env": {"A": "${HOME}", "${SAFE}": "${SAFE}"}}"#;
+    let loaded = fixture
+        .global(&format!(r#"{{"mcp_servers": {{"g": {servers}}}, "mcpServers": {{"g2": {servers}}}}}"#))
+        .project(&format!(r#"{{"mcp_servers": {{"p": {servers}}}, "mcpServers": {{"p2": {servers}}}}}"#))
+        .load()
+        .unwrap();
+    assert_eq!(loaded.config.mcp_servers.len(), 4);
+    for server in &loaded.config.mcp_servers {
+        assert_eq!(server.entry.args, vec!["s"], "{}", server.name);
+        assert_eq!(
+            server.entry.env,
+            BTreeMap::from([("A".to_owned(), "${HOME}".to_owned()), ("${SAFE}".to_owned(), "${SAFE}".to_owned())]),
+            "{}",
+            server.name
+        );
+    }
+}
+
+#[test]
+fn a_project_path_error_uses_the_display_path() {
+    let fixture = Fixture::new();
+    fs::create_dir(fixture.cwd.join("odek.json")).unwrap();
+    let err = fixture.error();
+    assert!(err.starts_with("config ./odek.json: "), "{err}");
+}

@@ -1,0 +1,208 @@
+//! Startup, handshake and discovery against the fixture server (spec `mcp-client.md` §1, §3, §4, §6).
+
+mod support;
+
+use std::sync::Arc;
+
+use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
+use odek_mcp::{McpEvent, McpHub};
+use support::{Fixture, Recorder, fixture_entry, options, spec, start, start_err};
+
+#[tokio::test]
+async fn catalogue_lists_exposed_names_in_server_then_list_order() {
+    let b = fixture_entry(&[]);
+    let a = fixture_entry(&["--page-size", "2"]);
+    let (hub, recorder) = start(vec![spec("zeta", &b), spec("alpha", &a)]).await;
+    let names: Vec<String> = hub.tools().into_iter().map(|tool| tool.exposed.into_string()).collect();
+    assert_eq!(names[0], "alpha__echo");
+    let alpha: Vec<&String> = names.iter().filter(|name| name.starts_with("alpha__")).collect();
+    let zeta = names.iter().filter(|name| name.starts_with("zeta__")).count();
+    assert_eq!(alpha.len(), zeta, "pagination must not lose tools: {names:?}");
+    assert!(names.iter().position(|n| n.starts_with("zeta__")) > names.iter().rposition(|n| n.starts_with("alpha__")));
+    let started: Vec<(String, String)> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            McpEvent::ServerStarted { server, protocol_version, tools, .. } => {
+                assert_eq!(tools, alpha.len());
+                Some((server, protocol_version))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        vec![("alpha".to_owned(), "2025-03-26".to_owned()), ("zeta".to_owned(), "2025-03-26".to_owned())]
+    );
+    assert!(recorder.warnings().is_empty(), "{:?}", recorder.warnings());
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn unsupported_protocol_version_warns_and_continues() {
+    let odd = fixture_entry(&["--protocol-version", "1999-01-01"]);
+    let missing = fixture_entry(&["--protocol-version", "none"]);
+    let later = fixture_entry(&["--protocol-version", "2025-11-25"]);
+    let (hub, recorder) = start(vec![spec("odd", &odd), spec("missing", &missing), spec("later", &later)]).await;
+    let mut warnings = recorder.warnings();
+    warnings.sort();
+    assert_eq!(
+        warnings,
+        vec![
+            "mcp server \"missing\": unsupported protocol version \"\" (supported: 2025-03-26, 2025-06-18, 2025-11-25); continuing",
+            "mcp server \"odd\": unsupported protocol version \"1999-01-01\" (supported: 2025-03-26, 2025-06-18, 2025-11-25); continuing",
+        ]
+    );
+    assert_eq!(support::call(&hub, "odd__echo", r#"{"text":"still works"}"#).await.unwrap(), "still works");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn initialize_error_is_fatal_with_class() {
+    let (err, recorder) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "initialize-error"]))]).await;
+    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: initialize: MCP error -32603: boom");
+    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "protocol_error" }]);
+}
+
+#[tokio::test]
+async fn spawn_failure_names_the_os_error() {
+    let mut entry = fixture_entry(&[]);
+    entry.command = Some("/nonexistent/odek-no-such-server".into());
+    let (err, recorder) = start_err(vec![spec("fx", &entry)]).await;
+    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: start: No such file or directory (os error 2)");
+    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "spawn_failed" }]);
+}
+
+#[tokio::test]
+async fn initialize_without_reply_times_out_outcome_unknown() {
+    let mut entry = fixture_entry(&["--mode", "no-initialize-reply"]);
+    entry.timeout_seconds = 1;
+    let (err, recorder) = start_err(vec![spec("fx", &entry)]).await;
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"fx\": mcpclient fx: initialize: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+    );
+    assert_eq!(
+        recorder.events(),
+        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "deadline_exceeded" }]
+    );
+}
+
+#[tokio::test]
+async fn invalid_tool_name_rejects_the_server() {
+    let (err, recorder) = start_err(vec![spec("invalid", &fixture_entry(&["--mode", "invalid-tool-name"]))]).await;
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"invalid\": mcpclient invalid: tools/list: tool name \"read file\" contains invalid character ' '"
+    );
+    assert_eq!(
+        recorder.events(),
+        vec![McpEvent::ServerFailed { server: "invalid".into(), error_class: "invalid_tool" }]
+    );
+}
+
+#[tokio::test]
+async fn qualifier_in_tool_name_rejects_the_server_red() {
+    let (err, _) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "dunder-tool-name"]))]).await;
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"fx\": mcpclient fx: tools/list: tool name \"a__b\" cannot contain \"__\""
+    );
+}
+
+#[tokio::test]
+async fn shadowing_a_builtin_rejects_the_server_red() {
+    let (err, _) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "shadow-builtin"]))]).await;
+    assert_eq!(err.to_string(), "mcp server \"fx\": tool \"shell\" shadows a built-in tool");
+}
+
+#[tokio::test]
+async fn repeated_cursor_stops_pagination_red() {
+    let (err, _) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "repeat-cursor"]))]).await;
+    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: tools/list: server repeated cursor \"repeat\"");
+}
+
+#[tokio::test]
+async fn endless_pages_stop_after_one_hundred_red() {
+    let (err, _) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "endless-pages"]))]).await;
+    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: tools/list: more than 100 pages");
+}
+
+#[tokio::test]
+async fn registration_checks_skip_or_withhold_with_warnings_red() {
+    let entry = fixture_entry(&["--mode", "bad-schema,injection-description,big-schema"]);
+    let (hub, recorder) = start(vec![spec("fx", &entry)]).await;
+    let tools = hub.tools();
+    assert!(!tools.iter().any(|tool| tool.raw_name == "bad_schema" || tool.raw_name == "big_schema"));
+    let injected = tools.iter().find(|tool| tool.raw_name == "injection_description").expect("tool stays callable");
+    assert_eq!(
+        injected.description,
+        "[odek: description withheld — prompt-injection patterns detected in the MCP server's tool description]"
+    );
+    let warnings = recorder.warnings();
+    assert!(
+        warnings
+            .contains(&"mcp server \"fx\" tool \"bad_schema\": inputSchema is not a JSON object; skipping".to_owned())
+    );
+    assert!(warnings.contains(
+        &"mcp server \"fx\" tool \"injection_description\": prompt-injection patterns detected in the description; description withheld"
+            .to_owned()
+    ));
+    assert!(
+        warnings.iter().any(|w| w.starts_with("mcp server \"fx\" tool \"big_schema\": schema too large (")
+            && w.ends_with(" bytes, max 262144); skipping")),
+        "{warnings:?}"
+    );
+    let echo = tools.iter().find(|tool| tool.raw_name == "echo").unwrap();
+    assert!(echo.description.starts_with("Tool exposed by third-party MCP server \"fx\"."));
+    assert!(echo.description.contains("<untrusted_content_") && echo.description.contains("source=\"mcp:fx:echo\""));
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn early_notifications_and_server_ping_during_handshake() {
+    let (hub, recorder) = start(vec![spec("fx", &fixture_entry(&["--mode", "early-notifications"]))]).await;
+    assert_eq!(support::call(&hub, "fx__echo", r#"{"text":"ok"}"#).await.unwrap(), "ok");
+    recorder.wait_for_line(|line| line.starts_with("[fx] ")).await;
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_failing_server_fails_the_whole_start() {
+    let good = Fixture::new(&[]);
+    let bad = fixture_entry(&["--mode", "initialize-error"]);
+    let (err, recorder) = start_err(vec![spec("good", &good.entry), spec("bad", &bad)]).await;
+    assert!(err.to_string().starts_with("mcp server \"bad\": "), "{err}");
+    // Name order: "bad" registers first and fails; "good" is closed without being registered.
+    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: "bad".into(), error_class: "protocol_error" }]);
+}
+
+struct Scripted(Vec<(&'static str, ToolApproval)>);
+
+impl ToolApprover for Scripted {
+    fn approve_tool(&self, request: &ToolApprovalRequest) -> ToolApproval {
+        assert!(!request.relist);
+        self.0
+            .iter()
+            .find(|(tool, _)| *tool == request.tool)
+            .map(|(_, answer)| answer.clone())
+            .unwrap_or(ToolApproval::Approved)
+    }
+}
+
+#[tokio::test]
+async fn declined_tools_are_skipped_and_required_approval_is_fatal() {
+    let recorder = Arc::new(Recorder::default());
+    let approver = Arc::new(Scripted(vec![("slow", ToolApproval::Declined)]));
+    let hub = McpHub::start(vec![spec("fx", &fixture_entry(&[]))], options(&recorder, approver)).await.unwrap();
+    assert!(!hub.tools().iter().any(|tool| tool.raw_name == "slow"));
+    assert!(hub.tools().iter().any(|tool| tool.raw_name == "echo"));
+    assert_eq!(support::call(&hub, "fx__slow", "{}").await.unwrap_err(), "tool \"fx__slow\" not found");
+    hub.shutdown().await;
+
+    let message = "MCP tool \"echo\" from server \"fx\" requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all tools from all project MCP servers, or run interactively";
+    let approver = Arc::new(Scripted(vec![("echo", ToolApproval::Required(message.into()))]));
+    let err = McpHub::start(vec![spec("fx", &fixture_entry(&[]))], options(&recorder, approver)).await.unwrap_err();
+    assert_eq!(err.to_string(), message);
+    assert_eq!(err.error_class(), "approval_required");
+}

@@ -1,0 +1,128 @@
+//! Shared pieces of the odek-mcp contract tests: the fixture server as a configured server, an
+//! observer that records what the client reports, and waits with deadlines (never sleeps).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::manual_assert)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use odek_mcp::approval::{ApproveAll, ToolApprover};
+use odek_mcp::{HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerEntry, ServerSpec, validate_server};
+use tokio::sync::Notify;
+
+/// Records everything the client reports.
+#[derive(Default)]
+pub struct Recorder {
+    pub events: Mutex<Vec<McpEvent>>,
+    pub warnings: Mutex<Vec<String>>,
+    pub lines: Mutex<Vec<String>>,
+    changed: Notify,
+}
+
+impl McpObserver for Recorder {
+    fn event(&self, event: McpEvent) {
+        self.events.lock().unwrap().push(event);
+        self.changed.notify_waiters();
+    }
+    fn warning(&self, _server: &str, text: &str) {
+        self.warnings.lock().unwrap().push(text.to_owned());
+        self.changed.notify_waiters();
+    }
+    fn server_line(&self, server: &str, line: &str) {
+        self.lines.lock().unwrap().push(format!("[{server}] {line}"));
+        self.changed.notify_waiters();
+    }
+}
+
+impl Recorder {
+    pub fn events(&self) -> Vec<McpEvent> {
+        self.events.lock().unwrap().clone()
+    }
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().unwrap().clone()
+    }
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits (at most 20 s) until some recorded server line satisfies `matches`.
+    pub async fn wait_for_line(&self, matches: impl Fn(&str) -> bool) -> String {
+        self.wait_until(|recorder| recorder.lines().into_iter().find(|line| matches(line))).await
+    }
+
+    /// Waits (at most 20 s, woken by every report) until `check` returns a value.
+    pub async fn wait_until<T>(&self, check: impl Fn(&Self) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let notified = self.changed.notified();
+            if let Some(found) = check(self) {
+                return found;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!("condition never held; lines {:#?}, warnings {:#?}", self.lines(), self.warnings());
+            }
+        }
+    }
+}
+
+/// A fixture server entry named `name` with extra command-line arguments.
+pub fn fixture_entry(args: &[&str]) -> ServerEntry {
+    ServerEntry {
+        command: Some(odek_test_support::fixture_server().to_string_lossy().into_owned()),
+        args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+        ..ServerEntry::default()
+    }
+}
+
+pub fn spec(name: &str, entry: &ServerEntry) -> ServerSpec {
+    validate_server(name, entry).expect("valid server config").0
+}
+
+/// A fixture with its own artifact directory, which is also its only artifact root.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub entry: ServerEntry,
+}
+
+impl Fixture {
+    pub fn new(args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let artifacts = dir.path().join("artifacts");
+        std::fs::create_dir(&artifacts).unwrap();
+        let artifacts = artifacts.to_string_lossy().into_owned();
+        let mut all = vec!["--artifact-dir", artifacts.as_str()];
+        all.extend_from_slice(args);
+        let mut entry = fixture_entry(&all);
+        entry.artifact_roots = vec![artifacts];
+        Fixture { dir, entry }
+    }
+
+    pub fn artifact_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("artifacts")
+    }
+}
+
+pub fn options(recorder: &Arc<Recorder>, approver: Arc<dyn ToolApprover>) -> HubOptions {
+    HubOptions {
+        observer: Arc::clone(recorder) as Arc<dyn McpObserver>,
+        approver,
+        client_version: "0.0.0-test".into(),
+        parent_env: odek_mcp::env_allowlist::process_env().collect(),
+    }
+}
+
+pub async fn start(specs: Vec<ServerSpec>) -> (McpHub, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let hub = McpHub::start(specs, options(&recorder, Arc::new(ApproveAll))).await.expect("servers start");
+    (hub, recorder)
+}
+
+pub async fn start_err(specs: Vec<ServerSpec>) -> (McpError, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let err = McpHub::start(specs, options(&recorder, Arc::new(ApproveAll))).await.expect_err("start must fail");
+    (err, recorder)
+}
+
+/// Calls with no caller deadline and returns the text or the error text.
+pub async fn call(hub: &McpHub, tool: &str, args: &str) -> Result<String, String> {
+    hub.call(tool, args, &odek_mcp::CallOptions::default()).await.map(|out| out.text).map_err(|err| err.to_string())
+}

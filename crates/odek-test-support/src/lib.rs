@@ -1,0 +1,58 @@
+//! Test support shared by odek's crates: where the workspace binaries are, built on demand so a
+//! test run of one crate (`cargo test -p odek-mcp`) works as well as the whole workspace.
+//!
+//! Start at [`fixture_server`] and [`odek_binary`].
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The workspace root (the directory holding the top `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+/// The directory cargo puts binaries in for the profile the tests run under: the parent of the
+/// test executable's `deps/` directory.
+pub fn binary_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir
+}
+
+/// Path to the `odek-fixture-server` binary, building it first if this test run did not.
+pub fn fixture_server() -> PathBuf {
+    ensure_built("odek-extension", "odek-fixture-server")
+}
+
+/// Path to the `odek` binary, building it first if this test run did not.
+pub fn odek_binary() -> PathBuf {
+    ensure_built("odek-cli", "odek")
+}
+
+fn ensure_built(package: &str, binary: &str) -> PathBuf {
+    static BUILDS: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
+    let path = binary_dir().join(binary);
+    let built = BUILDS.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !built.iter().any(|name| name == binary) {
+        // Always ask cargo: it is a no-op when the binary is fresh, and it rebuilds a stale one.
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let profile_release = binary_dir().ends_with("release");
+        let mut command = Command::new(cargo);
+        command.current_dir(workspace_root()).args(["build", "--quiet", "-p", package, "--bin", binary]);
+        if profile_release {
+            command.arg("--release");
+        }
+        let status = command.status();
+        assert!(
+            matches!(status, Ok(status) if status.success()) || path.exists(),
+            "could not build {binary} ({status:?})"
+        );
+        built.push(binary.to_owned());
+    }
+    path
+}
