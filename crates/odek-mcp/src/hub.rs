@@ -358,8 +358,9 @@ impl McpHub {
             });
         }
         let restarts = server.restarts.fetch_add(1, Ordering::AcqRel) + 1;
-        let exit_status = current.exit_info().map_or(-1, |exit| exit.status);
+        // Reap the old process first: its stdout may reach EOF before its exit is observed.
         current.shutdown().await;
+        let exit_status = current.exit_info().map_or(-1, |exit| exit.status);
 
         let (connection, discovered) = match connect(server, &self.options).await {
             Ok(connected) => connected,

@@ -177,7 +177,12 @@ async fn list_changed_marks_stale_and_refresh_applies_it() {
 async fn stderr_flood_is_bounded_and_counted() {
     let fixture = Fixture::new(&[]);
     let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
-    assert_eq!(call(&hub, "fx__stderr_flood", r#"{"lines":20000,"line_bytes":200}"#).await.unwrap(), "flooding stderr");
+    // The printer is stuck: the server must still never block on stderr, so the flood completes
+    // (the reply waits for the last line to be written) and the overflow is counted.
+    recorder.close_gate();
+    let reply = call(&hub, "fx__stderr_flood", r#"{"lines":20000,"line_bytes":200,"wait":true}"#).await;
+    recorder.open_gate();
+    assert_eq!(reply.unwrap(), "stderr flooded");
     assert_eq!(call(&hub, "fx__echo", r#"{"text":"responsive"}"#).await.unwrap(), "responsive");
     // Every flooded line is either forwarded or counted once the queue drains.
     let (forwarded, dropped) = recorder

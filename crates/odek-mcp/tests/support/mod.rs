@@ -2,7 +2,7 @@
 //! observer that records what the client reports, and waits with deadlines (never sleeps).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::manual_assert)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use odek_mcp::approval::{ApproveAll, ToolApprover};
@@ -16,6 +16,9 @@ pub struct Recorder {
     pub warnings: Mutex<Vec<String>>,
     pub lines: Mutex<Vec<String>>,
     changed: Notify,
+    /// While true, `server_line` blocks (the terminal is stuck).
+    gate: Mutex<bool>,
+    gate_opened: Condvar,
 }
 
 impl McpObserver for Recorder {
@@ -28,12 +31,27 @@ impl McpObserver for Recorder {
         self.changed.notify_waiters();
     }
     fn server_line(&self, server: &str, line: &str) {
+        let mut closed = self.gate.lock().unwrap();
+        while *closed {
+            closed = self.gate_opened.wait(closed).unwrap();
+        }
+        drop(closed);
         self.lines.lock().unwrap().push(format!("[{server}] {line}"));
         self.changed.notify_waiters();
     }
 }
 
 impl Recorder {
+    /// Makes `server_line` block until [`Recorder::open_gate`], like a stuck terminal.
+    pub fn close_gate(&self) {
+        *self.gate.lock().unwrap() = true;
+    }
+
+    pub fn open_gate(&self) {
+        *self.gate.lock().unwrap() = false;
+        self.gate_opened.notify_all();
+    }
+
     pub fn events(&self) -> Vec<McpEvent> {
         self.events.lock().unwrap().clone()
     }

@@ -1,0 +1,384 @@
+//! The contract reference tools: echo, large_result, artifact_result, bad_artifact, slow,
+//! error_result. Names and defaults are fixed by odek's contract tests.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use odek_extension::{ArtifactRef, CallContext, Content, Envelope, Server, ToolDef, ToolResponse, arguments};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{Fixture, bad_artifact, bind};
+
+pub(crate) fn register(server: Server, fixture: &Arc<Fixture>) -> Server {
+    server
+        .tool(
+            ToolDef::new(
+                "echo",
+                "Returns its text argument unchanged.",
+                json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}),
+            ),
+            bind(fixture, echo),
+        )
+        .tool(
+            ToolDef::new(
+                "large_result",
+                "Returns chars copies of char, split over items text items.",
+                json!({"type":"object","properties":{
+                    "chars":{"type":"integer","minimum":0},
+                    "char":{"type":"string"},
+                    "items":{"type":"integer","minimum":1}
+                }}),
+            ),
+            bind(fixture, large_result),
+        )
+        .tool(
+            ToolDef::new(
+                "artifact_result",
+                "Writes artifact files and returns an odek.tool-result/v1 envelope referencing them.",
+                json!({"type":"object","properties":{
+                    "text":{"type":"string"},
+                    "content":{"type":"string"},
+                    "size":{"type":"integer","minimum":0},
+                    "id":{"type":"string"},
+                    "media_type":{"type":"string"},
+                    "summary":{"type":"string"},
+                    "count":{"type":"integer","minimum":1},
+                    "tamper_hash":{"type":"boolean"},
+                    "tamper_size":{"type":"boolean"},
+                    "omit_hash":{"type":"boolean"},
+                    "omit_size":{"type":"boolean"},
+                    "id_len":{"type":"integer","minimum":1},
+                    "text_chars":{"type":"integer","minimum":0},
+                    "summary_chars":{"type":"integer","minimum":0}
+                }}),
+            ),
+            bind(fixture, artifact_result),
+        )
+        .tool(
+            ToolDef::new(
+                "bad_artifact",
+                "Returns an envelope whose artifact refs break one validation rule.",
+                json!({"type":"object","properties":{
+                    "kind":{"type":"string","enum": bad_artifact::KINDS}
+                },"required":["kind"]}),
+            ),
+            bind(fixture, bad_artifact::bad_artifact),
+        )
+        .tool(
+            ToolDef::new(
+                "slow",
+                "Sleeps for ms milliseconds, optionally reporting progress.",
+                json!({"type":"object","properties":{
+                    "ms":{"type":"integer","minimum":0},
+                    "progress_every_ms":{"type":"integer","minimum":1},
+                    "honor_cancel":{"type":"boolean"}
+                }}),
+            ),
+            bind(fixture, slow),
+        )
+        .tool(
+            ToolDef::new(
+                "error_result",
+                "Fails with isError and the given message.",
+                json!({"type":"object","properties":{"message":{"type":"string"}}}),
+            ),
+            bind(fixture, error_result),
+        )
+}
+
+#[derive(Deserialize)]
+struct EchoArgs {
+    text: String,
+}
+
+async fn echo(_: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
+    match arguments::<EchoArgs>(args) {
+        Ok(args) => ToolResponse::text(args.text),
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct LargeResultArgs {
+    chars: usize,
+    #[serde(rename = "char")]
+    fill: String,
+    items: usize,
+}
+
+impl Default for LargeResultArgs {
+    fn default() -> Self {
+        Self { chars: 5000, fill: "x".into(), items: 1 }
+    }
+}
+
+async fn large_result(_: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
+    let args = match arguments::<LargeResultArgs>(args) {
+        Ok(args) => args,
+        Err(response) => return response,
+    };
+    let Some(fill) = args.fill.chars().next() else {
+        return ToolResponse::error("large_result: char must not be empty");
+    };
+    let items = args.items.max(1);
+    let (base, remainder) = (args.chars / items, args.chars % items);
+    let content = (0..items)
+        .map(|index| {
+            let count = base + usize::from(index < remainder);
+            Content::Text(std::iter::repeat_n(fill, count).collect())
+        })
+        .collect();
+    ToolResponse::items(content)
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct ArtifactResultArgs {
+    text: Option<String>,
+    content: Option<String>,
+    size: Option<u64>,
+    id: String,
+    media_type: String,
+    summary: Option<String>,
+    count: usize,
+    tamper_hash: bool,
+    tamper_size: bool,
+    omit_hash: bool,
+    omit_size: bool,
+    id_len: Option<usize>,
+    text_chars: Option<usize>,
+    summary_chars: Option<usize>,
+}
+
+impl Default for ArtifactResultArgs {
+    fn default() -> Self {
+        Self {
+            text: None,
+            content: None,
+            size: None,
+            id: "report-1".into(),
+            media_type: "text/plain".into(),
+            summary: None,
+            count: 1,
+            tamper_hash: false,
+            tamper_size: false,
+            omit_hash: false,
+            omit_size: false,
+            id_len: None,
+            text_chars: None,
+            summary_chars: None,
+        }
+    }
+}
+
+async fn artifact_result(fixture: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
+    let args = match arguments::<ArtifactResultArgs>(args) {
+        Ok(args) => args,
+        Err(response) => return response,
+    };
+    match tokio::task::spawn_blocking(move || build_artifact_result(&fixture, args)).await {
+        Ok(Ok(envelope)) => envelope.into_response(),
+        Ok(Err(message)) => ToolResponse::error(format!("artifact_result: {message}")),
+        Err(error) => ToolResponse::error(format!("artifact_result: {error}")),
+    }
+}
+
+fn build_artifact_result(fixture: &Fixture, args: ArtifactResultArgs) -> Result<Envelope, String> {
+    let count = args.count.max(1);
+    let base_id = match args.id_len {
+        Some(length) => fit_to_chars(&args.id, length),
+        None => args.id.clone(),
+    };
+    let text = args.text.unwrap_or_else(|| format!("artifact_result wrote {count} artifact(s)"));
+    let text = match args.text_chars {
+        Some(length) => fit_to_chars(&text, length),
+        None => text,
+    };
+    let summary = match (args.summary, args.summary_chars) {
+        (summary, Some(length)) => Some(fit_to_chars(summary.as_deref().unwrap_or("s"), length)),
+        (summary, None) => summary,
+    };
+
+    let mut envelope = Envelope::new(text);
+    for number in 1..=count {
+        let id = if count == 1 { base_id.clone() } else { format!("{base_id}-{number}") };
+        let content = args.content.clone().unwrap_or_else(|| format!("artifact {id}\n"));
+        let path = fixture.artifact_dir.join(fixture.unique_name("artifact"));
+        write_pattern_file(&path, content.as_bytes(), args.size)?;
+        let mut artifact =
+            ArtifactRef::for_file(id, &path, args.media_type.clone()).map_err(|error| error.to_string())?;
+        artifact.summary.clone_from(&summary);
+        if args.tamper_hash {
+            artifact.sha256 = artifact.sha256.map(|digest| flip_last_hex_digit(&digest));
+        }
+        if args.tamper_size {
+            artifact.size_bytes = artifact.size_bytes.map(|size| size + 1);
+        }
+        if args.omit_hash {
+            artifact.sha256 = None;
+        }
+        if args.omit_size {
+            artifact.size_bytes = None;
+        }
+        envelope = envelope.with_artifact(artifact);
+    }
+    Ok(envelope)
+}
+
+/// Bytes per write when filling a file with a repeated pattern.
+const PATTERN_BLOCK_BYTES: usize = 64 * 1024;
+
+/// Writes `pattern` to `path`, or, when `size` is given, exactly `size` bytes of `pattern`
+/// repeated (zero bytes if the pattern is empty), streamed so large sizes cost no memory.
+pub(crate) fn write_pattern_file(path: &Path, pattern: &[u8], size: Option<u64>) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|error| format!("create {}: {error}", path.display()))?;
+    let mut writer = std::io::BufWriter::new(file);
+    let write_error = |error: std::io::Error| format!("write {}: {error}", path.display());
+    match size {
+        None => writer.write_all(pattern).map_err(write_error)?,
+        Some(size) => {
+            let unit: &[u8] = if pattern.is_empty() { b"\0" } else { pattern };
+            // A whole number of units per block, so consecutive blocks continue the cycle.
+            let block = unit.repeat((PATTERN_BLOCK_BYTES / unit.len()).max(1));
+            let mut left = size;
+            while left > 0 {
+                let take = block.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                writer.write_all(&block[..take]).map_err(write_error)?;
+                left -= take as u64;
+            }
+        }
+    }
+    writer.flush().map_err(write_error)
+}
+
+/// `text` cycled or cut to exactly `length` characters (`"x"` stands in for empty text).
+fn fit_to_chars(text: &str, length: usize) -> String {
+    let source = if text.is_empty() { "x" } else { text };
+    source.chars().cycle().take(length).collect()
+}
+
+/// A different, still valid lowercase hex digest.
+pub(crate) fn flip_last_hex_digit(digest: &str) -> String {
+    let mut flipped = digest.to_owned();
+    if let Some(last) = flipped.pop() {
+        flipped.push(if last == '0' { '1' } else { '0' });
+    }
+    flipped
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct SlowArgs {
+    ms: u64,
+    progress_every_ms: Option<u64>,
+    honor_cancel: bool,
+}
+
+impl Default for SlowArgs {
+    fn default() -> Self {
+        Self { ms: 1000, progress_every_ms: None, honor_cancel: false }
+    }
+}
+
+async fn slow(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    let args = match arguments::<SlowArgs>(args) {
+        Ok(args) => args,
+        Err(response) => return response,
+    };
+    let start = tokio::time::Instant::now();
+    let deadline = start + Duration::from_millis(args.ms);
+    let progress_every = args
+        .progress_every_ms
+        .filter(|_| context.progress_token().is_some())
+        .map(|every| Duration::from_millis(every.max(1)));
+    let mut next_progress = progress_every.map(|every| start + every);
+    let mut cancellation_seen = false;
+    loop {
+        let wake = match next_progress {
+            Some(at) if at < deadline => at,
+            _ => deadline,
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(wake) => {}
+            () = context.cancelled(), if !cancellation_seen => {
+                cancellation_seen = true;
+                crate::log!("slow: request {} cancelled ({})",
+                    context.request_id(),
+                    context.cancel_reason().unwrap_or_default()
+                );
+                if args.honor_cancel {
+                    return ToolResponse::NoReply;
+                }
+                continue;
+            }
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return ToolResponse::text(format!("slept {} ms", args.ms));
+        }
+        if let (Some(at), Some(every)) = (next_progress, progress_every)
+            && now >= at
+        {
+            let elapsed = now.duration_since(start).as_millis() as f64;
+            let _ = context.progress(elapsed, Some(args.ms as f64), Some("sleeping")).await;
+            next_progress = Some(at + every);
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct ErrorResultArgs {
+    message: String,
+}
+
+impl Default for ErrorResultArgs {
+    fn default() -> Self {
+        Self { message: "the tool failed".into() }
+    }
+}
+
+async fn error_result(_: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
+    match arguments::<ErrorResultArgs>(args) {
+        Ok(args) => ToolResponse::error(args.message),
+        Err(response) => response,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fitting_cycles_and_cuts_by_characters() {
+        assert_eq!(fit_to_chars("abc", 7), "abcabca");
+        assert_eq!(fit_to_chars("héllo", 2), "hé");
+        assert_eq!(fit_to_chars("", 3), "xxx");
+        assert_eq!(fit_to_chars("abc", 0), "");
+    }
+
+    #[test]
+    fn a_flipped_digest_differs_and_stays_lowercase_hex() {
+        let digest = "ab".repeat(32);
+        let flipped = flip_last_hex_digit(&digest);
+        assert_ne!(flipped, digest);
+        assert_eq!(flipped.len(), 64);
+        assert!(flipped.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
+
+    #[test]
+    fn pattern_files_have_the_exact_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        write_pattern_file(&path, b"abc", Some(10)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"abcabcabca");
+        write_pattern_file(&path, b"", Some(3)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"\0\0\0");
+        write_pattern_file(&path, b"exact", None).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"exact");
+    }
+}

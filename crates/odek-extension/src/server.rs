@@ -1,0 +1,744 @@
+//! The server: a builder ([`Server`]), the reader loop, and the built-in MCP methods.
+//!
+//! Threads and tasks: one reader thread parses stdin (one parse per line) and answers
+//! `initialize`, `ping` and `tools/list` itself, in arrival order; every `tools/call` (and, when
+//! an interceptor is installed, every request) runs in its own tokio task, so a slow call never
+//! holds up another. One writer thread owns stdout (`transport`). Server-initiated requests wait
+//! in a table keyed by id until the reader routes the client's reply to them.
+//!
+//! Entry point: [`Server::new`], then [`Server::run_stdio`].
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::thread;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::runtime::Handle;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc, oneshot};
+
+use crate::Error;
+use crate::bounded_lines::{BoundedLineReader, Line};
+use crate::context::{CallContext, Cancellation};
+use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
+use crate::tools::{BoxFuture, ToolDef, ToolResponse, ToolResult, ToolSet, tool_handler};
+use crate::transport::{Outgoing, WriterExit, spawn_writer};
+
+/// The MCP protocol version of the odek-extension/v1 contract, answered by default.
+pub const PROTOCOL_VERSION: &str = "2025-03-26";
+
+/// Default for [`Server::max_line_bytes`]: 64 MiB, odek's absolute response ceiling.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Default for [`Server::max_in_flight`]: requests handled concurrently.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
+
+/// Default for [`Server::eof_grace`]: 5 s, as long as odek waits for a server to exit.
+pub const DEFAULT_EOF_GRACE: Duration = Duration::from_secs(5);
+
+/// How long shutdown waits for the writer to flush, once in-flight calls are done.
+const WRITER_SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
+
+/// What happens to a running handler when the client sends `notifications/cancelled`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CancelPolicy {
+    /// Drop the handler's future at its next `.await` and send no reply (MCP's "SHOULD NOT
+    /// respond"). The default.
+    #[default]
+    AbortHandler,
+    /// Keep the handler running; it observes [`CallContext::cancelled`] and decides. Whatever it
+    /// returns is sent.
+    Signal,
+}
+
+/// A request as seen by an interceptor.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// An interceptor's answer to a request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A `result` member.
+    Result(Value),
+    /// A `tools/call` result.
+    Tool(ToolResult),
+    /// An `error` member.
+    Error(RpcError),
+    /// No reply is sent.
+    NoReply,
+}
+
+impl From<ToolResponse> for Reply {
+    fn from(response: ToolResponse) -> Self {
+        match response {
+            ToolResponse::Result(result) => Self::Tool(result),
+            ToolResponse::RpcError(error) => Self::Error(error),
+            ToolResponse::NoReply => Self::NoReply,
+        }
+    }
+}
+
+type Interceptor = Arc<dyn Fn(Arc<CallContext>, Request) -> BoxFuture<Reply> + Send + Sync>;
+
+#[derive(Clone, Debug)]
+struct Settings {
+    name: String,
+    version: String,
+    protocol_version: Option<String>,
+    page_size: Option<usize>,
+    cancel_policy: CancelPolicy,
+    exit_on_eof: bool,
+    eof_grace: Duration,
+    max_line_bytes: usize,
+    max_in_flight: usize,
+    validate_tool_names: bool,
+}
+
+/// An odek-extension/v1 server under construction. Configure it, add tools, then run it.
+///
+/// ```no_run
+/// use odek_extension::{Server, ToolDef, ToolResponse};
+/// use serde_json::json;
+///
+/// # async fn serve() -> Result<(), odek_extension::Error> {
+/// Server::new("hello", "1.0.0")
+///     .tool(
+///         ToolDef::new("greet", "Greets someone", json!({"type":"object"})),
+///         |_context, arguments| async move {
+///             let who = arguments["who"].as_str().unwrap_or("world").to_owned();
+///             ToolResponse::text(format!("hello, {who}"))
+///         },
+///     )
+///     .run_stdio()
+///     .await
+/// # }
+/// ```
+pub struct Server {
+    settings: Settings,
+    tools: ToolSet,
+    setup_error: Option<Error>,
+    interceptor: Option<Interceptor>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Server")
+            .field("settings", &self.settings)
+            .field("tools", &self.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server that reports `name` and `version` in `serverInfo`, answers protocol version
+    /// [`PROTOCOL_VERSION`], lists all tools on one page, validates tool names, aborts cancelled
+    /// handlers and exits on stdin EOF.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            settings: Settings {
+                name: name.into(),
+                version: version.into(),
+                protocol_version: Some(PROTOCOL_VERSION.to_owned()),
+                page_size: None,
+                cancel_policy: CancelPolicy::default(),
+                exit_on_eof: true,
+                eof_grace: DEFAULT_EOF_GRACE,
+                max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+                max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+                validate_tool_names: true,
+            },
+            tools: ToolSet::new(false),
+            setup_error: None,
+            interceptor: None,
+        }
+    }
+
+    /// The `protocolVersion` answered to `initialize`.
+    pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.settings.protocol_version = Some(version.into());
+        self
+    }
+
+    /// Leaves `protocolVersion` out of the `initialize` result (for fixtures).
+    pub fn omit_protocol_version(mut self) -> Self {
+        self.settings.protocol_version = None;
+        self
+    }
+
+    /// Paginates `tools/list` with at most `tools_per_page` tools per page; `0` (the default)
+    /// lists everything on one page.
+    pub fn page_size(mut self, tools_per_page: usize) -> Self {
+        self.settings.page_size = (tools_per_page > 0).then_some(tools_per_page);
+        self
+    }
+
+    /// What a cancellation does to a running handler; see [`CancelPolicy`].
+    pub fn cancel_policy(mut self, policy: CancelPolicy) -> Self {
+        self.settings.cancel_policy = policy;
+        self
+    }
+
+    /// Whether [`Server::run`] returns when stdin reaches EOF (default `true`). With `false` the
+    /// server keeps running until the process is killed or a handler exits it.
+    pub fn exit_on_eof(mut self, exit: bool) -> Self {
+        self.settings.exit_on_eof = exit;
+        self
+    }
+
+    /// How long calls still running at stdin EOF may take to finish and have their replies
+    /// written before [`Server::run`] returns (default [`DEFAULT_EOF_GRACE`]).
+    pub fn eof_grace(mut self, grace: Duration) -> Self {
+        self.settings.eof_grace = grace;
+        self
+    }
+
+    /// Longest incoming line accepted, in bytes without the newline (default
+    /// [`DEFAULT_MAX_LINE_BYTES`]). A longer line is discarded without being buffered and
+    /// reported on stderr; its request gets no reply because its id is never read.
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.settings.max_line_bytes = bytes;
+        self
+    }
+
+    /// How many requests may run at once (default [`DEFAULT_MAX_IN_FLIGHT`], at least 1). At
+    /// the limit the reader stops reading stdin until one finishes, which pushes back on the
+    /// client. Consequence: if every running handler waits for a reply from the client (a
+    /// server-initiated request) and the client keeps sending requests, the server stalls until
+    /// those handlers' deadlines pass.
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.settings.max_in_flight = requests.max(1);
+        self
+    }
+
+    /// Whether tool names must follow the contract (default `true`): checked by
+    /// [`Server::run`] for the initial tools and by [`ToolSet::add`] at runtime. Only a
+    /// fixture that must offer invalid names turns this off.
+    pub fn validate_tool_names(mut self, validate: bool) -> Self {
+        self.settings.validate_tool_names = validate;
+        self
+    }
+
+    /// Adds a tool. A duplicate name makes [`Server::run`] fail.
+    pub fn tool<F, Fut>(mut self, def: ToolDef, handler: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResponse> + Send + 'static,
+    {
+        if let Err(error) = self.tools.add_handler(def, tool_handler(handler))
+            && self.setup_error.is_none()
+        {
+            self.setup_error = Some(error);
+        }
+        self
+    }
+
+    /// Routes every client request through `interceptor` (each in its own task). It may answer
+    /// by itself, or delegate to the built-in handling with [`CallContext::builtin`].
+    pub fn intercept<F, Fut>(mut self, interceptor: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, Request) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Reply> + Send + 'static,
+    {
+        self.interceptor = Some(Arc::new(move |context, request| Box::pin(interceptor(context, request))));
+        self
+    }
+
+    /// Serves on the process's stdin and stdout until stdin closes (see
+    /// [`Server::exit_on_eof`]). Nothing else in the process may write to stdout.
+    pub async fn run_stdio(self) -> Result<(), Error> {
+        let (input, output) = stdio()?;
+        self.run(input, output).await
+    }
+
+    /// Serves on any blocking byte pipes (for tests: `std::io::pipe()`). Must be called inside
+    /// a tokio runtime. Fails before serving if a tool name is invalid or duplicated, and after
+    /// serving if writing stdout failed for a reason other than the client closing it.
+    pub async fn run<R, W>(self, input: R, output: W) -> Result<(), Error>
+    where
+        R: Read + Send + 'static,
+        W: Write + Send + 'static,
+    {
+        if let Some(error) = self.setup_error {
+            return Err(error);
+        }
+        let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let mut tools = self.tools;
+        tools.set_validation(self.settings.validate_tool_names);
+        tools.validate()?;
+
+        let max_in_flight = self.settings.max_in_flight;
+        let output_failed = Arc::new(Notify::new());
+        let (outgoing, writer_exit) = spawn_writer(Box::new(output), {
+            let output_failed = Arc::clone(&output_failed);
+            Box::new(move || output_failed.notify_one())
+        })?;
+        let shared = Arc::new(Shared {
+            settings: self.settings,
+            tools: RwLock::new(Arc::new(tools)),
+            interceptor: self.interceptor,
+            outgoing,
+            pending: Mutex::new(PendingRequests::default()),
+            in_flight: Mutex::new(HashMap::new()),
+            in_flight_count: AtomicUsize::new(0),
+            in_flight_permits: Arc::new(Semaphore::new(max_in_flight)),
+            idle: Notify::new(),
+            next_request_id: AtomicI64::new(1),
+            runtime,
+        });
+
+        let (input_closed, input_closed_signal) = oneshot::channel::<()>();
+        {
+            let shared = Arc::clone(&shared);
+            thread::Builder::new()
+                .name("odek-ext-reader".into())
+                .spawn(move || {
+                    read_loop(&shared, input);
+                    let _ = input_closed.send(());
+                })
+                .map_err(|error| Error::io("spawn reader thread", error))?;
+        }
+
+        let closed = tokio::select! {
+            _ = input_closed_signal => "stdin closed",
+            () = output_failed.notified() => "writing stdout failed",
+        };
+        shared.close_pending();
+        if !shared.settings.exit_on_eof {
+            log_to_stderr(format_args!("{closed}; staying up because exit_on_eof is off"));
+            std::future::pending::<()>().await;
+        }
+        shared.wait_idle(shared.settings.eof_grace).await;
+        let exit = tokio::time::timeout(WRITER_SHUTDOWN_WAIT, async {
+            shared.outgoing.send(Outgoing::Shutdown).await.ok()?;
+            writer_exit.await.ok()
+        })
+        .await;
+        match exit {
+            // The client closing stdout is an ordinary way for a session to end.
+            Ok(Some(WriterExit { error: Some(error) })) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(Error::io("write stdout", error))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn stdio() -> Result<(std::fs::File, std::fs::File), Error> {
+    use std::os::fd::AsFd;
+    // Own duplicates of fds 0 and 1: reads and writes bypass std's locks and line buffering,
+    // and the writer thread batches with its own buffer.
+    let input = std::io::stdin().as_fd().try_clone_to_owned().map_err(|error| Error::io("duplicate stdin", error))?;
+    let output =
+        std::io::stdout().as_fd().try_clone_to_owned().map_err(|error| Error::io("duplicate stdout", error))?;
+    Ok((input.into(), output.into()))
+}
+
+#[cfg(not(unix))]
+fn stdio() -> Result<(std::io::Stdin, std::io::Stdout), Error> {
+    Ok((std::io::stdin(), std::io::stdout()))
+}
+
+/// Where the client's reply to one server-initiated request is delivered.
+pub(crate) type ReplySender = oneshot::Sender<Result<Value, RpcError>>;
+
+/// Waiters for replies to server-initiated requests. Several waiters may share an id (a
+/// fixture pinging with id 0 from concurrent calls); replies resolve them first come, first
+/// served.
+#[derive(Default)]
+struct PendingRequests {
+    waiters: HashMap<RequestId, VecDeque<(u64, ReplySender)>>,
+    next_token: u64,
+    closed: bool,
+}
+
+/// State shared by the reader thread, the request tasks and every [`CallContext`].
+pub(crate) struct Shared {
+    settings: Settings,
+    tools: RwLock<Arc<ToolSet>>,
+    interceptor: Option<Interceptor>,
+    pub(crate) outgoing: mpsc::Sender<Outgoing>,
+    pending: Mutex<PendingRequests>,
+    in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
+    in_flight_count: AtomicUsize,
+    /// Bounds concurrent requests; see [`Server::max_in_flight`].
+    in_flight_permits: Arc<Semaphore>,
+    idle: Notify,
+    next_request_id: AtomicI64,
+    runtime: Handle,
+}
+
+impl Shared {
+    pub(crate) async fn send(&self, bytes: Vec<u8>) -> Result<(), Error> {
+        self.outgoing.send(Outgoing::Bytes(bytes)).await.map_err(|_| Error::ConnectionClosed)
+    }
+
+    pub(crate) fn next_request_id(&self) -> RequestId {
+        RequestId::Number(self.next_request_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn tools_snapshot(&self) -> Arc<ToolSet> {
+        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Applies `change` to the tool list; also says whether the list actually changed.
+    pub(crate) fn update_tools<R>(&self, change: impl FnOnce(&mut ToolSet) -> R) -> (R, bool) {
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        let before = tools.generation();
+        let outcome = change(Arc::make_mut(&mut tools));
+        (outcome, tools.generation() != before)
+    }
+
+    pub(crate) fn register_pending(
+        &self,
+        id: &RequestId,
+    ) -> Result<(u64, oneshot::Receiver<Result<Value, RpcError>>), Error> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.closed {
+            return Err(Error::ConnectionClosed);
+        }
+        let (sender, receiver) = oneshot::channel();
+        pending.next_token += 1;
+        let token = pending.next_token;
+        pending.waiters.entry(id.clone()).or_default().push_back((token, sender));
+        Ok((token, receiver))
+    }
+
+    pub(crate) fn forget_pending(&self, id: &RequestId, token: u64) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(queue) = pending.waiters.get_mut(id) {
+            queue.retain(|(waiting, _)| *waiting != token);
+            if queue.is_empty() {
+                pending.waiters.remove(id);
+            }
+        }
+    }
+
+    /// Routes a client reply to the oldest waiter with that id; replies to unknown ids (and
+    /// ids that cannot be ours, like `null` or `1.0`) are dropped.
+    fn resolve_pending(&self, id: &Value, outcome: Result<Value, RpcError>) {
+        let Some(id) = RequestId::from_wire(id) else {
+            return;
+        };
+        let waiter = {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(queue) = pending.waiters.get_mut(&id) else {
+                return;
+            };
+            let waiter = queue.pop_front();
+            if queue.is_empty() {
+                pending.waiters.remove(&id);
+            }
+            waiter
+        };
+        if let Some((_, sender)) = waiter {
+            let _ = sender.send(outcome);
+        }
+    }
+
+    /// No reply can arrive once stdin is closed: fail every waiter and refuse new requests.
+    fn close_pending(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.closed = true;
+        pending.waiters.clear();
+    }
+
+    async fn wait_idle(&self, grace: Duration) {
+        let _ = tokio::time::timeout(grace, async {
+            loop {
+                let idle = self.idle.notified();
+                tokio::pin!(idle);
+                idle.as_mut().enable();
+                if self.in_flight_count.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        })
+        .await;
+    }
+
+    async fn send_reply(&self, id: &Value, reply: Reply) {
+        if let Some(line) = reply_line(id, &reply) {
+            let _ = self.send(line).await;
+        }
+    }
+
+    /// `tools/call`: looks the tool up in the current snapshot and runs its handler. An unknown
+    /// tool is a tool error (`isError`), not a protocol error, so the model can see it.
+    pub(crate) async fn call_tool(&self, context: &Arc<CallContext>, params: Option<Value>) -> ToolResponse {
+        let Some(Value::Object(mut params)) = params else {
+            return ToolResponse::RpcError(RpcError::invalid_params("tools/call params must be an object"));
+        };
+        let Some(Value::String(name)) = params.remove("name") else {
+            return ToolResponse::RpcError(RpcError::invalid_params("tools/call params.name must be a string"));
+        };
+        let arguments = params.remove("arguments").unwrap_or(Value::Null);
+        let handler = match self.tools_snapshot().get(&name) {
+            Some(entry) => Arc::clone(&entry.handler),
+            None => {
+                return ToolResponse::error(format!("unknown tool {}", crate::error::json_quote(&name)));
+            }
+        };
+        handler(Arc::clone(context), arguments).await
+    }
+
+    /// Every built-in method except `tools/call`.
+    pub(crate) fn builtin_without_tools(&self, method: &str, params: Option<Value>) -> Reply {
+        match method {
+            "initialize" => Reply::Result(self.initialize_result()),
+            "ping" => Reply::Result(json!({})),
+            "tools/list" => self.list_tools(params.as_ref()),
+            _ => Reply::Error(RpcError::method_not_found()),
+        }
+    }
+
+    fn initialize_result(&self) -> Value {
+        let mut result = serde_json::Map::new();
+        if let Some(version) = &self.settings.protocol_version {
+            result.insert("protocolVersion".into(), Value::from(version.as_str()));
+        }
+        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}}));
+        result.insert("serverInfo".into(), json!({"name": self.settings.name, "version": self.settings.version}));
+        Value::Object(result)
+    }
+
+    /// One page of `tools/list`. Cursors are opaque to clients; internally they carry the
+    /// offset of the page's first tool.
+    fn list_tools(&self, params: Option<&Value>) -> Reply {
+        let offset = match params.and_then(|params| params.get("cursor")) {
+            None | Some(Value::Null) => 0,
+            Some(cursor) => match cursor.as_str().and_then(decode_cursor) {
+                Some(offset) => offset,
+                None => return Reply::Error(RpcError::invalid_params("invalid cursor")),
+            },
+        };
+        let tools = self.tools_snapshot();
+        let entries = tools.entries();
+        let start = offset.min(entries.len());
+        let end = match self.settings.page_size {
+            Some(size) => start.saturating_add(size).min(entries.len()),
+            None => entries.len(),
+        };
+
+        #[derive(Serialize)]
+        struct Page<'a> {
+            tools: Vec<&'a ToolDef>,
+            #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+            next_cursor: Option<String>,
+        }
+        let page = Page {
+            tools: entries[start..end].iter().map(|entry| &entry.def).collect(),
+            next_cursor: (end < entries.len()).then(|| encode_cursor(end)),
+        };
+        match serde_json::to_value(&page) {
+            Ok(value) => Reply::Result(value),
+            Err(error) => Reply::Error(RpcError::internal(format!("serialise tools: {error}"))),
+        }
+    }
+}
+
+fn encode_cursor(offset: usize) -> String {
+    format!("offset-{offset}")
+}
+
+fn decode_cursor(cursor: &str) -> Option<usize> {
+    cursor.strip_prefix("offset-")?.parse().ok()
+}
+
+fn reply_line(id: &Value, reply: &Reply) -> Option<Vec<u8>> {
+    match reply {
+        Reply::Result(result) => Some(jsonrpc::result_line(id, result)),
+        Reply::Tool(result) => Some(jsonrpc::result_line(id, result)),
+        Reply::Error(error) => Some(jsonrpc::error_line(id, error)),
+        Reply::NoReply => None,
+    }
+}
+
+/// Marks one request as running: registered for cancellation, counted for the EOF grace.
+/// Dropped while still armed (the handler panicked), it answers `-32603` so the client does
+/// not wait for a reply that will never come (best effort: skipped when the queue is full).
+struct InFlight {
+    shared: Arc<Shared>,
+    id: Value,
+    key: Option<RequestId>,
+    cancellation: Arc<Cancellation>,
+    armed: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl InFlight {
+    fn enter(shared: &Arc<Shared>, id: &Value, cancellation: &Arc<Cancellation>, permit: OwnedSemaphorePermit) -> Self {
+        let key = RequestId::from_wire(id);
+        if let Some(key) = &key {
+            shared
+                .in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key.clone(), Arc::clone(cancellation));
+        }
+        shared.in_flight_count.fetch_add(1, Ordering::AcqRel);
+        Self {
+            shared: Arc::clone(shared),
+            id: id.clone(),
+            key,
+            cancellation: Arc::clone(cancellation),
+            armed: true,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(key) = &self.key {
+            let mut in_flight = self.shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+            if in_flight.get(key).is_some_and(|current| Arc::ptr_eq(current, &self.cancellation)) {
+                in_flight.remove(key);
+            }
+        }
+        // Still armed means the handler's future was dropped without finishing: it panicked
+        // (tokio drops a panicked task's future after catching the panic) or the runtime is
+        // shutting down.
+        if self.armed {
+            let error = RpcError::internal("request handler stopped without a reply");
+            let _ = self.shared.outgoing.try_send(Outgoing::Bytes(jsonrpc::error_line(&self.id, &error)));
+        }
+        if self.shared.in_flight_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.idle.notify_waiters();
+        }
+    }
+}
+
+/// One `odek-extension: …` line on stderr. Unlike `eprintln!`, never panics when stderr is
+/// closed: losing a log line must not take the reader down.
+fn log_to_stderr(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "odek-extension: {message}");
+}
+
+fn read_loop<R: Read>(shared: &Arc<Shared>, input: R) {
+    let mut reader = BoundedLineReader::new(input, shared.settings.max_line_bytes);
+    loop {
+        match reader.next_line() {
+            Ok(Some(Line::Complete(line))) => handle_line(shared, line),
+            Ok(Some(Line::TooLong { bytes })) => log_to_stderr(format_args!(
+                "dropped an incoming line of {bytes} bytes (max_line_bytes={})",
+                shared.settings.max_line_bytes
+            )),
+            Ok(None) => return,
+            Err(error) => {
+                log_to_stderr(format_args!("read stdin: {error}"));
+                return;
+            }
+        }
+    }
+}
+
+fn handle_line(shared: &Arc<Shared>, line: &[u8]) {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let Ok(message) = jsonrpc::parse_message(line) else {
+        let error = RpcError::new(codes::PARSE_ERROR, "parse error");
+        send_blocking(shared, jsonrpc::error_line(&Value::Null, &error));
+        return;
+    };
+    match message {
+        Message::Request { id, method, params } => dispatch_request(shared, id, method, params),
+        Message::Notification { method, params } => handle_notification(shared, &method, params),
+        Message::Response { id, outcome } => shared.resolve_pending(&id, outcome),
+        Message::Invalid { id } => {
+            let error = RpcError::new(codes::INVALID_REQUEST, "invalid request");
+            send_blocking(shared, jsonrpc::error_line(&id.unwrap_or(Value::Null), &error));
+        }
+    }
+}
+
+fn send_blocking(shared: &Shared, line: Vec<u8>) {
+    let _ = shared.outgoing.blocking_send(Outgoing::Bytes(line));
+}
+
+fn dispatch_request(shared: &Arc<Shared>, id: Value, method: String, params: Option<Value>) {
+    if shared.interceptor.is_none() && method != "tools/call" {
+        // Cheap, ordered, no task: initialize, ping, tools/list and unknown methods.
+        let reply = shared.builtin_without_tools(&method, params);
+        if let Some(line) = reply_line(&id, &reply) {
+            send_blocking(shared, line);
+        }
+        return;
+    }
+    // Blocks the reader (not a runtime thread) while the limit is reached.
+    let permit = match Arc::clone(&shared.in_flight_permits).try_acquire_owned() {
+        Ok(permit) => permit,
+        Err(TryAcquireError::NoPermits) => {
+            match shared.runtime.block_on(Arc::clone(&shared.in_flight_permits).acquire_owned()) {
+                Ok(permit) => permit,
+                Err(_) => return,
+            }
+        }
+        Err(TryAcquireError::Closed) => return,
+    };
+    let progress_token =
+        params.as_ref().and_then(|params| params.get("_meta")).and_then(|meta| meta.get("progressToken")).cloned();
+    let cancellation = Arc::new(Cancellation::default());
+    // Registered before the next line is read, so a cancellation right behind the request
+    // always finds it.
+    let in_flight = InFlight::enter(shared, &id, &cancellation, permit);
+    let context = Arc::new(CallContext {
+        shared: Arc::clone(shared),
+        request_id: id,
+        method: method.clone(),
+        progress_token,
+        cancellation,
+    });
+    shared.runtime.spawn(run_request(context, in_flight, Request { method, params }));
+}
+
+async fn run_request(context: Arc<CallContext>, mut in_flight: InFlight, request: Request) {
+    let shared = Arc::clone(&context.shared);
+    let work = async {
+        match &shared.interceptor {
+            Some(interceptor) => interceptor(Arc::clone(&context), request).await,
+            None => context.builtin(request).await,
+        }
+    };
+    let reply = match shared.settings.cancel_policy {
+        CancelPolicy::AbortHandler => {
+            let reply = tokio::select! {
+                biased;
+                () = context.cancellation.cancelled() => Reply::NoReply,
+                reply = work => reply,
+            };
+            // A handler that noticed the cancellation itself and returned still gets no reply.
+            if context.is_cancelled() { Reply::NoReply } else { reply }
+        }
+        CancelPolicy::Signal => work.await,
+    };
+    in_flight.armed = false;
+    shared.send_reply(&context.request_id, reply).await;
+    drop(in_flight);
+}
+
+fn handle_notification(shared: &Shared, method: &str, params: Option<Value>) {
+    if method != "notifications/cancelled" {
+        return;
+    }
+    let Some(params) = params else {
+        return;
+    };
+    let Some(key) = params.get("requestId").and_then(RequestId::from_wire) else {
+        return;
+    };
+    let cancellation = shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
+    if let Some(cancellation) = cancellation {
+        cancellation.cancel(params.get("reason").and_then(Value::as_str));
+    }
+}

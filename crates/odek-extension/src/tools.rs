@@ -1,0 +1,347 @@
+//! Tools: definitions, handlers, responses, and the server's mutable tool set.
+//!
+//! Start with [`ToolDef`] and [`ToolResponse`]; [`ToolSet`] is what
+//! [`CallContext::update_tools`](crate::CallContext::update_tools) hands out for runtime changes.
+//! Name rules follow the odek-extension/v1 contract ([`validate_tool_name`]).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use crate::Error;
+use crate::context::CallContext;
+use crate::jsonrpc::RpcError;
+
+/// Longest tool name odek accepts, in bytes.
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+
+/// A boxed, sendable future, the return type of type-erased handlers.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What `tools/list` says about one tool.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolDef {
+    /// Raw tool name; see [`validate_tool_name`].
+    pub name: String,
+    /// Human and model-facing description; omitted from the wire when empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// JSON Schema of the arguments (normally `{"type":"object",…}`; sent as given).
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+}
+
+impl ToolDef {
+    /// A definition from its three parts.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self { name: name.into(), description: description.into(), input_schema }
+    }
+}
+
+/// One item of a tool result's `content` array.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    /// `{"type":"text","text":…}`.
+    Text(String),
+    /// `{"type":"image","data":<base64>,"mimeType":…}`.
+    Image { data: String, mime_type: String },
+    /// Any other item, sent verbatim (it should be an object with a `type`).
+    Other(Value),
+}
+
+impl Serialize for Content {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(text) => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+                map.end()
+            }
+            Self::Image { data, mime_type } => {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("type", "image")?;
+                map.serialize_entry("data", data)?;
+                map.serialize_entry("mimeType", mime_type)?;
+                map.end()
+            }
+            Self::Other(value) => value.serialize(serializer),
+        }
+    }
+}
+
+/// A `tools/call` result: `{"content":[…],"isError":…}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolResult {
+    pub content: Vec<Content>,
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+}
+
+/// What a tool handler answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolResponse {
+    /// A result, successful or with `isError: true`.
+    Result(ToolResult),
+    /// A JSON-RPC error instead of a result.
+    RpcError(RpcError),
+    /// Send nothing: the handler wrote its own reply (through
+    /// [`CallContext::raw_stream`](crate::CallContext::raw_stream)) or deliberately leaves the
+    /// request unanswered.
+    NoReply,
+}
+
+impl ToolResponse {
+    /// A successful result with one text item.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::items(vec![Content::Text(text.into())])
+    }
+
+    /// A successful result with these items.
+    pub fn items(content: Vec<Content>) -> Self {
+        Self::Result(ToolResult { content, is_error: false })
+    }
+
+    /// A result with `isError: true` and one text item: the tool ran and failed.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self::Result(ToolResult { content: vec![Content::Text(message.into())], is_error: true })
+    }
+
+    /// A JSON-RPC error: the request itself failed.
+    pub fn rpc_error(code: i64, message: impl Into<String>) -> Self {
+        Self::RpcError(RpcError::new(code, message))
+    }
+}
+
+impl From<ToolResult> for ToolResponse {
+    fn from(result: ToolResult) -> Self {
+        Self::Result(result)
+    }
+}
+
+/// A type-erased tool handler.
+pub type ToolHandler = Arc<dyn Fn(Arc<CallContext>, Value) -> BoxFuture<ToolResponse> + Send + Sync>;
+
+/// Erases an async closure into a [`ToolHandler`].
+pub fn tool_handler<F, Fut>(handler: F) -> ToolHandler
+where
+    F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResponse> + Send + 'static,
+{
+    Arc::new(move |context, arguments| Box::pin(handler(context, arguments)))
+}
+
+/// Checks a tool name against the contract: 1–64 bytes of `[A-Za-z0-9_-]`, no `__`. The checks
+/// run in the order odek applies them, so the error is the one odek would report.
+pub fn validate_tool_name(name: &str) -> Result<(), Error> {
+    if name.is_empty() {
+        return Err(Error::EmptyToolName);
+    }
+    if name.len() > MAX_TOOL_NAME_BYTES {
+        return Err(Error::ToolNameTooLong { name: name.into() });
+    }
+    if name.contains("__") {
+        return Err(Error::ToolNameContainsQualifier { name: name.into() });
+    }
+    if let Some(character) =
+        name.chars().find(|character| !(character.is_ascii_alphanumeric() || matches!(character, '_' | '-')))
+    {
+        return Err(Error::ToolNameInvalidCharacter { name: name.into(), character });
+    }
+    Ok(())
+}
+
+/// Deserialises tool arguments into `T`. `null` (no arguments) is read as `{}`, and unknown
+/// members are ignored unless `T` denies them, per the contract's additive rule. On failure the
+/// `Err` is ready to return: an `isError` result `invalid arguments: <reason>`.
+pub fn arguments<T: DeserializeOwned>(arguments: Value) -> Result<T, ToolResponse> {
+    let arguments = if arguments.is_null() { Value::Object(serde_json::Map::new()) } else { arguments };
+    serde_json::from_value(arguments).map_err(|error| ToolResponse::error(format!("invalid arguments: {error}")))
+}
+
+pub(crate) struct ToolEntry {
+    pub(crate) def: ToolDef,
+    pub(crate) handler: ToolHandler,
+}
+
+/// The tools a server offers, in `tools/list` order.
+///
+/// Cloning is cheap; the server swaps in a new snapshot on every change, so a `tools/list`
+/// page or a `tools/call` lookup never waits for a mutation.
+#[derive(Clone, Default)]
+pub struct ToolSet {
+    entries: Vec<Arc<ToolEntry>>,
+    index: HashMap<String, usize>,
+    validate_names: bool,
+    /// Bumped by every successful change, so callers can tell whether anything changed.
+    generation: u64,
+}
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl ToolSet {
+    pub(crate) fn new(validate_names: bool) -> Self {
+        Self { validate_names, ..Self::default() }
+    }
+
+    pub(crate) fn set_validation(&mut self, validate_names: bool) {
+        self.validate_names = validate_names;
+    }
+
+    /// Adds a tool at the end of the list. Fails on a duplicate name, or on an invalid name
+    /// unless name validation was turned off with
+    /// [`Server::validate_tool_names`](crate::Server::validate_tool_names).
+    pub fn add<F, Fut>(&mut self, def: ToolDef, handler: F) -> Result<(), Error>
+    where
+        F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResponse> + Send + 'static,
+    {
+        self.add_handler(def, tool_handler(handler))
+    }
+
+    /// [`ToolSet::add`] for an already type-erased handler.
+    pub fn add_handler(&mut self, def: ToolDef, handler: ToolHandler) -> Result<(), Error> {
+        if self.validate_names {
+            validate_tool_name(&def.name)?;
+        }
+        if self.index.contains_key(&def.name) {
+            return Err(Error::DuplicateTool { name: def.name });
+        }
+        self.index.insert(def.name.clone(), self.entries.len());
+        self.entries.push(Arc::new(ToolEntry { def, handler }));
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Removes the tool called `name`; `false` if there was none.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let Some(position) = self.index.remove(name) else {
+            return false;
+        };
+        self.entries.remove(position);
+        for slot in self.index.values_mut() {
+            if *slot > position {
+                *slot -= 1;
+            }
+        }
+        self.generation += 1;
+        true
+    }
+
+    /// Tool names in list order.
+    pub fn names(&self) -> Vec<&str> {
+        self.entries.iter().map(|entry| entry.def.name.as_str()).collect()
+    }
+
+    /// Whether a tool called `name` exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<ToolEntry>> {
+        self.index.get(name).map(|&position| &self.entries[position])
+    }
+
+    pub(crate) fn entries(&self) -> &[Arc<ToolEntry>] {
+        &self.entries
+    }
+
+    /// Re-checks every name; used at startup when validation is on.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.validate_names {
+            for entry in &self.entries {
+                validate_tool_name(&entry.def.name)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_names_follow_the_contract() {
+        assert!(validate_tool_name("echo").is_ok());
+        assert!(validate_tool_name("a-b_c9").is_ok());
+        assert!(validate_tool_name(&"t".repeat(64)).is_ok());
+        assert_eq!(
+            validate_tool_name(&"t".repeat(65)).unwrap_err().to_string(),
+            format!("tool name \"{}\" exceeds 64 characters", "t".repeat(65))
+        );
+        assert_eq!(validate_tool_name("a__b").unwrap_err().to_string(), "tool name \"a__b\" cannot contain \"__\"");
+        assert_eq!(
+            validate_tool_name("read file").unwrap_err().to_string(),
+            "tool name \"read file\" contains invalid character ' '"
+        );
+        assert_eq!(validate_tool_name("").unwrap_err().to_string(), "tool name is empty");
+    }
+
+    #[test]
+    fn content_and_results_serialise_to_mcp_shapes() {
+        let result = ToolResult {
+            content: vec![
+                Content::Text("hi".into()),
+                Content::Image { data: "AA==".into(), mime_type: "image/png".into() },
+                Content::Other(json!({"type":"audio","data":"","mimeType":"audio/wav"})),
+            ],
+            is_error: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&result).unwrap(),
+            json!({"content":[
+                {"type":"text","text":"hi"},
+                {"type":"image","data":"AA==","mimeType":"image/png"},
+                {"type":"audio","data":"","mimeType":"audio/wav"}
+            ],"isError":false})
+        );
+    }
+
+    #[test]
+    fn arguments_accept_null_and_ignore_unknown_members() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Args {
+            #[serde(default)]
+            text: String,
+        }
+        assert_eq!(arguments::<Args>(Value::Null).unwrap(), Args { text: String::new() });
+        assert_eq!(arguments::<Args>(json!({"text":"a","extra":1})).unwrap(), Args { text: "a".into() });
+        assert!(matches!(
+            arguments::<Args>(json!({"text":5})),
+            Err(ToolResponse::Result(ToolResult { is_error: true, .. }))
+        ));
+    }
+
+    #[test]
+    fn removal_keeps_order_and_index_in_step() {
+        let mut tools = ToolSet::new(true);
+        for name in ["a", "b", "c"] {
+            tools.add(ToolDef::new(name, "", json!({})), |_, _| async { ToolResponse::text("") }).unwrap();
+        }
+        assert!(tools.remove("a"));
+        assert!(!tools.remove("a"));
+        assert_eq!(tools.names(), ["b", "c"]);
+        assert_eq!(tools.get("c").unwrap().def.name, "c");
+        assert!(matches!(
+            tools.add(ToolDef::new("b", "", json!({})), |_, _| async { ToolResponse::NoReply }),
+            Err(Error::DuplicateTool { .. })
+        ));
+        assert!(tools.add(ToolDef::new("bad name", "", json!({})), |_, _| async { ToolResponse::NoReply }).is_err());
+    }
+}
