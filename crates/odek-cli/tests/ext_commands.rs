@@ -155,7 +155,10 @@ fn list_reports_each_server_as_json() {
     assert_eq!(by_name("off")["status"], "disabled");
     let bad = by_name("bad name");
     assert_eq!(bad["status"], "failed");
-    assert_eq!(bad["error"], "mcp server \"bad name\": server name \"bad name\" contains invalid character ' ' at position 3");
+    assert_eq!(
+        bad["error"],
+        "mcp server \"bad name\": server name \"bad name\" contains invalid character ' ' at position 3"
+    );
     assert!(text(&out.stderr).contains(
         "odek: mcp server \"bad name\": server name \"bad name\" contains invalid character ' ' at position 3\n"
     ));
@@ -197,7 +200,10 @@ fn call_prints_the_contract_text() {
 
     let out = sandbox.odek(&["ext", "call", "fx__artifact_result", r#"{"summary":"report"}"#], true, None);
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("artifact_result wrote 1 artifact(s)\n- artifact \"report-1\" (text/plain, 18 bytes, sha256 "));
+    assert!(
+        stdout
+            .starts_with("artifact_result wrote 1 artifact(s)\n- artifact \"report-1\" (text/plain, 18 bytes, sha256 ")
+    );
     assert!(stdout.ends_with("…): report\n"), "{stdout}");
 
     let out = sandbox.odek(&["ext", "call", "fx__error_result"], true, None);
