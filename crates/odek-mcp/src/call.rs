@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 
-use odek_contract::artifact_ref::ArtifactRoots;
 use odek_contract::canonical_json::to_canonical_string;
 use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text, decode_tool_result};
 use odek_contract::truncation::apply_result_limit;
@@ -63,33 +62,12 @@ impl WireContent<'_> {
     }
 }
 
-/// What one server needs to turn results into model text.
-#[derive(Debug, Clone, Copy)]
-pub struct ResultLimits<'a> {
-    pub server: &'a str,
-    pub tool: &'a str,
-    pub max_result_chars: usize,
-    pub roots: &'a ArtifactRoots,
-}
-
-impl<'a> ResultLimits<'a> {
-    fn context(&self) -> ResultContext<'a> {
-        ResultContext {
-            server: self.server,
-            tool: self.tool,
-            max_result_chars: self.max_result_chars,
-            roots: self.roots,
-        }
-    }
-}
-
 /// Spec §10: `isError` becomes [`McpError::ToolReturnedError`] with the first text item (capped);
 /// success goes through envelope detection, artifact validation, rendering and the cap.
-pub fn decode_call_result(result_json: &[u8], limits: &ResultLimits<'_>) -> Result<ToolOutput, McpError> {
-    let result: WireCallResult<'_> =
-        parse_object(result_json).map_err(|error| McpError::ResultParse { server: limits.server.to_owned(), error })?;
+pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Result<ToolOutput, McpError> {
+    let result: WireCallResult<'_> = parse_object(result_json)
+        .map_err(|error| McpError::ResultParse { server: context.server.to_owned(), error })?;
     let content = result.content.unwrap_or_default();
-    let context = limits.context();
     if result.is_error == Some(true) {
         let message = match content.first() {
             None => "unknown error",
@@ -97,16 +75,16 @@ pub fn decode_call_result(result_json: &[u8], limits: &ResultLimits<'_>) -> Resu
             Some(_) => "",
         };
         return Err(McpError::ToolReturnedError {
-            server: limits.server.to_owned(),
-            tool: limits.tool.to_owned(),
-            message: cap_error_text(message, &context).text,
+            server: context.server.to_owned(),
+            tool: context.tool.to_owned(),
+            message: cap_error_text(message, context).text,
         });
     }
     let texts: Vec<&str> = content.iter().filter(|item| item.is_text()).map(WireContent::text).collect();
-    decode_tool_result(&texts, &context).map_err(|err| McpError::ToolResult {
-        server: limits.server.to_owned(),
-        tool: limits.tool.to_owned(),
-        detail: apply_result_limit(&err.to_string(), limits.server, limits.tool, limits.max_result_chars).text,
+    decode_tool_result(&texts, context).map_err(|err| McpError::ToolResult {
+        server: context.server.to_owned(),
+        tool: context.tool.to_owned(),
+        detail: apply_result_limit(&err.to_string(), context.server, context.tool, context.max_result_chars).text,
     })
 }
 
@@ -128,13 +106,10 @@ pub fn parse_object<'a, T: Deserialize<'a>>(json: &'a [u8]) -> Result<T, String>
     serde_json::from_slice(json).map_err(|err| err.to_string())
 }
 
-/// A JSON-RPC error answer to `tools/call`, its message sanitised and capped.
-pub fn capped_rpc_message(message: &str, limits: &ResultLimits<'_>) -> String {
-    cap_error_text(message, &limits.context()).text
-}
-
 #[cfg(test)]
 mod tests {
+    use odek_contract::artifact_ref::ArtifactRoots;
+
     use super::*;
 
     #[test]
@@ -153,8 +128,8 @@ mod tests {
         );
     }
 
-    fn limits(roots: &ArtifactRoots) -> ResultLimits<'_> {
-        ResultLimits { server: "fx", tool: "t", max_result_chars: 1000, roots }
+    fn limits(roots: &ArtifactRoots) -> ResultContext<'_> {
+        ResultContext { server: "fx", tool: "t", max_result_chars: 1000, roots }
     }
 
     #[test]

@@ -13,10 +13,10 @@ use std::time::Instant;
 use odek_contract::artifact_ref::ArtifactRoots;
 use odek_contract::names::ExposedName;
 use odek_contract::quoting::quote;
-use odek_contract::tool_result::ToolOutput;
+use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use crate::call::{ResultLimits, call_params, capped_rpc_message, decode_call_result, encode_arguments};
+use crate::call::{call_params, decode_call_result, encode_arguments};
 use crate::catalogue::Catalogue;
 use crate::connection::{CallOptions, Connection, SpawnParams};
 use crate::discovery::{
@@ -296,7 +296,7 @@ impl McpHub {
         };
         let connection = self.connection_for_call(&server, &raw_tool, exposed).await?;
         let encoded = encode_arguments(arguments);
-        let limits = ResultLimits {
+        let context = ResultContext {
             server: &server.spec.name,
             tool: &raw_tool,
             max_result_chars: server.spec.limits.max_result_chars,
@@ -308,7 +308,7 @@ impl McpHub {
             .map_err(|failure| {
                 let failure = match failure {
                     RequestFailure::Rpc { code, message } => {
-                        RequestFailure::Rpc { code, message: capped_rpc_message(&message, &limits) }
+                        RequestFailure::Rpc { code, message: cap_error_text(&message, &context).text }
                     }
                     RequestFailure::ResponseTooLarge { .. } => {
                         // Close for good, off the caller's path: the failure must not wait on it.
@@ -320,7 +320,7 @@ impl McpHub {
                 };
                 McpError::Request { server: server.spec.name.clone(), method: "tools/call", failure }
             })?;
-        decode_call_result(frame.result_json(), &limits)
+        decode_call_result(frame.result_json(), &context)
     }
 
     /// The live connection for a call, restarting a crashed server first (spec §11).

@@ -59,7 +59,8 @@ impl McpObserver for StderrObserver {
     }
 
     fn warning(&self, _server: &str, text: &str) {
-        let _ = writeln!(std::io::stderr(), "odek: warning: {text}");
+        // Warnings can echo server-supplied text (a protocol version, a tool name).
+        let _ = writeln!(std::io::stderr(), "odek: warning: {}", odek_contract::redaction::redact(text));
     }
 
     fn server_line(&self, server: &str, line: &str) {
