@@ -37,7 +37,8 @@ fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(CommandError::Reported) => ExitCode::from(1),
         Err(CommandError::Fatal(error)) => {
-            eprintln!("odek: {error}");
+            // Errors can quote server text; it must not drive the terminal.
+            eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&error));
             ExitCode::from(1)
         }
     }

@@ -3,7 +3,9 @@
 //! of §3. Pure data; the hub owns the only instance behind a lock that is never held across an
 //! `.await`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use odek_contract::names::qualify_tool_name;
 
 use crate::discovery::ToolDescriptor;
 use crate::error::McpError;
@@ -21,26 +23,31 @@ impl Catalogue {
         Self { servers: vec![Vec::new(); server_names.len()], names: server_names, lookup: HashMap::new() }
     }
 
-    /// The first candidate whose exposed name is already used by another server's tool or by an
-    /// earlier candidate rejects the candidates' server.
-    pub fn check_collisions(&self, server: usize, candidates: &[ToolDescriptor]) -> Result<(), McpError> {
-        let mut own: HashMap<&str, ()> = HashMap::with_capacity(candidates.len());
-        for tool in candidates {
-            let exposed = tool.exposed.as_str();
-            let other = match self.lookup.get(exposed) {
+    /// Spec §3 collisions: the first raw name whose exposed name is already used by another
+    /// server's tool, or by an earlier name of the same list, rejects the list's server.
+    pub fn check_collisions<'a>(
+        &self,
+        server: usize,
+        raw_names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), McpError> {
+        let name = &self.names[server];
+        let mut own = HashSet::new();
+        for raw in raw_names {
+            let exposed = qualify_tool_name(name, raw).into_string();
+            let other = match self.lookup.get(&exposed) {
                 Some(&(owner, _)) if owner != server => Some(self.names[owner].clone()),
-                _ if own.contains_key(exposed) => Some(self.names[server].clone()),
+                _ if own.contains(&exposed) => Some(name.clone()),
                 _ => None,
             };
             if let Some(other) = other {
                 return Err(McpError::ExposedNameCollision {
-                    server: tool.server.clone(),
-                    tool: tool.raw_name.clone(),
-                    exposed: exposed.to_owned(),
+                    server: name.clone(),
+                    tool: raw.to_owned(),
+                    exposed,
                     other,
                 });
             }
-            own.insert(exposed, ());
+            own.insert(exposed);
         }
         Ok(())
     }
@@ -48,7 +55,7 @@ impl Catalogue {
     /// Replaces a server's tools after checking collisions again (another server may have
     /// changed its list since the first check).
     pub fn replace(&mut self, server: usize, tools: Vec<ToolDescriptor>) -> Result<(), McpError> {
-        self.check_collisions(server, &tools)?;
+        self.check_collisions(server, tools.iter().map(|tool| tool.raw_name.as_str()))?;
         self.servers[server] = tools;
         self.rebuild_lookup();
         Ok(())
@@ -92,8 +99,6 @@ impl Catalogue {
 
 #[cfg(test)]
 mod tests {
-    use odek_contract::names::qualify_tool_name;
-
     use super::*;
 
     fn tool(server: &str, name: &str) -> ToolDescriptor {
@@ -114,17 +119,19 @@ mod tests {
         catalogue.replace(0, vec![tool("one", "echo")]).unwrap();
         let mut forged = tool("two", "echo");
         forged.exposed = qualify_tool_name("one", "echo");
-        let err = catalogue.check_collisions(1, &[forged]).unwrap_err();
+        catalogue.servers[1] = vec![forged];
+        catalogue.rebuild_lookup();
+        let err = catalogue.check_collisions(0, ["echo"]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "mcp server \"two\": tool \"echo\" maps to exposed name \"one__echo\", already used by server \"one\""
+            "mcp server \"one\": tool \"echo\" maps to exposed name \"one__echo\", already used by server \"two\""
         );
     }
 
     #[test]
     fn duplicate_tool_in_one_list_collides_with_itself() {
         let catalogue = Catalogue::new(vec!["one".into()]);
-        let err = catalogue.check_collisions(0, &[tool("one", "echo"), tool("one", "echo")]).unwrap_err();
+        let err = catalogue.check_collisions(0, ["echo", "echo"]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "mcp server \"one\": tool \"echo\" maps to exposed name \"one__echo\", already used by server \"one\""

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::McpObserver;
-use crate::server_lines::{ServerLineSink, clean_server_line};
+use crate::server_lines::{RAW_SERVER_LINE_BYTES, ServerLineSink, clean_server_line};
 
 /// Messages the writer queue holds before senders wait.
 pub const WRITER_QUEUE: usize = 32;
@@ -96,9 +96,11 @@ enum Closed {
 }
 
 impl Closed {
-    fn for_pending(&self, server: &str) -> RequestFailure {
+    /// The failure of a waiting request; `dispatched` says whether the writer began writing it.
+    fn for_pending(&self, server: &str, dispatched: bool) -> RequestFailure {
         match self {
-            Closed::Eof | Closed::Shutdown => RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse),
+            Closed::Eof | Closed::Shutdown if dispatched => RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse),
+            Closed::Eof | Closed::Shutdown => RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch),
             Closed::Oversize { limit } => RequestFailure::ResponseTooLarge { server: server.to_owned(), limit: *limit },
             Closed::WriteFailed(error) => RequestFailure::NotDispatched(Cause::Write(error.clone())),
         }
@@ -121,6 +123,8 @@ struct RequestState {
     dispatched_at: AtomicU64,
     /// Clock nanos of the latest dispatch or progress notification.
     activity: AtomicU64,
+    /// Only `tools/call` carries a progress token; progress for other ids is ignored.
+    accepts_progress: bool,
 }
 
 type Reply = Result<ResultFrame, RequestFailure>;
@@ -147,8 +151,9 @@ struct Shared {
     stale: Arc<AtomicBool>,
     lines: ServerLineSink,
     writer: mpsc::Sender<Outgoing>,
-    stop_writer: CancellationToken,
-    shutting_down: AtomicBool,
+    /// Cancelled when odek closes the connection: the writer stops (closing stdin) and the
+    /// process owner starts the exit grace period.
+    stop: CancellationToken,
     exit: watch::Sender<Option<ExitInfo>>,
 }
 
@@ -171,7 +176,10 @@ impl Shared {
             pending.drain().map(|(_, waiting)| waiting).collect()
         };
         for waiting in drained {
-            let _ = waiting.reply.send(Err(reason.for_pending(&self.server)));
+            // A request still queued is withdrawn so the writer can never send it later.
+            let withdrawn =
+                waiting.state.phase.compare_exchange(QUEUED, CANCELLED, Ordering::AcqRel, Ordering::Acquire).is_ok();
+            let _ = waiting.reply.send(Err(reason.for_pending(&self.server, !withdrawn)));
         }
     }
 
@@ -179,20 +187,11 @@ impl Shared {
         self.closed.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Queues a message without waiting (replies to the server, cancellations). When the queue
-    /// is full the message is handed to a short-lived task bounded by the server timeout, so
-    /// the reader never blocks on the writer.
+    /// Queues a message without waiting (replies to server requests, cancellations). When the
+    /// 32-message queue is full the message is dropped: a server that does not read its stdin
+    /// gets no answers, and odek's memory stays bounded whatever it sends.
     fn send_detached(&self, bytes: Vec<u8>) {
-        match self.writer.try_send(Outgoing { bytes, request: None }) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(message)) => {
-                let writer = self.writer.clone();
-                let timeout = self.timeout;
-                tokio::spawn(async move {
-                    let _ = tokio::time::timeout(timeout, writer.send(message)).await;
-                });
-            }
-        }
+        let _ = self.writer.try_send(Outgoing { bytes, request: None });
     }
 }
 
@@ -227,7 +226,7 @@ pub struct SpawnParams<'a> {
 
 impl Connection {
     /// Spawns the server (no shell, own process group, scrubbed environment, piped stdio) and
-    /// starts its writer, reader, stderr and exit tasks. No protocol message is sent yet.
+    /// starts its writer, reader, stderr and process-owner tasks. No protocol message is sent yet.
     pub fn spawn(params: SpawnParams<'_>) -> Result<Arc<Connection>, McpError> {
         let mut command = Command::new(params.command);
         command
@@ -261,15 +260,14 @@ impl Connection {
             stale: params.stale,
             lines: lines.clone(),
             writer: writer_tx,
-            stop_writer: CancellationToken::new(),
-            shutting_down: AtomicBool::new(false),
+            stop: CancellationToken::new(),
             exit: exit_tx,
         });
 
         let writer_task = tokio::spawn(run_writer(Arc::clone(&shared), stdin, writer_rx));
         let reader_task = tokio::spawn(run_reader(Arc::clone(&shared), stdout));
         let stderr_task = tokio::spawn(crate::server_lines::forward_stderr(stderr, lines));
-        let exit_task = tokio::spawn(watch_exit(Arc::clone(&shared), child));
+        let exit_task = tokio::spawn(own_process(Arc::clone(&shared), child));
 
         Ok(Arc::new(Connection {
             shared,
@@ -342,6 +340,7 @@ impl Connection {
             phase: AtomicU8::new(QUEUED),
             dispatched_at: AtomicU64::new(0),
             activity: AtomicU64::new(enqueued_at),
+            accepts_progress: method == "tools/call",
         });
         let (reply_tx, mut reply_rx) = oneshot::channel();
         self.shared
@@ -406,38 +405,36 @@ impl Connection {
     }
 
     async fn shutdown_inner(&self) {
-        self.shared.shutting_down.store(true, Ordering::SeqCst);
         self.shared.close(Closed::Shutdown);
-        self.shared.stop_writer.cancel();
+        self.shared.stop.cancel();
         let writer = self.writer_task.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(mut writer) = writer
             && tokio::time::timeout(WRITER_GRACE, &mut writer).await.is_err()
         {
+            // Blocked on a full pipe: aborting drops stdin, which is what closing means here.
             writer.abort();
         }
+        // The process owner gives the process its grace period, then kills its group; it
+        // publishes the exit once the process is reaped.
         let mut exit = self.exit.clone();
-        let exited = matches!(tokio::time::timeout(EXIT_GRACE, exit.wait_for(Option::is_some)).await, Ok(Ok(_)));
-        if !exited {
-            self.kill_group();
-            let _ = tokio::time::timeout(EXIT_GRACE, exit.wait_for(Option::is_some)).await;
-        } else {
-            // The leader is gone; children it left behind in its group go too.
-            self.kill_group();
-        }
+        let _ = exit.wait_for(Option::is_some).await;
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         for task in tasks {
-            // The reader and stderr tasks end at EOF, which the kill guarantees; bounded anyway.
+            // The reader and stderr tasks end at EOF, which the exit guarantees; bounded anyway.
             let abort = task.abort_handle();
             if tokio::time::timeout(WRITER_GRACE, task).await.is_err() {
                 abort.abort();
             }
         }
     }
+}
 
-    fn kill_group(&self) {
-        if let Some(pid) = self.pid.and_then(|pid| i32::try_from(pid).ok()) {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-        }
+impl Drop for Connection {
+    /// A connection dropped without [`Connection::shutdown`] (a caller cancelled mid-restart)
+    /// still closes its process: the owner task runs the shutdown sequence in the background.
+    fn drop(&mut self) {
+        self.shared.close(Closed::Shutdown);
+        self.shared.stop.cancel();
     }
 }
 
@@ -522,7 +519,7 @@ async fn run_writer(shared: Arc<Shared>, mut stdin: ChildStdin, mut queue: mpsc:
     loop {
         let message = tokio::select! {
             biased;
-            () = shared.stop_writer.cancelled() => break,
+            () = shared.stop.cancelled() => break,
             message = queue.recv() => match message {
                 Some(message) => message,
                 None => break,
@@ -538,7 +535,7 @@ async fn run_writer(shared: Arc<Shared>, mut stdin: ChildStdin, mut queue: mpsc:
         }
         let written = tokio::select! {
             biased;
-            () = shared.stop_writer.cancelled() => break,
+            () = shared.stop.cancelled() => break,
             written = stdin.write_all(&message.bytes) => written,
         };
         if let Err(err) = written {
@@ -562,10 +559,10 @@ async fn run_reader(shared: Arc<Shared>, stdout: ChildStdout) {
             }
             Err(LineError::TooLong { limit }) => {
                 shared.close(Closed::Oversize { limit });
-                // Stop reading at once: dropping stdout makes the server's writes fail, and the
-                // process is shut down so it cannot keep producing.
+                // Stop reading at once (dropping stdout makes the server's writes fail) and run
+                // the shutdown sequence: this connection is closed for good.
                 drop(reader);
-                shared.stop_writer.cancel();
+                shared.stop.cancel();
                 return;
             }
         }
@@ -693,6 +690,7 @@ fn note_progress(shared: &Shared, params: Option<&RawValue>) {
     };
     let pending = shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(waiting) = pending.get(&token)
+        && waiting.state.accepts_progress
         && waiting.state.phase.load(Ordering::Acquire) == DISPATCHED
     {
         waiting.state.activity.store(clock_now(), Ordering::Release);
@@ -717,13 +715,31 @@ fn log_message(shared: &Shared, params: Option<&RawValue>) {
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    shared.lines.send(clean_server_line(format!("{level}: {data}").as_bytes(), false));
+    // Cut before cleaning: a log message can be as large as a response line.
+    let mut line = format!("{level}: ").into_bytes();
+    let room = RAW_SERVER_LINE_BYTES.saturating_sub(line.len());
+    let cut = data.len() > room;
+    line.extend_from_slice(&data.as_bytes()[..data.len().min(room)]);
+    shared.lines.send(clean_server_line(&line, cut));
 }
 
-/// Waits for the process to end, publishes how, and makes sure waiting requests fail even if a
-/// grandchild keeps stdout open.
-async fn watch_exit(shared: Arc<Shared>, mut child: Child) {
-    let status = child.wait().await;
+/// Owns the child process: publishes its exit, and when odek closes the connection runs the
+/// end of the shutdown sequence (stdin is closed by the writer; the process gets 1 s + 5 s to
+/// exit, then its process group is killed) and reaps it.
+async fn own_process(shared: Arc<Shared>, mut child: Child) {
+    let pid = child.id().and_then(|pid| i32::try_from(pid).ok()).map(nix::unistd::Pid::from_raw);
+    let status = tokio::select! {
+        status = child.wait() => status,
+        () = shared.stop.cancelled() => {
+            match tokio::time::timeout(WRITER_GRACE + EXIT_GRACE, child.wait()).await {
+                Ok(status) => status,
+                Err(_) => {
+                    kill_group(pid);
+                    child.wait().await
+                }
+            }
+        }
+    };
     let status = match status {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
@@ -731,10 +747,23 @@ async fn watch_exit(shared: Arc<Shared>, mut child: Child) {
         }
         Err(_) => -1,
     };
-    let caused_by_odek = shared.shutting_down.load(Ordering::SeqCst);
+    // Whatever the leader left behind in its group goes with it.
+    kill_group(pid);
+    let caused_by_odek = shared.stop.is_cancelled();
     shared.exit.send_replace(Some(ExitInfo { status, caused_by_odek }));
     if shared.closed_reason().is_none() {
-        tokio::time::sleep(EOF_AFTER_EXIT_GRACE).await;
+        // Normally stdout reaches EOF right after the exit; a grandchild may hold it open.
+        tokio::select! {
+            () = tokio::time::sleep(EOF_AFTER_EXIT_GRACE) => {}
+            () = shared.stop.cancelled() => {}
+        }
         shared.close(Closed::Eof);
+    }
+}
+
+/// SIGKILL to the server's process group (it was spawned as the group leader).
+fn kill_group(pid: Option<nix::unistd::Pid>) {
+    if let Some(pid) = pid {
+        let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
     }
 }

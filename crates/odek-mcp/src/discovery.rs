@@ -113,7 +113,9 @@ struct ToolsPage {
 
 #[derive(Deserialize)]
 struct WireTool {
-    name: String,
+    /// Missing or `null` reads as empty, which the name rules then reject.
+    #[serde(default)]
+    name: Option<String>,
     #[serde(default)]
     description: Option<String>,
     #[serde(default, rename = "inputSchema")]
@@ -136,7 +138,7 @@ pub async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool>, McpE
         let page: ToolsPage = parse_object(frame.result_json())
             .map_err(|error| McpError::ToolsListParse { server: server.clone(), error })?;
         tools.extend(page.tools.unwrap_or_default().into_iter().map(|tool| ListedTool {
-            name: tool.name,
+            name: tool.name.unwrap_or_default(),
             description: tool.description.unwrap_or_default(),
             input_schema: match tool.input_schema {
                 None | Some(Value::Null) => serde_json::json!({"type": "object"}),

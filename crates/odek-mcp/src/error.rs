@@ -104,6 +104,10 @@ pub enum McpError {
     /// The transport named in the config is not available in this build.
     #[error("mcpclient {server}: {detail}")]
     Unsupported { server: String, detail: String },
+    /// An error whose text was sanitised and capped for the model (see `McpHub::call`); keeps the
+    /// class of the error it replaced.
+    #[error("{text}")]
+    Bounded { class: &'static str, text: String },
     /// The startup wrapper `mcp server "<name>": <error>`, never applied twice.
     #[error("{}", startup_text(server, source))]
     Startup { server: String, source: Box<McpError> },
@@ -132,6 +136,7 @@ impl McpError {
     pub fn error_class(&self) -> &'static str {
         match self {
             McpError::Config(_) | McpError::Unsupported { .. } => "config",
+            McpError::Bounded { class, .. } => class,
             McpError::ApprovalRequired(_) => "approval_required",
             McpError::Spawn { .. } => "spawn_failed",
             McpError::Request { failure, .. } => match failure {

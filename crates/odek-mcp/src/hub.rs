@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use odek_contract::artifact_ref::ArtifactRoots;
+use odek_contract::envelope::ARTIFACT_REF_SCHEMA;
 use odek_contract::names::ExposedName;
 use odek_contract::quoting::quote;
 use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
@@ -68,6 +69,8 @@ struct ServerRuntime {
     slot: tokio::sync::Mutex<Slot>,
     restarts: AtomicU32,
     protocol_version: Mutex<String>,
+    /// Tools the approver turned down, as listed: a re-list does not ask (or warn) again.
+    declined: Mutex<Vec<ListedTool>>,
 }
 
 /// The running MCP servers of one run and their tool catalogue.
@@ -75,6 +78,8 @@ pub struct McpHub {
     servers: Vec<Arc<ServerRuntime>>,
     catalogue: RwLock<Catalogue>,
     options: HubOptions,
+    /// Set by [`McpHub::shutdown`]: no call may start or restart a server afterwards.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -114,10 +119,12 @@ impl McpHub {
 
     async fn start_inner(
         mut specs: Vec<ServerSpec>,
-        options: HubOptions,
+        mut options: HubOptions,
         mode: StartMode,
     ) -> (McpHub, Vec<(String, McpError)>) {
         specs.sort_by(|a, b| a.name.cmp(&b.name));
+        // Warnings can echo server text: redact once, before any observer sees them.
+        options.observer = Arc::new(RedactingObserver(options.observer));
         let mut servers = Vec::with_capacity(specs.len());
         for (index, spec) in specs.into_iter().enumerate() {
             let env = match &spec.transport {
@@ -138,6 +145,7 @@ impl McpHub {
                 slot: tokio::sync::Mutex::new(Slot::Disabled),
                 restarts: AtomicU32::new(0),
                 protocol_version: Mutex::new(String::new()),
+                declined: Mutex::new(Vec::new()),
                 spec,
             }));
         }
@@ -145,6 +153,7 @@ impl McpHub {
             catalogue: RwLock::new(Catalogue::new(servers.iter().map(|s| s.spec.name.clone()).collect())),
             servers,
             options,
+            closed: AtomicBool::new(false),
         };
 
         // Connect and list concurrently; register strictly in name order.
@@ -152,19 +161,22 @@ impl McpHub {
         for server in &hub.servers {
             let server = Arc::clone(server);
             let options = hub.options.clone();
-            let started = Instant::now();
-            connecting.push((started, tokio::spawn(async move { connect(&server, &options).await })));
+            connecting.push(tokio::spawn(async move {
+                let started = Instant::now();
+                (connect(&server, &options).await, started.elapsed())
+            }));
         }
         let mut failures = Vec::new();
         let mut connected = Vec::with_capacity(connecting.len());
-        for (started, task) in connecting {
-            let outcome = match task.await {
+        for (server, task) in hub.servers.iter().zip(connecting) {
+            connected.push(match task.await {
                 Ok(outcome) => outcome,
-                Err(join) => Err(McpError::Spawn { server: String::new(), error: join.to_string() }),
-            };
-            connected.push((started, outcome));
+                Err(join) => {
+                    (Err(McpError::Spawn { server: server.spec.name.clone(), error: join.to_string() }), Duration::ZERO)
+                }
+            });
         }
-        for (server, (started, outcome)) in hub.servers.iter().zip(connected) {
+        for (server, (outcome, connect_time)) in hub.servers.iter().zip(connected) {
             if mode == StartMode::FailFast && !failures.is_empty() {
                 if let Ok((connection, _)) = outcome {
                     connection.shutdown().await;
@@ -172,7 +184,9 @@ impl McpHub {
                 continue;
             }
             let result = match outcome {
-                Ok((connection, discovered)) => hub.register_started(server, connection, discovered, started).await,
+                Ok((connection, discovered)) => {
+                    hub.register_started(server, connection, discovered, connect_time).await
+                }
                 Err(error) => Err(error),
             };
             if let Err(error) = result {
@@ -191,8 +205,10 @@ impl McpHub {
         server: &ServerRuntime,
         connection: Arc<Connection>,
         discovered: Discovered,
-        started: Instant,
+        connect_time: Duration,
     ) -> Result<(), McpError> {
+        // Connect → registered, without the time spent waiting for earlier servers' turn.
+        let registering = Instant::now();
         let count = match self.register(server, discovered.tools, false).await {
             Ok(count) => count,
             Err(error) => {
@@ -205,7 +221,7 @@ impl McpHub {
         self.options.observer.event(McpEvent::ServerStarted {
             server: server.spec.name.clone(),
             tools: count,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            duration_ms: u64::try_from((connect_time + registering.elapsed()).as_millis()).unwrap_or(u64::MAX),
             protocol_version: discovered.protocol_version,
         });
         Ok(())
@@ -217,21 +233,33 @@ impl McpHub {
     async fn register(&self, server: &ServerRuntime, tools: Vec<ListedTool>, relist: bool) -> Result<usize, McpError> {
         let name = &server.spec.name;
         check_tool_names(name, &tools)?;
-        let candidates = registration_checks(name, tools, self.options.observer.as_ref());
         let previous = {
             let catalogue = self.catalogue.read().unwrap_or_else(PoisonError::into_inner);
-            catalogue.check_collisions(server.index, &candidates)?;
+            catalogue.check_collisions(server.index, tools.iter().map(|tool| tool.name.as_str()))?;
             catalogue.tools_of(server.index).to_vec()
         };
+        let declined_before = server.declined.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut declined = Vec::new();
+        let listed = tools.clone();
+        let candidates = registration_checks(name, tools, self.options.observer.as_ref());
         let mut approved = Vec::with_capacity(candidates.len());
         for tool in candidates {
-            let unchanged = previous.iter().any(|known| {
-                known.raw_name == tool.raw_name
-                    && known.raw_description == tool.raw_description
-                    && known.input_schema == tool.input_schema
-            });
-            if relist && unchanged {
+            let same_as = |known_name: &str, known_description: &str, known_schema: &serde_json::Value| {
+                known_name == tool.raw_name
+                    && known_description == tool.raw_description
+                    && *known_schema == tool.input_schema
+            };
+            if relist
+                && previous.iter().any(|known| same_as(&known.raw_name, &known.raw_description, &known.input_schema))
+            {
                 approved.push(tool);
+                continue;
+            }
+            let as_listed = listed.iter().find(|listed| listed.name == tool.raw_name).cloned();
+            if relist
+                && declined_before.iter().any(|known| same_as(&known.name, &known.description, &known.input_schema))
+            {
+                declined.extend(as_listed);
                 continue;
             }
             let request = ToolApprovalRequest {
@@ -247,20 +275,24 @@ impl McpHub {
                 .unwrap_or_else(|join| ToolApproval::Required(format!("approval prompt failed: {join}")));
             match (answer, relist) {
                 (ToolApproval::Approved, _) => approved.push(tool),
-                (ToolApproval::Declined, false) => {}
+                (ToolApproval::Declined, false) => declined.extend(as_listed),
                 (ToolApproval::Required(message), false) => return Err(McpError::ApprovalRequired(message)),
-                (ToolApproval::Declined | ToolApproval::Required(_), true) => self.options.observer.warning(
-                    name,
-                    &format!(
-                        "mcp server {}: tool {} changed or is new and is not approved; not registered",
-                        quote(name),
-                        quote(&tool.raw_name)
-                    ),
-                ),
+                (ToolApproval::Declined | ToolApproval::Required(_), true) => {
+                    self.options.observer.warning(
+                        name,
+                        &format!(
+                            "mcp server {}: tool {} changed or is new and is not approved; not registered",
+                            quote(name),
+                            quote(&tool.raw_name)
+                        ),
+                    );
+                    declined.extend(as_listed);
+                }
             }
         }
         let count = approved.len();
         self.catalogue.write().unwrap_or_else(PoisonError::into_inner).replace(server.index, approved)?;
+        *server.declined.lock().unwrap_or_else(PoisonError::into_inner) = declined;
         Ok(count)
     }
 
@@ -286,7 +318,8 @@ impl McpHub {
     }
 
     /// Calls one tool by exposed name with the model's raw argument string and returns the text
-    /// the contract produces (before the loop's untrusted wrapper).
+    /// the contract produces (before the loop's untrusted wrapper). Whatever fails, the error
+    /// text is sanitised and never longer than the server's `max_result_chars`.
     pub async fn call(&self, exposed: &str, arguments: &str, options: &CallOptions) -> Result<ToolOutput, McpError> {
         let (server, raw_tool) = {
             let catalogue = self.catalogue.read().unwrap_or_else(PoisonError::into_inner);
@@ -294,33 +327,74 @@ impl McpHub {
                 catalogue.find(exposed).ok_or_else(|| McpError::ToolNotFound { exposed: exposed.to_owned() })?;
             (Arc::clone(&self.servers[server]), tool.raw_name.clone())
         };
-        let connection = self.connection_for_call(&server, &raw_tool, exposed).await?;
-        let encoded = encode_arguments(arguments);
         let context = ResultContext {
             server: &server.spec.name,
             tool: &raw_tool,
             max_result_chars: server.spec.limits.max_result_chars,
             roots: &server.roots,
         };
+        self.call_server(&server, &raw_tool, exposed, arguments, options)
+            .await
+            .map_err(|error| bound_error(error, &context))
+    }
+
+    async fn call_server(
+        &self,
+        server: &ServerRuntime,
+        raw_tool: &str,
+        exposed: &str,
+        arguments: &str,
+        options: &CallOptions,
+    ) -> Result<ToolOutput, McpError> {
+        let name = &server.spec.name;
+        let not_dispatched = |cause| McpError::Request {
+            server: name.clone(),
+            method: "tools/call",
+            failure: RequestFailure::NotDispatched(cause),
+        };
+        // Waiting for another caller's restart, or restarting, happens within the caller's bounds.
+        let connecting = self.connection_for_call(server, raw_tool, exposed);
+        let connection = tokio::select! {
+            biased;
+            () = cancelled(options.cancel.as_ref()) => return Err(not_dispatched(Cause::Canceled)),
+            connection = until(options.deadline, connecting) => match connection {
+                Some(connection) => connection?,
+                None => return Err(not_dispatched(Cause::DeadlineExceeded)),
+            },
+        };
+        let encoded = encode_arguments(arguments);
         let frame = connection
-            .request("tools/call", |id| Some(call_params(&raw_tool, &encoded, id)), options)
+            .request("tools/call", |id| Some(call_params(raw_tool, &encoded, id)), options)
             .await
             .map_err(|failure| {
                 let failure = match failure {
                     RequestFailure::Rpc { code, message } => {
+                        let context = result_context(server, raw_tool);
                         RequestFailure::Rpc { code, message: cap_error_text(&message, &context).text }
-                    }
-                    RequestFailure::ResponseTooLarge { .. } => {
-                        // Close for good, off the caller's path: the failure must not wait on it.
-                        let closing = Arc::clone(&connection);
-                        tokio::spawn(async move { closing.shutdown().await });
-                        failure
                     }
                     other => other,
                 };
-                McpError::Request { server: server.spec.name.clone(), method: "tools/call", failure }
+                McpError::Request { server: name.clone(), method: "tools/call", failure }
             })?;
-        decode_call_result(frame.result_json(), &context)
+        if carries_artifact_refs(frame.result_json()) {
+            // Validation stats, resolves and hashes files: keep it off the async workers.
+            let (server_name, tool, limit, roots) =
+                (name.clone(), raw_tool.to_owned(), server.spec.limits.max_result_chars, server.roots.clone());
+            return tokio::task::spawn_blocking(move || {
+                let context =
+                    ResultContext { server: &server_name, tool: &tool, max_result_chars: limit, roots: &roots };
+                decode_call_result(frame.result_json(), &context)
+            })
+            .await
+            .unwrap_or_else(|join| {
+                Err(McpError::ToolResult {
+                    server: name.clone(),
+                    tool: raw_tool.to_owned(),
+                    detail: format!("artifact validation failed: {join}"),
+                })
+            });
+        }
+        decode_call_result(frame.result_json(), &result_context(server, raw_tool))
     }
 
     /// The live connection for a call, restarting a crashed server first (spec §11).
@@ -332,6 +406,13 @@ impl McpHub {
     ) -> Result<Arc<Connection>, McpError> {
         let name = &server.spec.name;
         let mut slot = server.slot.lock().await;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(McpError::Request {
+                server: name.clone(),
+                method: "tools/call",
+                failure: RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch),
+            });
+        }
         let current = match &*slot {
             Slot::Live(connection) => Arc::clone(connection),
             Slot::Disabled => return Err(McpError::ToolNotFound { exposed: exposed.to_owned() }),
@@ -339,15 +420,9 @@ impl McpHub {
         if !current.is_dead() {
             return Ok(current);
         }
-        if current.closed_by_oversize() {
-            return Err(McpError::Request {
-                server: name.clone(),
-                method: "tools/call",
-                failure: RequestFailure::NotDispatched(Cause::ClosedAfterOversize),
-            });
-        }
         if !current.restartable() {
-            // A sticky write failure on a live process: the request fails with it.
+            // Closed for good (oversized line) or a sticky write failure on a live process:
+            // the request fails with the connection's own reason.
             return Ok(current);
         }
         if server.restarts.load(Ordering::Acquire) >= MAX_RESTARTS {
@@ -432,8 +507,10 @@ impl McpHub {
         self.servers.iter().any(|server| server.stale.load(Ordering::Acquire))
     }
 
-    /// Closes every server concurrently (spec §13). Idempotent.
+    /// Closes every server concurrently (spec §13). Idempotent; later calls fail without
+    /// starting anything.
     pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::Release);
         let mut closing = Vec::with_capacity(self.servers.len());
         for server in &self.servers {
             let slot = server.slot.lock().await;
@@ -445,6 +522,65 @@ impl McpHub {
         for task in closing {
             let _ = task.await;
         }
+    }
+}
+
+fn result_context<'a>(server: &'a ServerRuntime, raw_tool: &'a str) -> ResultContext<'a> {
+    ResultContext {
+        server: &server.spec.name,
+        tool: raw_tool,
+        max_result_chars: server.spec.limits.max_result_chars,
+        roots: &server.roots,
+    }
+}
+
+/// The last word on any error text bound for the model: sanitised (forged metadata lines
+/// indented) and capped at the server's `max_result_chars`, whichever part of it the server
+/// supplied. An error already within bounds keeps its exact spec wording.
+fn bound_error(error: McpError, context: &ResultContext<'_>) -> McpError {
+    let text = error.to_string();
+    let bounded = cap_error_text(&text, context);
+    if bounded.text == text {
+        return error;
+    }
+    McpError::Bounded { class: error.error_class(), text: bounded.text }
+}
+
+/// Whether a `tools/call` result may hold an envelope with refs to validate.
+fn carries_artifact_refs(result_json: &[u8]) -> bool {
+    memchr::memmem::find(result_json, ARTIFACT_REF_SCHEMA.as_bytes()).is_some()
+}
+
+async fn cancelled(token: Option<&tokio_util::sync::CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `future` until the deadline, if any; `None` when the deadline came first.
+async fn until<F: std::future::Future>(deadline: Option<tokio::time::Instant>, future: F) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+/// Redacts warnings before they reach the embedder's observer.
+struct RedactingObserver(Arc<dyn McpObserver>);
+
+impl McpObserver for RedactingObserver {
+    fn event(&self, event: McpEvent) {
+        self.0.event(event);
+    }
+
+    fn warning(&self, server: &str, text: &str) {
+        self.0.warning(server, &odek_contract::redaction::redact(text));
+    }
+
+    fn server_line(&self, server: &str, line: &str) {
+        // Already cleaned and redacted by the connection.
+        self.0.server_line(server, line);
     }
 }
 

@@ -59,11 +59,19 @@ impl McpObserver for StderrObserver {
     }
 
     fn warning(&self, _server: &str, text: &str) {
-        // Warnings can echo server-supplied text (a protocol version, a tool name).
-        let _ = writeln!(std::io::stderr(), "odek: warning: {}", odek_contract::redaction::redact(text));
+        let _ = writeln!(std::io::stderr(), "odek: warning: {}", terminal_safe(text));
     }
 
     fn server_line(&self, server: &str, line: &str) {
         let _ = writeln!(std::io::stderr(), "[{server}] {line}");
     }
+}
+
+/// Text for a terminal: control characters other than line feed and tab become U+FFFD, so
+/// server-supplied text inside a warning cannot drive the terminal.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { '\u{FFFD}' } else { c }).collect()
 }

@@ -18,7 +18,7 @@ pub const MAX_SERVER_LINE_BYTES: usize = 4096;
 pub const SERVER_LINE_QUEUE: usize = 256;
 /// Raw bytes read of one stderr line before the rest is discarded: room for redaction to see a
 /// secret that straddles the 4096-byte cut.
-const RAW_LINE_BYTES: usize = 2 * MAX_SERVER_LINE_BYTES;
+pub const RAW_SERVER_LINE_BYTES: usize = 2 * MAX_SERVER_LINE_BYTES;
 
 /// The bounded queue in front of the observer. Cheap to clone; the printer thread ends when the
 /// last clone is dropped.
@@ -67,7 +67,7 @@ impl ServerLineSink {
 
 /// Forwards a server's stderr until EOF, including a final unterminated line.
 pub async fn forward_stderr<R: AsyncRead + Unpin>(stderr: R, sink: ServerLineSink) {
-    let mut reader = BoundedLineReader::new(stderr, RAW_LINE_BYTES, Overflow::Truncate);
+    let mut reader = BoundedLineReader::new(stderr, RAW_SERVER_LINE_BYTES, Overflow::Truncate);
     while let Ok(Some(line)) = reader.next_line().await {
         sink.send(clean_server_line(&line.bytes, line.truncated));
     }

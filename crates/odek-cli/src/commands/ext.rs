@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
+use odek_mcp::observer::terminal_safe;
 use odek_mcp::{
     CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, validate_server,
 };
@@ -44,7 +45,7 @@ impl Setup {
         let sources = ConfigSources::from_process()?;
         let loaded = load_config(&sources)?;
         for warning in &loaded.warnings {
-            eprintln!("odek: warning: {warning}");
+            eprintln!("odek: warning: {}", terminal_safe(warning));
         }
         Ok(Setup { sources, loaded })
     }
@@ -369,7 +370,7 @@ async fn list(json: bool) -> Result<(), CommandError> {
     let mut failed = false;
     for report in &reports {
         if let Some(error) = &report.error {
-            eprintln!("odek: {error}");
+            eprintln!("odek: {}", terminal_safe(error));
             failed = true;
         }
     }
@@ -411,10 +412,10 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
             writeln!(out, "  tool: {tool}")?;
         }
         for warning in &report.warnings {
-            writeln!(out, "  warning: {warning}")?;
+            writeln!(out, "  warning: {}", terminal_safe(warning))?;
         }
         if let Some(error) = &report.error {
-            writeln!(out, "  error: {error}")?;
+            writeln!(out, "  error: {}", terminal_safe(error))?;
         }
     }
     Ok(())
