@@ -495,7 +495,7 @@ fn request_deadline(state: &RequestState, caller: Option<Instant>, timeout: Dura
     earliest(caller, own)
 }
 
-fn encode_request(id: i64, method: &str, params: Option<&str>) -> Vec<u8> {
+pub(crate) fn encode_request(id: i64, method: &str, params: Option<&str>) -> Vec<u8> {
     let method = serde_json::to_string(method).unwrap_or_else(|_| "\"\"".to_owned());
     let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{method}");
     if let Some(params) = params {

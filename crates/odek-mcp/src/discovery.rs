@@ -25,6 +25,8 @@ pub const PROTOCOL_VERSION: &str = "2025-03-26";
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
 /// Most `tools/list` pages read from one server.
 pub const MAX_TOOL_PAGES: usize = 100;
+/// Largest sum of `tools/list` results across pages (64 MiB) [beyond].
+pub const MAX_TOOL_LIST_BYTES: usize = 64 * 1024 * 1024;
 /// Largest canonical JSON of an input schema (256 KiB).
 pub const MAX_SCHEMA_BYTES: usize = 262_144;
 /// Replaces a description that matches the prompt-injection rules.
@@ -71,10 +73,7 @@ pub async fn handshake(
     observer: &Arc<dyn McpObserver>,
 ) -> Result<Discovered, McpError> {
     let server = connection.server().to_owned();
-    let params = format!(
-        "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"odek\",\"version\":{}}}}}",
-        json_string(client_version)
-    );
+    let params = initialize_params(client_version);
     let frame = connection
         .request("initialize", |_| Some(params), &CallOptions::default())
         .await
@@ -103,6 +102,14 @@ pub async fn handshake(
     Ok(Discovered { protocol_version, tools })
 }
 
+/// The `initialize` params, key order as the spec shows them.
+pub fn initialize_params(client_version: &str) -> String {
+    format!(
+        "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"odek\",\"version\":{}}}}}",
+        json_string(client_version)
+    )
+}
+
 #[derive(Deserialize)]
 struct ToolsPage {
     #[serde(default)]
@@ -122,10 +129,13 @@ struct WireTool {
     input_schema: Option<Value>,
 }
 
-/// Every page of `tools/list`, concatenated in page order; stops on a repeated cursor or when
-/// more than 100 pages would be needed.
+/// Every page of `tools/list`, concatenated in page order; stops on a repeated cursor, when
+/// more than 100 pages would be needed, or [beyond] when the pages together exceed 64 MiB (one
+/// page is bounded by `max_response_bytes`; this bounds what a paginating server can make odek
+/// hold).
 pub async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool>, McpError> {
     let server = connection.server().to_owned();
+    let mut total_bytes = 0usize;
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = HashSet::new();
@@ -135,6 +145,10 @@ pub async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool>, McpE
             .request("tools/list", |_| params, &CallOptions::default())
             .await
             .map_err(|failure| McpError::Request { server: server.clone(), method: "tools/list", failure })?;
+        total_bytes = total_bytes.saturating_add(frame.result_json().len());
+        if total_bytes > MAX_TOOL_LIST_BYTES {
+            return Err(McpError::ToolListTooLarge { server });
+        }
         let page: ToolsPage = parse_object(frame.result_json())
             .map_err(|error| McpError::ToolsListParse { server: server.clone(), error })?;
         tools.extend(page.tools.unwrap_or_default().into_iter().map(|tool| ListedTool {
@@ -260,6 +274,17 @@ mod tests {
         assert!(err.to_string().contains("invalid character"), "{err}");
         let err = check_tool_names("s", &[tool("echo"), tool("shell")]).unwrap_err();
         assert_eq!(err.to_string(), "mcp server \"s\": tool \"shell\" shadows a built-in tool");
+    }
+
+    #[test]
+    fn initialize_request_is_exact() {
+        let line = crate::connection::encode_request(1, "initialize", Some(&initialize_params("1.2.3")));
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{\"name\":\"odek\",\"version\":\"1.2.3\"}}}\n"
+        );
+        let line = crate::connection::encode_request(2, "tools/list", None);
+        assert_eq!(String::from_utf8(line).unwrap(), "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub enum McpError {
     RepeatedCursor { server: String, cursor: String },
     #[error("mcpclient {server}: tools/list: more than 100 pages")]
     TooManyPages { server: String },
+    /// [beyond] The pages of one listing together exceed 64 MiB.
+    #[error("mcpclient {server}: tools/list: the tool list exceeds 67108864 bytes across pages")]
+    ToolListTooLarge { server: String },
     #[error("mcpclient {server}: tools/list: {error}")]
     InvalidToolName { server: String, error: odek_contract::ContractError },
     #[error("mcp server {}: tool {} shadows a built-in tool", quote(server), quote(tool))]
@@ -150,6 +153,7 @@ impl McpError {
             | McpError::ToolsListParse { .. }
             | McpError::RepeatedCursor { .. }
             | McpError::TooManyPages { .. }
+            | McpError::ToolListTooLarge { .. }
             | McpError::ResultParse { .. } => "protocol_error",
             McpError::InvalidToolName { .. }
             | McpError::ShadowsBuiltin { .. }
