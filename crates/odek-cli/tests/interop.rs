@@ -1,0 +1,376 @@
+//! Interop: the real `odek` binary against real third-party MCP servers, pinned and installed by
+//! `.ci/install-interop` — `@modelcontextprotocol/server-everything` and `server-filesystem`
+//! (TypeScript SDK) and `tests/interop/python_server.py` (Python SDK, mcp 1.x).
+//!
+//! Each test lists and calls tools through `odek ext list --json`, `odek ext call` and
+//! `odek ext call --jsonl`, and asserts what a user sees. On the way they exercise what these
+//! servers do that a strict client must take in stride: a `notifications/tools/list_changed`
+//! before the `initialize` result, requests from the server numbered from 0 (one with the id of
+//! odek's pending call), `notifications/message`, `instructions`/`title`/`annotations`/
+//! `outputSchema`/`structuredContent`, unknown tools answered as `isError` results, `-32602` for
+//! a request the SDK cannot parse, a stderr line per request, progress that outlives the timeout,
+//! and a server that ignores stdin EOF.
+//!
+//! Without the servers installed, each test prints a skip notice and passes, except under
+//! `CI=true`, where it fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
+
+#[path = "interop/support.rs"]
+mod support;
+
+use odek_contract::prompt_injection::{detects_prompt_injection, schema_has_prompt_injection};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use support::{Project, Servers, process_with_env_exists, raw_tools_list};
+
+const EVERYTHING_TOOLS: &[&str] = &[
+    "everything__echo",
+    "everything__get-annotated-message",
+    "everything__get-env",
+    "everything__get-resource-links",
+    "everything__get-resource-reference",
+    "everything__get-structured-content",
+    "everything__get-sum",
+    "everything__get-tiny-image",
+    "everything__gzip-file-as-resource",
+    "everything__toggle-simulated-logging",
+    "everything__toggle-subscriber-updates",
+    "everything__trigger-long-running-operation",
+    "everything__simulate-research-query",
+];
+
+const PYTHON_TOOLS: &[&str] = &[
+    "py__add",
+    "py__echo",
+    "py__fail",
+    "py__write_report",
+    "py__talk_to_client",
+    "py__grow",
+    "py__retire",
+    "py__sleep",
+    "py__crash",
+    "py__pid",
+];
+
+/// The one server report named `name`.
+fn report<'a>(servers: &'a [Value], name: &str) -> &'a Value {
+    servers.iter().find(|server| server["name"] == name).unwrap()
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value.as_array().unwrap().iter().map(|item| item.as_str().unwrap()).collect()
+}
+
+fn ok_text(record: &Value) -> &str {
+    assert_eq!(record["ok"], true, "{record}");
+    record["text"].as_str().unwrap()
+}
+
+fn error_text(record: &Value) -> &str {
+    assert_eq!(record["ok"], false, "{record}");
+    record["error"].as_str().unwrap()
+}
+
+fn everything_project(servers: &Servers, entry_extra: &Value) -> Project {
+    let mut entry = Servers::node_entry(&servers.everything(), &[]);
+    entry.as_object_mut().unwrap().extend(entry_extra.as_object().unwrap().clone());
+    Project::new().configure(&json!({ "mcp_servers": { "everything": entry } }))
+}
+
+fn python_project(servers: &Servers, timeout_seconds: u64) -> Project {
+    let project = Project::new();
+    let artifacts = project.artifacts.display().to_string();
+    // Claude-style `mcpServers`, as such servers' own docs spell it.
+    project.configure(&json!({ "mcpServers": { "py": {
+        "command": servers.python().display().to_string(),
+        "args": [Servers::python_server_script().display().to_string()],
+        "env": { "INTEROP_ARTIFACT_DIR": artifacts },
+        "artifact_roots": [artifacts],
+        "timeout_seconds": timeout_seconds,
+    }}}))
+}
+
+#[test]
+fn everything_server_lists_every_tool_without_warnings() {
+    let Some(servers) = Servers::installed("everything_server_lists_every_tool_without_warnings") else { return };
+    let project = everything_project(&servers, &json!({}));
+    // The server sends notifications/tools/list_changed before its initialize result, and lists
+    // tools with title, annotations, outputSchema and execution fields.
+    let (run, reports) = project.list_json();
+    run.assert_code(0);
+    let everything = report(&reports, "everything");
+    assert_eq!(everything["status"], "ok");
+    assert_eq!(everything["protocol_version"], "2025-03-26");
+    assert_eq!(strings(&everything["tools"]), EVERYTHING_TOOLS);
+    assert_eq!(everything["tool_count"], EVERYTHING_TOOLS.len());
+    // No description or schema trips the prompt-injection rules.
+    assert_eq!(everything["warnings"], json!([]));
+    let lines = run.stderr_lines();
+    assert!(lines.contains(&"[everything] Starting default (STDIO) server..."), "{lines:?}");
+    assert!(lines.contains(&"odek: connected MCP server \"everything\" (13 tools)"), "{lines:?}");
+}
+
+#[test]
+fn everything_server_tools_answer_through_odek() {
+    let Some(servers) = Servers::installed("everything_server_tools_answer_through_odek") else { return };
+    let run_mark = support::unique_mark();
+    let project = everything_project(
+        &servers,
+        &json!({
+            "env": { "INTEROP_MARK": run_mark, "INTEROP_TOKEN": "must-not-arrive" },
+            "timeout_seconds": 3,
+        }),
+    );
+    let (run, records) = project.call_jsonl(&[
+        json!({"tool": "everything__echo", "arguments": {"message": "hello from odek"}}),
+        json!({"tool": "everything__get-sum", "arguments": {"a": 2, "b": 3}}),
+        json!({"tool": "everything__get-structured-content", "arguments": {"location": "Chicago"}}),
+        json!({"tool": "everything__get-annotated-message", "arguments": {"messageType": "success", "includeImage": true}}),
+        json!({"tool": "everything__get-tiny-image", "arguments": {}}),
+        json!({"tool": "everything__echo", "arguments": {}}),
+        json!({"tool": "everything__get-env", "arguments": {}}),
+        // Progress every 0.5 s keeps a 4 s operation alive under a 3 s timeout...
+        json!({"tool": "everything__trigger-long-running-operation", "arguments": {"duration": 4, "steps": 8}}),
+        // ...and without progress the same operation times out, and the process is reused.
+        json!({"tool": "everything__trigger-long-running-operation", "arguments": {"duration": 4, "steps": 1}}),
+        json!({"tool": "everything__echo", "arguments": {"message": "still here"}}),
+    ]);
+    run.assert_code(0);
+    assert_eq!(ok_text(&records[0]), "Echo: hello from odek");
+    assert_eq!(ok_text(&records[1]), "The sum of 2 and 3 is 5.");
+    // The text item, not structuredContent, is what odek forwards.
+    assert_eq!(ok_text(&records[2]), r#"{"temperature":36,"conditions":"Light rain / drizzle","humidity":82}"#);
+    // Annotated text items are joined; the image item is dropped.
+    assert_eq!(ok_text(&records[3]), "Operation completed successfully");
+    assert_eq!(ok_text(&records[4]), "Here's the image you requested:\nThe image above is the MCP logo.");
+    assert_eq!(
+        error_text(&records[5]),
+        "mcpclient everything: tool echo returned error: MCP error -32602: Input validation error: \
+         Invalid arguments for tool echo: Invalid input: expected string, received undefined at message"
+    );
+    // The server sees odek's sanitised environment: the allowlisted PATH and HOME plus the
+    // config's non-secret override; the secret-looking override was dropped.
+    let env: Value = serde_json::from_str(ok_text(&records[6])).unwrap();
+    let mut keys: Vec<&String> = env.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["HOME", "INTEROP_MARK", "PATH"]);
+    assert_eq!(env["HOME"], project.home.display().to_string());
+    assert_eq!(env["INTEROP_MARK"], run_mark);
+    assert!(
+        run.stderr_lines().contains(
+            &"odek: warning: mcp server \"everything\": env override INTEROP_TOKEN looks like a secret and was dropped"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(ok_text(&records[7]), "Long running operation completed. Duration: 4 seconds, Steps: 8.");
+    assert_eq!(
+        error_text(&records[8]),
+        "mcpclient everything: tools/call: MCP request outcome unknown after dispatch; verify remote state \
+         before retrying: context deadline exceeded"
+    );
+    assert_eq!(ok_text(&records[9]), "Echo: still here");
+    assert!(!process_with_env_exists("INTEROP_MARK", &run_mark), "the server outlived odek");
+}
+
+#[test]
+fn everything_server_ignoring_stdin_eof_while_logging_is_killed_and_odek_finishes() {
+    let Some(servers) =
+        Servers::installed("everything_server_ignoring_stdin_eof_while_logging_is_killed_and_odek_finishes")
+    else {
+        return;
+    };
+    let run_mark = support::unique_mark();
+    let project = everything_project(&servers, &json!({ "env": { "INTEROP_MARK": run_mark } }));
+    // Simulated logging keeps the server alive after stdin EOF: odek's shutdown must fall back
+    // to its kill path and still return.
+    let run = project.odek(&["ext", "call", "everything__toggle-simulated-logging", "{}"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.stdout,
+        "Started simulated, random-leveled logging for session undefined at a 5 second pace. Client's selected \
+         logging level will be respected. If an interval elapses and the message to be sent is below the selected \
+         level, it will not be sent. Thus at higher chosen logging levels, messages should arrive further apart. \n"
+    );
+    // The first simulated notifications/message is sent at once, at a random level.
+    let logged = [
+        "[everything] debug: Debug-level message",
+        "[everything] info: Info-level message",
+        "[everything] notice: Notice-level message",
+        "[everything] warning: Warning-level message",
+        "[everything] error: Error-level message",
+        "[everything] critical: Critical-level message",
+        "[everything] alert: Alert level-message",
+        "[everything] emergency: Emergency-level message",
+    ];
+    assert!(run.stderr_lines().iter().any(|line| logged.contains(line)), "{}", run.stderr);
+    assert!(!process_with_env_exists("INTEROP_MARK", &run_mark), "the server outlived odek");
+}
+
+#[test]
+fn filesystem_server_is_refused_for_shadowing_a_builtin_tool() {
+    let Some(servers) = Servers::installed("filesystem_server_is_refused_for_shadowing_a_builtin_tool") else {
+        return;
+    };
+    let project = Project::new();
+    // The server's allowed directory; odek itself gets no artifact roots here.
+    let allowed = project.artifacts.display().to_string();
+    let project =
+        project.configure(&json!({ "mcp_servers": { "fs": Servers::node_entry(&servers.filesystem(), &[&allowed]) } }));
+
+    // The server starts and answers the handshake, but its tools read_file, write_file and
+    // search_files have built-in names, and the spec refuses a server that shadows one.
+    let (run, reports) = project.list_json();
+    run.assert_code(1);
+    let fs = report(&reports, "fs");
+    assert_eq!(fs["status"], "failed");
+    assert_eq!(fs["error"], "mcp server \"fs\": tool \"read_file\" shadows a built-in tool");
+    let lines = run.stderr_lines();
+    assert!(lines.contains(&"[fs] Secure MCP Filesystem Server running on stdio"), "{lines:?}");
+    let roots = format!(
+        "[fs] Client does not support MCP Roots, using allowed directories set from server args: [ '{allowed}' ]"
+    );
+    assert!(lines.contains(&roots.as_str()), "{lines:?}");
+
+    let run = project.odek(&["ext", "call", "fs__list_allowed_directories", "{}"]);
+    run.assert_code(1);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr_lines().contains(&"odek: mcp server \"fs\": tool \"read_file\" shadows a built-in tool"),
+        "{}",
+        run.stderr
+    );
+
+    // Refused before its descriptions are checked, so check them here with odek's own rules.
+    let tools = raw_tools_list("node", &[&servers.filesystem().display().to_string(), &allowed]);
+    assert_eq!(tools.len(), 14);
+    for tool in &tools {
+        let description = tool["description"].as_str().unwrap();
+        assert!(!detects_prompt_injection(description), "{}: {description}", tool["name"]);
+        assert!(!schema_has_prompt_injection(&tool["inputSchema"]), "{}", tool["name"]);
+    }
+}
+
+#[test]
+fn python_sdk_server_lists_and_calls_through_odek() {
+    let Some(servers) = Servers::installed("python_sdk_server_lists_and_calls_through_odek") else { return };
+    let project = python_project(&servers, 30);
+    let (run, reports) = project.list_json();
+    run.assert_code(0);
+    let py = report(&reports, "py");
+    assert_eq!(py["status"], "ok");
+    assert_eq!(py["protocol_version"], "2025-03-26");
+    assert_eq!(strings(&py["tools"]), PYTHON_TOOLS);
+    assert_eq!(py["warnings"], json!([]));
+
+    // One stderr line per request from the SDK's logging, forwarded with the server's prefix.
+    let run = project.odek(&["ext", "call", "py__add", r#"{"a": 2, "b": 40}"#]);
+    run.assert_code(0);
+    assert_eq!(run.stdout, "42\n");
+    let mut lines = run.stderr_lines();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        [
+            "[py] Processing request of type CallToolRequest",
+            "[py] Processing request of type ListToolsRequest",
+            "odek: connected MCP server \"py\" (10 tools)",
+        ]
+    );
+
+    let run = project.odek(&["ext", "call", "py__fail", r#"{"message": "disk on fire"}"#]);
+    run.assert_code(1);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr_lines()
+            .contains(&"odek: mcpclient py: tool fail returned error: Error executing tool fail: disk on fire"),
+        "{}",
+        run.stderr
+    );
+
+    let content = "line one\nline two\n";
+    let run =
+        project.odek(&["ext", "call", "py__write_report", &json!({"name": "weekly", "content": content}).to_string()]);
+    run.assert_code(0);
+    let sha256 = hex::encode(Sha256::digest(content));
+    assert_eq!(
+        run.stdout,
+        format!(
+            "Wrote report weekly (18 bytes).\n- artifact \"weekly\" (text/plain, 18 bytes, sha256 {}…): The full report\n",
+            &sha256[..12]
+        )
+    );
+    assert_eq!(std::fs::read_to_string(project.artifacts.join("weekly.txt")).unwrap(), content);
+}
+
+#[test]
+fn python_sdk_server_requests_and_logs_reach_odek_mid_call() {
+    let Some(servers) = Servers::installed("python_sdk_server_requests_and_logs_reach_odek_mid_call") else { return };
+    let project = python_project(&servers, 30);
+    // odek's first tools/call has id 3 (initialize 1, tools/list 2). The SDK numbers its own
+    // requests from 0: pings 0, 1, 2, then sampling/createMessage with id 3, the id of the call
+    // still pending. odek answers the pings, refuses the sampling request, and routes neither
+    // as the call's response.
+    let run = project.odek(&["ext", "call", "py__talk_to_client", r#"{"pings": 3}"#]);
+    run.assert_code(0);
+    assert_eq!(
+        run.stdout,
+        "3 ping(s) answered; sampling/createMessage refused with MCP error -32601: method not found\n"
+    );
+    let lines = run.stderr_lines();
+    assert!(lines.contains(&"[py] info: talking to the client"), "{lines:?}");
+    assert!(lines.contains(&r#"[py] warning: {"of":2,"step":1}"#), "{lines:?}");
+}
+
+#[test]
+fn python_sdk_server_timeout_crash_and_tool_list_changes_in_one_session() {
+    let Some(servers) = Servers::installed("python_sdk_server_timeout_crash_and_tool_list_changes_in_one_session")
+    else {
+        return;
+    };
+    // Long enough for the SDK's imports on a loaded machine: the handshake runs under it too.
+    let project = python_project(&servers, 5);
+    let (run, records) = project.call_jsonl(&[
+        json!({"tool": "py__pid"}),
+        json!({"tool": "py__sleep", "arguments": {"seconds": 8}}),
+        json!({"tool": "py__echo", "arguments": {"text": "after the timeout"}}),
+        json!({"tool": "py__pid"}),
+        json!({"tool": "py__crash", "arguments": {"code": 7}}),
+        json!({"tool": "py__pid"}),
+        json!({"tool": "py__extra"}),
+        json!({"tool": "py__grow"}),
+        json!({"tool": "py__extra"}),
+        json!({"tool": "py__retire", "arguments": {"tool": "echo"}}),
+        json!({"tool": "py__echo", "arguments": {"text": "anyone?"}}),
+        // Arguments that are not JSON go out as a JSON string, which the SDK cannot parse.
+        json!({"tool": "py__add", "arguments": "{\"a\": 1, \"b\": "}),
+    ]);
+    run.assert_code(0);
+    let first_pid = ok_text(&records[0]);
+    assert_eq!(
+        error_text(&records[1]),
+        "mcpclient py: tools/call: MCP request outcome unknown after dispatch; verify remote state before \
+         retrying: context deadline exceeded"
+    );
+    assert_eq!(ok_text(&records[2]), "after the timeout");
+    assert_eq!(ok_text(&records[3]), first_pid, "the timed-out server was reused");
+    assert_eq!(
+        error_text(&records[4]),
+        "mcpclient py: tools/call: MCP request outcome unknown after dispatch; verify remote state before \
+         retrying: connection closed before response received"
+    );
+    let second_pid = ok_text(&records[5]);
+    assert_ne!(second_pid, first_pid, "the crashed server was restarted");
+    assert!(
+        run.stderr_lines().contains(&"odek: restarted MCP server \"py\" after exit status 7 (restart 1 of 3)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(error_text(&records[6]), "tool \"py__extra\" not found");
+    assert_eq!(ok_text(&records[7]), "extra added");
+    assert_eq!(ok_text(&records[8]), "extra called", "list_changed made odek re-list");
+    assert_eq!(ok_text(&records[9]), "echo removed");
+    assert_eq!(error_text(&records[10]), "mcpclient py: tool echo returned error: Unknown tool: echo");
+    assert_eq!(error_text(&records[11]), "mcpclient py: tools/call: MCP error -32602: Invalid request parameters");
+}
