@@ -19,10 +19,9 @@
 #[path = "interop/support.rs"]
 mod support;
 
-use odek_contract::prompt_injection::{detects_prompt_injection, schema_has_prompt_injection};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Project, Servers, process_with_env_exists, raw_tools_list};
+use support::{Project, Servers, process_with_env_exists};
 
 const EVERYTHING_TOOLS: &[&str] = &[
     "everything__echo",
@@ -209,18 +208,17 @@ fn everything_server_ignoring_stdin_eof_while_logging_is_killed_and_odek_finishe
 }
 
 #[test]
-fn filesystem_server_is_refused_for_shadowing_a_builtin_tool() {
-    let Some(servers) = Servers::installed("filesystem_server_is_refused_for_shadowing_a_builtin_tool") else {
+fn filesystem_server_shadowing_a_builtin_is_refused_red() {
+    let Some(servers) = Servers::installed("filesystem_server_shadowing_a_builtin_is_refused_red") else {
         return;
     };
     let project = Project::new();
-    // The server's allowed directory; odek itself gets no artifact roots here.
     let allowed = project.artifacts.display().to_string();
     let project =
         project.configure(&json!({ "mcp_servers": { "fs": Servers::node_entry(&servers.filesystem(), &[&allowed]) } }));
 
-    // The server starts and answers the handshake, but its tools read_file, write_file and
-    // search_files have built-in names, and the spec refuses a server that shadows one.
+    // Its tools read_file, write_file and search_files have built-in names: the spec refuses a
+    // server that shadows one, whole.
     let (run, reports) = project.list_json();
     run.assert_code(1);
     let fs = report(&reports, "fs");
@@ -228,28 +226,70 @@ fn filesystem_server_is_refused_for_shadowing_a_builtin_tool() {
     assert_eq!(fs["error"], "mcp server \"fs\": tool \"read_file\" shadows a built-in tool");
     let lines = run.stderr_lines();
     assert!(lines.contains(&"[fs] Secure MCP Filesystem Server running on stdio"), "{lines:?}");
-    let roots = format!(
-        "[fs] Client does not support MCP Roots, using allowed directories set from server args: [ '{allowed}' ]"
-    );
-    assert!(lines.contains(&roots.as_str()), "{lines:?}");
+    assert!(lines.contains(&"odek: mcp server \"fs\": tool \"read_file\" shadows a built-in tool"), "{lines:?}");
+}
 
-    let run = project.odek(&["ext", "call", "fs__list_allowed_directories", "{}"]);
-    run.assert_code(1);
-    assert_eq!(run.stdout, "");
-    assert!(
-        run.stderr_lines().contains(&"odek: mcp server \"fs\": tool \"read_file\" shadows a built-in tool"),
-        "{}",
-        run.stderr
-    );
+#[test]
+fn filesystem_server_tools_answer_through_odek_with_excluded_tools() {
+    let Some(servers) = Servers::installed("filesystem_server_tools_answer_through_odek_with_excluded_tools") else {
+        return;
+    };
+    let project = Project::new();
+    let allowed = project.artifacts.display().to_string();
+    std::fs::write(project.artifacts.join("note.txt"), "hello from the filesystem server\n").unwrap();
+    let outside = project.artifacts.parent().unwrap().join("outside.txt");
+    std::fs::write(&outside, "not for the model\n").unwrap();
+    // [beyond] exclude_tools drops the shadowing tools so the rest of the server is usable.
+    let mut entry = Servers::node_entry(&servers.filesystem(), &[&allowed]);
+    entry["exclude_tools"] = json!(["read_file", "write_file", "search_files"]);
+    let project = project.configure(&json!({ "mcp_servers": { "fs": entry } }));
 
-    // Refused before its descriptions are checked, so check them here with odek's own rules.
-    let tools = raw_tools_list("node", &[&servers.filesystem().display().to_string(), &allowed]);
-    assert_eq!(tools.len(), 14);
-    for tool in &tools {
-        let description = tool["description"].as_str().unwrap();
-        assert!(!detects_prompt_injection(description), "{}: {description}", tool["name"]);
-        assert!(!schema_has_prompt_injection(&tool["inputSchema"]), "{}", tool["name"]);
-    }
+    let (run, reports) = project.list_json();
+    run.assert_code(0);
+    let fs = report(&reports, "fs");
+    assert_eq!(fs["status"], "ok");
+    assert_eq!(
+        strings(&fs["tools"]),
+        vec![
+            "fs__read_text_file",
+            "fs__read_media_file",
+            "fs__read_multiple_files",
+            "fs__edit_file",
+            "fs__create_directory",
+            "fs__list_directory",
+            "fs__list_directory_with_sizes",
+            "fs__directory_tree",
+            "fs__move_file",
+            "fs__get_file_info",
+            "fs__list_allowed_directories",
+        ]
+    );
+    assert_eq!(fs["warnings"], json!([]), "no description trips the prompt-injection screen");
+
+    let note = project.artifacts.join("note.txt").display().to_string();
+    let (run, records) = project.call_jsonl(&[
+        json!({"tool": "fs__list_allowed_directories"}),
+        json!({"tool": "fs__read_text_file", "arguments": {"path": note}}),
+        json!({"tool": "fs__list_directory", "arguments": {"path": allowed}}),
+        json!({"tool": "fs__create_directory", "arguments": {"path": format!("{allowed}/made")}}),
+        json!({"tool": "fs__read_text_file", "arguments": {"path": outside.display().to_string()}}),
+        json!({"tool": "fs__read_file", "arguments": {"path": note}}),
+    ]);
+    run.assert_code(0);
+    assert_eq!(ok_text(&records[0]), format!("Allowed directories:\n{allowed}"));
+    assert_eq!(ok_text(&records[1]), "hello from the filesystem server\n");
+    assert_eq!(ok_text(&records[2]), "[FILE] note.txt");
+    assert!(ok_text(&records[3]).starts_with("Successfully created directory "), "{}", records[3]);
+    assert!(project.artifacts.join("made").is_dir());
+    // The server confines itself to its allowed directory; odek reports its isError text.
+    assert_eq!(
+        error_text(&records[4]),
+        format!(
+            "mcpclient fs: tool read_text_file returned error: Access denied - path outside allowed directories: {} not in {allowed}",
+            outside.display()
+        )
+    );
+    assert_eq!(error_text(&records[5]), "tool \"fs__read_file\" not found", "excluded tools are not offered");
 }
 
 #[test]

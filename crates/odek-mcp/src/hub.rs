@@ -230,8 +230,14 @@ impl McpHub {
     /// Name rules, registration checks, collisions and approvals for one server's list, then the
     /// catalogue swap. On a re-list, tools identical to registered ones are kept without asking
     /// again and unapproved new or changed tools are left out with a warning.
-    async fn register(&self, server: &ServerRuntime, tools: Vec<ListedTool>, relist: bool) -> Result<usize, McpError> {
+    async fn register(
+        &self,
+        server: &ServerRuntime,
+        mut tools: Vec<ListedTool>,
+        relist: bool,
+    ) -> Result<usize, McpError> {
         let name = &server.spec.name;
+        tools.retain(|tool| !server.spec.exclude_tools.contains(&tool.name));
         check_tool_names(name, &tools)?;
         let previous = {
             let catalogue = self.catalogue.read().unwrap_or_else(PoisonError::into_inner);

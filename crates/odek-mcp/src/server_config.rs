@@ -43,6 +43,10 @@ pub struct ServerEntry {
     pub artifact_roots: Vec<String>,
     pub enabled: Option<bool>,
     pub auto_approve: bool,
+    /// [beyond] Raw tool names to leave out of this server's `tools/list` before any check:
+    /// the operator's way to use a server with a tool that shadows a built-in (which would
+    /// otherwise reject the whole server) or a tool they don't want offered.
+    pub exclude_tools: Vec<String>,
 }
 
 impl ServerEntry {
@@ -79,6 +83,8 @@ pub struct ServerSpec {
     pub transport: Transport,
     pub limits: Limits,
     pub artifact_roots: Vec<String>,
+    /// Raw tool names dropped from every listing ([`ServerEntry::exclude_tools`]).
+    pub exclude_tools: Vec<String>,
 }
 
 /// Validates one enabled entry (spec `mcp-client.md` §1 step 2): server name, transport, limits.
@@ -106,7 +112,13 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
     };
     let limits = effective_limits(name, entry, &mut warnings)?;
     Ok((
-        ServerSpec { name: name.to_owned(), transport, limits, artifact_roots: entry.artifact_roots.clone() },
+        ServerSpec {
+            name: name.to_owned(),
+            transport,
+            limits,
+            artifact_roots: entry.artifact_roots.clone(),
+            exclude_tools: entry.exclude_tools.clone(),
+        },
         warnings,
     ))
 }

@@ -21,6 +21,9 @@ use crate::approvals::{McpApprovals, StdConsole};
 use crate::cli::ExtCommand;
 use crate::config::{ConfigSources, LoadedConfig, McpServerConfig, ServerOrigin, load_config};
 
+/// The argument text of a call given no arguments.
+const NO_ARGUMENTS: &str = "{}";
+
 /// Longest request line `odek ext call --jsonl` reads (16 MiB).
 pub const MAX_JSONL_LINE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -28,8 +31,10 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     match command {
         ExtCommand::List { json } => list(json).await,
         ExtCommand::Call { jsonl: true, .. } => call_jsonl().await,
+        // Without arguments the call sends `{}`: MCP servers built on the TypeScript SDK reject
+        // the `null` an empty argument string becomes (pass '' to send exactly that).
         ExtCommand::Call { tool, arguments, .. } => {
-            call_one(&tool.unwrap_or_default(), arguments.as_deref().unwrap_or_default()).await
+            call_one(&tool.unwrap_or_default(), arguments.as_deref().unwrap_or(NO_ARGUMENTS)).await
         }
     }
 }
@@ -117,7 +122,8 @@ async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {
 struct CallRequest {
     tool: String,
     /// A JSON string is the raw argument text as a model would send it (even when it is not
-    /// JSON); any other value is sent compactly; absent means no arguments.
+    /// JSON, and `""` for an empty string, sent as `null`); any other value is sent compactly;
+    /// absent means `{}`.
     #[serde(default)]
     arguments: Option<serde_json::Value>,
 }
@@ -183,7 +189,7 @@ async fn answer_lines(hub: &McpHub, cancel: &CancellationToken) -> Result<(), Co
 
 async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken) -> CallRecord {
     let arguments = match request.arguments {
-        None | Some(serde_json::Value::Null) => String::new(),
+        None => NO_ARGUMENTS.to_owned(),
         Some(serde_json::Value::String(raw)) => raw,
         Some(value) => value.to_string(),
     };

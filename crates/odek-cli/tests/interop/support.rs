@@ -2,11 +2,11 @@
 //! a temp `$HOME` and project directory holding an `odek.json`, and running the real `odek`
 //! binary there with a deadline. Start at [`Servers::installed`] and [`Project::odek`].
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Once, mpsc};
+use std::sync::Once;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
@@ -14,9 +14,6 @@ use serde_json::{Value, json};
 /// Longest any one `odek` invocation may take before the test kills it and fails (seconds). The
 /// slowest invocation here waits out the 5 s shutdown grace of a server that ignores stdin EOF.
 const RUN_DEADLINE: Duration = Duration::from_secs(60);
-
-/// Longest a raw tools/list exchange with a server may take.
-const RAW_DEADLINE: Duration = Duration::from_secs(20);
 
 /// The workspace root (the directory holding the top `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
@@ -205,52 +202,6 @@ fn wait_with_deadline(child: &mut Child, deadline: Duration, what: &[&str]) -> E
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The tools a server lists, fetched without odek (initialize, initialized, tools/list over its
-/// stdio): for servers odek refuses before it looks at their descriptions.
-pub fn raw_tools_list(program: &str, args: &[&str]) -> Vec<Value> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let messages = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "odek-interop-test", "version": "0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-    ];
-    for message in &messages {
-        writeln!(stdin, "{message}").unwrap();
-    }
-    stdin.flush().unwrap();
-    let (lines_tx, lines) = mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let started = Instant::now();
-    let tools = loop {
-        let remaining = RAW_DEADLINE.saturating_sub(started.elapsed());
-        let line = lines.recv_timeout(remaining).unwrap_or_else(|err| panic!("{program} {args:?}: tools/list: {err}"));
-        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
-        if message["id"] == json!(2) {
-            break message["result"]["tools"].as_array().unwrap().clone();
-        }
-    };
-    drop(stdin);
-    let _ = child.kill();
-    child.wait().unwrap();
-    tools
 }
 
 /// A value no other test run uses, to find a server process by its environment.
