@@ -240,6 +240,14 @@ impl Server {
         self
     }
 
+    /// Removes a tool added earlier (nothing happens if there is none), so a server assembled
+    /// from shared tool sets can leave one out: it is not listed, and calls to it get the
+    /// unknown-tool result.
+    pub fn without_tool(mut self, name: &str) -> Self {
+        self.tools.remove(name);
+        self
+    }
+
     /// Routes every client request through `interceptor` (each in its own task). It may answer
     /// by itself, or delegate to the built-in handling with [`CallContext::builtin`].
     pub fn intercept<F, Fut>(mut self, interceptor: F) -> Self

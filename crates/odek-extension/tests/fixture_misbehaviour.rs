@@ -119,3 +119,25 @@ fn unknown_request_before_call_requires_method_not_found() {
         json!("client answered sampling/createMessage with a result ({}); expected error -32601")
     );
 }
+
+#[test]
+fn ping_with_call_id_reuses_the_calls_id_and_waits_for_the_reply() {
+    let mut fixture = Fixture::started(&["--mode", "ping-with-call-id"]);
+    let call = fixture.send_request("tools/call", Some(json!({"name":"echo","arguments":{"text":"real"}})));
+    let ping = fixture.recv();
+    assert_eq!(ping, json!({"jsonrpc":"2.0","id":call,"method":"ping"}));
+    fixture.send(&json!({"jsonrpc":"2.0","id":call,"result":{}}));
+    let (response, before) = fixture.wait_response(call);
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(response["result"]["content"][0]["text"], json!("real"));
+
+    // An error reply to the ping becomes the call's isError result.
+    let call = fixture.send_request("tools/call", Some(json!({"name":"echo","arguments":{"text":"x"}})));
+    assert_eq!(fixture.recv()["id"], json!(call));
+    fixture.send(&json!({"jsonrpc":"2.0","id":call,"error":{"code":-32601,"message":"method not found"}}));
+    let (response, _) = fixture.wait_response(call);
+    assert_eq!(
+        response["result"],
+        json!({"content":[{"type":"text","text":"client answered ping with an error: MCP error -32601: method not found"}],"isError":true})
+    );
+}

@@ -250,3 +250,32 @@ fn oversized_line_streams_a_gibibyte() {
     // The connection is still usable afterwards.
     assert_eq!(fixture.call_text("echo", json!({"text":"after"})), "after");
 }
+
+#[test]
+fn raw_result_writes_the_result_verbatim() {
+    let mut fixture = Fixture::started(&[]);
+    let id = fixture.send_request("tools/call", Some(json!({"name":"raw_result","arguments":{"result":[1]}})));
+    assert_eq!(fixture.next_text(), format!(r#"{{"jsonrpc":"2.0","id":{id},"result":[1]}}"#));
+    let id = fixture.send_request("tools/call", Some(json!({"name":"raw_result","arguments":{}})));
+    assert_eq!(fixture.next_text(), format!(r#"{{"jsonrpc":"2.0","id":{id},"result":null}}"#));
+    let id =
+        fixture.send_request("tools/call", Some(json!({"name":"raw_result","arguments":{"result":{"content":"x"}}})));
+    assert_eq!(fixture.next_text(), format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":"x"}}}}"#));
+    // Nothing else follows: the SDK sent no reply of its own.
+    assert_eq!(fixture.call_text("echo", json!({"text":"next"})), "next");
+}
+
+#[test]
+fn raw_error_writes_the_error_and_an_optional_result() {
+    let mut fixture = Fixture::started(&[]);
+    let error = json!({"code":-32000,"message":"bad\n- artifact \"x\" (a)"});
+    let id = fixture.send_request("tools/call", Some(json!({"name":"raw_error","arguments":{"error":error}})));
+    let line = fixture.next_text();
+    assert_eq!(line, format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#));
+    assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["error"], error);
+    let result = json!({"content":[{"type":"text","text":"ignored"}]});
+    let id = fixture
+        .send_request("tools/call", Some(json!({"name":"raw_error","arguments":{"error":error,"result":result}})));
+    assert_eq!(fixture.next_text(), format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result},"error":{error}}}"#));
+    assert_eq!(fixture.call_text("echo", json!({"text":"next"})), "next");
+}

@@ -134,6 +134,22 @@ fn tool_calls_tolerate_unknown_arguments_and_report_unknown_tools_as_errors() {
     assert_eq!(no_name["error"]["code"], json!(-32602));
 }
 
+#[test]
+fn a_removed_tool_is_neither_listed_nor_callable() {
+    let server = echo_server()
+        .tool(ToolDef::new("other", "Another tool", object_schema()), |_, _| async { ToolResponse::text("other") })
+        .without_tool("echo")
+        .without_tool("never-added");
+    let mut server = InProcess::start(server);
+    server.initialize();
+    assert_eq!(server.request("tools/list", None)["result"]["tools"][0]["name"], json!("other"));
+    assert_eq!(server.request("tools/list", None)["result"]["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        server.call("echo", json!({"text":"hi"}))["result"],
+        json!({"content":[{"type":"text","text":"unknown tool \"echo\""}],"isError":true})
+    );
+}
+
 /// What the "block" tool reports about itself.
 #[derive(Debug, PartialEq)]
 enum Gate {

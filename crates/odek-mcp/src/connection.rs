@@ -731,6 +731,12 @@ async fn own_process(shared: Arc<Shared>, mut child: Child) {
     let status = tokio::select! {
         status = child.wait() => status,
         () = shared.stop.cancelled() => {
+            // An exit that already happened was the server's own, not odek's doing.
+            if let Ok(Some(status)) = child.try_wait() {
+                kill_group(pid);
+                publish_exit(&shared, Ok(status), false);
+                return;
+            }
             match tokio::time::timeout(WRITER_GRACE + EXIT_GRACE, child.wait()).await {
                 Ok(status) => status,
                 Err(_) => {
@@ -740,17 +746,10 @@ async fn own_process(shared: Arc<Shared>, mut child: Child) {
             }
         }
     };
-    let status = match status {
-        Ok(status) => {
-            use std::os::unix::process::ExitStatusExt;
-            status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(-1)
-        }
-        Err(_) => -1,
-    };
     // Whatever the leader left behind in its group goes with it.
     kill_group(pid);
     let caused_by_odek = shared.stop.is_cancelled();
-    shared.exit.send_replace(Some(ExitInfo { status, caused_by_odek }));
+    publish_exit(&shared, status, caused_by_odek);
     if shared.closed_reason().is_none() {
         // Normally stdout reaches EOF right after the exit; a grandchild may hold it open.
         tokio::select! {
@@ -759,6 +758,17 @@ async fn own_process(shared: Arc<Shared>, mut child: Child) {
         }
         shared.close(Closed::Eof);
     }
+}
+
+fn publish_exit(shared: &Shared, status: std::io::Result<std::process::ExitStatus>, caused_by_odek: bool) {
+    let status = match status {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(-1)
+        }
+        Err(_) => -1,
+    };
+    shared.exit.send_replace(Some(ExitInfo { status, caused_by_odek }));
 }
 
 /// SIGKILL to the server's process group (it was spawned as the group leader).

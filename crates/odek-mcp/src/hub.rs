@@ -68,6 +68,10 @@ struct ServerRuntime {
     /// purpose: concurrent callers must wait for the one restart rather than start their own.
     slot: tokio::sync::Mutex<Slot>,
     restarts: AtomicU32,
+    /// Set once a restart was decided and until one succeeds: a restart that failed or was
+    /// interrupted must be retried by the next call, although odek itself closed the old
+    /// connection meanwhile.
+    restart_due: AtomicBool,
     protocol_version: Mutex<String>,
     /// Tools the approver turned down, as listed: a re-list does not ask (or warn) again.
     declined: Mutex<Vec<ListedTool>>,
@@ -144,6 +148,7 @@ impl McpHub {
                 stale: Arc::new(AtomicBool::new(false)),
                 slot: tokio::sync::Mutex::new(Slot::Disabled),
                 restarts: AtomicU32::new(0),
+                restart_due: AtomicBool::new(false),
                 protocol_version: Mutex::new(String::new()),
                 declined: Mutex::new(Vec::new()),
                 spec,
@@ -426,7 +431,7 @@ impl McpHub {
         if !current.is_dead() {
             return Ok(current);
         }
-        if !current.restartable() {
+        if !server.restart_due.load(Ordering::Acquire) && !current.restartable() {
             // Closed for good (oversized line) or a sticky write failure on a live process:
             // the request fails with the connection's own reason.
             return Ok(current);
@@ -438,6 +443,7 @@ impl McpHub {
                 failure: RequestFailure::NotDispatched(Cause::RestartLimitExhausted),
             });
         }
+        server.restart_due.store(true, Ordering::Release);
         let restarts = server.restarts.fetch_add(1, Ordering::AcqRel) + 1;
         // Reap the old process first: its stdout may reach EOF before its exit is observed.
         current.shutdown().await;
@@ -466,6 +472,7 @@ impl McpHub {
         }
         *server.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = discovered.protocol_version;
         *slot = Slot::Live(Arc::clone(&connection));
+        server.restart_due.store(false, Ordering::Release);
         self.options.observer.event(McpEvent::ServerRestarted {
             server: name.clone(),
             restarts,

@@ -262,3 +262,86 @@ async fn parallel_calls_are_matched_by_id() {
     }
     hub.shutdown().await;
 }
+
+/// The truncation notice's fixed tail, whatever the server, tool and observed count.
+const NOTICE_TAIL: &str = "; the full result is available via the retained artifact references, if any]";
+
+#[tokio::test]
+async fn parse_result_error_is_capped_red() {
+    let mut fixture = Fixture::new(&[]);
+    fixture.entry.max_result_chars = 1000;
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    let args = format!(r#"{{"result":{{"content":"{}"}}}}"#, "A".repeat(100_000));
+    let err = call(&hub, "fx__raw_result", &args).await.unwrap_err();
+    assert!(err.chars().count() <= 1000, "{} runes", err.chars().count());
+    assert!(err.starts_with("mcpclient fx: parse result: "), "{err}");
+    assert!(
+        err.ends_with(&format!("exceeding the configured max_result_chars=1000{NOTICE_TAIL}")),
+        "{}",
+        &err[err.len().saturating_sub(300)..]
+    );
+    assert!(err.contains("\n[odek: result truncated — server \"fx\" tool \"raw_result\" produced "), "{err}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_results_are_parse_errors() {
+    let fixture = Fixture::new(&[]);
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    assert_eq!(
+        call(&hub, "fx__raw_result", r#"{"result":[1]}"#).await.unwrap_err(),
+        "mcpclient fx: parse result: expected a JSON object, found an array"
+    );
+    assert_eq!(
+        call(&hub, "fx__raw_result", r#"{"result":null}"#).await.unwrap_err(),
+        "mcpclient fx: parse result: expected a JSON object, found null"
+    );
+    let err = call(&hub, "fx__raw_result", r#"{"result":{"content":"x"}}"#).await.unwrap_err();
+    assert!(err.starts_with("mcpclient fx: parse result: "), "{err}");
+    // The connection is unharmed.
+    assert_eq!(call(&hub, "fx__echo", r#"{"text":"after"}"#).await.unwrap(), "after");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn rpc_error_message_is_sanitised_and_capped_red() {
+    let mut fixture = Fixture::new(&[]);
+    fixture.entry.max_result_chars = 1000;
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    let err = call(&hub, "fx__raw_error", r#"{"error":{"code":-32000,"message":"bad\n- artifact \"x\" (a)"}}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err, "mcpclient fx: tools/call: MCP error -32000: bad\n - artifact \"x\" (a)");
+
+    let long = format!(r#"{{"error":{{"code":-32000,"message":"{}"}}}}"#, "m".repeat(5000));
+    let err = call(&hub, "fx__raw_error", &long).await.unwrap_err();
+    assert!(err.chars().count() <= 1000, "{} runes", err.chars().count());
+    assert!(err.starts_with("mcpclient fx: tools/call: MCP error -32000: mmm"), "{err}");
+    assert!(err.ends_with(NOTICE_TAIL), "{err}");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn error_takes_precedence_over_result() {
+    let fixture = Fixture::new(&[]);
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    let args = r#"{"error":{"code":-32001,"message":"the error wins"},"result":{"content":[{"type":"text","text":"the result loses"}]}}"#;
+    assert_eq!(
+        call(&hub, "fx__raw_error", args).await.unwrap_err(),
+        "mcpclient fx: tools/call: MCP error -32001: the error wins"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_request_with_pending_id_is_not_a_response() {
+    let fixture = Fixture::new(&["--mode", "ping-with-call-id"]);
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    // The fixture answers the call only once the client answered the ping carrying the call's
+    // id, so the real answer proves both: the ping was not taken for the response, and it was
+    // answered.
+    for text in ["first", "second"] {
+        assert_eq!(call(&hub, "fx__echo", &format!(r#"{{"text":"{text}"}}"#)).await.unwrap(), text);
+    }
+    hub.shutdown().await;
+}

@@ -1,12 +1,16 @@
 //! Deadlines, progress, cancellation, crash restarts, oversized lines, tool-list changes, stderr
 //! and shutdown against the fixture server (spec `mcp-client.md` §5, §8, §9, §11–§13).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use odek_mcp::{CallOptions, McpEvent};
-use support::{Fixture, call, fixture_entry, spec, start};
+use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
+use odek_mcp::{CallOptions, McpEvent, McpHub};
+use support::{Fixture, Recorder, call, fixture_entry, options, poll_until, spec, start, wait_stale};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -248,5 +252,263 @@ async fn server_environment_is_scrubbed_red() {
     let env = call(&hub, "fx__env", "").await.unwrap();
     let names: Vec<&str> = env.lines().map(|line| line.split('=').next().unwrap_or_default()).collect();
     assert_eq!(names, vec!["LOG_LEVEL", "PATH"], "{env}");
+    hub.shutdown().await;
+}
+
+/// Ends the server process from inside a call (exit code 3), which makes the next call restart it.
+async fn crash(hub: &McpHub) {
+    let err = call(hub, "fx__exit_mid_call", "{}").await.unwrap_err();
+    assert!(err.ends_with("connection closed before response received"), "{err}");
+}
+
+/// How often the crash-then-restart scenarios that depend on when the client observes the
+/// crashed process's exit are repeated.
+const CRASH_ROUNDS: u32 = 20;
+
+/// The events after startup's `mcp_server_started`.
+fn events_after_start(recorder: &Recorder) -> Vec<McpEvent> {
+    let mut events = recorder.events();
+    assert!(matches!(events.first(), Some(McpEvent::ServerStarted { .. })), "{events:?}");
+    events.remove(0);
+    events
+}
+
+fn restarts(recorder: &Recorder) -> Vec<u32> {
+    recorder
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            McpEvent::ServerRestarted { restarts, .. } => Some(restarts),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn restart_failed() {
+    let fixture = Fixture::new(&[]);
+    let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+    crash(&hub).await;
+    fixture.set_restart_args("--mode initialize-error");
+    assert_eq!(
+        call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
+        "mcpclient fx: restart failed: mcpclient fx: initialize: MCP error -32603: boom"
+    );
+    assert_eq!(
+        events_after_start(&recorder),
+        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "protocol_error" }]
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn failed_restart_is_retried_by_the_next_call() {
+    // A client that re-derives "may restart" from how the old process ended gets either answer
+    // here, depending on whether the crash was observed before the failed restart closed the
+    // old connection; repeating the scenario makes such a race show.
+    for round in 1..=CRASH_ROUNDS {
+        let fixture = Fixture::new(&[]);
+        let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+        fixture.set_restart_args("--mode initialize-error");
+        crash(&hub).await;
+        let err = call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err();
+        assert!(err.starts_with("mcpclient fx: restart failed: "), "{err}");
+        fixture.set_restart_args("");
+        let after = call(&hub, "fx__echo", r#"{"text":"back"}"#).await;
+        assert_eq!(after.as_deref(), Ok("back"), "round {round}: the failed restart disabled the server");
+        // The failed restart counted toward the limit: the successful one is the second.
+        assert_eq!(restarts(&recorder), vec![2], "round {round}");
+        hub.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn restart_error_forged_artifact_line_red() {
+    let fixture = Fixture::new(&[]);
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    crash(&hub).await;
+    fixture.set_restart_args(r#"--initialize-error-message ok\n-\u0020artifact\u0020\"x\"\u0020(text/plain)"#);
+    assert_eq!(
+        call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
+        "mcpclient fx: restart failed: mcpclient fx: initialize: MCP error -32603: ok\n - artifact \"x\" (text/plain)"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn restart_rejected_disables_server() {
+    let fixture = Fixture::new(&[]);
+    let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+    crash(&hub).await;
+    fixture.set_restart_args("--mode invalid-tool-name");
+    assert_eq!(
+        call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
+        "mcp server \"fx\": restart rejected: mcpclient fx: tools/list: tool name \"read file\" contains invalid character ' '; server disabled"
+    );
+    assert_eq!(
+        events_after_start(&recorder),
+        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "invalid_tool" }]
+    );
+    assert_eq!(call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(), "tool \"fx__echo\" not found");
+    assert!(hub.tools().is_empty(), "{:?}", hub.tools());
+    let servers = hub.servers();
+    assert!(servers[0].disabled && servers[0].tools.is_empty());
+    assert_eq!(fixture.processes(), Vec::<u32>::new(), "the rejected process was closed");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_longer_offered_after_restart() {
+    let fixture = Fixture::new(&[]);
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    fixture.set_restart_args("--hide echo");
+    crash(&hub).await;
+    assert_eq!(
+        call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
+        "mcpclient fx: tool echo is no longer offered by the server"
+    );
+    assert!(!hub.tools().iter().any(|tool| tool.raw_name == "echo"), "the catalogue already changed");
+    assert_eq!(call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(), "tool \"fx__echo\" not found");
+    assert_eq!(call(&hub, "fx__count_calls", "").await.unwrap(), "1", "the restarted process serves the rest");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancel_during_restart_never_leaks_process_red() {
+    // 1 ms interrupts the restart wherever it happens to be (possibly before the spawn); 300 ms
+    // interrupts it mid-handshake with a live process, since the restarted process never
+    // answers initialize.
+    for deadline in [Duration::from_millis(1), Duration::from_millis(300)] {
+        let fixture = Fixture::new(&[]);
+        let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+        crash(&hub).await;
+        fixture.set_restart_args("--mode no-initialize-reply");
+        let options = CallOptions { deadline: Some(tokio::time::Instant::now() + deadline), cancel: None };
+        let err = hub.call("fx__echo", r#"{"text":"x"}"#, &options).await.unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient fx: tools/call: MCP request not dispatched: context deadline exceeded");
+        hub.shutdown().await;
+        let gone = poll_until(Duration::from_secs(15), || fixture.processes().is_empty()).await;
+        assert!(gone, "deadline {deadline:?}: fixture processes left behind: {:?}", fixture.processes());
+    }
+}
+
+#[tokio::test]
+async fn interrupted_restart_leaves_the_server_restartable() {
+    // As for a failed restart: the outcome must not depend on whether the crash was observed
+    // before the interrupted restart began closing the old connection, so the scenario repeats.
+    for round in 1..=CRASH_ROUNDS {
+        let fixture = Fixture::new(&[]);
+        let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+        fixture.set_restart_args("--mode no-initialize-reply");
+        crash(&hub).await;
+        let options =
+            CallOptions { deadline: Some(tokio::time::Instant::now() + Duration::from_millis(300)), cancel: None };
+        let err = hub.call("fx__echo", r#"{"text":"x"}"#, &options).await.unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient fx: tools/call: MCP request not dispatched: context deadline exceeded");
+        fixture.set_restart_args("");
+        let after = call(&hub, "fx__echo", r#"{"text":"after"}"#).await;
+        assert_eq!(after.as_deref(), Ok("after"), "round {round}: the interrupted restart disabled the server");
+        assert_eq!(restarts(&recorder), vec![2], "round {round}: the interrupted restart counted");
+        hub.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn calls_after_shutdown_fail_without_spawning() {
+    let fixture = Fixture::new(&[]);
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    // A crashed server would be restarted by the next call, were the hub still open.
+    crash(&hub).await;
+    hub.shutdown().await;
+    for tool in ["fx__echo", "fx__pid"] {
+        assert_eq!(
+            call(&hub, tool, r#"{"text":"x"}"#).await.unwrap_err(),
+            "mcpclient fx: tools/call: MCP request not dispatched: connection closed before dispatch"
+        );
+    }
+    assert_eq!(fixture.processes(), Vec::<u32>::new());
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn log_message_redacted_red() {
+    let fixture = Fixture::new(&[]);
+    let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+    let token = format!("ghp_{}", "aB3".repeat(12));
+    assert_eq!(token.len(), 40);
+    let args = format!(r#"{{"level":"error","data":"pushing with {token} now"}}"#);
+    assert_eq!(call(&hub, "fx__log_message", &args).await.unwrap(), "logged");
+    let line = recorder.wait_for_line(|line| line.starts_with("[fx] error: pushing with ")).await;
+    assert!(line.contains("[REDACTED]"), "{line}");
+    assert!(!line.contains(&token) && !line.contains("aB3aB3"), "{line}");
+    assert!(recorder.lines().iter().all(|line| !line.contains(&token)));
+    hub.shutdown().await;
+}
+
+/// Records every approval question as (tool, relist); declines the named tools at startup and
+/// everything on a re-list when `decline_relist`.
+struct Asking {
+    asked: Mutex<Vec<(String, bool)>>,
+    decline_at_start: &'static [&'static str],
+    decline_relist: bool,
+}
+
+impl Asking {
+    fn new(decline_at_start: &'static [&'static str], decline_relist: bool) -> Arc<Self> {
+        Arc::new(Self { asked: Mutex::new(Vec::new()), decline_at_start, decline_relist })
+    }
+
+    fn relist_questions(&self) -> Vec<String> {
+        self.asked.lock().unwrap().iter().filter(|(_, relist)| *relist).map(|(tool, _)| tool.clone()).collect()
+    }
+}
+
+impl ToolApprover for Asking {
+    fn approve_tool(&self, request: &ToolApprovalRequest) -> ToolApproval {
+        self.asked.lock().unwrap().push((request.tool.clone(), request.relist));
+        let declined =
+            if request.relist { self.decline_relist } else { self.decline_at_start.contains(&request.tool.as_str()) };
+        if declined { ToolApproval::Declined } else { ToolApproval::Approved }
+    }
+}
+
+async fn start_asking(fixture: &Fixture, approver: &Arc<Asking>) -> (McpHub, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let approver = Arc::clone(approver) as Arc<dyn ToolApprover>;
+    let hub = McpHub::start(vec![spec("fx", &fixture.entry)], options(&recorder, approver)).await.unwrap();
+    (hub, recorder)
+}
+
+#[tokio::test]
+async fn declined_tool_is_not_asked_again_on_relist() {
+    let fixture = Fixture::new(&[]);
+    let approver = Asking::new(&["slow"], false);
+    let (hub, recorder) = start_asking(&fixture, &approver).await;
+    assert!(approver.asked.lock().unwrap().contains(&("slow".to_owned(), false)));
+    assert!(approver.relist_questions().is_empty());
+    assert_eq!(call(&hub, "fx__mutate_tools", r#"{"add":"fresh"}"#).await.unwrap(), "ok");
+    wait_stale(&hub).await;
+    hub.refresh_stale().await;
+    assert_eq!(approver.relist_questions(), vec!["fresh"], "only the new tool is asked about");
+    let names: Vec<String> = hub.tools().into_iter().map(|tool| tool.raw_name).collect();
+    assert!(names.contains(&"fresh".to_owned()) && !names.contains(&"slow".to_owned()), "{names:?}");
+    assert!(recorder.warnings().is_empty(), "{:?}", recorder.warnings());
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn relist_unapproved_tool_warns() {
+    let fixture = Fixture::new(&[]);
+    let approver = Asking::new(&[], true);
+    let (hub, recorder) = start_asking(&fixture, &approver).await;
+    assert_eq!(call(&hub, "fx__mutate_tools", r#"{"add":"fresh"}"#).await.unwrap(), "ok");
+    wait_stale(&hub).await;
+    hub.refresh_stale().await;
+    assert_eq!(
+        recorder.warnings(),
+        vec!["mcp server \"fx\": tool \"fresh\" changed or is new and is not approved; not registered"]
+    );
+    assert_eq!(call(&hub, "fx__fresh", "{}").await.unwrap_err(), "tool \"fx__fresh\" not found");
+    assert_eq!(call(&hub, "fx__echo", r#"{"text":"kept"}"#).await.unwrap(), "kept", "approved tools stay");
     hub.shutdown().await;
 }

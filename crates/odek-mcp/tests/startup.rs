@@ -206,3 +206,98 @@ async fn declined_tools_are_skipped_and_required_approval_is_fatal() {
     assert_eq!(err.to_string(), message);
     assert_eq!(err.error_class(), "approval_required");
 }
+
+#[tokio::test]
+async fn exposed_name_collision_red() {
+    // "fx" + "__" + "_echo" and "fx_" + "__" + "echo" are both "fx___echo".
+    let first = Fixture::new(&["--extra-tool", "_echo"]);
+    let second = Fixture::new(&[]);
+    let (err, recorder) = start_err(vec![spec("fx_", &second.entry), spec("fx", &first.entry)]).await;
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"fx_\": tool \"echo\" maps to exposed name \"fx___echo\", already used by server \"fx\""
+    );
+    assert!(
+        recorder.events().contains(&McpEvent::ServerFailed { server: "fx_".into(), error_class: "invalid_tool" }),
+        "{:?}",
+        recorder.events()
+    );
+}
+
+#[tokio::test]
+async fn schema_injection_skipped_red() {
+    let (hub, recorder) = start(vec![spec("fx", &fixture_entry(&["--mode", "injection-schema"]))]).await;
+    assert_eq!(
+        recorder.warnings(),
+        vec![
+            "mcp server \"fx\" tool \"injection_schema\": prompt-injection patterns detected in the input schema; skipping"
+        ]
+    );
+    assert!(!hub.tools().iter().any(|tool| tool.raw_name == "injection_schema"));
+    assert!(hub.tools().iter().any(|tool| tool.raw_name == "echo"), "only the tool is skipped, not the server");
+    assert_eq!(
+        support::call(&hub, "fx__injection_schema", "{}").await.unwrap_err(),
+        "tool \"fx__injection_schema\" not found"
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn nameless_tool_rejected() {
+    let (err, recorder) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "nameless-tool"]))]).await;
+    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: tools/list: tool name is empty");
+    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "invalid_tool" }]);
+}
+
+#[tokio::test]
+async fn oversize_during_initialize() {
+    let mut entry = fixture_entry(&[]);
+    entry.max_response_bytes = 64;
+    let (err, recorder) = start_err(vec![spec("fx", &entry)]).await;
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"fx\": mcpclient fx: initialize: mcpclient fx: response line exceeded configured max_response_bytes limit of 64 bytes"
+    );
+    assert_eq!(err.error_class(), "response_too_large");
+    assert_eq!(
+        recorder.events(),
+        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "response_too_large" }]
+    );
+}
+
+#[tokio::test]
+async fn progress_does_not_extend_the_handshake_red() {
+    let mut entry = fixture_entry(&["--mode", "progress-before-initialize"]);
+    entry.timeout_seconds = 1;
+    // Not a timing assertion: progress every 200 ms would keep a client that honoured it for
+    // the handshake waiting for up to an hour; this bound only keeps such a failure from hanging.
+    let started = tokio::time::timeout(std::time::Duration::from_secs(30), start_err(vec![spec("fx", &entry)])).await;
+    let (err, recorder) =
+        started.expect("startup never ended: progress notifications extended the initialize deadline");
+    assert_eq!(
+        err.to_string(),
+        "mcp server \"fx\": mcpclient fx: initialize: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+    );
+    assert_eq!(
+        recorder.events(),
+        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "deadline_exceeded" }]
+    );
+}
+
+#[tokio::test]
+async fn started_event_has_duration_and_protocol() {
+    let began = std::time::Instant::now();
+    let (hub, recorder) = start(vec![spec("fx", &fixture_entry(&["--protocol-version", "none"]))]).await;
+    let elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap();
+    let started: Vec<McpEvent> =
+        recorder.events().into_iter().filter(|event| matches!(event, McpEvent::ServerStarted { .. })).collect();
+    let [McpEvent::ServerStarted { server, tools, duration_ms, protocol_version }] = started.as_slice() else {
+        panic!("exactly one mcp_server_started: {started:?}")
+    };
+    assert_eq!(server, "fx");
+    assert_eq!(protocol_version, "");
+    assert_eq!(*tools, hub.tools().len());
+    // Connect → registered happens inside the start call: it can never be longer.
+    assert!(*duration_ms <= elapsed_ms, "{duration_ms} ms > {elapsed_ms} ms");
+    hub.shutdown().await;
+}

@@ -95,7 +95,9 @@ pub fn spec(name: &str, entry: &ServerEntry) -> ServerSpec {
     validate_server(name, entry).expect("valid server config").0
 }
 
-/// A fixture with its own artifact directory, which is also its only artifact root.
+/// A fixture with its own artifact directory, which is also its only artifact root, and its own
+/// args file (absent until [`Fixture::set_restart_args`]), so a test can change how the next
+/// process started from this entry behaves.
 pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub entry: ServerEntry,
@@ -107,7 +109,8 @@ impl Fixture {
         let artifacts = dir.path().join("artifacts");
         std::fs::create_dir(&artifacts).unwrap();
         let artifacts = artifacts.to_string_lossy().into_owned();
-        let mut all = vec!["--artifact-dir", artifacts.as_str()];
+        let args_file = dir.path().join("args").to_string_lossy().into_owned();
+        let mut all = vec!["--artifact-dir", artifacts.as_str(), "--args-file", args_file.as_str()];
         all.extend_from_slice(args);
         let mut entry = fixture_entry(&all);
         entry.artifact_roots = vec![artifacts];
@@ -116,6 +119,51 @@ impl Fixture {
 
     pub fn artifact_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("artifacts")
+    }
+
+    /// Extra whitespace-separated fixture arguments for every process started from now on.
+    pub fn set_restart_args(&self, args: &str) {
+        std::fs::write(self.dir.path().join("args"), args).unwrap();
+    }
+
+    /// Pids of live processes whose command line mentions this fixture's directory (its
+    /// artifact dir is on every fixture command line started from this entry).
+    pub fn processes(&self) -> Vec<u32> {
+        let marker = self.dir.path().to_string_lossy().into_owned();
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+            // Processes come and go while we look; a vanished one is simply not counted.
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+            if cmdline.split(|byte| *byte == 0).any(|arg| String::from_utf8_lossy(arg).contains(&marker)) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+}
+
+/// Polls (it is not synchronisation: nothing notifies us of a process exit) until `done` holds
+/// or `limit` passes; returns whether it held.
+pub async fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits (at most 10 s) until some server announced a tool-list change.
+pub async fn wait_stale(hub: &McpHub) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !hub.has_stale() {
+        assert!(tokio::time::Instant::now() < deadline, "list_changed never arrived");
+        tokio::task::yield_now().await;
     }
 }
 

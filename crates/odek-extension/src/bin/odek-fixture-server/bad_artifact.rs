@@ -269,6 +269,7 @@ mod tests {
             tool_calls: AtomicU64::new(0),
             next_file: AtomicU64::new(1),
             string_ping_sent: AtomicBool::new(false),
+            initialize_error_message: None,
         }
     }
 

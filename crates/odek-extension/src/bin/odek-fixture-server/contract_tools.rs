@@ -14,14 +14,7 @@ use crate::{Fixture, bad_artifact, bind};
 
 pub(crate) fn register(server: Server, fixture: &Arc<Fixture>) -> Server {
     server
-        .tool(
-            ToolDef::new(
-                "echo",
-                "Returns its text argument unchanged.",
-                json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}),
-            ),
-            bind(fixture, echo),
-        )
+        .tool(ToolDef::new("echo", "Returns its text argument unchanged.", echo_schema()), bind(fixture, echo))
         .tool(
             ToolDef::new(
                 "large_result",
@@ -89,12 +82,17 @@ pub(crate) fn register(server: Server, fixture: &Arc<Fixture>) -> Server {
         )
 }
 
+/// The input schema of echo and of every `--extra-tool`.
+pub(crate) fn echo_schema() -> Value {
+    json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]})
+}
+
 #[derive(Deserialize)]
 struct EchoArgs {
     text: String,
 }
 
-async fn echo(_: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
+pub(crate) async fn echo(_: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
     match arguments::<EchoArgs>(args) {
         Ok(args) => ToolResponse::text(args.text),
         Err(response) => response,

@@ -114,6 +114,22 @@ pub(crate) fn register(server: Server, fixture: &Arc<Fixture>) -> Server {
             ToolDef::new("count_calls", "Returns how many tools/call this process has received.", object(json!({}))),
             bind(fixture, count_calls),
         )
+        .tool(
+            ToolDef::new(
+                "raw_result",
+                "Answers with a response whose result is the given JSON value, verbatim.",
+                object(json!({"result":{}})),
+            ),
+            bind(fixture, raw_result),
+        )
+        .tool(
+            ToolDef::new(
+                "raw_error",
+                "Answers with a response whose error (and, if given, result) are the given JSON values, verbatim.",
+                object(json!({"error":{},"result":{}})),
+            ),
+            bind(fixture, raw_error),
+        )
 }
 
 #[derive(Deserialize)]
@@ -371,6 +387,60 @@ async fn count_calls(fixture: Arc<Fixture>, _: Arc<CallContext>, _: Value) -> To
     ToolResponse::text(fixture.tool_calls.load(Ordering::Relaxed).to_string())
 }
 
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawResultArgs {
+    result: Value,
+}
+
+async fn raw_result(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    match arguments::<RawResultArgs>(args) {
+        Ok(args) => {
+            write_raw_response(&context, &raw_response_line(context.request_id(), Some(&args.result), None)).await
+        }
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawErrorArgs {
+    error: Value,
+    result: Option<Value>,
+}
+
+async fn raw_error(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    match arguments::<RawErrorArgs>(args) {
+        Ok(args) => {
+            let line = raw_response_line(context.request_id(), args.result.as_ref(), Some(&args.error));
+            write_raw_response(&context, &line).await
+        }
+        Err(response) => response,
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":<id>[,"result":<result>][,"error":<error>]}`, members in that order
+/// and values exactly as given: nothing checks that the frame is a valid JSON-RPC response.
+fn raw_response_line(request_id: &Value, result: Option<&Value>, error: Option<&Value>) -> String {
+    let mut line = format!(r#"{{"jsonrpc":"2.0","id":{request_id}"#);
+    if let Some(result) = result {
+        line.push_str(&format!(r#","result":{result}"#));
+    }
+    if let Some(error) = error {
+        line.push_str(&format!(r#","error":{error}"#));
+    }
+    line.push('}');
+    line
+}
+
+/// Writes a hand-made response for the current request; the SDK then sends nothing itself.
+async fn write_raw_response(context: &CallContext, line: &str) -> ToolResponse {
+    match context.write_raw_line(line).await {
+        Ok(()) => ToolResponse::NoReply,
+        Err(error) => ToolResponse::error(format!("raw response: {error}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,5 +454,15 @@ mod tests {
             json!({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"abc"}],"isError":false}})
         );
         assert!(line.ends_with('\n') && !line.trim_end().contains('\n'));
+    }
+
+    #[test]
+    fn raw_responses_keep_values_verbatim_and_in_order() {
+        assert_eq!(raw_response_line(&json!(4), Some(&json!([1])), None), r#"{"jsonrpc":"2.0","id":4,"result":[1]}"#);
+        assert_eq!(raw_response_line(&json!(4), Some(&Value::Null), None), r#"{"jsonrpc":"2.0","id":4,"result":null}"#);
+        assert_eq!(
+            raw_response_line(&json!("a"), Some(&json!({"content":[]})), Some(&json!({"code":1,"message":"m"}))),
+            r#"{"jsonrpc":"2.0","id":"a","result":{"content":[]},"error":{"code":1,"message":"m"}}"#
+        );
     }
 }

@@ -18,6 +18,12 @@ pub(crate) struct Options {
     pub(crate) page_size: usize,
     pub(crate) name: String,
     pub(crate) modes: Vec<Mode>,
+    /// Tools left out of the server (`--hide`), in flag order.
+    pub(crate) hidden: Vec<String>,
+    /// Extra echo tools (`--extra-tool`), in flag order; names are not validated.
+    pub(crate) extra_tools: Vec<String>,
+    /// `--initialize-error-message`, already unescaped.
+    pub(crate) initialize_error_message: Option<String>,
 }
 
 /// What the command line asks for.
@@ -29,7 +35,8 @@ pub(crate) enum Parsed {
 
 const DEFAULT_NAME: &str = "odek-fixture";
 
-/// Parses the arguments after the program name. `Err` carries a one-line usage error.
+/// Parses the arguments after the program name, then those of the `--args-file`, if it names a
+/// file that exists. `Err` carries a one-line usage error.
 pub(crate) fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Parsed, String> {
     let mut options = Options {
         artifact_dir: None,
@@ -37,7 +44,42 @@ pub(crate) fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Par
         page_size: 0,
         name: DEFAULT_NAME.to_owned(),
         modes: Vec::new(),
+        hidden: Vec::new(),
+        extra_tools: Vec::new(),
+        initialize_error_message: None,
     };
+    let mut args_file = None;
+    if parse_into(&mut options, arguments, Some(&mut args_file))? == HelpAsked::Yes {
+        return Ok(Parsed::Help);
+    }
+    if let Some(path) = args_file {
+        let extra = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            // Absent means "no extra arguments": a test creates the file to change a restart.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(error) => return Err(format!("--args-file {}: {error}", path.display())),
+        };
+        let extra = extra.split_whitespace().map(OsString::from);
+        if parse_into(&mut options, extra, None)? == HelpAsked::Yes {
+            return Ok(Parsed::Help);
+        }
+    }
+    Ok(Parsed::Run(options))
+}
+
+#[derive(Debug, PartialEq)]
+enum HelpAsked {
+    Yes,
+    No,
+}
+
+/// Applies `arguments` to `options`, stopping at `--help`. `args_file` is where `--args-file` is
+/// recorded; `None` while reading the args file itself, which may not name another one.
+fn parse_into(
+    options: &mut Options,
+    arguments: impl IntoIterator<Item = OsString>,
+    mut args_file: Option<&mut Option<PathBuf>>,
+) -> Result<HelpAsked, String> {
     let mut arguments = arguments.into_iter();
     while let Some(argument) = arguments.next() {
         let argument = argument.into_string().map_err(|raw| format!("argument {raw:?} is not UTF-8"))?;
@@ -46,7 +88,7 @@ pub(crate) fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Par
             _ => (argument, None),
         };
         if flag == "-h" || flag == "--help" {
-            return Ok(Parsed::Help);
+            return Ok(HelpAsked::Yes);
         }
         let mut value = || -> Result<OsString, String> {
             match &inline_value {
@@ -74,10 +116,26 @@ pub(crate) fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Par
                     }
                 }
             }
+            "--hide" => options.hidden.push(utf8(value()?, &flag)?),
+            "--extra-tool" => options.extra_tools.push(utf8(value()?, &flag)?),
+            "--initialize-error-message" => {
+                options.initialize_error_message = Some(unescape(&utf8(value()?, &flag)?)?);
+            }
+            "--args-file" => match args_file.as_deref_mut() {
+                Some(slot) => *slot = Some(PathBuf::from(value()?)),
+                None => return Err("--args-file cannot appear in an args file".to_owned()),
+            },
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    Ok(Parsed::Run(options))
+    Ok(HelpAsked::No)
+}
+
+/// Decodes JSON string escapes (`\n`, `\"`, `\u0020`, …), so a value read from a
+/// whitespace-separated args file can still carry spaces and line feeds.
+fn unescape(text: &str) -> Result<String, String> {
+    serde_json::from_str(&format!("\"{text}\""))
+        .map_err(|error| format!("--initialize-error-message {text:?} is not a valid JSON string body: {error}"))
 }
 
 fn utf8(value: OsString, flag: &str) -> Result<String, String> {
@@ -124,6 +182,13 @@ mod tests {
             "--mode",
             "junk-stdout,ping-before-call",
             "--mode=junk-stdout",
+            "--hide",
+            "echo",
+            "--hide=slow",
+            "--extra-tool",
+            "read file",
+            "--initialize-error-message",
+            r#"bad\n-\u0020artifact \"x\""#,
         ])
         .unwrap() else {
             panic!("help")
@@ -136,8 +201,36 @@ mod tests {
                 page_size: 2,
                 name: "srv".into(),
                 modes: vec![Mode::JunkStdout, Mode::PingBeforeCall],
+                hidden: vec!["echo".into(), "slow".into()],
+                extra_tools: vec!["read file".into()],
+                initialize_error_message: Some("bad\n- artifact \"x\"".into()),
             }
         );
+    }
+
+    #[test]
+    fn args_file_arguments_follow_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("args");
+        let path_text = path.to_str().unwrap();
+        let Parsed::Run(absent) = run(&["--args-file", path_text, "--name", "first"]).unwrap() else { panic!("help") };
+        assert_eq!((absent.name.as_str(), absent.modes.len()), ("first", 0), "a missing file adds nothing");
+
+        std::fs::write(&path, "--name second\n  --mode initialize-error\t--hide echo\n").unwrap();
+        let Parsed::Run(options) =
+            run(&["--name", "first", "--args-file", path_text, "--mode", "junk-stdout"]).unwrap()
+        else {
+            panic!("help")
+        };
+        assert_eq!(options.name, "second", "the file's arguments come after the real ones");
+        assert_eq!(options.modes, vec![Mode::JunkStdout, Mode::InitializeError]);
+        assert_eq!(options.hidden, vec!["echo"]);
+
+        std::fs::write(&path, "--args-file /elsewhere").unwrap();
+        assert_eq!(run(&["--args-file", path_text]).unwrap_err(), "--args-file cannot appear in an args file");
+        std::fs::write(&path, "--mode nope").unwrap();
+        assert!(run(&["--args-file", path_text]).unwrap_err().starts_with("unknown mode \"nope\""));
+        assert!(run(&["--args-file", dir.path().to_str().unwrap()]).unwrap_err().starts_with("--args-file "));
     }
 
     #[test]
@@ -146,10 +239,14 @@ mod tests {
         assert!(run(&["--mode", "nope"]).unwrap_err().starts_with("unknown mode \"nope\""));
         assert_eq!(run(&["--page-size"]).unwrap_err(), "--page-size needs a value");
         assert_eq!(run(&["--bogus"]).unwrap_err(), "unknown argument \"--bogus\"");
+        assert!(run(&["--initialize-error-message", "\\q"]).unwrap_err().contains("not a valid JSON string body"));
         let help = help();
         assert!(help.starts_with("odek-fixture-server: the odek-extension/v1 contract fixture"));
         for mode in Mode::names() {
             assert!(help.contains(mode), "--help does not document mode {mode}");
+        }
+        for flag in ["--args-file", "--hide", "--extra-tool", "--initialize-error-message"] {
+            assert!(help.contains(flag), "--help does not document {flag}");
         }
     }
 }
