@@ -1,0 +1,101 @@
+//! The odek-mcp row: one server named `echo` validated from a `ServerEntry` with
+//! `validate_server`, started with `McpHub::start`, and called through `McpHub::call` — the full
+//! pipeline (catalogue routing, argument encoding, the connection's writer and bounded reader,
+//! id routing, result decoding, envelope probe, sanitising and the result cap).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use odek_mcp::{ApproveAll, CallOptions, HubOptions, McpEvent, McpHub, McpObserver, ServerEntry, validate_server};
+
+use crate::probe::{BigLine, MemoryCall, Outcome};
+use crate::usage::{Stopwatch, Timed};
+
+/// The configured server name; its tools are exposed as `echo__<tool>`.
+const SERVER_NAME: &str = "echo";
+/// The model's argument string of every throughput call.
+const ECHO_ARGUMENTS: &str = r#"{"text":"hello"}"#;
+/// How long shutting the hub down may take after a measurement (10 s).
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Drops everything: a measurement must not pay for printing.
+struct SilentObserver;
+
+impl McpObserver for SilentObserver {
+    fn event(&self, _event: McpEvent) {}
+    fn warning(&self, _server: &str, _text: &str) {}
+    fn server_line(&self, _server: &str, _line: &str) {}
+}
+
+/// `calls` sequential `echo__echo` calls after `warmup` untimed ones.
+pub async fn throughput(server: &[String], calls: u64, warmup: u64) -> anyhow::Result<Timed> {
+    let hub = start_hub(server, None).await?;
+    let options = CallOptions::default();
+    for _ in 0..warmup {
+        echo_once(&hub, &options).await?;
+    }
+    let stopwatch = Stopwatch::start()?;
+    for _ in 0..calls {
+        echo_once(&hub, &options).await?;
+    }
+    let timed = stopwatch.stop(calls)?;
+    shutdown(&hub).await;
+    Ok(timed)
+}
+
+async fn echo_once(hub: &McpHub, options: &CallOptions) -> anyhow::Result<()> {
+    let output = hub.call("echo__echo", ECHO_ARGUMENTS, options).await?;
+    ensure!(output.text == "hello", "unexpected echo result {:?}", output.text);
+    Ok(())
+}
+
+/// One `echo__big_line` call under the default cap or `max_response_bytes`.
+pub async fn memory(
+    server: &[String],
+    line: BigLine,
+    max_response_bytes: Option<u64>,
+    timeout: Duration,
+) -> anyhow::Result<MemoryCall> {
+    let hub = start_hub(server, max_response_bytes).await?;
+    let arguments = serde_json::Value::Object(line.arguments()).to_string();
+    let started = Instant::now();
+    let result = tokio::time::timeout(timeout, hub.call("echo__big_line", &arguments, &CallOptions::default())).await;
+    let elapsed = started.elapsed();
+    let (outcome, detail) = match result {
+        Ok(Ok(output)) => (
+            Outcome::Ok,
+            format!(
+                "model text of {} chars (result observed: {} chars)",
+                output.text.chars().count(),
+                output.observed_chars.map_or_else(|| "not cut".to_owned(), |chars| chars.to_string())
+            ),
+        ),
+        Ok(Err(error)) => (Outcome::Error, error.to_string()),
+        Err(_) => (Outcome::Timeout, format!("no answer after {} s", timeout.as_secs())),
+    };
+    shutdown(&hub).await;
+    Ok(MemoryCall { outcome, elapsed, detail })
+}
+
+async fn start_hub(server: &[String], max_response_bytes: Option<u64>) -> anyhow::Result<McpHub> {
+    let Some((command, args)) = server.split_first() else { bail!("empty server command") };
+    let entry = ServerEntry {
+        command: Some(command.clone()),
+        args: args.to_vec(),
+        max_response_bytes: max_response_bytes.map_or(Ok(0), i64::try_from).context("max_response_bytes")?,
+        ..ServerEntry::default()
+    };
+    let (spec, _warnings) = validate_server(SERVER_NAME, &entry)?;
+    let options = HubOptions {
+        observer: Arc::new(SilentObserver),
+        approver: Arc::new(ApproveAll),
+        client_version: env!("CARGO_PKG_VERSION").to_owned(),
+        parent_env: odek_mcp::env_allowlist::process_env().collect(),
+    };
+    Ok(McpHub::start(vec![spec], options).await?)
+}
+
+async fn shutdown(hub: &McpHub) {
+    let _ = tokio::time::timeout(SHUTDOWN_DEADLINE, hub.shutdown()).await;
+}
