@@ -11,6 +11,7 @@ pub mod artifact_ref;
 pub mod canonical_json;
 pub mod envelope;
 pub mod error;
+pub mod escaped_text;
 pub mod names;
 pub mod prompt_injection;
 pub mod quoting;

@@ -5,9 +5,11 @@
 use std::borrow::Cow;
 
 use odek_contract::canonical_json::to_canonical_string;
-use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text, decode_tool_result};
+use odek_contract::escaped_text::{Channel, cap_escaped_text};
+use odek_contract::tool_result::{ResultContext, ToolOutput, decode_tool_result};
 use odek_contract::truncation::apply_result_limit;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::discovery::json_string;
 use crate::error::McpError;
@@ -40,8 +42,9 @@ struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 struct WireContent<'a> {
     #[serde(borrow, default, rename = "type")]
     kind: Option<Text<'a>>,
+    /// Kept as the raw JSON literal: a large escaped text is capped while it is decoded.
     #[serde(borrow, default)]
-    text: Option<Text<'a>>,
+    text: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -52,35 +55,69 @@ struct WireCallResult<'a> {
     is_error: Option<bool>,
 }
 
-impl WireContent<'_> {
+impl<'a> WireContent<'a> {
     fn is_text(&self) -> bool {
         self.kind.as_ref().is_some_and(|kind| kind.0 == "text")
     }
 
-    fn text(&self) -> &str {
-        self.text.as_ref().map_or("", |text| &text.0)
+    /// The `text` literal (`""` when absent or `null`); an error when it is not a JSON string.
+    fn literal(&self) -> Result<&'a str, String> {
+        match self.text.map(RawValue::get) {
+            None => Ok("\"\""),
+            Some(literal) if literal.starts_with('"') => Ok(literal),
+            Some(other) => Err(format!("content text must be a string, got {}", first_chars(other, 32))),
+        }
     }
+}
+
+fn first_chars(text: &str, n: usize) -> &str {
+    text.char_indices().nth(n).map_or(text, |(end, _)| &text[..end])
+}
+
+/// Decodes a JSON string literal, borrowing when it has no escapes.
+fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
+    serde_json::from_str::<Text<'_>>(literal).map(|text| text.0).map_err(|err| err.to_string())
 }
 
 /// Spec §10: `isError` becomes [`McpError::ToolReturnedError`] with the first text item (capped);
 /// success goes through envelope detection, artifact validation, rendering and the cap.
 pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Result<ToolOutput, McpError> {
-    let result: WireCallResult<'_> = parse_object(result_json)
-        .map_err(|error| McpError::ResultParse { server: context.server.to_owned(), error })?;
+    let parse_error = |error| McpError::ResultParse { server: context.server.to_owned(), error };
+    let result: WireCallResult<'_> = parse_object(result_json).map_err(parse_error)?;
     let content = result.content.unwrap_or_default();
     if result.is_error == Some(true) {
         let message = match content.first() {
-            None => "unknown error",
-            Some(item) if item.is_text() => item.text(),
-            Some(_) => "",
+            None => "unknown error".to_owned(),
+            Some(item) if item.is_text() => {
+                // The error channel never carries an envelope, so this always answers.
+                let literal = item.literal().map_err(parse_error)?;
+                cap_escaped_text(literal, context, Channel::Error).map(|capped| capped.text).unwrap_or_default()
+            }
+            Some(_) => String::new(),
         };
         return Err(McpError::ToolReturnedError {
             server: context.server.to_owned(),
             tool: context.tool.to_owned(),
-            message: cap_error_text(message, context).text,
+            message,
         });
     }
-    let texts: Vec<&str> = content.iter().filter(|item| item.is_text()).map(WireContent::text).collect();
+    let literals: Vec<&str> = content
+        .iter()
+        .filter(|item| item.is_text())
+        .map(WireContent::literal)
+        .collect::<Result<_, _>>()
+        .map_err(parse_error)?;
+    // One escaped plain text (the shape of a large result) is capped while decoding, so it is
+    // never held decoded in full.
+    if let [literal] = literals.as_slice()
+        && literal.contains('\\')
+        && let Some(capped) = cap_escaped_text(literal, context, Channel::Result)
+    {
+        return Ok(ToolOutput { text: capped.text, artifacts: Vec::new(), observed_chars: capped.observed });
+    }
+    let texts: Vec<Cow<'_, str>> =
+        literals.iter().map(|literal| decode_literal(literal)).collect::<Result<_, _>>().map_err(parse_error)?;
+    let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
     decode_tool_result(&texts, context).map_err(|err| McpError::ToolResult {
         server: context.server.to_owned(),
         tool: context.tool.to_owned(),

@@ -322,11 +322,12 @@ impl Connection {
             tokio::time::timeout(self.shared.timeout, self.shared.writer.send(Outgoing { bytes, request: None })).await;
     }
 
-    /// Sends one request and waits for its response. `params` builds the `params` JSON from the
-    /// request id (tools/call uses it as its progress token); `None` omits the key.
+    /// Sends one request and waits for its response. `method` is one of odek's protocol methods
+    /// (written unescaped); `params` builds the `params` JSON from the request id (tools/call
+    /// uses it as its progress token); `None` omits the key.
     pub async fn request(
         &self,
-        method: &str,
+        method: &'static str,
         params: impl FnOnce(i64) -> Option<String>,
         options: &CallOptions,
     ) -> Result<ResultFrame, RequestFailure> {
@@ -359,16 +360,24 @@ impl Connection {
         }
 
         let timeout = self.shared.timeout;
-        let enqueue_deadline = earliest(options.deadline, clock_instant(enqueued_at) + timeout);
-        let send = self.shared.writer.send(Outgoing { bytes, request: Some(Arc::clone(&state)) });
-        let sent = tokio::select! {
-            biased;
-            () = cancelled(options.cancel.as_ref()) => return Err(guard.give_up(Cause::Canceled)),
-            sent = tokio::time::timeout_at(enqueue_deadline, send) => sent,
+        let outgoing = Outgoing { bytes, request: Some(Arc::clone(&state)) };
+        // The queue usually has room: only a full queue needs the deadline-bounded wait.
+        let sent = match self.shared.writer.try_send(outgoing) {
+            Ok(()) => Ok(Ok(())),
+            Err(mpsc::error::TrySendError::Closed(_)) => Ok(Err(())),
+            Err(mpsc::error::TrySendError::Full(outgoing)) => {
+                let enqueue_deadline = earliest(options.deadline, clock_instant(enqueued_at) + timeout);
+                let send = self.shared.writer.send(outgoing);
+                tokio::select! {
+                    biased;
+                    () = cancelled(options.cancel.as_ref()) => return Err(guard.give_up(Cause::Canceled)),
+                    sent = tokio::time::timeout_at(enqueue_deadline, send) => sent.map(|sent| sent.map_err(|_| ())),
+                }
+            }
         };
         match sent {
             Err(_elapsed) => return Err(guard.give_up(Cause::DeadlineExceeded)),
-            Ok(Err(_closed)) => {
+            Ok(Err(())) => {
                 guard.forget();
                 return Err(RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch));
             }
@@ -495,9 +504,11 @@ fn request_deadline(state: &RequestState, caller: Option<Instant>, timeout: Dura
     earliest(caller, own)
 }
 
-pub(crate) fn encode_request(id: i64, method: &str, params: Option<&str>) -> Vec<u8> {
-    let method = serde_json::to_string(method).unwrap_or_else(|_| "\"\"".to_owned());
-    let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{method}");
+pub(crate) fn encode_request(id: i64, method: &'static str, params: Option<&str>) -> Vec<u8> {
+    use std::fmt::Write;
+    // Methods are odek's own constants: plain ASCII that needs no escaping.
+    let mut out = String::with_capacity(64 + method.len() + params.map_or(0, str::len));
+    let _ = write!(out, "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\"");
     if let Some(params) = params {
         out.push_str(",\"params\":");
         out.push_str(params);
@@ -516,10 +527,12 @@ fn encode_cancelled(id: i64, reason: &str) -> Vec<u8> {
 /// The single writer: one message per write, in queue order; skips requests cancelled while
 /// queued; the first write error is sticky and closes stdin.
 async fn run_writer(shared: Arc<Shared>, mut stdin: ChildStdin, mut queue: mpsc::Receiver<Outgoing>) {
+    let stop = shared.stop.cancelled();
+    tokio::pin!(stop);
     loop {
         let message = tokio::select! {
             biased;
-            () = shared.stop.cancelled() => break,
+            () = &mut stop => break,
             message = queue.recv() => match message {
                 Some(message) => message,
                 None => break,
@@ -535,7 +548,7 @@ async fn run_writer(shared: Arc<Shared>, mut stdin: ChildStdin, mut queue: mpsc:
         }
         let written = tokio::select! {
             biased;
-            () = shared.stop.cancelled() => break,
+            () = &mut stop => break,
             written = stdin.write_all(&message.bytes) => written,
         };
         if let Err(err) = written {

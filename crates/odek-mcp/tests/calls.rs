@@ -345,3 +345,17 @@ async fn server_request_with_pending_id_is_not_a_response() {
     }
     hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn escaped_large_result_is_capped_while_decoding() {
+    let mut fixture = Fixture::new(&[]);
+    fixture.entry.max_result_chars = 1000;
+    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
+    // Every character is an escape on the wire: the bounded decoder's path.
+    let out = hub.call("fx__large_result", r#"{"chars":200000,"char":"\n"}"#, &CallOptions::default()).await.unwrap();
+    assert_eq!(out.observed_chars, Some(200_000));
+    assert_eq!(out.text.chars().count(), 1000);
+    let notice = "\n[odek: result truncated — server \"fx\" tool \"large_result\" produced 200000 chars, exceeding the configured max_result_chars=1000; the full result is available via the retained artifact references, if any]";
+    assert_eq!(out.text, format!("{}{notice}", "\n".repeat(1000 - notice.chars().count())));
+    hub.shutdown().await;
+}
