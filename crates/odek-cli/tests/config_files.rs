@@ -3,65 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
 
+mod config_support;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 
-use odek_cli::config::{
-    ConfigError, ConfigSources, CoreConfig, LoadedConfig, MAX_CONFIG_BYTES, OPERATOR_ONLY_KEYS, load_config,
-};
+use config_support::Fixture;
+use odek_cli::config::{CoreConfig, MAX_CONFIG_BYTES, OPERATOR_ONLY_KEYS};
 use serde_json::Value;
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    cwd: PathBuf,
-    env: BTreeMap<String, String>,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let cwd = dir.path().join("project");
-        fs::create_dir_all(home.join(".odek")).unwrap();
-        fs::create_dir_all(&cwd).unwrap();
-        Fixture { _dir: dir, home, cwd, env: BTreeMap::new() }
-    }
-
-    fn env(mut self, name: &str, value: &str) -> Self {
-        self.env.insert(name.to_owned(), value.to_owned());
-        self
-    }
-
-    fn global_path(&self) -> PathBuf {
-        self.home.join(".odek/config.json")
-    }
-
-    fn global(self, text: &str) -> Self {
-        fs::write(self.global_path(), text).unwrap();
-        fs::set_permissions(self.global_path(), fs::Permissions::from_mode(0o600)).unwrap();
-        self
-    }
-
-    fn project(self, text: &str) -> Self {
-        fs::write(self.cwd.join("odek.json"), text).unwrap();
-        self
-    }
-
-    fn load(&self) -> Result<LoadedConfig, ConfigError> {
-        load_config(&ConfigSources { home: self.home.clone(), cwd: self.cwd.clone(), env: self.env.clone() })
-    }
-
-    fn error(&self) -> String {
-        self.load().unwrap_err().to_string()
-    }
-
-    fn global_display(&self) -> String {
-        self.global_path().display().to_string()
-    }
-}
 
 #[test]
 fn missing_files_give_defaults_and_no_warnings() {

@@ -3,49 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+mod config_support;
 
-use odek_cli::config::{ConfigError, ConfigSources, LoadedConfig, McpServerConfig, ServerOrigin, load_config};
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    cwd: PathBuf,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let cwd = dir.path().join("project");
-        fs::create_dir_all(home.join(".odek")).unwrap();
-        fs::create_dir_all(&cwd).unwrap();
-        Fixture { _dir: dir, home, cwd }
-    }
-
-    fn global(self, text: &str) -> Self {
-        let path = self.home.join(".odek/config.json");
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-        self
-    }
-
-    fn project(self, text: &str) -> Self {
-        fs::write(self.cwd.join("odek.json"), text).unwrap();
-        self
-    }
-
-    fn load(&self) -> Result<LoadedConfig, ConfigError> {
-        load_config(&ConfigSources { home: self.home.clone(), cwd: self.cwd.clone(), env: BTreeMap::new() })
-    }
-
-    fn servers(&self) -> Vec<McpServerConfig> {
-        self.load().unwrap().config.mcp_servers
-    }
-}
+use config_support::Fixture;
+use odek_cli::config::{McpServerConfig, ServerOrigin};
 
 fn find<'a>(servers: &'a [McpServerConfig], name: &str) -> &'a McpServerConfig {
     servers.iter().find(|server| server.name == name).unwrap()

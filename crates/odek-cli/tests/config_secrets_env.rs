@@ -2,53 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+mod config_support;
 
-use odek_cli::config::{ConfigSources, LoadedConfig, load_config};
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    cwd: PathBuf,
-    env: BTreeMap<String, String>,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let cwd = dir.path().join("project");
-        fs::create_dir_all(home.join(".odek")).unwrap();
-        fs::create_dir_all(&cwd).unwrap();
-        Fixture { _dir: dir, home, cwd, env: BTreeMap::new() }
-    }
-
-    fn env(mut self, name: &str, value: &str) -> Self {
-        self.env.insert(name.to_owned(), value.to_owned());
-        self
-    }
-
-    fn secrets(self, text: &str, mode: u32) -> Self {
-        let path = self.home.join(".odek/secrets.env");
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
-        self
-    }
-
-    fn global(self, text: &str) -> Self {
-        let path = self.home.join(".odek/config.json");
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-        self
-    }
-
-    fn load(&self) -> LoadedConfig {
-        load_config(&ConfigSources { home: self.home.clone(), cwd: self.cwd.clone(), env: self.env.clone() }).unwrap()
-    }
-}
+use config_support::Fixture;
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
     items.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
@@ -56,7 +12,7 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn missing_file_injects_nothing() {
-    let loaded = Fixture::new().load();
+    let loaded = Fixture::new().load().unwrap();
     assert!(loaded.secrets.injected.is_empty());
     assert!(loaded.secrets.names.is_empty());
     assert!(loaded.warnings.is_empty());
@@ -65,7 +21,7 @@ fn missing_file_injects_nothing() {
 #[test]
 fn parses_lines_and_warns_on_malformed_ones() {
     let text = "# comment\n\n  OPENAI_API_KEY = \"sk-one\"  \nTOKEN2='two'\nnot a pair\n=novalue\n  # indented comment\nPLAIN=a=b\r\nEMPTY=\n";
-    let loaded = Fixture::new().secrets(text, 0o600).load();
+    let loaded = Fixture::new().secrets(text, 0o600).load().unwrap();
     assert_eq!(
         loaded.secrets.injected,
         pairs(&[("OPENAI_API_KEY", "sk-one"), ("TOKEN2", "two"), ("PLAIN", "a=b"), ("EMPTY", "")])
@@ -85,7 +41,8 @@ fn existing_variables_are_never_overwritten() {
     let loaded = Fixture::new()
         .env("OPENAI_API_KEY", "from-shell")
         .secrets("OPENAI_API_KEY=from-file\nDEEPSEEK_API_KEY=ds\nDEEPSEEK_API_KEY=second\n", 0o600)
-        .load();
+        .load()
+        .unwrap();
     assert_eq!(loaded.secrets.injected, pairs(&[("DEEPSEEK_API_KEY", "ds")]));
     assert_eq!(loaded.secrets.names, vec!["OPENAI_API_KEY", "DEEPSEEK_API_KEY"]);
     assert_eq!(loaded.env["OPENAI_API_KEY"], "from-shell");
@@ -97,14 +54,15 @@ fn loaded_values_feed_substitution_in_the_global_file() {
     let loaded = Fixture::new()
         .secrets("GH_TOKEN=ghp_x\n", 0o600)
         .global(r#"{"mcp_servers": {"gh": {"command": "gh-mcp", "args": ["--token", "${GH_TOKEN}"]}}}"#)
-        .load();
+        .load()
+        .unwrap();
     assert_eq!(loaded.config.mcp_servers[0].entry.args, vec!["--token", "ghp_x"]);
 }
 
 #[test]
 fn loaded_values_are_registered_for_redaction() {
     let secret = "odek-secrets-env-redaction-probe-7f3a9c";
-    Fixture::new().secrets(&format!("PROBE_SECRET={secret}\n"), 0o600).load();
+    Fixture::new().secrets(&format!("PROBE_SECRET={secret}\n"), 0o600).load().unwrap();
     let text = format!("value: {secret}");
     let redacted = odek_contract::redaction::redact(&text);
     assert!(!redacted.contains(secret), "{redacted}");
@@ -113,8 +71,11 @@ fn loaded_values_are_registered_for_redaction() {
 #[test]
 fn world_readable_secrets_env_not_loaded_red() {
     for (mode, shown) in [(0o644, "0644"), (0o640, "0640"), (0o604, "0604"), (0o620, "0620")] {
-        let loaded =
-            Fixture::new().secrets("LEAKED_TOKEN=abc\n", mode).global(r#"{"system": "${LEAKED_TOKEN}"}"#).load();
+        let loaded = Fixture::new()
+            .secrets("LEAKED_TOKEN=abc\n", mode)
+            .global(r#"{"system": "${LEAKED_TOKEN}"}"#)
+            .load()
+            .unwrap();
         assert!(loaded.secrets.injected.is_empty(), "{shown}");
         assert!(loaded.secrets.names.is_empty(), "{shown}");
         assert!(!loaded.env.contains_key("LEAKED_TOKEN"), "{shown}");

@@ -9,6 +9,133 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+/// The canonical form of a JSON text, or `None` when the text is not valid JSON. A text that
+/// already is canonical (the usual compact argument object) is returned as is, without building
+/// a `Value`.
+pub fn canonicalize_text(text: &str) -> Option<String> {
+    let mut scanner = CanonicalScanner { bytes: text.as_bytes(), at: 0 };
+    if scanner.value(0) && scanner.at == text.len() {
+        return Some(text.to_owned());
+    }
+    serde_json::from_str::<Value>(text).ok().map(|value| to_canonical_string(&value))
+}
+
+/// Recognises a conservative subset of canonical JSON: no whitespace, object keys strictly
+/// ascending, strings without escapes, integers of at most 18 digits without a sign on zero.
+/// Anything else (valid or not) is left to the full path.
+struct CanonicalScanner<'t> {
+    bytes: &'t [u8],
+    at: usize,
+}
+
+impl<'t> CanonicalScanner<'t> {
+    /// Deeper values take the full path.
+    const MAX_DEPTH: usize = 32;
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        let matched = self.peek() == Some(byte);
+        self.at += usize::from(matched);
+        matched
+    }
+
+    fn literal(&mut self, word: &[u8]) -> bool {
+        let matched = self.bytes[self.at..].starts_with(word);
+        if matched {
+            self.at += word.len();
+        }
+        matched
+    }
+
+    fn value(&mut self, depth: usize) -> bool {
+        if depth > Self::MAX_DEPTH {
+            return false;
+        }
+        match self.peek() {
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => self.string().is_some(),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.integer(),
+            _ => false,
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> bool {
+        self.at += 1;
+        if self.eat(b'}') {
+            return true;
+        }
+        let mut previous: Option<&'t [u8]> = None;
+        loop {
+            let Some(key) = self.string() else { return false };
+            if previous.is_some_and(|previous| previous >= key) {
+                return false;
+            }
+            previous = Some(key);
+            if !self.eat(b':') || !self.value(depth + 1) {
+                return false;
+            }
+            if self.eat(b'}') {
+                return true;
+            }
+            if !self.eat(b',') {
+                return false;
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> bool {
+        self.at += 1;
+        if self.eat(b']') {
+            return true;
+        }
+        loop {
+            if !self.value(depth + 1) {
+                return false;
+            }
+            if self.eat(b']') {
+                return true;
+            }
+            if !self.eat(b',') {
+                return false;
+            }
+        }
+    }
+
+    /// The bytes between the quotes of an escape-free string.
+    fn string(&mut self) -> Option<&'t [u8]> {
+        if !self.eat(b'"') {
+            return None;
+        }
+        let bytes: &'t [u8] = self.bytes;
+        let start = self.at;
+        let length = bytes[start..].iter().position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
+        if bytes[start + length] != b'"' {
+            return None;
+        }
+        self.at = start + length + 1;
+        Some(&bytes[start..start + length])
+    }
+
+    fn integer(&mut self) -> bool {
+        let start = self.at;
+        let negative = self.eat(b'-');
+        let digits = self.bytes[self.at..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+        let first = self.peek();
+        self.at += digits;
+        let canonical_digits = (1..=18).contains(&digits) && (digits == 1 || first != Some(b'0'));
+        let negative_zero = negative && first == Some(b'0');
+        let fraction_follows = matches!(self.peek(), Some(b'.' | b'e' | b'E'));
+        canonical_digits && !negative_zero && !fraction_follows && self.at > start
+    }
+}
+
 /// `value` as canonical JSON. Iterative, so arbitrarily deep values cannot overflow the stack.
 pub fn to_canonical_string(value: &Value) -> String {
     enum Step<'v> {
@@ -85,6 +212,32 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn canonicalize_text_agrees_with_the_value_path() {
+        for text in [
+            r#"{"text":"hello"}"#,
+            r#"{"a":1,"b":[true,false,null,{"c":-5}]}"#,
+            r#"{"b":1,"a":2}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{ "a" : 1 }"#,
+            r#"{"a":"é\n"}"#,
+            r#"{"n":1.0,"m":1e3,"z":-0,"big":123456789012345678901}"#,
+            "[]",
+            r#""x""#,
+            "007",
+            "-",
+            r#"{"a":1"#,
+            r#"{"a":1}x"#,
+            "",
+            "not json",
+        ] {
+            let expected = serde_json::from_str::<Value>(text).ok().map(|value| to_canonical_string(&value));
+            assert_eq!(canonicalize_text(text), expected, "{text}");
+        }
+        let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
+        assert_eq!(canonicalize_text(&deep), Some(deep.clone()));
+    }
 
     #[test]
     fn keys_sorted_at_every_depth() {

@@ -5,14 +5,13 @@ mod support;
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use odek_contract::artifact_ref::{
     ArtifactRef, ArtifactRoots, MAX_ARTIFACT_BYTES, check_unique_ids, validate_artifact_ref,
 };
 use odek_contract::error::ContractError;
-use support::{Fixture, file_uri, raw_ref, rejected, rejection, sha256_hex};
+use support::{Fixture, artifact_ref, file_uri, raw_ref, rejected, rejection, sha256_hex};
 
 const ABC_SHA256: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
@@ -616,15 +615,7 @@ fn rejection_exposes_the_rule() {
 }
 
 fn validated(id: &str) -> ArtifactRef {
-    ArtifactRef {
-        id: id.to_owned(),
-        media_type: "text/plain".to_owned(),
-        size_bytes: None,
-        sha256: String::new(),
-        summary: String::new(),
-        resolved_path: PathBuf::from("/r/x"),
-        file_size: 0,
-    }
+    artifact_ref(id, "/r/x", 0)
 }
 
 #[test]

@@ -4,24 +4,15 @@
 mod support;
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 
 use odek_contract::artifact_ref::{ArtifactRef, ArtifactRoots};
 use odek_contract::envelope::RawArtifactRef;
 use odek_contract::render::{clean_field, count_artifact_lines, render_artifact_line, render_envelope, sanitise};
 use odek_contract::tool_result::{ResultContext, cap_error_text, decode_tool_result};
-use support::{Fixture, envelope_json, file_uri, raw_ref};
+use support::{Fixture, artifact_ref, envelope_json, file_uri, raw_ref};
 
 fn artifact(id: &str) -> ArtifactRef {
-    ArtifactRef {
-        id: id.to_owned(),
-        media_type: "text/plain".to_owned(),
-        size_bytes: None,
-        sha256: String::new(),
-        summary: String::new(),
-        resolved_path: PathBuf::from("/var/ci-artifacts/run-4821/junit.xml"),
-        file_size: 31,
-    }
+    artifact_ref(id, "/var/ci-artifacts/run-4821/junit.xml", 31)
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use odek_contract::canonical_json::to_canonical_string;
+use odek_contract::canonical_json::canonicalize_text;
 use odek_contract::escaped_text::{Channel, cap_escaped_text};
 use odek_contract::tool_result::{ResultContext, ToolOutput, decode_tool_result};
 use odek_contract::truncation::apply_result_limit;
@@ -20,18 +20,18 @@ pub fn encode_arguments(arguments: &str) -> String {
     if arguments.is_empty() {
         return "null".to_owned();
     }
-    match serde_json::from_str::<serde_json::Value>(arguments) {
-        Ok(value) => to_canonical_string(&value),
-        Err(_) => json_string(arguments),
-    }
+    canonicalize_text(arguments).unwrap_or_else(|| json_string(arguments))
 }
 
-/// `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`.
-pub fn call_params(raw_tool: &str, encoded_arguments: &str, request_id: i64) -> String {
-    format!(
-        "{{\"name\":{},\"arguments\":{encoded_arguments},\"_meta\":{{\"progressToken\":{request_id}}}}}",
-        json_string(raw_tool)
-    )
+/// `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`, from the
+/// route's precomputed `{"name":…,"arguments":` prefix.
+pub fn call_params(params_prefix: &str, encoded_arguments: &str, request_id: i64) -> String {
+    use std::fmt::Write;
+    let mut params = String::with_capacity(48 + params_prefix.len() + encoded_arguments.len());
+    params.push_str(params_prefix);
+    params.push_str(encoded_arguments);
+    let _ = write!(params, ",\"_meta\":{{\"progressToken\":{request_id}}}}}");
+    params
 }
 
 /// A text that borrows from the response line when it has no escapes.
@@ -74,8 +74,14 @@ fn first_chars(text: &str, n: usize) -> &str {
     text.char_indices().nth(n).map_or(text, |(end, _)| &text[..end])
 }
 
-/// Decodes a JSON string literal, borrowing when it has no escapes.
+/// Decodes a JSON string literal (already validated as part of its frame), borrowing when it
+/// has no escapes.
 fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
+    if !literal.contains('\\')
+        && let Some(inner) = literal.strip_prefix('"').and_then(|rest| rest.strip_suffix('"'))
+    {
+        return Ok(Cow::Borrowed(inner));
+    }
     serde_json::from_str::<Text<'_>>(literal).map(|text| text.0).map_err(|err| err.to_string())
 }
 
@@ -101,28 +107,32 @@ pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Re
             message,
         });
     }
-    let literals: Vec<&str> = content
-        .iter()
-        .filter(|item| item.is_text())
-        .map(WireContent::literal)
-        .collect::<Result<_, _>>()
-        .map_err(parse_error)?;
-    // One escaped plain text (the shape of a large result) is capped while decoding, so it is
-    // never held decoded in full.
-    if let [literal] = literals.as_slice()
-        && literal.contains('\\')
-        && let Some(capped) = cap_escaped_text(literal, context, Channel::Result)
-    {
-        return Ok(ToolOutput { text: capped.text, artifacts: Vec::new(), observed_chars: capped.observed });
-    }
-    let texts: Vec<Cow<'_, str>> =
-        literals.iter().map(|literal| decode_literal(literal)).collect::<Result<_, _>>().map_err(parse_error)?;
-    let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-    decode_tool_result(&texts, context).map_err(|err| McpError::ToolResult {
+    let contract_error = |err: odek_contract::ContractError| McpError::ToolResult {
         server: context.server.to_owned(),
         tool: context.tool.to_owned(),
         detail: apply_result_limit(&err.to_string(), context.server, context.tool, context.max_result_chars).text,
-    })
+    };
+    let mut text_items = content.iter().filter(|item| item.is_text());
+    if let (only, None) = (text_items.next(), text_items.next()) {
+        // One text item (the usual shape): no vectors, and an escaped plain text is capped
+        // while decoding, so a large one is never held decoded in full.
+        let literal = only.map_or(Ok("\"\""), WireContent::literal).map_err(parse_error)?;
+        if literal.contains('\\')
+            && let Some(capped) = cap_escaped_text(literal, context, Channel::Result)
+        {
+            return Ok(ToolOutput { text: capped.text, artifacts: Vec::new(), observed_chars: capped.observed });
+        }
+        let text = decode_literal(literal).map_err(parse_error)?;
+        return decode_tool_result(&[&text], context).map_err(contract_error);
+    }
+    let texts: Vec<Cow<'_, str>> = content
+        .iter()
+        .filter(|item| item.is_text())
+        .map(|item| item.literal().and_then(decode_literal))
+        .collect::<Result<_, _>>()
+        .map_err(parse_error)?;
+    let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+    decode_tool_result(&texts, context).map_err(contract_error)
 }
 
 /// Decodes a JSON object into `T`; any other JSON value is an error (serde would otherwise
@@ -160,7 +170,7 @@ mod tests {
     #[test]
     fn params_carry_the_progress_token() {
         assert_eq!(
-            call_params("echo", r#"{"text":"hi"}"#, 7),
+            call_params(r#"{"name":"echo","arguments":"#, r#"{"text":"hi"}"#, 7),
             r#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#
         );
     }

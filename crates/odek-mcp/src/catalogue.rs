@@ -4,10 +4,11 @@
 //! `.await`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use odek_contract::names::qualify_tool_name;
 
-use crate::discovery::ToolDescriptor;
+use crate::discovery::{ToolDescriptor, json_string};
 use crate::error::McpError;
 
 #[derive(Debug, Default)]
@@ -15,7 +16,17 @@ pub struct Catalogue {
     /// Indexed like the hub's servers (ascending name).
     servers: Vec<Vec<ToolDescriptor>>,
     names: Vec<String>,
-    lookup: HashMap<String, (usize, usize)>,
+    lookup: HashMap<String, Route>,
+}
+
+/// Where an exposed name leads, with what every call to it needs precomputed.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub server: usize,
+    /// The raw tool name, for the wire and for errors.
+    pub raw_name: Arc<str>,
+    /// `{"name":<raw name as JSON>,"arguments":` — the start of every `tools/call` params.
+    pub params_prefix: Arc<str>,
 }
 
 impl Catalogue {
@@ -35,7 +46,7 @@ impl Catalogue {
         for raw in raw_names {
             let exposed = qualify_tool_name(name, raw).into_string();
             let other = match self.lookup.get(&exposed) {
-                Some(&(owner, _)) if owner != server => Some(self.names[owner].clone()),
+                Some(route) if route.server != server => Some(self.names[route.server].clone()),
                 _ if own.contains(&exposed) => Some(name.clone()),
                 _ => None,
             };
@@ -72,9 +83,9 @@ impl Catalogue {
     }
 
     /// The server index and descriptor behind an exposed name.
-    pub fn find(&self, exposed: &str) -> Option<(usize, &ToolDescriptor)> {
-        let &(server, index) = self.lookup.get(exposed)?;
-        Some((server, &self.servers[server][index]))
+    /// The route behind an exposed name (cheap to clone: two `Arc`s).
+    pub fn route(&self, exposed: &str) -> Option<&Route> {
+        self.lookup.get(exposed)
     }
 
     /// Whether the server currently offers the raw tool name.
@@ -90,8 +101,11 @@ impl Catalogue {
     fn rebuild_lookup(&mut self) {
         self.lookup.clear();
         for (server, tools) in self.servers.iter().enumerate() {
-            for (index, tool) in tools.iter().enumerate() {
-                self.lookup.insert(tool.exposed.as_str().to_owned(), (server, index));
+            for tool in tools {
+                let raw_name: Arc<str> = Arc::from(tool.raw_name.as_str());
+                let params_prefix = format!("{{\"name\":{},\"arguments\":", json_string(&tool.raw_name));
+                let route = Route { server, raw_name, params_prefix: Arc::from(params_prefix) };
+                self.lookup.insert(tool.exposed.as_str().to_owned(), route);
             }
         }
     }
@@ -145,8 +159,8 @@ mod tests {
         catalogue.replace(0, vec![tool("a", "x")]).unwrap();
         let names: Vec<String> = catalogue.all().into_iter().map(|t| t.exposed.into_string()).collect();
         assert_eq!(names, vec!["a__x", "b__z", "b__y"]);
-        assert!(catalogue.find("b__y").is_some());
+        assert!(catalogue.route("b__y").is_some());
         catalogue.remove_server(1);
-        assert!(catalogue.find("b__y").is_none());
+        assert!(catalogue.route("b__y").is_none());
     }
 }

@@ -18,7 +18,7 @@ use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use crate::call::{call_params, decode_call_result, encode_arguments};
-use crate::catalogue::Catalogue;
+use crate::catalogue::{Catalogue, Route};
 use crate::connection::{CallOptions, Connection, SpawnParams};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks,
@@ -332,19 +332,19 @@ impl McpHub {
     /// the contract produces (before the loop's untrusted wrapper). Whatever fails, the error
     /// text is sanitised and never longer than the server's `max_result_chars`.
     pub async fn call(&self, exposed: &str, arguments: &str, options: &CallOptions) -> Result<ToolOutput, McpError> {
-        let (server, raw_tool) = {
+        let (server, route) = {
             let catalogue = self.catalogue.read().unwrap_or_else(PoisonError::into_inner);
-            let (server, tool) =
-                catalogue.find(exposed).ok_or_else(|| McpError::ToolNotFound { exposed: exposed.to_owned() })?;
-            (Arc::clone(&self.servers[server]), tool.raw_name.clone())
+            let route =
+                catalogue.route(exposed).ok_or_else(|| McpError::ToolNotFound { exposed: exposed.to_owned() })?;
+            (Arc::clone(&self.servers[route.server]), route.clone())
         };
         let context = ResultContext {
             server: &server.spec.name,
-            tool: &raw_tool,
+            tool: &route.raw_name,
             max_result_chars: server.spec.limits.max_result_chars,
             roots: &server.roots,
         };
-        self.call_server(&server, &raw_tool, exposed, arguments, options)
+        self.call_server(&server, &route, exposed, arguments, options)
             .await
             .map_err(|error| bound_error(error, &context))
     }
@@ -352,12 +352,13 @@ impl McpHub {
     async fn call_server(
         &self,
         server: &ServerRuntime,
-        raw_tool: &str,
+        route: &Route,
         exposed: &str,
         arguments: &str,
         options: &CallOptions,
     ) -> Result<ToolOutput, McpError> {
         let name = &server.spec.name;
+        let raw_tool: &str = &route.raw_name;
         let not_dispatched = |cause| McpError::Request {
             server: name.clone(),
             method: "tools/call",
@@ -375,7 +376,7 @@ impl McpHub {
         };
         let encoded = encode_arguments(arguments);
         let frame = connection
-            .request("tools/call", |id| Some(call_params(raw_tool, &encoded, id)), options)
+            .request("tools/call", |id| Some(call_params(&route.params_prefix, &encoded, id)), options)
             .await
             .map_err(|failure| {
                 let failure = match failure {

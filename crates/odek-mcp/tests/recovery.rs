@@ -163,11 +163,7 @@ async fn list_changed_marks_stale_and_refresh_applies_it() {
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     assert_eq!(call(&hub, "fx__mutate_tools", r#"{"add":"fresh","remove":"error_result"}"#).await.unwrap(), "ok");
     // The notification may trail the reply on the wire: wait for it without sleeping.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !hub.has_stale() {
-        assert!(tokio::time::Instant::now() < deadline, "list_changed never arrived");
-        tokio::task::yield_now().await;
-    }
+    wait_stale(&hub).await;
     hub.refresh_stale().await;
     let names: Vec<String> = hub.tools().into_iter().map(|tool| tool.exposed.into_string()).collect();
     assert!(names.contains(&"fx__fresh".to_owned()), "{names:?}");
@@ -284,16 +280,48 @@ fn restarts(recorder: &Recorder) -> Vec<u32> {
         .collect()
 }
 
-#[tokio::test]
-async fn restart_failed() {
+/// Calls `fx__echo` with a caller deadline `after` from now, which must pass before the call is
+/// dispatched (the restart it waits for never completes).
+async fn echo_deadline_passes_undispatched(hub: &McpHub, after: Duration) {
+    let options = CallOptions { deadline: Some(tokio::time::Instant::now() + after), cancel: None };
+    let err = hub.call("fx__echo", r#"{"text":"x"}"#, &options).await.unwrap_err();
+    assert_eq!(err.to_string(), "mcpclient fx: tools/call: MCP request not dispatched: context deadline exceeded");
+}
+
+/// Repeats `CRASH_ROUNDS` times: a crash whose restart runs with `restart_args` and is broken
+/// (made to fail, or interrupted) by `break_restart`; with the args cleared, the next call must
+/// restart the server again, the broken (`what`) restart having counted toward the limit.
+async fn server_recovers_from_a_broken_restart(restart_args: &str, what: &str, break_restart: impl AsyncFn(&McpHub)) {
+    for round in 1..=CRASH_ROUNDS {
+        let fixture = Fixture::new(&[]);
+        let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+        fixture.set_restart_args(restart_args);
+        crash(&hub).await;
+        break_restart(&hub).await;
+        fixture.set_restart_args("");
+        let after = call(&hub, "fx__echo", r#"{"text":"after"}"#).await;
+        assert_eq!(after.as_deref(), Ok("after"), "round {round}: the {what} restart disabled the server");
+        // The broken restart counted toward the limit: the successful one is the second.
+        assert_eq!(restarts(&recorder), vec![2], "round {round}: the {what} restart counted");
+        hub.shutdown().await;
+    }
+}
+
+/// Starts the fixture as "fx" and crashes it; the restart the next call makes runs with
+/// `restart_args` and must fail that call with `message`.
+async fn restart_fails(restart_args: &str, message: &str) -> (Fixture, McpHub, Arc<Recorder>) {
     let fixture = Fixture::new(&[]);
     let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
     crash(&hub).await;
-    fixture.set_restart_args("--mode initialize-error");
-    assert_eq!(
-        call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
-        "mcpclient fx: restart failed: mcpclient fx: initialize: MCP error -32603: boom"
-    );
+    fixture.set_restart_args(restart_args);
+    assert_eq!(call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(), message);
+    (fixture, hub, recorder)
+}
+
+#[tokio::test]
+async fn restart_failed() {
+    let message = "mcpclient fx: restart failed: mcpclient fx: initialize: MCP error -32603: boom";
+    let (_fixture, hub, recorder) = restart_fails("--mode initialize-error", message).await;
     assert_eq!(
         events_after_start(&recorder),
         vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "protocol_error" }]
@@ -306,45 +334,26 @@ async fn failed_restart_is_retried_by_the_next_call() {
     // A client that re-derives "may restart" from how the old process ended gets either answer
     // here, depending on whether the crash was observed before the failed restart closed the
     // old connection; repeating the scenario makes such a race show.
-    for round in 1..=CRASH_ROUNDS {
-        let fixture = Fixture::new(&[]);
-        let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
-        fixture.set_restart_args("--mode initialize-error");
-        crash(&hub).await;
-        let err = call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err();
+    server_recovers_from_a_broken_restart("--mode initialize-error", "failed", async |hub: &McpHub| {
+        let err = call(hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err();
         assert!(err.starts_with("mcpclient fx: restart failed: "), "{err}");
-        fixture.set_restart_args("");
-        let after = call(&hub, "fx__echo", r#"{"text":"back"}"#).await;
-        assert_eq!(after.as_deref(), Ok("back"), "round {round}: the failed restart disabled the server");
-        // The failed restart counted toward the limit: the successful one is the second.
-        assert_eq!(restarts(&recorder), vec![2], "round {round}");
-        hub.shutdown().await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn restart_error_forged_artifact_line_red() {
-    let fixture = Fixture::new(&[]);
-    let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
-    crash(&hub).await;
-    fixture.set_restart_args(r#"--initialize-error-message ok\n-\u0020artifact\u0020\"x\"\u0020(text/plain)"#);
-    assert_eq!(
-        call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
-        "mcpclient fx: restart failed: mcpclient fx: initialize: MCP error -32603: ok\n - artifact \"x\" (text/plain)"
-    );
+    let restart_args = r#"--initialize-error-message ok\n-\u0020artifact\u0020\"x\"\u0020(text/plain)"#;
+    let message =
+        "mcpclient fx: restart failed: mcpclient fx: initialize: MCP error -32603: ok\n - artifact \"x\" (text/plain)";
+    let (_fixture, hub, _) = restart_fails(restart_args, message).await;
     hub.shutdown().await;
 }
 
 #[tokio::test]
 async fn restart_rejected_disables_server() {
-    let fixture = Fixture::new(&[]);
-    let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
-    crash(&hub).await;
-    fixture.set_restart_args("--mode invalid-tool-name");
-    assert_eq!(
-        call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
-        "mcp server \"fx\": restart rejected: mcpclient fx: tools/list: tool name \"read file\" contains invalid character ' '; server disabled"
-    );
+    let message = "mcp server \"fx\": restart rejected: mcpclient fx: tools/list: tool name \"read file\" contains invalid character ' '; server disabled";
+    let (fixture, hub, recorder) = restart_fails("--mode invalid-tool-name", message).await;
     assert_eq!(
         events_after_start(&recorder),
         vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "invalid_tool" }]
@@ -383,9 +392,7 @@ async fn cancel_during_restart_never_leaks_process_red() {
         let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
         crash(&hub).await;
         fixture.set_restart_args("--mode no-initialize-reply");
-        let options = CallOptions { deadline: Some(tokio::time::Instant::now() + deadline), cancel: None };
-        let err = hub.call("fx__echo", r#"{"text":"x"}"#, &options).await.unwrap_err();
-        assert_eq!(err.to_string(), "mcpclient fx: tools/call: MCP request not dispatched: context deadline exceeded");
+        echo_deadline_passes_undispatched(&hub, deadline).await;
         hub.shutdown().await;
         let gone = poll_until(Duration::from_secs(15), || fixture.processes().is_empty()).await;
         assert!(gone, "deadline {deadline:?}: fixture processes left behind: {:?}", fixture.processes());
@@ -396,21 +403,10 @@ async fn cancel_during_restart_never_leaks_process_red() {
 async fn interrupted_restart_leaves_the_server_restartable() {
     // As for a failed restart: the outcome must not depend on whether the crash was observed
     // before the interrupted restart began closing the old connection, so the scenario repeats.
-    for round in 1..=CRASH_ROUNDS {
-        let fixture = Fixture::new(&[]);
-        let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
-        fixture.set_restart_args("--mode no-initialize-reply");
-        crash(&hub).await;
-        let options =
-            CallOptions { deadline: Some(tokio::time::Instant::now() + Duration::from_millis(300)), cancel: None };
-        let err = hub.call("fx__echo", r#"{"text":"x"}"#, &options).await.unwrap_err();
-        assert_eq!(err.to_string(), "mcpclient fx: tools/call: MCP request not dispatched: context deadline exceeded");
-        fixture.set_restart_args("");
-        let after = call(&hub, "fx__echo", r#"{"text":"after"}"#).await;
-        assert_eq!(after.as_deref(), Ok("after"), "round {round}: the interrupted restart disabled the server");
-        assert_eq!(restarts(&recorder), vec![2], "round {round}: the interrupted restart counted");
-        hub.shutdown().await;
-    }
+    server_recovers_from_a_broken_restart("--mode no-initialize-reply", "interrupted", async |hub: &McpHub| {
+        echo_deadline_passes_undispatched(hub, Duration::from_millis(300)).await;
+    })
+    .await;
 }
 
 #[tokio::test]

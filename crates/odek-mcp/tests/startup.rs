@@ -3,10 +3,23 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use odek_mcp::{McpEvent, McpHub};
+use odek_mcp::{McpError, McpEvent, McpHub, ServerEntry};
 use support::{Fixture, Recorder, fixture_entry, options, spec, start, start_err};
+
+/// Starts `entry` alone as server `name`: the start must fail with `message`, and the only event
+/// is that server's failure with `error_class`.
+async fn start_fails(name: &str, entry: &ServerEntry, message: &str, error_class: &'static str) -> McpError {
+    let (err, recorder) = start_err(vec![spec(name, entry)]).await;
+    assert_eq!(err.to_string(), message);
+    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: name.into(), error_class }]);
+    err
+}
+
+/// How a handshake whose initialize is never answered in time fails.
+const INITIALIZE_DEADLINE_EXCEEDED: &str = "mcp server \"fx\": mcpclient fx: initialize: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded";
 
 #[tokio::test]
 async fn catalogue_lists_exposed_names_in_server_then_list_order() {
@@ -59,46 +72,32 @@ async fn unsupported_protocol_version_warns_and_continues() {
 
 #[tokio::test]
 async fn initialize_error_is_fatal_with_class() {
-    let (err, recorder) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "initialize-error"]))]).await;
-    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: initialize: MCP error -32603: boom");
-    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "protocol_error" }]);
+    let entry = fixture_entry(&["--mode", "initialize-error"]);
+    start_fails("fx", &entry, "mcp server \"fx\": mcpclient fx: initialize: MCP error -32603: boom", "protocol_error")
+        .await;
 }
 
 #[tokio::test]
 async fn spawn_failure_names_the_os_error() {
     let mut entry = fixture_entry(&[]);
     entry.command = Some("/nonexistent/odek-no-such-server".into());
-    let (err, recorder) = start_err(vec![spec("fx", &entry)]).await;
-    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: start: No such file or directory (os error 2)");
-    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "spawn_failed" }]);
+    let message = "mcp server \"fx\": mcpclient fx: start: No such file or directory (os error 2)";
+    start_fails("fx", &entry, message, "spawn_failed").await;
 }
 
 #[tokio::test]
 async fn initialize_without_reply_times_out_outcome_unknown() {
     let mut entry = fixture_entry(&["--mode", "no-initialize-reply"]);
     entry.timeout_seconds = 1;
-    let (err, recorder) = start_err(vec![spec("fx", &entry)]).await;
-    assert_eq!(
-        err.to_string(),
-        "mcp server \"fx\": mcpclient fx: initialize: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
-    );
-    assert_eq!(
-        recorder.events(),
-        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "deadline_exceeded" }]
-    );
+    start_fails("fx", &entry, INITIALIZE_DEADLINE_EXCEEDED, "deadline_exceeded").await;
 }
 
 #[tokio::test]
 async fn invalid_tool_name_rejects_the_server() {
-    let (err, recorder) = start_err(vec![spec("invalid", &fixture_entry(&["--mode", "invalid-tool-name"]))]).await;
-    assert_eq!(
-        err.to_string(),
-        "mcp server \"invalid\": mcpclient invalid: tools/list: tool name \"read file\" contains invalid character ' '"
-    );
-    assert_eq!(
-        recorder.events(),
-        vec![McpEvent::ServerFailed { server: "invalid".into(), error_class: "invalid_tool" }]
-    );
+    let entry = fixture_entry(&["--mode", "invalid-tool-name"]);
+    let message =
+        "mcp server \"invalid\": mcpclient invalid: tools/list: tool name \"read file\" contains invalid character ' '";
+    start_fails("invalid", &entry, message, "invalid_tool").await;
 }
 
 #[tokio::test]
@@ -244,25 +243,17 @@ async fn schema_injection_skipped_red() {
 
 #[tokio::test]
 async fn nameless_tool_rejected() {
-    let (err, recorder) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "nameless-tool"]))]).await;
-    assert_eq!(err.to_string(), "mcp server \"fx\": mcpclient fx: tools/list: tool name is empty");
-    assert_eq!(recorder.events(), vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "invalid_tool" }]);
+    let entry = fixture_entry(&["--mode", "nameless-tool"]);
+    start_fails("fx", &entry, "mcp server \"fx\": mcpclient fx: tools/list: tool name is empty", "invalid_tool").await;
 }
 
 #[tokio::test]
 async fn oversize_during_initialize() {
     let mut entry = fixture_entry(&[]);
     entry.max_response_bytes = 64;
-    let (err, recorder) = start_err(vec![spec("fx", &entry)]).await;
-    assert_eq!(
-        err.to_string(),
-        "mcp server \"fx\": mcpclient fx: initialize: mcpclient fx: response line exceeded configured max_response_bytes limit of 64 bytes"
-    );
+    let message = "mcp server \"fx\": mcpclient fx: initialize: mcpclient fx: response line exceeded configured max_response_bytes limit of 64 bytes";
+    let err = start_fails("fx", &entry, message, "response_too_large").await;
     assert_eq!(err.error_class(), "response_too_large");
-    assert_eq!(
-        recorder.events(),
-        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "response_too_large" }]
-    );
 }
 
 #[tokio::test]
@@ -271,17 +262,10 @@ async fn progress_does_not_extend_the_handshake_red() {
     entry.timeout_seconds = 1;
     // Not a timing assertion: progress every 200 ms would keep a client that honoured it for
     // the handshake waiting for up to an hour; this bound only keeps such a failure from hanging.
-    let started = tokio::time::timeout(std::time::Duration::from_secs(30), start_err(vec![spec("fx", &entry)])).await;
-    let (err, recorder) =
-        started.expect("startup never ended: progress notifications extended the initialize deadline");
-    assert_eq!(
-        err.to_string(),
-        "mcp server \"fx\": mcpclient fx: initialize: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
-    );
-    assert_eq!(
-        recorder.events(),
-        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "deadline_exceeded" }]
-    );
+    let failed = start_fails("fx", &entry, INITIALIZE_DEADLINE_EXCEEDED, "deadline_exceeded");
+    tokio::time::timeout(Duration::from_secs(30), failed)
+        .await
+        .expect("startup never ended: progress notifications extended the initialize deadline");
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use odek_contract::artifact_ref::{ArtifactRoots, validate_artifact_ref};
+use odek_contract::artifact_ref::{ArtifactRef, ArtifactRoots, validate_artifact_ref};
 use odek_contract::envelope::{ARTIFACT_REF_SCHEMA, RawArtifactRef};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
@@ -69,6 +69,20 @@ pub fn raw_ref(id: &str, uri: &str) -> RawArtifactRef {
         uri: uri.to_owned(),
         media_type: "text/plain".to_owned(),
         ..RawArtifactRef::default()
+    }
+}
+
+/// A validated `text/plain` ref that declares nothing optional (no size, digest or summary),
+/// resolved to `resolved_path`, a file of `file_size` bytes.
+pub fn artifact_ref(id: &str, resolved_path: &str, file_size: u64) -> ArtifactRef {
+    ArtifactRef {
+        id: id.to_owned(),
+        media_type: "text/plain".to_owned(),
+        size_bytes: None,
+        sha256: String::new(),
+        summary: String::new(),
+        resolved_path: PathBuf::from(resolved_path),
+        file_size,
     }
 }
 
