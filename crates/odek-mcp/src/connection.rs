@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
 use crate::error::{Cause, McpError, RequestFailure};
+use crate::frame_scan::{FrameIndex, Scan, scan_frame};
 use crate::observer::McpObserver;
 use crate::server_lines::{RAW_SERVER_LINE_BYTES, ServerLineSink, clean_server_line};
 
@@ -613,24 +614,31 @@ enum Routed {
 /// Spec §7: blank, non-JSON and non-object lines are skipped; a non-empty string `method` makes
 /// it a server message (§8); otherwise it is a response whose id must be a JSON integer.
 fn route_line(shared: &Shared, line: Vec<u8>) {
-    let routed = {
-        // Only objects: serde would happily read an array like `[1,2]` into the struct.
-        let Ok(frame) = crate::call::parse_object::<WireFrame<'_>>(&line) else { return };
-        if let Some(method) = frame.method.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
-            && !method.is_empty()
-        {
-            handle_server_message(shared, &method, frame.id, frame.params);
-            Routed::Ignore
-        } else {
-            match frame.id.and_then(|raw| serde_json::from_str::<i64>(raw.get()).ok()) {
-                None => Routed::Ignore,
-                Some(id) => {
-                    let reply = match frame.error.filter(|raw| raw.get() != "null") {
-                        Some(error) => Err(rpc_failure(error)),
-                        None => Ok(frame.result.map_or(0..0, |raw| offset_in(&line, raw.get()))),
-                    };
-                    Routed::Response { id, reply }
-                }
+    let index = match scan_frame(&line) {
+        Scan::Frame(index) => index,
+        Scan::Invalid => return,
+        Scan::Unusual => match serde_index(&line) {
+            Some(index) => index,
+            None => return,
+        },
+    };
+    let text = |range: &Option<Range<usize>>| {
+        range.clone().and_then(|range| std::str::from_utf8(&line[range]).ok()).filter(|text| *text != "null")
+    };
+    let routed = if let Some(method) = text(&index.method).and_then(json_string_value)
+        && !method.is_empty()
+    {
+        handle_server_message(shared, &method, text(&index.id), text(&index.params));
+        Routed::Ignore
+    } else {
+        match text(&index.id).and_then(|id| serde_json::from_str::<i64>(id).ok()) {
+            None => Routed::Ignore,
+            Some(id) => {
+                let reply = match text(&index.error) {
+                    Some(error) => Err(rpc_failure(error)),
+                    None => Ok(index.result.unwrap_or(0..0)),
+                };
+                Routed::Response { id, reply }
             }
         }
     };
@@ -642,13 +650,38 @@ fn route_line(shared: &Shared, line: Vec<u8>) {
     }
 }
 
+/// The text of a JSON string value, decoded; `None` for any other JSON value.
+fn json_string_value(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if !raw.starts_with('"') {
+        return None;
+    }
+    match raw.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Some(std::borrow::Cow::Borrowed(inner)),
+        _ => serde_json::from_str::<String>(raw).ok().map(std::borrow::Cow::Owned),
+    }
+}
+
+/// The frame read by serde_json, for the lines [`scan_frame`] leaves to it.
+fn serde_index(line: &[u8]) -> Option<FrameIndex> {
+    // Only objects: serde would happily read an array like `[1,2]` into the struct.
+    let frame = crate::call::parse_object::<WireFrame<'_>>(line).ok()?;
+    let range = |raw: Option<&RawValue>| raw.map(|raw| offset_in(line, raw.get()));
+    Some(FrameIndex {
+        id: range(frame.id),
+        method: range(frame.method),
+        result: range(frame.result),
+        error: range(frame.error),
+        params: range(frame.params),
+    })
+}
+
 fn offset_in(line: &[u8], part: &str) -> Range<usize> {
     let start = part.as_ptr().addr().saturating_sub(line.as_ptr().addr());
     start..start + part.len()
 }
 
-fn rpc_failure(raw: &RawValue) -> RequestFailure {
-    let error: WireError = serde_json::from_str(raw.get()).unwrap_or_default();
+fn rpc_failure(raw: &str) -> RequestFailure {
+    let error: WireError = serde_json::from_str(raw).unwrap_or_default();
     let code = error.code.as_ref().and_then(serde_json::Value::as_i64).unwrap_or(0);
     let message = match error.message {
         Some(serde_json::Value::String(message)) => message,
@@ -660,24 +693,22 @@ fn rpc_failure(raw: &RawValue) -> RequestFailure {
 
 /// Spec §8: server requests are answered (ping → `{}`, anything else → -32601) with the id
 /// echoed verbatim; notifications update state or are logged; nothing here is a response.
-fn handle_server_message(shared: &Shared, method: &str, id: Option<&RawValue>, params: Option<&RawValue>) {
-    let request_id = id.filter(|raw| {
-        let text = raw.get();
+fn handle_server_message(shared: &Shared, method: &str, id: Option<&str>, params: Option<&str>) {
+    let request_id = id.filter(|text| {
         text.starts_with('"') || text.starts_with('-') || text.starts_with(|c: char| c.is_ascii_digit())
     });
     if let Some(id) = request_id {
         let reply = if method == "ping" {
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\n", id.get())
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n")
         } else {
             format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":-32601,\"message\":\"method not found\"}}}}\n",
-                id.get()
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"method not found\"}}}}\n"
             )
         };
         shared.send_detached(reply.into_bytes());
         return;
     }
-    if id.is_some_and(|raw| raw.get() != "null") {
+    if id.is_some() {
         // An id of another JSON type: neither a valid request nor a notification.
         return;
     }
@@ -689,14 +720,14 @@ fn handle_server_message(shared: &Shared, method: &str, id: Option<&RawValue>, p
     }
 }
 
-fn note_progress(shared: &Shared, params: Option<&RawValue>) {
+fn note_progress(shared: &Shared, params: Option<&str>) {
     #[derive(Deserialize)]
     struct Progress {
         #[serde(rename = "progressToken")]
         progress_token: serde_json::Value,
     }
     let Some(token) = params
-        .and_then(|raw| serde_json::from_str::<Progress>(raw.get()).ok())
+        .and_then(|raw| serde_json::from_str::<Progress>(raw).ok())
         .and_then(|progress| progress.progress_token.as_i64())
     else {
         return;
@@ -710,7 +741,7 @@ fn note_progress(shared: &Shared, params: Option<&RawValue>) {
     }
 }
 
-fn log_message(shared: &Shared, params: Option<&RawValue>) {
+fn log_message(shared: &Shared, params: Option<&str>) {
     #[derive(Deserialize, Default)]
     struct LogParams {
         #[serde(default)]
@@ -718,7 +749,7 @@ fn log_message(shared: &Shared, params: Option<&RawValue>) {
         #[serde(default)]
         data: Option<serde_json::Value>,
     }
-    let params: LogParams = params.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+    let params: LogParams = params.and_then(|raw| serde_json::from_str(raw).ok()).unwrap_or_default();
     let level = match params.level {
         Some(serde_json::Value::String(level)) if !level.is_empty() => level,
         _ => "info".to_owned(),

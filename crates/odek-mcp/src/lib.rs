@@ -14,6 +14,7 @@ pub mod connection;
 pub mod discovery;
 pub mod env_allowlist;
 pub mod error;
+pub mod frame_scan;
 pub mod hub;
 pub mod observer;
 pub mod server_config;

@@ -1,0 +1,443 @@
+//! The routing pass over one stdout line: a single validating JSON scan that accepts exactly the
+//! lines the spec lets through (a JSON object; `mcp-client.md` §7) and records where the
+//! top-level members the router needs sit, without building anything.
+//!
+//! It mirrors what serde_json accepts when it reads the frame struct: RFC 8259 syntax, any
+//! nesting depth, a known member given twice rejected. Lines it does not handle itself (a key
+//! with escapes, bytes that are not UTF-8) are reported as [`Scan::Unusual`] for the serde path.
+//! Start at [`scan_frame`].
+
+use std::ops::Range;
+
+/// Where the members the router reads sit in the line (the raw JSON text of each value).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FrameIndex {
+    pub id: Option<Range<usize>>,
+    pub method: Option<Range<usize>>,
+    pub result: Option<Range<usize>>,
+    pub error: Option<Range<usize>>,
+    pub params: Option<Range<usize>>,
+}
+
+/// What the scan decided about a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scan {
+    Frame(FrameIndex),
+    /// Not a JSON object, or a known member twice: the line is skipped.
+    Invalid,
+    /// Valid or not, this scanner leaves it to serde_json.
+    Unusual,
+}
+
+/// Scans one line (without its newline).
+pub fn scan_frame(line: &[u8]) -> Scan {
+    if std::str::from_utf8(line).is_err() {
+        return Scan::Unusual;
+    }
+    let mut scanner = Scanner { bytes: line, at: 0, nesting: Nesting::default() };
+    match scanner.frame() {
+        Ok(index) => Scan::Frame(index),
+        Err(Outcome::Invalid) => Scan::Invalid,
+        Err(Outcome::Unusual) => Scan::Unusual,
+    }
+}
+
+enum Outcome {
+    Invalid,
+    Unusual,
+}
+
+type Step<T> = Result<T, Outcome>;
+
+/// Open containers, innermost last: one bit each (object = 1), spilling past 128 levels.
+#[derive(Default)]
+struct Nesting {
+    bits: u128,
+    depth: usize,
+    spill: Vec<bool>,
+}
+
+impl Nesting {
+    fn push(&mut self, object: bool) {
+        if self.depth < 128 {
+            self.bits = (self.bits & !(1 << self.depth)) | (u128::from(object) << self.depth);
+        } else {
+            self.spill.push(object);
+        }
+        self.depth += 1;
+    }
+
+    /// Whether the innermost open container is an object; `None` at top level.
+    fn top(&self) -> Option<bool> {
+        match self.depth {
+            0 => None,
+            depth if depth <= 128 => Some(self.bits & (1 << (depth - 1)) != 0),
+            _ => self.spill.last().copied(),
+        }
+    }
+
+    fn pop(&mut self) {
+        if self.depth > 128 {
+            self.spill.pop();
+        }
+        self.depth = self.depth.saturating_sub(1);
+    }
+}
+
+struct Scanner<'l> {
+    bytes: &'l [u8],
+    at: usize,
+    nesting: Nesting,
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        let matched = self.peek() == Some(byte);
+        self.at += usize::from(matched);
+        matched
+    }
+
+    fn expect(&mut self, byte: u8) -> Step<()> {
+        if self.eat(byte) { Ok(()) } else { Err(Outcome::Invalid) }
+    }
+
+    fn whitespace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// The top-level object and its members.
+    fn frame(&mut self) -> Step<FrameIndex> {
+        let mut index = FrameIndex::default();
+        self.whitespace();
+        self.expect(b'{')?;
+        self.whitespace();
+        if !self.eat(b'}') {
+            loop {
+                self.whitespace();
+                let key = self.string()?.ok_or(Outcome::Unusual)?;
+                self.whitespace();
+                self.expect(b':')?;
+                self.whitespace();
+                let start = self.at;
+                self.value()?;
+                let slot = match &self.bytes[key] {
+                    b"id" => Some(&mut index.id),
+                    b"method" => Some(&mut index.method),
+                    b"result" => Some(&mut index.result),
+                    b"error" => Some(&mut index.error),
+                    b"params" => Some(&mut index.params),
+                    _ => None,
+                };
+                if let Some(slot) = slot {
+                    if slot.is_some() {
+                        return Err(Outcome::Invalid);
+                    }
+                    *slot = Some(start..self.at);
+                }
+                self.whitespace();
+                if self.eat(b'}') {
+                    break;
+                }
+                self.expect(b',')?;
+            }
+        }
+        self.whitespace();
+        if self.at == self.bytes.len() { Ok(index) } else { Err(Outcome::Invalid) }
+    }
+
+    /// One complete value, however deep, without recursion.
+    fn value(&mut self) -> Step<()> {
+        loop {
+            self.whitespace();
+            match self.peek().ok_or(Outcome::Invalid)? {
+                b'{' => {
+                    self.at += 1;
+                    self.whitespace();
+                    if !self.eat(b'}') {
+                        self.nesting.push(true);
+                        self.member_key()?;
+                        continue;
+                    }
+                }
+                b'[' => {
+                    self.at += 1;
+                    self.whitespace();
+                    if !self.eat(b']') {
+                        self.nesting.push(false);
+                        continue;
+                    }
+                }
+                b'"' => {
+                    self.string()?;
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                _ => return Err(Outcome::Invalid),
+            }
+            // A value ended: close what it ends, or move to the next element.
+            loop {
+                let Some(object) = self.nesting.top() else { return Ok(()) };
+                self.whitespace();
+                if self.eat(b',') {
+                    if object {
+                        self.member_key()?;
+                    }
+                    break;
+                }
+                self.expect(if object { b'}' } else { b']' })?;
+                self.nesting.pop();
+            }
+        }
+    }
+
+    /// `"key" :` inside a nested object.
+    fn member_key(&mut self) -> Step<()> {
+        self.whitespace();
+        self.string()?;
+        self.whitespace();
+        self.expect(b':')
+    }
+
+    /// A string; its content range when it has no escapes (`None` when it has some).
+    fn string(&mut self) -> Step<Option<Range<usize>>> {
+        self.expect(b'"')?;
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            let byte = self.peek().ok_or(Outcome::Invalid)?;
+            self.at += 1;
+            match byte {
+                b'"' => return Ok((!escaped).then_some(start..self.at - 1)),
+                b'\\' => {
+                    escaped = true;
+                    match self.peek().ok_or(Outcome::Invalid)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 1,
+                        b'u' => {
+                            let hex = self.bytes.get(self.at + 1..self.at + 5).ok_or(Outcome::Invalid)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return Err(Outcome::Invalid);
+                            }
+                            self.at += 5;
+                        }
+                        _ => return Err(Outcome::Invalid),
+                    }
+                }
+                0x00..=0x1f => return Err(Outcome::Invalid),
+                _ => {}
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Step<()> {
+        if self.bytes[self.at..].starts_with(word) {
+            self.at += word.len();
+            Ok(())
+        } else {
+            Err(Outcome::Invalid)
+        }
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    fn number(&mut self) -> Step<()> {
+        self.eat(b'-');
+        match self.peek() {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(Outcome::Invalid),
+        }
+        if self.eat(b'.') {
+            self.required_digits()?;
+        }
+        if self.eat(b'e') || self.eat(b'E') {
+            if !self.eat(b'+') {
+                self.eat(b'-');
+            }
+            self.required_digits()?;
+        }
+        Ok(())
+    }
+
+    fn digits(&mut self) {
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.at += 1;
+        }
+    }
+
+    fn required_digits(&mut self) -> Step<()> {
+        let start = self.at;
+        self.digits();
+        if self.at > start { Ok(()) } else { Err(Outcome::Invalid) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+
+    use super::*;
+
+    /// The serde reading the scanner must agree with (the frame struct of `connection.rs`).
+    #[derive(Deserialize)]
+    struct Frame<'a> {
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        method: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        error: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
+    }
+
+    fn serde_reading(line: &[u8]) -> Option<[Option<String>; 5]> {
+        let first = line.iter().copied().find(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'));
+        if first != Some(b'{') {
+            return None;
+        }
+        let frame: Frame<'_> = serde_json::from_slice(line).ok()?;
+        let text = |raw: Option<&RawValue>| raw.map(|raw| raw.get().to_owned());
+        Some([text(frame.id), text(frame.method), text(frame.result), text(frame.error), text(frame.params)])
+    }
+
+    fn scanner_reading(line: &[u8]) -> Option<Option<[Option<String>; 5]>> {
+        match scan_frame(line) {
+            Scan::Unusual => None,
+            Scan::Invalid => Some(None),
+            Scan::Frame(index) => {
+                let text = |range: Option<Range<usize>>| {
+                    range.map(|range| String::from_utf8_lossy(&line[range]).into_owned()).filter(|text| text != "null")
+                };
+                Some(Some([
+                    text(index.id),
+                    text(index.method),
+                    text(index.result),
+                    text(index.error),
+                    text(index.params),
+                ]))
+            }
+        }
+    }
+
+    fn agree(line: &[u8]) {
+        if let Some(scanned) = scanner_reading(line) {
+            assert_eq!(scanned, serde_reading(line), "{:?}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn typical_frames() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+        let Scan::Frame(index) = scan_frame(line) else { panic!("not a frame") };
+        assert_eq!(&line[index.id.unwrap()], b"7");
+        assert_eq!(&line[index.result.unwrap()], br#"{"content":[{"type":"text","text":"hi"}]}"#);
+        for line in [
+            &br#"{"result":{},"jsonrpc":"2.0","id":1}"#[..],
+            br#" {"jsonrpc":"2.0","method":"ping","id":"srv-ping"} "#,
+            br#"{"id":1,"error":{"code":-32601,"message":"m\u00e9\n"}}"#,
+            br#"{"method":"notifications/progress","params":{"progressToken":3,"progress":1.5e3}}"#,
+            b"{}",
+            br#"{"id":null,"result":null}"#,
+        ] {
+            agree(line);
+            assert!(matches!(scan_frame(line), Scan::Frame(_)));
+        }
+    }
+
+    #[test]
+    fn rejections_match_serde() {
+        for line in [
+            &b""[..],
+            b"   ",
+            b"[1,2]",
+            b"42",
+            b"\"x\"",
+            b"not json",
+            br#"{"id":1,"id":2}"#,
+            br#"{"id":01}"#,
+            br#"{"id":-}"#,
+            br#"{"id":1.}"#,
+            br#"{"id":1e}"#,
+            br#"{"a":"tab	inside"}"#,
+            br#"{"a":"\x"}"#,
+            br#"{"a":"\u12"}"#,
+            br#"{"a":[1,]}"#,
+            br#"{"a":{"b":1,}}"#,
+            br#"{"a":1,}"#,
+            br#"{"a":1} x"#,
+            br#"{"a" 1}"#,
+            br#"{"a":tru}"#,
+            br#"{"a":[}"#,
+            br#"{"a":{]}"#,
+            br#"{"x":1,"x":2}"#,
+            br#"{"result":[[[[]]]],"id":3}"#,
+        ] {
+            agree(line);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_needs_no_stack() {
+        for depth in [127, 128, 129, 100_000] {
+            let line = format!("{{\"id\":1,\"result\":{}1{}}}", "[{\"a\":".repeat(depth), "}]".repeat(depth));
+            agree(line.as_bytes());
+            assert!(matches!(scan_frame(line.as_bytes()), Scan::Frame(_)), "{depth}");
+            let broken = format!("{{\"id\":1,\"result\":{}{}}}", "[".repeat(depth), "]".repeat(depth - 1));
+            assert_eq!(scan_frame(broken.as_bytes()), Scan::Invalid);
+        }
+    }
+
+    #[test]
+    fn escaped_keys_and_bad_utf8_go_to_serde() {
+        assert_eq!(scan_frame(br#"{"\u0069d":1}"#), Scan::Unusual);
+        assert_eq!(scan_frame(b"{\"a\":\"\xff\"}"), Scan::Unusual);
+    }
+
+    /// Mutations of valid frames: wherever the scanner decides, serde decides the same.
+    #[test]
+    fn agrees_with_serde_on_mutated_frames() {
+        let seeds: [&[u8]; 5] = [
+            br#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"a\"b\\c\u00e9"}],"isError":false}}"#,
+            br#"{"id":-3,"error":{"code":-32000,"message":"x","data":[1.5e-3,true,null,{}]}}"#,
+            br#"{"method":"notifications/message","params":{"level":"info","data":{"k":[[],[{}]]}}}"#,
+            br#" { "id" : 1 , "result" : [ 0 , -0.0 , 1E+2 ] } "#,
+            br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#,
+        ];
+        let alphabet = b"{}[]:,\"\\ 0123456789-+.eEtrufalsn\tux";
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % bound as u64).unwrap()
+        };
+        for seed in seeds {
+            agree(seed);
+            for _ in 0..4000 {
+                let mut line = seed.to_vec();
+                for _ in 0..=next(3) {
+                    let at = next(line.len() + 1);
+                    match next(3) {
+                        0 if at < line.len() => {
+                            line.remove(at);
+                        }
+                        1 => line.insert(at, alphabet[next(alphabet.len())]),
+                        _ if at < line.len() => line[at] = alphabet[next(alphabet.len())],
+                        _ => {}
+                    }
+                }
+                agree(&line);
+            }
+        }
+    }
+}
