@@ -160,3 +160,29 @@ fn commandless_global_auto_approve_not_wildcard_red() {
         }
     }
 }
+
+#[test]
+fn project_cannot_drop_globally_excluded_tools_red() {
+    let global =
+        r#"{"mcp_servers": {"fs": {"command": "fs-mcp", "auto_approve": true, "exclude_tools": ["delete_all"]}}}"#;
+    let widened = Fixture::new().global(global).project(r#"{"mcp_servers": {"fs": {"command": "fs-mcp"}}}"#);
+    let fs = widened.servers().into_iter().find(|server| server.name == "fs").unwrap();
+    assert_eq!(fs.origin, ServerOrigin::Project);
+    assert!(!fs.auto_approve_effective, "dropping an operator exclusion needs approval");
+
+    let narrower = Fixture::new()
+        .global(global)
+        .project(r#"{"mcp_servers": {"fs": {"command": "fs-mcp", "exclude_tools": ["delete_all", "more"]}}}"#);
+    let fs = narrower.servers().into_iter().find(|server| server.name == "fs").unwrap();
+    assert!(fs.auto_approve_effective, "excluding more is still the operator's server");
+}
+
+#[test]
+fn project_cannot_enable_a_globally_disabled_server_red() {
+    let fixture = Fixture::new()
+        .global(r#"{"mcp_servers": {"fs": {"command": "fs-mcp", "auto_approve": true, "enabled": false}}}"#)
+        .project(r#"{"mcp_servers": {"fs": {"command": "fs-mcp", "enabled": true}}}"#);
+    let fs = fixture.servers().into_iter().find(|server| server.name == "fs").unwrap();
+    assert!(fs.entry.is_enabled());
+    assert!(!fs.auto_approve_effective, "a server the operator disabled is never auto-approved");
+}

@@ -280,3 +280,19 @@ fn global_server_tools_still_need_approval_red() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn unapproved_project_server_is_never_spawned_red() {
+    let sandbox = Sandbox::new();
+    let marker = sandbox.project.join("spawned");
+    sandbox.project_config(&json!({"mcp_servers": {"sneaky": {
+        "command": "/bin/sh",
+        "args": ["-c", format!("touch '{}'", marker.display())],
+    }}}));
+    for args in [&["ext", "list"][..], &["ext", "call", "sneaky__x"]] {
+        let out = sandbox.odek(args, false, None);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(text(&out.stderr).contains("requires explicit approval"), "{}", text(&out.stderr));
+        assert!(!marker.exists(), "{args:?} spawned an unapproved project server");
+    }
+}

@@ -20,7 +20,7 @@ pub enum ConfigError {
     NotAnObject { path: String },
     /// A known key holding the wrong JSON type; `key` is the dotted path (`limits.max_tool_calls`,
     /// `mcp_servers.fs.args[0]`).
-    #[error("config {path}: {key}: {source}")]
+    #[error("config {path}: {}: {source}", key_for_display(key))]
     KeyType { path: String, key: String, source: serde_json::Error },
     #[error("config {path}: limits.{key} must be >= 0")]
     NegativeLimit { path: String, key: String },
@@ -36,4 +36,14 @@ pub enum ConfigError {
     NoHome,
     #[error("cannot determine the current directory: {0}")]
     CurrentDir(io::Error),
+}
+
+/// A key path as written, unless a (project-chosen) name in it holds control characters: then it
+/// is quoted, so it cannot forge a line of odek's output.
+fn key_for_display(key: &str) -> std::borrow::Cow<'_, str> {
+    if key.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(quote(key))
+    } else {
+        std::borrow::Cow::Borrowed(key)
+    }
 }

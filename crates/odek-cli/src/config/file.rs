@@ -13,13 +13,21 @@ use std::path::Path;
 /// Largest config file accepted (5 MiB, in bytes). A larger file is fatal, never truncated.
 pub const MAX_CONFIG_BYTES: u64 = 5 * 1024 * 1024;
 
-/// Opens `path` for reading; `None` when it does not exist (a missing file is ignored).
+/// Opens `path` for reading; `None` when it does not exist (a missing file is ignored). The open
+/// never blocks (a FIFO shipped as `./odek.json` would otherwise wait for a writer forever) and
+/// anything but a regular file is refused.
 pub(crate) fn open_if_exists(path: &Path) -> io::Result<Option<File>> {
-    match File::open(path) {
-        Ok(file) => Ok(Some(file)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err),
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits()).open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
+    Ok(Some(file))
 }
 
 /// The permission bits (`0o777` part) of an open file.
@@ -78,6 +86,10 @@ mod tests {
     fn missing_file_is_none() {
         let dir = tempfile::tempdir().unwrap();
         assert!(open_if_exists(&dir.path().join("nope")).unwrap().is_none());
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(open_if_exists(&fifo).unwrap_err().to_string(), "not a regular file");
+        assert_eq!(open_if_exists(dir.path()).unwrap_err().to_string(), "not a regular file");
     }
 
     #[test]

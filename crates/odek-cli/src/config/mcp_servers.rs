@@ -83,11 +83,17 @@ pub(crate) fn merge_mcp_servers(
 /// entry with `auto_approve: true` that launches something (a command or a url — a
 /// command-less, url-less entry is not a wildcard) and whose `command`, `args`, `env`, `url`,
 /// `token_env`, limit fields and `artifact_roots` are identical to the project entry's.
+/// [beyond] The project may not widen the entry either: it must exclude at least the tools the
+/// global entry excludes, and a server the operator disabled is never auto-approved.
 pub fn project_server_auto_approved(global: Option<&ServerEntry>, project: &ServerEntry) -> bool {
     let Some(global) = global else {
         return false;
     };
-    global.auto_approve && launches_something(global) && same_launch_fields(global, project)
+    global.auto_approve
+        && global.is_enabled()
+        && launches_something(global)
+        && same_launch_fields(global, project)
+        && global.exclude_tools.iter().all(|tool| project.exclude_tools.contains(tool))
 }
 
 fn launches_something(entry: &ServerEntry) -> bool {

@@ -152,7 +152,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     let global_path = sources.global_config_path();
     let global_display = global_path.display().to_string();
     let global = match read_config_object(&global_path, &global_display, Trust::Operator, &mut warnings)? {
-        Some(top) => parse_config_file(&global_display, top, Trust::Operator, &env, &mut warnings)?,
+        Some(top) => parse_config_file(&global_display, top, Trust::Operator, &env, &secrets.names, &mut warnings)?,
         None => ParsedFile::default(),
     };
     if global.core.sandbox == Some(true) {
@@ -160,7 +160,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     }
     let project_path = sources.project_config_path();
     let project = match read_config_object(&project_path, PROJECT_DISPLAY, Trust::Project, &mut warnings)? {
-        Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &mut warnings)?,
+        Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &secrets.names, &mut warnings)?,
         None => ParsedFile::default(),
     };
 
@@ -230,13 +230,14 @@ fn parse_config_file(
     mut top: Map<String, Value>,
     trust: Trust,
     env: &BTreeMap<String, String>,
+    secret_names: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<ParsedFile, ConfigError> {
     if trust == Trust::Project {
         strip_operator_only(&mut top, warnings);
     }
     let mut root = Value::Object(top);
-    substitute_config_vars(&mut root, env, trust, warnings);
+    substitute_config_vars(&mut root, env, trust, secret_names, warnings);
 
     check_object_shapes(display, &root)?;
     let core: CoreFile = decode_known_keys(display, &root)?;

@@ -21,17 +21,20 @@ pub(crate) enum Trust {
 }
 
 /// Expands every string value of a parsed config file in place. In the project file a
-/// secret-looking NAME expands to `""` and warns once per name (first occurrence order).
+/// secret-looking NAME, or [beyond] a name `secrets.env` set (`secret_names`: odek knows those
+/// values are secrets whatever they are called), expands to `""` and warns once per name (first
+/// occurrence order).
 pub(crate) fn substitute_config_vars(
     root: &mut Value,
     env: &BTreeMap<String, String>,
     trust: Trust,
+    secret_names: &[String],
     warnings: &mut Vec<String>,
 ) {
     let mut refused = Vec::new();
     let mut expand = |text: &mut String| {
         if text.contains("${") {
-            *text = expand_vars(text, env, trust, &mut refused);
+            *text = expand_vars(text, env, trust, secret_names, &mut refused);
         }
     };
     let Value::Object(top) = root else {
@@ -61,9 +64,12 @@ pub(crate) fn substitute_config_vars(
     let mut seen = BTreeSet::new();
     for name in refused {
         if seen.insert(name.clone()) {
-            warnings.push(format!(
-                "{PROJECT_DISPLAY}: ${{{name}}} not expanded (secret-looking variable in project config)"
-            ));
+            let why = if is_secret_looking(&name) {
+                "secret-looking variable in project config"
+            } else {
+                "variable from secrets.env in project config"
+            };
+            warnings.push(format!("{PROJECT_DISPLAY}: ${{{name}}} not expanded ({why})"));
         }
     }
 }
@@ -79,7 +85,13 @@ fn walk_strings(value: &mut Value, visit: &mut impl FnMut(&mut String)) {
 
 /// Expands `${NAME}` occurrences of one string. Names refused under [`Trust::Project`] are
 /// appended to `refused`.
-fn expand_vars(text: &str, env: &BTreeMap<String, String>, trust: Trust, refused: &mut Vec<String>) -> String {
+fn expand_vars(
+    text: &str,
+    env: &BTreeMap<String, String>,
+    trust: Trust,
+    secret_names: &[String],
+    refused: &mut Vec<String>,
+) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -87,7 +99,9 @@ fn expand_vars(text: &str, env: &BTreeMap<String, String>, trust: Trust, refused
         let after = &rest[start + 2..];
         match var_name_then_brace(after) {
             Some(name) => {
-                if trust == Trust::Project && is_secret_looking(name) {
+                if trust == Trust::Project
+                    && (is_secret_looking(name) || secret_names.iter().any(|known| known == name))
+                {
                     refused.push(name.to_owned());
                 } else if let Some(value) = env.get(name) {
                     out.push_str(value);
@@ -128,7 +142,7 @@ mod tests {
 
     fn expand(text: &str, trust: Trust) -> (String, Vec<String>) {
         let mut refused = Vec::new();
-        (expand_vars(text, &env(), trust, &mut refused), refused)
+        (expand_vars(text, &env(), trust, &[], &mut refused), refused)
     }
 
     #[test]
