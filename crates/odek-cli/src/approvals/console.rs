@@ -56,7 +56,9 @@ pub fn is_yes(answer: &str) -> bool {
 /// Terminal sanitisation (spec `config.md` §13.2): complete ANSI escape sequences (CSI, OSC and
 /// the other string sequences, two-character and nF escapes) are removed; any other control
 /// character except tab, CR and LF — a lone or unfinished ESC, C1 controls such as U+009B —
-/// becomes U+FFFD.
+/// becomes U+FFFD, and so [beyond] do the bidirectional controls that could make a command or
+/// description read differently from what it is (U+061C, U+200E, U+200F, U+202A–U+202E,
+/// U+2066–U+2069).
 pub fn sanitize_for_terminal(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -67,7 +69,7 @@ pub fn sanitize_for_terminal(text: &str) -> String {
             rest = &rest[len..];
             continue;
         }
-        if c.is_control() && !matches!(c, '\t' | '\r' | '\n') {
+        if (c.is_control() && !matches!(c, '\t' | '\r' | '\n')) || is_bidi_control(c) {
             out.push('\u{fffd}');
         } else {
             out.push(c);
@@ -75,6 +77,10 @@ pub fn sanitize_for_terminal(text: &str) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// [`sanitize_for_terminal`] for a value shown on one prompt line: CR and LF become U+FFFD as
@@ -144,6 +150,16 @@ pub fn cut_for_prompt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidi_controls_cannot_disguise_a_command_red() {
+        assert_eq!(
+            sanitize_terminal_line("/usr/bin/safe-tool \u{202E}lmx.revres-live"),
+            "/usr/bin/safe-tool \u{FFFD}lmx.revres-live"
+        );
+        assert_eq!(sanitize_for_terminal("a\u{2066}b\u{200F}c"), "a\u{FFFD}b\u{FFFD}c");
+        assert_eq!(sanitize_for_terminal("zero\u{200D}width joiner stays"), "zero\u{200D}width joiner stays");
+    }
 
     #[test]
     fn yes_answers() {
