@@ -13,7 +13,6 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant as StdInstant};
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{OnceCell, mpsc, oneshot, watch};
@@ -23,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
 use crate::error::{Cause, McpError, RequestFailure};
-use crate::frame_scan::{FrameIndex, Scan, scan_frame};
+use crate::frame_scan::index_frame;
 use crate::observer::McpObserver;
 use crate::server_lines::{RAW_SERVER_LINE_BYTES, ServerLineSink, clean_server_line};
 
@@ -583,21 +582,6 @@ async fn run_reader(shared: Arc<Shared>, stdout: ChildStdout) {
     }
 }
 
-/// The fields of an incoming frame, borrowed from the line; everything else is ignored.
-#[derive(Deserialize)]
-struct WireFrame<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-}
-
 #[derive(Deserialize, Default)]
 struct WireError {
     #[serde(default)]
@@ -614,14 +598,7 @@ enum Routed {
 /// Spec §7: blank, non-JSON and non-object lines are skipped; a non-empty string `method` makes
 /// it a server message (§8); otherwise it is a response whose id must be a JSON integer.
 fn route_line(shared: &Shared, line: Vec<u8>) {
-    let index = match scan_frame(&line) {
-        Scan::Frame(index) => index,
-        Scan::Invalid => return,
-        Scan::Unusual => match serde_index(&line) {
-            Some(index) => index,
-            None => return,
-        },
-    };
+    let Some(index) = index_frame(&line) else { return };
     let text = |range: &Option<Range<usize>>| {
         range.clone().and_then(|range| std::str::from_utf8(&line[range]).ok()).filter(|text| *text != "null")
     };
@@ -659,25 +636,6 @@ fn json_string_value(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
         Some(inner) if !inner.contains('\\') => Some(std::borrow::Cow::Borrowed(inner)),
         _ => serde_json::from_str::<String>(raw).ok().map(std::borrow::Cow::Owned),
     }
-}
-
-/// The frame read by serde_json, for the lines [`scan_frame`] leaves to it.
-fn serde_index(line: &[u8]) -> Option<FrameIndex> {
-    // Only objects: serde would happily read an array like `[1,2]` into the struct.
-    let frame = crate::call::parse_object::<WireFrame<'_>>(line).ok()?;
-    let range = |raw: Option<&RawValue>| raw.map(|raw| offset_in(line, raw.get()));
-    Some(FrameIndex {
-        id: range(frame.id),
-        method: range(frame.method),
-        result: range(frame.result),
-        error: range(frame.error),
-        params: range(frame.params),
-    })
-}
-
-fn offset_in(line: &[u8], part: &str) -> Range<usize> {
-    let start = part.as_ptr().addr().saturating_sub(line.as_ptr().addr());
-    start..start + part.len()
 }
 
 fn rpc_failure(raw: &str) -> RequestFailure {

@@ -5,9 +5,12 @@
 //! It mirrors what serde_json accepts when it reads the frame struct: RFC 8259 syntax, any
 //! nesting depth, a known member given twice rejected. Lines it does not handle itself (a key
 //! with escapes, bytes that are not UTF-8) are reported as [`Scan::Unusual`] for the serde path.
-//! Start at [`scan_frame`].
+//! Start at [`index_frame`].
 
 use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 /// Where the members the router reads sit in the line (the raw JSON text of each value).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -27,6 +30,50 @@ pub enum Scan {
     Invalid,
     /// Valid or not, this scanner leaves it to serde_json.
     Unusual,
+}
+
+/// Where the router's members sit in one line, or `None` when the line is to be skipped: the
+/// scan's answer, or serde_json's for the lines the scan leaves to it.
+pub fn index_frame(line: &[u8]) -> Option<FrameIndex> {
+    match scan_frame(line) {
+        Scan::Frame(index) => Some(index),
+        Scan::Invalid => None,
+        Scan::Unusual => serde_index(line),
+    }
+}
+
+/// The fields of a frame as serde_json reads them, borrowed from the line.
+#[derive(Deserialize)]
+struct WireFrame<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// The frame read by serde_json (`null` members read as absent).
+fn serde_index(line: &[u8]) -> Option<FrameIndex> {
+    // Only objects: serde would happily read an array like `[1,2]` into the struct.
+    let frame = crate::call::parse_object::<WireFrame<'_>>(line).ok()?;
+    let range = |raw: Option<&RawValue>| {
+        raw.map(|raw| {
+            let start = raw.get().as_ptr().addr().saturating_sub(line.as_ptr().addr());
+            start..start + raw.get().len()
+        })
+    };
+    Some(FrameIndex {
+        id: range(frame.id),
+        method: range(frame.method),
+        result: range(frame.result),
+        error: range(frame.error),
+        params: range(frame.params),
+    })
 }
 
 /// Scans one line (without its newline).
@@ -280,34 +327,13 @@ impl Scanner<'_> {
 
 #[cfg(test)]
 mod tests {
-    use serde::Deserialize;
-    use serde_json::value::RawValue;
-
     use super::*;
 
-    /// The serde reading the scanner must agree with (the frame struct of `connection.rs`).
-    #[derive(Deserialize)]
-    struct Frame<'a> {
-        #[serde(borrow, default)]
-        id: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        method: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        result: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        error: Option<&'a RawValue>,
-        #[serde(borrow, default)]
-        params: Option<&'a RawValue>,
-    }
-
+    /// serde_json's reading of a line, the one the scanner must agree with.
     fn serde_reading(line: &[u8]) -> Option<[Option<String>; 5]> {
-        let first = line.iter().copied().find(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'));
-        if first != Some(b'{') {
-            return None;
-        }
-        let frame: Frame<'_> = serde_json::from_slice(line).ok()?;
-        let text = |raw: Option<&RawValue>| raw.map(|raw| raw.get().to_owned());
-        Some([text(frame.id), text(frame.method), text(frame.result), text(frame.error), text(frame.params)])
+        let index = serde_index(line)?;
+        let text = |range: Option<Range<usize>>| range.map(|range| String::from_utf8_lossy(&line[range]).into_owned());
+        Some([text(index.id), text(index.method), text(index.result), text(index.error), text(index.params)])
     }
 
     fn scanner_reading(line: &[u8]) -> Option<Option<[Option<String>; 5]>> {
