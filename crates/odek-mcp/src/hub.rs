@@ -74,7 +74,7 @@ struct ServerRuntime {
     restart_due: AtomicBool,
     protocol_version: Mutex<String>,
     /// Tools the approver turned down, as listed: a re-list does not ask (or warn) again.
-    declined: Mutex<Vec<ListedTool>>,
+    declined: Mutex<Vec<ToolDescriptor>>,
 }
 
 /// The running MCP servers of one run and their tool catalogue.
@@ -251,26 +251,15 @@ impl McpHub {
         };
         let declined_before = server.declined.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut declined = Vec::new();
-        let listed = tools.clone();
         let candidates = registration_checks(name, tools, self.options.observer.as_ref());
         let mut approved = Vec::with_capacity(candidates.len());
         for tool in candidates {
-            let same_as = |known_name: &str, known_description: &str, known_schema: &serde_json::Value| {
-                known_name == tool.raw_name
-                    && known_description == tool.raw_description
-                    && *known_schema == tool.input_schema
-            };
-            if relist
-                && previous.iter().any(|known| same_as(&known.raw_name, &known.raw_description, &known.input_schema))
-            {
+            if relist && previous.iter().any(|known| same_tool(known, &tool)) {
                 approved.push(tool);
                 continue;
             }
-            let as_listed = listed.iter().find(|listed| listed.name == tool.raw_name).cloned();
-            if relist
-                && declined_before.iter().any(|known| same_as(&known.name, &known.description, &known.input_schema))
-            {
-                declined.extend(as_listed);
+            if relist && declined_before.iter().any(|known| same_tool(known, &tool)) {
+                declined.push(tool);
                 continue;
             }
             let request = ToolApprovalRequest {
@@ -286,7 +275,7 @@ impl McpHub {
                 .unwrap_or_else(|join| ToolApproval::Required(format!("approval prompt failed: {join}")));
             match (answer, relist) {
                 (ToolApproval::Approved, _) => approved.push(tool),
-                (ToolApproval::Declined, false) => declined.extend(as_listed),
+                (ToolApproval::Declined, false) => declined.push(tool),
                 (ToolApproval::Required(message), false) => return Err(McpError::ApprovalRequired(message)),
                 (ToolApproval::Declined | ToolApproval::Required(_), true) => {
                     self.options.observer.warning(
@@ -297,7 +286,7 @@ impl McpHub {
                             quote(&tool.raw_name)
                         ),
                     );
-                    declined.extend(as_listed);
+                    declined.push(tool);
                 }
             }
         }
@@ -537,6 +526,13 @@ impl McpHub {
             let _ = task.await;
         }
     }
+}
+
+/// Whether a listed tool is the one already known: same raw name, description and schema.
+fn same_tool(known: &ToolDescriptor, listed: &ToolDescriptor) -> bool {
+    known.raw_name == listed.raw_name
+        && known.raw_description == listed.raw_description
+        && known.input_schema == listed.input_schema
 }
 
 fn result_context<'a>(server: &'a ServerRuntime, raw_tool: &'a str) -> ResultContext<'a> {
