@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
+use crate::call::decode_literal;
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::frame_scan::index_frame;
 use crate::observer::McpObserver;
@@ -602,7 +603,7 @@ fn route_line(shared: &Shared, line: Vec<u8>) {
     let text = |range: &Option<Range<usize>>| {
         range.clone().and_then(|range| std::str::from_utf8(&line[range]).ok()).filter(|text| *text != "null")
     };
-    let routed = if let Some(method) = text(&index.method).and_then(json_string_value)
+    let routed = if let Some(method) = text(&index.method).and_then(|raw| decode_literal(raw).ok())
         && !method.is_empty()
     {
         handle_server_message(shared, &method, text(&index.id), text(&index.params));
@@ -624,17 +625,6 @@ fn route_line(shared: &Shared, line: Vec<u8>) {
     // Unknown or finished ids (late replies after a timeout) are dropped silently.
     if let Some(waiting) = waiting {
         let _ = waiting.reply.send(reply.map(|result| ResultFrame { line, result }));
-    }
-}
-
-/// The text of a JSON string value, decoded; `None` for any other JSON value.
-fn json_string_value(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
-    if !raw.starts_with('"') {
-        return None;
-    }
-    match raw.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
-        Some(inner) if !inner.contains('\\') => Some(std::borrow::Cow::Borrowed(inner)),
-        _ => serde_json::from_str::<String>(raw).ok().map(std::borrow::Cow::Owned),
     }
 }
 
