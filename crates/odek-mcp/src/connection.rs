@@ -486,7 +486,8 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-async fn cancelled(token: Option<&CancellationToken>) {
+/// Completes when the token is cancelled; never without a token.
+pub(crate) async fn cancelled(token: Option<&CancellationToken>) {
     match token {
         Some(token) => token.cancelled().await,
         None => std::future::pending().await,

@@ -19,7 +19,7 @@ use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use crate::call::{call_params, decode_call_result, encode_arguments};
 use crate::catalogue::{Catalogue, Route};
-use crate::connection::{CallOptions, Connection, SpawnParams};
+use crate::connection::{CallOptions, Connection, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks,
 };
@@ -559,13 +559,6 @@ fn bound_error(error: McpError, context: &ResultContext<'_>) -> McpError {
 /// Whether a `tools/call` result may hold an envelope with refs to validate.
 fn carries_artifact_refs(result_json: &[u8]) -> bool {
     memchr::memmem::find(result_json, ARTIFACT_REF_SCHEMA.as_bytes()).is_some()
-}
-
-async fn cancelled(token: Option<&tokio_util::sync::CancellationToken>) {
-    match token {
-        Some(token) => token.cancelled().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Runs `future` until the deadline, if any; `None` when the deadline came first.
