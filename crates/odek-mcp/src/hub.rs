@@ -327,15 +327,9 @@ impl McpHub {
                 catalogue.route(exposed).ok_or_else(|| McpError::ToolNotFound { exposed: exposed.to_owned() })?;
             (Arc::clone(&self.servers[route.server]), route.clone())
         };
-        let context = ResultContext {
-            server: &server.spec.name,
-            tool: &route.raw_name,
-            max_result_chars: server.spec.limits.max_result_chars,
-            roots: &server.roots,
-        };
         self.call_server(&server, &route, exposed, arguments, options)
             .await
-            .map_err(|error| bound_error(error, &context))
+            .map_err(|error| bound_error(error, &result_context(&server, &route.raw_name)))
     }
 
     async fn call_server(
