@@ -73,20 +73,23 @@ impl Setup {
     }
 }
 
+/// One enabled server validated (spec `mcp-client.md` §1 step 2), its warnings reported;
+/// errors carry the startup prefix.
+fn validated(server: &McpServerConfig, observer: &dyn McpObserver) -> Result<ServerSpec, McpError> {
+    let (spec, warnings) =
+        validate_server(&server.name, &server.entry).map_err(|err| McpError::at_startup(&server.name, err))?;
+    for warning in warnings {
+        observer.warning(&server.name, &warning);
+    }
+    Ok(spec)
+}
+
 /// Startup exactly as a run does it: validate every enabled server, approve project servers,
 /// then start them all; the first failure is fatal.
 async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
     let setup = Setup::load()?;
     let servers = setup.enabled_servers();
-    let mut specs = Vec::with_capacity(servers.len());
-    for server in &servers {
-        let (spec, warnings) =
-            validate_server(&server.name, &server.entry).map_err(|err| McpError::at_startup(&server.name, err))?;
-        for warning in warnings {
-            observer.warning(&server.name, &warning);
-        }
-        specs.push(spec);
-    }
+    let specs = servers.iter().map(|server| validated(server, observer.as_ref())).collect::<Result<Vec<_>, _>>()?;
     let approvals = setup.approvals();
     approvals.approve_project_servers(&servers)?;
     let approver = Arc::new(approvals.tool_approver(&servers)?);
@@ -315,17 +318,12 @@ async fn list(json: bool) -> Result<(), CommandError> {
             error: None,
         };
         if server.entry.is_enabled() {
-            let prepared = validate_server(&server.name, &server.entry)
-                .map_err(|err| McpError::at_startup(&server.name, err).to_string())
-                .and_then(|(spec, warnings)| {
-                    approvals.approve_project_servers(std::slice::from_ref(server)).map_err(|err| err.to_string())?;
-                    Ok((spec, warnings))
-                });
+            let prepared = validated(server, observer.as_ref()).map_err(|err| err.to_string()).and_then(|spec| {
+                approvals.approve_project_servers(std::slice::from_ref(server)).map_err(|err| err.to_string())?;
+                Ok(spec)
+            });
             match prepared {
-                Ok((spec, warnings)) => {
-                    for warning in warnings {
-                        observer.warning(&server.name, &warning);
-                    }
+                Ok(spec) => {
                     report.limits = Some(spec.limits.into());
                     specs.push(spec);
                     startable.push(server.clone());
