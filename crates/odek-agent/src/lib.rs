@@ -1,4 +1,8 @@
-//! The odek agent loop: iterations, tool execution, wrappers, budgets, events, context trimming,
-//! the plan tool, sessions and sub-agents.
+//! The odek agent loop: iterations, tool execution, wrappers, context trimming, the system
+//! prompt, sessions and the built-in tools (spec `loop-and-sessions.md`).
 //!
-//! Nothing lives here yet; the loop arrives in issue 3. The MCP client it will drive is `odek-mcp`.
+//! Start at [`tool::Tool`] (what a tool gives the loop) and the `run` module (the loop).
+
+pub mod danger;
+pub mod tool;
+pub mod tools;

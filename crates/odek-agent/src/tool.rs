@@ -1,0 +1,100 @@
+//! The tool seam: what a built-in or MCP tool gives the loop (its definition, its risk for the
+//! approval gate, its call) and what the loop gives a tool (the run's context).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use odek_llm::{BoxFuture, ToolDefinition};
+use tokio_util::sync::CancellationToken;
+
+use crate::danger::{DangerClass, DangerPolicy};
+
+/// What a successful call returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolOutcome {
+    /// The output text (the loop redacts, compresses and frames it).
+    pub output: String,
+    /// Source of the untrusted wrapper (spec `loop-and-sessions.md` §3), e.g. `$ ls` or an
+    /// absolute path; `None` when the output is runtime text that is not wrapped.
+    pub untrusted_source: Option<String>,
+    /// `Some(observed_chars)` when `max_result_chars` cut the result (MCP tools).
+    pub truncated_observed_chars: Option<u64>,
+}
+
+impl ToolOutcome {
+    /// Runtime text, not wrapped.
+    pub fn text(output: impl Into<String>) -> ToolOutcome {
+        ToolOutcome { output: output.into(), ..ToolOutcome::default() }
+    }
+
+    /// Externally sourced text, wrapped with `source`.
+    pub fn untrusted(output: impl Into<String>, source: impl Into<String>) -> ToolOutcome {
+        ToolOutcome { output: output.into(), untrusted_source: Some(source.into()), truncated_observed_chars: None }
+    }
+}
+
+/// A failed call; the loop renders it as `error: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> ToolError {
+        ToolError(message.into())
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The risk of one call, for the approval gate and `args_summary`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Risk {
+    pub class: DangerClass,
+    /// The full command or resource shown on the approval card.
+    pub resource: String,
+}
+
+/// What the run gives every tool call.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The working directory relative paths resolve against.
+    pub cwd: PathBuf,
+    /// `~/.odek` (writes under it are `system_write`).
+    pub odek_home: PathBuf,
+    /// The run's cancellation.
+    pub cancel: CancellationToken,
+    /// The danger policy (classes, allow/deny lists, `non_interactive`, `max_risk`).
+    pub policy: Arc<DangerPolicy>,
+    /// A terminal is attached (the batch gate prompted for `prompt`-class calls).
+    pub interactive: bool,
+    /// The batch gate approved this call (its `prompt` action is satisfied).
+    pub approved: bool,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("cwd", &self.cwd)
+            .field("interactive", &self.interactive)
+            .field("approved", &self.approved)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    /// Name, description and JSON schema as the model sees them.
+    fn definition(&self) -> ToolDefinition;
+
+    /// The call's danger class and resource, when the tool is classified (shell, file writes).
+    /// `None` = not risky (never shown on an approval card).
+    fn risk(&self, _arguments: &str, _ctx: &ToolContext) -> Option<Risk> {
+        None
+    }
+
+    /// Runs the call. `arguments` is the raw JSON string from the model (may be empty).
+    fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>>;
+}

@@ -1,0 +1,55 @@
+//! Provider errors. Every variant names the endpoint (never the key); the agent classifies them
+//! for `run_failed.error_class` with [`LlmError::class`].
+
+use thiserror::Error;
+
+/// A failed chat call.
+#[derive(Debug, Error)]
+pub enum LlmError {
+    /// HTTP status other than 2xx. `detail` is the provider's error message, bounded and redacted.
+    #[error("{endpoint}: HTTP {status}: {detail}")]
+    Status { endpoint: String, status: u16, detail: String },
+    /// Transport failure (connect, DNS, TLS, reset) before an answer arrived.
+    #[error("{endpoint}: {detail}")]
+    Transport { endpoint: String, kind: TransportKind, detail: String },
+    /// The request or the stream went quiet for too long.
+    #[error("{endpoint}: {detail}")]
+    Timeout { endpoint: String, detail: String },
+    /// The provider answered with something that is not a valid chat completion.
+    #[error("{endpoint}: invalid response: {detail}")]
+    InvalidResponse { endpoint: String, detail: String },
+    /// The replay script cannot answer this conversation.
+    #[error("replay {path}: {detail}")]
+    Replay { path: String, detail: String },
+    /// The call was cancelled by the run.
+    #[error("request cancelled")]
+    Cancelled,
+}
+
+/// What kind of transport failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    Dns,
+    ConnectionRefused,
+    Tls,
+    Other,
+}
+
+impl LlmError {
+    /// `run_failed.error_class` (spec `events.md` §8) for this error.
+    pub fn class(&self) -> &'static str {
+        match self {
+            LlmError::Status { status: 401 | 403, .. } => "provider_auth",
+            LlmError::Status { status: 429, .. } => "rate_limited",
+            LlmError::Status { status, .. } if *status >= 500 => "provider_unavailable",
+            LlmError::Status { .. } => "provider_request",
+            LlmError::Timeout { .. } => "network_timeout",
+            LlmError::Transport { kind: TransportKind::Dns, .. } => "dns_failure",
+            LlmError::Transport { kind: TransportKind::ConnectionRefused, .. } => "connection_refused",
+            LlmError::Transport { kind: TransportKind::Tls, .. } => "tls_certificate",
+            LlmError::InvalidResponse { .. } => "invalid_json",
+            LlmError::Cancelled => "context_canceled",
+            LlmError::Transport { .. } | LlmError::Replay { .. } => "error",
+        }
+    }
+}
