@@ -4,5 +4,7 @@
 //! Start at [`tool::Tool`] (what a tool gives the loop) and the `run` module (the loop).
 
 pub mod danger;
+pub mod prompt;
+pub mod session;
 pub mod tool;
 pub mod tools;

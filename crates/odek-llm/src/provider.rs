@@ -46,6 +46,8 @@ pub struct ChatRequest<'a> {
     pub thinking: Thinking,
     /// Stream the answer (SSE) when the provider supports it.
     pub stream: bool,
+    /// A tool-less side call (partial summary, compaction digest), not a loop iteration.
+    pub side_call: bool,
     /// Overall deadline of this call (side calls use a short one); `None` = the provider default.
     pub timeout: Option<Duration>,
 }

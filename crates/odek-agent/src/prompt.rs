@@ -1,0 +1,1 @@
+//! System prompt composition (spec `loop-and-sessions.md` §8).

@@ -1,0 +1,1 @@
+//! Sessions (spec `loop-and-sessions.md` §10).
