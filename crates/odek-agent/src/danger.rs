@@ -20,3 +20,17 @@ pub enum DangerClass {
 /// The policy (placeholder until the tools land).
 #[derive(Debug, Clone, Default)]
 pub struct DangerPolicy {}
+
+/// What the policy decided (placeholder until the tools land).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny { reason: String },
+    Prompt,
+}
+
+impl DangerPolicy {
+    pub fn decide(&self, _class: DangerClass, _command: &str, _interactive: bool, _approved: bool) -> Decision {
+        Decision::Allow
+    }
+}

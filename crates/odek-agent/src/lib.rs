@@ -4,7 +4,10 @@
 //! Start at [`tool::Tool`] (what a tool gives the loop) and the `run` module (the loop).
 
 pub mod danger;
+pub mod mcp_tool;
+pub mod observer;
 pub mod prompt;
+pub mod run;
 pub mod session;
 pub mod tool;
 pub mod tools;

@@ -1,0 +1,53 @@
+//! MCP tools in the loop's catalogue: each exposed tool of the hub as a [`Tool`] whose output is
+//! the contract's text inside the untrusted wrapper (source `mcp:<server>:<tool>`).
+
+use std::sync::Arc;
+
+use odek_llm::{BoxFuture, ToolDefinition};
+use odek_mcp::{CallOptions, McpHub, ToolDescriptor};
+
+use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
+
+/// One exposed MCP tool.
+pub struct McpTool {
+    hub: Arc<McpHub>,
+    descriptor: ToolDescriptor,
+}
+
+impl McpTool {
+    pub fn new(hub: Arc<McpHub>, descriptor: ToolDescriptor) -> McpTool {
+        McpTool { hub, descriptor }
+    }
+
+    /// Every tool the hub exposes now.
+    pub fn all(hub: &Arc<McpHub>) -> Vec<Arc<dyn Tool>> {
+        hub.tools()
+            .into_iter()
+            .map(|descriptor| Arc::new(McpTool::new(Arc::clone(hub), descriptor)) as Arc<dyn Tool>)
+            .collect()
+    }
+}
+
+impl Tool for McpTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.descriptor.exposed.as_str().to_owned(),
+            description: self.descriptor.description.clone(),
+            parameters: self.descriptor.input_schema.clone(),
+        }
+    }
+
+    fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move {
+            let options = CallOptions { deadline: None, cancel: Some(ctx.cancel.clone()) };
+            match self.hub.call(self.descriptor.exposed.as_str(), arguments, &options).await {
+                Ok(output) => Ok(ToolOutcome {
+                    output: output.text,
+                    untrusted_source: Some(format!("mcp:{}:{}", self.descriptor.server, self.descriptor.raw_name)),
+                    truncated_observed_chars: output.observed_chars.map(|chars| chars as u64),
+                }),
+                Err(err) => Err(ToolError::new(err.to_string())),
+            }
+        })
+    }
+}

@@ -1,0 +1,75 @@
+//! What the loop reports while it runs. The terminal display and (issue 4) the event stream both
+//! consume these; the loop never formats output for either.
+
+use std::time::Duration;
+
+use odek_llm::{StreamObserver, Usage};
+
+use crate::tool::Risk;
+
+/// How a trim pass was triggered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimMode {
+    Proactive,
+    Survival,
+}
+
+impl TrimMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrimMode::Proactive => "proactive",
+            TrimMode::Survival => "survival",
+        }
+    }
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, Copy)]
+pub enum CallResult<'a> {
+    Completed {
+        /// The output after redaction (and the untrusted wrapper), before compression.
+        output: &'a str,
+        /// `Some(observed_chars)` when `max_result_chars` cut it.
+        observed_chars: Option<u64>,
+    },
+    Failed {
+        /// The `error: …` output the model sees.
+        output: &'a str,
+    },
+}
+
+/// One thing that happened in the loop.
+#[derive(Debug, Clone, Copy)]
+pub enum LoopEvent<'a> {
+    /// Before the model call of `iteration`.
+    IterationStarted { iteration: u32 },
+    /// The model answered.
+    ModelResponded { iteration: u32, usage: Usage, totals: Usage, tool_calls: usize },
+    /// A requested call, before any call of the batch runs.
+    ToolCallStarted { iteration: u32, call_id: &'a str, tool: &'a str, arguments: &'a str, risk: Option<&'a Risk> },
+    /// A call ended (emitted after the batch, in call order).
+    ToolCallFinished { iteration: u32, call_id: &'a str, tool: &'a str, duration: Duration, result: CallResult<'a> },
+    /// A trim dropped or truncated something.
+    ContextTrimmed { iteration: u32, mode: TrimMode, dropped_groups: usize, truncated_results: usize },
+    /// The session was saved after a completed step.
+    SessionSaved { iteration: u32, message_count: usize },
+    /// End of an iteration (`tools_called` = batch size, 0 on the final answer).
+    IterationCompleted { iteration: u32, totals: Usage, tools_called: usize },
+    /// A warning for the operator (already free of secrets).
+    Warning { text: &'a str },
+}
+
+/// Receives the loop's events and streamed text. Implementations must not block.
+pub trait LoopObserver: StreamObserver {
+    fn on_event(&self, event: &LoopEvent<'_>);
+}
+
+/// Ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SilentObserver;
+
+impl StreamObserver for SilentObserver {}
+
+impl LoopObserver for SilentObserver {
+    fn on_event(&self, _event: &LoopEvent<'_>) {}
+}

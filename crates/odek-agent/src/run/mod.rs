@@ -1,0 +1,563 @@
+//! The agent loop (spec `loop-and-sessions.md` §1–§2, §5–§7): iterations of one model call and
+//! the tool batch it asks for, until a final answer, the iteration cap or an error. Everything
+//! the loop does to text before the model sees it is in [`framing`]; trimming is in [`trim`];
+//! side calls in [`side_calls`]; hints in [`hints`].
+//!
+//! Start at [`Agent::run`].
+
+pub mod framing;
+pub mod hints;
+pub mod side_calls;
+pub mod trim;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use odek_contract::quoting::quote;
+use odek_contract::redaction::redact;
+use odek_contract::untrusted::{new_nonce, wrap_untrusted};
+use odek_llm::{
+    ChatRequest, ChatResponse, LlmError, Message, Provider, Role, Thinking, ToolCall, ToolDefinition, Usage,
+};
+use thiserror::Error;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::danger::DangerClass;
+use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
+use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use framing::{compress_output, frame_tool_result};
+use hints::HintTracker;
+use side_calls::{ITERATION_SUMMARY_PREFIX, compaction_digest, digest_body, partial_summary};
+use trim::{
+    ContextBudget, DIGEST_PREFIX, SURVIVAL_MODE_PREFIX, TrimTotals, estimate_messages_tokens, estimate_tools_tokens,
+    is_context_length_error, proactive_trim, protected_head_len, survival_trim, upsert_trim_warning,
+};
+
+/// Default `max_tool_parallel`.
+pub const DEFAULT_MAX_TOOL_PARALLEL: usize = 4;
+
+/// The loop's knobs (resolved config).
+#[derive(Debug, Clone)]
+pub struct LoopSettings {
+    pub model: String,
+    pub thinking: Thinking,
+    pub stream: bool,
+    pub max_iterations: u32,
+    pub max_tool_parallel: usize,
+    pub compaction: bool,
+    /// The model's context window; `None` = no proactive trimming.
+    pub context_window: Option<u64>,
+}
+
+/// How a run failed. Texts are the spec's.
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("context canceled")]
+    Cancelled,
+    #[error("iteration {iteration}: {source}")]
+    Provider { iteration: u32, source: LlmError },
+    #[error("reached max iterations ({0}) without final answer")]
+    MaxIterations(u32),
+    #[error("{0}")]
+    Checkpoint(String),
+}
+
+impl RunError {
+    /// `run_failed.error_class` (spec `events.md` §8).
+    pub fn class(&self) -> &'static str {
+        match self {
+            RunError::Cancelled => "context_canceled",
+            RunError::Provider { source, .. } => source.class(),
+            RunError::MaxIterations(_) | RunError::Checkpoint(_) => "error",
+        }
+    }
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// The final answer (not yet redacted for printing).
+    pub answer: String,
+    pub usage: Usage,
+    pub iterations: u32,
+}
+
+/// Persists the conversation after each completed step (`odek run --session`, `continue`).
+pub trait Checkpoint: Send {
+    /// Saves `messages`; returns warnings to show the operator.
+    fn save(&mut self, messages: &[Message], totals: Usage) -> Result<Vec<String>, String>;
+}
+
+/// One risky call on an approval card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalItem {
+    pub tool: String,
+    pub risk: Risk,
+}
+
+/// The operator's answer to an approval card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateAnswer {
+    /// Run the batch.
+    Approve,
+    /// Run the batch and approve these exact commands for the rest of the run.
+    ApproveAlways,
+    Deny,
+}
+
+/// Asks the operator about a batch (interactive runs only).
+pub trait BatchApprover: Send + Sync {
+    /// `allow_always` is false when blanket trust must be refused.
+    fn approve<'a>(&'a self, items: &'a [ApprovalItem], allow_always: bool) -> odek_llm::BoxFuture<'a, GateAnswer>;
+}
+
+/// The tools of the run: built-ins plus the MCP hub's tools (re-read when a list went stale),
+/// filtered by the operator's `tools` settings.
+pub struct ToolSet {
+    builtins: Vec<Arc<dyn Tool>>,
+    hub: Option<Arc<odek_mcp::McpHub>>,
+    allowed: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    current: Vec<(String, Arc<dyn Tool>)>,
+    definitions: Vec<ToolDefinition>,
+}
+
+impl ToolSet {
+    pub fn new(
+        builtins: Vec<Arc<dyn Tool>>,
+        hub: Option<Arc<odek_mcp::McpHub>>,
+        allowed: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    ) -> ToolSet {
+        let mut set = ToolSet { builtins, hub, allowed, current: Vec::new(), definitions: Vec::new() };
+        set.rebuild();
+        set
+    }
+
+    fn rebuild(&mut self) {
+        let mut tools: Vec<Arc<dyn Tool>> = self.builtins.clone();
+        if let Some(hub) = &self.hub {
+            tools.extend(crate::mcp_tool::McpTool::all(hub));
+        }
+        self.current.clear();
+        self.definitions.clear();
+        for tool in tools {
+            let definition = tool.definition();
+            if (self.allowed)(&definition.name) && !self.current.iter().any(|(name, _)| *name == definition.name) {
+                self.current.push((definition.name.clone(), tool));
+                self.definitions.push(definition);
+            }
+        }
+    }
+
+    /// §1 step 2 [beyond]: re-list stale MCP servers before the model call.
+    pub async fn refresh(&mut self) {
+        if let Some(hub) = &self.hub
+            && hub.has_stale()
+        {
+            hub.refresh_stale().await;
+            self.rebuild();
+        }
+    }
+
+    pub fn definitions(&self) -> &[ToolDefinition] {
+        &self.definitions
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.current.iter().find(|(tool, _)| tool == name).map(|(_, tool)| Arc::clone(tool))
+    }
+
+    pub fn hub(&self) -> Option<&Arc<odek_mcp::McpHub>> {
+        self.hub.as_ref()
+    }
+}
+
+/// Everything one run needs.
+pub struct Agent {
+    pub provider: Arc<dyn Provider>,
+    pub tools: ToolSet,
+    pub settings: LoopSettings,
+    /// The context every call gets (`approved` is set per call by the gate).
+    pub tool_context: ToolContext,
+    pub observer: Arc<dyn LoopObserver>,
+    /// Present on interactive runs: asks before `prompt`-class calls run.
+    pub gate: Option<Arc<dyn BatchApprover>>,
+    pub checkpoint: Option<Box<dyn Checkpoint>>,
+}
+
+/// One call of a batch after it ran.
+struct Finished {
+    output: String,
+    failed: bool,
+    observed_chars: Option<u64>,
+    duration: Duration,
+}
+
+impl Agent {
+    /// Runs the loop on `messages` (system prompt and user task already in place) until a final
+    /// answer. The conversation is left in `messages` whatever happens; on error it holds the
+    /// latest safe state (no assistant tool-call message without all its results).
+    pub async fn run(
+        &mut self,
+        messages: &mut Vec<Message>,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
+        let mut totals = Usage::default();
+        let mut hints = HintTracker::default();
+        let mut budget = ContextBudget::new(self.settings.context_window);
+        let mut trim_totals = TrimTotals::default();
+        let mut always_approved: HashSet<String> = HashSet::new();
+        let max_iterations = self.settings.max_iterations.max(1);
+
+        for iteration in 1..=max_iterations {
+            if cancel.is_cancelled() {
+                return Err(RunError::Cancelled);
+            }
+            self.observer.on_event(&LoopEvent::IterationStarted { iteration });
+            self.tools.refresh().await;
+            self.proactive_trim(iteration, messages, &budget, &mut trim_totals, &mut totals).await;
+            // budgets.md §4: the runtime budget is checked here (issue 4).
+
+            let response = match self.model_call(messages, &mut budget, cancel).await {
+                Ok(response) => response,
+                Err(RunError::Provider { source, .. }) if is_context_length_error(&source.to_string()) => {
+                    self.survival(iteration, messages);
+                    continue;
+                }
+                Err(RunError::Provider { source, .. }) => return Err(RunError::Provider { iteration, source }),
+                Err(other) => return Err(other),
+            };
+            totals.add(response.usage);
+            budget.record_reported_input(response.usage.input_tokens);
+            let calls = response.message.tool_calls.len();
+            self.observer.on_event(&LoopEvent::ModelResponded {
+                iteration,
+                usage: response.usage,
+                totals,
+                tool_calls: calls,
+            });
+            // budgets.md §4: token and cost budgets are checked here (issue 4).
+
+            if calls == 0 {
+                let answer = response.message.content.clone();
+                messages.push(response.message);
+                self.persist(iteration, messages, totals)?;
+                self.observer.on_event(&LoopEvent::IterationCompleted { iteration, totals, tools_called: 0 });
+                return Ok(RunOutcome { answer, usage: totals, iterations: iteration });
+            }
+
+            // budgets.md §4: the tool-call budget is checked here, before the message is kept.
+            let mut assistant = response.message;
+            assistant.role = Role::Assistant;
+            let call_ids: Vec<String> = assistant
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(
+                    |(index, call)| {
+                        if call.id.is_empty() { format!("it{iteration}-call{index}") } else { call.id.clone() }
+                    },
+                )
+                .collect();
+            // Calls without an id get the synthetic one in history too, so results can answer them.
+            for (call, id) in assistant.tool_calls.iter_mut().zip(&call_ids) {
+                call.id.clone_from(id);
+            }
+            let batch = assistant.tool_calls.clone();
+            messages.push(assistant);
+
+            let risks: Vec<Option<Risk>> = batch
+                .iter()
+                .map(|call| {
+                    self.tools
+                        .get(&call.function.name)
+                        .and_then(|tool| tool.risk(&call.function.arguments, &self.tool_context))
+                })
+                .collect();
+            for (index, call) in batch.iter().enumerate() {
+                self.observer.on_event(&LoopEvent::ToolCallStarted {
+                    iteration,
+                    call_id: &call_ids[index],
+                    tool: &call.function.name,
+                    arguments: &call.function.arguments,
+                    risk: risks[index].as_ref(),
+                });
+            }
+
+            let approved = self.approval_gate(&batch, &risks, &mut always_approved).await;
+            let finished = match approved {
+                Some(approved) => self.execute_batch(&batch, approved, cancel).await,
+                None => batch
+                    .iter()
+                    .map(|_| Finished {
+                        output: "error: batch approval denied".to_owned(),
+                        failed: true,
+                        observed_chars: None,
+                        duration: Duration::ZERO,
+                    })
+                    .collect(),
+            };
+
+            let mut iteration_hints = Vec::new();
+            for ((call, id), result) in batch.iter().zip(&call_ids).zip(&finished) {
+                let call_result = if result.failed {
+                    CallResult::Failed { output: &result.output }
+                } else {
+                    CallResult::Completed { output: &result.output, observed_chars: result.observed_chars }
+                };
+                self.observer.on_event(&LoopEvent::ToolCallFinished {
+                    iteration,
+                    call_id: id,
+                    tool: &call.function.name,
+                    duration: result.duration,
+                    result: call_result,
+                });
+                let framed = frame_tool_result(&call.function.name, &compress_output(&result.output), &new_nonce());
+                messages.push(Message::tool(id.clone(), call.function.name.clone(), framed));
+                if let Some(hint) =
+                    hints.observe_call(&call.function.name, &call.function.arguments, result.failed, &result.output)
+                {
+                    iteration_hints.push(hint);
+                }
+            }
+            if !iteration_hints.is_empty() {
+                messages.push(Message::system(iteration_hints.join("\n")));
+            }
+            self.persist(iteration, messages, totals)?;
+            self.observer.on_event(&LoopEvent::IterationCompleted { iteration, totals, tools_called: batch.len() });
+        }
+
+        // §6: the iteration cap (budgets.md: only when no budget is exhausted).
+        match partial_summary(self.provider.as_ref(), &self.settings.model, messages, ITERATION_SUMMARY_PREFIX).await {
+            Ok((answer, usage)) => {
+                totals.add(usage);
+                messages.push(Message::assistant(answer.clone()));
+                self.persist(max_iterations, messages, totals)?;
+                Ok(RunOutcome { answer, usage: totals, iterations: max_iterations })
+            }
+            Err(_) => Err(RunError::MaxIterations(max_iterations)),
+        }
+    }
+
+    async fn model_call(
+        &self,
+        messages: &[Message],
+        budget: &mut ContextBudget,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, RunError> {
+        let tools = self.tools.definitions();
+        budget.record_estimate(estimate_messages_tokens(messages) + estimate_tools_tokens(tools));
+        let request = ChatRequest {
+            model: &self.settings.model,
+            messages,
+            tools,
+            thinking: self.settings.thinking,
+            stream: self.settings.stream,
+            side_call: false,
+            timeout: None,
+        };
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(RunError::Cancelled),
+            response = self.provider.complete(request, self.observer.as_ref()) => {
+                response.map_err(|source| RunError::Provider { iteration: 0, source })
+            }
+        }
+    }
+
+    /// §7.3, with the digest of §7.4 when groups were dropped.
+    async fn proactive_trim(
+        &self,
+        iteration: u32,
+        messages: &mut Vec<Message>,
+        budget: &ContextBudget,
+        trim_totals: &mut TrimTotals,
+        totals: &mut Usage,
+    ) {
+        let Some(limit) = budget.budget() else {
+            return;
+        };
+        let pass = proactive_trim(messages, estimate_tools_tokens(self.tools.definitions()), limit);
+        if pass.is_empty() {
+            return;
+        }
+        trim_totals.add(&pass);
+        if pass.dropped_groups > 0 && self.settings.compaction {
+            self.update_digest(messages, &pass.dropped, totals).await;
+        }
+        let has_digest = messages.iter().any(|message| message.content.starts_with(DIGEST_PREFIX));
+        upsert_trim_warning(messages, trim_totals.warning(has_digest));
+        self.observer.on_event(&LoopEvent::ContextTrimmed {
+            iteration,
+            mode: TrimMode::Proactive,
+            dropped_groups: pass.dropped_groups,
+            truncated_results: pass.truncated_results,
+        });
+    }
+
+    async fn update_digest(&self, messages: &mut Vec<Message>, dropped: &[Message], totals: &mut Usage) {
+        let existing = messages
+            .iter()
+            .position(|message| message.role == Role::System && message.content.starts_with(DIGEST_PREFIX));
+        let previous = existing.and_then(|index| digest_body(&messages[index].content).map(str::to_owned));
+        match compaction_digest(self.provider.as_ref(), &self.settings.model, previous.as_deref(), dropped).await {
+            Ok((digest, usage)) => {
+                totals.add(usage);
+                match existing {
+                    Some(index) => messages[index].content = digest,
+                    None => {
+                        let head = protected_head_len(messages);
+                        messages.insert(head, Message::system(digest));
+                    }
+                }
+            }
+            Err(err) => {
+                let text = format!("compaction failed; keeping the previous digest: {}", redact(&err.to_string()));
+                self.observer.on_event(&LoopEvent::Warning { text: &text });
+            }
+        }
+    }
+
+    /// §1 step 4 after a context-length error: survival trim and the notice.
+    fn survival(&self, iteration: u32, messages: &mut Vec<Message>) {
+        let dropped = survival_trim(messages);
+        messages.push(Message::system(format!(
+            "{SURVIVAL_MODE_PREFIX} the conversation no longer fit the model's context window and was cut hard. Continue the task from the most recent context above; re-read anything you need.]"
+        )));
+        self.observer.on_event(&LoopEvent::ContextTrimmed {
+            iteration,
+            mode: TrimMode::Survival,
+            dropped_groups: dropped,
+            truncated_results: 0,
+        });
+    }
+
+    /// §11's batch gate. `None` = the batch was denied; otherwise which calls were approved.
+    async fn approval_gate(
+        &self,
+        batch: &[ToolCall],
+        risks: &[Option<Risk>],
+        always_approved: &mut HashSet<String>,
+    ) -> Option<Vec<bool>> {
+        let mut approved = vec![false; batch.len()];
+        let Some(gate) = &self.gate else {
+            return Some(approved);
+        };
+        let policy = &self.tool_context.policy;
+        let mut items = Vec::new();
+        let mut indices = Vec::new();
+        for (index, (call, risk)) in batch.iter().zip(risks).enumerate() {
+            let Some(risk) = risk else { continue };
+            if always_approved.contains(&risk.resource) {
+                approved[index] = true;
+                continue;
+            }
+            if policy.decide(risk.class, &risk.resource, true, false) == crate::danger::Decision::Prompt {
+                items.push(ApprovalItem { tool: call.function.name.clone(), risk: risk.clone() });
+                indices.push(index);
+            }
+        }
+        if items.is_empty() {
+            return Some(approved);
+        }
+        let allow_always = items.iter().all(|item| item.risk.class != DangerClass::Unknown);
+        match gate.approve(&items, allow_always).await {
+            GateAnswer::Deny => None,
+            answer => {
+                for (index, item) in indices.into_iter().zip(&items) {
+                    approved[index] = true;
+                    if answer == GateAnswer::ApproveAlways {
+                        always_approved.insert(item.risk.resource.clone());
+                    }
+                }
+                Some(approved)
+            }
+        }
+    }
+
+    /// §2: the batch runs concurrently, at most `max_tool_parallel` at a time; results by index.
+    async fn execute_batch(
+        &self,
+        batch: &[ToolCall],
+        approved: Vec<bool>,
+        cancel: &CancellationToken,
+    ) -> Vec<Finished> {
+        let permits = Arc::new(Semaphore::new(self.settings.max_tool_parallel.max(1)));
+        let mut handles = Vec::with_capacity(batch.len());
+        for (call, approved) in batch.iter().zip(approved) {
+            let name = call.function.name.clone();
+            let Some(tool) = self.tools.get(&name) else {
+                handles.push((name, None));
+                continue;
+            };
+            let arguments = call.function.arguments.clone();
+            let mut ctx = self.tool_context.clone();
+            ctx.approved = approved;
+            ctx.cancel = cancel.child_token();
+            let permits = Arc::clone(&permits);
+            let handle = tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                let started = Instant::now();
+                let outcome = tool.call(&arguments, &ctx).await;
+                (outcome, started.elapsed())
+            });
+            handles.push((name, Some(handle)));
+        }
+        let mut finished = Vec::with_capacity(handles.len());
+        for (name, handle) in handles {
+            let Some(handle) = handle else {
+                finished.push(failure(format!("error: tool {} not found", quote(&name)), Duration::ZERO));
+                continue;
+            };
+            finished.push(match handle.await {
+                Ok((Ok(outcome), duration)) => success(outcome, duration),
+                Ok((Err(ToolError(message)), duration)) => failure(format!("error: {}", redact(&message)), duration),
+                Err(join_error) => {
+                    let detail = panic_detail(join_error);
+                    failure(format!("error: tool {} panicked: {}", quote(&name), redact(&detail)), Duration::ZERO)
+                }
+            });
+        }
+        finished
+    }
+
+    fn persist(&mut self, iteration: u32, messages: &[Message], totals: Usage) -> Result<(), RunError> {
+        let Some(checkpoint) = self.checkpoint.as_mut() else {
+            return Ok(());
+        };
+        let warnings = checkpoint.save(messages, totals).map_err(RunError::Checkpoint)?;
+        for warning in &warnings {
+            self.observer.on_event(&LoopEvent::Warning { text: warning });
+        }
+        self.observer.on_event(&LoopEvent::SessionSaved { iteration, message_count: messages.len() });
+        Ok(())
+    }
+}
+
+fn success(outcome: ToolOutcome, duration: Duration) -> Finished {
+    let redacted = redact(&outcome.output).into_owned();
+    let output = match &outcome.untrusted_source {
+        Some(source) => wrap_untrusted(source, &redacted),
+        None => redacted,
+    };
+    Finished { output, failed: false, observed_chars: outcome.truncated_observed_chars, duration }
+}
+
+fn failure(output: String, duration: Duration) -> Finished {
+    Finished { output, failed: true, observed_chars: None, duration }
+}
+
+fn panic_detail(error: tokio::task::JoinError) -> String {
+    if error.is_cancelled() {
+        return "task cancelled".to_owned();
+    }
+    let payload = error.into_panic();
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
