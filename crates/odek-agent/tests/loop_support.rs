@@ -1,7 +1,7 @@
 //! In-process doubles for the loop tests: a provider that answers from a queue and records every
 //! request, and small tools with controllable behaviour.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
