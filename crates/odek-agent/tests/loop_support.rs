@@ -93,6 +93,7 @@ pub struct FnTool {
 }
 
 impl FnTool {
+    #[allow(clippy::new_ret_no_self)]
     pub fn new(
         name: &str,
         behaviour: impl Fn(String) -> BoxFuture<'static, Result<ToolOutcome, ToolError>> + Send + Sync + 'static,
