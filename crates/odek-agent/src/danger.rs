@@ -34,3 +34,9 @@ impl DangerPolicy {
         Decision::Allow
     }
 }
+
+impl DangerClass {
+    pub fn as_str(self) -> &'static str {
+        "unknown"
+    }
+}

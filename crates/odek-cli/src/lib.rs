@@ -13,3 +13,4 @@ pub mod approvals;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod terminal;

@@ -39,14 +39,14 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     }
 }
 
-/// Config loaded and printed warnings: the common start of every `ext` command.
-struct Setup {
-    sources: ConfigSources,
-    loaded: LoadedConfig,
+/// Config loaded and printed warnings: the common start of every `ext` command and of a run.
+pub(crate) struct Setup {
+    pub(crate) sources: ConfigSources,
+    pub(crate) loaded: LoadedConfig,
 }
 
 impl Setup {
-    fn load() -> Result<Setup, CommandError> {
+    pub(crate) fn load() -> Result<Setup, CommandError> {
         let sources = ConfigSources::from_process()?;
         let loaded = load_config(&sources)?;
         for warning in &loaded.warnings {
@@ -87,7 +87,11 @@ fn validated(server: &McpServerConfig, observer: &dyn McpObserver) -> Result<Ser
 /// Startup exactly as a run does it: validate every enabled server, approve project servers,
 /// then start them all; the first failure is fatal.
 async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    let setup = Setup::load()?;
+    start_hub(&Setup::load()?, observer).await
+}
+
+/// Validates, approves and starts every enabled server of `setup`.
+pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
     let servers = setup.enabled_servers();
     let specs = servers.iter().map(|server| validated(server, observer.as_ref())).collect::<Result<Vec<_>, _>>()?;
     let approvals = setup.approvals();
@@ -97,7 +101,7 @@ async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, Comma
 }
 
 /// Cancels the token on Ctrl-C so a call in flight ends with `context canceled`.
-fn cancel_on_interrupt() -> CancellationToken {
+pub(crate) fn cancel_on_interrupt() -> CancellationToken {
     let token = CancellationToken::new();
     let trigger = token.clone();
     tokio::spawn(async move {

@@ -1,0 +1,188 @@
+//! The run's progress on stderr. On a terminal: a live status line (iteration, running tool,
+//! elapsed time, tokens) with a readable record of each tool call printed above it. Elsewhere
+//! (CI logs): one plain line per tool call. `--quiet`: warnings only.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use odek_agent::observer::{CallResult, LoopEvent, LoopObserver};
+use odek_llm::{StreamObserver, Usage};
+
+use super::one_line;
+
+/// How the run reports progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusMode {
+    /// Live status line and coloured records (stderr is a terminal).
+    Live { colour: bool },
+    /// One plain line per tool call.
+    Plain,
+    /// Warnings only.
+    Quiet,
+}
+
+/// Longest argument or error text shown in a record (characters).
+const RECORD_TEXT_CHARS: usize = 120;
+
+struct State {
+    iteration: u32,
+    running: Vec<String>,
+    totals: Usage,
+    streamed_chars: usize,
+}
+
+/// The [`LoopObserver`] of the terminal.
+pub struct StatusDisplay {
+    mode: StatusMode,
+    bar: Option<ProgressBar>,
+    started: Instant,
+    state: Mutex<State>,
+}
+
+impl StatusDisplay {
+    pub fn new(mode: StatusMode) -> StatusDisplay {
+        let bar = match mode {
+            StatusMode::Live { .. } => {
+                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                let style = ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+                bar.set_style(style);
+                bar.enable_steady_tick(Duration::from_millis(120));
+                Some(bar)
+            }
+            StatusMode::Plain | StatusMode::Quiet => None,
+        };
+        StatusDisplay {
+            mode,
+            bar,
+            started: Instant::now(),
+            state: Mutex::new(State { iteration: 0, running: Vec::new(), totals: Usage::default(), streamed_chars: 0 }),
+        }
+    }
+
+    /// Removes the status line (before the answer is printed or an error reported).
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Runs `f` with the status line hidden (for prompts).
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
+    }
+
+    fn colour(&self) -> bool {
+        matches!(self.mode, StatusMode::Live { colour: true })
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour() { format!("\u{1b}[{code}m{text}\u{1b}[0m") } else { text.to_owned() }
+    }
+
+    fn print(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn refresh(&self, state: &State) {
+        let Some(bar) = &self.bar else { return };
+        let activity = if state.running.is_empty() {
+            if state.streamed_chars > 0 { format!("receiving ({} chars)", state.streamed_chars) } else { "thinking".to_owned() }
+        } else {
+            format!("running {}", state.running.join(", "))
+        };
+        bar.set_message(format!(
+            "iteration {} · {} · {} · {} in / {} out tokens",
+            state.iteration,
+            activity,
+            odek_agent::run::hints::format_duration(self.started.elapsed()),
+            state.totals.input_tokens,
+            state.totals.output_tokens
+        ));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl StreamObserver for StatusDisplay {
+    fn on_delta(&self, text: &str, _reasoning: bool) {
+        if self.bar.is_some() {
+            let mut state = self.lock();
+            state.streamed_chars += text.chars().count();
+            self.refresh(&state);
+        }
+    }
+}
+
+impl LoopObserver for StatusDisplay {
+    fn on_event(&self, event: &LoopEvent<'_>) {
+        if let LoopEvent::Warning { text } = event {
+            self.print(&format!("odek: warning: {}", odek_mcp::observer::terminal_safe(text)));
+            return;
+        }
+        if self.mode == StatusMode::Quiet {
+            return;
+        }
+        let mut state = self.lock();
+        match *event {
+            LoopEvent::IterationStarted { iteration } => {
+                state.iteration = iteration;
+                state.streamed_chars = 0;
+            }
+            LoopEvent::ModelResponded { totals, .. } => state.totals = totals,
+            LoopEvent::ToolCallStarted { tool, arguments, risk, .. } => {
+                state.running.push(tool.to_owned());
+                let shown = risk.map_or(arguments, |risk| risk.resource.as_str());
+                let class = risk.map(|risk| format!(" [{}]", risk.class.as_str())).unwrap_or_default();
+                let line = match self.mode {
+                    StatusMode::Live { .. } => {
+                        format!("{} {}{} {}", self.paint("36", "▸"), self.paint("1", tool), class, one_line(shown, RECORD_TEXT_CHARS))
+                    }
+                    _ => format!("odek: [it {}] {tool}{class} {}", state.iteration, one_line(shown, RECORD_TEXT_CHARS)),
+                };
+                self.print(&line);
+            }
+            LoopEvent::ToolCallFinished { tool, duration, result, .. } => {
+                if let Some(index) = state.running.iter().position(|name| name == tool) {
+                    state.running.remove(index);
+                }
+                let seconds = format!("{:.1}s", duration.as_secs_f64());
+                let line = match (result, self.mode) {
+                    (CallResult::Completed { output, .. }, StatusMode::Live { .. }) => {
+                        format!("  {} {tool} {seconds} · {} bytes", self.paint("32", "✓"), output.len())
+                    }
+                    (CallResult::Failed { output }, StatusMode::Live { .. }) => format!(
+                        "  {} {tool} {seconds} · {}",
+                        self.paint("31", "✗"),
+                        one_line(output, RECORD_TEXT_CHARS)
+                    ),
+                    (CallResult::Completed { output, .. }, _) => {
+                        format!("odek: [it {}] {tool} ok ({seconds}, {} bytes)", state.iteration, output.len())
+                    }
+                    (CallResult::Failed { output }, _) => {
+                        format!("odek: [it {}] {tool} failed ({seconds}): {}", state.iteration, one_line(output, RECORD_TEXT_CHARS))
+                    }
+                };
+                self.print(&line);
+            }
+            LoopEvent::ContextTrimmed { mode, dropped_groups, truncated_results, .. } => {
+                self.print(&format!(
+                    "odek: context trimmed ({}): {dropped_groups} group(s) dropped, {truncated_results} output(s) truncated",
+                    mode.as_str()
+                ));
+            }
+            LoopEvent::IterationCompleted { totals, .. } => state.totals = totals,
+            LoopEvent::SessionSaved { .. } | LoopEvent::Warning { .. } => {}
+        }
+        self.refresh(&state);
+    }
+}
