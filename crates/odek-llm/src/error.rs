@@ -18,15 +18,25 @@ pub enum LlmError {
     /// The provider answered with something that is not a valid chat completion.
     #[error("{endpoint}: invalid response: {detail}")]
     InvalidResponse { endpoint: String, detail: String },
-    /// The replay script cannot answer this conversation.
+    /// The provider reported an error inside an accepted (HTTP 200) stream. `detail` is its
+    /// message, bounded and redacted, kept verbatim so context-length texts stay matchable.
+    #[error("{endpoint}: provider error in stream: {detail}")]
+    StreamError { endpoint: String, detail: String },
+    /// The replay script cannot be loaded or cannot answer this conversation.
     #[error("replay {path}: {detail}")]
     Replay { path: String, detail: String },
+    /// The recording provider could not write its script file.
+    #[error("record {path}: {detail}")]
+    Record { path: String, detail: String },
+    /// The provider cannot be built from its configuration (bad base URL, HTTP client setup).
+    #[error("{detail}")]
+    InvalidConfig { detail: String },
     /// The call was cancelled by the run.
     #[error("request cancelled")]
     Cancelled,
 }
 
-/// What kind of transport failure.
+/// What kind of transport failure (it decides [`LlmError::class`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportKind {
     Dns,
@@ -42,6 +52,7 @@ impl LlmError {
             LlmError::Status { status: 401 | 403, .. } => "provider_auth",
             LlmError::Status { status: 429, .. } => "rate_limited",
             LlmError::Status { status, .. } if *status >= 500 => "provider_unavailable",
+            LlmError::StreamError { .. } => "provider_unavailable",
             LlmError::Status { .. } => "provider_request",
             LlmError::Timeout { .. } => "network_timeout",
             LlmError::Transport { kind: TransportKind::Dns, .. } => "dns_failure",
@@ -49,7 +60,9 @@ impl LlmError {
             LlmError::Transport { kind: TransportKind::Tls, .. } => "tls_certificate",
             LlmError::InvalidResponse { .. } => "invalid_json",
             LlmError::Cancelled => "context_canceled",
-            LlmError::Transport { .. } | LlmError::Replay { .. } => "error",
+            LlmError::Transport { .. } | LlmError::Replay { .. }
+            | LlmError::Record { .. }
+            | LlmError::InvalidConfig { .. } => "error",
         }
     }
 }
