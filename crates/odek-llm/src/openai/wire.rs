@@ -253,7 +253,8 @@ pub(crate) fn provider_error_in(value: &Value) -> Option<String> {
 }
 
 /// The provider's message from an error body: `error.message` when the body is the usual JSON
-/// object, otherwise the body text itself; bounded to [`MAX_ERROR_DETAIL_CHARS`].
+/// object, nothing for another JSON object, otherwise the body text itself; bounded to
+/// [`MAX_ERROR_DETAIL_CHARS`].
 pub(crate) fn error_message_from_body(body: &[u8]) -> String {
     if let Ok(value) = serde_json::from_slice::<Value>(body) {
         if let Some(message) = provider_error_in(&value) {
@@ -261,6 +262,10 @@ pub(crate) fn error_message_from_body(body: &[u8]) -> String {
         }
         if let Some(message) = value.get("message").and_then(Value::as_str) {
             return bound_detail(message);
+        }
+        if value.is_object() {
+            // A JSON object without a message says nothing a user can act on.
+            return String::new();
         }
     }
     bound_detail(String::from_utf8_lossy(body).trim())
