@@ -60,7 +60,8 @@ impl LlmError {
             LlmError::Transport { kind: TransportKind::Tls, .. } => "tls_certificate",
             LlmError::InvalidResponse { .. } => "invalid_json",
             LlmError::Cancelled => "context_canceled",
-            LlmError::Transport { .. } | LlmError::Replay { .. }
+            LlmError::Transport { .. }
+            | LlmError::Replay { .. }
             | LlmError::Record { .. }
             | LlmError::InvalidConfig { .. } => "error",
         }

@@ -31,7 +31,14 @@ pub struct Message {
 
 impl Message {
     fn plain(role: Role, content: impl Into<String>) -> Message {
-        Message { role, content: content.into(), reasoning_content: None, tool_calls: Vec::new(), tool_call_id: None, name: None }
+        Message {
+            role,
+            content: content.into(),
+            reasoning_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
     }
 
     pub fn system(content: impl Into<String>) -> Message {

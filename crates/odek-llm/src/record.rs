@@ -125,7 +125,7 @@ fn recorded_arguments(arguments: &str) -> Value {
     let redacted = redact_strings(&parsed);
     if redacted != parsed {
         redacted
-    } else if parsed.is_string() || parsed.to_string() != arguments {
+    } else if parsed.is_string() || serde_json::to_string(&parsed).ok().as_deref() != Some(arguments) {
         // A bare JSON string would read back as "used verbatim"; other values must keep the
         // provider's exact spelling.
         Value::String(arguments.to_owned())

@@ -106,7 +106,11 @@ impl ReplayScript {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let script: ReplayScript = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
             let at = err.path().to_string();
-            if at == "." { format!("invalid script: {}", err.inner()) } else { format!("invalid script at {at}: {}", err.inner()) }
+            if at == "." {
+                format!("invalid script: {}", err.inner())
+            } else {
+                format!("invalid script at {at}: {}", err.inner())
+            }
         })?;
         deserializer.end().map_err(|err| format!("invalid script: {err}"))?;
         if script.schema != REPLAY_SCHEMA {
@@ -206,7 +210,11 @@ fn response_for(turn: &ReplayTurn, turn_index: usize) -> ChatResponse {
         .iter()
         .enumerate()
         .map(|(call_index, call)| {
-            let id = call.id.clone().filter(|id| !id.is_empty()).unwrap_or_else(|| format!("call_{turn_index}_{call_index}"));
+            let id = call
+                .id
+                .clone()
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| format!("call_{turn_index}_{call_index}"));
             ToolCall::new(id, call.name.clone(), call.arguments_text())
         })
         .collect();
@@ -257,7 +265,8 @@ mod tests {
 
     #[test]
     fn parse_reports_the_json_path_and_the_schema() {
-        let err = ReplayScript::parse(r#"{"schema":"odek.replay/v1","turns":[{"tool_calls":[{"id":"x"}]}]}"#).unwrap_err();
+        let err =
+            ReplayScript::parse(r#"{"schema":"odek.replay/v1","turns":[{"tool_calls":[{"id":"x"}]}]}"#).unwrap_err();
         assert!(err.starts_with("invalid script at turns[0].tool_calls[0]: missing field `name`"), "{err}");
         let err = ReplayScript::parse(r#"{"schema":"odek.replay/v9","turns":[]}"#).unwrap_err();
         assert_eq!(err, "unsupported schema \"odek.replay/v9\" (expected \"odek.replay/v1\")");

@@ -1,6 +1,8 @@
 //! The OpenAI-compatible provider against a real loopback server: request shape, plain and
 //! streamed answers, errors, retries, timeouts and cancellation.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,14 +69,22 @@ impl StreamObserver for Collect {
 
 impl Collect {
     fn text(&self, reasoning: bool) -> String {
-        self.0.lock().unwrap().iter().filter(|(_, is_reasoning)| *is_reasoning == reasoning).map(|(text, _)| text.as_str()).collect()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, is_reasoning)| *is_reasoning == reasoning)
+            .map(|(text, _)| text.as_str())
+            .collect()
     }
 }
 
 #[tokio::test]
 async fn non_streaming_answer_with_tool_calls_and_usage() {
     let server = ScriptedServer::start(vec![
-        Reply::tool_calls(vec![("call_1", "shell", r#"{"command":"ls"}"#)]).with_usage(12, 3).with_reasoning("look first"),
+        Reply::tool_calls(vec![("call_1", "shell", r#"{"command":"ls"}"#)])
+            .with_usage(12, 3)
+            .with_reasoning("look first"),
     ]);
     let response = call(&provider(&server), false).await.unwrap();
     assert_eq!(response.message.tool_calls, vec![ToolCall::new("call_1", "shell", r#"{"command":"ls"}"#)]);
@@ -89,7 +99,10 @@ async fn non_streaming_answer_with_tool_calls_and_usage() {
     assert_eq!((sent.method.as_str(), sent.path.as_str()), ("POST", "/v1/chat/completions"));
     assert_eq!(sent.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
     assert_eq!(sent.body["model"], "test-model");
-    assert_eq!(sent.body["messages"], json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "list files"}]));
+    assert_eq!(
+        sent.body["messages"],
+        json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "list files"}])
+    );
     assert_eq!(
         sent.body["tools"],
         json!([{"type": "function", "function": {"name": "shell", "description": "run a command",
@@ -133,9 +146,12 @@ async fn request_body_carries_history_thinking_and_omits_empty_tools() {
 #[tokio::test]
 async fn streaming_answer_with_tool_calls_and_usage() {
     let server = ScriptedServer::start(vec![Reply::sse(
-        Reply::tool_calls(vec![("call_a", "shell", r#"{"command":"ls -la /tmp"}"#), ("call_b", "shell", r#"{"command":"pwd"}"#)])
-            .with_reasoning("thinking it over")
-            .with_usage(40, 9),
+        Reply::tool_calls(vec![
+            ("call_a", "shell", r#"{"command":"ls -la /tmp"}"#),
+            ("call_b", "shell", r#"{"command":"pwd"}"#),
+        ])
+        .with_reasoning("thinking it over")
+        .with_usage(40, 9),
     )]);
     let observer = Collect::default();
     let messages = [Message::user("go")];
@@ -175,7 +191,9 @@ async fn streamed_text_arrives_as_deltas_and_whole() {
 
 #[tokio::test]
 async fn fragmented_tool_call_arguments_are_joined_by_index() {
-    let chunk = |delta: serde_json::Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string();
+    let chunk = |delta: serde_json::Value| {
+        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string()
+    };
     let server = ScriptedServer::start(vec![Reply::sse_events(vec![
         chunk(json!({"role": "assistant", "content": null})),
         chunk(json!({"tool_calls": [{"index": 0, "id": "c0", "type": "function", "function": {"name": "shell", "arguments": ""}}]})),
@@ -218,16 +236,32 @@ async fn a_server_that_ignores_stream_is_read_as_json() {
 #[tokio::test]
 async fn every_error_status_names_the_endpoint_and_the_provider_message() {
     let cases = [
-        (401, "Incorrect API key provided", "provider_auth", "unauthorized (check the API key): Incorrect API key provided"),
-        (403, "Project has no access", "provider_auth", "forbidden (check the API key and its permissions): Project has no access"),
-        (404, "The model `nope` does not exist", "provider_request", "not found (check the base URL and the model name): The model `nope` does not exist"),
+        (
+            401,
+            "Incorrect API key provided",
+            "provider_auth",
+            "unauthorized (check the API key): Incorrect API key provided",
+        ),
+        (
+            403,
+            "Project has no access",
+            "provider_auth",
+            "forbidden (check the API key and its permissions): Project has no access",
+        ),
+        (
+            404,
+            "The model `nope` does not exist",
+            "provider_request",
+            "not found (check the base URL and the model name): The model `nope` does not exist",
+        ),
         (429, "Slow down", "rate_limited", "rate limited: Slow down"),
         (500, "boom", "provider_unavailable", "server error: boom"),
         (503, "overloaded", "provider_unavailable", "server error: overloaded"),
         (422, "bad field", "provider_request", "bad field"),
     ];
     for (status, message, class, detail) in cases {
-        let server = ScriptedServer::start(vec![Reply::status(status, json!({"error": {"message": message}}).to_string())]);
+        let server =
+            ScriptedServer::start(vec![Reply::status(status, json!({"error": {"message": message}}).to_string())]);
         let err = call(&provider(&server), false).await.unwrap_err();
         assert_eq!(err.to_string(), format!("{}: HTTP {status}: {detail}", endpoint(&server)));
         assert_eq!(err.class(), class, "{status}");
@@ -239,7 +273,8 @@ async fn context_length_errors_keep_the_provider_text() {
     let message = "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.";
     let server = ScriptedServer::start(vec![Reply::status(
         400,
-        json!({"error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}}).to_string(),
+        json!({"error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}})
+            .to_string(),
     )]);
     let err = call(&provider(&server), false).await.unwrap_err();
     assert_eq!(err.to_string(), format!("{}: HTTP 400: {message}", endpoint(&server)));
@@ -286,7 +321,8 @@ fn closed_port_url() -> String {
 
 #[tokio::test]
 async fn connection_refused_is_classified() {
-    let provider = OpenAiProvider::new(OpenAiConfig { max_retries: 0, ..OpenAiConfig::new(closed_port_url(), KEY) }).unwrap();
+    let provider =
+        OpenAiProvider::new(OpenAiConfig { max_retries: 0, ..OpenAiConfig::new(closed_port_url(), KEY) }).unwrap();
     let err = call(&provider, false).await.unwrap_err();
     assert_eq!(err.class(), "connection_refused", "{err}");
     assert!(err.to_string().starts_with(&format!("{}: connection refused", provider.endpoint())), "{err}");
@@ -381,16 +417,21 @@ async fn provider_error_inside_a_stream_keeps_its_text() {
         json!({"error": {"message": "maximum context length exceeded", "code": "context_length_exceeded"}}).to_string(),
     ])]);
     let err = call(&provider(&server), true).await.unwrap_err();
-    assert_eq!(err.to_string(), format!("{}: provider error in stream: maximum context length exceeded", endpoint(&server)));
+    assert_eq!(
+        err.to_string(),
+        format!("{}: provider error in stream: maximum context length exceeded", endpoint(&server))
+    );
     assert_eq!(err.class(), "provider_unavailable");
 }
 
 #[tokio::test]
 async fn stream_idle_timeout() {
     let gate = Gate::new();
-    let server = ScriptedServer::start(vec![Reply::sse(Reply::text("one two three four five six")).hold_mid_stream(&gate)]);
+    let server =
+        ScriptedServer::start(vec![Reply::sse(Reply::text("one two three four five six")).hold_mid_stream(&gate)]);
     let provider =
-        OpenAiProvider::new(OpenAiConfig { stream_idle_timeout: Duration::from_millis(200), ..config(&server) }).unwrap();
+        OpenAiProvider::new(OpenAiConfig { stream_idle_timeout: Duration::from_millis(200), ..config(&server) })
+            .unwrap();
     let err = call(&provider, true).await.unwrap_err();
     assert!(matches!(err, LlmError::Timeout { .. }), "{err:?}");
     assert_eq!(err.class(), "network_timeout");
@@ -414,7 +455,8 @@ async fn the_call_deadline_bounds_a_silent_server() {
 #[tokio::test]
 async fn dropping_the_future_cancels_cleanly() {
     let gate = Gate::new();
-    let server = Arc::new(ScriptedServer::start(vec![Reply::text("never read").after_release(&gate), Reply::text("next")]));
+    let server =
+        Arc::new(ScriptedServer::start(vec![Reply::text("never read").after_release(&gate), Reply::text("next")]));
     let provider = provider(&server);
     let messages = [Message::user("go")];
     {

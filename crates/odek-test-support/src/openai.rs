@@ -125,7 +125,8 @@ impl Reply {
         N: Into<String>,
         A: Into<String>,
     {
-        let tool_calls = calls.into_iter().map(|(id, name, arguments)| (id.into(), name.into(), arguments.into())).collect();
+        let tool_calls =
+            calls.into_iter().map(|(id, name, arguments)| (id.into(), name.into(), arguments.into())).collect();
         Reply::from_body(ReplyBody::Json(Completion { tool_calls, ..Completion::default() }))
     }
 
@@ -306,7 +307,12 @@ impl ScriptedServer {
         while state.requests.len() < count {
             let now = Instant::now();
             assert!(now < deadline, "only {} of {count} requests arrived within {limit:?}", state.requests.len());
-            state = self.shared.request_arrived.wait_timeout(state, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+            state = self
+                .shared
+                .request_arrived
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         state.requests.clone()
     }
@@ -436,7 +442,8 @@ fn write_reply(writer: &mut TcpStream, reply: &Reply, request_number: usize) -> 
             let mut events = stream_chunks(completion, request_number);
             if *cut {
                 // Everything before the finish chunk, cut in half: never a finish reason.
-                let before_finish = events.iter().position(|event| event.contains("\"finish_reason\":\"")).unwrap_or(events.len());
+                let before_finish =
+                    events.iter().position(|event| event.contains("\"finish_reason\":\"")).unwrap_or(events.len());
                 events.truncate(before_finish.div_ceil(2).max(1));
             }
             write_stream(writer, reply, &events)?;
@@ -471,8 +478,9 @@ fn write_full(
 }
 
 fn write_stream(writer: &mut TcpStream, reply: &Reply, events: &[String]) -> std::io::Result<()> {
-    let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n"
-        .to_owned();
+    let mut head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n"
+            .to_owned();
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -572,7 +580,8 @@ fn stream_chunks(completion: &Completion, request_number: usize) -> Vec<String> 
             Value::Null,
         ));
         for piece in pieces(arguments, ARGUMENT_FRAGMENT_CHARS) {
-            events.push(chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), Value::Null));
+            events
+                .push(chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), Value::Null));
         }
     }
     events.push(chunk(json!({}), Value::from(finish_reason_of(completion))));
@@ -638,10 +647,16 @@ mod tests {
         };
         let events = stream_chunks(&completion, 1);
         assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
-        let fragments = events.iter().filter(|event| event.contains(r#""arguments":""#) && !event.contains(r#""arguments":"""#)).count();
+        let fragments = events
+            .iter()
+            .filter(|event| event.contains(r#""arguments":""#) && !event.contains(r#""arguments":"""#))
+            .count();
         assert!(fragments > 1, "{events:?}");
         let server = ScriptedServer::start(vec![Reply::sse_cut(Reply::text("a fairly long answer text"))]);
         let answer = post(&server, "{}");
-        assert!(answer.contains("data: ") && !answer.contains("finish_reason\":\"") && !answer.contains("[DONE]"), "{answer}");
+        assert!(
+            answer.contains("data: ") && !answer.contains("finish_reason\":\"") && !answer.contains("[DONE]"),
+            "{answer}"
+        );
     }
 }

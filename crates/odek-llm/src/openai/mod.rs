@@ -137,7 +137,10 @@ impl OpenAiProvider {
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(LlmError::InvalidConfig {
-                detail: format!("invalid base_url \"{}\": scheme must be http or https", display_endpoint(&config.base_url)),
+                detail: format!(
+                    "invalid base_url \"{}\": scheme must be http or https",
+                    display_endpoint(&config.base_url)
+                ),
             });
         }
         let client = reqwest::Client::builder()
@@ -240,11 +243,8 @@ impl OpenAiProvider {
     /// A non-2xx answer: its status, the provider's message and whether to retry.
     async fn status_failure(&self, response: reqwest::Response, deadline: Instant) -> AttemptFailure {
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(parse_retry_after);
+        let retry_after =
+            response.headers().get(RETRY_AFTER).and_then(|value| value.to_str().ok()).and_then(parse_retry_after);
         let body = timeout_at(deadline, read_bounded(response, MAX_ERROR_BODY_BYTES))
             .await
             .ok()
@@ -345,8 +345,8 @@ impl OpenAiProvider {
             if data.trim().is_empty() {
                 continue;
             }
-            let chunk: Value = serde_json::from_str(&data)
-                .map_err(|err| self.invalid(format!("stream chunk is not JSON: {err}")))?;
+            let chunk: Value =
+                serde_json::from_str(&data).map_err(|err| self.invalid(format!("stream chunk is not JSON: {err}")))?;
             accumulator.apply(&chunk, observer).map_err(|err| self.wire_error(err))?;
         }
         Ok(false)
@@ -376,7 +376,10 @@ impl OpenAiProvider {
     fn transport_error(&self, err: &reqwest::Error) -> LlmError {
         let chain = error_chain(err);
         if err.is_timeout() {
-            return LlmError::Timeout { endpoint: self.endpoint.clone(), detail: self.scrub(&format!("timed out: {chain}")) };
+            return LlmError::Timeout {
+                endpoint: self.endpoint.clone(),
+                detail: self.scrub(&format!("timed out: {chain}")),
+            };
         }
         let kind = classify_transport(err);
         let what = match kind {
@@ -464,7 +467,9 @@ fn classify_transport(err: &reqwest::Error) -> TransportKind {
             return TransportKind::ConnectionRefused;
         }
         let text = current.to_string().to_ascii_lowercase();
-        if text.contains("dns error") || text.contains("failed to lookup address") || text.contains("name or service not known")
+        if text.contains("dns error")
+            || text.contains("failed to lookup address")
+            || text.contains("name or service not known")
         {
             return TransportKind::Dns;
         }

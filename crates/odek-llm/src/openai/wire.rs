@@ -134,11 +134,7 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, WireError> {
         Some(_) => return Err(WireError::Invalid("choices[0].message.tool_calls is not an array".to_owned())),
     };
     Ok(ChatResponse {
-        message: Message {
-            reasoning_content: reasoning,
-            tool_calls,
-            ..Message::assistant(content)
-        },
+        message: Message { reasoning_content: reasoning, tool_calls, ..Message::assistant(content) },
         usage: value.get("usage").map(usage_from).unwrap_or_default(),
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
     })
@@ -285,7 +281,8 @@ mod tests {
 
     #[test]
     fn openai_cached_tokens_are_part_of_prompt_tokens() {
-        let usage = json!({"prompt_tokens": 100, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 80}});
+        let usage =
+            json!({"prompt_tokens": 100, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 80}});
         assert_eq!(usage_from(&usage), Usage { input_tokens: 100, output_tokens: 7 });
     }
 
