@@ -67,3 +67,37 @@ impl LlmError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16) -> LlmError {
+        LlmError::Status { endpoint: "http://h/v1/chat/completions".into(), status, detail: "d".into() }
+    }
+
+    #[test]
+    fn classes_follow_events_spec_section_8() {
+        let transport = |kind| LlmError::Transport { endpoint: "e".into(), kind, detail: "d".into() };
+        let cases = [
+            (status(401), "provider_auth"),
+            (status(403), "provider_auth"),
+            (status(429), "rate_limited"),
+            (status(500), "provider_unavailable"),
+            (status(404), "provider_request"),
+            (status(400), "provider_request"),
+            (LlmError::Timeout { endpoint: "e".into(), detail: "d".into() }, "network_timeout"),
+            (transport(TransportKind::Dns), "dns_failure"),
+            (transport(TransportKind::ConnectionRefused), "connection_refused"),
+            (transport(TransportKind::Tls), "tls_certificate"),
+            (transport(TransportKind::Other), "error"),
+            (LlmError::InvalidResponse { endpoint: "e".into(), detail: "d".into() }, "invalid_json"),
+            (LlmError::Cancelled, "context_canceled"),
+            (LlmError::Replay { path: "p".into(), detail: "d".into() }, "error"),
+        ];
+        for (error, class) in cases {
+            assert_eq!(error.class(), class, "{error}");
+        }
+        assert_eq!(status(429).to_string(), "http://h/v1/chat/completions: HTTP 429: d");
+    }
+}

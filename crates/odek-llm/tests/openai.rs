@@ -325,7 +325,10 @@ async fn connection_refused_is_classified() {
         OpenAiProvider::new(OpenAiConfig { max_retries: 0, ..OpenAiConfig::new(closed_port_url(), KEY) }).unwrap();
     let err = call(&provider, false).await.unwrap_err();
     assert_eq!(err.class(), "connection_refused", "{err}");
-    assert!(err.to_string().starts_with(&format!("{}: connection refused", provider.endpoint())), "{err}");
+    assert!(
+        err.to_string().starts_with(&format!("{}: connection refused: tcp connect error: ", provider.endpoint())),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -490,7 +490,8 @@ fn error_chain(err: &reqwest::Error) -> String {
     let mut source: Option<&dyn std::error::Error> = err.source();
     while let Some(current) = source {
         let text = current.to_string();
-        if !parts.iter().any(|part| part.contains(&text)) {
+        // hyper's "client error (Connect)" only says which stage failed; the next source says why.
+        if !text.starts_with("client error (") && !parts.iter().any(|part| part.contains(&text)) {
             parts.push(text);
         }
         source = current.source();
