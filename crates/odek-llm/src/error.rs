@@ -18,15 +18,25 @@ pub enum LlmError {
     /// The provider answered with something that is not a valid chat completion.
     #[error("{endpoint}: invalid response: {detail}")]
     InvalidResponse { endpoint: String, detail: String },
-    /// The replay script cannot answer this conversation.
+    /// The provider reported an error inside an accepted (HTTP 200) stream. `detail` is its
+    /// message, bounded and redacted, kept verbatim so context-length texts stay matchable.
+    #[error("{endpoint}: provider error in stream: {detail}")]
+    StreamError { endpoint: String, detail: String },
+    /// The replay script cannot be loaded or cannot answer this conversation.
     #[error("replay {path}: {detail}")]
     Replay { path: String, detail: String },
+    /// The recording provider could not write its script file.
+    #[error("record {path}: {detail}")]
+    Record { path: String, detail: String },
+    /// The provider cannot be built from its configuration (bad base URL, HTTP client setup).
+    #[error("{detail}")]
+    InvalidConfig { detail: String },
     /// The call was cancelled by the run.
     #[error("request cancelled")]
     Cancelled,
 }
 
-/// What kind of transport failure.
+/// What kind of transport failure (it decides [`LlmError::class`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportKind {
     Dns,
@@ -42,6 +52,7 @@ impl LlmError {
             LlmError::Status { status: 401 | 403, .. } => "provider_auth",
             LlmError::Status { status: 429, .. } => "rate_limited",
             LlmError::Status { status, .. } if *status >= 500 => "provider_unavailable",
+            LlmError::StreamError { .. } => "provider_unavailable",
             LlmError::Status { .. } => "provider_request",
             LlmError::Timeout { .. } => "network_timeout",
             LlmError::Transport { kind: TransportKind::Dns, .. } => "dns_failure",
@@ -49,7 +60,44 @@ impl LlmError {
             LlmError::Transport { kind: TransportKind::Tls, .. } => "tls_certificate",
             LlmError::InvalidResponse { .. } => "invalid_json",
             LlmError::Cancelled => "context_canceled",
-            LlmError::Transport { .. } | LlmError::Replay { .. } => "error",
+            LlmError::Transport { .. }
+            | LlmError::Replay { .. }
+            | LlmError::Record { .. }
+            | LlmError::InvalidConfig { .. } => "error",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16) -> LlmError {
+        LlmError::Status { endpoint: "http://h/v1/chat/completions".into(), status, detail: "d".into() }
+    }
+
+    #[test]
+    fn classes_follow_events_spec_section_8() {
+        let transport = |kind| LlmError::Transport { endpoint: "e".into(), kind, detail: "d".into() };
+        let cases = [
+            (status(401), "provider_auth"),
+            (status(403), "provider_auth"),
+            (status(429), "rate_limited"),
+            (status(500), "provider_unavailable"),
+            (status(404), "provider_request"),
+            (status(400), "provider_request"),
+            (LlmError::Timeout { endpoint: "e".into(), detail: "d".into() }, "network_timeout"),
+            (transport(TransportKind::Dns), "dns_failure"),
+            (transport(TransportKind::ConnectionRefused), "connection_refused"),
+            (transport(TransportKind::Tls), "tls_certificate"),
+            (transport(TransportKind::Other), "error"),
+            (LlmError::InvalidResponse { endpoint: "e".into(), detail: "d".into() }, "invalid_json"),
+            (LlmError::Cancelled, "context_canceled"),
+            (LlmError::Replay { path: "p".into(), detail: "d".into() }, "error"),
+        ];
+        for (error, class) in cases {
+            assert_eq!(error.class(), class, "{error}");
+        }
+        assert_eq!(status(429).to_string(), "http://h/v1/chat/completions: HTTP 429: d");
     }
 }

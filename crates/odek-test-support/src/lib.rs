@@ -1,7 +1,10 @@
 //! Test support shared by odek's crates: where the workspace binaries are, built on demand so a
-//! test run of one crate (`cargo test -p odek-mcp`) works as well as the whole workspace.
+//! test run of one crate (`cargo test -p odek-mcp`) works as well as the whole workspace, and a
+//! scripted OpenAI-compatible server ([`openai::ScriptedServer`]) to point providers at.
 //!
-//! Start at [`fixture_server`] and [`odek_binary`].
+//! Start at [`fixture_server`], [`odek_binary`] and [`openai::ScriptedServer::start`].
+
+pub mod openai;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

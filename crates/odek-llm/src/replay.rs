@@ -1,0 +1,284 @@
+//! The replay provider: answers chat calls from a script file instead of a model, so runs are
+//! reproducible offline (tests, demos, bug reports). It owns the script format
+//! (`odek.replay/v1`) and the rule that picks the answer; [`crate::record`] writes scripts.
+//! Start at [`ReplayProvider::load`].
+//!
+//! ```json
+//! {"schema": "odek.replay/v1", "model": "optional note", "turns": [
+//!    {"content": "text", "reasoning_content": "optional",
+//!     "tool_calls": [{"id": "call_1", "name": "shell", "arguments": {"command": "ls"}}],
+//!     "usage": {"input_tokens": 10, "output_tokens": 5}, "finish_reason": "optional"}
+//! ], "side_calls": [{"content": "a summary", "usage": {"input_tokens": 3, "output_tokens": 2}}]}
+//! ```
+//!
+//! - A main call (`side_call == false`) is answered by `turns[n]`, where `n` is the number of
+//!   assistant messages already in the request: the answer depends on the conversation, not on
+//!   how many calls this process made, so `odek continue` picks up where the script left off.
+//!   Turns are numbered from 0, as their position in the array.
+//! - Side calls (summaries, compaction digests) are answered from `side_calls` in order.
+//! - `arguments` may be a JSON string (used verbatim) or any other JSON value (serialised
+//!   compactly); absent or `null` is the empty string. A missing `id` becomes
+//!   `call_<turn>_<index>`. A turn that calls a tool the request does not offer is an error.
+//! - `usage` (both fields) and `finish_reason` are optional; the finish reason defaults to
+//!   `tool_calls` or `stop`. Unknown fields are rejected, so a typo is an error, not a silence.
+//! - Streaming is not simulated: a streaming observer gets the reasoning and the content as one
+//!   delta each.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::LlmError;
+use crate::message::{Message, Role, ToolCall, ToolDefinition, Usage};
+use crate::provider::{BoxFuture, ChatRequest, ChatResponse, Provider, StreamObserver};
+
+/// The `schema` value of every script.
+pub const REPLAY_SCHEMA: &str = "odek.replay/v1";
+
+/// Largest script file read: 64 MiB (bytes).
+pub const MAX_SCRIPT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A whole replay script.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayScript {
+    pub schema: String,
+    /// A free note (the recording provider writes the model it recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub turns: Vec<ReplayTurn>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub side_calls: Vec<ReplayTurn>,
+}
+
+impl Default for ReplayScript {
+    fn default() -> ReplayScript {
+        ReplayScript { schema: REPLAY_SCHEMA.to_owned(), model: None, turns: Vec::new(), side_calls: Vec::new() }
+    }
+}
+
+/// One scripted assistant answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayTurn {
+    #[serde(default)]
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ReplayToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+/// One scripted tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayToolCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub name: String,
+    /// A string is used verbatim; any other value is serialised compactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+impl ReplayToolCall {
+    /// The arguments string the tool receives.
+    pub fn arguments_text(&self) -> String {
+        match &self.arguments {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+        }
+    }
+}
+
+impl ReplayScript {
+    /// Parses and checks a script; `Err` is the detail after `replay <path>: `.
+    pub fn parse(text: &str) -> Result<ReplayScript, String> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let script: ReplayScript = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+            let at = err.path().to_string();
+            if at == "." {
+                format!("invalid script: {}", err.inner())
+            } else {
+                format!("invalid script at {at}: {}", err.inner())
+            }
+        })?;
+        deserializer.end().map_err(|err| format!("invalid script: {err}"))?;
+        if script.schema != REPLAY_SCHEMA {
+            return Err(format!("unsupported schema \"{}\" (expected \"{REPLAY_SCHEMA}\")", script.schema));
+        }
+        let named = |turns: &[ReplayTurn], what: &str| {
+            for (turn_index, turn) in turns.iter().enumerate() {
+                if let Some(call_index) = turn.tool_calls.iter().position(|call| call.name.is_empty()) {
+                    return Err(format!("{what} {turn_index} tool call {call_index} has an empty name"));
+                }
+            }
+            Ok(())
+        };
+        named(&script.turns, "turn")?;
+        named(&script.side_calls, "side call")?;
+        Ok(script)
+    }
+}
+
+/// Answers chat calls from a [`ReplayScript`].
+#[derive(Debug)]
+pub struct ReplayProvider {
+    /// The script's path as errors show it.
+    path: String,
+    script: ReplayScript,
+    side_calls_answered: AtomicUsize,
+}
+
+impl ReplayProvider {
+    /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
+    pub fn load(path: impl AsRef<Path>) -> Result<ReplayProvider, LlmError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let fail = |detail: String| LlmError::Replay { path: shown.clone(), detail };
+        let file = std::fs::File::open(path).map_err(|err| fail(format!("cannot read: {err}")))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_SCRIPT_BYTES + 1).read_to_end(&mut bytes).map_err(|err| fail(format!("cannot read: {err}")))?;
+        if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+            return Err(fail(format!("script is larger than {MAX_SCRIPT_BYTES} bytes")));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| fail("script is not UTF-8".to_owned()))?;
+        let script = ReplayScript::parse(&text).map_err(fail)?;
+        Ok(ReplayProvider::from_script(shown, script))
+    }
+
+    /// A provider over an in-memory script; `path` is only used in errors.
+    pub fn from_script(path: impl Into<String>, script: ReplayScript) -> ReplayProvider {
+        ReplayProvider { path: path.into(), script, side_calls_answered: AtomicUsize::new(0) }
+    }
+
+    pub fn script(&self) -> &ReplayScript {
+        &self.script
+    }
+
+    fn fail(&self, detail: String) -> LlmError {
+        LlmError::Replay { path: self.path.clone(), detail }
+    }
+
+    /// The answer to a main call: `turns[n]`, `n` = assistant messages so far.
+    fn select_main_turn(&self, request: &ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        let turn_index = request.messages.iter().filter(|message| message.role == Role::Assistant).count();
+        let turn = self.script.turns.get(turn_index).ok_or_else(|| {
+            self.fail(format!(
+                "script exhausted: the conversation has {turn_index} assistant messages but the script has {} turns",
+                self.script.turns.len()
+            ))
+        })?;
+        if let Some(unknown) = turn.tool_calls.iter().find(|call| !offers_tool(request.tools, &call.name)) {
+            return Err(self.fail(format!("turn {turn_index} calls unknown tool \"{}\"", unknown.name)));
+        }
+        Ok(response_for(turn, turn_index))
+    }
+
+    /// The answer to a side call: the next unused `side_calls` entry.
+    fn select_side_answer(&self) -> Result<ChatResponse, LlmError> {
+        let side_index = self.side_calls_answered.fetch_add(1, Ordering::SeqCst);
+        let turn = self.script.side_calls.get(side_index).ok_or_else(|| {
+            self.fail(format!(
+                "no side-call answer left: side call {side_index} but the script has {} side_calls",
+                self.script.side_calls.len()
+            ))
+        })?;
+        if !turn.tool_calls.is_empty() {
+            return Err(self.fail(format!("side call {side_index} has tool calls; side calls are tool-less")));
+        }
+        Ok(response_for(turn, side_index))
+    }
+}
+
+fn offers_tool(tools: &[ToolDefinition], name: &str) -> bool {
+    tools.iter().any(|tool| tool.name == name)
+}
+
+fn response_for(turn: &ReplayTurn, turn_index: usize) -> ChatResponse {
+    let tool_calls: Vec<ToolCall> = turn
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(call_index, call)| {
+            let id = call
+                .id
+                .clone()
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| format!("call_{turn_index}_{call_index}"));
+            ToolCall::new(id, call.name.clone(), call.arguments_text())
+        })
+        .collect();
+    let finish_reason = turn
+        .finish_reason
+        .clone()
+        .unwrap_or_else(|| if tool_calls.is_empty() { "stop" } else { "tool_calls" }.to_owned());
+    ChatResponse {
+        message: Message {
+            reasoning_content: turn.reasoning_content.clone(),
+            tool_calls,
+            ..Message::assistant(turn.content.clone())
+        },
+        usage: turn.usage.unwrap_or_default(),
+        finish_reason: Some(finish_reason),
+    }
+}
+
+impl Provider for ReplayProvider {
+    fn id(&self) -> &str {
+        "replay"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+        observer: &'a dyn StreamObserver,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(async move {
+            let response =
+                if request.side_call { self.select_side_answer()? } else { self.select_main_turn(&request)? };
+            if request.stream {
+                if let Some(reasoning) = response.message.reasoning_content.as_deref().filter(|text| !text.is_empty()) {
+                    observer.on_delta(reasoning, true);
+                }
+                if !response.message.content.is_empty() {
+                    observer.on_delta(&response.message.content, false);
+                }
+            }
+            Ok(response)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_reports_the_json_path_and_the_schema() {
+        let err =
+            ReplayScript::parse(r#"{"schema":"odek.replay/v1","turns":[{"tool_calls":[{"id":"x"}]}]}"#).unwrap_err();
+        assert!(err.starts_with("invalid script at turns[0].tool_calls[0]: missing field `name`"), "{err}");
+        let err = ReplayScript::parse(r#"{"schema":"odek.replay/v9","turns":[]}"#).unwrap_err();
+        assert_eq!(err, "unsupported schema \"odek.replay/v9\" (expected \"odek.replay/v1\")");
+        let err = ReplayScript::parse(r#"{"schema":"odek.replay/v1","turns":[{"contents":"typo"}]}"#).unwrap_err();
+        assert!(err.contains("unknown field `contents`"), "{err}");
+    }
+
+    #[test]
+    fn arguments_are_verbatim_strings_or_compact_json() {
+        let call = |arguments: Option<Value>| ReplayToolCall { id: None, name: "t".into(), arguments };
+        assert_eq!(call(Some(Value::from("{ \"a\": 1 }"))).arguments_text(), "{ \"a\": 1 }");
+        assert_eq!(call(Some(serde_json::json!({"a": [1, 2]}))).arguments_text(), r#"{"a":[1,2]}"#);
+        assert_eq!(call(None).arguments_text(), "");
+    }
+}
