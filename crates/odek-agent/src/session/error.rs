@@ -20,11 +20,8 @@ pub enum SessionError {
     NotRegularFile { id: String },
     #[error("session: {action} {}: no such session", quote(.id))]
     NotFound { action: &'static str, id: String },
-    #[error(
-        "session: save {}: {size} bytes exceed the {max}-byte cap even with every removable message group trimmed",
-        quote(.id)
-    )]
-    TooLargeToSave { id: String, size: u64, max: u64 },
+    #[error("session: save {}: does not fit in {max} bytes even with every removable message group trimmed", quote(.id))]
+    TooLargeToSave { id: String, max: u64 },
     #[error("session: no randomness for a new session ID: {0}")]
     Randomness(String),
     #[error("session: {context}: {source}")]

@@ -83,13 +83,12 @@ impl SessionStore {
         let max_bytes = usize::try_from(self.max_file_bytes).unwrap_or(usize::MAX);
         let messages = std::mem::take(&mut stored.messages);
         let fixed_bytes = encode(&stored)?.len();
-        let trim = trim_to_storage_limit(messages, fixed_bytes, max_bytes).ok_or_else(|| {
-            SessionError::TooLargeToSave { id: id.clone(), size: self.max_file_bytes + 1, max: self.max_file_bytes }
-        })?;
+        let trim = trim_to_storage_limit(messages, fixed_bytes, max_bytes)
+            .ok_or_else(|| SessionError::TooLargeToSave { id: id.clone(), max: self.max_file_bytes })?;
         stored.messages = trim.messages;
         let bytes = encode(&stored)?;
         if bytes.len() > max_bytes {
-            return Err(SessionError::TooLargeToSave { id, size: len_u64(bytes.len()), max: self.max_file_bytes });
+            return Err(SessionError::TooLargeToSave { id, max: self.max_file_bytes });
         }
         write_atomically(&self.dir, &path, &bytes)
             .map_err(|err| SessionError::io(format!("save {}", odek_contract::quoting::quote(&id)), err))?;
@@ -290,8 +289,4 @@ fn decode_session(id: &SessionId, bytes: &[u8]) -> Result<Session, SessionError>
 fn encode(session: &Session) -> Result<Vec<u8>, SessionError> {
     serde_json::to_vec(session)
         .map_err(|err| SessionError::Encode { id: session.id.to_string(), detail: err.to_string() })
-}
-
-fn len_u64(len: usize) -> u64 {
-    u64::try_from(len).unwrap_or(u64::MAX)
 }
