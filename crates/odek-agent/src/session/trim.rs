@@ -58,9 +58,9 @@ pub fn trim_to_storage_limit(messages: Vec<Message>, fixed_bytes: usize, max_byt
     if array_bytes(fixed_bytes, &sizes) <= max_bytes {
         return Some(StorageTrim { messages, removed_groups: 0 });
     }
-    let head = messages.iter().position(|message| message.role == Role::System);
-    let earlier_notice =
-        head.map(|head| head + 1).filter(|&next| messages.get(next).is_some_and(is_storage_limit_notice));
+    let head = messages.iter().position(|message| message.role == Role::System && !is_storage_limit_notice(message));
+    let notice_slot = head.map_or(0, |head| head + 1);
+    let earlier_notice = Some(notice_slot).filter(|&slot| messages.get(slot).is_some_and(is_storage_limit_notice));
     let earlier_removed = earlier_notice.and_then(|index| removed_count(&messages[index])).unwrap_or(0);
     let groups = message_groups(&messages, head, earlier_notice);
     let mut kept_bytes: usize = sizes.iter().sum();
@@ -202,6 +202,20 @@ mod tests {
     #[test]
     fn notice_count_parses() {
         assert_eq!(removed_count(&storage_limit_notice(12, 100)), Some(12));
+    }
+
+    #[test]
+    fn without_a_system_prompt_the_notice_leads_and_is_replaced() {
+        let mut messages: Vec<Message> = (0..20).map(|n| Message::user(format!("{n}{}", "x".repeat(50)))).collect();
+        let first = trim_to_storage_limit(messages.clone(), 20, 600).unwrap();
+        assert!(first.removed_groups > 0);
+        assert!(is_storage_limit_notice(&first.messages[0]));
+        messages = first.messages;
+        messages.extend((0..5).map(|n| Message::user(format!("more {n}{}", "y".repeat(50)))));
+        let second = trim_to_storage_limit(messages, 20, 600).unwrap();
+        assert_eq!(second.messages.iter().filter(|m| is_storage_limit_notice(m)).count(), 1);
+        assert!(is_storage_limit_notice(&second.messages[0]));
+        assert_eq!(removed_count(&second.messages[0]), Some(first.removed_groups + second.removed_groups));
     }
 
     #[test]
