@@ -27,6 +27,9 @@ pub enum Command {
     /// Inspect and exercise the configured MCP extension servers
     #[command(subcommand)]
     Ext(ExtCommand),
+    /// List, show, delete and trim saved sessions
+    #[command(subcommand)]
+    Session(crate::commands::session::SessionCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -51,7 +54,7 @@ pub enum ExtCommand {
 }
 
 /// The names `odek` accepts as its first word.
-const COMMANDS: &[&str] = &["ext"];
+const COMMANDS: &[&str] = &["ext", "session"];
 
 /// What parsing decided.
 #[derive(Debug)]

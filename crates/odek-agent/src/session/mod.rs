@@ -1,1 +1,29 @@
-//! Sessions (spec `loop-and-sessions.md` §10).
+//! Sessions (spec `loop-and-sessions.md` §10): persisted conversations under
+//! `~/.odek/sessions/` and the external-state refs they carry.
+//!
+//! - [`SessionId`] mints and validates IDs; every ID reaching a path went through it.
+//! - [`Session`] is the file's content; [`Session::add_external_refs`] adds refs.
+//! - [`SessionStore`] saves (redacted, safe state, storage cap, atomic), loads (capped, no
+//!   symlinks, ID checked), finds the latest, lists and deletes.
+//! - [`safe_state`] is the conversation without a dangling tool call (error and budget paths).
+//! - [`parse_external_ref_spec`] reads `--external-ref <spec>`.
+//!
+//! What is saved when, and the `session_saved` event, belong to the loop; this module only
+//! stores.
+
+mod error;
+pub mod external_ref;
+mod file;
+mod id;
+pub mod index;
+mod record;
+mod store;
+pub mod trim;
+
+pub use error::{ExternalRefError, ExternalRefSpecError, ExternalRefSpecProblem, SessionError};
+pub use external_ref::{ExternalRef, parse_external_ref_spec, validate_external_ref};
+pub use id::{SessionId, is_valid_session_id};
+pub use index::IndexEntry;
+pub use record::{Session, now_rfc3339};
+pub use store::{MAX_SESSION_FILE_BYTES, SaveReport, SessionStore, storage_limit_warning};
+pub use trim::{safe_state, safe_state_len};

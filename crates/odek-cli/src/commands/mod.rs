@@ -2,6 +2,7 @@
 //! maps that to the exit code.
 
 pub mod ext;
+pub mod session;
 
 use crate::cli::Command;
 
@@ -24,5 +25,6 @@ impl<E: std::fmt::Display> From<E> for CommandError {
 pub async fn run(command: Command) -> Result<(), CommandError> {
     match command {
         Command::Ext(command) => ext::run(command).await,
+        Command::Session(command) => session::run(command).await,
     }
 }
