@@ -84,10 +84,19 @@ pub struct RunOutcome {
     pub iterations: u32,
 }
 
+/// What one checkpoint save reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Saved {
+    /// Messages in the saved file (`session_saved.message_count`).
+    pub message_count: usize,
+    /// A warning for the operator (without the `odek: warning: ` prefix).
+    pub warning: Option<String>,
+}
+
 /// Persists the conversation after each completed step (`odek run --session`, `continue`).
 pub trait Checkpoint: Send {
-    /// Saves `messages`; returns warnings to show the operator.
-    fn save(&mut self, messages: &[Message], totals: Usage) -> Result<Vec<String>, String>;
+    /// Saves `messages`; `totals` is the run's usage so far.
+    fn save(&mut self, messages: &[Message], totals: Usage) -> Result<Saved, String>;
 }
 
 /// One risky call on an approval card.
@@ -526,11 +535,11 @@ impl Agent {
         let Some(checkpoint) = self.checkpoint.as_mut() else {
             return Ok(());
         };
-        let warnings = checkpoint.save(messages, totals).map_err(RunError::Checkpoint)?;
-        for warning in &warnings {
+        let saved = checkpoint.save(messages, totals).map_err(RunError::Checkpoint)?;
+        if let Some(warning) = &saved.warning {
             self.observer.on_event(&LoopEvent::Warning { text: warning });
         }
-        self.observer.on_event(&LoopEvent::SessionSaved { iteration, message_count: messages.len() });
+        self.observer.on_event(&LoopEvent::SessionSaved { iteration, message_count: saved.message_count });
         Ok(())
     }
 }
