@@ -204,7 +204,9 @@ pub struct PolicySettings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Allow,
-    Deny { reason: String },
+    Deny {
+        reason: String,
+    },
     /// Needs the user's approval (interactive, not yet approved). The loop's batch gate asks
     /// before running; a tool that sees `Prompt` was not approved and denies.
     Prompt,
@@ -313,9 +315,7 @@ pub fn denylist_matches(entry: &str, command: &str) -> bool {
     let raw: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
     let mut candidates = vec![raw];
     candidates.extend(command_class::command_forms(command));
-    candidates.iter().any(|tokens| {
-        tokens.starts_with(&entry_tokens) || tokens.join(" ").starts_with(&entry_text)
-    })
+    candidates.iter().any(|tokens| tokens.starts_with(&entry_tokens) || tokens.join(" ").starts_with(&entry_text))
 }
 
 /// `args_summary.argv0` (events.md §6): split on whitespace, skip leading `NAME=value`
@@ -567,7 +567,7 @@ const SYSTEM_PERSISTENCE: &[&str] = &[
 ];
 
 fn persistence_reason(path: &Path, home: Option<&Path>) -> Option<String> {
-    let components: Vec<_> = path.components().map(|c| c.as_os_str()).collect();
+    let components: Vec<_> = path.components().map(Component::as_os_str).collect();
     if components.windows(2).any(|pair| pair[0] == ".git" && pair[1] == "hooks") {
         return Some("writes a git hook (runs on later git commands)".to_owned());
     }
@@ -590,7 +590,8 @@ fn device_class(path: &Path) -> Option<Classification> {
     if matches!(name.as_ref(), "null" | "stdout" | "stderr" | "tty" | "zero") || name.starts_with("fd/") {
         return Some(Classification::new(DangerClass::Safe, "writes to a standard stream"));
     }
-    const DISKS: &[&str] = &["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "md", "dm-", "loop", "mapper/"];
+    const DISKS: &[&str] =
+        &["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "md", "dm-", "loop", "mapper/"];
     if DISKS.iter().any(|disk| name.starts_with(disk)) {
         return Some(Classification::new(DangerClass::Destructive, "writes to a raw disk device"));
     }
@@ -605,8 +606,27 @@ fn is_temporary(path: &Path) -> bool {
 }
 
 const SYSTEM_DIRECTORIES: &[&str] = &[
-    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/opt", "/var", "/srv", "/root",
-    "/sys", "/proc", "/snap", "/System", "/Library", "/Applications", "/private", "/nix",
+    "/etc",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+    "/opt",
+    "/var",
+    "/srv",
+    "/root",
+    "/sys",
+    "/proc",
+    "/snap",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private",
+    "/nix",
 ];
 
 fn system_directory(path: &Path) -> Option<&'static str> {

@@ -39,7 +39,11 @@ fn non_interactive_modes() {
     let read_only = policy(settings.clone());
     assert_eq!(read_only.decide(Safe, "ls", false, false), Decision::Allow);
     assert!(denied(&read_only.decide(Install, "pip install x", false, false)));
-    assert_eq!(read_only.decide(LocalWrite, "touch x", false, false), Decision::Allow, "allow action needs no terminal");
+    assert_eq!(
+        read_only.decide(LocalWrite, "touch x", false, false),
+        Decision::Allow,
+        "allow action needs no terminal"
+    );
 
     settings.non_interactive = NonInteractive::Deny;
     let deny_all = policy(settings.clone());
@@ -93,11 +97,7 @@ fn max_risk_denies_higher_ranks() {
 fn class_actions_and_default_action() {
     let mut classes = BTreeMap::new();
     classes.insert(DangerClass::Install, Action::Allow);
-    let policy = policy(PolicySettings {
-        classes,
-        default_action: Some(Action::Deny),
-        ..PolicySettings::default()
-    });
+    let policy = policy(PolicySettings { classes, default_action: Some(Action::Deny), ..PolicySettings::default() });
     assert_eq!(policy.decide(DangerClass::Install, "pip install x", false, false), Decision::Allow);
     assert_eq!(
         policy.decide(DangerClass::Safe, "ls", true, true),

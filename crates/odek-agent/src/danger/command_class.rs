@@ -56,7 +56,7 @@ impl Verdict {
         self
     }
 
-    fn from_stdin(mut self) -> Verdict {
+    fn reading_code_from_stdin(mut self) -> Verdict {
         self.runs_code = true;
         self.reads_code_from_stdin = true;
         self
@@ -154,7 +154,8 @@ fn assignment_name(word: &Word) -> Option<&str> {
     let (name, _) = word.text.split_once('=')?;
     let mut chars = name.chars();
     let first = chars.next()?;
-    ((first.is_ascii_alphabetic() || first == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(name)
+    ((first.is_ascii_alphabetic() || first == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then_some(name)
 }
 
 fn base_name(program: &str) -> &str {
@@ -245,10 +246,14 @@ fn inline_script(program: &str, args: &[Word]) -> Option<String> {
     };
     match program {
         "eval" => static_text(args),
-        "watch" => wrapped_after_options(args, &["-n", "--interval", "-d"]).and_then(|start| static_text(&args[start..])),
+        "watch" => {
+            wrapped_after_options(args, &["-n", "--interval", "-d"]).and_then(|start| static_text(&args[start..]))
+        }
         _ if is_shell(program) || matches!(program, "su" | "flock") => {
             let position = args.iter().position(|word| {
-                word.text == "-c" || word.text == "--command" || (is_short_cluster(&word.text) && word.text.ends_with('c'))
+                word.text == "-c"
+                    || word.text == "--command"
+                    || (is_short_cluster(&word.text) && word.text.ends_with('c'))
             })?;
             let script = args.get(position + 1)?;
             (!script.dynamic).then(|| script.text.clone())
@@ -277,7 +282,10 @@ fn wrapped_after_options(args: &[Word], value_options: &[&str]) -> Option<usize>
 }
 
 fn is_short_cluster(text: &str) -> bool {
-    text.len() > 1 && text.starts_with('-') && !text.starts_with("--") && text[1..].chars().all(|c| c.is_ascii_alphabetic())
+    text.len() > 1
+        && text.starts_with('-')
+        && !text.starts_with("--")
+        && text[1..].chars().all(|c| c.is_ascii_alphabetic())
 }
 
 /// `-x` given alone, inside a cluster (`-rf`), or as one of the long spellings.
@@ -335,6 +343,7 @@ fn is_python(program: &str) -> bool {
 }
 
 /// Programs whose every use only reads (or prints) and changes nothing.
+#[rustfmt::skip]
 const READ_ONLY: &[&str] = &[
     "ls", "ll", "dir", "vdir", "cat", "bat", "batcat", "head", "tail", "less", "more", "most", "grep", "egrep", "fgrep",
     "rg", "ag", "ack", "wc", "pwd", "echo", "printf", "true", "false", ":", "test", "[", "[[", "which", "whereis",
@@ -353,6 +362,7 @@ const READ_ONLY: &[&str] = &[
     "system_profiler", "lsattr", "namei", "fc-list", "pstree", "uuidgen", "mdfind", "sha3sum", ];
 
 /// Build, test and task runners: they run the project's own code.
+#[rustfmt::skip]
 const PROJECT_RUNNERS: &[&str] = &[
     "make", "gmake", "cmake", "ninja", "meson", "just", "task", "mvn", "mvnw", "./mvnw", "gradle", "gradlew", "ant",
     "bazel", "bazelisk", "buck", "buck2", "sbt", "lein", "mix", "rake", "tox", "nox", "pytest", "py.test", "jest",
@@ -366,15 +376,18 @@ const PROJECT_RUNNERS: &[&str] = &[
 ];
 
 /// Compilers: they write their outputs but do not run what they compile.
+#[rustfmt::skip]
 const COMPILERS: &[&str] = &[
     "gcc", "g++", "cc", "c++", "clang", "clang++", "rustc", "javac", "tsc", "ld", "as", "ar", "nasm", "kotlinc",
     "scalac", "swiftc", "ghc", "gfortran", "protoc", "cython", "sass", "lessc", "pandoc", "convert", "magick",
     "ffmpeg", ];
 
 /// Formatters that rewrite files by default.
+#[rustfmt::skip]
 const FORMATTERS: &[&str] = &["black", "isort", "autopep8", "yapf", "rustfmt", "autoflake", "dos2unix", "unix2dos"];
 
 /// Tools whose only job is to talk to other machines.
+#[rustfmt::skip]
 const NETWORK_TOOLS: &[&str] = &[
     "ssh-keyscan", "ftp", "tftp", "lftp", "sftp", "telnet", "ping", "ping6", "traceroute", "traceroute6", "tracepath",
     "mtr", "dig", "nslookup", "host", "whois", "nmap", "http", "https", "xh", "aria2c", "fetch", "gh", "glab", "hub",
@@ -383,9 +396,11 @@ const NETWORK_TOOLS: &[&str] = &[
 ];
 
 /// Programs that download data to their output (the left side of `… | sh`).
+#[rustfmt::skip]
 const FETCHERS: &[&str] = &["curl", "wget", "http", "https", "xh", "aria2c", "fetch", "nc", "ncat", "netcat", "socat", "ftp", "tftp"];
 
 /// Tools that change system configuration.
+#[rustfmt::skip]
 const SYSTEM_TOOLS: &[&str] = &[
     "mount", "umount", "swapon", "swapoff", "losetup", "modprobe", "insmod", "rmmod", "useradd", "userdel", "usermod",
     "adduser", "deluser", "groupadd", "groupdel", "groupmod", "passwd", "chpasswd", "chsh", "chfn", "visudo",
@@ -397,6 +412,7 @@ const SYSTEM_TOOLS: &[&str] = &[
 ];
 
 /// Tools that destroy data or take the machine down.
+#[rustfmt::skip]
 const DESTRUCTIVE_TOOLS: &[&str] = &[
     "mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "wipefs", "blkdiscard",
     "shred", "wipe", "srm", "badblocks", "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "killall5",
@@ -413,7 +429,12 @@ struct Classifier<'a> {
 
 impl<'a> Classifier<'a> {
     fn new(places: &'a Places) -> Classifier<'a> {
-        Classifier { places, functions: Vec::new(), nesting: Cell::new(0), current_dir: RefCell::new(Some(PathBuf::new())) }
+        Classifier {
+            places,
+            functions: Vec::new(),
+            nesting: Cell::new(0),
+            current_dir: RefCell::new(Some(PathBuf::new())),
+        }
     }
 
     /// `cd <dir>` moves where later relative paths land; `cd -`, `popd` or a computed
@@ -485,7 +506,10 @@ impl<'a> Classifier<'a> {
         }
         let programs: Vec<&str> = pipeline.stages.iter().filter_map(stage_program).collect();
         if programs.len() > 1
-            && programs.iter().any(|program| self.functions.iter().any(|name| name == program) && programs.iter().filter(|p| *p == program).count() > 1)
+            && programs.iter().any(|program| {
+                self.functions.iter().any(|name| name == program)
+                    && programs.iter().filter(|p| *p == program).count() > 1
+            })
         {
             verdict.raise(Verdict::new(Blocked, "fork bomb: a function that pipes into itself"));
         }
@@ -531,7 +555,8 @@ impl<'a> Classifier<'a> {
         }
         while let Some(first) = words.first() {
             match first.text.as_str() {
-                "{" | "!" | "if" | "then" | "else" | "elif" | "do" | "while" | "until" | "}" | "fi" | "done" | "esac" => {
+                "{" | "!" | "if" | "then" | "else" | "elif" | "do" | "while" | "until" | "}" | "fi" | "done"
+                | "esac" => {
                     words = &words[1..];
                 }
                 _ => break,
@@ -595,6 +620,9 @@ impl<'a> Classifier<'a> {
         if DESTRUCTIVE_TOOLS.contains(&base) || base.starts_with("mkfs.") {
             return Verdict::new(Destructive, format!("{base} destroys data or stops the machine"));
         }
+        if let Some(verdict) = package_tool(base, args) {
+            return verdict;
+        }
         match base {
             "rm" => self.rm(args),
             "unlink" => self.each_path(Verdict::new(LocalWrite, "unlink removes a file"), args, &[]),
@@ -619,9 +647,11 @@ impl<'a> Classifier<'a> {
                 None => Verdict::new(Safe, "uniq only reads"),
             },
             "split" | "csplit" | "patch" | "zip" | "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd"
-            | "unzstd" | "lz4" | "7z" | "7za" | "unrar" | "uncompress" | "compress" => {
-                self.each_path(Verdict::new(LocalWrite, format!("{base} writes files")), args, &["-o", "-p", "-b", "-l", "-n"])
-            }
+            | "unzstd" | "lz4" | "7z" | "7za" | "unrar" | "uncompress" | "compress" => self.each_path(
+                Verdict::new(LocalWrite, format!("{base} writes files")),
+                args,
+                &["-o", "-p", "-b", "-l", "-n"],
+            ),
             "unzip" => self.outputs(Verdict::new(LocalWrite, "unzip extracts files"), args, &["-d"], &[]),
             "tar" => self.tar(args),
             "dd" => self.dd(args),
@@ -643,7 +673,10 @@ impl<'a> Classifier<'a> {
                     Verdict::new(Safe, "sysctl only reads")
                 }
             }
-            "ip" => match positionals(args, &[]).iter().any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "set" | "change" | "replace" | "flush")) {
+            "ip" => match positionals(args, &[])
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "add" | "del" | "delete" | "set" | "change" | "replace" | "flush"))
+            {
                 true => Verdict::new(SystemWrite, "ip changes network configuration"),
                 false => Verdict::new(Safe, "ip only reads"),
             },
@@ -666,7 +699,9 @@ impl<'a> Classifier<'a> {
                 }
                 _ => Verdict::new(SystemWrite, "launchctl changes system services"),
             },
-            "update-rc.d" | "chkconfig" | "rc-update" => Verdict::new(Persistence, format!("{base} starts a service at boot")),
+            "update-rc.d" | "chkconfig" | "rc-update" => {
+                Verdict::new(Persistence, format!("{base} starts a service at boot"))
+            }
             "crontab" => {
                 if has_flag(args, 'l', &[]) {
                     Verdict::new(Safe, "crontab -l only reads")
@@ -706,14 +741,19 @@ impl<'a> Classifier<'a> {
                 }
             }
             "socat" => {
-                if args.iter().any(|a| { let upper = a.text.to_ascii_uppercase(); upper.contains("EXEC:") || upper.contains("SYSTEM:") }) {
+                if args.iter().any(|a| {
+                    let upper = a.text.to_ascii_uppercase();
+                    upper.contains("EXEC:") || upper.contains("SYSTEM:")
+                }) {
                     Verdict::new(Blocked, "socat connects a program to the network")
                 } else {
                     Verdict::new(NetworkEgress, "socat opens network connections").fetching()
                 }
             }
             "openssl" => match first_positional(args) {
-                Some("s_client" | "s_server" | "ocsp") => Verdict::new(NetworkEgress, "openssl talks to other machines"),
+                Some("s_client" | "s_server" | "ocsp") => {
+                    Verdict::new(NetworkEgress, "openssl talks to other machines")
+                }
                 _ => Verdict::new(LocalWrite, "openssl may write keys or certificates"),
             },
             "git" => self.git(args),
@@ -727,86 +767,6 @@ impl<'a> Classifier<'a> {
             "bun" => bun(args),
             "cargo" => cargo(args),
             "go" => go(args),
-            "gem" => by_subcommand(base, args, &[
-                (&["install", "uninstall", "update", "cleanup"], Install, "installs packages"),
-                (&["list", "search", "info", "env", "which", "contents", "help", "query", "specification", "outdated"], Safe, "only reads"),
-                (&["push", "yank", "signin"], NetworkEgress, "talks to the package registry"),
-            ], Unknown),
-            "bundle" | "bundler" => by_subcommand(base, args, &[
-                (&["install", "update", "add", "remove", "lock", "cache", "package"], Install, "installs packages"),
-                (&["exec", "console"], CodeExecution, "runs project code"),
-                (&["list", "show", "check", "info", "outdated", "config", "help", "version"], Safe, "only reads"),
-            ], Unknown),
-            "composer" => by_subcommand(base, args, &[
-                (&["install", "require", "update", "remove", "upgrade", "reinstall"], Install, "installs packages"),
-                (&["run-script", "run", "exec", "test"], CodeExecution, "runs project code"),
-                (&["show", "info", "depends", "why", "outdated", "validate", "diagnose", "config", "help", "list"], Safe, "only reads"),
-            ], Unknown),
-            "apt" | "apt-get" | "aptitude" => by_subcommand(base, args, &[
-                (&["install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "update", "autoremove", "build-dep", "reinstall", "source"], Install, "installs or removes system packages"),
-                (&["list", "search", "show", "policy", "depends", "rdepends", "showpkg", "changelog", "help", "moo"], Safe, "only reads"),
-            ], Unknown),
-            "apt-cache" | "dpkg-query" => Verdict::new(Safe, format!("{base} only reads")),
-            "dpkg" => {
-                if has_flag(args, 'l', &["--list", "--listfiles", "--search", "--status"]) || has_flag(args, 'L', &[]) || has_flag(args, 'S', &[]) || has_flag(args, 's', &[]) {
-                    Verdict::new(Safe, "dpkg only reads")
-                } else {
-                    Verdict::new(Install, "dpkg installs or removes system packages")
-                }
-            }
-            "yum" | "dnf" | "zypper" | "apk" | "port" | "snap" | "flatpak" | "brew" | "pkg" | "emerge" | "nix-env" | "xbps-install" | "opkg" => {
-                if base == "brew" && first_positional(args) == Some("services") {
-                    return Verdict::new(Persistence, "brew services starts a service at login");
-                }
-                by_subcommand(base, args, &[
-                    (&["list", "info", "search", "show", "provides", "whatprovides", "repolist", "history", "deps", "uses", "leaves", "outdated", "doctor", "config", "help", "home", "desc", "cat", "log", "--version", "-v", "-q"], Safe, "only reads"),
-                ], Install)
-            }
-            "pacman" | "yay" | "paru" => {
-                let query = args.iter().any(|a| a.text.starts_with("-Q") || a.text.starts_with("-F"))
-                    || args.iter().any(|a| a.text.starts_with("-S") && (a.text.contains('s') || a.text.contains('i')) && !a.text.contains('y') && !a.text.contains('u'));
-                if query { Verdict::new(Safe, format!("{base} only reads")) } else { Verdict::new(Install, format!("{base} installs or removes system packages")) }
-            }
-            "conda" | "mamba" | "micromamba" => by_subcommand(base, args, &[
-                (&["install", "create", "remove", "uninstall", "update", "upgrade", "env"], Install, "installs packages"),
-                (&["run"], CodeExecution, "runs a program"),
-                (&["list", "info", "search", "config", "activate", "deactivate", "--version"], Safe, "only reads"),
-            ], Unknown),
-            "uv" => uv(args),
-            "poetry" | "pipenv" | "pdm" => by_subcommand(base, args, &[
-                (&["add", "install", "remove", "uninstall", "update", "lock", "sync"], Install, "installs packages"),
-                (&["run", "shell", "build"], CodeExecution, "runs project code"),
-                (&["show", "check", "version", "env", "config", "search", "graph", "--version", "--venv"], Safe, "only reads"),
-                (&["publish"], NetworkEgress, "uploads a package"),
-                (&["new", "init"], LocalWrite, "creates project files"),
-            ], Unknown),
-            "pipx" => by_subcommand(base, args, &[
-                (&["install", "uninstall", "upgrade", "upgrade-all", "inject", "reinstall", "reinstall-all", "uninstall-all"], Install, "installs packages"),
-                (&["run"], CodeExecution, "runs a package, downloading it if needed"),
-                (&["list", "environment", "--version"], Safe, "only reads"),
-            ], Unknown),
-            "rustup" => by_subcommand(base, args, &[
-                (&["show", "which", "--version", "doc", "help", "check"], Safe, "only reads"),
-                (&["run"], CodeExecution, "runs a program"),
-                (&["toolchain", "component", "target"], Install, "installs toolchains"),
-                (&["update", "install", "default", "self", "set", "override", "uninstall"], Install, "installs toolchains"),
-            ], Unknown),
-            "docker" | "podman" | "nerdctl" => containers(base, args),
-            "kubectl" | "oc" => by_subcommand(base, args, &[
-                (&["delete", "drain"], Destructive, "deletes cluster resources"),
-                (&["apply", "create", "edit", "patch", "replace", "scale", "rollout", "set", "label", "annotate", "cordon", "uncordon", "taint", "autoscale"], SystemWrite, "changes a cluster"),
-                (&["exec", "run", "debug", "attach", "port-forward", "cp", "proxy"], CodeExecution, "runs code in a cluster"),
-            ], NetworkEgress),
-            "helm" => by_subcommand(base, args, &[
-                (&["uninstall", "delete"], Destructive, "deletes a release"),
-                (&["install", "upgrade", "rollback"], SystemWrite, "changes a cluster"),
-                (&["template", "lint", "version", "help", "show", "env"], Safe, "only reads"),
-            ], NetworkEgress),
-            "terraform" | "tofu" | "pulumi" => by_subcommand(base, args, &[
-                (&["destroy"], Destructive, "destroys infrastructure"),
-                (&["apply", "import", "up", "taint", "state"], SystemWrite, "changes infrastructure"),
-                (&["fmt", "validate", "version", "show", "output", "graph", "providers"], Safe, "only reads"),
-            ], NetworkEgress),
             "prettier" | "gofmt" | "goimports" | "clang-format" | "shfmt" => {
                 if has_any(args, &["-w", "--write", "-i"]) {
                     self.each_path(Verdict::new(LocalWrite, format!("{base} rewrites files")), args, &[])
@@ -821,9 +781,14 @@ impl<'a> Classifier<'a> {
                     Verdict::new(Safe, "ruff only checks code")
                 }
             }
-            "source" | "." => Verdict::new(CodeExecution, format!("{base} runs a shell script in this shell")).running_code(),
+            "source" | "." => {
+                Verdict::new(CodeExecution, format!("{base} runs a shell script in this shell")).running_code()
+            }
             "eval" => match inline_script("eval", args) {
-                Some(text) => self.nested_line(&text).at_least(CodeExecution, "eval runs its arguments as a command").running_code(),
+                Some(text) => self
+                    .nested_line(&text)
+                    .at_least(CodeExecution, "eval runs its arguments as a command")
+                    .running_code(),
                 None => Verdict::new(CodeExecution, "eval runs text computed at run time").running_code(),
             },
             "trap" => Verdict::new(CodeExecution, "trap runs a command on a signal"),
@@ -839,7 +804,10 @@ impl<'a> Classifier<'a> {
                 let mut verdict = Verdict::new(Safe, format!("{base} sets shell variables"));
                 for name in args.iter().filter_map(assignment_name) {
                     if CODE_LOADING_VARIABLES.contains(&name) {
-                        verdict.raise(Verdict::new(CodeExecution, format!("sets {name}, which changes what programs load")));
+                        verdict.raise(Verdict::new(
+                            CodeExecution,
+                            format!("sets {name}, which changes what programs load"),
+                        ));
                     }
                 }
                 verdict
@@ -871,16 +839,22 @@ impl<'a> Classifier<'a> {
                 "sudo" | "doas" if has_flag(args, 's', &["--shell"]) || has_flag(args, 'i', &["--login"]) => {
                     Some(Verdict::new(SystemWrite, format!("{program} opens a root shell")).running_code())
                 }
-                "sudo" | "doas" | "pkexec" => Some(Verdict::new(Safe, format!("{program} without a command only reads"))),
-                "env" if has_any(args, &["-S", "--split-string"]) => Some(Verdict::new(Unknown, "env -S runs a command string")),
+                "sudo" | "doas" | "pkexec" => {
+                    Some(Verdict::new(Safe, format!("{program} without a command only reads")))
+                }
+                "env" if has_any(args, &["-S", "--split-string"]) => {
+                    Some(Verdict::new(Unknown, "env -S runs a command string"))
+                }
                 "xargs" => Some(Verdict::new(Safe, "xargs echo only prints")),
-                "command" | "exec" | "env" | "nohup" | "time" | "builtin" => Some(Verdict::new(Safe, format!("{program} only reads"))),
+                "command" | "exec" | "env" | "nohup" | "time" | "builtin" => {
+                    Some(Verdict::new(Safe, format!("{program} only reads")))
+                }
                 "flock" => inline_script("flock", args).map(|text| self.nested_line(&text)),
                 _ => None,
             };
         }
         let start = start?;
-        if program == "command" && has_flag(args, 'v', &[]) || program == "command" && has_flag(args, 'V', &[]) {
+        if program == "command" && (has_flag(args, 'v', &[]) || has_flag(args, 'V', &[])) {
             return Some(Verdict::new(Safe, "command -v only looks a program up"));
         }
         if program == "env" && has_any(args, &["-S", "--split-string"]) {
@@ -891,7 +865,8 @@ impl<'a> Classifier<'a> {
         if program == "env" {
             for name in args[..start].iter().filter_map(assignment_name) {
                 if CODE_LOADING_VARIABLES.contains(&name) {
-                    assignments.raise(Verdict::new(CodeExecution, format!("sets {name}, which changes what programs load")));
+                    assignments
+                        .raise(Verdict::new(CodeExecution, format!("sets {name}, which changes what programs load")));
                 }
             }
         }
@@ -936,7 +911,8 @@ impl<'a> Classifier<'a> {
                 .running_code();
         }
         if has_any(args, &["-c"]) || args.iter().any(|a| is_short_cluster(&a.text) && a.text.ends_with('c')) {
-            return Verdict::new(CodeExecution, format!("{shell} -c runs a script computed at run time")).running_code();
+            return Verdict::new(CodeExecution, format!("{shell} -c runs a script computed at run time"))
+                .running_code();
         }
         if has_any(args, &["--version", "--help"]) {
             return Verdict::new(Safe, format!("{shell} only prints its version"));
@@ -946,7 +922,7 @@ impl<'a> Classifier<'a> {
             Some(file) if file.text != "-" && !has_flag(args, 's', &[]) => {
                 Verdict::new(CodeExecution, format!("{shell} runs the script {}", file.text)).running_code()
             }
-            _ => Verdict::new(CodeExecution, format!("{shell} runs commands from its input")).from_stdin(),
+            _ => Verdict::new(CodeExecution, format!("{shell} runs commands from its input")).reading_code_from_stdin(),
         }
     }
 
@@ -960,19 +936,30 @@ impl<'a> Classifier<'a> {
                     let rest = args.get(index + 2..).unwrap_or(&[]);
                     return match module {
                         "pip" => pip(rest),
-                        "venv" | "virtualenv" => self.each_path(Verdict::new(LocalWrite, "creates a virtual environment"), rest, &["--prompt"]),
-                        "json.tool" | "py_compile" | "compileall" | "tabnanny" => Verdict::new(Safe, format!("{python} -m {module} only reads")),
+                        "venv" | "virtualenv" => self.each_path(
+                            Verdict::new(LocalWrite, "creates a virtual environment"),
+                            rest,
+                            &["--prompt"],
+                        ),
+                        "json.tool" | "py_compile" | "compileall" | "tabnanny" => {
+                            Verdict::new(Safe, format!("{python} -m {module} only reads"))
+                        }
                         _ => Verdict::new(CodeExecution, format!("{python} -m {module} runs a module")).running_code(),
                     };
                 }
-                "--version" | "-V" | "--help" | "-h" => return Verdict::new(Safe, format!("{python} only prints its version")),
+                "--version" | "-V" | "--help" | "-h" => {
+                    return Verdict::new(Safe, format!("{python} only prints its version"));
+                }
                 "-W" | "-X" | "-Q" => index += 2,
-                "-" => return Verdict::new(CodeExecution, format!("{python} runs code from its input")).from_stdin(),
+                "-" => {
+                    return Verdict::new(CodeExecution, format!("{python} runs code from its input"))
+                        .reading_code_from_stdin();
+                }
                 text if text.starts_with('-') => index += 1,
                 script => return Verdict::new(CodeExecution, format!("{python} runs {script}")).running_code(),
             }
         }
-        Verdict::new(CodeExecution, format!("{python} runs code from its input")).from_stdin()
+        Verdict::new(CodeExecution, format!("{python} runs code from its input")).reading_code_from_stdin()
     }
 
     fn rm(&self, args: &[Word]) -> Verdict {
@@ -984,7 +971,10 @@ impl<'a> Classifier<'a> {
         let targets = positionals(args, &[]);
         for target in &targets {
             if recursive && self.is_root_like(target) {
-                return Verdict::new(Blocked, format!("rm -r {} deletes the system or the home directory", target.text));
+                return Verdict::new(
+                    Blocked,
+                    format!("rm -r {} deletes the system or the home directory", target.text),
+                );
             }
         }
         if targets.iter().any(|t| t.dynamic || t.text == "*" || t.text.starts_with("..")) {
@@ -999,7 +989,10 @@ impl<'a> Classifier<'a> {
         for target in targets {
             let place = self.write_target(target, "removes");
             if place.class.severity() > LocalWrite.severity() {
-                verdict.raise(Verdict::new(Destructive, format!("rm removes {} outside the working directory", target.text)));
+                verdict.raise(Verdict::new(
+                    Destructive,
+                    format!("rm removes {} outside the working directory", target.text),
+                ));
             }
         }
         verdict
@@ -1018,7 +1011,9 @@ impl<'a> Classifier<'a> {
         if path == Path::new("/") || path == self.places.home() {
             return true;
         }
-        path.parent() == Some(Path::new("/")) && path.components().count() == 2 && !matches!(path.to_str(), Some("/tmp" | "/mnt" | "/media"))
+        path.parent() == Some(Path::new("/"))
+            && path.components().count() == 2
+            && !matches!(path.to_str(), Some("/tmp" | "/mnt" | "/media"))
     }
 
     fn copy(&self, program: &str, args: &[Word]) -> Verdict {
@@ -1028,10 +1023,27 @@ impl<'a> Classifier<'a> {
         } else {
             Verdict::new(LocalWrite, format!("{program} copies or moves files"))
         };
-        let value_options: &[&str] = &["-t", "-S", "-m", "-o", "-g", "-e", "-P", "-i", "-F", "--target-directory", "--suffix", "--mode", "--owner", "--group", "--rsh"];
+        let value_options: &[&str] = &[
+            "-t",
+            "-S",
+            "-m",
+            "-o",
+            "-g",
+            "-e",
+            "-P",
+            "-i",
+            "-F",
+            "--target-directory",
+            "--suffix",
+            "--mode",
+            "--owner",
+            "--group",
+            "--rsh",
+        ];
         let operands = positionals(args, value_options);
         let explicit = option_values(args, &["-t"], &["--target-directory"]);
-        let destination = explicit.first().copied().or(if operands.len() > 1 { operands.last().copied() } else { None });
+        let destination =
+            explicit.first().copied().or(if operands.len() > 1 { operands.last().copied() } else { None });
         if let Some(destination) = destination.filter(|d| !is_remote_spec(&d.text)) {
             if program == "mv" && self.expand(destination).as_deref() == Some("/dev/null") {
                 return Verdict::new(Destructive, "mv to /dev/null destroys the file");
@@ -1046,7 +1058,12 @@ impl<'a> Classifier<'a> {
                 }
             }
         }
-        if program == "rsync" && has_any(args, &["--delete", "--delete-before", "--delete-after", "--delete-during", "--remove-source-files"]) {
+        if program == "rsync"
+            && has_any(
+                args,
+                &["--delete", "--delete-before", "--delete-after", "--delete-during", "--remove-source-files"],
+            )
+        {
             verdict.raise(Verdict::new(Destructive, "rsync --delete removes files at the destination"));
         }
         verdict
@@ -1063,7 +1080,8 @@ impl<'a> Classifier<'a> {
         let mut verdict = Verdict::new(LocalWrite, format!("{program} changes file permissions"));
         if program == "chmod"
             && let Some(mode) = mode
-            && (mode.text.contains('s') || (mode.text.len() == 4 && matches!(mode.text.chars().next(), Some('2' | '4' | '6' | '7'))))
+            && (mode.text.contains('s')
+                || (mode.text.len() == 4 && matches!(mode.text.chars().next(), Some('2' | '4' | '6' | '7'))))
         {
             verdict.raise(Verdict::new(SystemWrite, "chmod sets the setuid or setgid bit"));
         }
@@ -1080,7 +1098,11 @@ impl<'a> Classifier<'a> {
         static EXEC_OR_WRITE: LazyLock<Option<Regex>> = LazyLock::new(|| {
             Regex::new(r"(?:^|[;{}\n])\s*(?:[0-9$]+|/[^/]*/)?(?:,\s*(?:[0-9$]+|/[^/]*/))?\s*!?\s*[ewW](?:\s|$)|s/(?:[^/\\]|\\.)*/(?:[^/\\]|\\.)*/[gpIiMm0-9]*[ew]").ok()
         });
-        let in_place = args.iter().any(|a| a.text.starts_with("--in-place") || (is_short_cluster(&a.text) && a.text.contains('i')) || a.text.starts_with("-i"));
+        let in_place = args.iter().any(|a| {
+            a.text.starts_with("--in-place")
+                || (is_short_cluster(&a.text) && a.text.contains('i'))
+                || a.text.starts_with("-i")
+        });
         let scripts: Vec<&Word> = option_values(args, &["-e"], &["--expression"]);
         let uses_file = has_any(args, &["-f", "--file"]);
         let mut operands = positionals(args, &["-e", "--expression", "-f", "--file", "-l", "--line-length"]);
@@ -1112,7 +1134,10 @@ impl<'a> Classifier<'a> {
             match word.text.as_str() {
                 "-delete" => verdict.raise(Verdict::new(Destructive, "find -delete removes files")),
                 "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                    let end = args[index..].iter().position(|w| w.text == ";" || w.text == "+").map_or(args.len(), |p| index + p);
+                    let end = args[index..]
+                        .iter()
+                        .position(|w| w.text == ";" || w.text == "+")
+                        .map_or(args.len(), |p| index + p);
                     let command: Vec<Word> = args[index..end]
                         .iter()
                         .map(|w| if w.text.contains("{}") { Word { dynamic: true, ..w.clone() } } else { w.clone() })
@@ -1132,7 +1157,12 @@ impl<'a> Classifier<'a> {
     }
 
     fn tar(&self, args: &[Word]) -> Verdict {
-        if args.iter().any(|a| a.text.contains("--to-command") || a.text.contains("checkpoint-action") || a.text.starts_with("--use-compress-program") || a.text == "-I") {
+        if args.iter().any(|a| {
+            a.text.contains("--to-command")
+                || a.text.contains("checkpoint-action")
+                || a.text.starts_with("--use-compress-program")
+                || a.text == "-I"
+        }) {
             return Verdict::new(CodeExecution, "tar runs a helper program");
         }
         let mode = args.first().map(|a| a.text.trim_start_matches('-')).unwrap_or("");
@@ -1144,7 +1174,10 @@ impl<'a> Classifier<'a> {
         for target in option_values(args, &["-C", "-f"], &["--directory", "--file"]) {
             verdict.raise(self.write_target(target, "tar writes"));
         }
-        if mode.contains('f') && !mode.contains('-') && let Some(archive) = args.get(1) {
+        if mode.contains('f')
+            && !mode.contains('-')
+            && let Some(archive) = args.get(1)
+        {
             verdict.raise(self.write_target(archive, "tar writes"));
         }
         verdict
@@ -1164,9 +1197,26 @@ impl<'a> Classifier<'a> {
 
     fn curl(&self, args: &[Word]) -> Verdict {
         let mut verdict = Verdict::new(NetworkEgress, "curl talks to other machines").fetching();
-        let mut outputs = option_values(args, &["-o", "-c", "-D"], &["--output", "--cookie-jar", "--dump-header", "--trace", "--trace-ascii", "--libcurl", "--stderr", "--output-dir"]);
+        let mut outputs = option_values(
+            args,
+            &["-o", "-c", "-D"],
+            &[
+                "--output",
+                "--cookie-jar",
+                "--dump-header",
+                "--trace",
+                "--trace-ascii",
+                "--libcurl",
+                "--stderr",
+                "--output-dir",
+            ],
+        );
         for (index, word) in args.iter().enumerate() {
-            if is_short_cluster(&word.text) && word.text.len() > 2 && word.text.ends_with('o') && let Some(value) = args.get(index + 1) {
+            if is_short_cluster(&word.text)
+                && word.text.len() > 2
+                && word.text.ends_with('o')
+                && let Some(value) = args.get(index + 1)
+            {
                 outputs.push(value);
             }
         }
@@ -1178,7 +1228,11 @@ impl<'a> Classifier<'a> {
 
     fn wget(&self, args: &[Word]) -> Verdict {
         let mut verdict = Verdict::new(NetworkEgress, "wget downloads from other machines").fetching();
-        for output in option_values(args, &["-O", "-P", "-o", "-a"], &["--output-document", "--directory-prefix", "--output-file", "--append-output"]) {
+        for output in option_values(
+            args,
+            &["-O", "-P", "-o", "-a"],
+            &["--output-document", "--directory-prefix", "--output-file", "--append-output"],
+        ) {
             if output.text != "-" {
                 verdict.raise(self.write_target(output, "wget saves into"));
             }
@@ -1213,22 +1267,33 @@ impl<'a> Classifier<'a> {
         let local = |what: &str| Verdict::new(LocalWrite, format!("git {what} changes the local repository"));
         let network = |what: &str| Verdict::new(NetworkEgress, format!("git {what} talks to a remote"));
         let sub_verdict = match sub {
-            "status" | "log" | "diff" | "show" | "blame" | "annotate" | "describe" | "shortlog" | "grep" | "rev-parse"
-            | "rev-list" | "ls-files" | "ls-tree" | "cat-file" | "merge-base" | "name-rev" | "whatchanged"
-            | "count-objects" | "for-each-ref" | "show-ref" | "show-branch" | "help" | "version" | "check-ignore"
-            | "check-attr" | "diff-tree" | "diff-files" | "diff-index" | "var" | "verify-commit" | "verify-tag"
-            | "fsck" | "cherry" | "range-diff" | "reflog" | "check-ref-format" => reads(sub),
+            "status" | "log" | "diff" | "show" | "blame" | "annotate" | "describe" | "shortlog" | "grep"
+            | "rev-parse" | "rev-list" | "ls-files" | "ls-tree" | "cat-file" | "merge-base" | "name-rev"
+            | "whatchanged" | "count-objects" | "for-each-ref" | "show-ref" | "show-branch" | "help" | "version"
+            | "check-ignore" | "check-attr" | "diff-tree" | "diff-files" | "diff-index" | "var" | "verify-commit"
+            | "verify-tag" | "fsck" | "cherry" | "range-diff" | "reflog" | "check-ref-format" => reads(sub),
             "branch" => {
-                if has_flag(rest, 'D', &[]) || (has_flag(rest, 'd', &["--delete"]) && has_flag(rest, 'f', &["--force"])) {
+                if has_flag(rest, 'D', &[]) || (has_flag(rest, 'd', &["--delete"]) && has_flag(rest, 'f', &["--force"]))
+                {
                     Verdict::new(Destructive, "git branch -D deletes a branch that may not be merged")
-                } else if positionals(rest, &["--format", "--sort", "--contains", "--merged", "--no-merged", "--points-at"]).is_empty() && !has_flag(rest, 'd', &["--delete"]) && !has_flag(rest, 'm', &["--move"]) {
+                } else if positionals(
+                    rest,
+                    &["--format", "--sort", "--contains", "--merged", "--no-merged", "--points-at"],
+                )
+                .is_empty()
+                    && !has_flag(rest, 'd', &["--delete"])
+                    && !has_flag(rest, 'm', &["--move"])
+                {
                     reads(sub)
                 } else {
                     local(sub)
                 }
             }
             "tag" => {
-                if has_flag(rest, 'l', &["--list"]) || positionals(rest, &["--sort", "--format", "--contains", "--points-at"]).is_empty() && !has_flag(rest, 'd', &["--delete"]) {
+                if has_flag(rest, 'l', &["--list"])
+                    || positionals(rest, &["--sort", "--format", "--contains", "--points-at"]).is_empty()
+                        && !has_flag(rest, 'd', &["--delete"])
+                {
                     reads(sub)
                 } else {
                     local(sub)
@@ -1279,18 +1344,22 @@ impl<'a> Classifier<'a> {
             }
             "filter-branch" | "filter-repo" => Verdict::new(Destructive, "rewrites the repository history"),
             "maintenance" => match first_positional(rest) {
-                Some("start" | "register") => Verdict::new(Persistence, "git maintenance start schedules background jobs"),
+                Some("start" | "register") => {
+                    Verdict::new(Persistence, "git maintenance start schedules background jobs")
+                }
                 _ => local(sub),
             },
             "worktree" => match first_positional(rest) {
                 Some("list") => reads("worktree list"),
                 _ => local(sub),
             },
-            "add" | "commit" | "mv" | "rm" | "merge" | "rebase" | "cherry-pick" | "revert" | "init" | "apply" | "am"
-            | "notes" | "bisect" | "sparse-checkout" | "update-index" | "read-tree" | "write-tree" | "commit-tree"
-            | "update-ref" | "symbolic-ref" | "gc" | "repack" | "pack-refs" | "prune" | "format-patch" | "bundle"
-            | "stage" | "mergetool" | "replace" | "lfs" => local(sub),
-            "clone" | "fetch" | "pull" | "ls-remote" | "send-email" | "request-pull" | "fetch-pack" | "svn" => network(sub),
+            "add" | "commit" | "mv" | "rm" | "merge" | "rebase" | "cherry-pick" | "revert" | "init" | "apply"
+            | "am" | "notes" | "bisect" | "sparse-checkout" | "update-index" | "read-tree" | "write-tree"
+            | "commit-tree" | "update-ref" | "symbolic-ref" | "gc" | "repack" | "pack-refs" | "prune"
+            | "format-patch" | "bundle" | "stage" | "mergetool" | "replace" | "lfs" => local(sub),
+            "clone" | "fetch" | "pull" | "ls-remote" | "send-email" | "request-pull" | "fetch-pack" | "svn" => {
+                network(sub)
+            }
             "submodule" => match first_positional(rest) {
                 Some("status" | "summary") => reads("submodule status"),
                 Some("foreach") => Verdict::new(CodeExecution, "git submodule foreach runs a command"),
@@ -1311,7 +1380,10 @@ impl<'a> Classifier<'a> {
             "push" => {
                 let forced = has_flag(rest, 'f', &["--force", "--mirror", "--delete", "--prune"])
                     || has_flag(rest, 'd', &[])
-                    || rest.iter().any(|a| a.text.starts_with("--force") || (!a.text.starts_with('-') && (a.text.starts_with('+') || a.text.starts_with(':'))));
+                    || rest.iter().any(|a| {
+                        a.text.starts_with("--force")
+                            || (!a.text.starts_with('-') && (a.text.starts_with('+') || a.text.starts_with(':')))
+                    });
                 if forced {
                     Verdict::new(Destructive, "git push --force overwrites or deletes remote history")
                 } else {
@@ -1377,7 +1449,14 @@ impl<'a> Classifier<'a> {
             text = format!("{home}{}", &text[1..]);
         }
         if word.dynamic {
-            for (variable, value) in [("${HOME}", home.as_str()), ("$HOME", home.as_str()), ("${TMPDIR}", "/tmp"), ("$TMPDIR", "/tmp"), ("${PWD}", "."), ("$PWD", ".")] {
+            for (variable, value) in [
+                ("${HOME}", home.as_str()),
+                ("$HOME", home.as_str()),
+                ("${TMPDIR}", "/tmp"),
+                ("$TMPDIR", "/tmp"),
+                ("${PWD}", "."),
+                ("$PWD", "."),
+            ] {
                 if let Some(rest) = text.strip_prefix(variable)
                     && (rest.is_empty() || rest.starts_with('/'))
                 {
@@ -1390,6 +1469,95 @@ impl<'a> Classifier<'a> {
         }
         Some(text)
     }
+}
+
+/// Package managers, container and cluster tools: classified by subcommand.
+#[rustfmt::skip]
+fn package_tool(base: &str, args: &[Word]) -> Option<Verdict> {
+    let verdict = match base {
+            "gem" => by_subcommand(base, args, &[
+                (&["install", "uninstall", "update", "cleanup"], Install, "installs packages"),
+                (&["list", "search", "info", "env", "which", "contents", "help", "query", "specification", "outdated"], Safe, "only reads"),
+                (&["push", "yank", "signin"], NetworkEgress, "talks to the package registry"),
+            ], Unknown),
+            "bundle" | "bundler" => by_subcommand(base, args, &[
+                (&["install", "update", "add", "remove", "lock", "cache", "package"], Install, "installs packages"),
+                (&["exec", "console"], CodeExecution, "runs project code"),
+                (&["list", "show", "check", "info", "outdated", "config", "help", "version"], Safe, "only reads"),
+            ], Unknown),
+            "composer" => by_subcommand(base, args, &[
+                (&["install", "require", "update", "remove", "upgrade", "reinstall"], Install, "installs packages"),
+                (&["run-script", "run", "exec", "test"], CodeExecution, "runs project code"),
+                (&["show", "info", "depends", "why", "outdated", "validate", "diagnose", "config", "help", "list"], Safe, "only reads"),
+            ], Unknown),
+            "apt" | "apt-get" | "aptitude" => by_subcommand(base, args, &[
+                (&["install", "remove", "purge", "upgrade", "dist-upgrade", "full-upgrade", "update", "autoremove", "build-dep", "reinstall", "source"], Install, "installs or removes system packages"),
+                (&["list", "search", "show", "policy", "depends", "rdepends", "showpkg", "changelog", "help", "moo"], Safe, "only reads"),
+            ], Unknown),
+            "apt-cache" | "dpkg-query" => Verdict::new(Safe, format!("{base} only reads")),
+            "dpkg" => {
+                if has_flag(args, 'l', &["--list", "--listfiles", "--search", "--status"]) || has_flag(args, 'L', &[]) || has_flag(args, 'S', &[]) || has_flag(args, 's', &[]) {
+                    Verdict::new(Safe, "dpkg only reads")
+                } else {
+                    Verdict::new(Install, "dpkg installs or removes system packages")
+                }
+            }
+            "yum" | "dnf" | "zypper" | "apk" | "port" | "snap" | "flatpak" | "brew" | "pkg" | "emerge" | "nix-env" | "xbps-install" | "opkg" => {
+                if base == "brew" && first_positional(args) == Some("services") {
+                    return Some(Verdict::new(Persistence, "brew services starts a service at login"));
+                }
+                by_subcommand(base, args, &[
+                    (&["list", "info", "search", "show", "provides", "whatprovides", "repolist", "history", "deps", "uses", "leaves", "outdated", "doctor", "config", "help", "home", "desc", "cat", "log", "--version", "-v", "-q"], Safe, "only reads"),
+                ], Install)
+            }
+            "pacman" | "yay" | "paru" => {
+                let query = args.iter().any(|a| a.text.starts_with("-Q") || a.text.starts_with("-F"))
+                    || args.iter().any(|a| a.text.starts_with("-S") && (a.text.contains('s') || a.text.contains('i')) && !a.text.contains('y') && !a.text.contains('u'));
+                if query { Verdict::new(Safe, format!("{base} only reads")) } else { Verdict::new(Install, format!("{base} installs or removes system packages")) }
+            }
+            "conda" | "mamba" | "micromamba" => by_subcommand(base, args, &[
+                (&["install", "create", "remove", "uninstall", "update", "upgrade", "env"], Install, "installs packages"),
+                (&["run"], CodeExecution, "runs a program"),
+                (&["list", "info", "search", "config", "activate", "deactivate", "--version"], Safe, "only reads"),
+            ], Unknown),
+            "uv" => uv(args),
+            "poetry" | "pipenv" | "pdm" => by_subcommand(base, args, &[
+                (&["add", "install", "remove", "uninstall", "update", "lock", "sync"], Install, "installs packages"),
+                (&["run", "shell", "build"], CodeExecution, "runs project code"),
+                (&["show", "check", "version", "env", "config", "search", "graph", "--version", "--venv"], Safe, "only reads"),
+                (&["publish"], NetworkEgress, "uploads a package"),
+                (&["new", "init"], LocalWrite, "creates project files"),
+            ], Unknown),
+            "pipx" => by_subcommand(base, args, &[
+                (&["install", "uninstall", "upgrade", "upgrade-all", "inject", "reinstall", "reinstall-all", "uninstall-all"], Install, "installs packages"),
+                (&["run"], CodeExecution, "runs a package, downloading it if needed"),
+                (&["list", "environment", "--version"], Safe, "only reads"),
+            ], Unknown),
+            "rustup" => by_subcommand(base, args, &[
+                (&["show", "which", "--version", "doc", "help", "check"], Safe, "only reads"),
+                (&["run"], CodeExecution, "runs a program"),
+                (&["toolchain", "component", "target"], Install, "installs toolchains"),
+                (&["update", "install", "default", "self", "set", "override", "uninstall"], Install, "installs toolchains"),
+            ], Unknown),
+            "docker" | "podman" | "nerdctl" => containers(base, args),
+            "kubectl" | "oc" => by_subcommand(base, args, &[
+                (&["delete", "drain"], Destructive, "deletes cluster resources"),
+                (&["apply", "create", "edit", "patch", "replace", "scale", "rollout", "set", "label", "annotate", "cordon", "uncordon", "taint", "autoscale"], SystemWrite, "changes a cluster"),
+                (&["exec", "run", "debug", "attach", "port-forward", "cp", "proxy"], CodeExecution, "runs code in a cluster"),
+            ], NetworkEgress),
+            "helm" => by_subcommand(base, args, &[
+                (&["uninstall", "delete"], Destructive, "deletes a release"),
+                (&["install", "upgrade", "rollback"], SystemWrite, "changes a cluster"),
+                (&["template", "lint", "version", "help", "show", "env"], Safe, "only reads"),
+            ], NetworkEgress),
+            "terraform" | "tofu" | "pulumi" => by_subcommand(base, args, &[
+                (&["destroy"], Destructive, "destroys infrastructure"),
+                (&["apply", "import", "up", "taint", "state"], SystemWrite, "changes infrastructure"),
+                (&["fmt", "validate", "version", "show", "output", "graph", "providers"], Safe, "only reads"),
+            ], NetworkEgress),
+            _ => return None,
+    };
+    Some(verdict)
 }
 
 fn wrapped_after_options_named(args: &[Word], names: &[&str]) -> Option<usize> {
@@ -1437,8 +1605,13 @@ fn interpreter_like(program: &str, args: &[Word]) -> Verdict {
     }
     let verdict = Verdict::new(CodeExecution, format!("{program} runs code"));
     let inline = has_any(args, &["-e", "-E", "-p", "-r", "--eval", "--print"]);
-    if args.is_empty() && matches!(program, "node" | "nodejs" | "ruby" | "perl" | "php" | "lua" | "luajit" | "Rscript" | "julia" | "tclsh" | "deno") {
-        return verdict.from_stdin();
+    if args.is_empty()
+        && matches!(
+            program,
+            "node" | "nodejs" | "ruby" | "perl" | "php" | "lua" | "luajit" | "Rscript" | "julia" | "tclsh" | "deno"
+        )
+    {
+        return verdict.reading_code_from_stdin();
     }
     if inline {
         return Verdict::new(CodeExecution, format!("{program} runs inline code")).running_code();
@@ -1447,15 +1620,18 @@ fn interpreter_like(program: &str, args: &[Word]) -> Verdict {
 }
 
 fn awk(program: &str, args: &[Word]) -> Verdict {
-    static RUNS_OR_WRITES: LazyLock<Option<Regex>> =
-        LazyLock::new(|| Regex::new(r#"system\s*\(|\|\s*getline|\|&|print[f]?\b[^;{}]*(?:[|>])|getline\s*<|fflush\s*\(\s*"|close\s*\("#).ok());
+    static RUNS_OR_WRITES: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r#"system\s*\(|\|\s*getline|\|&|print[f]?\b[^;{}]*(?:[|>])|getline\s*<|fflush\s*\(\s*"|close\s*\("#)
+            .ok()
+    });
     if has_any(args, &["-f", "--file"]) {
         return Verdict::new(CodeExecution, format!("{program} runs a program file"));
     }
     if args.iter().any(|a| a.text == "inplace" || a.text.contains("-i")) && has_any(args, &["-i"]) {
         return Verdict::new(LocalWrite, format!("{program} -i inplace edits files"));
     }
-    let Some(text) = positionals(args, &["-F", "-v", "--assign", "--field-separator"]).first().map(|w| w.text.as_str()) else {
+    let Some(text) = positionals(args, &["-F", "-v", "--assign", "--field-separator"]).first().map(|w| w.text.as_str())
+    else {
         return Verdict::new(Safe, format!("{program} only prints"));
     };
     if RUNS_OR_WRITES.as_ref().is_none_or(|re| re.is_match(text)) {
@@ -1465,10 +1641,18 @@ fn awk(program: &str, args: &[Word]) -> Verdict {
 }
 
 fn ssh(args: &[Word]) -> Verdict {
-    if args.iter().any(|a| a.text.contains("ProxyCommand") || a.text.contains("LocalCommand") || a.text.contains("PermitLocalCommand")) {
+    if args.iter().any(|a| {
+        a.text.contains("ProxyCommand") || a.text.contains("LocalCommand") || a.text.contains("PermitLocalCommand")
+    }) {
         return Verdict::new(CodeExecution, "ssh -o ProxyCommand runs a local command");
     }
-    let operands = positionals(args, &["-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B"]);
+    let operands = positionals(
+        args,
+        &[
+            "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R", "-S",
+            "-W", "-w", "-B",
+        ],
+    );
     if operands.len() > 1 {
         Verdict::new(CodeExecution, "ssh runs a command on another machine")
     } else {
@@ -1478,13 +1662,15 @@ fn ssh(args: &[Word]) -> Verdict {
 
 fn systemctl(args: &[Word]) -> Verdict {
     match first_positional(args) {
-        None | Some("status" | "show" | "is-active" | "is-enabled" | "is-failed" | "list-units" | "list-unit-files"
-            | "list-timers" | "list-sockets" | "list-dependencies" | "list-jobs" | "cat" | "help" | "get-default") => {
-            Verdict::new(Safe, "systemctl only reads")
-        }
-        Some("enable" | "reenable" | "link" | "preset" | "preset-all" | "set-default" | "add-wants" | "add-requires" | "edit") => {
-            Verdict::new(Persistence, "systemctl enable starts a service at every boot")
-        }
+        None
+        | Some(
+            "status" | "show" | "is-active" | "is-enabled" | "is-failed" | "list-units" | "list-unit-files"
+            | "list-timers" | "list-sockets" | "list-dependencies" | "list-jobs" | "cat" | "help" | "get-default",
+        ) => Verdict::new(Safe, "systemctl only reads"),
+        Some(
+            "enable" | "reenable" | "link" | "preset" | "preset-all" | "set-default" | "add-wants" | "add-requires"
+            | "edit",
+        ) => Verdict::new(Persistence, "systemctl enable starts a service at every boot"),
         Some("poweroff" | "reboot" | "halt" | "kexec" | "emergency" | "rescue" | "suspend" | "hibernate") => {
             Verdict::new(Destructive, "systemctl stops or restarts the machine")
         }
@@ -1496,16 +1682,33 @@ fn git_config(rest: &[Word]) -> Verdict {
     static RUNS_COMMANDS: LazyLock<Option<Regex>> = LazyLock::new(|| {
         Regex::new(r"(?i)^(alias\.|core\.(hookspath|sshcommand|pager|editor|fsmonitor|gitproxy|askpass)$|credential\.|filter\.|diff\..*\.(textconv|command)$|merge\..*\.driver$|sequence\.editor$|.*\.(command|cmd)$|include\.|includeif\.)").ok()
     });
-    let global = has_any(rest, &["--global", "--system", "--file", "-f"]) || rest.iter().any(|a| a.text.starts_with("--file="));
-    let reads = has_any(rest, &["--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin", "--show-scope", "--get-urlmatch"])
-        || positionals(rest, &["--file", "-f", "--type", "--default", "--blob"]).len() < 2 && !has_any(rest, &["--unset", "--unset-all", "--add", "--replace-all", "--remove-section", "--rename-section", "-e", "--edit"]);
+    let global =
+        has_any(rest, &["--global", "--system", "--file", "-f"]) || rest.iter().any(|a| a.text.starts_with("--file="));
+    let reads = has_any(
+        rest,
+        &["--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin", "--show-scope", "--get-urlmatch"],
+    ) || positionals(rest, &["--file", "-f", "--type", "--default", "--blob"]).len() < 2
+        && !has_any(
+            rest,
+            &[
+                "--unset",
+                "--unset-all",
+                "--add",
+                "--replace-all",
+                "--remove-section",
+                "--rename-section",
+                "-e",
+                "--edit",
+            ],
+        );
     if reads {
         return Verdict::new(Safe, "git config only reads settings");
     }
     if global {
         return Verdict::new(Persistence, "git config --global changes settings every repository uses");
     }
-    let key = positionals(rest, &["--file", "-f", "--type", "--default"]).first().map(|w| w.text.clone()).unwrap_or_default();
+    let key =
+        positionals(rest, &["--file", "-f", "--type", "--default"]).first().map(|w| w.text.clone()).unwrap_or_default();
     if RUNS_COMMANDS.as_ref().is_none_or(|re| re.is_match(&key)) {
         return Verdict::new(CodeExecution, format!("git config {key} makes git run commands"));
     }
@@ -1514,7 +1717,12 @@ fn git_config(rest: &[Word]) -> Verdict {
 
 /// Classifies by the first non-option argument: the first rule that lists it, else `default`
 /// (`None` subcommand ⇒ `default` too).
-fn by_subcommand(program: &str, args: &[Word], rules: &[(&[&str], DangerClass, &str)], default: DangerClass) -> Verdict {
+fn by_subcommand(
+    program: &str,
+    args: &[Word],
+    rules: &[(&[&str], DangerClass, &str)],
+    default: DangerClass,
+) -> Verdict {
     let sub = first_positional(args).or_else(|| args.first().map(|w| w.text.as_str()));
     if let Some(sub) = sub
         && let Some((_, class, what)) = rules.iter().find(|(names, _, _)| names.contains(&sub))
@@ -1532,6 +1740,7 @@ fn by_subcommand(program: &str, args: &[Word], rules: &[(&[&str], DangerClass, &
     if default == CodeExecution { verdict.running_code() } else { verdict }
 }
 
+#[rustfmt::skip]
 fn pip(args: &[Word]) -> Verdict {
     by_subcommand("pip", args, &[
         (&["install", "uninstall", "wheel"], Install, "installs or removes packages"),
@@ -1540,6 +1749,7 @@ fn pip(args: &[Word]) -> Verdict {
     ], Unknown)
 }
 
+#[rustfmt::skip]
 fn npm(args: &[Word]) -> Verdict {
     by_subcommand("npm", args, &[
         (&["install", "i", "ci", "add", "uninstall", "un", "remove", "rm", "r", "update", "up", "upgrade", "link", "ln", "dedupe", "prune", "rebuild", "rb", "install-test", "it"], Install, "installs packages"),
@@ -1549,6 +1759,7 @@ fn npm(args: &[Word]) -> Verdict {
     ], Unknown)
 }
 
+#[rustfmt::skip]
 fn yarn(args: &[Word]) -> Verdict {
     if first_positional(args).is_none() && args.is_empty() {
         return Verdict::new(Install, "yarn installs packages");
@@ -1560,6 +1771,7 @@ fn yarn(args: &[Word]) -> Verdict {
     ], CodeExecution)
 }
 
+#[rustfmt::skip]
 fn pnpm(args: &[Word]) -> Verdict {
     by_subcommand("pnpm", args, &[
         (&["add", "install", "i", "remove", "rm", "uninstall", "update", "up", "upgrade", "link", "prune", "fetch", "dedupe", "import", "rebuild"], Install, "installs packages"),
@@ -1568,6 +1780,7 @@ fn pnpm(args: &[Word]) -> Verdict {
     ], CodeExecution)
 }
 
+#[rustfmt::skip]
 fn bun(args: &[Word]) -> Verdict {
     by_subcommand("bun", args, &[
         (&["add", "install", "i", "remove", "rm", "update", "link", "pm"], Install, "installs packages"),
@@ -1575,6 +1788,7 @@ fn bun(args: &[Word]) -> Verdict {
     ], CodeExecution)
 }
 
+#[rustfmt::skip]
 fn cargo(args: &[Word]) -> Verdict {
     by_subcommand("cargo", args, &[
         (&["install", "uninstall", "add", "remove", "rm", "update", "fetch", "vendor", "generate-lockfile"], Install, "installs or updates crates"),
@@ -1584,6 +1798,7 @@ fn cargo(args: &[Word]) -> Verdict {
     ], CodeExecution)
 }
 
+#[rustfmt::skip]
 fn go(args: &[Word]) -> Verdict {
     if first_positional(args) == Some("mod") {
         let rest = args.iter().skip_while(|a| a.text != "mod").skip(1).cloned().collect::<Vec<_>>();
@@ -1601,6 +1816,7 @@ fn go(args: &[Word]) -> Verdict {
     ], Unknown)
 }
 
+#[rustfmt::skip]
 fn uv(args: &[Word]) -> Verdict {
     match first_positional(args) {
         Some("pip") => {
@@ -1633,6 +1849,7 @@ fn uv(args: &[Word]) -> Verdict {
     }
 }
 
+#[rustfmt::skip]
 fn containers(program: &str, args: &[Word]) -> Verdict {
     if first_positional(args) == Some("compose") {
         let rest: Vec<Word> = args.iter().skip_while(|a| a.text != "compose").skip(1).cloned().collect();
@@ -1646,6 +1863,7 @@ fn containers(program: &str, args: &[Word]) -> Verdict {
     ], Unknown)
 }
 
+#[rustfmt::skip]
 fn compose(program: &str, args: &[Word]) -> Verdict {
     by_subcommand(&format!("{program} compose"), args, &[
         (&["ps", "logs", "config", "ls", "images", "top", "version", "port"], Safe, "only reads"),
