@@ -76,14 +76,15 @@ fn policy_denial(classification: &Classification, resource: &str, ctx: &ToolCont
     Some(denial_output(&format!("{}; {reason}", classification.reason), classification.class))
 }
 
-/// Runs `work` unless the run is cancelled first.
+/// Runs `work` unless the run is cancelled first (cancellation wins a tie).
 async fn until_cancelled<T>(
     ctx: &ToolContext,
     work: impl Future<Output = Result<T, ToolError>>,
 ) -> Result<T, ToolError> {
     tokio::select! {
-        result = work => result,
+        biased;
         () = ctx.cancel.cancelled() => Err(ToolError::new("cancelled")),
+        result = work => result,
     }
 }
 
