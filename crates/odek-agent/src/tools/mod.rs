@@ -1,1 +1,146 @@
-//! The built-in tools: shell, read_file, write_file, patch, search_files.
+//! The built-in tools: shell, read_file, write_file, patch, search_files — one file each — and
+//! what they share: argument decoding, path resolution against the run's working directory,
+//! the danger gate for writes, atomic replacement of files, and cancellation.
+//!
+//! Start at [`builtin_tools`]. The approval card, result framing, compression and redaction
+//! belong to the loop; tools return plain text and name the untrusted source of what they read.
+
+mod patch;
+mod read_file;
+mod search_files;
+mod shell;
+mod write_file;
+
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+pub use patch::PatchTool;
+pub use read_file::ReadFileTool;
+pub use search_files::SearchFilesTool;
+pub use shell::ShellTool;
+pub use write_file::WriteFileTool;
+
+use crate::danger::{Classification, Decision, denial_output, normalize_lexically};
+use crate::tool::{Tool, ToolContext, ToolError};
+
+/// Bytes looked at to decide whether a file is binary (a NUL byte ⇒ binary).
+const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+
+/// All five built-in tools.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ShellTool),
+        Arc::new(ReadFileTool),
+        Arc::new(WriteFileTool),
+        Arc::new(PatchTool),
+        Arc::new(SearchFilesTool),
+    ]
+}
+
+/// Decodes a tool's JSON arguments; an empty string is `{}`.
+fn parse_arguments<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, ToolError> {
+    let text = if arguments.trim().is_empty() { "{}" } else { arguments };
+    serde_json::from_str(text).map_err(|err| ToolError::new(format!("invalid arguments for {tool}: {err}")))
+}
+
+/// A model-supplied path made absolute: `~/` is the home directory (the parent of `~/.odek`),
+/// relative paths are under the run's working directory; `.` and `..` are removed lexically.
+fn resolve_path(raw: &str, ctx: &ToolContext) -> PathBuf {
+    let home = ctx.odek_home.parent().map(Path::to_path_buf);
+    let path = match (raw.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if raw == "~" => ctx.odek_home.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(raw)),
+        _ => PathBuf::from(raw),
+    };
+    let absolute = if path.is_absolute() { path } else { ctx.cwd.join(path) };
+    normalize_lexically(&absolute)
+}
+
+/// A NUL byte in the first [`BINARY_SNIFF_BYTES`].
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(BINARY_SNIFF_BYTES).any(|byte| *byte == 0)
+}
+
+/// The policy's verdict on a classified operation: `None` to proceed, or the exact denial
+/// output. `Prompt` reaching a tool means the batch gate did not approve it.
+fn policy_denial(classification: &Classification, resource: &str, ctx: &ToolContext) -> Option<String> {
+    let reason = match ctx.policy.decide(classification.class, resource, ctx.interactive, ctx.approved) {
+        Decision::Allow => return None,
+        Decision::Deny { reason } => reason,
+        Decision::Prompt => "not approved".to_owned(),
+    };
+    Some(denial_output(&format!("{}; {reason}", classification.reason), classification.class))
+}
+
+/// Runs `work` unless the run is cancelled first (cancellation wins a tie).
+async fn until_cancelled<T>(
+    ctx: &ToolContext,
+    work: impl Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => Err(ToolError::new("cancelled")),
+        result = work => result,
+    }
+}
+
+/// Replaces `target` with `content` atomically (a temporary file in the same directory, then
+/// a rename), keeping the permissions of the file it replaces. Symlinks are followed: the
+/// file they point at is replaced and the link stays.
+async fn write_atomically(target: &Path, content: Vec<u8>) -> Result<(), ToolError> {
+    let target = match tokio::fs::canonicalize(target).await {
+        Ok(real) => real,
+        Err(_) => target.to_path_buf(),
+    };
+    let shown = target.display().to_string();
+    let Some(directory) = target.parent().map(Path::to_path_buf) else {
+        return Err(ToolError::new(format!("cannot write {shown}: no parent directory")));
+    };
+    tokio::fs::create_dir_all(&directory)
+        .await
+        .map_err(|err| ToolError::new(format!("cannot create directory {}: {err}", directory.display())))?;
+    let permissions = tokio::fs::metadata(&target).await.ok().map(|metadata| metadata.permissions());
+    let write = move || -> std::io::Result<()> {
+        let mut temporary = tempfile::Builder::new().prefix(".odek-write-").tempfile_in(&directory)?;
+        temporary.write_all(&content)?;
+        temporary.as_file().sync_all()?;
+        let permissions = permissions.unwrap_or_else(|| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::Permissions::from_mode(0o644)
+        });
+        temporary.as_file().set_permissions(permissions)?;
+        temporary.persist(&target).map_err(|err| err.error)?;
+        Ok(())
+    };
+    match tokio::task::spawn_blocking(write).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(ToolError::new(format!("cannot write {shown}: {err}"))),
+        Err(err) => Err(ToolError::new(format!("cannot write {shown}: {err}"))),
+    }
+}
+
+/// `no such file: <path>` / `<path> is a directory` / the I/O error, for a path that must be
+/// an existing regular file.
+async fn require_file(path: &Path) -> Result<std::fs::Metadata, ToolError> {
+    let shown = path.display();
+    match tokio::fs::metadata(path).await {
+        Ok(metadata) if metadata.is_dir() => {
+            Err(ToolError::new(format!("{shown} is a directory; use search_files with mode \"files\" to list it")))
+        }
+        Ok(metadata) => Ok(metadata),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(ToolError::new(format!("no such file: {shown}"))),
+        Err(err) => Err(ToolError::new(format!("cannot read {shown}: {err}"))),
+    }
+}
+
+/// Cuts `text` to at most `max_chars` characters.
+fn cut_chars(text: &str, max_chars: usize) -> (&str, usize) {
+    match text.char_indices().nth(max_chars) {
+        Some((index, _)) => (&text[..index], text[index..].chars().count()),
+        None => (text, 0),
+    }
+}

@@ -1,0 +1,317 @@
+//! The `shell` tool: classifies the command line, asks the danger policy, then runs it with
+//! `bash -c` (or `sh -c` without bash) in its own process group, stdin closed, stdout and stderr
+//! merged into one bounded capture. The whole group is killed on timeout, on cancellation and
+//! when the call ends (background jobs do not outlive the call).
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use odek_contract::untrusted::wrap_untrusted;
+use odek_llm::{BoxFuture, ToolDefinition};
+use serde::Deserialize;
+use tokio::io::AsyncReadExt;
+
+use super::{parse_arguments, policy_denial, resolve_path};
+use crate::danger::{DangerClass, classify_command_in};
+use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+
+/// Timeout when the model gives none (seconds).
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
+/// Largest timeout accepted (seconds); larger values are clamped.
+pub const MAX_TIMEOUT_SECONDS: u64 = 600;
+/// Output kept from the start of the merged stdout/stderr stream (bytes).
+const HEAD_BYTES: usize = 768 * 1024;
+/// Output kept from the end of the stream (bytes); what lies between is counted and dropped.
+const TAIL_BYTES: usize = 256 * 1024;
+/// How long to wait for the output pipe to close once the shell has exited.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// How long to wait for a killed process group to be reaped.
+const REAP_GRACE: Duration = Duration::from_secs(5);
+
+pub struct ShellTool;
+
+#[derive(Deserialize)]
+struct ShellArgs {
+    command: String,
+    #[serde(default)]
+    timeout_seconds: Option<u64>,
+    #[serde(default)]
+    workdir: Option<String>,
+}
+
+impl ShellTool {
+    fn working_directory(args: &ShellArgs, ctx: &ToolContext) -> PathBuf {
+        match &args.workdir {
+            Some(dir) if !dir.trim().is_empty() => resolve_path(dir, ctx),
+            _ => ctx.cwd.clone(),
+        }
+    }
+}
+
+impl Tool for ShellTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: "shell".to_owned(),
+            description: "Run a shell command line with bash and return its combined stdout and stderr. \
+                The command runs in the working directory (or `workdir`), without a terminal and with stdin \
+                closed, so interactive programs will not work. A non-zero exit is reported as an error ending \
+                in `exit status <n>`. Output is capped at about 1 MiB (the middle is cut). Commands are \
+                classified by risk and may be denied by configuration. Prefer read_file, write_file, patch \
+                and search_files for reading, editing and searching files."
+                .to_owned(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line to run with bash -c."},
+                    "timeout_seconds": {
+                        "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECONDS,
+                        "description": format!("Kill the command after this many seconds (default {DEFAULT_TIMEOUT_SECONDS}, max {MAX_TIMEOUT_SECONDS}).")
+                    },
+                    "workdir": {"type": "string", "description": "Directory to run in, relative to the working directory (default: the working directory)."}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn risk(&self, arguments: &str, ctx: &ToolContext) -> Option<Risk> {
+        match parse_arguments::<ShellArgs>("shell", arguments) {
+            Ok(args) => {
+                let dir = ShellTool::working_directory(&args, ctx);
+                let class = classify_command_in(&args.command, &dir, &ctx.odek_home).class;
+                Some(Risk { class, resource: args.command })
+            }
+            Err(_) => Some(Risk { class: DangerClass::Unknown, resource: "(unreadable shell arguments)".to_owned() }),
+        }
+    }
+
+    fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move {
+            let args: ShellArgs = parse_arguments("shell", arguments)?;
+            if args.command.trim().is_empty() {
+                return Err(ToolError::new("command must not be empty"));
+            }
+            let dir = ShellTool::working_directory(&args, ctx);
+            if !tokio::fs::metadata(&dir).await.is_ok_and(|metadata| metadata.is_dir()) {
+                return Err(ToolError::new(format!("workdir {}: no such directory", dir.display())));
+            }
+            let classification = classify_command_in(&args.command, &dir, &ctx.odek_home);
+            if let Some(denial) = policy_denial(&classification, &args.command, ctx) {
+                return Ok(ToolOutcome::text(denial));
+            }
+            let timeout_seconds = effective_timeout(args.timeout_seconds);
+            let run = run_command(&args.command, &dir, Duration::from_secs(timeout_seconds), ctx).await?;
+            render_run(&args.command, timeout_seconds, run)
+        })
+    }
+}
+
+/// `timeout_seconds` clamped to 1..=[`MAX_TIMEOUT_SECONDS`]; absent or 0 ⇒ the default.
+fn effective_timeout(requested: Option<u64>) -> u64 {
+    match requested {
+        None | Some(0) => DEFAULT_TIMEOUT_SECONDS,
+        Some(seconds) => seconds.min(MAX_TIMEOUT_SECONDS),
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+enum RunEnd {
+    /// Exit code, or 128 + signal number when a signal ended the shell.
+    Exited(i32),
+    TimedOut,
+    Cancelled,
+}
+
+#[derive(Debug)]
+struct RunResult {
+    end: RunEnd,
+    output: String,
+    /// Background processes still held the output open after the shell exited.
+    output_abandoned: bool,
+}
+
+fn render_run(command: &str, timeout_seconds: u64, run: RunResult) -> Result<ToolOutcome, ToolError> {
+    let source = format!("$ {command}");
+    let mut output = run.output;
+    if run.output_abandoned {
+        output.push_str("\n[background processes kept the output open; they were stopped]");
+    }
+    match run.end {
+        RunEnd::Exited(0) if output.is_empty() => Ok(ToolOutcome::text("(no output)")),
+        RunEnd::Exited(0) => Ok(ToolOutcome::untrusted(output, source)),
+        RunEnd::Exited(code) => {
+            Err(ToolError::new(with_status_line(&wrap_untrusted(&source, &output), &format!("exit status {code}"))))
+        }
+        RunEnd::TimedOut => Err(ToolError::new(with_status_line(
+            &wrap_untrusted(&source, &output),
+            &format!("command timed out after {timeout_seconds}s; its process group was killed"),
+        ))),
+        RunEnd::Cancelled => Err(ToolError::new("cancelled")),
+    }
+}
+
+fn with_status_line(wrapped: &str, status: &str) -> String {
+    if wrapped.is_empty() { status.to_owned() } else { format!("{wrapped}\n{status}") }
+}
+
+/// `bash` when it is on `PATH`, else `sh`.
+fn shell_program() -> &'static str {
+    let on_path = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join("bash").is_file()))
+        .unwrap_or(false);
+    if on_path { "bash" } else { "sh" }
+}
+
+/// Kills the process group when dropped (the call's future was dropped, or it ended).
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn kill(&self) {
+        if let Some(pgid) = self.0 {
+            // ESRCH (already gone) is the expected case after a clean exit.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolContext) -> Result<RunResult, ToolError> {
+    let spawn_error = |err: std::io::Error| ToolError::new(format!("cannot start the shell: {err}"));
+    let (reader, writer) = std::io::pipe().map_err(spawn_error)?;
+    let stderr_writer = writer.try_clone().map_err(spawn_error)?;
+    let mut process = tokio::process::Command::new(shell_program());
+    process
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(stderr_writer))
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = process.spawn().map_err(spawn_error)?;
+    // The parent's copies of the write end must close, or the pipe never reaches EOF.
+    drop(process);
+    let group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw));
+
+    let capture = Arc::new(Mutex::new(HeadTail::default()));
+    let pipe = tokio::process::ChildStdout::from_std(std::process::ChildStdout::from(OwnedFd::from(reader)))
+        .map_err(spawn_error)?;
+    let mut reader_task = tokio::spawn(read_into(pipe, Arc::clone(&capture)));
+
+    let end = tokio::select! {
+        status = child.wait() => match status {
+            Ok(status) => RunEnd::Exited(exit_code(status)),
+            Err(err) => return Err(ToolError::new(format!("waiting for the shell: {err}"))),
+        },
+        () = tokio::time::sleep(timeout) => RunEnd::TimedOut,
+        () = ctx.cancel.cancelled() => RunEnd::Cancelled,
+    };
+    if !matches!(end, RunEnd::Exited(_)) {
+        group.kill();
+        let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+    }
+    let drained = tokio::time::timeout(DRAIN_GRACE, &mut reader_task).await.is_ok();
+    if !drained {
+        group.kill();
+        if tokio::time::timeout(DRAIN_GRACE, &mut reader_task).await.is_err() {
+            reader_task.abort();
+        }
+    }
+    drop(group);
+    let output = match capture.lock() {
+        Ok(capture) => capture.render(),
+        Err(poisoned) => poisoned.into_inner().render(),
+    };
+    Ok(RunResult { end, output, output_abandoned: !drained })
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(-1)
+}
+
+async fn read_into(mut pipe: tokio::process::ChildStdout, capture: Arc<Mutex<HeadTail>>) {
+    let mut chunk = vec![0_u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => match capture.lock() {
+                Ok(mut capture) => capture.push(&chunk[..n]),
+                Err(_) => return,
+            },
+        }
+    }
+}
+
+/// The first [`HEAD_BYTES`] and last [`TAIL_BYTES`] of a stream, and how much fell between.
+#[derive(Debug, Default)]
+struct HeadTail {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    omitted: u64,
+}
+
+impl HeadTail {
+    fn push(&mut self, mut bytes: &[u8]) {
+        if self.head.len() < HEAD_BYTES {
+            let take = bytes.len().min(HEAD_BYTES - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        self.tail.extend(bytes);
+        if self.tail.len() > TAIL_BYTES {
+            let excess = self.tail.len() - TAIL_BYTES;
+            self.tail.drain(..excess);
+            self.omitted += excess as u64;
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut bytes = self.head.clone();
+        if self.omitted > 0 {
+            bytes.extend_from_slice(format!("\n[… {} bytes of output omitted …]\n", self.omitted).as_bytes());
+        }
+        bytes.extend(self.tail.iter());
+        let text = String::from_utf8_lossy(&bytes);
+        text.strip_suffix('\n').unwrap_or(&text).to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_is_clamped() {
+        assert_eq!(effective_timeout(None), DEFAULT_TIMEOUT_SECONDS);
+        assert_eq!(effective_timeout(Some(0)), DEFAULT_TIMEOUT_SECONDS);
+        assert_eq!(effective_timeout(Some(5)), 5);
+        assert_eq!(effective_timeout(Some(100_000)), MAX_TIMEOUT_SECONDS);
+    }
+
+    #[test]
+    fn head_tail_keeps_both_ends() {
+        let mut capture = HeadTail::default();
+        capture.push(&vec![b'a'; HEAD_BYTES]);
+        capture.push(&vec![b'b'; 1000]);
+        capture.push(&vec![b'c'; TAIL_BYTES]);
+        let text = capture.render();
+        assert!(text.starts_with('a'));
+        assert!(text.ends_with('c'));
+        assert!(text.contains("[… 1000 bytes of output omitted …]"));
+        assert!(text.len() < HEAD_BYTES + TAIL_BYTES + 100);
+    }
+}

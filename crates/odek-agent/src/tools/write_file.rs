@@ -1,0 +1,91 @@
+//! The `write_file` tool: classifies the target path (`classify_write`), asks the danger policy,
+//! creates missing parent directories and replaces the file atomically. A symlink is followed
+//! (the file it points at is replaced); the classification already judged where it lands.
+
+use odek_llm::{BoxFuture, ToolDefinition};
+use serde::Deserialize;
+
+use super::{parse_arguments, policy_denial, resolve_path, until_cancelled, write_atomically};
+use crate::danger::classify_write;
+use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+
+/// Largest content accepted (bytes).
+pub const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
+
+pub struct WriteFileTool;
+
+#[derive(Deserialize)]
+struct WriteFileArgs {
+    path: String,
+    content: String,
+}
+
+impl Tool for WriteFileTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: "write_file".to_owned(),
+            description: "Create or overwrite a file with the given content (the whole file). Missing parent \
+                directories are created. To change part of an existing file, use patch instead. Writes outside \
+                the working directory may need approval or be denied by configuration."
+                .to_owned(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, absolute or relative to the working directory."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn risk(&self, arguments: &str, ctx: &ToolContext) -> Option<Risk> {
+        write_risk("write_file", arguments, ctx)
+    }
+
+    fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move {
+            let args: WriteFileArgs = parse_arguments("write_file", arguments)?;
+            if args.content.len() > MAX_CONTENT_BYTES {
+                return Err(ToolError::new(format!(
+                    "content too large ({} bytes, max {MAX_CONTENT_BYTES})",
+                    args.content.len()
+                )));
+            }
+            let path = resolve_path(&args.path, ctx);
+            let shown = path.display().to_string();
+            if tokio::fs::metadata(&path).await.is_ok_and(|metadata| metadata.is_dir()) {
+                return Err(ToolError::new(format!("{shown} is a directory")));
+            }
+            let classification = classify_write(&path, &ctx.cwd, &ctx.odek_home);
+            if let Some(denial) = policy_denial(&classification, &shown, ctx) {
+                return Ok(ToolOutcome::text(denial));
+            }
+            let existed = tokio::fs::symlink_metadata(&path).await.is_ok();
+            let bytes = args.content.len();
+            until_cancelled(ctx, write_atomically(&path, args.content.into_bytes())).await?;
+            let verb = if existed { "overwrote" } else { "created" };
+            Ok(ToolOutcome::text(format!("{verb} {shown} ({bytes} bytes written)")))
+        })
+    }
+}
+
+/// The risk of a file-writing call: `classify_write` of its `path` argument.
+pub(super) fn write_risk(tool: &str, arguments: &str, ctx: &ToolContext) -> Option<Risk> {
+    #[derive(Deserialize)]
+    struct PathOnly {
+        path: String,
+    }
+    match parse_arguments::<PathOnly>(tool, arguments) {
+        Ok(args) => {
+            let path = resolve_path(&args.path, ctx);
+            let class = classify_write(&path, &ctx.cwd, &ctx.odek_home).class;
+            Some(Risk { class, resource: path.display().to_string() })
+        }
+        Err(_) => Some(Risk {
+            class: crate::danger::DangerClass::Unknown,
+            resource: format!("(unreadable {tool} arguments)"),
+        }),
+    }
+}

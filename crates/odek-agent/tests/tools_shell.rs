@@ -1,0 +1,204 @@
+//! The `shell` tool against real processes: output, exit status, caps, timeout, cancellation
+//! and the danger gate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use odek_agent::danger::{Action, DangerClass, DangerPolicy, NonInteractive, PolicySettings};
+use odek_agent::tool::{Tool, ToolContext};
+use odek_agent::tools::ShellTool;
+use tokio_util::sync::CancellationToken;
+
+fn context(cwd: &Path, settings: PolicySettings) -> ToolContext {
+    ToolContext {
+        cwd: cwd.to_path_buf(),
+        odek_home: cwd.join("home/.odek"),
+        cancel: CancellationToken::new(),
+        policy: Arc::new(DangerPolicy::new(settings)),
+        interactive: false,
+        approved: false,
+    }
+}
+
+fn permissive(cwd: &Path) -> ToolContext {
+    context(cwd, PolicySettings { non_interactive: NonInteractive::Allow, ..PolicySettings::default() })
+}
+
+fn args(command: &str) -> String {
+    serde_json::json!({ "command": command }).to_string()
+}
+
+/// Waits (bounded) until `condition` holds.
+async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Gone, or a zombie waiting to be reaped by init.
+fn process_dead(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn read_pid(path: &PathBuf) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[tokio::test]
+async fn output_and_untrusted_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = permissive(dir.path());
+    let outcome = ShellTool.call(&args("echo out; echo err >&2"), &ctx).await.unwrap();
+    assert_eq!(outcome.output, "out\nerr");
+    assert_eq!(outcome.untrusted_source.as_deref(), Some("$ echo out; echo err >&2"));
+    let empty = ShellTool.call(&args("true"), &ctx).await.unwrap();
+    assert_eq!(empty.output, "(no output)");
+    assert_eq!(empty.untrusted_source, None);
+}
+
+#[tokio::test]
+async fn non_zero_exit_is_an_error_with_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = ShellTool.call(&args("echo oops; exit 3"), &permissive(dir.path())).await.unwrap_err();
+    assert!(error.0.contains("oops"), "{}", error.0);
+    assert!(error.0.ends_with("\nexit status 3"), "{}", error.0);
+    assert!(error.0.contains("untrusted_content_"), "failing output is still fenced: {}", error.0);
+}
+
+#[tokio::test]
+async fn runs_in_cwd_and_workdir() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let ctx = permissive(dir.path());
+    let here = ShellTool.call(&args("pwd"), &ctx).await.unwrap();
+    assert_eq!(Path::new(&here.output).canonicalize().unwrap(), dir.path().canonicalize().unwrap());
+    let sub = serde_json::json!({"command": "pwd", "workdir": "sub"}).to_string();
+    let there = ShellTool.call(&sub, &ctx).await.unwrap();
+    assert_eq!(Path::new(&there.output).canonicalize().unwrap(), dir.path().join("sub").canonicalize().unwrap());
+    let missing = serde_json::json!({"command": "pwd", "workdir": "nope"}).to_string();
+    assert!(ShellTool.call(&missing, &ctx).await.unwrap_err().0.contains("no such directory"));
+}
+
+#[tokio::test]
+async fn stdin_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = ShellTool.call(&args("cat; echo done"), &permissive(dir.path())).await.unwrap();
+    assert_eq!(outcome.output, "done");
+}
+
+#[tokio::test]
+async fn output_is_capped_and_says_how_much_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "head -c 3000000 /dev/zero | tr '\\0' a; echo; echo END";
+    let outcome = ShellTool.call(&args(command), &permissive(dir.path())).await.unwrap();
+    assert!(outcome.output.len() <= 1024 * 1024 + 200, "{} bytes", outcome.output.len());
+    assert!(outcome.output.contains("bytes of output omitted"));
+    assert!(outcome.output.ends_with("END"), "the tail is kept");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let command = "(sleep 300; echo late) & echo $! > grandchild.pid; sleep 300";
+    let call = serde_json::json!({"command": command, "timeout_seconds": 1}).to_string();
+    let started = Instant::now();
+    let error = ShellTool.call(&call, &permissive(dir.path())).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert!(error.0.contains("timed out after 1s"), "{}", error.0);
+    let pid = read_pid(&pid_file).expect("the background job wrote its pid");
+    eventually("the background job to die", || process_dead(pid)).await;
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = permissive(dir.path());
+    let pid_file = dir.path().join("shell.pid");
+    let cancel = ctx.cancel.clone();
+    let watcher = {
+        let pid_file = pid_file.clone();
+        tokio::spawn(async move {
+            eventually("the command to start", || pid_file.exists()).await;
+            cancel.cancel();
+        })
+    };
+    let error = ShellTool.call(&args("echo $$ > shell.pid; sleep 300"), &ctx).await.unwrap_err();
+    watcher.await.unwrap();
+    assert_eq!(error.0, "cancelled");
+    let pid = read_pid(&pid_file).unwrap();
+    eventually("the shell to die", || process_dead(pid)).await;
+}
+
+#[tokio::test]
+async fn background_jobs_do_not_outlive_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = ShellTool.call(&args("sleep 300 & echo $! > bg.pid; echo started"), &permissive(dir.path())).await;
+    assert!(outcome.unwrap().output.starts_with("started"));
+    let pid = read_pid(&dir.path().join("bg.pid")).unwrap();
+    eventually("the background job to die", || process_dead(pid)).await;
+}
+
+#[tokio::test]
+async fn denied_command_returns_the_denial_and_does_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut classes = std::collections::BTreeMap::new();
+    classes.insert(DangerClass::LocalWrite, Action::Deny);
+    let ctx = context(dir.path(), PolicySettings { classes, ..PolicySettings::default() });
+    let outcome = ShellTool.call(&args("touch marker"), &ctx).await.unwrap();
+    assert_eq!(
+        outcome.output,
+        "operation denied by configuration: touch creates or changes files; local_write is denied (risk: local_write)"
+    );
+    assert!(!dir.path().join("marker").exists());
+}
+
+#[tokio::test]
+async fn non_interactive_read_only_denies_prompt_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(dir.path(), PolicySettings::default());
+    let outcome = ShellTool.call(&args("python3 -c 'open(\"made\", \"w\")'"), &ctx).await.unwrap();
+    assert!(outcome.output.starts_with("operation denied by configuration: "), "{}", outcome.output);
+    assert!(outcome.output.ends_with("(risk: code_execution)"));
+    assert!(!dir.path().join("made").exists());
+    // Unknown is denied by default.
+    let unknown = ShellTool.call(&args("frobnicate-xyz"), &ctx).await.unwrap();
+    assert!(unknown.output.ends_with("(risk: unknown)"), "{}", unknown.output);
+}
+
+#[tokio::test]
+async fn interactive_unapproved_prompt_is_denied_and_approved_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctx = permissive(dir.path());
+    ctx.policy = Arc::new(DangerPolicy::default());
+    ctx.interactive = true;
+    let command = args("sh -c 'echo ran'");
+    let outcome = ShellTool.call(&command, &ctx).await.unwrap();
+    assert!(outcome.output.contains("not approved (risk: code_execution)"), "{}", outcome.output);
+    ctx.approved = true;
+    assert_eq!(ShellTool.call(&command, &ctx).await.unwrap().output, "ran");
+}
+
+#[test]
+fn risk_reports_class_and_full_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = permissive(dir.path());
+    let risk = ShellTool.risk(&args("rm -rf build"), &ctx).unwrap();
+    assert_eq!(risk.class, DangerClass::Destructive);
+    assert_eq!(risk.resource, "rm -rf build");
+    assert_eq!(ShellTool.risk("{not json", &ctx).unwrap().class, DangerClass::Unknown);
+}
+
+#[tokio::test]
+async fn bad_arguments_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = permissive(dir.path());
+    assert!(ShellTool.call("", &ctx).await.unwrap_err().0.starts_with("invalid arguments for shell"));
+    assert_eq!(ShellTool.call(&args("  "), &ctx).await.unwrap_err().0, "command must not be empty");
+}
