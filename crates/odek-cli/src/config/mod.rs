@@ -3,8 +3,9 @@
 //! one [`Config`] by [`load_config`]; then the `ODEK_*` environment layer and the CLI flags on
 //! top, with the API key resolved, by [`resolve_effective`].
 //!
-//! Start at [`load_config`], then [`resolve_effective`]. Every input comes from a [`ConfigSources`] (home, working
-//! directory, an environment snapshot), so tests never touch the real home or environment.
+//! Start at [`load_config`], then [`resolve_effective`]. Every input comes from a
+//! [`ConfigSources`] (home, working directory, an environment snapshot), so tests never touch the
+//! real home or environment; the `ODEK_*` layer reads [`LoadedConfig::env`], never the process.
 //! Nothing here prints: warnings are returned without the `odek: warning: ` prefix, and the
 //! `secrets.env` variables are returned for the caller to inject with
 //! [`SecretsEnv::apply_to_process_env`].
