@@ -1,10 +1,11 @@
-//! Config loading for the `odek` binary (spec `config.md` §1–§6, §9, §12): `~/.odek/secrets.env`,
+//! Config loading for the `odek` binary (spec `config.md` §1–§12): `~/.odek/secrets.env`,
 //! then the global `~/.odek/config.json`, then the untrusted project `./odek.json`, merged into
-//! one [`Config`]. The `ODEK_*` environment layer and CLI flags are applied by the caller on
-//! top of the result; they are not built here.
+//! one [`Config`] by [`load_config`]; then the `ODEK_*` environment layer and the CLI flags on
+//! top, with the API key resolved, by [`resolve_effective`].
 //!
-//! Start at [`load_config`]. Every input comes from a [`ConfigSources`] (home, working
-//! directory, an environment snapshot), so tests never touch the real home or environment.
+//! Start at [`load_config`], then [`resolve_effective`]. Every input comes from a
+//! [`ConfigSources`] (home, working directory, an environment snapshot), so tests never touch the
+//! real home or environment; the `ODEK_*` layer reads [`LoadedConfig::env`], never the process.
 //! Nothing here prints: warnings are returned without the `odek: warning: ` prefix, and the
 //! `secrets.env` variables are returned for the caller to inject with
 //! [`SecretsEnv::apply_to_process_env`].
@@ -17,14 +18,21 @@
 //! §9 restrictions strip operator-only keys, `auto_approve` and prices → `${VAR}` substitution →
 //! typed decode of the known keys (a wrong type names the key) → range checks → merge.
 
+mod api_key;
 mod core_keys;
+mod dangerous;
+mod effective;
+mod env_layer;
 mod error;
 pub(crate) mod file;
 mod limits;
 mod mcp_servers;
+mod planning;
 mod project_restrictions;
 mod secrets_env;
+mod subagent;
 mod substitution;
+mod tools;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,23 +42,44 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+pub use self::api_key::{API_KEY_VARIABLES, resolve_api_key};
 pub use self::core_keys::{
     CoreConfig, DEFAULT_BASE_URL, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOOL_PARALLEL,
     DEFAULT_MODEL,
 };
+pub use self::dangerous::{
+    DANGER_CLASSES, DangerAction, DangerousConfig, NonInteractive, danger_class_name, parse_danger_action,
+    parse_danger_class, parse_max_risk,
+};
+pub use self::effective::{CliOverrides, EffectiveConfig, apply_cli_overrides, resolve_effective};
+pub use self::env_layer::{EnvLayer, env_bool, env_count, read_env_layer};
 pub use self::error::ConfigError;
 pub use self::file::MAX_CONFIG_BYTES;
 pub use self::limits::{BudgetLimits, ModelPrice, PRICE_KEYS};
 pub use self::mcp_servers::{McpServerConfig, SERVER_MAP_KEYS, ServerOrigin, project_server_auto_approved};
+pub use self::planning::{
+    DEFAULT_PLAN_MAX_RENDER_CHARS, DEFAULT_PLAN_MAX_STEPS, PLAN_MAX_RENDER_CHARS_RANGE, PLAN_MAX_STEPS_RANGE,
+    PlanningConfig,
+};
 pub use self::project_restrictions::{OPERATOR_ONLY_KEYS, OPERATOR_ONLY_NESTED_KEYS, is_sandbox_knob};
 pub use self::secrets_env::{SecretsEnv, load_secrets_env};
+pub use self::subagent::{
+    BudgetInherit, DEFAULT_PROFILE, DEFAULT_SUBAGENT_MAX_DEPTH, DEFAULT_SUBAGENT_MAX_ITERATIONS, NO_PROFILE, Profile,
+    Profiles, SUBAGENT_MAX_CONCURRENCY, SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS,
+    SubagentConfig,
+};
+pub use self::tools::{ToolsConfig, tool_allowed};
 
 use self::core_keys::{CoreFile, check_counts_not_negative};
+use self::dangerous::{DangerousFile, validate_dangerous};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_limited, render_mode};
 use self::limits::{LimitsFile, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{merge_mcp_servers, servers_of_file};
+use self::planning::{PlanningFile, merge_planning};
 use self::project_restrictions::strip_operator_only;
+use self::subagent::{ProfileFile, SubagentFile, validate_profiles, validate_subagent};
 use self::substitution::{Trust, substitute_config_vars};
+use self::tools::{ToolsFile, merge_tools};
 
 /// How the project file is named in every message.
 pub const PROJECT_DISPLAY: &str = "./odek.json";
@@ -114,6 +143,15 @@ pub struct Config {
     pub limits: BudgetLimits,
     /// Every configured server, enabled or not, in ascending byte order of name.
     pub mcp_servers: Vec<McpServerConfig>,
+    /// Global file only.
+    pub dangerous: DangerousConfig,
+    /// Global whitelist; blacklist from both files.
+    pub tools: ToolsConfig,
+    pub planning: PlanningConfig,
+    /// Global file only.
+    pub subagent: SubagentConfig,
+    /// Global file only, plus the built-in `default`.
+    pub profiles: Profiles,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -169,7 +207,19 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     core.apply_file(&project.core);
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
     let mcp_servers = merge_mcp_servers(&global.servers, project.servers);
-    Ok(LoadedConfig { config: Config { core, limits, mcp_servers }, secrets, env, warnings })
+    // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
+    let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
+    let tools = merge_tools(global.policy.tools.as_ref(), project.policy.tools.as_ref());
+    let planning = merge_planning(
+        &global_display,
+        global.policy.planning.as_ref(),
+        project.policy.planning.as_ref(),
+        &mut warnings,
+    );
+    let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
+    let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
+    let config = Config { core, limits, mcp_servers, dangerous, tools, planning, subagent, profiles };
+    Ok(LoadedConfig { config, secrets, env, warnings })
 }
 
 /// One file after decoding; the empty default stands for a missing file.
@@ -178,6 +228,18 @@ struct ParsedFile {
     core: CoreFile,
     limits: LimitsFile,
     servers: BTreeMap<String, ServerEntry>,
+    policy: PolicySections,
+}
+
+/// The §7/§8 sections of one file, decoded but not yet validated.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PolicySections {
+    dangerous: Option<DangerousFile>,
+    tools: Option<ToolsFile>,
+    planning: Option<PlanningFile>,
+    subagent: Option<SubagentFile>,
+    profiles: Option<BTreeMap<String, ProfileFile>>,
 }
 
 /// The structured sections of a file (the core keys are decoded separately as [`CoreFile`]).
@@ -246,21 +308,34 @@ fn parse_config_file(
     let limits = sections.limits.unwrap_or_default();
     check_limits_not_negative(display, &limits)?;
     let servers = servers_of_file(display, sections.mcp_servers, sections.claude_style_mcp_servers)?;
-    Ok(ParsedFile { core, limits, servers })
+    let policy: PolicySections = decode_known_keys(display, &root)?;
+    Ok(ParsedFile { core, limits, servers, policy })
 }
 
+/// The top-level keys that decode into a struct (`null` allowed, meaning absent).
+const STRUCT_SECTIONS: &[&str] = &["limits", "dangerous", "tools", "planning", "subagent"];
+
 /// Serde would decode a struct from a JSON array positionally (`"limits": [60]`), so the keys
-/// that hold objects are checked at the JSON level first: `limits` (object or `null`), each
-/// `limits.model_prices.<model>`, and each `mcp_servers.<name>` / `mcpServers.<name>`.
+/// that hold objects are checked at the JSON level first: each of [`STRUCT_SECTIONS`] (object or
+/// `null`), each `limits.model_prices.<model>`, each `mcp_servers.<name>` /
+/// `mcpServers.<name>`, each `profiles.<name>` and its `tools` (object or `null`).
 fn check_object_shapes(display: &str, root: &Value) -> Result<(), ConfigError> {
     let mut objects: Vec<(String, &Value)> = Vec::new();
-    if let Some(limits) = root.get("limits") {
-        if !limits.is_null() {
-            objects.push(("limits".to_owned(), limits));
+    for section in STRUCT_SECTIONS {
+        if let Some(value) = root.get(*section).filter(|value| !value.is_null()) {
+            objects.push(((*section).to_owned(), value));
         }
-        if let Some(Value::Object(prices)) = limits.get("model_prices") {
-            objects.extend(prices.iter().map(|(model, price)| (format!("limits.model_prices.{model}"), price)));
+    }
+    if let Some(Value::Object(profiles)) = root.get("profiles") {
+        for (name, profile) in profiles {
+            objects.push((format!("profiles.{name}"), profile));
+            if let Some(tools) = profile.get("tools").filter(|tools| !tools.is_null()) {
+                objects.push((format!("profiles.{name}.tools"), tools));
+            }
         }
+    }
+    if let Some(Value::Object(prices)) = root.get("limits").and_then(|limits| limits.get("model_prices")) {
+        objects.extend(prices.iter().map(|(model, price)| (format!("limits.model_prices.{model}"), price)));
     }
     for map_key in SERVER_MAP_KEYS {
         if let Some(Value::Object(servers)) = root.get(*map_key) {

@@ -1,0 +1,28 @@
+//! API key resolution (spec `config.md` §4): the first non-empty of `ODEK_API_KEY`, the global
+//! `api_key`, `DEEPSEEK_API_KEY`, `OPENAI_API_KEY`. Start at [`resolve_api_key`].
+//!
+//! The resolved key is registered for redaction here, inside the one function that produces it,
+//! so no caller can obtain the key without it being known to the redactor. (A sub-agent reads
+//! its key from fd 3 instead; that path registers its own.)
+
+use std::collections::BTreeMap;
+
+use super::Config;
+
+/// The environment variables consulted, around the global `api_key` (which sits second).
+pub const API_KEY_VARIABLES: [&str; 3] = ["ODEK_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
+
+/// The key to send, or `None` when no source has one. A value of only whitespace counts as
+/// empty. The key is registered with [`odek_contract::redaction::register_secret`] before it is
+/// returned.
+pub fn resolve_api_key(env: &BTreeMap<String, String>, config: &Config) -> Option<String> {
+    let from_env = |name: &str| env.get(name).map(String::as_str);
+    let [odek, deepseek, openai] = API_KEY_VARIABLES;
+    let key = [from_env(odek), Some(config.core.api_key.as_str()), from_env(deepseek), from_env(openai)]
+        .into_iter()
+        .flatten()
+        .find(|key| !key.trim().is_empty())?
+        .to_owned();
+    odek_contract::redaction::register_secret(&key);
+    Some(key)
+}
