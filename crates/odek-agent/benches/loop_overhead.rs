@@ -1,10 +1,13 @@
 //! Loop overhead benchmark (issue 3): the agent loop with an instant in-process provider and a
+
 //! no-op tool, so what is measured is the loop itself — framing, wrapping, redaction, hints,
 //! trimming, bookkeeping — not a model or a tool.
 //!
 //! Run: `cargo bench -p odek-agent --bench loop_overhead`
 //! Reports the mean loop overhead per iteration at 90 iterations (target ≤ 1 ms) and resident
 //! memory across a 1,000-iteration run with trimming on (target: flat).
+
+#![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,7 +47,9 @@ impl Provider for InstantProvider {
         } else if !request.side_call {
             message.content = "done".to_owned();
         }
-        Box::pin(async move { Ok(ChatResponse { message, usage: Usage { input_tokens: 100, output_tokens: 10 }, finish_reason: None }) })
+        Box::pin(async move {
+            Ok(ChatResponse { message, usage: Usage { input_tokens: 100, output_tokens: 10 }, finish_reason: None })
+        })
     }
 }
 
@@ -53,7 +58,11 @@ struct NoopTool;
 
 impl Tool for NoopTool {
     fn definition(&self) -> ToolDefinition {
-        ToolDefinition { name: "noop".into(), description: "does nothing".into(), parameters: serde_json::json!({"type": "object"}) }
+        ToolDefinition {
+            name: "noop".into(),
+            description: "does nothing".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
     }
 
     fn call<'a>(&'a self, _arguments: &'a str, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
@@ -92,7 +101,9 @@ fn resident_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
-            status.lines().find_map(|line| line.strip_prefix("VmRSS:").map(|rest| rest.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0)))
+            status.lines().find_map(|line| {
+                line.strip_prefix("VmRSS:").map(|rest| rest.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))
+            })
         })
         .unwrap_or(0)
 }

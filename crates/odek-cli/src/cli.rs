@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 /// A fast, secure, single-binary agent runtime.
 #[derive(Debug, Parser)]
@@ -24,6 +24,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the agent on a task and print its final answer
+    Run(RunArgs),
+    /// Continue a saved session with a new task
+    Continue(ContinueArgs),
     /// Inspect and exercise the configured MCP extension servers
     #[command(subcommand)]
     Ext(ExtCommand),
@@ -53,13 +57,121 @@ pub enum ExtCommand {
     },
 }
 
+/// Flags `odek run` and `odek continue` share.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LoopArgs {
+    /// Think→act cycles at most (default 90)
+    #[arg(long, value_name = "N")]
+    pub max_iter: Option<String>,
+    /// Stream the model's answers (SSE)
+    #[arg(long)]
+    pub stream: bool,
+    /// Thinking level: enabled, disabled, low, medium, high
+    #[arg(long, value_name = "LEVEL")]
+    pub thinking: Option<String>,
+    /// Answer from a replay script instead of a model endpoint (with `--provider replay`)
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<std::path::PathBuf>,
+    /// Write the model's answers to a replay script as the run goes
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
+    /// Turn the plan tool off
+    #[arg(long)]
+    pub no_planning: bool,
+    /// Turn the digest of trimmed context off
+    #[arg(long)]
+    pub no_compaction: bool,
+    /// Allow only these tools (repeatable)
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Disable a tool (repeatable)
+    #[arg(long = "no-tool", value_name = "NAME")]
+    pub no_tools: Vec<String>,
+    /// Attach a file as context (repeatable)
+    #[arg(long = "ctx", value_name = "FILE")]
+    pub ctx: Vec<std::path::PathBuf>,
+    /// Record an external-state reference in the session (repeatable; kind=uri or key=value pairs)
+    #[arg(long = "external-ref", value_name = "SPEC")]
+    pub external_refs: Vec<String>,
+    /// Print nothing but warnings, errors and the final answer
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The task; everything after `--` is taken verbatim
+    #[arg(value_name = "TASK", allow_hyphen_values = false)]
+    pub task: Vec<String>,
+}
+
+/// `odek run`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// Model id sent to the provider
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Provider adapter: empty/openai (OpenAI-compatible) or replay
+    #[arg(long, value_name = "ID")]
+    pub provider: Option<String>,
+    /// Provider endpoint
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Identity prompt override (the security guidance is always kept)
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Do not read ./AGENTS.md
+    #[arg(long)]
+    pub no_agents: bool,
+    /// Turn the plan tool on
+    #[arg(long, conflicts_with = "no_planning")]
+    pub planning: bool,
+    /// Turn the digest of trimmed context on
+    #[arg(long, conflicts_with = "no_compaction")]
+    pub compaction: bool,
+    /// Persist the run as a session under ~/.odek/sessions
+    #[arg(long)]
+    pub session: bool,
+    /// Sandboxed shell execution (not available in this build)
+    #[arg(long)]
+    pub sandbox: bool,
+    #[command(flatten)]
+    pub common: LoopArgs,
+}
+
+/// `odek continue`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ContinueArgs {
+    /// The session to resume (default: the latest)
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub common: LoopArgs,
+}
+
+/// Flags `odek continue` refuses because the session pins them (spec `loop-and-sessions.md` §10.5).
+const PINNED_BY_SESSION: &[&str] =
+    &["--model", "--provider", "--base-url", "--system", "--sandbox", "--no-sandbox", "--session"];
+
+/// `odek continue: <flag> is pinned by the session and cannot be changed` for the first pinned
+/// flag before `--`.
+fn pinned_flag_error(args: &[OsString]) -> Option<String> {
+    for arg in args.iter().skip(2) {
+        let Some(arg) = arg.to_str() else { continue };
+        if arg == "--" {
+            return None;
+        }
+        let flag = arg.split('=').next().unwrap_or(arg);
+        if PINNED_BY_SESSION.contains(&flag) || flag.starts_with("--sandbox-") {
+            return Some(format!("odek continue: {flag} is pinned by the session and cannot be changed\n"));
+        }
+    }
+    None
+}
+
 /// The names `odek` accepts as its first word.
-const COMMANDS: &[&str] = &["ext", "session"];
+const COMMANDS: &[&str] = &["ext", "run", "continue", "session"];
 
 /// What parsing decided.
 #[derive(Debug)]
 pub enum Parsed {
-    Command(Command),
+    Command(Box<Command>),
     /// Help, version or an error: print and exit.
     Exit {
         stdout: String,
@@ -81,8 +193,13 @@ pub fn parse_args(args: &[OsString]) -> Parsed {
             code: 1,
         };
     }
+    if args.get(1).and_then(|arg| arg.to_str()) == Some("continue")
+        && let Some(stderr) = pinned_flag_error(args)
+    {
+        return Parsed::Exit { stdout: String::new(), stderr, code: 1 };
+    }
     match Cli::try_parse_from(args) {
-        Ok(cli) => Parsed::Command(cli.command),
+        Ok(cli) => Parsed::Command(Box::new(cli.command)),
         Err(error) => from_clap_error(&error),
     }
 }
@@ -142,6 +259,13 @@ mod tests {
         parse_args(&args)
     }
 
+    fn command(args: &[&str]) -> Command {
+        match parse(args) {
+            Parsed::Command(command) => *command,
+            Parsed::Exit { stderr, .. } => panic!("expected a command, got {stderr}"),
+        }
+    }
+
     fn exit(parsed: Parsed) -> (String, String, u8) {
         match parsed {
             Parsed::Exit { stdout, stderr, code } => (stdout, stderr, code),
@@ -182,22 +306,51 @@ mod tests {
     }
 
     #[test]
+    fn run_takes_flags_before_and_after_the_task_and_verbatim_text_after_dashes() {
+        match command(&["run", "--model", "m", "fix", "the", "--quiet", "bug", "--", "--not-a-flag", "x"]) {
+            Command::Run(args) => {
+                assert_eq!(args.model.as_deref(), Some("m"));
+                assert!(args.common.quiet);
+                assert_eq!(args.common.task, ["fix", "the", "bug", "--not-a-flag", "x"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let (_, stderr, code) = exit(parse(&["run", "task", "--frobnicate"]));
+        assert_eq!((stderr.as_str(), code), ("odek: unknown flag \"--frobnicate\"\n", 1));
+        let (_, stderr, _) = exit(parse(&["run", "task", "--model"]));
+        assert_eq!(stderr, "odek: --model requires a value\n");
+    }
+
+    #[test]
+    fn continue_refuses_pinned_flags_by_name() {
+        for flag in [
+            "--model",
+            "--provider=x",
+            "--base-url",
+            "--system",
+            "--sandbox",
+            "--no-sandbox",
+            "--sandbox-image",
+            "--session",
+        ] {
+            let (_, stderr, code) = exit(parse(&["continue", "more", flag]));
+            let name = flag.split('=').next().unwrap();
+            assert_eq!(stderr, format!("odek continue: {name} is pinned by the session and cannot be changed\n"));
+            assert_eq!(code, 1);
+        }
+        assert!(matches!(command(&["continue", "--", "--model"]), Command::Continue(_)));
+    }
+
+    #[test]
     fn ext_call_forms() {
-        match parse(&["ext", "call", "fixture__echo", r#"{"text":"hi"}"#]) {
-            Parsed::Command(Command::Ext(ExtCommand::Call {
-                jsonl: false,
-                tool: Some(tool),
-                arguments: Some(args),
-            })) => {
+        match command(&["ext", "call", "fixture__echo", r#"{"text":"hi"}"#]) {
+            Command::Ext(ExtCommand::Call { jsonl: false, tool: Some(tool), arguments: Some(args) }) => {
                 assert_eq!(tool, "fixture__echo");
                 assert_eq!(args, r#"{"text":"hi"}"#);
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(
-            parse(&["ext", "call", "--jsonl"]),
-            Parsed::Command(Command::Ext(ExtCommand::Call { jsonl: true, .. }))
-        ));
+        assert!(matches!(command(&["ext", "call", "--jsonl"]), Command::Ext(ExtCommand::Call { jsonl: true, .. })));
         let (_, _, code) = exit(parse(&["ext", "call"]));
         assert_eq!(code, 1);
     }

@@ -24,7 +24,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let outcome = runtime.block_on(commands::run(command));
+    let outcome = runtime.block_on(commands::run(*command));
     // Server processes are reaped by the commands; don't wait on stray blocking tasks (an
     // approval prompt abandoned mid-read) at exit.
     runtime.shutdown_background();
@@ -36,6 +36,10 @@ fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(CommandError::Reported) => ExitCode::from(1),
+        Err(CommandError::Verbatim(line)) => {
+            eprintln!("{}", odek_mcp::observer::terminal_safe(&line));
+            ExitCode::from(1)
+        }
         Err(CommandError::Fatal(error)) => {
             // Errors can quote server text; it must not drive the terminal.
             eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&error));

@@ -2,6 +2,7 @@
 //! maps that to the exit code.
 
 pub mod ext;
+pub mod run;
 pub mod session;
 
 use crate::cli::Command;
@@ -13,6 +14,9 @@ pub enum CommandError {
     Fatal(String),
     /// The command already printed what went wrong; exit 1 without another message.
     Reported,
+    /// A fatal error whose text is the whole line (`odek continue: …`), printed without the
+    /// `odek: ` prefix.
+    Verbatim(String),
 }
 
 impl<E: std::fmt::Display> From<E> for CommandError {
@@ -25,6 +29,8 @@ impl<E: std::fmt::Display> From<E> for CommandError {
 pub async fn run(command: Command) -> Result<(), CommandError> {
     match command {
         Command::Ext(command) => ext::run(command).await,
+        Command::Run(args) => run::run(args).await,
+        Command::Continue(args) => run::continue_session(args).await,
         Command::Session(command) => session::run(command).await,
     }
 }

@@ -13,7 +13,8 @@
 
 use std::collections::BTreeMap;
 
-use odek_agent::danger::DangerClass;
+use odek_agent::danger::{Action, DangerClass, PolicySettings};
+pub use odek_agent::danger::{Action as DangerAction, NonInteractive};
 use odek_contract::quoting::quote;
 use serde::Deserialize;
 
@@ -28,25 +29,8 @@ pub(crate) struct DangerousFile {
     non_interactive: Option<String>,
 }
 
-/// What the policy does with an operation of a class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DangerAction {
-    Allow,
-    Prompt,
-    Deny,
-}
-
-/// What a `prompt` action becomes without a terminal.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum NonInteractive {
-    /// Read-only (`safe`) operations proceed, the rest is denied (the default).
-    #[default]
-    ReadOnly,
-    Deny,
-    Allow,
-}
-
 /// The validated `dangerous` section. `Default` is "nothing configured".
+/// [`DangerousConfig::policy_settings`] hands it to the policy in `odek-agent`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DangerousConfig {
     /// Per-class overrides of the §11 default actions.
@@ -61,55 +45,23 @@ pub struct DangerousConfig {
     pub non_interactive: NonInteractive,
 }
 
-/// The spelling of every danger class in config and messages.
-pub fn danger_class_name(class: DangerClass) -> &'static str {
-    match class {
-        DangerClass::Safe => "safe",
-        DangerClass::LocalWrite => "local_write",
-        DangerClass::Install => "install",
-        DangerClass::NetworkEgress => "network_egress",
-        DangerClass::CodeExecution => "code_execution",
-        DangerClass::SystemWrite => "system_write",
-        DangerClass::Persistence => "persistence",
-        DangerClass::Unknown => "unknown",
-        DangerClass::Destructive => "destructive",
-        DangerClass::Blocked => "blocked",
-        DangerClass::UnreadExec => "unread_exec",
-    }
-}
-
-/// Every class, in rank order, `unread_exec` (a gate without rank) last.
-pub const DANGER_CLASSES: [DangerClass; 11] = [
-    DangerClass::Safe,
-    DangerClass::LocalWrite,
-    DangerClass::Install,
-    DangerClass::NetworkEgress,
-    DangerClass::CodeExecution,
-    DangerClass::SystemWrite,
-    DangerClass::Persistence,
-    DangerClass::Unknown,
-    DangerClass::Destructive,
-    DangerClass::Blocked,
-    DangerClass::UnreadExec,
-];
-
-/// A class by its exact (lowercase) config name.
-pub fn parse_danger_class(name: &str) -> Option<DangerClass> {
-    DANGER_CLASSES.into_iter().find(|class| danger_class_name(*class) == name)
-}
-
 /// A class that may cap a profile's risk: every ranked class (`unread_exec` has no rank).
 pub fn parse_max_risk(name: &str) -> Option<DangerClass> {
-    parse_danger_class(name).filter(|class| *class != DangerClass::UnreadExec)
+    DangerClass::parse(name).filter(|class| *class != DangerClass::UnreadExec)
 }
 
-/// `allow`, `prompt` or `deny`, exactly.
-pub fn parse_danger_action(value: &str) -> Option<DangerAction> {
-    match value {
-        "allow" => Some(DangerAction::Allow),
-        "prompt" => Some(DangerAction::Prompt),
-        "deny" => Some(DangerAction::Deny),
-        _ => None,
+impl DangerousConfig {
+    /// The policy settings this section configures (no `max_risk` cap, no hard denials: those
+    /// come from sub-agent profiles).
+    pub fn policy_settings(&self) -> PolicySettings {
+        PolicySettings {
+            classes: self.classes.clone(),
+            default_action: self.action,
+            allowlist: self.allowlist.clone(),
+            denylist: self.denylist.clone(),
+            non_interactive: self.non_interactive,
+            ..PolicySettings::default()
+        }
     }
 }
 
@@ -120,11 +72,11 @@ pub(crate) fn validate_dangerous(file: Option<&DangerousFile>, warnings: &mut Ve
     };
     let mut config = DangerousConfig::default();
     for (name, action) in file.classes.iter().flatten() {
-        let Some(class) = parse_danger_class(name) else {
+        let Some(class) = DangerClass::parse(name) else {
             warnings.push(format!("dangerous.classes: unknown danger class {}; ignored", quote(name)));
             continue;
         };
-        match parse_danger_action(action) {
+        match Action::parse(action) {
             Some(action) => {
                 config.classes.insert(class, action);
             }
@@ -132,7 +84,7 @@ pub(crate) fn validate_dangerous(file: Option<&DangerousFile>, warnings: &mut Ve
         }
     }
     if let Some(action) = file.action.as_deref().filter(|action| !action.is_empty()) {
-        config.action = parse_danger_action(action);
+        config.action = Action::parse(action);
         if config.action.is_none() {
             warnings.push(format!("dangerous.action: invalid action {}; ignored", quote(action)));
         }
@@ -167,12 +119,8 @@ mod tests {
 
     #[test]
     fn every_class_round_trips_and_unread_exec_is_no_max_risk() {
-        for class in DANGER_CLASSES {
-            assert_eq!(parse_danger_class(danger_class_name(class)), Some(class));
-        }
         assert_eq!(parse_max_risk("unread_exec"), None);
         assert_eq!(parse_max_risk("blocked"), Some(DangerClass::Blocked));
-        assert_eq!(parse_danger_class("Safe"), None);
     }
 
     #[test]

@@ -47,10 +47,7 @@ pub use self::core_keys::{
     CoreConfig, DEFAULT_BASE_URL, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOOL_PARALLEL,
     DEFAULT_MODEL,
 };
-pub use self::dangerous::{
-    DANGER_CLASSES, DangerAction, DangerousConfig, NonInteractive, danger_class_name, parse_danger_action,
-    parse_danger_class, parse_max_risk,
-};
+pub use self::dangerous::{DangerAction, DangerousConfig, NonInteractive, parse_max_risk};
 pub use self::effective::{CliOverrides, EffectiveConfig, apply_cli_overrides, resolve_effective};
 pub use self::env_layer::{EnvLayer, env_bool, env_count, read_env_layer};
 pub use self::error::ConfigError;

@@ -23,13 +23,7 @@ pub fn approval_card(items: &[ApprovalItem]) -> String {
     for (index, item) in items.iter().enumerate() {
         // A newline in a command could forge another numbered line: show it as a symbol.
         let resource = odek_mcp::observer::terminal_safe(&item.risk.resource).replace('\n', " ⏎ ");
-        card.push_str(&format!(
-            "  {}. `{}` — `{}` ({})\n",
-            index + 1,
-            item.tool,
-            resource,
-            item.risk.class.as_str()
-        ));
+        card.push_str(&format!("  {}. `{}` — `{}` ({})\n", index + 1, item.tool, resource, item.risk.class.as_str()));
     }
     card
 }
@@ -103,7 +97,10 @@ mod tests {
     use super::*;
 
     fn item(tool: &str, resource: &str) -> ApprovalItem {
-        ApprovalItem { tool: tool.to_owned(), risk: Risk { class: DangerClass::NetworkEgress, resource: resource.to_owned() } }
+        ApprovalItem {
+            tool: tool.to_owned(),
+            risk: Risk { class: DangerClass::NetworkEgress, resource: resource.to_owned() },
+        }
     }
 
     #[test]

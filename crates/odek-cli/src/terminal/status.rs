@@ -94,7 +94,11 @@ impl StatusDisplay {
     fn refresh(&self, state: &State) {
         let Some(bar) = &self.bar else { return };
         let activity = if state.running.is_empty() {
-            if state.streamed_chars > 0 { format!("receiving ({} chars)", state.streamed_chars) } else { "thinking".to_owned() }
+            if state.streamed_chars > 0 {
+                format!("receiving ({} chars)", state.streamed_chars)
+            } else {
+                "thinking".to_owned()
+            }
         } else {
             format!("running {}", state.running.join(", "))
         };
@@ -145,7 +149,13 @@ impl LoopObserver for StatusDisplay {
                 let class = risk.map(|risk| format!(" [{}]", risk.class.as_str())).unwrap_or_default();
                 let line = match self.mode {
                     StatusMode::Live { .. } => {
-                        format!("{} {}{} {}", self.paint("36", "▸"), self.paint("1", tool), class, one_line(shown, RECORD_TEXT_CHARS))
+                        format!(
+                            "{} {}{} {}",
+                            self.paint("36", "▸"),
+                            self.paint("1", tool),
+                            class,
+                            one_line(shown, RECORD_TEXT_CHARS)
+                        )
                     }
                     _ => format!("odek: [it {}] {tool}{class} {}", state.iteration, one_line(shown, RECORD_TEXT_CHARS)),
                 };
@@ -169,7 +179,11 @@ impl LoopObserver for StatusDisplay {
                         format!("odek: [it {}] {tool} ok ({seconds}, {} bytes)", state.iteration, output.len())
                     }
                     (CallResult::Failed { output }, _) => {
-                        format!("odek: [it {}] {tool} failed ({seconds}): {}", state.iteration, one_line(output, RECORD_TEXT_CHARS))
+                        format!(
+                            "odek: [it {}] {tool} failed ({seconds}): {}",
+                            state.iteration,
+                            one_line(output, RECORD_TEXT_CHARS)
+                        )
                     }
                 };
                 self.print(&line);

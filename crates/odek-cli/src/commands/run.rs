@@ -1,0 +1,352 @@
+//! `odek run` and `odek continue`: resolve the effective settings (config files, `ODEK_*`,
+//! flags), build the provider, the tools and the system prompt, start the MCP servers, run the
+//! loop, persist the session, print the final answer on stdout (spec `loop-and-sessions.md`,
+//! `config.md` §4, §10–§11).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use odek_agent::danger::DangerPolicy;
+use odek_agent::observer::LoopObserver;
+use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
+use odek_agent::run::trim::context_window;
+use odek_agent::run::{Agent, BatchApprover, Checkpoint, LoopSettings, Saved, ToolSet};
+use odek_agent::session::{ExternalRef, Session, SessionId, SessionStore, parse_external_ref_spec, safe_state};
+use odek_agent::tool::ToolContext;
+use odek_contract::redaction::redact;
+use odek_llm::{Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, Thinking, Usage};
+use odek_mcp::{McpEvent, McpObserver, StderrObserver};
+
+use super::CommandError;
+use super::ext::{Setup, cancel_on_interrupt, start_hub};
+use crate::cli::{ContinueArgs, LoopArgs, RunArgs};
+use crate::config::{CliOverrides, resolve_effective};
+use crate::terminal::batch_gate::TerminalBatchGate;
+use crate::terminal::colour_allowed;
+use crate::terminal::status::{StatusDisplay, StatusMode};
+
+/// Provider ids `--provider` accepts.
+const OPENAI_PROVIDER: &str = "openai";
+const REPLAY_PROVIDER: &str = "replay";
+
+pub async fn run(args: RunArgs) -> Result<(), CommandError> {
+    let setup = Setup::load()?;
+    let effective = Effective::resolve(&setup, &args.common, Some(&args))?;
+    let task = task_text(&args.common.task).ok_or_else(|| CommandError::Fatal("a task is required".into()))?;
+    let refs = parse_external_refs(&args.common.external_refs)?;
+    let session = if args.session {
+        let mut session = Session::new(SessionId::mint()?);
+        let core = &effective.config.core;
+        session.model.clone_from(&core.model);
+        session.provider.clone_from(&core.provider);
+        session.base_url.clone_from(&core.base_url);
+        session.add_external_refs(refs)?;
+        Some(session)
+    } else {
+        if !refs.is_empty() {
+            eprintln!("odek: warning: --external-ref is only persisted with --session; ignoring");
+        }
+        None
+    };
+    let messages = vec![
+        Message::system(effective.system_prompt(&setup, args.system.as_deref())),
+        Message::user(Effective::user_message(&setup, &task, &args.common.ctx)?),
+    ];
+    execute(setup, effective, messages, session).await
+}
+
+pub async fn continue_session(args: ContinueArgs) -> Result<(), CommandError> {
+    let setup = Setup::load()?;
+    let store = session_store(&setup)?;
+    let session = match &args.id {
+        Some(id) => Some(store.load(&SessionId::parse(id)?)?),
+        None => store.latest()?,
+    };
+    let mut session = session.ok_or_else(|| CommandError::Verbatim("odek continue: no session to continue".into()))?;
+    let Some(task) = task_text(&args.common.task) else {
+        return Err(CommandError::Verbatim("odek continue: a task is required for continue".into()));
+    };
+    let mut effective = Effective::resolve(&setup, &args.common, None)?;
+    let core = &mut effective.config.core;
+    core.model.clone_from(&session.model);
+    core.provider.clone_from(&session.provider);
+    if !session.base_url.is_empty() {
+        core.base_url.clone_from(&session.base_url);
+    }
+    session.add_external_refs(parse_external_refs(&args.common.external_refs)?)?;
+    let mut messages = safe_state(&session.messages);
+    messages.push(Message::user(Effective::user_message(&setup, &task, &args.common.ctx)?));
+    execute(setup, effective, messages, Some(session)).await
+}
+
+fn task_text(words: &[String]) -> Option<String> {
+    let task = words.join(" ");
+    (!task.trim().is_empty()).then_some(task)
+}
+
+fn parse_external_refs(specs: &[String]) -> Result<Vec<ExternalRef>, CommandError> {
+    specs.iter().map(|spec| parse_external_ref_spec(spec).map_err(CommandError::from)).collect()
+}
+
+fn session_store(setup: &Setup) -> Result<SessionStore, CommandError> {
+    let odek_dir = setup.sources.odek_dir();
+    Ok(SessionStore::new(odek_dir.join("sessions"))?.with_artifacts_dir(odek_dir.join("artifacts")))
+}
+
+/// The settings of this run after every layer.
+struct Effective {
+    config: crate::config::Config,
+    api_key: Option<String>,
+    no_color: bool,
+    thinking: Thinking,
+    stream: bool,
+    replay: Option<PathBuf>,
+    record: Option<PathBuf>,
+    quiet: bool,
+}
+
+impl Effective {
+    /// Files, `ODEK_*` and the flags `run` and `continue` share; `run_flags` adds `run`'s own.
+    fn resolve(setup: &Setup, flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result<Effective, CommandError> {
+        let max_iterations = match &flags.max_iter {
+            Some(value) => Some(value.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                CommandError::Fatal(format!("--max-iter: invalid integer {}", odek_contract::quoting::quote(value)))
+            })?),
+            None => None,
+        };
+        let mut overrides = CliOverrides {
+            max_iterations,
+            planning: flags.no_planning.then_some(false),
+            compaction: flags.no_compaction.then_some(false),
+            tools: flags.tools.clone(),
+            no_tools: flags.no_tools.clone(),
+            ..CliOverrides::default()
+        };
+        if let Some(run) = run_flags {
+            overrides.model.clone_from(&run.model);
+            overrides.provider.clone_from(&run.provider);
+            overrides.base_url.clone_from(&run.base_url);
+            overrides.no_agents = run.no_agents;
+            overrides.sandbox = run.sandbox;
+            if run.planning {
+                overrides.planning = Some(true);
+            }
+            if run.compaction {
+                overrides.compaction = Some(true);
+            }
+        }
+        let effective = resolve_effective(&setup.loaded, &overrides)?;
+        // The loader's own warnings were printed by `Setup::load`.
+        for warning in effective.warnings.iter().skip(setup.loaded.warnings.len()) {
+            eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
+        }
+        let mut config = effective.config;
+        if flags.replay.is_some() && config.core.provider.is_empty() {
+            REPLAY_PROVIDER.clone_into(&mut config.core.provider);
+        }
+        let thinking_text = flags.thinking.clone().unwrap_or_else(|| config.core.thinking.clone());
+        let thinking = Thinking::parse(&thinking_text).ok_or_else(|| {
+            CommandError::Fatal(format!(
+                "invalid thinking level {} (want enabled, disabled, low, medium or high)",
+                odek_contract::quoting::quote(&thinking_text)
+            ))
+        })?;
+        Ok(Effective {
+            stream: config.core.stream || flags.stream,
+            config,
+            api_key: effective.api_key,
+            no_color: effective.no_color,
+            thinking,
+            replay: flags.replay.clone(),
+            record: flags.record.clone(),
+            quiet: flags.quiet,
+        })
+    }
+
+    fn system_prompt(&self, setup: &Setup, system_flag: Option<&str>) -> String {
+        let inputs = PromptInputs {
+            system_flag: system_flag.map(str::to_owned),
+            system_config: Some(self.config.core.system.clone()),
+            odek_home: setup.sources.odek_dir(),
+            cwd: setup.sources.cwd.clone(),
+            no_agents: self.config.core.no_agents,
+            interface: "cli".to_owned(),
+            now: chrono::Utc::now(),
+        };
+        let (prompt, warnings) = compose_system_prompt(&inputs);
+        print_warnings(&warnings);
+        prompt
+    }
+
+    /// The user message: the task with `@file` references and `--ctx` files as context blocks.
+    fn user_message(setup: &Setup, task: &str, ctx: &[PathBuf]) -> Result<String, CommandError> {
+        let (mut attachments, warnings) = expand_at_references(task, &setup.sources.cwd);
+        print_warnings(&warnings);
+        for path in ctx {
+            let path = if path.is_absolute() { path.clone() } else { setup.sources.cwd.join(path) };
+            attachments.push(read_ctx_file(&path)?);
+        }
+        Ok(user_message(task, &attachments))
+    }
+
+    fn provider(&self) -> Result<Arc<dyn Provider>, CommandError> {
+        let core = &self.config.core;
+        let provider: Box<dyn Provider> = match core.provider.as_str() {
+            "" | OPENAI_PROVIDER => {
+                if self.replay.is_some() {
+                    return Err(CommandError::Fatal("--replay needs --provider replay".into()));
+                }
+                let key = self.api_key.clone().unwrap_or_default();
+                if key.is_empty() && !is_loopback(&core.base_url) {
+                    return Err(CommandError::Fatal(format!(
+                        "no API key for {}: set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json",
+                        core.base_url
+                    )));
+                }
+                Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
+            }
+            REPLAY_PROVIDER => {
+                let path = self
+                    .replay
+                    .as_ref()
+                    .ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
+                Box::new(ReplayProvider::load(path)?)
+            }
+            other => {
+                return Err(CommandError::Fatal(format!(
+                    "unknown provider {} (want openai or replay)",
+                    odek_contract::quoting::quote(other)
+                )));
+            }
+        };
+        let provider: Box<dyn Provider> = match &self.record {
+            Some(path) => Box::new(RecordingProvider::new(provider, path)?),
+            None => provider,
+        };
+        Ok(Arc::from(provider))
+    }
+}
+
+fn print_warnings(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
+    }
+}
+
+/// Local endpoints (llama.cpp, Ollama, vLLM on this machine) may run without a key.
+fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url.split_once("://").map_or(base_url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    matches!(host.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
+}
+
+/// Saves the session after each completed step.
+struct SessionCheckpoint {
+    store: SessionStore,
+    session: Session,
+    /// The run's usage already added to the session.
+    charged: Usage,
+}
+
+impl Checkpoint for SessionCheckpoint {
+    fn save(&mut self, messages: &[Message], totals: Usage) -> Result<Saved, String> {
+        self.session.messages = messages.to_vec();
+        self.session.add_usage(Usage {
+            input_tokens: totals.input_tokens.saturating_sub(self.charged.input_tokens),
+            output_tokens: totals.output_tokens.saturating_sub(self.charged.output_tokens),
+        });
+        self.charged = totals;
+        let report = self.store.save(&mut self.session).map_err(|err| err.to_string())?;
+        Ok(Saved { message_count: report.message_count, warning: report.warning })
+    }
+}
+
+/// MCP lifecycle messages on the terminal; `--quiet` keeps only the warnings.
+struct QuietMcpObserver;
+
+impl McpObserver for QuietMcpObserver {
+    fn event(&self, _event: McpEvent) {}
+
+    fn warning(&self, server: &str, text: &str) {
+        StderrObserver.warning(server, text);
+    }
+
+    fn server_line(&self, _server: &str, _line: &str) {}
+}
+
+async fn execute(
+    setup: Setup,
+    effective: Effective,
+    mut messages: Vec<Message>,
+    session: Option<Session>,
+) -> Result<(), CommandError> {
+    let provider = effective.provider()?;
+    let mode = if effective.quiet {
+        StatusMode::Quiet
+    } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        StatusMode::Live { colour: colour_allowed(&setup.loaded.env) && !effective.no_color }
+    } else {
+        StatusMode::Plain
+    };
+    let mcp_observer: Arc<dyn McpObserver> =
+        if effective.quiet { Arc::new(QuietMcpObserver) } else { Arc::new(StderrObserver) };
+    let hub = Arc::new(start_hub(&setup, mcp_observer).await?);
+    let display = Arc::new(StatusDisplay::new(mode));
+    let config = &effective.config;
+    let tools_config = config.tools.clone();
+    let allowed = Arc::new(move |name: &str| tools_config.allows(name));
+    let cancel = cancel_on_interrupt();
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let tool_context = ToolContext {
+        cwd: setup.sources.cwd.clone(),
+        odek_home: setup.sources.odek_dir(),
+        cancel: cancel.clone(),
+        policy: Arc::new(DangerPolicy::new(config.dangerous.policy_settings())),
+        interactive,
+        approved: false,
+    };
+    let gate: Option<Arc<dyn BatchApprover>> = if interactive {
+        TerminalBatchGate::new(Arc::clone(&display)).map(|gate| Arc::new(gate) as Arc<dyn BatchApprover>)
+    } else {
+        None
+    };
+    let checkpoint: Option<Box<dyn Checkpoint>> = match session {
+        Some(session) => {
+            Some(Box::new(SessionCheckpoint { store: session_store(&setup)?, session, charged: Usage::default() }))
+        }
+        None => None,
+    };
+    let core = &config.core;
+    let mut agent = Agent {
+        provider,
+        tools: ToolSet::new(odek_agent::tools::builtin_tools(), Some(Arc::clone(&hub)), allowed),
+        settings: LoopSettings {
+            context_window: context_window(&core.model),
+            model: core.model.clone(),
+            thinking: effective.thinking,
+            stream: effective.stream,
+            max_iterations: core.max_iterations,
+            max_tool_parallel: usize::try_from(core.max_tool_parallel).unwrap_or(usize::MAX),
+            compaction: core.compaction,
+        },
+        tool_context,
+        observer: Arc::clone(&display) as Arc<dyn LoopObserver>,
+        gate,
+        checkpoint,
+    };
+    let outcome = agent.run(&mut messages, &cancel).await;
+    display.finish();
+    hub.shutdown().await;
+    let outcome = outcome.map_err(|err| CommandError::Fatal(err.to_string()))?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", redact(&outcome.answer))?;
+    stdout.flush()?;
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! Shared by the `odek run` / `odek continue` end-to-end tests: a temporary home and project,
+//! the real `odek` binary, the scripted OpenAI-compatible server and the fixture MCP server.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// The key the tests hand to odek; it must never appear in any output.
+pub const API_KEY: &str = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0";
+
+pub struct Sandbox {
+    _root: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub artifacts: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let project = root.path().join("project");
+        let artifacts = root.path().join("artifacts");
+        for dir in [&home, &project, &artifacts] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        Sandbox { _root: root, home, project, artifacts }
+    }
+
+    /// A global config with `base_url` pointing at `server` and the fixture server (when asked).
+    pub fn global_config(&self, config: &Value) {
+        let dir = self.home.join(".odek");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    }
+
+    pub fn fixture_server(&self) -> Value {
+        json!({
+            "command": odek_test_support::fixture_server(),
+            "args": ["--artifact-dir", self.artifacts],
+            "artifact_roots": [self.artifacts],
+            "auto_approve": true,
+        })
+    }
+
+    /// Global config: the scripted endpoint, optionally the fixture server.
+    pub fn configure(&self, base_url: &str, with_fixture: bool) {
+        let mut config = json!({"base_url": base_url, "model": "test-model"});
+        if with_fixture {
+            config["mcp_servers"] = json!({"fixture": self.fixture_server()});
+        }
+        self.global_config(&config);
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(odek_test_support::odek_binary());
+        command
+            .args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ODEK_API_KEY", API_KEY)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    pub fn odek(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args).spawn().unwrap()
+    }
+
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.home.join(".odek").join("sessions")
+    }
+
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.sessions_dir()) else { return Vec::new() };
+        let mut files: Vec<PathBuf> = entries
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json") && !path.ends_with("index.json"))
+            .collect();
+        files.sort();
+        files
+    }
+
+    pub fn write(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.project.join(name);
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The messages of a recorded chat request.
+pub fn messages(request: &odek_test_support::openai::RecordedRequest) -> Vec<Value> {
+    request.body["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// The contents of the tool messages of a recorded request, in order.
+pub fn tool_contents(request: &odek_test_support::openai::RecordedRequest) -> Vec<String> {
+    messages(request)
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+pub fn assert_no_key(outputs: &[&str]) {
+    for output in outputs {
+        assert!(!output.contains(API_KEY), "the API key leaked: {output}");
+    }
+}
+
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
