@@ -155,3 +155,30 @@ pub fn agent(provider: Arc<QueueProvider>, tools: Vec<Arc<dyn Tool>>, settings: 
 pub fn start() -> Vec<Message> {
     vec![Message::system("identity"), Message::user("do the task")]
 }
+
+/// A tool that classifies every call as `network_egress` and records whether it ran approved.
+pub struct RiskyTool {
+    pub ran: Mutex<Vec<bool>>,
+}
+
+impl Tool for RiskyTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: "fetch".into(),
+            description: "risky".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn risk(&self, arguments: &str, _ctx: &ToolContext) -> Option<odek_agent::tool::Risk> {
+        Some(odek_agent::tool::Risk {
+            class: odek_agent::danger::DangerClass::NetworkEgress,
+            resource: format!("fetch {arguments}"),
+        })
+    }
+
+    fn call<'a>(&'a self, _arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        self.ran.lock().unwrap().push(ctx.approved);
+        Box::pin(async { Ok(ToolOutcome::text("fetched")) })
+    }
+}

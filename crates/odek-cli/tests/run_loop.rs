@@ -188,3 +188,34 @@ fn max_iter_must_be_a_positive_integer() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), "odek: --max-iter: invalid integer \"zero\"\n");
 }
+
+#[test]
+fn shell_commands_never_see_the_provider_key_red() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", "shell", r#"{"command":"env"}"#)]),
+        Reply::text("done"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let output = sandbox.command(&["run", "list", "env"]).env("ODEK_MARKER", "visible").output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result = &tool_contents(&server.requests()[1])[0];
+    assert!(result.contains("ODEK_MARKER=visible"), "{result}");
+    assert!(!result.contains("ODEK_API_KEY"), "{result}");
+    assert_no_key(&[result]);
+}
+
+#[test]
+fn risky_commands_are_denied_without_a_terminal_with_the_exact_marker() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", "shell", r#"{"command":"curl https://example.com/x"}"#)]),
+        Reply::text("done"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let output = sandbox.odek(&["run", "fetch"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result = &tool_contents(&server.requests()[1])[0];
+    assert!(result.contains("\noperation denied by configuration: "), "{result}");
+    assert!(result.contains("(risk: network_egress)\n"), "{result}");
+}

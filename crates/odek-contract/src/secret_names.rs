@@ -53,6 +53,11 @@ const SENSITIVE_SUFFIXES: &[&str] = &[
     "SECRETKEY",
 ];
 
+/// The environment variables odek reads its provider API key from, in resolution order after
+/// `ODEK_API_KEY` (spec `config.md` §4). Processes odek starts for the model (the shell tool)
+/// never inherit them.
+pub const PROVIDER_KEY_VARIABLES: [&str; 3] = ["ODEK_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
+
 /// An env name is sensitive if, split on `_`/`-`, a segment is one of the sensitive words, or
 /// if, uppercased without separators, it ends with one of the sensitive suffixes.
 pub fn is_sensitive_env_name(name: &str) -> bool {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use odek_contract::secret_names::PROVIDER_KEY_VARIABLES;
 use odek_contract::untrusted::wrap_untrusted;
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
@@ -196,11 +197,16 @@ async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolCon
         .arg("-c")
         .arg(command)
         .current_dir(dir)
+        .env_remove("ODEK_API_KEY_FD")
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(stderr_writer))
         .process_group(0)
         .kill_on_drop(true);
+    // The model's commands never see odek's own provider key.
+    for name in PROVIDER_KEY_VARIABLES {
+        process.env_remove(name);
+    }
     let mut child = process.spawn().map_err(spawn_error)?;
     // The parent's copies of the write end must close, or the pipe never reaches EOF.
     drop(process);

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use super::Config;
 
 /// The environment variables consulted, around the global `api_key` (which sits second).
-pub const API_KEY_VARIABLES: [&str; 3] = ["ODEK_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY"];
+pub const API_KEY_VARIABLES: [&str; 3] = odek_contract::secret_names::PROVIDER_KEY_VARIABLES;
 
 /// The key to send, or `None` when no source has one. A value of only whitespace counts as
 /// empty. The key is registered with [`odek_contract::redaction::register_secret`] before it is

@@ -1,0 +1,65 @@
+//! The batch approval gate (spec `loop-and-sessions.md` §11): one card per batch listing every
+//! risky call; a denied batch runs nothing; "always" is remembered for the exact command.
+
+mod loop_support;
+
+use std::sync::{Arc, Mutex};
+
+use loop_support::*;
+use odek_agent::run::{ApprovalItem, BatchApprover, GateAnswer};
+use odek_llm::{BoxFuture, Role};
+use tokio_util::sync::CancellationToken;
+
+struct ScriptedGate {
+    answers: Mutex<Vec<GateAnswer>>,
+    cards: Mutex<Vec<(Vec<String>, bool)>>,
+}
+
+impl BatchApprover for ScriptedGate {
+    fn approve<'a>(&'a self, items: &'a [ApprovalItem], allow_always: bool) -> BoxFuture<'a, GateAnswer> {
+        self.cards.lock().unwrap().push((items.iter().map(|item| item.risk.resource.clone()).collect(), allow_always));
+        let answer = self.answers.lock().unwrap().remove(0);
+        Box::pin(async move { answer })
+    }
+}
+
+fn gate(answers: Vec<GateAnswer>) -> Arc<ScriptedGate> {
+    Arc::new(ScriptedGate { answers: Mutex::new(answers), cards: Mutex::default() })
+}
+
+#[tokio::test]
+async fn a_denied_batch_runs_nothing() {
+    let risky = Arc::new(RiskyTool { ran: Mutex::default() });
+    let provider = QueueProvider::new(vec![calls(&[("1", "fetch", "a"), ("2", "echo", "{}")]), answer("done")]);
+    let mut agent = agent(provider, vec![Arc::clone(&risky) as _, echo_tool()], settings(5));
+    let scripted = gate(vec![GateAnswer::Deny]);
+    agent.gate = Some(Arc::clone(&scripted) as Arc<dyn BatchApprover>);
+    let mut messages = start();
+    agent.run(&mut messages, &CancellationToken::new()).await.unwrap();
+    assert!(risky.ran.lock().unwrap().is_empty());
+    let outputs: Vec<_> = messages.iter().filter(|m| m.role == Role::Tool).map(|m| m.content.clone()).collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(outputs.iter().all(|o| o.contains("\nerror: batch approval denied\n")), "{outputs:?}");
+    assert_eq!(scripted.cards.lock().unwrap()[0], (vec!["fetch a".to_owned()], true));
+}
+
+#[tokio::test]
+async fn approved_calls_run_approved_and_always_is_remembered_per_command() {
+    let risky = Arc::new(RiskyTool { ran: Mutex::default() });
+    let provider = QueueProvider::new(vec![
+        calls(&[("1", "fetch", "a"), ("2", "fetch", "b")]),
+        calls(&[("3", "fetch", "a")]),
+        calls(&[("4", "fetch", "c")]),
+        answer("done"),
+    ]);
+    let mut agent = agent(provider, vec![Arc::clone(&risky) as _], settings(10));
+    let scripted = gate(vec![GateAnswer::ApproveAlways, GateAnswer::Approve]);
+    agent.gate = Some(Arc::clone(&scripted) as Arc<dyn BatchApprover>);
+    agent.run(&mut start(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(*risky.ran.lock().unwrap(), [true, true, true, true]);
+    let cards = scripted.cards.lock().unwrap();
+    // "fetch a" was trusted for the run: the second batch needed no card.
+    assert_eq!(cards.len(), 2);
+    assert_eq!(cards[0].0, ["fetch a", "fetch b"]);
+    assert_eq!(cards[1].0, ["fetch c"]);
+}
