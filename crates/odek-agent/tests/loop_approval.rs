@@ -1,6 +1,8 @@
 //! The batch approval gate (spec `loop-and-sessions.md` §11): one card per batch listing every
 //! risky call; a denied batch runs nothing; "always" is remembered for the exact command.
 
+#![allow(clippy::unwrap_used)]
+
 mod loop_support;
 
 use std::sync::{Arc, Mutex};
