@@ -23,15 +23,14 @@ pub fn encode_arguments(arguments: &str) -> String {
     canonicalize_text(arguments).unwrap_or_else(|| json_string(arguments))
 }
 
-/// `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`, from the
-/// route's precomputed `{"name":…,"arguments":` prefix.
-pub fn call_params(params_prefix: &str, encoded_arguments: &str, request_id: i64) -> String {
-    use std::fmt::Write;
-    let mut params = String::with_capacity(48 + params_prefix.len() + encoded_arguments.len());
-    params.push_str(params_prefix);
-    params.push_str(encoded_arguments);
-    let _ = write!(params, ",\"_meta\":{{\"progressToken\":{request_id}}}}}");
-    params
+/// Appends `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`,
+/// from the route's precomputed `{"name":…,"arguments":` prefix.
+pub fn push_call_params(out: &mut Vec<u8>, params_prefix: &str, encoded_arguments: &str, request_id: i64) {
+    out.extend_from_slice(params_prefix.as_bytes());
+    out.extend_from_slice(encoded_arguments.as_bytes());
+    out.extend_from_slice(b",\"_meta\":{\"progressToken\":");
+    crate::connection::push_integer(out, request_id);
+    out.extend_from_slice(b"}}");
 }
 
 /// A text that borrows from the response line when it has no escapes.
@@ -169,10 +168,9 @@ mod tests {
 
     #[test]
     fn params_carry_the_progress_token() {
-        assert_eq!(
-            call_params(r#"{"name":"echo","arguments":"#, r#"{"text":"hi"}"#, 7),
-            r#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#
-        );
+        let mut params = Vec::new();
+        push_call_params(&mut params, r#"{"name":"echo","arguments":"#, r#"{"text":"hi"}"#, 7);
+        assert_eq!(params, br#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#);
     }
 
     fn limits(roots: &ArtifactRoots) -> ResultContext<'_> {

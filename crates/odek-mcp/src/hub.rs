@@ -17,9 +17,9 @@ use odek_contract::quoting::quote;
 use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use crate::call::{call_params, decode_call_result, encode_arguments};
+use crate::call::{decode_call_result, encode_arguments};
 use crate::catalogue::{Catalogue, Route};
-use crate::connection::{CallOptions, Connection, SpawnParams, cancelled};
+use crate::connection::{CallOptions, Connection, Params, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks,
 };
@@ -359,7 +359,7 @@ impl McpHub {
         };
         let encoded = encode_arguments(arguments);
         let frame = connection
-            .request("tools/call", |id| Some(call_params(&route.params_prefix, &encoded, id)), options)
+            .request("tools/call", Params::ToolCall { prefix: &route.params_prefix, arguments: &encoded }, options)
             .await
             .map_err(|failure| {
                 let failure = match failure {
