@@ -6,6 +6,7 @@
 //! Start at [`Connection::spawn`] and [`Connection::request`].
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
@@ -136,6 +137,31 @@ struct Pending {
     state: Arc<RequestState>,
 }
 
+/// Waiting requests by id. Keys are only ever inserted by odek (its own sequential ids); a
+/// server's ids are only looked up, so a flood of crafted ids cannot build long probe chains and
+/// a multiplicative hash (no SipHash) is enough.
+type PendingMap = HashMap<i64, Pending, BuildHasherDefault<RequestIdHasher>>;
+
+/// Fibonacci hashing of one `i64`: consecutive ids land far apart.
+#[derive(Default)]
+struct RequestIdHasher(u64);
+
+impl Hasher for RequestIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, id: i64) {
+        self.0 = id.cast_unsigned().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 #[derive(Debug)]
 struct Outgoing {
     bytes: Vec<u8>,
@@ -147,7 +173,7 @@ struct Shared {
     server: String,
     max_response_bytes: usize,
     timeout: Duration,
-    pending: Mutex<HashMap<i64, Pending>>,
+    pending: Mutex<PendingMap>,
     closed: Mutex<Option<Closed>>,
     stale: Arc<AtomicBool>,
     lines: ServerLineSink,
@@ -256,7 +282,7 @@ impl Connection {
             server: params.server.to_owned(),
             max_response_bytes: params.max_response_bytes,
             timeout: params.timeout,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingMap::default()),
             closed: Mutex::new(None),
             stale: params.stale,
             lines: lines.clone(),
