@@ -347,15 +347,21 @@ impl McpHub {
             method: "tools/call",
             failure: RequestFailure::NotDispatched(cause),
         };
-        // Waiting for another caller's restart, or restarting, happens within the caller's bounds.
-        let connecting = self.connection_for_call(server, raw_tool, exposed);
-        let connection = tokio::select! {
-            biased;
-            () = cancelled(options.cancel.as_ref()) => return Err(not_dispatched(Cause::Canceled)),
-            connection = until(options.deadline, connecting) => match connection {
-                Some(connection) => connection?,
-                None => return Err(not_dispatched(Cause::DeadlineExceeded)),
-            },
+        let connection = match self.live_connection(server) {
+            Some(connection) => connection,
+            None => {
+                // Waiting for another caller's restart, or restarting, happens within the
+                // caller's bounds.
+                let connecting = self.connection_for_call(server, raw_tool, exposed);
+                tokio::select! {
+                    biased;
+                    () = cancelled(options.cancel.as_ref()) => return Err(not_dispatched(Cause::Canceled)),
+                    connection = until(options.deadline, connecting) => match connection {
+                        Some(connection) => connection?,
+                        None => return Err(not_dispatched(Cause::DeadlineExceeded)),
+                    },
+                }
+            }
         };
         let encoded = encode_arguments(arguments);
         let frame = connection
@@ -390,6 +396,19 @@ impl McpHub {
             });
         }
         decode_call_result(frame.result_json(), &result_context(server, raw_tool))
+    }
+
+    /// The usual case without waiting: the slot is free (no restart or re-list under way) and
+    /// holds a connection that is alive. `None` sends the caller through
+    /// [`McpHub::connection_for_call`], which decides everything else.
+    fn live_connection(&self, server: &ServerRuntime) -> Option<Arc<Connection>> {
+        let slot = server.slot.try_lock().ok()?;
+        match &*slot {
+            Slot::Live(connection) if !self.closed.load(Ordering::Acquire) && !connection.is_dead() => {
+                Some(Arc::clone(connection))
+            }
+            _ => None,
+        }
     }
 
     /// The live connection for a call, restarting a crashed server first (spec §11).
