@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use odek_contract::artifact_ref::ArtifactRoots;
@@ -571,7 +571,9 @@ fn bound_error(error: McpError, context: &ResultContext<'_>) -> McpError {
 
 /// Whether a `tools/call` result may hold an envelope with refs to validate.
 fn carries_artifact_refs(result_json: &[u8]) -> bool {
-    memchr::memmem::find(result_json, ARTIFACT_REF_SCHEMA.as_bytes()).is_some()
+    static SCHEMA: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(ARTIFACT_REF_SCHEMA.as_bytes()));
+    SCHEMA.find(result_json).is_some()
 }
 
 /// Runs `future` until the deadline, if any; `None` when the deadline came first.
