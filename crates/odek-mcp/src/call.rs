@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 
 use crate::discovery::json_string;
 use crate::error::McpError;
+use crate::frame_scan::{CallResult, ContentItem, scan_call_result};
 
 /// The model's argument string as sent: parsed and re-serialised with sorted keys; empty ⇒
 /// `null`; not JSON ⇒ the text as a JSON string.
@@ -23,15 +24,14 @@ pub fn encode_arguments(arguments: &str) -> String {
     canonicalize_text(arguments).unwrap_or_else(|| json_string(arguments))
 }
 
-/// `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`, from the
-/// route's precomputed `{"name":…,"arguments":` prefix.
-pub fn call_params(params_prefix: &str, encoded_arguments: &str, request_id: i64) -> String {
-    use std::fmt::Write;
-    let mut params = String::with_capacity(48 + params_prefix.len() + encoded_arguments.len());
-    params.push_str(params_prefix);
-    params.push_str(encoded_arguments);
-    let _ = write!(params, ",\"_meta\":{{\"progressToken\":{request_id}}}}}");
-    params
+/// Appends `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`,
+/// from the route's precomputed `{"name":…,"arguments":` prefix.
+pub fn push_call_params(out: &mut Vec<u8>, params_prefix: &str, encoded_arguments: &str, request_id: i64) {
+    out.extend_from_slice(params_prefix.as_bytes());
+    out.extend_from_slice(encoded_arguments.as_bytes());
+    out.extend_from_slice(b",\"_meta\":{\"progressToken\":");
+    crate::connection::push_integer(out, request_id);
+    out.extend_from_slice(b"}}");
 }
 
 /// A text that borrows from the response line when it has no escapes.
@@ -55,18 +55,36 @@ struct WireCallResult<'a> {
     is_error: Option<bool>,
 }
 
-impl<'a> WireContent<'a> {
-    fn is_text(&self) -> bool {
-        self.kind.as_ref().is_some_and(|kind| kind.0 == "text")
+/// The result's members: by the routing scanner when it can, else by serde_json (whose reading
+/// the scanner reproduces, and whose errors are the ones reported).
+fn read_call_result(json: &[u8]) -> Result<CallResult<'_>, String> {
+    match scan_call_result(json) {
+        Some(result) => Ok(result),
+        None => serde_call_result(json),
     }
+}
 
-    /// The `text` literal (`""` when absent or `null`); an error when it is not a JSON string.
-    fn literal(&self) -> Result<&'a str, String> {
-        match self.text.map(RawValue::get) {
-            None => Ok("\"\""),
-            Some(literal) if literal.starts_with('"') => Ok(literal),
-            Some(other) => Err(format!("content text must be a string, got {}", first_chars(other, 32))),
-        }
+fn serde_call_result(json: &[u8]) -> Result<CallResult<'_>, String> {
+    let wire: WireCallResult<'_> = parse_object(json)?;
+    let content = wire
+        .content
+        .unwrap_or_default()
+        .into_iter()
+        .map(|item| ContentItem {
+            is_text: item.kind.is_some_and(|kind| kind.0 == "text"),
+            text: item.text.map(RawValue::get).filter(|literal| *literal != "null"),
+        })
+        .collect();
+    Ok(CallResult { content, is_error: wire.is_error })
+}
+
+/// The `text` literal of an item (`""` when absent or `null`); an error when it is not a JSON
+/// string.
+fn item_literal<'a>(item: &ContentItem<'a>) -> Result<&'a str, String> {
+    match item.text {
+        None => Ok("\"\""),
+        Some(literal) if literal.starts_with('"') => Ok(literal),
+        Some(other) => Err(format!("content text must be a string, got {}", first_chars(other, 32))),
     }
 }
 
@@ -89,14 +107,14 @@ pub(crate) fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
 /// success goes through envelope detection, artifact validation, rendering and the cap.
 pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Result<ToolOutput, McpError> {
     let parse_error = |error| McpError::ResultParse { server: context.server.to_owned(), error };
-    let result: WireCallResult<'_> = parse_object(result_json).map_err(parse_error)?;
-    let content = result.content.unwrap_or_default();
+    let result = read_call_result(result_json).map_err(parse_error)?;
+    let content = result.content;
     if result.is_error == Some(true) {
         let message = match content.first() {
             None => "unknown error".to_owned(),
-            Some(item) if item.is_text() => {
+            Some(item) if item.is_text => {
                 // The error channel never carries an envelope, so this always answers.
-                let literal = item.literal().map_err(parse_error)?;
+                let literal = item_literal(item).map_err(parse_error)?;
                 cap_escaped_text(literal, context, Channel::Error).map(|capped| capped.text).unwrap_or_default()
             }
             Some(_) => String::new(),
@@ -112,11 +130,11 @@ pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Re
         tool: context.tool.to_owned(),
         detail: apply_result_limit(&err.to_string(), context.server, context.tool, context.max_result_chars).text,
     };
-    let mut text_items = content.iter().filter(|item| item.is_text());
+    let mut text_items = content.iter().filter(|item| item.is_text);
     if let (only, None) = (text_items.next(), text_items.next()) {
         // One text item (the usual shape): no vectors, and an escaped plain text is capped
         // while decoding, so a large one is never held decoded in full.
-        let literal = only.map_or(Ok("\"\""), WireContent::literal).map_err(parse_error)?;
+        let literal = only.map_or(Ok("\"\""), item_literal).map_err(parse_error)?;
         if literal.contains('\\')
             && let Some(capped) = cap_escaped_text(literal, context, Channel::Result)
         {
@@ -127,8 +145,8 @@ pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Re
     }
     let texts: Vec<Cow<'_, str>> = content
         .iter()
-        .filter(|item| item.is_text())
-        .map(|item| item.literal().and_then(decode_literal))
+        .filter(|item| item.is_text)
+        .map(|item| item_literal(item).and_then(decode_literal))
         .collect::<Result<_, _>>()
         .map_err(parse_error)?;
     let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
@@ -169,10 +187,9 @@ mod tests {
 
     #[test]
     fn params_carry_the_progress_token() {
-        assert_eq!(
-            call_params(r#"{"name":"echo","arguments":"#, r#"{"text":"hi"}"#, 7),
-            r#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#
-        );
+        let mut params = Vec::new();
+        push_call_params(&mut params, r#"{"name":"echo","arguments":"#, r#"{"text":"hi"}"#, 7);
+        assert_eq!(params, br#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#);
     }
 
     fn limits(roots: &ArtifactRoots) -> ResultContext<'_> {
@@ -198,6 +215,38 @@ mod tests {
         assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: unknown error");
         let err = decode_call_result(br#"{"content":[{"type":"image"}],"isError":true}"#, &limits(&roots)).unwrap_err();
         assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: ");
+    }
+
+    /// Wherever the scanner reads a result, serde_json reads the same members.
+    #[test]
+    fn scanned_results_agree_with_serde() {
+        let seeds: [&[u8]; 4] = [
+            br#"{"content":[{"type":"text","text":"hello"}]}"#,
+            br#"{"content":[{"type":"text","text":"a\"b\u00e9","x":[1,{}]},{"type":"image","data":"zz"}],"isError":false}"#,
+            br#" { "isError" : true , "content" : [ { "text" : null , "type" : null } ] , "structuredContent" : { "k" : 1 } } "#,
+            br#"{"content":null,"isError":null}"#,
+        ];
+        let mut scanned = 0;
+        for seed in seeds {
+            assert!(scan_call_result(seed).is_some(), "{}", String::from_utf8_lossy(seed));
+            for json in crate::frame_scan::mutations(seed, 4000) {
+                if let Some(result) = scan_call_result(&json) {
+                    scanned += 1;
+                    assert_eq!(Ok(result), serde_call_result(&json), "{:?}", String::from_utf8_lossy(&json));
+                }
+            }
+        }
+        assert!(scanned > 1000, "{scanned}");
+        for json in [
+            &br#"{"content":[{"type":"text","type":"text"}]}"#[..],
+            br#"{"content":[],"content":[]}"#,
+            br#"{"content":[["text","\"hi\""]]}"#,
+            br#"{"content":[{"type":"te\u0078t","text":"hi"}]}"#,
+            br#"{"isError":1}"#,
+            b"[]",
+        ] {
+            assert_eq!(scan_call_result(json), None, "{}", String::from_utf8_lossy(json));
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! Start at [`Connection::spawn`] and [`Connection::request`].
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
@@ -21,7 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
-use crate::call::decode_literal;
+use crate::call::{decode_literal, push_call_params};
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::frame_scan::index_frame;
 use crate::observer::McpObserver;
@@ -136,6 +137,31 @@ struct Pending {
     state: Arc<RequestState>,
 }
 
+/// Waiting requests by id. Keys are only ever inserted by odek (its own sequential ids); a
+/// server's ids are only looked up, so a flood of crafted ids cannot build long probe chains and
+/// a multiplicative hash (no SipHash) is enough.
+type PendingMap = HashMap<i64, Pending, BuildHasherDefault<RequestIdHasher>>;
+
+/// Fibonacci hashing of one `i64`: consecutive ids land far apart.
+#[derive(Default)]
+struct RequestIdHasher(u64);
+
+impl Hasher for RequestIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, id: i64) {
+        self.0 = id.cast_unsigned().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 #[derive(Debug)]
 struct Outgoing {
     bytes: Vec<u8>,
@@ -147,7 +173,7 @@ struct Shared {
     server: String,
     max_response_bytes: usize,
     timeout: Duration,
-    pending: Mutex<HashMap<i64, Pending>>,
+    pending: Mutex<PendingMap>,
     closed: Mutex<Option<Closed>>,
     stale: Arc<AtomicBool>,
     lines: ServerLineSink,
@@ -256,7 +282,7 @@ impl Connection {
             server: params.server.to_owned(),
             max_response_bytes: params.max_response_bytes,
             timeout: params.timeout,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingMap::default()),
             closed: Mutex::new(None),
             stale: params.stale,
             lines: lines.clone(),
@@ -324,19 +350,18 @@ impl Connection {
     }
 
     /// Sends one request and waits for its response. `method` is one of odek's protocol methods
-    /// (written unescaped); `params` builds the `params` JSON from the request id (tools/call
-    /// uses it as its progress token); `None` omits the key.
+    /// (written unescaped); `params` is written into the same line buffer.
     pub async fn request(
         &self,
         method: &'static str,
-        params: impl FnOnce(i64) -> Option<String>,
+        params: Params<'_>,
         options: &CallOptions,
     ) -> Result<ResultFrame, RequestFailure> {
         if let Some(reason) = self.shared.closed_reason() {
             return Err(reason.for_new());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let bytes = encode_request(id, method, params(id).as_deref());
+        let bytes = encode_request(id, method, params);
         let enqueued_at = clock_now();
         let state = Arc::new(RequestState {
             phase: AtomicU8::new(QUEUED),
@@ -506,17 +531,65 @@ fn request_deadline(state: &RequestState, caller: Option<Instant>, timeout: Dura
     earliest(caller, own)
 }
 
-pub(crate) fn encode_request(id: i64, method: &'static str, params: Option<&str>) -> Vec<u8> {
-    use std::fmt::Write;
+/// The `params` member of a request line.
+#[derive(Debug, Clone, Copy)]
+pub enum Params<'a> {
+    /// No `params` key.
+    Absent,
+    /// Ready-made JSON.
+    Json(&'a str),
+    /// `tools/call`: the route's precomputed `{"name":…,"arguments":` prefix and the encoded
+    /// arguments; the request id becomes the progress token.
+    ToolCall { prefix: &'a str, arguments: &'a str },
+}
+
+/// One request line, written into a single buffer sized up front (no intermediate strings).
+pub(crate) fn encode_request(id: i64, method: &'static str, params: Params<'_>) -> Vec<u8> {
+    let params_len = match params {
+        Params::Absent => 0,
+        Params::Json(json) => json.len(),
+        Params::ToolCall { prefix, arguments } => prefix.len() + arguments.len() + 48,
+    };
+    let mut out = Vec::with_capacity(64 + method.len() + params_len);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    push_integer(&mut out, id);
     // Methods are odek's own constants: plain ASCII that needs no escaping.
-    let mut out = String::with_capacity(64 + method.len() + params.map_or(0, str::len));
-    let _ = write!(out, "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\"");
-    if let Some(params) = params {
-        out.push_str(",\"params\":");
-        out.push_str(params);
+    out.extend_from_slice(b",\"method\":\"");
+    out.extend_from_slice(method.as_bytes());
+    out.push(b'"');
+    match params {
+        Params::Absent => {}
+        Params::Json(json) => {
+            out.extend_from_slice(b",\"params\":");
+            out.extend_from_slice(json.as_bytes());
+        }
+        Params::ToolCall { prefix, arguments } => {
+            out.extend_from_slice(b",\"params\":");
+            push_call_params(&mut out, prefix, arguments, id);
+        }
     }
-    out.push_str("}\n");
-    out.into_bytes()
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// Appends `value` in decimal, as JSON writes an integer.
+pub(crate) fn push_integer(out: &mut Vec<u8>, value: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value.unsigned_abs();
+    loop {
+        at -= 1;
+        // `rest % 10` is below 10, so the cast cannot truncate.
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 fn encode_cancelled(id: i64, reason: &str) -> Vec<u8> {
@@ -768,5 +841,32 @@ fn publish_exit(shared: &Shared, status: std::io::Result<std::process::ExitStatu
 fn kill_group(pid: Option<nix::unistd::Pid>) {
     if let Some(pid) = pid {
         let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_call_request_is_one_line() {
+        let line = encode_request(
+            42,
+            "tools/call",
+            Params::ToolCall { prefix: r#"{"name":"echo","arguments":"#, arguments: r#"{"text":"hi"}"# },
+        );
+        assert_eq!(
+            line,
+            b"{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},\"_meta\":{\"progressToken\":42}}}\n"
+        );
+    }
+
+    #[test]
+    fn integers_are_written_as_json_writes_them() {
+        for value in [0, 7, 10, 99, 1_000_000, -1, -45, i64::MAX, i64::MIN] {
+            let mut out = Vec::new();
+            push_integer(&mut out, value);
+            assert_eq!(out, serde_json::to_vec(&value).unwrap());
+        }
     }
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::call::parse_object;
-use crate::connection::{CallOptions, Connection};
+use crate::connection::{CallOptions, Connection, Params};
 use crate::error::McpError;
 use crate::observer::McpObserver;
 
@@ -75,7 +75,7 @@ pub async fn handshake(
     let server = connection.server().to_owned();
     let params = initialize_params(client_version);
     let frame = connection
-        .request("initialize", |_| Some(params), &CallOptions::default())
+        .request("initialize", Params::Json(&params), &CallOptions::default())
         .await
         .map_err(|failure| McpError::Request { server: server.clone(), method: "initialize", failure })?;
     let result: serde_json::Map<String, Value> = parse_object(frame.result_json())
@@ -142,7 +142,7 @@ pub async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool>, McpE
     for page_number in 1..=MAX_TOOL_PAGES {
         let params = cursor.as_deref().map(|cursor| format!("{{\"cursor\":{}}}", json_string(cursor)));
         let frame = connection
-            .request("tools/list", |_| params, &CallOptions::default())
+            .request("tools/list", params.as_deref().map_or(Params::Absent, Params::Json), &CallOptions::default())
             .await
             .map_err(|failure| McpError::Request { server: server.clone(), method: "tools/list", failure })?;
         total_bytes = total_bytes.saturating_add(frame.result_json().len());
@@ -278,12 +278,12 @@ mod tests {
 
     #[test]
     fn initialize_request_is_exact() {
-        let line = crate::connection::encode_request(1, "initialize", Some(&initialize_params("1.2.3")));
+        let line = crate::connection::encode_request(1, "initialize", Params::Json(&initialize_params("1.2.3")));
         assert_eq!(
             String::from_utf8(line).unwrap(),
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{\"name\":\"odek\",\"version\":\"1.2.3\"}}}\n"
         );
-        let line = crate::connection::encode_request(2, "tools/list", None);
+        let line = crate::connection::encode_request(2, "tools/list", Params::Absent);
         assert_eq!(String::from_utf8(line).unwrap(), "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
     }
 

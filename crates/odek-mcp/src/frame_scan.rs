@@ -5,7 +5,8 @@
 //! It mirrors what serde_json accepts when it reads the frame struct: RFC 8259 syntax, any
 //! nesting depth, a known member given twice rejected. Lines it does not handle itself (a key
 //! with escapes, bytes that are not UTF-8) are reported as [`Scan::Unusual`] for the serde path.
-//! Start at [`index_frame`].
+//! The same scanner reads a `tools/call` result's members ([`read_call_result`]), so the usual
+//! response is decoded without serde. Start at [`index_frame`].
 
 use std::ops::Range;
 
@@ -89,6 +90,34 @@ pub fn scan_frame(line: &[u8]) -> Scan {
     }
 }
 
+/// A `tools/call` result as the call pipeline reads it (spec §10).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CallResult<'a> {
+    pub content: Vec<ContentItem<'a>>,
+    pub is_error: Option<bool>,
+}
+
+/// One content item: whether its `type` is `text`, and its `text` member as the raw JSON
+/// literal (`None` when absent or `null`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentItem<'a> {
+    pub is_text: bool,
+    pub text: Option<&'a str>,
+}
+
+/// Reads a `tools/call` result with the scanner, or `None` for the results it leaves to
+/// serde_json (escaped keys, a member twice, anything serde might read differently or reject).
+pub fn scan_call_result(json: &[u8]) -> Option<CallResult<'_>> {
+    std::str::from_utf8(json).ok()?;
+    let mut scanner = Scanner { bytes: json, at: 0, nesting: Nesting::default() };
+    scanner.call_result().ok()
+}
+
+/// A member serde's derived structs read may appear once; a second one is serde's error to give.
+fn once(seen: &mut bool) -> Step<()> {
+    if std::mem::replace(seen, true) { Err(Outcome::Unusual) } else { Ok(()) }
+}
+
 enum Outcome {
     Invalid,
     Unusual,
@@ -137,7 +166,7 @@ struct Scanner<'l> {
     nesting: Nesting,
 }
 
-impl Scanner<'_> {
+impl<'l> Scanner<'l> {
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
     }
@@ -162,40 +191,131 @@ impl Scanner<'_> {
     fn frame(&mut self) -> Step<FrameIndex> {
         let mut index = FrameIndex::default();
         self.whitespace();
+        self.object(|scanner, key| {
+            let start = scanner.at;
+            scanner.value()?;
+            let slot = match key {
+                b"id" => &mut index.id,
+                b"method" => &mut index.method,
+                b"result" => &mut index.result,
+                b"error" => &mut index.error,
+                b"params" => &mut index.params,
+                _ => return Ok(()),
+            };
+            if slot.is_some() {
+                return Err(Outcome::Invalid);
+            }
+            *slot = Some(start..scanner.at);
+            Ok(())
+        })?;
+        self.end()?;
+        Ok(index)
+    }
+
+    /// Only whitespace may follow the top-level value.
+    fn end(&mut self) -> Step<()> {
+        self.whitespace();
+        if self.at == self.bytes.len() { Ok(()) } else { Err(Outcome::Invalid) }
+    }
+
+    /// An object at the cursor: `member` is called after each key's `:` and whitespace, with the
+    /// key's bytes (keys with escapes are [`Outcome::Unusual`]), and must consume the value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &[u8]) -> Step<()>) -> Step<()> {
+        let bytes = self.bytes;
         self.expect(b'{')?;
         self.whitespace();
-        if !self.eat(b'}') {
-            loop {
-                self.whitespace();
-                let key = self.string()?.ok_or(Outcome::Unusual)?;
-                self.whitespace();
-                self.expect(b':')?;
-                self.whitespace();
-                let start = self.at;
-                self.value()?;
-                let slot = match &self.bytes[key] {
-                    b"id" => Some(&mut index.id),
-                    b"method" => Some(&mut index.method),
-                    b"result" => Some(&mut index.result),
-                    b"error" => Some(&mut index.error),
-                    b"params" => Some(&mut index.params),
-                    _ => None,
-                };
-                if let Some(slot) = slot {
-                    if slot.is_some() {
-                        return Err(Outcome::Invalid);
-                    }
-                    *slot = Some(start..self.at);
-                }
-                self.whitespace();
-                if self.eat(b'}') {
-                    break;
-                }
-                self.expect(b',')?;
-            }
+        if self.eat(b'}') {
+            return Ok(());
         }
+        loop {
+            self.whitespace();
+            let key = self.string()?.ok_or(Outcome::Unusual)?;
+            self.whitespace();
+            self.expect(b':')?;
+            self.whitespace();
+            member(self, &bytes[key])?;
+            self.whitespace();
+            if self.eat(b'}') {
+                return Ok(());
+            }
+            self.expect(b',')?;
+        }
+    }
+
+    /// An array at the cursor: `element` is called at each element (after whitespace) and must
+    /// consume it.
+    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Step<()>) -> Step<()> {
+        self.expect(b'[')?;
         self.whitespace();
-        if self.at == self.bytes.len() { Ok(index) } else { Err(Outcome::Invalid) }
+        if self.eat(b']') {
+            return Ok(());
+        }
+        loop {
+            self.whitespace();
+            element(self)?;
+            self.whitespace();
+            if self.eat(b']') {
+                return Ok(());
+            }
+            self.expect(b',')?;
+        }
+    }
+
+    /// `{"content":[{"type","text"}…],"isError"}` as serde_json reads it into the call
+    /// result's structs; any member twice, a non-object item, an escaped key or `type`, or a
+    /// shape serde would reject is left to serde ([`Outcome::Unusual`] or [`Outcome::Invalid`]).
+    fn call_result(&mut self) -> Step<CallResult<'l>> {
+        let bytes: &'l [u8] = self.bytes;
+        let text = |range: Range<usize>| std::str::from_utf8(&bytes[range]).map_err(|_| Outcome::Unusual);
+        let mut result = CallResult::default();
+        let (mut seen_content, mut seen_is_error) = (false, false);
+        self.whitespace();
+        self.object(|scanner, key| match key {
+            b"content" => {
+                once(&mut seen_content)?;
+                if scanner.peek() == Some(b'n') {
+                    return scanner.literal(b"null");
+                }
+                scanner.array(|scanner| {
+                    let mut item = ContentItem { is_text: false, text: None };
+                    let (mut seen_type, mut seen_text) = (false, false);
+                    scanner.object(|scanner, key| match key {
+                        b"type" => {
+                            once(&mut seen_type)?;
+                            if scanner.peek() == Some(b'n') {
+                                return scanner.literal(b"null");
+                            }
+                            let kind = scanner.string()?.ok_or(Outcome::Unusual)?;
+                            item.is_text = &scanner.bytes[kind] == b"text";
+                            Ok(())
+                        }
+                        b"text" => {
+                            once(&mut seen_text)?;
+                            let start = scanner.at;
+                            scanner.value()?;
+                            let literal = text(start..scanner.at)?;
+                            item.text = (literal != "null").then_some(literal);
+                            Ok(())
+                        }
+                        _ => scanner.value(),
+                    })?;
+                    result.content.push(item);
+                    Ok(())
+                })
+            }
+            b"isError" => {
+                once(&mut seen_is_error)?;
+                result.is_error = match scanner.peek() {
+                    Some(b't') => Some(scanner.literal(b"true").map(|()| true)?),
+                    Some(b'f') => Some(scanner.literal(b"false").map(|()| false)?),
+                    _ => scanner.literal(b"null").map(|()| None)?,
+                };
+                Ok(())
+            }
+            _ => scanner.value(),
+        })?;
+        self.end()?;
+        Ok(result)
     }
 
     /// One complete value, however deep, without recursion.
@@ -325,6 +445,36 @@ impl Scanner<'_> {
     }
 }
 
+/// `count` random mutations (1–3 deleted, inserted or replaced bytes) of a JSON text, from a
+/// fixed seed: the same cases on every run.
+#[cfg(test)]
+pub(crate) fn mutations(seed: &[u8], count: usize) -> impl Iterator<Item = Vec<u8>> {
+    let alphabet = b"{}[]:,\"\\ 0123456789-+.eEtrufalsn\tux";
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % bound as u64).unwrap_or(0)
+    };
+    let seed = seed.to_vec();
+    (0..count).map(move |_| {
+        let mut line = seed.clone();
+        for _ in 0..=next(3) {
+            let at = next(line.len() + 1);
+            match next(3) {
+                0 if at < line.len() => {
+                    line.remove(at);
+                }
+                1 => line.insert(at, alphabet[next(alphabet.len())]),
+                _ if at < line.len() => line[at] = alphabet[next(alphabet.len())],
+                _ => {}
+            }
+        }
+        line
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,29 +589,9 @@ mod tests {
             br#" { "id" : 1 , "result" : [ 0 , -0.0 , 1E+2 ] } "#,
             br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#,
         ];
-        let alphabet = b"{}[]:,\"\\ 0123456789-+.eEtrufalsn\tux";
-        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            usize::try_from(state % bound as u64).unwrap()
-        };
         for seed in seeds {
             agree(seed);
-            for _ in 0..4000 {
-                let mut line = seed.to_vec();
-                for _ in 0..=next(3) {
-                    let at = next(line.len() + 1);
-                    match next(3) {
-                        0 if at < line.len() => {
-                            line.remove(at);
-                        }
-                        1 => line.insert(at, alphabet[next(alphabet.len())]),
-                        _ if at < line.len() => line[at] = alphabet[next(alphabet.len())],
-                        _ => {}
-                    }
-                }
+            for line in mutations(seed, 4000) {
                 agree(&line);
             }
         }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use odek_contract::artifact_ref::ArtifactRoots;
@@ -17,9 +17,9 @@ use odek_contract::quoting::quote;
 use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use crate::call::{call_params, decode_call_result, encode_arguments};
+use crate::call::{decode_call_result, encode_arguments};
 use crate::catalogue::{Catalogue, Route};
-use crate::connection::{CallOptions, Connection, SpawnParams, cancelled};
+use crate::connection::{CallOptions, Connection, Params, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks,
 };
@@ -347,19 +347,25 @@ impl McpHub {
             method: "tools/call",
             failure: RequestFailure::NotDispatched(cause),
         };
-        // Waiting for another caller's restart, or restarting, happens within the caller's bounds.
-        let connecting = self.connection_for_call(server, raw_tool, exposed);
-        let connection = tokio::select! {
-            biased;
-            () = cancelled(options.cancel.as_ref()) => return Err(not_dispatched(Cause::Canceled)),
-            connection = until(options.deadline, connecting) => match connection {
-                Some(connection) => connection?,
-                None => return Err(not_dispatched(Cause::DeadlineExceeded)),
-            },
+        let connection = match self.live_connection(server) {
+            Some(connection) => connection,
+            None => {
+                // Waiting for another caller's restart, or restarting, happens within the
+                // caller's bounds.
+                let connecting = self.connection_for_call(server, raw_tool, exposed);
+                tokio::select! {
+                    biased;
+                    () = cancelled(options.cancel.as_ref()) => return Err(not_dispatched(Cause::Canceled)),
+                    connection = until(options.deadline, connecting) => match connection {
+                        Some(connection) => connection?,
+                        None => return Err(not_dispatched(Cause::DeadlineExceeded)),
+                    },
+                }
+            }
         };
         let encoded = encode_arguments(arguments);
         let frame = connection
-            .request("tools/call", |id| Some(call_params(&route.params_prefix, &encoded, id)), options)
+            .request("tools/call", Params::ToolCall { prefix: &route.params_prefix, arguments: &encoded }, options)
             .await
             .map_err(|failure| {
                 let failure = match failure {
@@ -390,6 +396,19 @@ impl McpHub {
             });
         }
         decode_call_result(frame.result_json(), &result_context(server, raw_tool))
+    }
+
+    /// The usual case without waiting: the slot is free (no restart or re-list under way) and
+    /// holds a connection that is alive. `None` sends the caller through
+    /// [`McpHub::connection_for_call`], which decides everything else.
+    fn live_connection(&self, server: &ServerRuntime) -> Option<Arc<Connection>> {
+        let slot = server.slot.try_lock().ok()?;
+        match &*slot {
+            Slot::Live(connection) if !self.closed.load(Ordering::Acquire) && !connection.is_dead() => {
+                Some(Arc::clone(connection))
+            }
+            _ => None,
+        }
     }
 
     /// The live connection for a call, restarting a crashed server first (spec §11).
@@ -552,7 +571,9 @@ fn bound_error(error: McpError, context: &ResultContext<'_>) -> McpError {
 
 /// Whether a `tools/call` result may hold an envelope with refs to validate.
 fn carries_artifact_refs(result_json: &[u8]) -> bool {
-    memchr::memmem::find(result_json, ARTIFACT_REF_SCHEMA.as_bytes()).is_some()
+    static SCHEMA: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(ARTIFACT_REF_SCHEMA.as_bytes()));
+    SCHEMA.find(result_json).is_some()
 }
 
 /// Runs `future` until the deadline, if any; `None` when the deadline came first.
