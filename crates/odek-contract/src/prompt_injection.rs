@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
 
+use crate::redaction::go_to_rust_pattern;
+
 /// The rules, one alternative each:
 /// 1. `ignore|disregard|forget`, then within a few (≤ 3) words `previous|prior|above|earlier|your`,
 ///    then within a few words `instructions|prompts|rules` (singular accepted);
@@ -29,9 +31,22 @@ pub const PROMPT_INJECTION_RULES: &[&str] = &[
 /// failed, in which case everything is treated as an injection (fail closed); a unit test
 /// asserts it compiles.
 static DETECTOR: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    let alternation = PROMPT_INJECTION_RULES.iter().map(|rule| format!("(?:{rule})")).collect::<Vec<_>>().join("|");
+    // Go's RE2 semantics, like the secret patterns: `\b`, `\w`, `\s` are ASCII classes. Besides
+    // matching the reference, this keeps the compiled program small (the Unicode classes made
+    // it take milliseconds to build).
+    let alternation = PROMPT_INJECTION_RULES
+        .iter()
+        .map(|rule| format!("(?:{})", go_to_rust_pattern(rule)))
+        .collect::<Vec<_>>()
+        .join("|");
     RegexBuilder::new(&alternation).case_insensitive(true).dot_matches_new_line(true).build().ok()
 });
+
+/// Compiles the detector now instead of at the first check (a few milliseconds), so a caller
+/// can do it off the critical path.
+pub fn compile_detector() {
+    LazyLock::force(&DETECTOR);
+}
 
 /// Whether `text` matches any prompt-injection rule.
 pub fn detects_prompt_injection(text: &str) -> bool {

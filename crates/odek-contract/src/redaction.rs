@@ -67,6 +67,12 @@ static COMPILED_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     SECRET_PATTERNS.iter().filter_map(|pattern| Regex::new(&go_to_rust_pattern(pattern)).ok()).collect()
 });
 
+/// Compiles the pattern list now instead of at the first [`redact`] (a few milliseconds), so a
+/// caller can do it off the critical path.
+pub fn compile_patterns() {
+    LazyLock::force(&COMPILED_PATTERNS);
+}
+
 /// The process-wide registry behind [`register_secret`] and [`redact`].
 static GLOBAL: LazyLock<RwLock<Redactor>> = LazyLock::new(|| RwLock::new(Redactor::new()));
 
@@ -228,11 +234,13 @@ fn query_escape(value: &str) -> String {
     out
 }
 
-/// Translates the spec's (Go RE2) pattern syntax where Rust's `regex` differs: Go's `\s` and
-/// `\b` are ASCII-only, Rust's Unicode-aware. `[\s\S]` becomes "any character", `\b` the ASCII
-/// word boundary, and `\s` the ASCII whitespace set `[\t\n\f\r ]` (inside a class, its members).
+/// Translates the spec's (Go RE2) pattern syntax where Rust's `regex` differs: Go's `\s`, `\b`,
+/// `\w` and `\d` are ASCII-only, Rust's Unicode-aware. `[\s\S]` becomes "any character", `\b`
+/// the ASCII word boundary, `\s` the ASCII whitespace set `[\t\n\f\r ]`, `\w` `[0-9A-Za-z_]`
+/// (`\W` its complement) and `\d` `[0-9]` (inside a class, their members).
 pub fn go_to_rust_pattern(pattern: &str) -> String {
     const ASCII_SPACE: &str = r"\t\n\f\r ";
+    const ASCII_WORD: &str = "0-9A-Za-z_";
     let pattern = pattern.replace(r"[\s\S]", "(?s:.)");
     let mut out = String::with_capacity(pattern.len() + 32);
     let mut in_class = false;
@@ -247,6 +255,19 @@ pub fn go_to_rust_pattern(pattern: &str) -> String {
                     out.push(']');
                 }
                 Some('b') if !in_class => out.push_str(r"(?-u:\b)"),
+                Some('w') if in_class => out.push_str(ASCII_WORD),
+                Some('w') => {
+                    out.push('[');
+                    out.push_str(ASCII_WORD);
+                    out.push(']');
+                }
+                Some('W') if !in_class => {
+                    out.push_str("[^");
+                    out.push_str(ASCII_WORD);
+                    out.push(']');
+                }
+                Some('d') if in_class => out.push_str("0-9"),
+                Some('d') => out.push_str("[0-9]"),
                 Some(escaped) => {
                     out.push('\\');
                     out.push(escaped);
@@ -265,6 +286,22 @@ pub fn go_to_rust_pattern(pattern: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod go_pattern_tests {
+    use super::go_to_rust_pattern;
+
+    #[test]
+    fn word_digit_and_space_classes_are_ascii() {
+        assert_eq!(
+            go_to_rust_pattern(r"\w+\W\d[\w\d]\s"),
+            r"[0-9A-Za-z_]+[^0-9A-Za-z_][0-9][0-9A-Za-z_0-9][\t\n\f\r ]"
+        );
+        let word = regex::Regex::new(&go_to_rust_pattern(r"^\w+$")).unwrap();
+        assert!(word.is_match("abc_09"));
+        assert!(!word.is_match("é"));
+    }
 }
 
 #[cfg(test)]

@@ -252,29 +252,48 @@ impl McpHub {
         let declined_before = server.declined.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut declined = Vec::new();
         let candidates = registration_checks(name, tools, self.options.observer.as_ref());
+        // (list position, tool): approvals come back out of order, the catalogue keeps list order.
         let mut approved = Vec::with_capacity(candidates.len());
-        for tool in candidates {
+        let mut to_ask = Vec::new();
+        for (position, tool) in candidates.into_iter().enumerate() {
             if relist && previous.iter().any(|known| same_tool(known, &tool)) {
-                approved.push(tool);
-                continue;
-            }
-            if relist && declined_before.iter().any(|known| same_tool(known, &tool)) {
+                approved.push((position, tool));
+            } else if relist && declined_before.iter().any(|known| same_tool(known, &tool)) {
                 declined.push(tool);
-                continue;
+            } else {
+                to_ask.push((position, tool));
             }
-            let request = ToolApprovalRequest {
+        }
+        // One blocking task asks about every tool in list order (prompts read the terminal); it
+        // stops at the first tool that needs an approval nobody can give.
+        let requests: Vec<ToolApprovalRequest> = to_ask
+            .iter()
+            .map(|(_, tool)| ToolApprovalRequest {
                 server: name.clone(),
                 tool: tool.raw_name.clone(),
                 description: tool.raw_description.clone(),
                 input_schema: tool.input_schema.clone(),
                 relist,
-            };
-            let approver = Arc::clone(&self.options.approver);
-            let answer = tokio::task::spawn_blocking(move || approver.approve_tool(&request))
-                .await
-                .unwrap_or_else(|join| ToolApproval::Required(format!("approval prompt failed: {join}")));
+            })
+            .collect();
+        let approver = Arc::clone(&self.options.approver);
+        let answers = tokio::task::spawn_blocking(move || {
+            let mut answers = Vec::with_capacity(requests.len());
+            for request in &requests {
+                let answer = approver.approve_tool(request);
+                let stop = !relist && matches!(answer, ToolApproval::Required(_));
+                answers.push(answer);
+                if stop {
+                    break;
+                }
+            }
+            answers
+        })
+        .await
+        .unwrap_or_else(|join| vec![ToolApproval::Required(format!("approval prompt failed: {join}"))]);
+        for ((position, tool), answer) in to_ask.into_iter().zip(answers) {
             match (answer, relist) {
-                (ToolApproval::Approved, _) => approved.push(tool),
+                (ToolApproval::Approved, _) => approved.push((position, tool)),
                 (ToolApproval::Declined, false) => declined.push(tool),
                 (ToolApproval::Required(message), false) => return Err(McpError::ApprovalRequired(message)),
                 (ToolApproval::Declined | ToolApproval::Required(_), true) => {
@@ -290,6 +309,8 @@ impl McpHub {
                 }
             }
         }
+        approved.sort_by_key(|(position, _)| *position);
+        let approved: Vec<ToolDescriptor> = approved.into_iter().map(|(_, tool)| tool).collect();
         let count = approved.len();
         self.catalogue.write().unwrap_or_else(PoisonError::into_inner).replace(server.index, approved)?;
         *server.declined.lock().unwrap_or_else(PoisonError::into_inner) = declined;

@@ -95,6 +95,7 @@ fn session_store(setup: &Setup) -> Result<SessionStore, CommandError> {
 }
 
 /// The settings of this run after every layer.
+#[derive(Clone)]
 struct Effective {
     config: crate::config::Config,
     api_key: Option<String>,
@@ -287,7 +288,9 @@ async fn execute(
     mut messages: Vec<Message>,
     session: Option<Session>,
 ) -> Result<(), CommandError> {
-    let provider = effective.provider()?;
+    // Building the HTTP client (TLS roots) is CPU work: do it while the MCP servers start.
+    let provider_plan = effective.clone();
+    let provider = tokio::task::spawn_blocking(move || provider_plan.provider());
     let mode = if effective.quiet {
         StatusMode::Quiet
     } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
@@ -297,7 +300,12 @@ async fn execute(
     };
     let mcp_observer: Arc<dyn McpObserver> =
         if effective.quiet { Arc::new(QuietMcpObserver) } else { Arc::new(StderrObserver) };
-    let hub = Arc::new(start_hub(&setup, mcp_observer).await?);
+    let t0 = std::time::Instant::now();
+    let hub = start_hub(&setup, mcp_observer).await;
+    eprintln!("T hub {:?}", t0.elapsed());
+    let provider = provider.await.map_err(|err| CommandError::Fatal(format!("provider setup: {err}")))??;
+    eprintln!("T provider {:?}", t0.elapsed());
+    let hub = Arc::new(hub?);
     let display = Arc::new(StatusDisplay::new(mode));
     let config = &effective.config;
     let tools_config = config.tools.clone();
@@ -341,6 +349,7 @@ async fn execute(
         gate,
         checkpoint,
     };
+    eprintln!("T agent {:?}", t0.elapsed());
     let outcome = agent.run(&mut messages, &cancel).await;
     display.finish();
     hub.shutdown().await;

@@ -25,6 +25,15 @@ pub enum StatusMode {
 /// Longest argument or error text shown in a record (characters).
 const RECORD_TEXT_CHARS: usize = 120;
 
+/// Artifact metadata lines shown under a tool call at most.
+const MAX_SHOWN_ARTIFACTS: usize = 5;
+
+/// The validated artifact metadata lines of a result (the contract renders each as a line
+/// starting `- artifact `; sanitising guarantees no other line does).
+fn artifact_lines(output: &str) -> impl Iterator<Item = &str> {
+    output.lines().filter(|line| line.starts_with("- artifact ")).take(MAX_SHOWN_ARTIFACTS)
+}
+
 struct State {
     iteration: u32,
     running: Vec<String>,
@@ -187,6 +196,11 @@ impl LoopObserver for StatusDisplay {
                     }
                 };
                 self.print(&line);
+                if let CallResult::Completed { output, .. } = result {
+                    for artifact in artifact_lines(output) {
+                        self.print(&format!("    {}", one_line(artifact, RECORD_TEXT_CHARS)));
+                    }
+                }
             }
             LoopEvent::ContextTrimmed { mode, dropped_groups, truncated_results, .. } => {
                 self.print(&format!(
