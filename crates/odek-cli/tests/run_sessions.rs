@@ -143,3 +143,30 @@ fn external_refs_are_stored_with_the_session() {
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("invalid --external-ref \"BAD=x\": "), "{}", stderr(&output));
 }
+
+#[test]
+fn a_corrupt_or_huge_session_file_is_a_clear_error() {
+    let server = ScriptedServer::start(vec![Reply::text("first")]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let output = sandbox.odek(&["run", "--session", "go"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let file = sandbox.session_files().remove(0);
+    let id = file.file_stem().unwrap().to_str().unwrap().to_owned();
+
+    std::fs::write(&file, b"{\"id\": \"truncated").unwrap();
+    let output = sandbox.odek(&["continue", "--id", &id, "more"]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.starts_with(&format!("odek: session: load \"{id}\": corrupt session file")), "{err}");
+
+    let huge = std::fs::File::create(&file).unwrap();
+    huge.set_len(33_554_433).unwrap();
+    let output = sandbox.odek(&["continue", "--id", &id, "more"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        format!("odek: session: load \"{id}\": file too large (33554433 bytes, max 33554432)\n")
+    );
+    assert_eq!(server.requests().len(), 1, "no model call for a session that cannot load");
+}

@@ -300,11 +300,8 @@ async fn execute(
     };
     let mcp_observer: Arc<dyn McpObserver> =
         if effective.quiet { Arc::new(QuietMcpObserver) } else { Arc::new(StderrObserver) };
-    let t0 = std::time::Instant::now();
     let hub = start_hub(&setup, mcp_observer).await;
-    eprintln!("T hub {:?}", t0.elapsed());
     let provider = provider.await.map_err(|err| CommandError::Fatal(format!("provider setup: {err}")))??;
-    eprintln!("T provider {:?}", t0.elapsed());
     let hub = Arc::new(hub?);
     let display = Arc::new(StatusDisplay::new(mode));
     let config = &effective.config;
@@ -349,7 +346,6 @@ async fn execute(
         gate,
         checkpoint,
     };
-    eprintln!("T agent {:?}", t0.elapsed());
     let outcome = agent.run(&mut messages, &cancel).await;
     display.finish();
     hub.shutdown().await;
