@@ -94,6 +94,7 @@ fn agent(turns: usize, context_window: Option<u64>) -> Agent {
         observer: Arc::new(SilentObserver),
         gate: None,
         checkpoint: None,
+        budget: odek_agent::budget::Budget::unlimited(),
     }
 }
 

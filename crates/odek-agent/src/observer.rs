@@ -55,6 +55,8 @@ pub enum LoopEvent<'a> {
     SessionSaved { iteration: u32, message_count: usize },
     /// End of an iteration (`tools_called` = batch size, 0 on the final answer).
     IterationCompleted { iteration: u32, totals: Usage, tools_called: usize },
+    /// An execution budget was exhausted (before the run fails with it).
+    BudgetExceeded { iteration: u32, exceeded: &'a crate::budget::BudgetExceeded },
     /// A warning for the operator (already free of secrets).
     Warning { text: &'a str },
 }

@@ -149,6 +149,7 @@ pub fn agent(provider: Arc<QueueProvider>, tools: Vec<Arc<dyn Tool>>, settings: 
         observer: Arc::new(SilentObserver),
         gate: None,
         checkpoint: None,
+        budget: odek_agent::budget::Budget::unlimited(),
     }
 }
 

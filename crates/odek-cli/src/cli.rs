@@ -96,6 +96,21 @@ pub struct LoopArgs {
     /// Print nothing but warnings, errors and the final answer
     #[arg(long, short)]
     pub quiet: bool,
+    /// Wall-clock budget in seconds (exit 4 when exhausted)
+    #[arg(long, value_name = "SECONDS")]
+    pub max_runtime: Option<String>,
+    /// Budget of executed tool calls
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<String>,
+    /// Budget of cumulative input tokens
+    #[arg(long, value_name = "N")]
+    pub max_input_tokens: Option<String>,
+    /// Budget of cumulative output tokens
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<String>,
+    /// Estimated cost budget in USD (needs prices in ~/.odek/config.json)
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<String>,
     /// The task; everything after `--` is taken verbatim
     #[arg(value_name = "TASK", allow_hyphen_values = false)]
     pub task: Vec<String>,

@@ -36,6 +36,10 @@ fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(CommandError::Reported) => ExitCode::from(1),
+        Err(CommandError::Budget(error)) => {
+            eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&error));
+            ExitCode::from(4)
+        }
         Err(CommandError::Verbatim(line)) => {
             eprintln!("{}", odek_mcp::observer::terminal_safe(&line));
             ExitCode::from(1)

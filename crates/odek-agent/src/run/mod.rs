@@ -24,12 +24,13 @@ use thiserror::Error;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{Budget, BudgetExceeded, LimitName};
 use crate::danger::DangerClass;
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use framing::{compress_output, frame_tool_result};
 use hints::HintTracker;
-use side_calls::{ITERATION_SUMMARY_PREFIX, compaction_digest, digest_body, partial_summary};
+use side_calls::{BUDGET_SUMMARY_PREFIX, ITERATION_SUMMARY_PREFIX, compaction_digest, digest_body, partial_summary};
 use trim::{
     ContextBudget, DIGEST_PREFIX, SURVIVAL_MODE_PREFIX, TrimTotals, estimate_messages_tokens, estimate_tools_tokens,
     is_context_length_error, proactive_trim, protected_head_len, survival_trim, upsert_trim_warning,
@@ -62,6 +63,9 @@ pub enum RunError {
     MaxIterations(u32),
     #[error("{0}")]
     Checkpoint(String),
+    /// The typed budget error: `odek` exits 4 on this and only this.
+    #[error("{0}")]
+    Budget(BudgetExceeded),
 }
 
 impl RunError {
@@ -70,6 +74,7 @@ impl RunError {
         match self {
             RunError::Cancelled => "context_canceled",
             RunError::Provider { source, .. } => source.class(),
+            RunError::Budget(_) => "execution_budget",
             RunError::MaxIterations(_) | RunError::Checkpoint(_) => "error",
         }
     }
@@ -193,6 +198,8 @@ pub struct Agent {
     /// Present on interactive runs: asks before `prompt`-class calls run.
     pub gate: Option<Arc<dyn BatchApprover>>,
     pub checkpoint: Option<Box<dyn Checkpoint>>,
+    /// The run's execution budgets (`Budget::unlimited()` when none are set).
+    pub budget: Budget,
 }
 
 /// One call of a batch after it ran.
@@ -226,7 +233,9 @@ impl Agent {
             self.observer.on_event(&LoopEvent::IterationStarted { iteration });
             self.tools.refresh().await;
             self.proactive_trim(iteration, messages, &budget, &mut trim_totals, &mut totals).await;
-            // budgets.md §4: the runtime budget is checked here (issue 4).
+            if let Err(exceeded) = self.budget.check_runtime() {
+                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
+            }
 
             let response = match self.model_call(messages, &mut budget, cancel).await {
                 Ok(response) => response,
@@ -246,7 +255,10 @@ impl Agent {
                 totals,
                 tool_calls: calls,
             });
-            // budgets.md §4: token and cost budgets are checked here (issue 4).
+            // A response that crosses a token or cost limit is not acted on, nor kept.
+            if let Err(exceeded) = self.budget.check_usage(totals) {
+                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
+            }
 
             if calls == 0 {
                 let answer = response.message.content.clone();
@@ -256,7 +268,9 @@ impl Agent {
                 return Ok(RunOutcome { answer, usage: totals, iterations: iteration });
             }
 
-            // budgets.md §4: the tool-call budget is checked here, before the message is kept.
+            if let Err(exceeded) = self.budget.check_tool_calls(calls) {
+                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
+            }
             let mut assistant = response.message;
             assistant.role = Role::Assistant;
             let call_ids: Vec<String> = assistant
@@ -296,7 +310,11 @@ impl Agent {
 
             let approved = self.approval_gate(&batch, &risks, &mut always_approved).await;
             let finished = match approved {
-                Some(approved) => self.execute_batch(&batch, approved, cancel).await,
+                Some(approved) => {
+                    let finished = self.execute_batch(&batch, approved, cancel).await;
+                    self.budget.record_executed(batch.len());
+                    finished
+                }
                 None => batch
                     .iter()
                     .map(|_| Finished {
@@ -337,7 +355,10 @@ impl Agent {
             self.observer.on_event(&LoopEvent::IterationCompleted { iteration, totals, tools_called: batch.len() });
         }
 
-        // §6: the iteration cap (budgets.md: only when no budget is exhausted).
+        // §6: the iteration cap; an exhausted budget skips the side call.
+        if self.budget.any_exhausted(totals) {
+            return Err(RunError::MaxIterations(max_iterations));
+        }
         match partial_summary(self.provider.as_ref(), &self.settings.model, messages, ITERATION_SUMMARY_PREFIX).await {
             Ok((answer, usage)) => {
                 totals.add(usage);
@@ -347,6 +368,30 @@ impl Agent {
             }
             Err(_) => Err(RunError::MaxIterations(max_iterations)),
         }
+    }
+
+    /// budgets.md §5: the event, the partial summary (tool calls only, when every other budget
+    /// has headroom), the safe state persisted, and the typed error.
+    async fn exhausted(
+        &mut self,
+        iteration: u32,
+        exceeded: BudgetExceeded,
+        messages: &mut Vec<Message>,
+        mut totals: Usage,
+    ) -> RunError {
+        self.observer.on_event(&LoopEvent::BudgetExceeded { iteration, exceeded: &exceeded });
+        if exceeded.limit_name == LimitName::ToolCalls && self.budget.others_have_headroom(totals) {
+            let summary =
+                partial_summary(self.provider.as_ref(), &self.settings.model, messages, BUDGET_SUMMARY_PREFIX).await;
+            if let Ok((answer, usage)) = summary {
+                totals.add(usage);
+                messages.push(Message::assistant(answer));
+            }
+        }
+        if let Err(err) = self.persist(iteration, messages, totals) {
+            return err;
+        }
+        RunError::Budget(exceeded)
     }
 
     async fn model_call(
@@ -392,7 +437,7 @@ impl Agent {
             return;
         }
         trim_totals.add(&pass);
-        if pass.dropped_groups > 0 && self.settings.compaction {
+        if pass.dropped_groups > 0 && self.settings.compaction && !self.budget.any_exhausted(*totals) {
             self.update_digest(messages, &pass.dropped, totals).await;
         }
         let has_digest = messages.iter().any(|message| message.content.starts_with(DIGEST_PREFIX));

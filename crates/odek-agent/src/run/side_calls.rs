@@ -22,6 +22,7 @@ pub const COMPACTION_LINE_BYTES: usize = 1000;
 
 pub const ITERATION_SUMMARY_PREFIX: &str = "[Iteration budget reached — partial summary]";
 pub const TIME_SUMMARY_PREFIX: &str = "[Time budget reached — partial summary]";
+pub const BUDGET_SUMMARY_PREFIX: &str = "[Execution budget reached — partial summary]";
 
 const SUMMARY_PROMPT: &str = "You are finishing an agent run that ran out of budget before it produced a final answer. \
 From the transcript excerpt below, write a short report for the user: what was accomplished, the current state of the work, \

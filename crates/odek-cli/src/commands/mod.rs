@@ -14,6 +14,8 @@ pub enum CommandError {
     Fatal(String),
     /// The command already printed what went wrong; exit 1 without another message.
     Reported,
+    /// The typed execution-budget error: printed as `odek: <error>`, exit 4.
+    Budget(String),
     /// A fatal error whose text is the whole line (`odek continue: …`), printed without the
     /// `odek: ` prefix.
     Verbatim(String),

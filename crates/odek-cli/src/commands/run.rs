@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use odek_agent::budget::{Budget, BudgetLimits, resolve_price};
 use odek_agent::danger::DangerPolicy;
 use odek_agent::observer::LoopObserver;
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
@@ -118,6 +119,11 @@ impl Effective {
         };
         let mut overrides = CliOverrides {
             max_iterations,
+            max_runtime_seconds: positive_integer("--max-runtime", flags.max_runtime.as_deref())?,
+            max_tool_calls: positive_integer("--max-tool-calls", flags.max_tool_calls.as_deref())?,
+            max_input_tokens: positive_integer("--max-input-tokens", flags.max_input_tokens.as_deref())?,
+            max_output_tokens: positive_integer("--max-output-tokens", flags.max_output_tokens.as_deref())?,
+            max_cost_usd: positive_usd(flags.max_cost_usd.as_deref())?,
             planning: flags.no_planning.then_some(false),
             compaction: flags.no_compaction.then_some(false),
             tools: flags.tools.clone(),
@@ -229,6 +235,54 @@ impl Effective {
     }
 }
 
+/// A `--max-*` integer flag: positive, or the spec's fatal error.
+fn positive_integer(flag: &str, value: Option<&str>) -> Result<Option<u64>, CommandError> {
+    let Some(value) = value else { return Ok(None) };
+    match value.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(CommandError::Fatal(format!(
+            "{flag} must be a positive integer, got {}",
+            odek_contract::quoting::quote(value)
+        ))),
+    }
+}
+
+/// `--max-cost-usd`: a positive finite number, or the spec's fatal error.
+fn positive_usd(value: Option<&str>) -> Result<Option<f64>, CommandError> {
+    let Some(value) = value else { return Ok(None) };
+    match value.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(Some(usd)),
+        _ => Err(CommandError::Fatal(format!(
+            "--max-cost-usd must be a positive number, got {}",
+            odek_contract::quoting::quote(value)
+        ))),
+    }
+}
+
+/// The run's budget: the merged `limits` (flags included) and the model's prices (§3).
+fn run_budget(config: &crate::config::Config, started: std::time::Instant) -> Budget {
+    let limits = &config.limits;
+    let model_price = limits
+        .model_prices
+        .get(&config.core.model)
+        .map(|price| (price.input_cost_per_million_usd, price.output_cost_per_million_usd));
+    let (input_price, output_price) =
+        resolve_price(model_price, (limits.input_cost_per_million_usd, limits.output_cost_per_million_usd));
+    let budget_limits = BudgetLimits {
+        max_runtime_seconds: limits.max_runtime_seconds,
+        max_tool_calls: limits.max_tool_calls,
+        max_input_tokens: limits.max_input_tokens,
+        max_output_tokens: limits.max_output_tokens,
+        max_cost_usd: limits.max_cost_usd,
+        input_price_per_million: input_price,
+        output_price_per_million: output_price,
+    };
+    if let Some(warning) = budget_limits.cost_warning(&config.core.model) {
+        eprintln!("odek: warning: {warning}");
+    }
+    Budget::new(budget_limits, started)
+}
+
 fn print_warnings(warnings: &[String]) {
     for warning in warnings {
         eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
@@ -288,6 +342,7 @@ async fn execute(
     mut messages: Vec<Message>,
     session: Option<Session>,
 ) -> Result<(), CommandError> {
+    let started = std::time::Instant::now();
     // Building the HTTP client (TLS roots) is CPU work: do it while the MCP servers start.
     let provider_plan = effective.clone();
     let provider = tokio::task::spawn_blocking(move || provider_plan.provider());
@@ -345,11 +400,15 @@ async fn execute(
         observer: Arc::clone(&display) as Arc<dyn LoopObserver>,
         gate,
         checkpoint,
+        budget: run_budget(config, started),
     };
     let outcome = agent.run(&mut messages, &cancel).await;
     display.finish();
     hub.shutdown().await;
-    let outcome = outcome.map_err(|err| CommandError::Fatal(err.to_string()))?;
+    let outcome = outcome.map_err(|err| match err {
+        odek_agent::run::RunError::Budget(exceeded) => CommandError::Budget(exceeded.to_string()),
+        other => CommandError::Fatal(other.to_string()),
+    })?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", redact(&outcome.answer))?;
     stdout.flush()?;

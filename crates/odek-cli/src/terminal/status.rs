@@ -209,7 +209,7 @@ impl LoopObserver for StatusDisplay {
                 ));
             }
             LoopEvent::IterationCompleted { totals, .. } => state.totals = totals,
-            LoopEvent::SessionSaved { .. } | LoopEvent::Warning { .. } => {}
+            LoopEvent::SessionSaved { .. } | LoopEvent::Warning { .. } | LoopEvent::BudgetExceeded { .. } => {}
         }
         self.refresh(&state);
     }

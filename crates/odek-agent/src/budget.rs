@@ -1,0 +1,295 @@
+//! Execution budgets (spec `budgets.md`): the five dimensions, price resolution and cost, the
+//! checks the loop makes at its fixed points, and the typed error that makes `odek` exit 4.
+//! The loop decides *when* to check (`run`); this module decides *whether* a limit is hit.
+
+use std::fmt;
+use std::time::Instant;
+
+use odek_llm::Usage;
+
+/// The operator's limits for one run (`0` = no limit) and the resolved prices.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BudgetLimits {
+    pub max_runtime_seconds: u64,
+    pub max_tool_calls: u64,
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    pub max_cost_usd: f64,
+    /// USD per million input tokens for the run's model (`0` = no price).
+    pub input_price_per_million: f64,
+    /// USD per million output tokens for the run's model (`0` = no price).
+    pub output_price_per_million: f64,
+}
+
+impl BudgetLimits {
+    /// Cost is enforced only with a cap and both prices.
+    pub fn cost_enforced(&self) -> bool {
+        self.max_cost_usd > 0.0 && self.input_price_per_million > 0.0 && self.output_price_per_million > 0.0
+    }
+
+    /// §3's startup warning when a cost cap cannot be enforced (without the `odek: warning: `
+    /// prefix); `None` when there is nothing to warn about.
+    pub fn cost_warning(&self, model: &str) -> Option<String> {
+        (self.max_cost_usd > 0.0 && !self.cost_enforced()).then(|| {
+            format!(
+                "max_cost_usd is set but no input/output prices resolve for model {}; cost enforcement is disabled (token budgets still apply)",
+                odek_contract::quoting::quote(model)
+            )
+        })
+    }
+
+    /// Estimated cost of `usage` in whole micro-USD (rounded to nearest).
+    pub fn cost_micro_usd(&self, usage: Usage) -> u64 {
+        let usd = usage.input_tokens as f64 / 1e6 * self.input_price_per_million
+            + usage.output_tokens as f64 / 1e6 * self.output_price_per_million;
+        to_micro(usd)
+    }
+}
+
+fn to_micro(usd: f64) -> u64 {
+    let micro = (usd * 1e6).round();
+    if micro.is_finite() && micro > 0.0 { micro as u64 } else { 0 }
+}
+
+/// §3: the exact model id's prices, each missing or non-positive one falling back to the flat
+/// price on its own.
+pub fn resolve_price(model_price: Option<(f64, f64)>, flat: (f64, f64)) -> (f64, f64) {
+    let pick = |specific: Option<f64>, flat: f64| specific.filter(|price| *price > 0.0).unwrap_or(flat);
+    (pick(model_price.map(|price| price.0), flat.0), pick(model_price.map(|price| price.1), flat.1))
+}
+
+/// A budget dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitName {
+    Runtime,
+    ToolCalls,
+    InputTokens,
+    OutputTokens,
+    CostUsd,
+}
+
+impl LimitName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitName::Runtime => "runtime",
+            LimitName::ToolCalls => "tool_calls",
+            LimitName::InputTokens => "input_tokens",
+            LimitName::OutputTokens => "output_tokens",
+            LimitName::CostUsd => "cost_usd",
+        }
+    }
+}
+
+/// An observed value or a limit: integers for every dimension but cost (USD).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetValue {
+    Count(u64),
+    Usd(f64),
+}
+
+/// The typed budget error (§5 step 4).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetExceeded {
+    pub limit_name: LimitName,
+    pub observed: BudgetValue,
+    pub limit: BudgetValue,
+}
+
+impl fmt::Display for BudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.limit_name.as_str();
+        match (self.observed, self.limit) {
+            (BudgetValue::Usd(observed), BudgetValue::Usd(limit)) => {
+                write!(f, "execution budget exceeded: {name} observed ${observed:.6} (limit ${limit:.6})")
+            }
+            (observed, limit) => {
+                write!(f, "execution budget exceeded: {name} observed {} (limit {})", plain(observed), plain(limit))
+            }
+        }
+    }
+}
+
+fn plain(value: BudgetValue) -> String {
+    match value {
+        BudgetValue::Count(count) => count.to_string(),
+        BudgetValue::Usd(usd) => format!("{usd:.6}"),
+    }
+}
+
+impl std::error::Error for BudgetExceeded {}
+
+/// The run's budget state.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    limits: BudgetLimits,
+    started: Instant,
+    executed_tool_calls: u64,
+}
+
+impl Budget {
+    /// `started` is the run's start (runtime counts from there).
+    pub fn new(limits: BudgetLimits, started: Instant) -> Budget {
+        Budget { limits, started, executed_tool_calls: 0 }
+    }
+
+    /// No limits at all.
+    pub fn unlimited() -> Budget {
+        Budget::new(BudgetLimits::default(), Instant::now())
+    }
+
+    pub fn limits(&self) -> &BudgetLimits {
+        &self.limits
+    }
+
+    /// Before every main LLM call: whole elapsed seconds `>=` max.
+    pub fn check_runtime(&self) -> Result<(), BudgetExceeded> {
+        let max = self.limits.max_runtime_seconds;
+        let elapsed = self.started.elapsed().as_secs();
+        exceeded_at_or_above(LimitName::Runtime, elapsed, max)
+    }
+
+    /// After every LLM response: input tokens, output tokens, then cost, each `>=` max.
+    pub fn check_usage(&self, totals: Usage) -> Result<(), BudgetExceeded> {
+        exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens)?;
+        exceeded_at_or_above(LimitName::OutputTokens, totals.output_tokens, self.limits.max_output_tokens)?;
+        if self.limits.cost_enforced() {
+            let cost = self.limits.cost_micro_usd(totals);
+            let max = to_micro(self.limits.max_cost_usd);
+            if cost >= max {
+                return Err(BudgetExceeded {
+                    limit_name: LimitName::CostUsd,
+                    observed: BudgetValue::Usd(cost as f64 / 1e6),
+                    limit: BudgetValue::Usd(self.limits.max_cost_usd),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Before a batch is scheduled: executed + batch `>` max (a batch reaching the cap runs).
+    pub fn check_tool_calls(&self, batch: usize) -> Result<(), BudgetExceeded> {
+        let max = self.limits.max_tool_calls;
+        let observed = self.executed_tool_calls.saturating_add(batch as u64);
+        if max > 0 && observed > max {
+            return Err(BudgetExceeded {
+                limit_name: LimitName::ToolCalls,
+                observed: BudgetValue::Count(observed),
+                limit: BudgetValue::Count(max),
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts a batch that ran.
+    pub fn record_executed(&mut self, calls: usize) {
+        self.executed_tool_calls = self.executed_tool_calls.saturating_add(calls as u64);
+    }
+
+    pub fn executed_tool_calls(&self) -> u64 {
+        self.executed_tool_calls
+    }
+
+    /// Whether any dimension is exhausted now (side calls are skipped then).
+    pub fn any_exhausted(&self, totals: Usage) -> bool {
+        self.check_runtime().is_err() || self.check_usage(totals).is_err() || self.tool_calls_exhausted()
+    }
+
+    fn tool_calls_exhausted(&self) -> bool {
+        self.limits.max_tool_calls > 0 && self.executed_tool_calls >= self.limits.max_tool_calls
+    }
+
+    /// Every budget other than tool calls still has headroom (the partial-summary condition).
+    pub fn others_have_headroom(&self, totals: Usage) -> bool {
+        self.check_runtime().is_ok() && self.check_usage(totals).is_ok()
+    }
+}
+
+fn exceeded_at_or_above(limit_name: LimitName, observed: u64, max: u64) -> Result<(), BudgetExceeded> {
+    if max > 0 && observed >= max {
+        return Err(BudgetExceeded {
+            limit_name,
+            observed: BudgetValue::Count(observed),
+            limit: BudgetValue::Count(max),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
+        Usage { input_tokens, output_tokens }
+    }
+
+    #[test]
+    fn token_limits_are_inclusive_and_checked_in_order() {
+        let budget = Budget::new(
+            BudgetLimits { max_input_tokens: 100, max_output_tokens: 10, ..BudgetLimits::default() },
+            Instant::now(),
+        );
+        assert!(budget.check_usage(usage(99, 9)).is_ok());
+        let err = budget.check_usage(usage(100, 10)).unwrap_err();
+        assert_eq!(err.to_string(), "execution budget exceeded: input_tokens observed 100 (limit 100)");
+        let err = budget.check_usage(usage(5, 12)).unwrap_err();
+        assert_eq!(err.to_string(), "execution budget exceeded: output_tokens observed 12 (limit 10)");
+    }
+
+    #[test]
+    fn tool_calls_are_exclusive_a_batch_reaching_the_cap_runs() {
+        let mut budget = Budget::new(BudgetLimits { max_tool_calls: 3, ..BudgetLimits::default() }, Instant::now());
+        assert!(budget.check_tool_calls(3).is_ok());
+        budget.record_executed(2);
+        assert!(budget.check_tool_calls(1).is_ok());
+        let err = budget.check_tool_calls(2).unwrap_err();
+        assert_eq!(err.to_string(), "execution budget exceeded: tool_calls observed 4 (limit 3)");
+    }
+
+    #[test]
+    fn runtime_counts_whole_seconds_inclusive() {
+        let started = Instant::now().checked_sub(Duration::from_millis(2500)).unwrap();
+        let budget = Budget::new(BudgetLimits { max_runtime_seconds: 2, ..BudgetLimits::default() }, started);
+        assert_eq!(
+            budget.check_runtime().unwrap_err().to_string(),
+            "execution budget exceeded: runtime observed 2 (limit 2)"
+        );
+        let budget = Budget::new(BudgetLimits { max_runtime_seconds: 3, ..BudgetLimits::default() }, started);
+        assert!(budget.check_runtime().is_ok());
+    }
+
+    #[test]
+    fn cost_uses_micro_usd_and_the_spec_format() {
+        let limits = BudgetLimits {
+            max_cost_usd: 0.1,
+            input_price_per_million: 1.0,
+            output_price_per_million: 2.0,
+            ..BudgetLimits::default()
+        };
+        let budget = Budget::new(limits, Instant::now());
+        assert!(budget.check_usage(usage(90_000, 4_999)).is_ok());
+        let err = budget.check_usage(usage(90_000, 10_000)).unwrap_err();
+        assert_eq!(err.to_string(), "execution budget exceeded: cost_usd observed $0.110000 (limit $0.100000)");
+        assert_eq!(err.observed, BudgetValue::Usd(0.11));
+    }
+
+    #[test]
+    fn cost_without_prices_is_not_enforced_and_warns() {
+        let limits = BudgetLimits { max_cost_usd: 0.1, input_price_per_million: 1.0, ..BudgetLimits::default() };
+        assert!(!limits.cost_enforced());
+        assert!(Budget::new(limits, Instant::now()).check_usage(usage(u64::MAX / 2, 0)).is_ok());
+        assert_eq!(
+            limits.cost_warning("m1").unwrap(),
+            "max_cost_usd is set but no input/output prices resolve for model \"m1\"; cost enforcement is disabled (token budgets still apply)"
+        );
+    }
+
+    #[test]
+    fn prices_fall_back_per_field() {
+        assert_eq!(resolve_price(Some((3.0, 0.0)), (1.0, 2.0)), (3.0, 2.0));
+        assert_eq!(resolve_price(Some((-1.0, 5.0)), (1.0, 2.0)), (1.0, 5.0));
+        assert_eq!(resolve_price(None, (1.0, 2.0)), (1.0, 2.0));
+    }
+}
