@@ -4,6 +4,7 @@
 //! Start at [`tool::Tool`] (what a tool gives the loop) and the `run` module (the loop).
 
 pub mod danger;
+pub mod events;
 pub mod mcp_tool;
 pub mod observer;
 pub mod prompt;
