@@ -28,6 +28,12 @@ impl RunId {
         Ok(RunId(hex::encode(bytes)))
     }
 
+    /// An existing run ID (32 lowercase hex characters), e.g. one handed down to a child.
+    pub fn parse(text: &str) -> Option<RunId> {
+        let valid = text.len() == 32 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        valid.then(|| RunId(text.to_owned()))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
