@@ -158,6 +158,7 @@ pub fn url_host(url: &str) -> Option<String> {
     let url = url.trim();
     let after_scheme = match url.split_once("://") {
         Some((scheme, rest)) if is_url_scheme(scheme) => rest,
+        _ if has_scheme_without_authority(url) => return None,
         _ => url.strip_prefix("//").unwrap_or(url),
     };
     let authority_end = after_scheme.find(['/', '?', '#', '\\']).unwrap_or(after_scheme.len());
@@ -172,6 +173,16 @@ pub fn url_host(url: &str) -> Option<String> {
         return None;
     }
     Some(host.to_ascii_lowercase())
+}
+
+/// `about:blank`, `mailto:a@b`: a scheme and no `//` authority, so no host. `host:8080/x`
+/// (a port, all digits) is not one.
+fn has_scheme_without_authority(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return false;
+    };
+    let port = rest.split(['/', '?', '#']).next().unwrap_or("");
+    is_url_scheme(scheme) && !(port.is_empty() || port.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// RFC 3986 scheme: a letter, then letters, digits, `+`, `-`, `.`.
@@ -200,6 +211,9 @@ mod tests {
         assert_eq!(url_host("example.org/path").as_deref(), Some("example.org"));
         assert_eq!(url_host("https:///path"), None);
         assert_eq!(url_host(""), None);
+        assert_eq!(url_host("about:blank"), None);
+        assert_eq!(url_host("mailto:someone@example.com"), None);
+        assert_eq!(url_host("example.com:8080/x").as_deref(), Some("example.com"));
     }
 
     #[test]
