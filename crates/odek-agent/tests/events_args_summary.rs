@@ -79,9 +79,11 @@ fn path_tools_carry_path_and_write_class() {
 
 #[test]
 fn url_tools_carry_the_host_only() {
-    let got = summary("http_request", &json!({"url": "https://user:hunter2@API.Example.com:8443/v1/x?token=abc#f"})).unwrap();
+    let got =
+        summary("http_request", &json!({"url": "https://user:hunter2@API.Example.com:8443/v1/x?token=abc#f"})).unwrap();
     assert_eq!(got, json!({"host": "api.example.com"}));
-    let got = summary("http_batch", &json!({"requests": [{"url": "http://[::1]:9/a"}, {"url": "https://b.test"}]})).unwrap();
+    let got =
+        summary("http_batch", &json!({"requests": [{"url": "http://[::1]:9/a"}, {"url": "https://b.test"}]})).unwrap();
     assert_eq!(got, json!({"host": "::1"}));
     let got = summary("browser", &json!({"action": "screenshot"})).unwrap();
     assert_eq!(got, json!({"action": "screenshot"}));

@@ -84,7 +84,8 @@ fn close_from_inside_the_consumer_does_not_deadlock() {
     let (gate_sink, gate) = GateSink::new(memory.clone());
     let slot = Arc::new(OnceLock::new());
     let (closed_tx, closed_rx) = channel();
-    let sink = ClosingSink { inner: memory.clone(), gate: gate_sink, emitter: slot.clone(), closed: closed_tx, done: false };
+    let sink =
+        ClosingSink { inner: memory.clone(), gate: gate_sink, emitter: slot.clone(), closed: closed_tx, done: false };
     let emitter = Arc::new(EventEmitter::start(Box::new(sink), run_id(), false).unwrap());
     slot.set(emitter.clone()).unwrap();
 

@@ -152,7 +152,11 @@ fn subagent_events() {
     );
     assert_eq!(
         line(&Event::subagent_denied("shell", 1, "destructive", "denylist")),
-        expected("subagent_denied", r#","tool":"shell""#, r#"{"class":"destructive","reason":"denylist","task_index":1}"#)
+        expected(
+            "subagent_denied",
+            r#","tool":"shell""#,
+            r#"{"class":"destructive","reason":"denylist","task_index":1}"#
+        )
     );
     let outcome = SubagentOutcome {
         iterations: Some(3),
@@ -178,7 +182,11 @@ fn subagent_events() {
 fn iteration_events() {
     assert_eq!(
         line(&Event::context_trimmed(2, "survival", 1, 2)),
-        expected("context_trimmed", r#","iteration":2"#, r#"{"dropped_groups":1,"mode":"survival","truncated_results":2}"#)
+        expected(
+            "context_trimmed",
+            r#","iteration":2"#,
+            r#"{"dropped_groups":1,"mode":"survival","truncated_results":2}"#
+        )
     );
     assert_eq!(
         line(&Event::session_saved(2, 7)),
@@ -186,7 +194,11 @@ fn iteration_events() {
     );
     assert_eq!(
         line(&Event::iteration_completed(2, 100, 20, 0)),
-        expected("iteration_completed", r#","iteration":2"#, r#"{"input_tokens":100,"output_tokens":20,"tools_called":0}"#)
+        expected(
+            "iteration_completed",
+            r#","iteration":2"#,
+            r#"{"input_tokens":100,"output_tokens":20,"tools_called":0}"#
+        )
     );
 }
 

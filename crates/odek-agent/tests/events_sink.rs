@@ -65,11 +65,7 @@ fn missing_parent_is_refused() {
     let error = JsonlSink::open(path.to_str().unwrap()).unwrap_err();
     assert_eq!(
         error.to_string(),
-        format!(
-            "parent directory {} must already exist: {}",
-            missing.display(),
-            std::io::Error::from_raw_os_error(2)
-        )
+        format!("parent directory {} must already exist: {}", missing.display(), std::io::Error::from_raw_os_error(2))
     );
     assert!(!missing.exists());
 }

@@ -61,8 +61,20 @@ fn loop_events_map_to_v1_events() {
     stream.set_session_id("s1");
     stream.on_event(&LoopEvent::IterationStarted { iteration: 1 });
     stream.on_event(&LoopEvent::ModelResponded { iteration: 1, usage, totals: usage, tool_calls: 2 });
-    stream.on_event(&LoopEvent::ToolCallStarted { iteration: 1, call_id: "it1-call0", tool: "shell", arguments, risk: None });
-    stream.on_event(&LoopEvent::ToolCallStarted { iteration: 1, call_id: "x", tool: "fs__read", arguments: "", risk: None });
+    stream.on_event(&LoopEvent::ToolCallStarted {
+        iteration: 1,
+        call_id: "it1-call0",
+        tool: "shell",
+        arguments,
+        risk: None,
+    });
+    stream.on_event(&LoopEvent::ToolCallStarted {
+        iteration: 1,
+        call_id: "x",
+        tool: "fs__read",
+        arguments: "",
+        risk: None,
+    });
     stream.on_event(&LoopEvent::ToolCallFinished {
         iteration: 1,
         call_id: "it1-call0",
@@ -78,7 +90,12 @@ fn loop_events_map_to_v1_events() {
         result: CallResult::Failed { output: "error: \"secret detail\"" },
     });
     stream.on_event(&LoopEvent::Warning { text: "careful" });
-    stream.on_event(&LoopEvent::ContextTrimmed { iteration: 1, mode: TrimMode::Proactive, dropped_groups: 1, truncated_results: 0 });
+    stream.on_event(&LoopEvent::ContextTrimmed {
+        iteration: 1,
+        mode: TrimMode::Proactive,
+        dropped_groups: 1,
+        truncated_results: 0,
+    });
     stream.on_event(&LoopEvent::SessionSaved { iteration: 1, message_count: 4 });
     stream.on_event(&LoopEvent::IterationCompleted { iteration: 1, totals: usage, tools_called: 2 });
     stream.budget_exceeded(1, "runtime", BudgetAmount::Integer(31), BudgetAmount::Integer(30));
@@ -95,23 +112,44 @@ fn loop_events_map_to_v1_events() {
     let expected = vec![
         json!({"schema": "odek.event/v1", "type": "run_started", "run_id": RUN_ID,
                "data": {"max_iterations": 5, "model": "m", "sandbox": false}}),
-        envelope("tool_call_started", json!({"iteration": 1, "tool": "shell", "data": {
+        envelope(
+            "tool_call_started",
+            json!({"iteration": 1, "tool": "shell", "data": {
             "args_bytes": arguments.len(), "args_sha256": args_sha256(arguments), "call_id": "it1-call0",
-            "args_summary": {"argv0": "git", "class": "safe"}}})),
-        envelope("tool_call_started", json!({"iteration": 1, "tool": "fs__read", "data": {
-            "args_bytes": 0, "args_sha256": args_sha256(""), "call_id": "x"}})),
-        envelope("tool_call_completed", json!({"iteration": 1, "tool": "shell", "data": {
+            "args_summary": {"argv0": "git", "class": "safe"}}}),
+        ),
+        envelope(
+            "tool_call_started",
+            json!({"iteration": 1, "tool": "fs__read", "data": {
+            "args_bytes": 0, "args_sha256": args_sha256(""), "call_id": "x"}}),
+        ),
+        envelope(
+            "tool_call_completed",
+            json!({"iteration": 1, "tool": "shell", "data": {
             "artifact_count": 1, "call_id": "it1-call0", "duration_ms": 5, "observed_chars": 90,
-            "result_bytes": 15, "truncated": true}})),
-        envelope("tool_call_failed", json!({"iteration": 1, "tool": "fs__read", "data": {
-            "call_id": "x", "duration_ms": 6, "error_class": "tool_error"}})),
-        envelope("context_trimmed", json!({"iteration": 1, "data": {
-            "dropped_groups": 1, "mode": "proactive", "truncated_results": 0}})),
+            "result_bytes": 15, "truncated": true}}),
+        ),
+        envelope(
+            "tool_call_failed",
+            json!({"iteration": 1, "tool": "fs__read", "data": {
+            "call_id": "x", "duration_ms": 6, "error_class": "tool_error"}}),
+        ),
+        envelope(
+            "context_trimmed",
+            json!({"iteration": 1, "data": {
+            "dropped_groups": 1, "mode": "proactive", "truncated_results": 0}}),
+        ),
         envelope("session_saved", json!({"iteration": 1, "data": {"message_count": 4}})),
-        envelope("iteration_completed", json!({"iteration": 1, "data": {
-            "input_tokens": 10, "output_tokens": 2, "tools_called": 2}})),
-        envelope("budget_exceeded", json!({"iteration": 1, "data": {
-            "limit": 30, "limit_name": "runtime", "observed": 31}})),
+        envelope(
+            "iteration_completed",
+            json!({"iteration": 1, "data": {
+            "input_tokens": 10, "output_tokens": 2, "tools_called": 2}}),
+        ),
+        envelope(
+            "budget_exceeded",
+            json!({"iteration": 1, "data": {
+            "limit": 30, "limit_name": "runtime", "observed": 31}}),
+        ),
         envelope("run_failed", json!({"data": {"duration_ms": 40, "error_class": "execution_budget"}})),
         envelope("run_completed", json!({"data": {"duration_ms": 40, "input_tokens": 10, "output_tokens": 2}})),
     ];
@@ -122,7 +160,13 @@ fn loop_events_map_to_v1_events() {
 #[test]
 fn include_args_flag_reaches_tool_call_started() {
     let (stream, sink, _mcp, _cwd) = stream(true);
-    stream.on_event(&LoopEvent::ToolCallStarted { iteration: 2, call_id: "c", tool: "plan", arguments: "{\"a\":1}", risk: None });
+    stream.on_event(&LoopEvent::ToolCallStarted {
+        iteration: 2,
+        call_id: "c",
+        tool: "plan",
+        arguments: "{\"a\":1}",
+        risk: None,
+    });
     stream.close();
     assert_eq!(parsed(&sink)[0]["data"]["args"], "{\"a\":1}");
 }
@@ -143,8 +187,10 @@ fn mcp_events_are_emitted_and_still_reach_the_terminal() {
     observer.server_line("fs", "hello");
     stream.close();
 
-    let events: Vec<(String, Value)> =
-        parsed(&sink).into_iter().map(|event| (event["type"].as_str().unwrap().to_owned(), event["data"].clone())).collect();
+    let events: Vec<(String, Value)> = parsed(&sink)
+        .into_iter()
+        .map(|event| (event["type"].as_str().unwrap().to_owned(), event["data"].clone()))
+        .collect();
     assert_eq!(
         events,
         vec![

@@ -57,7 +57,10 @@ impl GateSink {
     pub fn new(inner: MemorySink) -> (GateSink, Gate) {
         let (entered_tx, entered_rx) = channel();
         let (release_tx, release_rx) = channel();
-        (GateSink { inner, entered: entered_tx, release: Some(release_rx) }, Gate { entered: entered_rx, release: release_tx })
+        (
+            GateSink { inner, entered: entered_tx, release: Some(release_rx) },
+            Gate { entered: entered_rx, release: release_tx },
+        )
     }
 }
 
@@ -78,9 +81,7 @@ pub struct FaultySink {
 
 impl EventSink for FaultySink {
     fn write_line(&mut self, line: &str) -> std::io::Result<()> {
-        if line.contains("panic") {
-            panic!("sink panicked on purpose");
-        }
+        assert!(!line.contains("panic"), "sink panicked on purpose");
         if line.contains("fail") {
             return Err(std::io::Error::other("disk on fire"));
         }

@@ -87,7 +87,8 @@ fn summarize_parallel_shell(arguments: &Value, cwd: &Path, odek_home: &Path) -> 
         arguments.get("commands")?.as_array()?.iter().filter_map(|entry| entry.get("command")?.as_str()).collect();
     // Every command counts for the class, also those beyond the listed 16.
     let class = highest_class(commands.iter().map(|command| classify_command_in(command, cwd, odek_home).class))?;
-    let programs = commands.iter().take(MAX_SUMMARY_ITEMS).map(|command| Value::from(cut_summary_string(&argv0(command))));
+    let programs =
+        commands.iter().take(MAX_SUMMARY_ITEMS).map(|command| Value::from(cut_summary_string(&argv0(command))));
     Some(summary_of(Value::Array(programs.collect()), class, "argv0"))
 }
 

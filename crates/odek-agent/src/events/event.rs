@@ -117,7 +117,8 @@ impl Event {
     }
 
     pub fn run_started(model: &str, sandbox: bool, max_iterations: u32) -> Event {
-        let data = data_of([("model", some(model)), ("sandbox", some(sandbox)), ("max_iterations", some(max_iterations))]);
+        let data =
+            data_of([("model", some(model)), ("sandbox", some(sandbox)), ("max_iterations", some(max_iterations))]);
         Event::new("run_started", None, None, data)
     }
 
@@ -138,8 +139,11 @@ impl Event {
 
     /// `exit_status` is absent for HTTP servers.
     pub fn mcp_server_restarted(server: &str, restarts: u32, exit_status: Option<i32>) -> Event {
-        let data =
-            data_of([("server", some(server)), ("restarts", some(restarts)), ("exit_status", exit_status.map(Value::from))]);
+        let data = data_of([
+            ("server", some(server)),
+            ("restarts", some(restarts)),
+            ("exit_status", exit_status.map(Value::from)),
+        ]);
         Event::new("mcp_server_restarted", None, None, data)
     }
 
@@ -186,8 +190,11 @@ impl Event {
 
     /// `error_class` is always `tool_error` (§8); the error text never appears.
     pub fn tool_call_failed(iteration: u32, tool: &str, call_id: &str, duration: std::time::Duration) -> Event {
-        let data =
-            data_of([("call_id", some(call_id)), ("duration_ms", some(millis(duration))), ("error_class", some("tool_error"))]);
+        let data = data_of([
+            ("call_id", some(call_id)),
+            ("duration_ms", some(millis(duration))),
+            ("error_class", some("tool_error")),
+        ]);
         Event::new("tool_call_failed", Some(iteration), Some(tool), data)
     }
 
@@ -195,7 +202,14 @@ impl Event {
         Event::new("plan_created", None, None, data_of([("steps", some(steps)), ("version", some(version))]))
     }
 
-    pub fn plan_updated(steps: usize, done: usize, in_progress: usize, blocked: usize, pending: usize, version: u64) -> Event {
+    pub fn plan_updated(
+        steps: usize,
+        done: usize,
+        in_progress: usize,
+        blocked: usize,
+        pending: usize,
+        version: u64,
+    ) -> Event {
         let data = data_of([
             ("steps", some(steps)),
             ("done", some(done)),
@@ -268,8 +282,11 @@ impl Event {
 
     /// `limit_name` is `runtime`, `tool_calls`, `input_tokens`, `output_tokens` or `cost_usd`.
     pub fn budget_exceeded(iteration: u32, limit_name: &str, observed: BudgetAmount, limit: BudgetAmount) -> Event {
-        let data =
-            data_of([("limit_name", some(limit_name)), ("observed", Some(observed.to_json())), ("limit", Some(limit.to_json()))]);
+        let data = data_of([
+            ("limit_name", some(limit_name)),
+            ("observed", Some(observed.to_json())),
+            ("limit", Some(limit.to_json())),
+        ]);
         Event::new("budget_exceeded", Some(iteration), None, data)
     }
 

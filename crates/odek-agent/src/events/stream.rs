@@ -80,7 +80,14 @@ impl EventStream {
             LoopEvent::IterationStarted { .. } | LoopEvent::ModelResponded { .. } | LoopEvent::Warning { .. } => None,
             LoopEvent::ToolCallStarted { iteration, call_id, tool, arguments, risk: _ } => {
                 let summary = args_summary(tool, arguments, &self.cwd, &self.odek_home);
-                Some(Event::tool_call_started(iteration, tool, call_id, arguments, summary, self.emitter.include_args()))
+                Some(Event::tool_call_started(
+                    iteration,
+                    tool,
+                    call_id,
+                    arguments,
+                    summary,
+                    self.emitter.include_args(),
+                ))
             }
             LoopEvent::ToolCallFinished { iteration, call_id, tool, duration, result } => Some(match result {
                 CallResult::Completed { output, observed_chars } => {
@@ -91,7 +98,9 @@ impl EventStream {
             LoopEvent::ContextTrimmed { iteration, mode, dropped_groups, truncated_results } => {
                 Some(Event::context_trimmed(iteration, mode.as_str(), dropped_groups, truncated_results))
             }
-            LoopEvent::SessionSaved { iteration, message_count } => Some(Event::session_saved(iteration, message_count)),
+            LoopEvent::SessionSaved { iteration, message_count } => {
+                Some(Event::session_saved(iteration, message_count))
+            }
             LoopEvent::IterationCompleted { iteration, totals, tools_called } => {
                 Some(Event::iteration_completed(iteration, totals.input_tokens, totals.output_tokens, tools_called))
             }
