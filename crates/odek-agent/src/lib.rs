@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod danger;
+pub mod events;
 pub mod mcp_tool;
 pub mod observer;
 pub mod prompt;
