@@ -7,7 +7,8 @@ mod events_support;
 
 use std::time::Duration;
 
-use odek_agent::events::{BudgetAmount, Event, SubagentOutcome, args_bytes, args_sha256, render_event_line};
+use odek_agent::budget::BudgetValue;
+use odek_agent::events::{Event, SubagentOutcome, args_bytes, args_sha256, render_event_line};
 use serde_json::json;
 
 use events_support::*;
@@ -205,11 +206,11 @@ fn iteration_events() {
 #[test]
 fn budget_exceeded_integers_and_usd_floats() {
     assert_eq!(
-        line(&Event::budget_exceeded(4, "tool_calls", BudgetAmount::Integer(11), BudgetAmount::Integer(10))),
+        line(&Event::budget_exceeded(4, "tool_calls", BudgetValue::Count(11), BudgetValue::Count(10))),
         expected("budget_exceeded", r#","iteration":4"#, r#"{"limit":10,"limit_name":"tool_calls","observed":11}"#)
     );
     assert_eq!(
-        line(&Event::budget_exceeded(4, "cost_usd", BudgetAmount::Usd(0.52), BudgetAmount::Usd(1.0))),
+        line(&Event::budget_exceeded(4, "cost_usd", BudgetValue::Usd(0.52), BudgetValue::Usd(1.0))),
         expected("budget_exceeded", r#","iteration":4"#, r#"{"limit":1.0,"limit_name":"cost_usd","observed":0.52}"#)
     );
 }

@@ -8,7 +8,8 @@ mod events_support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use odek_agent::events::{BudgetAmount, EventEmitter, EventStream, Fanout, args_sha256};
+use odek_agent::budget::{BudgetExceeded, BudgetValue, LimitName};
+use odek_agent::events::{EventEmitter, EventStream, Fanout, args_sha256};
 use odek_agent::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use odek_llm::{StreamObserver, Usage};
 use odek_mcp::{McpEvent, McpObserver};
@@ -98,7 +99,12 @@ fn loop_events_map_to_v1_events() {
     });
     stream.on_event(&LoopEvent::SessionSaved { iteration: 1, message_count: 4 });
     stream.on_event(&LoopEvent::IterationCompleted { iteration: 1, totals: usage, tools_called: 2 });
-    stream.budget_exceeded(1, "runtime", BudgetAmount::Integer(31), BudgetAmount::Integer(30));
+    let exceeded = BudgetExceeded {
+        limit_name: LimitName::Runtime,
+        observed: BudgetValue::Count(31),
+        limit: BudgetValue::Count(30),
+    };
+    stream.on_event(&LoopEvent::BudgetExceeded { iteration: 1, exceeded: &exceeded });
     stream.run_failed(Duration::from_millis(40), "execution_budget");
     stream.run_completed(Duration::from_millis(40), usage);
     assert_eq!(stream.close(), 0);

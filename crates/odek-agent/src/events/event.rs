@@ -12,6 +12,7 @@ use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
 use super::EventError;
+use crate::budget::BudgetValue;
 
 /// The `schema` value of every line.
 pub const EVENT_SCHEMA: &str = "odek.event/v1";
@@ -46,19 +47,11 @@ impl fmt::Display for RunId {
 }
 
 /// `budget_exceeded.observed` / `.limit`: integers, except floats in USD for `cost_usd`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BudgetAmount {
-    Integer(u64),
-    Usd(f64),
-}
-
-impl BudgetAmount {
-    fn to_json(self) -> Value {
-        match self {
-            BudgetAmount::Integer(value) => Value::from(value),
-            // A non-finite cost cannot be a JSON number; null keeps the line valid.
-            BudgetAmount::Usd(value) => Number::from_f64(value).map_or(Value::Null, Value::Number),
-        }
+fn budget_value_json(value: BudgetValue) -> Value {
+    match value {
+        BudgetValue::Count(value) => Value::from(value),
+        // A non-finite cost cannot be a JSON number; null keeps the line valid.
+        BudgetValue::Usd(value) => Number::from_f64(value).map_or(Value::Null, Value::Number),
     }
 }
 
@@ -281,11 +274,11 @@ impl Event {
     }
 
     /// `limit_name` is `runtime`, `tool_calls`, `input_tokens`, `output_tokens` or `cost_usd`.
-    pub fn budget_exceeded(iteration: u32, limit_name: &str, observed: BudgetAmount, limit: BudgetAmount) -> Event {
+    pub fn budget_exceeded(iteration: u32, limit_name: &str, observed: BudgetValue, limit: BudgetValue) -> Event {
         let data = data_of([
             ("limit_name", some(limit_name)),
-            ("observed", Some(observed.to_json())),
-            ("limit", Some(limit.to_json())),
+            ("observed", Some(budget_value_json(observed))),
+            ("limit", Some(budget_value_json(limit))),
         ]);
         Event::new("budget_exceeded", Some(iteration), None, data)
     }
@@ -398,7 +391,7 @@ mod tests {
 
     #[test]
     fn non_finite_cost_is_null() {
-        let event = Event::budget_exceeded(1, "cost_usd", BudgetAmount::Usd(f64::NAN), BudgetAmount::Usd(0.5));
+        let event = Event::budget_exceeded(1, "cost_usd", BudgetValue::Usd(f64::NAN), BudgetValue::Usd(0.5));
         assert_eq!(event.data()["observed"], Value::Null);
         assert_eq!(event.data()["limit"], Value::from(0.5));
     }

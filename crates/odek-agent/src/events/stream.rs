@@ -12,7 +12,7 @@ use odek_mcp::{McpEvent, McpObserver};
 
 use super::args::args_summary;
 use super::dispatch::EventEmitter;
-use super::event::{BudgetAmount, Event};
+use super::event::Event;
 use crate::observer::{CallResult, LoopEvent, LoopObserver};
 
 /// One run's event stream. `Send + Sync`; no method waits on the sink except
@@ -65,10 +65,6 @@ impl EventStream {
         self.emit(&Event::run_failed(duration, error_class));
     }
 
-    pub fn budget_exceeded(&self, iteration: u32, limit_name: &str, observed: BudgetAmount, limit: BudgetAmount) {
-        self.emit(&Event::budget_exceeded(iteration, limit_name, observed, limit));
-    }
-
     /// Drains and stops the stream; see [`EventEmitter::close`].
     pub fn close(&self) -> u64 {
         self.emitter.close()
@@ -101,6 +97,12 @@ impl EventStream {
             LoopEvent::SessionSaved { iteration, message_count } => {
                 Some(Event::session_saved(iteration, message_count))
             }
+            LoopEvent::BudgetExceeded { iteration, exceeded } => Some(Event::budget_exceeded(
+                iteration,
+                exceeded.limit_name.as_str(),
+                exceeded.observed,
+                exceeded.limit,
+            )),
             LoopEvent::IterationCompleted { iteration, totals, tools_called } => {
                 Some(Event::iteration_completed(iteration, totals.input_tokens, totals.output_tokens, tools_called))
             }
