@@ -96,6 +96,15 @@ pub struct LoopArgs {
     /// Print nothing but warnings, errors and the final answer
     #[arg(long, short)]
     pub quiet: bool,
+    /// Append the odek.event/v1 stream to this file as JSON lines (`-`: stdout, with --json)
+    #[arg(long, value_name = "PATH")]
+    pub events_jsonl: Option<String>,
+    /// Add the (redacted) raw tool arguments to tool_call_started events
+    #[arg(long)]
+    pub events_include_args: bool,
+    /// Print the final answer as one JSON object (the line after any events on stdout)
+    #[arg(long)]
+    pub json: bool,
     /// Wall-clock budget in seconds (exit 4 when exhausted)
     #[arg(long, value_name = "SECONDS")]
     pub max_runtime: Option<String>,

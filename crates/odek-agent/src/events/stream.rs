@@ -97,12 +97,9 @@ impl EventStream {
             LoopEvent::SessionSaved { iteration, message_count } => {
                 Some(Event::session_saved(iteration, message_count))
             }
-            LoopEvent::BudgetExceeded { iteration, exceeded } => Some(Event::budget_exceeded(
-                iteration,
-                exceeded.limit_name.as_str(),
-                exceeded.observed,
-                exceeded.limit,
-            )),
+            LoopEvent::BudgetExceeded { iteration, exceeded } => {
+                Some(Event::budget_exceeded(iteration, exceeded.limit_name.as_str(), exceeded.observed, exceeded.limit))
+            }
             LoopEvent::IterationCompleted { iteration, totals, tools_called } => {
                 Some(Event::iteration_completed(iteration, totals.input_tokens, totals.output_tokens, tools_called))
             }

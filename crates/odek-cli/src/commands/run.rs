@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use odek_agent::budget::{Budget, BudgetLimits, resolve_price};
 use odek_agent::danger::DangerPolicy;
+use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::observer::LoopObserver;
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
 use odek_agent::run::trim::context_window;
@@ -106,6 +107,9 @@ struct Effective {
     replay: Option<PathBuf>,
     record: Option<PathBuf>,
     quiet: bool,
+    events_jsonl: Option<String>,
+    events_include_args: bool,
+    json: bool,
 }
 
 impl Effective {
@@ -168,6 +172,9 @@ impl Effective {
             replay: flags.replay.clone(),
             record: flags.record.clone(),
             quiet: flags.quiet,
+            events_jsonl: flags.events_jsonl.clone(),
+            events_include_args: flags.events_include_args,
+            json: flags.json,
         })
     }
 
@@ -343,6 +350,84 @@ async fn execute(
     session: Option<Session>,
 ) -> Result<(), CommandError> {
     let started = std::time::Instant::now();
+    let terminal_mcp: Arc<dyn McpObserver> =
+        if effective.quiet { Arc::new(QuietMcpObserver) } else { Arc::new(StderrObserver) };
+    let events = open_events(&setup, &effective, Arc::clone(&terminal_mcp))?;
+    if let Some(events) = &events {
+        if let Some(session) = &session {
+            events.set_session_id(session.id.as_str());
+        }
+        let core = &effective.config.core;
+        events.run_started(&core.model, false, core.max_iterations);
+    }
+    let outcome = run_agent(&setup, &effective, &mut messages, session, events.clone(), terminal_mcp, started).await;
+    let duration = started.elapsed();
+    if let Some(events) = &events {
+        match &outcome {
+            Ok(outcome) => events.run_completed(duration, outcome.usage),
+            Err(failure) => events.run_failed(duration, failure.class),
+        }
+        // Drained before the answer, so `--events-jsonl - --json` ends with the result line.
+        events.close();
+    }
+    let outcome = outcome.map_err(|failure| failure.error)?;
+    let answer = redact(&outcome.answer);
+    let mut stdout = std::io::stdout().lock();
+    if effective.json {
+        let result = serde_json::json!({
+            "answer": answer,
+            "iterations": outcome.iterations,
+            "input_tokens": outcome.usage.input_tokens,
+            "output_tokens": outcome.usage.output_tokens,
+        });
+        writeln!(stdout, "{result}")?;
+    } else {
+        writeln!(stdout, "{answer}")?;
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Why a run failed: the command error and `run_failed.error_class`.
+struct RunFailure {
+    error: CommandError,
+    class: &'static str,
+}
+
+impl RunFailure {
+    fn setup(error: CommandError) -> RunFailure {
+        RunFailure { error, class: "error" }
+    }
+}
+
+/// `--events-jsonl`: the sink is opened before the run; any open error is fatal.
+fn open_events(
+    setup: &Setup,
+    effective: &Effective,
+    terminal_mcp: Arc<dyn McpObserver>,
+) -> Result<Option<Arc<EventStream>>, CommandError> {
+    let Some(target) = &effective.events_jsonl else {
+        return Ok(None);
+    };
+    if target == "-" && !effective.json {
+        return Err(CommandError::Fatal(
+            "events-jsonl: - writes the events to stdout, which carries the answer: add --json".into(),
+        ));
+    }
+    let sink = open_sink(target).map_err(|err| CommandError::Fatal(format!("events-jsonl: {err}")))?;
+    let emitter = EventEmitter::start(sink, RunId::generate()?, effective.events_include_args)?;
+    Ok(Some(Arc::new(EventStream::new(emitter, &setup.sources.cwd, &setup.sources.odek_dir(), terminal_mcp))))
+}
+
+async fn run_agent(
+    setup: &Setup,
+    effective: &Effective,
+    messages: &mut Vec<Message>,
+    session: Option<Session>,
+    events: Option<Arc<EventStream>>,
+    terminal_mcp: Arc<dyn McpObserver>,
+    started: std::time::Instant,
+) -> Result<odek_agent::run::RunOutcome, RunFailure> {
     // Building the HTTP client (TLS roots) is CPU work: do it while the MCP servers start.
     let provider_plan = effective.clone();
     let provider = tokio::task::spawn_blocking(move || provider_plan.provider());
@@ -353,11 +438,17 @@ async fn execute(
     } else {
         StatusMode::Plain
     };
-    let mcp_observer: Arc<dyn McpObserver> =
-        if effective.quiet { Arc::new(QuietMcpObserver) } else { Arc::new(StderrObserver) };
-    let hub = start_hub(&setup, mcp_observer).await;
-    let provider = provider.await.map_err(|err| CommandError::Fatal(format!("provider setup: {err}")))??;
-    let hub = Arc::new(hub?);
+    let mcp_observer: Arc<dyn McpObserver> = match &events {
+        Some(events) => Arc::clone(events) as Arc<dyn McpObserver>,
+        None => terminal_mcp,
+    };
+    let hub = start_hub(setup, mcp_observer).await;
+    let provider = provider
+        .await
+        .map_err(|err| CommandError::Fatal(format!("provider setup: {err}")))
+        .and_then(|provider| provider)
+        .map_err(RunFailure::setup)?;
+    let hub = Arc::new(hub.map_err(RunFailure::setup)?);
     let display = Arc::new(StatusDisplay::new(mode));
     let config = &effective.config;
     let tools_config = config.tools.clone();
@@ -378,9 +469,11 @@ async fn execute(
         None
     };
     let checkpoint: Option<Box<dyn Checkpoint>> = match session {
-        Some(session) => {
-            Some(Box::new(SessionCheckpoint { store: session_store(&setup)?, session, charged: Usage::default() }))
-        }
+        Some(session) => Some(Box::new(SessionCheckpoint {
+            store: session_store(setup).map_err(RunFailure::setup)?,
+            session,
+            charged: Usage::default(),
+        })),
         None => None,
     };
     let core = &config.core;
@@ -397,20 +490,25 @@ async fn execute(
             compaction: core.compaction,
         },
         tool_context,
-        observer: Arc::clone(&display) as Arc<dyn LoopObserver>,
+        observer: match &events {
+            Some(events) => {
+                Arc::new(Fanout::new(vec![Arc::clone(&display) as Arc<dyn LoopObserver>, Arc::clone(events) as _]))
+            }
+            None => Arc::clone(&display) as Arc<dyn LoopObserver>,
+        },
         gate,
         checkpoint,
         budget: run_budget(config, started),
     };
-    let outcome = agent.run(&mut messages, &cancel).await;
+    let outcome = agent.run(messages, &cancel).await;
     display.finish();
     hub.shutdown().await;
-    let outcome = outcome.map_err(|err| match err {
-        odek_agent::run::RunError::Budget(exceeded) => CommandError::Budget(exceeded.to_string()),
-        other => CommandError::Fatal(other.to_string()),
-    })?;
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", redact(&outcome.answer))?;
-    stdout.flush()?;
-    Ok(())
+    outcome.map_err(|err| {
+        let class = err.class();
+        let error = match err {
+            odek_agent::run::RunError::Budget(exceeded) => CommandError::Budget(exceeded.to_string()),
+            other => CommandError::Fatal(other.to_string()),
+        };
+        RunFailure { error, class }
+    })
 }
