@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::sync::{LazyLock, PoisonError, RwLock};
 
-use regex::{NoExpand, Regex, RegexBuilder};
+use regex::{NoExpand, Regex, RegexBuilder, RegexSet};
 
 /// What every match becomes.
 pub const REDACTED: &str = "[REDACTED]";
@@ -67,10 +67,19 @@ static COMPILED_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     SECRET_PATTERNS.iter().filter_map(|pattern| Regex::new(&go_to_rust_pattern(pattern)).ok()).collect()
 });
 
+/// All patterns as one set: a single scan tells whether any of them matches, so text without
+/// secrets (most of it) costs one pass instead of one per pattern.
+static PATTERN_SET: LazyLock<Option<RegexSet>> =
+    LazyLock::new(|| RegexSet::new(SECRET_PATTERNS.iter().map(|pattern| go_to_rust_pattern(pattern))).ok());
+
+/// No pattern and no registered value (at least 8 runes) can match fewer bytes than this.
+const SHORTEST_MATCH_BYTES: usize = MIN_SECRET_RUNES;
+
 /// Compiles the pattern list now instead of at the first [`redact`] (a few milliseconds), so a
 /// caller can do it off the critical path.
 pub fn compile_patterns() {
     LazyLock::force(&COMPILED_PATTERNS);
+    LazyLock::force(&PATTERN_SET);
 }
 
 /// The process-wide registry behind [`register_secret`] and [`redact`].
@@ -140,6 +149,17 @@ impl Redactor {
     }
 
     fn redact_once<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if text.len() < SHORTEST_MATCH_BYTES {
+            return Cow::Borrowed(text);
+        }
+        let patterns_may_match = PATTERN_SET.as_ref().is_none_or(|set| set.is_match(text));
+        let values_may_match = match &self.known_matcher {
+            Some(matcher) => matcher.is_match(text),
+            None => !self.known_values.is_empty(),
+        };
+        if !patterns_may_match && !values_may_match {
+            return Cow::Borrowed(text);
+        }
         let mut current = Cow::Borrowed(text);
         if self.known_matcher.is_none() {
             // Only when the alternation could not be built (beyond the regex size limit): the
