@@ -148,3 +148,55 @@ fn events_on_stdout_need_json_mode_and_end_with_the_result_line() {
     assert_eq!(lines[lines.len() - 2]["type"], "run_completed");
     assert_eq!(lines.last().unwrap()["answer"], "the answer");
 }
+
+#[test]
+fn truncation_restarts_and_survival_trims_are_reported() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("big", "fixture__large_result", r#"{"chars":5000}"#)]),
+        Reply::tool_calls(vec![("crash", "fixture__exit_mid_call", r#"{"code":3}"#)]),
+        Reply::tool_calls(vec![("again", "fixture__echo", r#"{"text":"back"}"#)]),
+        Reply::status(400, r#"{"error":{"message":"maximum context length exceeded"}}"#),
+        Reply::text("done"),
+    ]);
+    let sandbox = Sandbox::new();
+    let mut fixture = sandbox.fixture_server();
+    fixture["max_result_chars"] = serde_json::json!(1000);
+    sandbox.global_config(
+        &serde_json::json!({"base_url": server.base_url(), "model": "test-model", "mcp_servers": {"fixture": fixture}}),
+    );
+    let sink = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--events-jsonl", path_str(&sink), "go"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let events = events(&sink);
+    let completed: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_call_completed").collect();
+    assert_eq!(completed[0]["data"]["call_id"], "big");
+    assert_eq!(completed[0]["data"]["truncated"], true);
+    assert_eq!(completed[0]["data"]["observed_chars"], 5000);
+    assert!(completed[1]["data"].get("truncated").is_none());
+    let failed = events.iter().find(|e| e["type"] == "tool_call_failed").unwrap();
+    assert_eq!(failed["data"]["call_id"], "crash");
+    let restarted = events.iter().find(|e| e["type"] == "mcp_server_restarted").unwrap();
+    assert_eq!(restarted["data"]["server"], "fixture");
+    assert_eq!(restarted["data"]["restarts"], 1);
+    let trimmed = events.iter().find(|e| e["type"] == "context_trimmed").unwrap();
+    assert_eq!(trimmed["data"]["mode"], "survival");
+    assert_eq!(trimmed["data"]["truncated_results"], 0);
+    assert_eq!(trimmed["iteration"], 4);
+    assert_eq!(events.last().unwrap()["type"], "run_completed");
+}
+
+#[test]
+fn an_mcp_startup_failure_is_reported_then_the_run_fails() {
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&serde_json::json!({
+        "base_url": "http://127.0.0.1:9/v1",
+        "mcp_servers": {"broken": {"command": "/nonexistent/server", "auto_approve": true}},
+    }));
+    let sink = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--events-jsonl", path_str(&sink), "go"]);
+    assert_eq!(output.status.code(), Some(1));
+    let events = events(&sink);
+    assert_eq!(types(&events), ["run_started", "mcp_server_failed", "run_failed"]);
+    assert_eq!(events[1]["data"]["server"], "broken");
+    assert_eq!(events[2]["data"]["error_class"], "error");
+}
