@@ -190,33 +190,37 @@ pub fn check_tool_names(server: &str, tools: &[ListedTool]) -> Result<(), McpErr
 /// Spec §4: schema shape, size and injection checks skip a tool with a warning; an injected
 /// description is withheld (the tool stays). Returns the tools that may be registered.
 pub fn registration_checks(server: &str, tools: Vec<ListedTool>, observer: &dyn McpObserver) -> Vec<ToolDescriptor> {
+    let (registered, warnings) = registration_checks_quiet(server, tools);
+    for warning in &warnings {
+        observer.warning(server, warning);
+    }
+    registered
+}
+
+/// [`registration_checks`] with the warnings returned instead of reported, so the checks can
+/// run ahead (concurrently with other servers' start-up) and report in registration order.
+pub fn registration_checks_quiet(server: &str, tools: Vec<ListedTool>) -> (Vec<ToolDescriptor>, Vec<String>) {
+    let mut warnings = Vec::new();
     let mut registered = Vec::with_capacity(tools.len());
     for tool in tools {
         let prefix = format!("mcp server {} tool {}", quote(server), quote(&tool.name));
         if !tool.input_schema.is_object() {
-            observer.warning(server, &format!("{prefix}: inputSchema is not a JSON object; skipping"));
+            warnings.push(format!("{prefix}: inputSchema is not a JSON object; skipping"));
             continue;
         }
         let schema_bytes = to_canonical_string(&tool.input_schema).len();
         if schema_bytes > MAX_SCHEMA_BYTES {
-            observer.warning(
-                server,
-                &format!("{prefix}: schema too large ({schema_bytes} bytes, max {MAX_SCHEMA_BYTES}); skipping"),
-            );
+            warnings
+                .push(format!("{prefix}: schema too large ({schema_bytes} bytes, max {MAX_SCHEMA_BYTES}); skipping"));
             continue;
         }
         if schema_has_prompt_injection(&tool.input_schema) {
-            observer.warning(
-                server,
-                &format!("{prefix}: prompt-injection patterns detected in the input schema; skipping"),
-            );
+            warnings.push(format!("{prefix}: prompt-injection patterns detected in the input schema; skipping"));
             continue;
         }
         let description = if detects_prompt_injection(&tool.description) {
-            observer.warning(
-                server,
-                &format!("{prefix}: prompt-injection patterns detected in the description; description withheld"),
-            );
+            warnings
+                .push(format!("{prefix}: prompt-injection patterns detected in the description; description withheld"));
             WITHHELD_DESCRIPTION.to_owned()
         } else {
             model_facing_description(server, &tool.name, &tool.description)
@@ -230,7 +234,7 @@ pub fn registration_checks(server: &str, tools: Vec<ListedTool>, observer: &dyn 
             input_schema: tool.input_schema,
         });
     }
-    registered
+    (registered, warnings)
 }
 
 /// The preamble naming the server, then the server's text inside the untrusted wrapper.

@@ -21,7 +21,7 @@ use crate::call::{decode_call_result, encode_arguments};
 use crate::catalogue::{Catalogue, Route};
 use crate::connection::{CallOptions, Connection, Params, SpawnParams, cancelled};
 use crate::discovery::{
-    Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks,
+    Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks_quiet,
 };
 use crate::env_allowlist::build_server_env;
 use crate::error::{Cause, McpError, RequestFailure};
@@ -168,7 +168,11 @@ impl McpHub {
             let options = hub.options.clone();
             connecting.push(tokio::spawn(async move {
                 let started = Instant::now();
-                (connect(&server, &options).await, started.elapsed())
+                // The per-server checks run here, concurrently; registration stays in name order.
+                let outcome = connect(&server, &options).await.map(|(connection, discovered)| {
+                    (connection, discovered.protocol_version, prepare(&server.spec, discovered.tools))
+                });
+                (outcome, started.elapsed())
             }));
         }
         let mut failures = Vec::new();
@@ -183,14 +187,14 @@ impl McpHub {
         }
         for (server, (outcome, connect_time)) in hub.servers.iter().zip(connected) {
             if mode == StartMode::FailFast && !failures.is_empty() {
-                if let Ok((connection, _)) = outcome {
+                if let Ok((connection, ..)) = outcome {
                     connection.shutdown().await;
                 }
                 continue;
             }
             let result = match outcome {
-                Ok((connection, discovered)) => {
-                    hub.register_started(server, connection, discovered, connect_time).await
+                Ok((connection, protocol_version, prepared)) => {
+                    hub.register_started(server, connection, protocol_version, prepared, connect_time).await
                 }
                 Err(error) => Err(error),
             };
@@ -209,25 +213,26 @@ impl McpHub {
         &self,
         server: &ServerRuntime,
         connection: Arc<Connection>,
-        discovered: Discovered,
+        protocol_version: String,
+        prepared: Prepared,
         connect_time: Duration,
     ) -> Result<(), McpError> {
         // Connect → registered, without the time spent waiting for earlier servers' turn.
         let registering = Instant::now();
-        let count = match self.register(server, discovered.tools, false).await {
+        let count = match self.register_prepared(server, prepared, false).await {
             Ok(count) => count,
             Err(error) => {
                 connection.shutdown().await;
                 return Err(error);
             }
         };
-        *server.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = discovered.protocol_version.clone();
+        *server.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = protocol_version.clone();
         *server.slot.lock().await = Slot::Live(connection);
         self.options.observer.event(McpEvent::ServerStarted {
             server: server.spec.name.clone(),
             tools: count,
             duration_ms: u64::try_from((connect_time + registering.elapsed()).as_millis()).unwrap_or(u64::MAX),
-            protocol_version: discovered.protocol_version,
+            protocol_version,
         });
         Ok(())
     }
@@ -235,23 +240,29 @@ impl McpHub {
     /// Name rules, registration checks, collisions and approvals for one server's list, then the
     /// catalogue swap. On a re-list, tools identical to registered ones are kept without asking
     /// again and unapproved new or changed tools are left out with a warning.
-    async fn register(
+    async fn register(&self, server: &ServerRuntime, tools: Vec<ListedTool>, relist: bool) -> Result<usize, McpError> {
+        self.register_prepared(server, prepare(&server.spec, tools), relist).await
+    }
+
+    async fn register_prepared(
         &self,
         server: &ServerRuntime,
-        mut tools: Vec<ListedTool>,
+        prepared: Prepared,
         relist: bool,
     ) -> Result<usize, McpError> {
         let name = &server.spec.name;
-        tools.retain(|tool| !server.spec.exclude_tools.contains(&tool.name));
-        check_tool_names(name, &tools)?;
+        prepared.names?;
         let previous = {
             let catalogue = self.catalogue.read().unwrap_or_else(PoisonError::into_inner);
-            catalogue.check_collisions(server.index, tools.iter().map(|tool| tool.name.as_str()))?;
+            catalogue.check_collisions(server.index, prepared.raw_names.iter().map(String::as_str))?;
             catalogue.tools_of(server.index).to_vec()
         };
+        for warning in &prepared.warnings {
+            self.options.observer.warning(name, warning);
+        }
         let declined_before = server.declined.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut declined = Vec::new();
-        let candidates = registration_checks(name, tools, self.options.observer.as_ref());
+        let candidates = prepared.candidates;
         // (list position, tool): approvals come back out of order, the catalogue keeps list order.
         let mut approved = Vec::with_capacity(candidates.len());
         let mut to_ask = Vec::new();
@@ -624,6 +635,24 @@ impl McpObserver for RedactingObserver {
 }
 
 /// Spawns the server and runs the handshake; a failed handshake closes the process.
+/// A server's list after the checks that need no other server (exclusions, name rules, the
+/// registration checks of §4 with their warnings held back), ready to register in order.
+struct Prepared {
+    names: Result<(), McpError>,
+    raw_names: Vec<String>,
+    candidates: Vec<ToolDescriptor>,
+    warnings: Vec<String>,
+}
+
+fn prepare(spec: &ServerSpec, mut tools: Vec<ListedTool>) -> Prepared {
+    tools.retain(|tool| !spec.exclude_tools.contains(&tool.name));
+    let names = check_tool_names(&spec.name, &tools);
+    let raw_names = tools.iter().map(|tool| tool.name.clone()).collect();
+    let (candidates, warnings) =
+        if names.is_ok() { registration_checks_quiet(&spec.name, tools) } else { (Vec::new(), Vec::new()) };
+    Prepared { names, raw_names, candidates, warnings }
+}
+
 async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Connection>, Discovered), McpError> {
     let (command, args) = match &server.spec.transport {
         Transport::Stdio { command, args, .. } => (command, args),
