@@ -200,3 +200,33 @@ fn an_mcp_startup_failure_is_reported_then_the_run_fails() {
     assert_eq!(events[1]["data"]["server"], "broken");
     assert_eq!(events[2]["data"]["error_class"], "error");
 }
+
+#[test]
+fn a_proactive_trim_is_reported_with_its_counts() {
+    // deepseek-v4-flash: a 131072-token window, so 98304 tokens of budget. Two 190 KB context
+    // files put the protected head just under it; the first tool round trip pushes it over.
+    // Six reads of ~1k tokens each leave a margin for the system prompt's size changing.
+    let mut replies: Vec<Reply> =
+        (0..6).map(|i| Reply::tool_calls(vec![(format!("c{i}"), "read_file", r#"{"path":"small.txt"}"#)])).collect();
+    replies.push(Reply::text("done"));
+    let server = ScriptedServer::start(replies);
+    let sandbox = Sandbox::new();
+    sandbox.global_config(
+        &serde_json::json!({"base_url": server.base_url(), "model": "deepseek-v4-flash", "compaction": false}),
+    );
+    let filler = "lorem ipsum dolor sit amet ".repeat(7_100);
+    sandbox.write("one.txt", &filler);
+    sandbox.write("two.txt", &filler);
+    sandbox.write("small.txt", &format!("{}\n", "x".repeat(99)).repeat(60));
+    let sink = sandbox.project.join("events.jsonl");
+    let output =
+        sandbox.odek(&["run", "--events-jsonl", path_str(&sink), "--ctx", "one.txt", "--ctx", "two.txt", "go"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let events = events(&sink);
+    let trimmed: Vec<&Value> = events.iter().filter(|e| e["type"] == "context_trimmed").collect();
+    assert!(!trimmed.is_empty(), "{:?}", types(&events));
+    assert_eq!(trimmed[0]["data"]["mode"], "proactive");
+    assert!(trimmed[0]["data"]["dropped_groups"].as_u64().unwrap() >= 1);
+    let last_request = messages(server.requests().last().unwrap());
+    assert!(last_request.iter().any(|m| m["content"].as_str().unwrap().starts_with("[Context trimmed:")));
+}
