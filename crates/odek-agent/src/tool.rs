@@ -74,6 +74,20 @@ pub struct ToolContext {
     pub approved: bool,
 }
 
+impl ToolContext {
+    /// A context for a run without a terminal: a fresh cancellation, nothing approved.
+    pub fn new(cwd: PathBuf, odek_home: PathBuf, policy: DangerPolicy) -> ToolContext {
+        ToolContext {
+            cwd,
+            odek_home,
+            cancel: CancellationToken::new(),
+            policy: Arc::new(policy),
+            interactive: false,
+            approved: false,
+        }
+    }
+}
+
 impl std::fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolContext")

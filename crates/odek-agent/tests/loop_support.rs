@@ -15,7 +15,6 @@ use odek_llm::{
     BoxFuture, ChatRequest, ChatResponse, LlmError, Message, Provider, StreamObserver, Thinking, ToolCall,
     ToolDefinition, Usage,
 };
-use tokio_util::sync::CancellationToken;
 
 /// What the provider saw in one call.
 #[derive(Debug, Clone)]
@@ -138,14 +137,11 @@ pub fn agent(provider: Arc<QueueProvider>, tools: Vec<Arc<dyn Tool>>, settings: 
         provider,
         tools: ToolSet::new(tools, None, Arc::new(|_: &str| true)),
         settings,
-        tool_context: ToolContext {
-            cwd: PathBuf::from("."),
-            odek_home: PathBuf::from("/nonexistent/.odek"),
-            cancel: CancellationToken::new(),
-            policy: Arc::new(DangerPolicy::default()),
-            interactive: false,
-            approved: false,
-        },
+        tool_context: ToolContext::new(
+            PathBuf::from("."),
+            PathBuf::from("/nonexistent/.odek"),
+            DangerPolicy::default(),
+        ),
         observer: Arc::new(SilentObserver),
         gate: None,
         checkpoint: None,

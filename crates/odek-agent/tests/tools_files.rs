@@ -2,23 +2,14 @@
 //! and patch with the danger gate and atomic replacement.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_agent::tool::{Tool, ToolContext};
 use odek_agent::tools::{PatchTool, ReadFileTool, WriteFileTool, builtin_tools};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 fn context(cwd: &Path, settings: PolicySettings) -> ToolContext {
-    ToolContext {
-        cwd: cwd.to_path_buf(),
-        odek_home: cwd.join("home/.odek"),
-        cancel: CancellationToken::new(),
-        policy: Arc::new(DangerPolicy::new(settings)),
-        interactive: false,
-        approved: false,
-    }
+    ToolContext::new(cwd.to_path_buf(), cwd.join("home/.odek"), DangerPolicy::new(settings))
 }
 
 fn default_context(cwd: &Path) -> ToolContext {

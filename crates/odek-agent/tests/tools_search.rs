@@ -3,23 +3,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use odek_agent::danger::DangerPolicy;
 use odek_agent::tool::{Tool, ToolContext};
 use odek_agent::tools::SearchFilesTool;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 fn context(cwd: &Path) -> ToolContext {
-    ToolContext {
-        cwd: cwd.to_path_buf(),
-        odek_home: cwd.join("home/.odek"),
-        cancel: CancellationToken::new(),
-        policy: Arc::new(DangerPolicy::default()),
-        interactive: false,
-        approved: false,
-    }
+    ToolContext::new(cwd.to_path_buf(), cwd.join("home/.odek"), DangerPolicy::default())
 }
 
 fn tree() -> tempfile::TempDir {

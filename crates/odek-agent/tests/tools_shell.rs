@@ -8,17 +8,9 @@ use std::time::{Duration, Instant};
 use odek_agent::danger::{Action, DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_agent::tool::{Tool, ToolContext};
 use odek_agent::tools::ShellTool;
-use tokio_util::sync::CancellationToken;
 
 fn context(cwd: &Path, settings: PolicySettings) -> ToolContext {
-    ToolContext {
-        cwd: cwd.to_path_buf(),
-        odek_home: cwd.join("home/.odek"),
-        cancel: CancellationToken::new(),
-        policy: Arc::new(DangerPolicy::new(settings)),
-        interactive: false,
-        approved: false,
-    }
+    ToolContext::new(cwd.to_path_buf(), cwd.join("home/.odek"), DangerPolicy::new(settings))
 }
 
 fn permissive(cwd: &Path) -> ToolContext {

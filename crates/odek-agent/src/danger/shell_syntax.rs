@@ -56,6 +56,21 @@ pub(crate) struct Word {
     pub substitutions: Vec<Script>,
 }
 
+/// Redirection operators other than plain `<`, longest first where one is a prefix of another.
+const REDIRECT_OPERATORS: [(&str, RedirectKind); 11] = [
+    ("&>>", RedirectKind::Write),
+    ("&>", RedirectKind::Write),
+    ("<<<", RedirectKind::Inline),
+    ("<<-", RedirectKind::Inline),
+    ("<<", RedirectKind::Inline),
+    ("<>", RedirectKind::Write),
+    ("<&", RedirectKind::Duplicate),
+    (">>", RedirectKind::Write),
+    (">|", RedirectKind::Write),
+    (">&", RedirectKind::Duplicate),
+    (">", RedirectKind::Write),
+];
+
 /// What a redirection does with its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RedirectKind {
@@ -245,31 +260,12 @@ impl Parser {
     }
 
     fn parse_redirect(&mut self, command: &mut Command) -> Result<(), SyntaxError> {
-        let (operator, kind) = if self.starts_with("&>>") {
-            ("&>>", RedirectKind::Write)
-        } else if self.starts_with("&>") {
-            ("&>", RedirectKind::Write)
-        } else if self.starts_with("<<<") {
-            ("<<<", RedirectKind::Inline)
-        } else if self.starts_with("<<-") {
-            ("<<-", RedirectKind::Inline)
-        } else if self.starts_with("<<") {
-            ("<<", RedirectKind::Inline)
-        } else if self.starts_with("<>") {
-            ("<>", RedirectKind::Write)
-        } else if self.starts_with("<&") {
-            ("<&", RedirectKind::Duplicate)
-        } else if self.starts_with(">>") {
-            (">>", RedirectKind::Write)
-        } else if self.starts_with(">|") {
-            (">|", RedirectKind::Write)
-        } else if self.starts_with(">&") {
-            (">&", RedirectKind::Duplicate)
-        } else if self.starts_with(">") {
-            (">", RedirectKind::Write)
-        } else {
-            ("<", RedirectKind::Read)
-        };
+        // Longest operators first, so `>>` is not read as `>` followed by `>`.
+        let (operator, kind) = REDIRECT_OPERATORS
+            .iter()
+            .copied()
+            .find(|(operator, _)| self.starts_with(operator))
+            .unwrap_or(("<", RedirectKind::Read));
         self.pos += operator.chars().count();
         self.skip_blanks();
         if self.peek().is_none_or(|c| is_metachar(c) && !matches!(c, '<' | '>')) {

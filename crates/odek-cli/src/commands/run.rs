@@ -455,14 +455,13 @@ async fn run_agent(
     let allowed = Arc::new(move |name: &str| tools_config.allows(name));
     let cancel = cancel_on_interrupt();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
-    let tool_context = ToolContext {
-        cwd: setup.sources.cwd.clone(),
-        odek_home: setup.sources.odek_dir(),
-        cancel: cancel.clone(),
-        policy: Arc::new(DangerPolicy::new(config.dangerous.policy_settings())),
-        interactive,
-        approved: false,
-    };
+    let mut tool_context = ToolContext::new(
+        setup.sources.cwd.clone(),
+        setup.sources.odek_dir(),
+        DangerPolicy::new(config.dangerous.policy_settings()),
+    );
+    tool_context.cancel = cancel.clone();
+    tool_context.interactive = interactive;
     let gate: Option<Arc<dyn BatchApprover>> = if interactive {
         TerminalBatchGate::new(Arc::clone(&display)).map(|gate| Arc::new(gate) as Arc<dyn BatchApprover>)
     } else {
