@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use odek_agent::danger::DangerPolicy;
-use odek_agent::observer::SilentObserver;
+use odek_agent::observer::{LoopObserver, SilentObserver};
 use odek_agent::run::{Agent, LoopSettings, ToolSet};
 use odek_agent::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 use odek_llm::{
-    BoxFuture, ChatRequest, ChatResponse, LlmError, Message, Provider, StreamObserver, Thinking, ToolCall,
-    ToolDefinition, Usage,
+    BoxFuture, ChatRequest, ChatResponse, LlmError, Message, Provider, ReplayProvider, ReplayScript, StreamObserver,
+    Thinking, ToolCall, ToolDefinition, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -102,33 +102,71 @@ fn resident_kib() -> u64 {
         .unwrap_or(0)
 }
 
+const RUNS: usize = 40;
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A replay script (docs/REPLAY.md) of `turns` turns: a no-op call each, then an answer.
+fn replay_script(turns: usize) -> ReplayScript {
+    let mut script = Vec::with_capacity(turns);
+    for n in 0..turns - 1 {
+        script.push(serde_json::json!({"tool_calls": [{"name": "noop", "arguments": {"n": n}}],
+            "usage": {"input_tokens": 100, "output_tokens": 10}}));
+    }
+    script.push(serde_json::json!({"content": "done"}));
+    let text = serde_json::json!({"schema": "odek.replay/v1", "turns": script}).to_string();
+    ReplayScript::parse(&text).unwrap()
+}
+
+/// One 90-iteration run answered by the replay provider, as `odek run --provider replay`
+/// would be; milliseconds per iteration.
+fn timed_run(
+    runtime: &tokio::runtime::Runtime,
+    cancel: &CancellationToken,
+    script: &ReplayScript,
+    observer: Option<Arc<dyn LoopObserver>>,
+) -> f64 {
+    let mut agent = agent(90, None);
+    agent.provider = Arc::new(ReplayProvider::from_script("bench.replay.json", script.clone()));
+    if let Some(observer) = observer {
+        agent.observer = observer;
+    }
+    let mut messages = vec![Message::system("identity ".repeat(200)), Message::user("task")];
+    let started = Instant::now();
+    let outcome = runtime.block_on(agent.run(&mut messages, cancel)).unwrap();
+    assert_eq!(outcome.iterations, 90);
+    started.elapsed().as_secs_f64() * 1000.0 / 90.0
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let cancel = CancellationToken::new();
 
-    // Overhead at 90 iterations: best of 20 runs (the minimum is the least disturbed).
-    let mut per_iteration = Vec::new();
-    for _ in 0..20 {
+    // Overhead at 90 iterations with the instant provider: the loop alone.
+    let mut overhead = Vec::new();
+    for _ in 0..RUNS {
         let mut agent = agent(90, None);
         let mut messages = vec![Message::system("identity ".repeat(200)), Message::user("task")];
         let started = Instant::now();
         let outcome = runtime.block_on(agent.run(&mut messages, &cancel)).unwrap();
         assert_eq!(outcome.iterations, 90);
-        per_iteration.push(started.elapsed().as_secs_f64() * 1000.0 / 90.0);
+        overhead.push(started.elapsed().as_secs_f64() * 1000.0 / 90.0);
     }
-    per_iteration.sort_by(f64::total_cmp);
-    println!(
-        "loop overhead at 90 iterations: best {:.3} ms/iteration, median {:.3} ms/iteration",
-        per_iteration[0],
-        per_iteration[per_iteration.len() / 2]
-    );
+    println!("loop overhead at 90 iterations: median {:.3} ms/iteration ({RUNS} runs)", median(overhead));
 
-    // The same 90-iteration run with the event stream on a real file (fsync per event on the
-    // writer thread): loop throughput must stay ≥ 90% of the run without events.
+    // Issue 4: the replay provider and the no-op tool, without events and with the event stream
+    // on a real file (fsync per event on the writer thread). The two kinds of run alternate, so
+    // a disturbance of the machine hits both alike; throughput with events must stay ≥ 90%.
     let dir = tempfile::tempdir().unwrap();
+    let script = replay_script(90);
+    let mut without = Vec::new();
     let mut with_events = Vec::new();
     let mut sink_rates = Vec::new();
-    for run in 0..20 {
+    for run in 0..RUNS {
+        without.push(timed_run(&runtime, &cancel, &script, None));
         let path = dir.path().join(format!("events-{run}.jsonl"));
         let sink = odek_agent::events::open_sink(path.to_str().unwrap()).unwrap();
         let emitter =
@@ -140,25 +178,19 @@ fn main() {
             std::path::Path::new("/nonexistent"),
             Arc::new(odek_mcp::StderrObserver),
         ));
-        let mut agent = agent(90, None);
-        agent.observer = Arc::clone(&stream) as Arc<dyn odek_agent::observer::LoopObserver>;
-        let mut messages = vec![Message::system("identity ".repeat(200)), Message::user("task")];
         let started = Instant::now();
-        runtime.block_on(agent.run(&mut messages, &cancel)).unwrap();
-        with_events.push(started.elapsed().as_secs_f64() * 1000.0 / 90.0);
+        with_events.push(timed_run(&runtime, &cancel, &script, Some(Arc::clone(&stream) as Arc<dyn LoopObserver>)));
         let dropped = stream.close();
         let written = std::fs::read_to_string(&path).unwrap().lines().count() as u64;
         sink_rates.push((written + dropped, written as f64 / started.elapsed().as_secs_f64(), dropped));
     }
-    with_events.sort_by(f64::total_cmp);
+    let (without, with_events) = (median(without), median(with_events));
     let (events, _, dropped) = sink_rates[0];
-    let mut rates: Vec<f64> = sink_rates.iter().map(|rate| rate.1).collect();
-    rates.sort_by(f64::total_cmp);
+    let rates = median(sink_rates.iter().map(|rate| rate.1).collect());
+    println!("replay loop at 90 iterations: median {without:.3} ms/iteration ({RUNS} runs)");
     println!(
-        "with --events-jsonl (fsync per event): median {:.3} ms/iteration = {:.0}% of the loop's throughput without events; {events} events per run, {dropped} dropped; sink sustained {:.0} events/s (median, until the last fsync)",
-        with_events[with_events.len() / 2],
-        100.0 * per_iteration[per_iteration.len() / 2] / with_events[with_events.len() / 2],
-        rates[rates.len() / 2]
+        "with --events-jsonl (fsync per event): median {with_events:.3} ms/iteration = {:.0}% of the loop's throughput without events; {events} events per run, {dropped} dropped; sink sustained {rates:.0} events/s (median, until the last fsync)",
+        100.0 * without / with_events,
     );
 
     // Memory across 1,000 iterations with trimming on (a 32k-token window).

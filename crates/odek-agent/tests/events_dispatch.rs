@@ -25,11 +25,11 @@ fn full_queue_drops_and_counts_without_blocking() {
     let (sink, gate) = GateSink::new(memory.clone());
     let emitter = EventEmitter::start(Box::new(sink), run_id(), false).unwrap();
 
-    emitter.emit(&Event::plan_created(1, 0));
+    emitter.emit(Event::plan_created(1, 0));
     // The consumer now holds event 0 and waits; the queue itself is empty.
     gate.entered.recv().unwrap();
     for version in 1..=(EVENT_QUEUE_CAPACITY as u64 + 5) {
-        emitter.emit(&Event::plan_created(1, version));
+        emitter.emit(Event::plan_created(1, version));
     }
     assert_eq!(emitter.dropped(), 5);
 
@@ -45,10 +45,10 @@ fn full_queue_drops_and_counts_without_blocking() {
 fn failing_or_panicking_sink_does_not_stop_the_stream() {
     let memory = MemorySink::default();
     let emitter = EventEmitter::start(Box::new(FaultySink { inner: memory.clone() }), run_id(), false).unwrap();
-    emitter.emit(&Event::run_started("before", false, 1));
-    emitter.emit(&Event::run_failed(std::time::Duration::ZERO, "panic"));
-    emitter.emit(&Event::run_failed(std::time::Duration::ZERO, "fail"));
-    emitter.emit(&Event::run_started("after", false, 1));
+    emitter.emit(Event::run_started("before", false, 1));
+    emitter.emit(Event::run_failed(std::time::Duration::ZERO, "panic"));
+    emitter.emit(Event::run_failed(std::time::Duration::ZERO, "fail"));
+    emitter.emit(Event::run_started("after", false, 1));
     assert_eq!(emitter.close(), 0);
     let lines = memory.lines();
     assert_eq!(lines.len(), 2);
@@ -89,15 +89,15 @@ fn close_from_inside_the_consumer_does_not_deadlock() {
     let emitter = Arc::new(EventEmitter::start(Box::new(sink), run_id(), false).unwrap());
     slot.set(emitter.clone()).unwrap();
 
-    emitter.emit(&Event::plan_created(1, 1));
+    emitter.emit(Event::plan_created(1, 1));
     gate.entered.recv().unwrap();
-    emitter.emit(&Event::plan_created(1, 2));
-    emitter.emit(&Event::plan_created(1, 3));
+    emitter.emit(Event::plan_created(1, 2));
+    emitter.emit(Event::plan_created(1, 3));
     gate.release.send(()).unwrap();
 
     // Close returned on the consumer thread without waiting for itself.
     assert_eq!(closed_rx.recv().unwrap(), 0);
-    emitter.emit(&Event::plan_created(1, 4));
+    emitter.emit(Event::plan_created(1, 4));
     assert_eq!(emitter.close(), 0);
     // What was queued before the close is still written; what came after is not.
     assert_eq!(versions(&memory.lines()), vec![1, 2, 3]);
@@ -106,9 +106,9 @@ fn close_from_inside_the_consumer_does_not_deadlock() {
 #[test]
 fn emit_after_close_does_nothing_and_close_is_repeatable() {
     let (emitter, sink) = memory_emitter(false);
-    emitter.emit(&Event::plan_created(1, 1));
+    emitter.emit(Event::plan_created(1, 1));
     assert_eq!(emitter.close(), 0);
-    emitter.emit(&Event::plan_created(1, 2));
+    emitter.emit(Event::plan_created(1, 2));
     assert_eq!(emitter.close(), 0);
     assert_eq!(versions(&sink.lines()), vec![1]);
 }
@@ -124,7 +124,7 @@ fn many_threads_emit_at_once() {
             let seen = seen.clone();
             scope.spawn(move || {
                 for index in 0..50 {
-                    emitter.emit(&Event::plan_created(1, thread * 100 + index));
+                    emitter.emit(Event::plan_created(1, thread * 100 + index));
                 }
                 *seen.lock().unwrap() += 50;
             });

@@ -228,9 +228,9 @@ fn args_sha256_spec_examples() {
 #[test]
 fn emitted_line_is_stamped_now_in_utc_with_z() {
     let (emitter, sink) = memory_emitter(false);
-    emitter.emit(&Event::plan_created(1, 1));
+    emitter.emit(Event::plan_created(1, 1));
     emitter.set_session_id("sess-1");
-    emitter.emit(&Event::plan_created(2, 2));
+    emitter.emit(Event::plan_created(2, 2));
     assert_eq!(emitter.close(), 0);
     let lines = sink.lines();
     assert_eq!(lines.len(), 2);
@@ -256,7 +256,7 @@ fn event_data_secret_redacted_red() {
     let copy = original.clone();
 
     let (emitter, sink) = memory_emitter(true);
-    emitter.emit(&original);
+    emitter.emit(original.clone());
     emitter.close();
     let lines = sink.lines();
     assert_eq!(lines.len(), 1);
@@ -277,7 +277,7 @@ fn raw_args_absent_without_opt_in_red() {
     for include in [false, true] {
         let (emitter, sink) = memory_emitter(include);
         let event = Event::tool_call_started(1, "mcp__search", "c", raw, None, emitter.include_args());
-        emitter.emit(&event);
+        emitter.emit(event);
         emitter.close();
         let lines = sink.lines();
         assert_eq!(lines[0].contains("raw-argument-marker"), include, "{}", lines[0]);

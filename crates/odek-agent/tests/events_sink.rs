@@ -25,8 +25,8 @@ fn new_file_is_0600_and_lines_are_appended() {
     let sink = JsonlSink::open(path.to_str().unwrap()).unwrap();
     assert_eq!(mode(&path), 0o600);
     let emitter = EventEmitter::start(Box::new(sink), run_id(), false).unwrap();
-    emitter.emit(&Event::plan_created(1, 1));
-    emitter.emit(&Event::plan_created(1, 2));
+    emitter.emit(Event::plan_created(1, 1));
+    emitter.emit(Event::plan_created(1, 2));
     emitter.close();
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();

@@ -67,6 +67,20 @@ async fn failures_become_the_exact_error_outputs() {
     assert!(tools[2].content.contains("\nerror: tool \"panicking\" panicked: kaboom\n"), "{}", tools[2].content);
 }
 
+/// A batch of one runs inline on the loop's task; its panic is contained the same way and the
+/// run goes on with the next turn.
+#[tokio::test]
+async fn a_lone_panicking_call_is_contained_like_a_spawned_one() {
+    let panicking = FnTool::new("panicking", |_| Box::pin(async { panic!("lone {}", "kaboom") }));
+    let provider = QueueProvider::new(vec![calls(&[("1", "panicking", "{}")]), answer("still here")]);
+    let mut agent = agent(provider, vec![panicking], settings(5));
+    let mut messages = start();
+    let outcome = agent.run(&mut messages, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.answer, "still here");
+    let tools = tool_messages(&messages);
+    assert!(tools[0].content.contains("\nerror: tool \"panicking\" panicked: lone kaboom\n"), "{}", tools[0].content);
+}
+
 #[tokio::test]
 async fn empty_arguments_reach_the_tool_untouched() {
     let provider = QueueProvider::new(vec![calls(&[("1", "echo", "")]), answer("done")]);

@@ -56,24 +56,26 @@ pub fn args_bytes(raw_arguments: &str) -> usize {
 
 /// `artifact_count`: the lines of `output` that begin with `- artifact `.
 pub fn artifact_count(output: &str) -> usize {
-    output.split('\n').filter(|line| line.starts_with("- artifact ")).count()
+    usize::from(output.starts_with("- artifact ")) + output.matches("\n- artifact ").count()
 }
 
 /// `args_summary` for a call of `tool` with `raw_arguments`, or `None` when nothing can be
 /// extracted (unknown tools, MCP tools, unparseable arguments, missing fields). `cwd` and
 /// `odek_home` anchor the danger classes as the approval gate sees them.
 pub fn args_summary(tool: &str, raw_arguments: &str, cwd: &Path, odek_home: &Path) -> Option<Value> {
+    type Summarize = fn(&Value, &Path, &Path) -> Option<Map<String, Value>>;
+    let summarize: Summarize = match tool {
+        "shell" | "terminal" => summarize_shell,
+        "parallel_shell" => summarize_parallel_shell,
+        "batch_patch" => summarize_batch_patch,
+        "delegate_tasks" => |arguments, _, _| summarize_delegate_tasks(arguments),
+        _ if PATH_TOOLS.contains(&tool) => summarize_path,
+        _ if URL_TOOLS.contains(&tool) => |arguments, _, _| summarize_url(arguments),
+        // Other tools have no summary: their arguments are not even parsed.
+        _ => return None,
+    };
     let arguments: Value = serde_json::from_str(raw_arguments).ok()?;
-    let summary = match tool {
-        "shell" | "terminal" => summarize_shell(&arguments, cwd, odek_home),
-        "parallel_shell" => summarize_parallel_shell(&arguments, cwd, odek_home),
-        "batch_patch" => summarize_batch_patch(&arguments, cwd, odek_home),
-        "delegate_tasks" => summarize_delegate_tasks(&arguments),
-        _ if PATH_TOOLS.contains(&tool) => summarize_path(&arguments, cwd, odek_home),
-        _ if URL_TOOLS.contains(&tool) => summarize_url(&arguments),
-        _ => None,
-    }?;
-    Some(Value::Object(summary))
+    summarize(&arguments, cwd, odek_home).map(Value::Object)
 }
 
 fn summarize_shell(arguments: &Value, cwd: &Path, odek_home: &Path) -> Option<Map<String, Value>> {

@@ -1,6 +1,7 @@
-//! Bounded, non-blocking dispatch (spec `events.md` §10): [`EventEmitter::emit`] redacts,
-//! stamps and renders an event on the caller's thread and pushes the line onto a FIFO of
-//! [`EVENT_QUEUE_CAPACITY`] lines; one dedicated consumer thread owns the sink and drains it.
+//! Bounded, non-blocking dispatch (spec `events.md` §10): [`EventEmitter::emit`] stamps an
+//! event with its time and session on the caller's thread and pushes it onto a FIFO of
+//! [`EVENT_QUEUE_CAPACITY`] events; one dedicated consumer thread redacts, renders and writes
+//! them, so the loop pays for neither redaction nor serialisation.
 //!
 //! At the limit the new event is dropped and counted — the caller never waits. A sink that
 //! fails or panics costs that one line; the consumer goes on with the next. Closing drains the
@@ -9,10 +10,10 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::{JoinHandle, ThreadId};
 
-use chrono::{SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::EventError;
 use super::event::{Event, RunId, render_event_line};
@@ -31,9 +32,9 @@ pub fn dropped_events_warning(dropped: u64) -> String {
 pub struct EventEmitter {
     run_id: RunId,
     include_args: bool,
-    session_id: RwLock<Option<String>>,
-    /// `None` once closed; dropping it lets the consumer finish after the queued lines.
-    sender: RwLock<Option<SyncSender<String>>>,
+    session_id: RwLock<Option<Arc<str>>>,
+    /// `None` once closed; dropping it lets the consumer finish after the queued events.
+    sender: RwLock<Option<SyncSender<Stamped>>>,
     closed: AtomicBool,
     dropped: AtomicU64,
     warned: AtomicBool,
@@ -53,7 +54,10 @@ impl EventEmitter {
         let (sender, receiver) = sync_channel(EVENT_QUEUE_CAPACITY);
         let consumer = std::thread::Builder::new()
             .name("odek-events".to_owned())
-            .spawn(move || drain_queue(receiver, sink))
+            .spawn({
+                let run_id = run_id.clone();
+                move || drain_queue(receiver, sink, &run_id)
+            })
             .map_err(EventError::ConsumerThread)?;
         Ok(EventEmitter {
             run_id,
@@ -79,7 +83,7 @@ impl EventEmitter {
 
     /// Stamps `id` on every event emitted from now on.
     pub fn set_session_id(&self, id: &str) {
-        *self.session_id.write().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
+        *self.session_id.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::from(id));
     }
 
     /// Events dropped so far because the queue was full.
@@ -87,23 +91,20 @@ impl EventEmitter {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    /// Queues a redacted copy of `event`, stamped now. Never blocks; drops and counts the event
-    /// when the queue is full; does nothing after [`EventEmitter::close`].
-    pub fn emit(&self, event: &Event) {
+    /// Queues `event`, stamped now with the time and the session ID; the consumer writes it
+    /// redacted. Never blocks; drops and counts the event when the queue is full; does nothing
+    /// after [`EventEmitter::close`].
+    pub fn emit(&self, event: Event) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        let redacted = event.redacted();
-        let timestamp = Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true);
         let session_id = self.session_id.read().unwrap_or_else(PoisonError::into_inner).clone();
-        let Some(line) = render_event_line(&redacted, &self.run_id, session_id.as_deref(), &timestamp) else {
-            return;
-        };
+        let stamped = Stamped { event, session_id, at: Utc::now() };
         let sender = self.sender.read().unwrap_or_else(PoisonError::into_inner);
         let Some(sender) = sender.as_ref() else {
             return;
         };
-        match sender.try_send(line) {
+        match sender.try_send(stamped) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -141,11 +142,43 @@ impl Drop for EventEmitter {
     }
 }
 
-/// The consumer: writes each line, reports write errors, contains panics, and ends (dropping
-/// — closing — the sink) once the queue is closed and empty.
-fn drain_queue(receiver: Receiver<String>, mut sink: Box<dyn EventSink>) {
-    for line in receiver {
-        match catch_unwind(AssertUnwindSafe(|| sink.write_line(&line))) {
+/// An event as queued: what the loop knew when it emitted it.
+struct Stamped {
+    event: Event,
+    session_id: Option<Arc<str>>,
+    at: DateTime<Utc>,
+}
+
+impl Stamped {
+    /// The redacted event as its JSONL line.
+    fn render(&self, run_id: &RunId) -> Option<String> {
+        let timestamp = self.at.to_rfc3339_opts(SecondsFormat::Micros, true);
+        render_event_line(&self.event.redacted(), run_id, self.session_id.as_deref(), &timestamp)
+    }
+}
+
+/// The consumer: renders and writes each event, reports write errors, contains panics, and
+/// ends (dropping — closing — the sink) once the queue is closed and empty.
+#[allow(unsafe_code)]
+fn drain_queue(receiver: Receiver<Stamped>, mut sink: Box<dyn EventSink>, run_id: &RunId) {
+    if let Ok(n) = std::env::var("ODEK_NICE") {
+        let n: i32 = n.parse().unwrap_or(0);
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, n);
+        }
+    }
+    if std::env::var_os("ODEK_IDLE").is_some() {
+        unsafe {
+            let p = libc::sched_param { sched_priority: 0 };
+            libc::sched_setscheduler(0, libc::SCHED_IDLE, &p);
+        }
+    }
+    for stamped in receiver {
+        let written = catch_unwind(AssertUnwindSafe(|| match stamped.render(run_id) {
+            Some(line) => sink.write_line(&line),
+            None => Ok(()),
+        }));
+        match written {
             Ok(Ok(())) => {}
             Ok(Err(error)) => eprintln!("{}", write_failed_message(&error)),
             // The panic hook has already reported it; the stream goes on with the next line.

@@ -70,12 +70,15 @@ pub struct Event {
     event_type: &'static str,
     iteration: Option<u32>,
     tool: Option<String>,
-    data: Map<String, Value>,
+    /// `data`'s fields, keys ascending (the order they are written in).
+    data: Vec<(&'static str, Value)>,
 }
 
-/// Builds `data` from `(key, value)` pairs; `None` values are left out.
-fn data_of<const N: usize>(fields: [(&str, Option<Value>); N]) -> Map<String, Value> {
-    fields.into_iter().filter_map(|(key, value)| value.map(|value| (key.to_owned(), value))).collect()
+/// Builds `data` from `(key, value)` pairs, keys ascending; `None` values are left out.
+fn data_of<const N: usize>(fields: [(&'static str, Option<Value>); N]) -> Vec<(&'static str, Value)> {
+    let mut data: Vec<_> = fields.into_iter().filter_map(|(key, value)| value.map(|value| (key, value))).collect();
+    data.sort_unstable_by_key(|(key, _)| *key);
+    data
 }
 
 fn some<T: Into<Value>>(value: T) -> Option<Value> {
@@ -88,7 +91,12 @@ fn millis(duration: std::time::Duration) -> u64 {
 }
 
 impl Event {
-    fn new(event_type: &'static str, iteration: Option<u32>, tool: Option<&str>, data: Map<String, Value>) -> Event {
+    fn new(
+        event_type: &'static str,
+        iteration: Option<u32>,
+        tool: Option<&str>,
+        data: Vec<(&'static str, Value)>,
+    ) -> Event {
         // §1: `iteration` is 1-based and never written as 0.
         Event { event_type, iteration: iteration.filter(|n| *n > 0), tool: tool.map(str::to_owned), data }
     }
@@ -105,8 +113,9 @@ impl Event {
         self.tool.as_deref()
     }
 
-    pub fn data(&self) -> &Map<String, Value> {
-        &self.data
+    /// `data` as a JSON object.
+    pub fn data(&self) -> Map<String, Value> {
+        self.data.iter().map(|(key, value)| ((*key).to_owned(), value.clone())).collect()
     }
 
     pub fn run_started(model: &str, sandbox: bool, max_iterations: u32) -> Event {
@@ -304,7 +313,7 @@ impl Event {
             event_type: self.event_type,
             iteration: self.iteration,
             tool: self.tool.as_deref().map(|tool| redact(tool).into_owned()),
-            data: self.data.iter().map(|(key, value)| (key.clone(), redact_value(value))).collect(),
+            data: self.data.iter().map(|(key, value)| (*key, redact_value(value))).collect(),
         }
     }
 }
@@ -341,13 +350,27 @@ struct Envelope<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tool: Option<&'a str>,
     timestamp: &'a str,
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    data: &'a Map<String, Value>,
+    #[serde(skip_serializing_if = "DataFields::is_empty")]
+    data: DataFields<'a>,
+}
+
+/// `data` written as a JSON object, in the fields' (ascending) order.
+struct DataFields<'a>(&'a [(&'static str, Value)]);
+
+impl DataFields<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for DataFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(key, value)| (*key, value)))
+    }
 }
 
 /// The event as one compact JSON line ending in `\n`, keys in the §1 order and `data` keys
-/// ascending (serde_json's map is ordered by key; the workspace does not enable
-/// `preserve_order`, and a test pins it). `None` only if serialisation failed, which a
+/// ascending (sorted when the event is built; a test pins it). `None` only if serialisation failed, which a
 /// `serde_json::Value` cannot cause.
 pub fn render_event_line(event: &Event, run_id: &RunId, session_id: Option<&str>, timestamp: &str) -> Option<String> {
     let envelope = Envelope {
@@ -358,7 +381,7 @@ pub fn render_event_line(event: &Event, run_id: &RunId, session_id: Option<&str>
         iteration: event.iteration,
         tool: event.tool.as_deref(),
         timestamp,
-        data: &event.data,
+        data: DataFields(&event.data),
     };
     let mut line = serde_json::to_string(&envelope).ok()?;
     line.push('\n');

@@ -43,7 +43,7 @@ impl EventStream {
     }
 
     /// Queues `event` (see [`EventEmitter::emit`]).
-    pub fn emit(&self, event: &Event) {
+    pub fn emit(&self, event: Event) {
         self.emitter.emit(event);
     }
 
@@ -53,16 +53,16 @@ impl EventStream {
     }
 
     pub fn run_started(&self, model: &str, sandbox: bool, max_iterations: u32) {
-        self.emit(&Event::run_started(model, sandbox, max_iterations));
+        self.emit(Event::run_started(model, sandbox, max_iterations));
     }
 
     /// `usage` holds the run totals.
     pub fn run_completed(&self, duration: Duration, usage: Usage) {
-        self.emit(&Event::run_completed(duration, usage.input_tokens, usage.output_tokens));
+        self.emit(Event::run_completed(duration, usage.input_tokens, usage.output_tokens));
     }
 
     pub fn run_failed(&self, duration: Duration, error_class: &str) {
-        self.emit(&Event::run_failed(duration, error_class));
+        self.emit(Event::run_failed(duration, error_class));
     }
 
     /// Drains and stops the stream; see [`EventEmitter::close`].
@@ -125,14 +125,14 @@ impl StreamObserver for EventStream {}
 impl LoopObserver for EventStream {
     fn on_event(&self, event: &LoopEvent<'_>) {
         if let Some(event) = self.loop_event_to_event(event) {
-            self.emit(&event);
+            self.emit(event);
         }
     }
 }
 
 impl McpObserver for EventStream {
     fn event(&self, event: McpEvent) {
-        self.emit(&mcp_event_to_event(&event));
+        self.emit(mcp_event_to_event(&event));
         self.mcp_terminal.event(event);
     }
 

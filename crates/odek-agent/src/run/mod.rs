@@ -11,9 +11,13 @@ pub mod side_calls;
 pub mod trim;
 
 use std::collections::HashSet;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::redact;
 use odek_contract::untrusted::{new_nonce, wrap_untrusted};
@@ -531,6 +535,8 @@ impl Agent {
     }
 
     /// §2: the batch runs concurrently, at most `max_tool_parallel` at a time; results by index.
+    /// A batch of one runs inline on the loop's task (no hand-off to another worker), with its
+    /// panic contained the same way as a spawned call's.
     async fn execute_batch(
         &self,
         batch: &[ToolCall],
@@ -538,11 +544,12 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Vec<Finished> {
         let permits = Arc::new(Semaphore::new(self.settings.max_tool_parallel.max(1)));
-        let mut handles = Vec::with_capacity(batch.len());
+        let inline = batch.len() == 1;
+        let mut running = Vec::with_capacity(batch.len());
         for (call, approved) in batch.iter().zip(approved) {
             let name = call.function.name.clone();
             let Some(tool) = self.tools.get(&name) else {
-                handles.push((name, None));
+                running.push((name, None));
                 continue;
             };
             let arguments = call.function.arguments.clone();
@@ -550,25 +557,27 @@ impl Agent {
             ctx.approved = approved;
             ctx.cancel = cancel.child_token();
             let permits = Arc::clone(&permits);
-            let handle = tokio::spawn(async move {
+            let task = async move {
                 let _permit = permits.acquire_owned().await;
                 let started = Instant::now();
                 let outcome = tool.call(&arguments, &ctx).await;
                 (outcome, started.elapsed())
-            });
-            handles.push((name, Some(handle)));
+            };
+            running.push((
+                name,
+                Some(if inline { Running::Inline(Box::pin(task)) } else { Running::Spawned(tokio::spawn(task)) }),
+            ));
         }
-        let mut finished = Vec::with_capacity(handles.len());
-        for (name, handle) in handles {
-            let Some(handle) = handle else {
+        let mut finished = Vec::with_capacity(running.len());
+        for (name, call) in running {
+            let Some(call) = call else {
                 finished.push(failure(format!("error: tool {} not found", quote(&name)), Duration::ZERO));
                 continue;
             };
-            finished.push(match handle.await {
+            finished.push(match call.outcome().await {
                 Ok((Ok(outcome), duration)) => success(outcome, duration),
                 Ok((Err(ToolError(message)), duration)) => failure(format!("error: {}", redact(&message)), duration),
-                Err(join_error) => {
-                    let detail = panic_detail(join_error);
+                Err(detail) => {
                     failure(format!("error: tool {} panicked: {}", quote(&name), redact(&detail)), Duration::ZERO)
                 }
             });
@@ -602,11 +611,30 @@ fn failure(output: String, duration: Duration) -> Finished {
     Finished { output, failed: true, observed_chars: None, duration }
 }
 
-fn panic_detail(error: tokio::task::JoinError) -> String {
-    if error.is_cancelled() {
-        return "task cancelled".to_owned();
+/// What a tool call yields: its outcome and duration.
+type CallYield = (Result<ToolOutcome, ToolError>, Duration);
+
+/// One call of a batch, running on the loop's own task or on a worker of its own.
+enum Running {
+    Inline(Pin<Box<dyn Future<Output = CallYield> + Send>>),
+    Spawned(tokio::task::JoinHandle<CallYield>),
+}
+
+impl Running {
+    /// The call's yield, or the text of its panic.
+    async fn outcome(self) -> Result<CallYield, String> {
+        match self {
+            Running::Inline(task) => {
+                AssertUnwindSafe(task).catch_unwind().await.map_err(|payload| panic_text(&*payload))
+            }
+            Running::Spawned(handle) => handle.await.map_err(|error| {
+                if error.is_cancelled() { "task cancelled".to_owned() } else { panic_text(&*error.into_panic()) }
+            }),
+        }
     }
-    let payload = error.into_panic();
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
