@@ -34,6 +34,17 @@ pub enum Command {
     /// List, show, delete and trim saved sessions
     #[command(subcommand)]
     Session(crate::commands::session::SessionCommand),
+    /// Run one focused task as a sub-agent (what delegate_tasks starts; never prompts)
+    Subagent(SubagentArgs),
+}
+
+/// `odek subagent` parses its own flags: its setup errors are results on stdout with exit 3.
+#[derive(Debug, Args)]
+pub struct SubagentArgs {
+    /// --goal <s> | --task <file>, --context <s>, --timeout <sec>, --max-iter <n>, --quiet,
+    /// --stream, --parent-session <id>, --profile <name>
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub flags: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -190,7 +201,7 @@ fn pinned_flag_error(args: &[OsString]) -> Option<String> {
 }
 
 /// The names `odek` accepts as its first word.
-const COMMANDS: &[&str] = &["ext", "run", "continue", "session"];
+const COMMANDS: &[&str] = &["ext", "run", "continue", "session", "subagent"];
 
 /// What parsing decided.
 #[derive(Debug)]
@@ -216,6 +227,11 @@ pub fn parse_args(args: &[OsString]) -> Parsed {
             stderr: format!("odek: unknown command {}\n\n{usage}", odek_contract::quoting::quote(first)),
             code: 1,
         };
+    }
+    // Everything after `subagent` is its own (help included): see `commands::subagent`.
+    if args.get(1).and_then(|arg| arg.to_str()) == Some("subagent") {
+        let flags = args[2..].iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
+        return Parsed::Command(Box::new(Command::Subagent(SubagentArgs { flags })));
     }
     if args.get(1).and_then(|arg| arg.to_str()) == Some("continue")
         && let Some(stderr) = pinned_flag_error(args)

@@ -36,6 +36,7 @@ fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(CommandError::Reported) => ExitCode::from(1),
+        Err(CommandError::Exit(code)) => ExitCode::from(code),
         Err(CommandError::Budget(error)) => {
             eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&error));
             ExitCode::from(4)

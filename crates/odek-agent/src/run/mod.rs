@@ -34,7 +34,10 @@ use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use framing::{compress_output, frame_tool_result};
 use hints::HintTracker;
-use side_calls::{BUDGET_SUMMARY_PREFIX, ITERATION_SUMMARY_PREFIX, compaction_digest, digest_body, partial_summary};
+use side_calls::{
+    BUDGET_SUMMARY_PREFIX, ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX, compaction_digest, digest_body,
+    partial_summary,
+};
 use trim::{
     ContextBudget, DIGEST_PREFIX, SURVIVAL_MODE_PREFIX, TrimTotals, estimate_messages_tokens, estimate_tools_tokens,
     is_context_length_error, proactive_trim, protected_head_len, survival_trim, upsert_trim_warning,
@@ -65,6 +68,8 @@ pub enum RunError {
     Provider { iteration: u32, source: LlmError },
     #[error("reached max iterations ({0}) without final answer")]
     MaxIterations(u32),
+    #[error("time budget reached after {0} iterations without final answer")]
+    TimeBudget(u32),
     #[error("{0}")]
     Checkpoint(String),
     /// The typed budget error: `odek` exits 4 on this and only this.
@@ -79,7 +84,7 @@ impl RunError {
             RunError::Cancelled => "context_canceled",
             RunError::Provider { source, .. } => source.class(),
             RunError::Budget(_) => "execution_budget",
-            RunError::MaxIterations(_) | RunError::Checkpoint(_) => "error",
+            RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => "error",
         }
     }
 }
@@ -223,6 +228,17 @@ impl Agent {
         messages: &mut Vec<Message>,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
+        self.run_until(messages, cancel, &CancellationToken::new()).await
+    }
+
+    /// [`Agent::run`] with a soft deadline (§6 finalization, a sub-agent's): once `finalize` is
+    /// cancelled, no new batch starts; the run ends with the time-budget partial summary.
+    pub async fn run_until(
+        &mut self,
+        messages: &mut Vec<Message>,
+        cancel: &CancellationToken,
+        finalize: &CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
         let mut totals = Usage::default();
         let mut hints = HintTracker::default();
         let mut budget = ContextBudget::new(self.settings.context_window);
@@ -233,6 +249,9 @@ impl Agent {
         for iteration in 1..=max_iterations {
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
+            }
+            if finalize.is_cancelled() {
+                return self.finalize(iteration - 1, messages, totals).await;
             }
             self.observer.on_event(&LoopEvent::IterationStarted { iteration });
             self.tools.refresh().await;
@@ -274,6 +293,10 @@ impl Agent {
 
             if let Err(exceeded) = self.budget.check_tool_calls(calls) {
                 return Err(self.exhausted(iteration, exceeded, messages, totals).await);
+            }
+            // The deadline passed while the model was thinking: this batch never starts.
+            if finalize.is_cancelled() {
+                return self.finalize(iteration - 1, messages, totals).await;
             }
             let mut assistant = response.message;
             assistant.role = Role::Assistant;
@@ -371,6 +394,25 @@ impl Agent {
                 Ok(RunOutcome { answer, usage: totals, iterations: max_iterations })
             }
             Err(_) => Err(RunError::MaxIterations(max_iterations)),
+        }
+    }
+
+    /// §6 finalization after `completed` iterations: the time-budget partial summary as the
+    /// final answer, or the time-budget error when the side call fails.
+    async fn finalize(
+        &mut self,
+        completed: u32,
+        messages: &mut Vec<Message>,
+        mut totals: Usage,
+    ) -> Result<RunOutcome, RunError> {
+        match partial_summary(self.provider.as_ref(), &self.settings.model, messages, TIME_SUMMARY_PREFIX).await {
+            Ok((answer, usage)) => {
+                totals.add(usage);
+                messages.push(Message::assistant(answer.clone()));
+                self.persist(completed.max(1), messages, totals)?;
+                Ok(RunOutcome { answer, usage: totals, iterations: completed })
+            }
+            Err(_) => Err(RunError::TimeBudget(completed)),
         }
     }
 

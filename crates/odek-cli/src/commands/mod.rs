@@ -4,6 +4,7 @@
 pub mod ext;
 pub mod run;
 pub mod session;
+pub mod subagent;
 
 use crate::cli::Command;
 
@@ -16,6 +17,8 @@ pub enum CommandError {
     Reported,
     /// The typed execution-budget error: printed as `odek: <error>`, exit 4.
     Budget(String),
+    /// The command printed everything already; exit with this code.
+    Exit(u8),
     /// A fatal error whose text is the whole line (`odek continue: …`), printed without the
     /// `odek: ` prefix.
     Verbatim(String),
@@ -34,5 +37,6 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         Command::Run(args) => run::run(args).await,
         Command::Continue(args) => run::continue_session(args).await,
         Command::Session(command) => session::run(command).await,
+        Command::Subagent(args) => subagent::run(&args.flags).await,
     }
 }

@@ -205,41 +205,48 @@ impl Effective {
     }
 
     fn provider(&self) -> Result<Arc<dyn Provider>, CommandError> {
-        let core = &self.config.core;
-        let provider: Box<dyn Provider> = match core.provider.as_str() {
-            "" | OPENAI_PROVIDER => {
-                if self.replay.is_some() {
-                    return Err(CommandError::Fatal("--replay needs --provider replay".into()));
-                }
-                let key = self.api_key.clone().unwrap_or_default();
-                if key.is_empty() && !is_loopback(&core.base_url) {
-                    return Err(CommandError::Fatal(format!(
-                        "no API key for {}: set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json",
-                        core.base_url
-                    )));
-                }
-                Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
+        build_provider(&self.config.core, self.api_key.as_deref(), self.replay.as_deref(), self.record.as_deref())
+    }
+}
+
+/// The provider `core.provider` names: the OpenAI-compatible client (a key is required unless
+/// the endpoint is loopback) or the replay script; wrapped to record when `record` is set.
+pub(crate) fn build_provider(
+    core: &crate::config::CoreConfig,
+    api_key: Option<&str>,
+    replay: Option<&std::path::Path>,
+    record: Option<&std::path::Path>,
+) -> Result<Arc<dyn Provider>, CommandError> {
+    let provider: Box<dyn Provider> = match core.provider.as_str() {
+        "" | OPENAI_PROVIDER => {
+            if replay.is_some() {
+                return Err(CommandError::Fatal("--replay needs --provider replay".into()));
             }
-            REPLAY_PROVIDER => {
-                let path = self
-                    .replay
-                    .as_ref()
-                    .ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
-                Box::new(ReplayProvider::load(path)?)
-            }
-            other => {
+            let key = api_key.unwrap_or_default().to_owned();
+            if key.is_empty() && !is_loopback(&core.base_url) {
                 return Err(CommandError::Fatal(format!(
-                    "unknown provider {} (want openai or replay)",
-                    odek_contract::quoting::quote(other)
+                    "no API key for {}: set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json",
+                    core.base_url
                 )));
             }
-        };
-        let provider: Box<dyn Provider> = match &self.record {
-            Some(path) => Box::new(RecordingProvider::new(provider, path)?),
-            None => provider,
-        };
-        Ok(Arc::from(provider))
-    }
+            Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
+        }
+        REPLAY_PROVIDER => {
+            let path = replay.ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
+            Box::new(ReplayProvider::load(path)?)
+        }
+        other => {
+            return Err(CommandError::Fatal(format!(
+                "unknown provider {} (want openai or replay)",
+                odek_contract::quoting::quote(other)
+            )));
+        }
+    };
+    let provider: Box<dyn Provider> = match record {
+        Some(path) => Box::new(RecordingProvider::new(provider, path)?),
+        None => provider,
+    };
+    Ok(Arc::from(provider))
 }
 
 /// A `--max-*` integer flag: positive, or the spec's fatal error.
@@ -268,6 +275,11 @@ fn positive_usd(value: Option<&str>) -> Result<Option<f64>, CommandError> {
 
 /// The run's budget: the merged `limits` (flags included) and the model's prices (§3).
 fn run_budget(config: &crate::config::Config, started: std::time::Instant) -> Budget {
+    Budget::new(budget_limits(config), started)
+}
+
+/// The merged `limits` with the model's prices resolved; warns when a cost cap has no prices.
+pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
     let limits = &config.limits;
     let model_price = limits
         .model_prices
@@ -287,7 +299,7 @@ fn run_budget(config: &crate::config::Config, started: std::time::Instant) -> Bu
     if let Some(warning) = budget_limits.cost_warning(&config.core.model) {
         eprintln!("odek: warning: {warning}");
     }
-    Budget::new(budget_limits, started)
+    budget_limits
 }
 
 fn print_warnings(warnings: &[String]) {

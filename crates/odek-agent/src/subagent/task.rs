@@ -1,0 +1,264 @@
+//! The task file a parent hands to `odek subagent --task` (spec `subagents.md` §3–§4) and the
+//! share-mode budget block in it (`budgets.md` §8–§9): reading it within its cap, the rule for
+//! deleting it afterwards, and clamping a child's limits to the parent's remaining budget.
+//! Start at [`read_task_file`] and [`clamp_to_share`].
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::budget::{BudgetLimits, LimitName};
+
+/// Largest task file read (bytes).
+pub const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The protocol a parent asks for by writing `"protocol": 2` (NDJSON progress, framed result).
+pub const STREAM_PROTOCOL: u32 = 2;
+
+/// A task file. Every field but `goal` is optional; unknown fields are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskFile {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub protocol: u32,
+    pub goal: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub context: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub guidance: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub trust_level: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub max_risk: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub profile: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<ShareBudget>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub parent_trust: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub artifact_root: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub provider: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub base_url: String,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+impl TaskFile {
+    /// Whether the child speaks protocol 2 (with `--stream`): a task id and `protocol` ≥ 2.
+    pub fn wants_protocol_2(&self) -> bool {
+        !self.task_id.is_empty() && self.protocol >= STREAM_PROTOCOL
+    }
+}
+
+/// The parent's remaining budget (share mode). Zero values and false flags are omitted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ShareBudget {
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub max_runtime_seconds: u64,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub max_tool_calls: u64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub max_cost_usd: f64,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub max_input_tokens: u64,
+    #[serde(skip_serializing_if = "is_false")]
+    pub runtime_exhausted: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub tool_calls_exhausted: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub cost_exhausted: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub input_tokens_exhausted: bool,
+}
+
+fn is_zero_u64(value: &u64) -> bool {
+    *value == 0
+}
+
+fn is_zero_f64(value: &f64) -> bool {
+    *value == 0.0
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// Why a task file could not be used. Texts are the spec's (after `odek: `).
+#[derive(Debug, Error)]
+pub enum TaskFileError {
+    #[error("task file too large ({0} bytes, max {MAX_TASK_FILE_BYTES})")]
+    TooLarge(u64),
+    #[error("stat task file: {0}")]
+    Stat(std::io::Error),
+    #[error("read task file: {0}")]
+    Read(std::io::Error),
+    #[error("parse task file: {0}")]
+    Parse(serde_json::Error),
+}
+
+/// Reads and parses `path`, never more than [`MAX_TASK_FILE_BYTES`] (a file that grows after
+/// the size check is still cut off at the cap and refused).
+pub fn read_task_file(path: &Path) -> Result<TaskFile, TaskFileError> {
+    let size = std::fs::metadata(path).map_err(TaskFileError::Stat)?.len();
+    if size > MAX_TASK_FILE_BYTES {
+        return Err(TaskFileError::TooLarge(size));
+    }
+    let file = std::fs::File::open(path).map_err(TaskFileError::Read)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(MAX_TASK_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(TaskFileError::Read)?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > MAX_TASK_FILE_BYTES {
+        return Err(TaskFileError::TooLarge(read));
+    }
+    serde_json::from_slice(&bytes).map_err(TaskFileError::Parse)
+}
+
+/// §4: after reading, the child deletes the task file only when it is one a parent wrote — a
+/// file directly inside the system temp directory named `odek-task-*.json`. A user's own path
+/// is never deleted.
+pub fn is_parent_task_file(path: &Path, temp_dir: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+        return false;
+    };
+    if !(name.starts_with("odek-task-") && name.ends_with(".json")) {
+        return false;
+    }
+    let absolute = |p: &Path| -> Option<PathBuf> {
+        let parent = p.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::canonicalize(parent).ok()
+    };
+    match (absolute(path), std::fs::canonicalize(temp_dir).ok()) {
+        (Some(parent), Some(temp)) => parent == temp,
+        _ => false,
+    }
+}
+
+/// `budgets.md` §9: the child's limits clamped to the parent's remaining budget. An exhausted
+/// flag makes the cap 0 (the spawn gate stops the child first); a positive block value caps the
+/// operator value (an unlimited operator value takes it); `max_output_tokens` is never shared.
+pub fn clamp_to_share(operator: BudgetLimits, share: &ShareBudget) -> BudgetLimits {
+    fn clamp(operator: u64, shared: u64) -> u64 {
+        if shared == 0 {
+            operator
+        } else if operator == 0 {
+            shared
+        } else {
+            operator.min(shared)
+        }
+    }
+    let mut limits = operator;
+    limits.max_runtime_seconds = clamp(operator.max_runtime_seconds, share.max_runtime_seconds);
+    limits.max_tool_calls = clamp(operator.max_tool_calls, share.max_tool_calls);
+    limits.max_input_tokens = clamp(operator.max_input_tokens, share.max_input_tokens);
+    if share.max_cost_usd > 0.0 {
+        limits.max_cost_usd = if operator.max_cost_usd > 0.0 {
+            operator.max_cost_usd.min(share.max_cost_usd)
+        } else {
+            share.max_cost_usd
+        };
+    }
+    if share.runtime_exhausted {
+        limits.max_runtime_seconds = 0;
+    }
+    if share.tool_calls_exhausted {
+        limits.max_tool_calls = 0;
+    }
+    if share.cost_exhausted {
+        limits.max_cost_usd = 0.0;
+    }
+    if share.input_tokens_exhausted {
+        limits.max_input_tokens = 0;
+    }
+    limits
+}
+
+/// `budgets.md` §9 spawn gate: the first exhausted dimension, in the order runtime, tool calls,
+/// cost, input tokens, as the child's error text.
+pub fn share_spawn_gate(share: &ShareBudget) -> Option<String> {
+    let exhausted = [
+        (share.runtime_exhausted, LimitName::Runtime),
+        (share.tool_calls_exhausted, LimitName::ToolCalls),
+        (share.cost_exhausted, LimitName::CostUsd),
+        (share.input_tokens_exhausted, LimitName::InputTokens),
+    ];
+    let (_, limit) = exhausted.into_iter().find(|(flag, _)| *flag)?;
+    Some(format!(
+        "parent budget exhausted before start: execution budget exceeded: {} observed 0 (limit 0)",
+        limit.as_str()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_ignored_and_goal_is_enough() {
+        let task: TaskFile = serde_json::from_str(r#"{"goal":"g","surprise":1}"#).unwrap();
+        assert_eq!(task.goal, "g");
+        assert!(!task.wants_protocol_2());
+        let streamed: TaskFile = serde_json::from_str(r#"{"goal":"g","task_id":"task-1","protocol":2}"#).unwrap();
+        assert!(streamed.wants_protocol_2());
+    }
+
+    #[test]
+    fn share_clamps_each_dimension() {
+        let operator = BudgetLimits { max_tool_calls: 10, max_runtime_seconds: 0, ..BudgetLimits::default() };
+        let share =
+            ShareBudget { max_tool_calls: 4, max_runtime_seconds: 30, max_input_tokens: 0, ..ShareBudget::default() };
+        let limits = clamp_to_share(operator, &share);
+        assert_eq!(limits.max_tool_calls, 4);
+        assert_eq!(limits.max_runtime_seconds, 30);
+        assert_eq!(limits.max_input_tokens, 0);
+        let exhausted = ShareBudget { tool_calls_exhausted: true, ..ShareBudget::default() };
+        assert_eq!(clamp_to_share(operator, &exhausted).max_tool_calls, 0);
+    }
+
+    #[test]
+    fn spawn_gate_names_the_first_exhausted_dimension() {
+        let share = ShareBudget { cost_exhausted: true, input_tokens_exhausted: true, ..ShareBudget::default() };
+        assert_eq!(
+            share_spawn_gate(&share).unwrap(),
+            "parent budget exhausted before start: execution budget exceeded: cost_usd observed 0 (limit 0)"
+        );
+        assert_eq!(share_spawn_gate(&ShareBudget::default()), None);
+    }
+
+    #[test]
+    fn only_parent_task_files_are_deleted() {
+        let temp = tempfile::tempdir().unwrap();
+        let ours = temp.path().join("odek-task-abc.json");
+        std::fs::write(&ours, "{}").unwrap();
+        assert!(is_parent_task_file(&ours, temp.path()));
+        let mine = temp.path().join("my-task.json");
+        std::fs::write(&mine, "{}").unwrap();
+        assert!(!is_parent_task_file(&mine, temp.path()));
+        let elsewhere = tempfile::tempdir().unwrap();
+        let other = elsewhere.path().join("odek-task-abc.json");
+        std::fs::write(&other, "{}").unwrap();
+        assert!(!is_parent_task_file(&other, temp.path()));
+    }
+
+    #[test]
+    fn oversized_task_file_is_refused_with_its_size() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("big.json");
+        std::fs::write(&path, vec![b' '; usize::try_from(MAX_TASK_FILE_BYTES).unwrap() + 1]).unwrap();
+        assert_eq!(
+            read_task_file(&path).unwrap_err().to_string(),
+            "task file too large (10485761 bytes, max 10485760)"
+        );
+    }
+}

@@ -1,0 +1,628 @@
+//! `odek subagent`: one focused task run as a child process (spec `subagents.md` §4–§7). Parses
+//! its own flags (the spec's exact setup errors, exit 3, with a result on stdout), reads the
+//! task file, applies the profile, the trust rules and the share-mode budget, runs the loop
+//! with a soft and a hard deadline, and reports the result object — one JSON line, or the
+//! protocol-2 NDJSON stream ending in the framed `result`. Start at [`run`].
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
+use odek_agent::observer::{LoopEvent, LoopObserver, SilentObserver};
+use odek_agent::run::trim::context_window;
+use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
+use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
+use odek_agent::subagent::result::{RunEnd, SubagentResult, exit_code_for};
+use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
+use odek_agent::subagent::task::{TaskFile, clamp_to_share, is_parent_task_file, read_task_file, share_spawn_gate};
+use odek_agent::tool::ToolContext;
+use odek_contract::quoting::quote;
+use odek_contract::redaction::{redact, register_secret};
+use odek_contract::untrusted::new_nonce;
+use odek_llm::{Message, StreamObserver, Thinking, Usage};
+use odek_mcp::McpObserver;
+use tokio_util::sync::CancellationToken;
+
+use super::CommandError;
+use super::ext::{Setup, cancel_on_interrupt, start_hub};
+use super::run::{budget_limits, build_provider};
+use crate::config::{
+    CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS, resolve_effective,
+};
+
+/// The environment variable carrying the current delegation depth (`0` when unset).
+pub const DEPTH_VARIABLE: &str = "ODEK_SUBAGENT_DEPTH";
+/// Set to `3` by a parent that hands over the API key on file descriptor 3.
+pub const API_KEY_FD_VARIABLE: &str = "ODEK_API_KEY_FD";
+/// Longest API key read from fd 3 (bytes).
+const MAX_KEY_BYTES: u64 = 64 * 1024;
+/// The goal shown on the start line, in runes.
+const GOAL_DISPLAY_RUNES: usize = 60;
+
+/// Classes an untrusted child always denies (§4 step 3).
+const UNTRUSTED_DENIED: [DangerClass; 9] = [
+    DangerClass::Destructive,
+    DangerClass::CodeExecution,
+    DangerClass::Install,
+    DangerClass::SystemWrite,
+    DangerClass::Persistence,
+    DangerClass::UnreadExec,
+    DangerClass::NetworkEgress,
+    DangerClass::Unknown,
+    DangerClass::Blocked,
+];
+
+/// The flags of `odek subagent`, parsed by hand so every error is the spec's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubagentFlags {
+    pub goal: Option<String>,
+    pub context: Option<String>,
+    pub task: Option<PathBuf>,
+    /// `--timeout` as given (≤ 0 = the configured default).
+    pub timeout: Option<i64>,
+    /// `--max-iter` as given (≤ 0 = the configured default).
+    pub max_iter: Option<i64>,
+    pub quiet: bool,
+    pub stream: bool,
+    pub parent_session: Option<String>,
+    pub profile: Option<String>,
+}
+
+/// §4's flag rules: `--flag value` or `--flag=value`; the exact setup errors.
+pub fn parse_subagent_flags(args: &[String]) -> Result<SubagentFlags, String> {
+    let mut flags = SubagentFlags::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        match name {
+            "--quiet" | "--stream" if inline.is_none() => {
+                if name == "--quiet" {
+                    flags.quiet = true;
+                } else {
+                    flags.stream = true;
+                }
+            }
+            "--timeout" | "--max-iter" => {
+                let value = inline.or_else(|| rest.next().cloned());
+                let Some(value) = value else {
+                    return Err(format!("{name} requires an integer value"));
+                };
+                let number =
+                    value.trim().parse::<i64>().map_err(|_| format!("{name}: invalid integer {}", quote(&value)))?;
+                if name == "--timeout" {
+                    flags.timeout = Some(number);
+                } else {
+                    flags.max_iter = Some(number);
+                }
+            }
+            "--goal" | "--context" | "--task" | "--parent-session" | "--profile" => {
+                let Some(value) = inline.or_else(|| rest.next().cloned()) else {
+                    return Err(format!("{name} requires a value"));
+                };
+                match name {
+                    "--goal" => flags.goal = Some(value),
+                    "--context" => flags.context = Some(value),
+                    "--task" => flags.task = Some(PathBuf::from(value)),
+                    "--parent-session" => flags.parent_session = Some(value),
+                    _ => flags.profile = Some(value),
+                }
+            }
+            _ if name.starts_with('-') => return Err(format!("unknown flag {}", quote(name))),
+            _ => return Err(format!("unexpected argument {}", quote(arg))),
+        }
+    }
+    match (&flags.goal, &flags.task) {
+        (Some(_), Some(_)) => Err("--goal and --task are mutually exclusive".to_owned()),
+        (None, None) => Err("either --goal or --task is required".to_owned()),
+        _ => Ok(flags),
+    }
+}
+
+/// Where the result goes: one JSON line (legacy) or the protocol-2 stream.
+enum Output {
+    Legacy,
+    Framed(Arc<ProgressStream>),
+}
+
+impl Output {
+    fn finish(&self, result: &SubagentResult) {
+        match self {
+            Output::Legacy => println!("{}", result.to_json_line()),
+            Output::Framed(stream) => stream.finished(result),
+        }
+    }
+
+    fn setup_result(&self, result: &SubagentResult) {
+        match self {
+            Output::Legacy => println!("{}", result.to_json_line()),
+            Output::Framed(stream) => stream.result(result),
+        }
+    }
+}
+
+/// A setup error: `odek: <msg>` on stderr, the §7 result on stdout, exit 3.
+fn setup_failure(message: &str, output: &Output) -> CommandError {
+    let message = redact(message);
+    eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&message));
+    output.setup_result(&SubagentResult::setup_error(&message));
+    CommandError::Exit(3)
+}
+
+pub async fn run(args: &[String]) -> Result<(), CommandError> {
+    let started = Instant::now();
+    let flags = parse_subagent_flags(args).map_err(|message| setup_failure(&message, &Output::Legacy))?;
+    let task = match load_task(&flags) {
+        Ok(task) => task,
+        Err(message) => return Err(setup_failure(&message, &Output::Legacy)),
+    };
+    let framed = flags.stream && task.wants_protocol_2();
+    let prepared = match prepare(&flags, &task, framed) {
+        Ok(prepared) => prepared,
+        Err(Prepare::Setup(message, output)) => return Err(setup_failure(&message, &output)),
+        Err(Prepare::SpawnGate(error, output)) => {
+            eprintln!("✗ Sub-agent exhausted its execution budget (execution_budget)");
+            output.setup_result(&SubagentResult::spawn_gate(&error));
+            return Err(CommandError::Exit(4));
+        }
+    };
+    execute(prepared, &flags, &task, started).await
+}
+
+/// The task: from `--task` (deleted afterwards when a parent wrote it) or from `--goal`.
+fn load_task(flags: &SubagentFlags) -> Result<TaskFile, String> {
+    let Some(path) = &flags.task else {
+        return Ok(TaskFile {
+            goal: flags.goal.clone().unwrap_or_default(),
+            context: flags.context.clone().unwrap_or_default(),
+            ..TaskFile::default()
+        });
+    };
+    let task = read_task_file(path).map_err(|err| err.to_string());
+    if is_parent_task_file(path, &std::env::temp_dir()) {
+        // Best effort: the parent deletes it too once the child has exited.
+        let _ = std::fs::remove_file(path);
+    }
+    let task = task?;
+    if task.goal.trim().is_empty() {
+        return Err("parse task file: goal is required".to_owned());
+    }
+    Ok(task)
+}
+
+/// Everything decided before the loop starts.
+struct Prepared {
+    setup: Setup,
+    config: crate::config::Config,
+    api_key: Option<String>,
+    untrusted: bool,
+    policy: PolicySettings,
+    tools_filter: crate::config::ToolsConfig,
+    limits: odek_agent::budget::BudgetLimits,
+    timeout_seconds: u64,
+    max_iterations: u32,
+    profile: String,
+    output: Output,
+}
+
+enum Prepare {
+    Setup(String, Output),
+    SpawnGate(String, Output),
+}
+
+/// §4 setup steps 1–5 and the share-mode spawn gate.
+fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepared, Prepare> {
+    let legacy = || {
+        if framed {
+            Output::Framed(Arc::new(ProgressStream::new(&task.task_id, BudgetFields::default(), &Default::default())))
+        } else {
+            Output::Legacy
+        }
+    };
+    let setup = Setup::load().map_err(|err| Prepare::Setup(command_error_text(err), legacy()))?;
+    let handed_key = read_handed_key().map_err(|message| Prepare::Setup(message, legacy()))?;
+    let overrides = CliOverrides {
+        model: non_empty(&task.model),
+        provider: non_empty(&task.provider),
+        base_url: non_empty(&task.base_url),
+        ..CliOverrides::default()
+    };
+    let effective =
+        resolve_effective(&setup.loaded, &overrides).map_err(|err| Prepare::Setup(err.to_string(), legacy()))?;
+    for warning in effective.warnings.iter().skip(setup.loaded.warnings.len()) {
+        eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
+    }
+    let config = effective.config;
+    let api_key = handed_key.or(effective.api_key);
+
+    // Step 2: the profile.
+    let subagent = &config.subagent;
+    let chosen = [flags.profile.as_deref().unwrap_or_default(), task.profile.as_str()]
+        .into_iter()
+        .find(|name| !name.is_empty())
+        .map(str::to_owned);
+    // `none` switches the default off; only the operator's config can say so.
+    let profile_name = match chosen {
+        Some(name) => name,
+        None if subagent.default_profile == NO_PROFILE => String::new(),
+        None => subagent.default_profile.clone(),
+    };
+    let profile = if profile_name.is_empty() {
+        None
+    } else {
+        Some(config.profiles.get(&profile_name).cloned().ok_or_else(|| {
+            Prepare::Setup(
+                format!(
+                    "unknown profile {} (define it in the top-level profiles config section, or adjust subagent.default_profile)",
+                    quote(&profile_name)
+                ),
+                legacy(),
+            )
+        })?)
+    };
+    let mut policy = config.dangerous.policy_settings();
+    policy.non_interactive = NonInteractive::Deny;
+    let mut tools_filter = config.tools.clone();
+    if let Some(profile) = &profile {
+        policy.max_risk = Some(profile.max_risk);
+        if let Some(allowlist) = &profile.allowlist {
+            policy.allowlist.clone_from(allowlist);
+        }
+        if let Some(tools) = &profile.tools {
+            tools_filter = tools.clone();
+        }
+    }
+
+    // Step 3: trust, which the profile cannot lift.
+    let declared_untrusted = task.trust_level != "trusted";
+    let parent_untrusted = !task.parent_trust.is_empty() && task.parent_trust != "trusted";
+    let untrusted = declared_untrusted || parent_untrusted;
+    if untrusted {
+        policy.hard_deny.extend(UNTRUSTED_DENIED);
+    }
+    if !task.max_risk.is_empty() {
+        let cap = DangerClass::parse(&task.max_risk)
+            .filter(|class| class.rank().is_some())
+            .ok_or_else(|| Prepare::Setup(format!("invalid max_risk {}", quote(&task.max_risk)), legacy()))?;
+        policy.max_risk = Some(match policy.max_risk {
+            Some(current) if current.rank() <= cap.rank() => current,
+            _ => cap,
+        });
+    }
+
+    // Step 4: budgets, clamped to the parent's remaining budget in share mode.
+    let mut limits = budget_limits(&config);
+    let timeout_seconds = match flags.timeout {
+        Some(seconds) if seconds > 0 => u64::try_from(seconds).unwrap_or(u64::MAX).min(SUBAGENT_MAX_TIMEOUT_SECONDS),
+        _ => subagent.timeout_seconds,
+    };
+    let max_iterations = match flags.max_iter {
+        Some(n) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX).min(SUBAGENT_MAX_ITERATIONS),
+        _ => subagent.max_iterations,
+    };
+    let budget_fields =
+        BudgetFields { seconds: timeout_seconds, iterations: max_iterations, cost_usd: limits.max_cost_usd };
+    let output = |limits: &odek_agent::budget::BudgetLimits| {
+        if framed {
+            Output::Framed(Arc::new(ProgressStream::new(&task.task_id, budget_fields, limits)))
+        } else {
+            Output::Legacy
+        }
+    };
+    if let Some(share) = &task.budget {
+        if let Some(error) = share_spawn_gate(share) {
+            return Err(Prepare::SpawnGate(error, output(&limits)));
+        }
+        limits = clamp_to_share(limits, share);
+    }
+    let output = output(&limits);
+    Ok(Prepared {
+        setup,
+        config,
+        api_key,
+        untrusted,
+        policy,
+        tools_filter,
+        limits,
+        timeout_seconds,
+        max_iterations,
+        profile: profile_name,
+        output,
+    })
+}
+
+fn non_empty(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+fn command_error_text(error: CommandError) -> String {
+    match error {
+        CommandError::Fatal(text) | CommandError::Budget(text) | CommandError::Verbatim(text) => text,
+        CommandError::Reported => "setup failed".to_owned(),
+        CommandError::Exit(code) => format!("setup failed (exit {code})"),
+    }
+}
+
+/// §4 step 1: with `ODEK_API_KEY_FD=3` the parent's key arrives on file descriptor 3; it is
+/// read (bounded), registered for redaction, and the descriptor closed.
+fn read_handed_key() -> Result<Option<String>, String> {
+    if std::env::var(API_KEY_FD_VARIABLE).ok().as_deref() != Some("3") {
+        return Ok(None);
+    }
+    let mut key = String::new();
+    let file = take_fd3().ok_or_else(|| format!("{API_KEY_FD_VARIABLE}=3 but file descriptor 3 is not open"))?;
+    file.take(MAX_KEY_BYTES).read_to_string(&mut key).map_err(|err| format!("read API key from fd 3: {err}"))?;
+    let key = key.trim().to_owned();
+    if key.is_empty() {
+        return Ok(None);
+    }
+    register_secret(&key);
+    Ok(Some(key))
+}
+
+/// Takes ownership of fd 3, which the parent opened for this process alone; dropping the file
+/// closes it.
+#[allow(unsafe_code)]
+fn take_fd3() -> Option<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // Only a descriptor that exists is taken (`/proc/self/fd/3` resolves).
+    std::fs::symlink_metadata("/proc/self/fd/3").ok()?;
+    // SAFETY: by the `ODEK_API_KEY_FD=3` contract, fd 3 was opened by the parent for this process
+    // and nothing else in the process owns or uses it; it is taken exactly once, at setup.
+    Some(unsafe { std::fs::File::from_raw_fd(3) })
+}
+
+/// Remembers the run's provider-reported usage, for results of runs that ended in an error.
+#[derive(Default)]
+struct UsageTracker(std::sync::Mutex<Usage>);
+
+impl StreamObserver for UsageTracker {}
+
+impl LoopObserver for UsageTracker {
+    fn on_event(&self, event: &LoopEvent<'_>) {
+        if let LoopEvent::ModelResponded { totals, .. } = event {
+            *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = *totals;
+        }
+    }
+}
+
+async fn execute(
+    prepared: Prepared,
+    flags: &SubagentFlags,
+    task: &TaskFile,
+    started: Instant,
+) -> Result<(), CommandError> {
+    let Prepared {
+        setup,
+        config,
+        api_key,
+        untrusted,
+        policy,
+        tools_filter,
+        limits,
+        timeout_seconds,
+        max_iterations,
+        profile,
+        output,
+    } = prepared;
+    if !flags.quiet {
+        eprintln!("🔧 Sub-agent: {}", odek_mcp::observer::terminal_safe(&display_goal(&task.goal)));
+    }
+    if let Output::Framed(stream) = &output {
+        let depth = std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0);
+        let max_risk = policy.max_risk.map(DangerClass::as_str).unwrap_or_default();
+        stream.started(std::process::id(), depth, timeout_seconds, max_iterations, &profile, max_risk);
+    }
+
+    let provider = match build_provider(&config.core, api_key.as_deref(), None, None) {
+        Ok(provider) => provider,
+        Err(err) => return Err(setup_failure(&command_error_text(err), &output)),
+    };
+    // Step 5: MCP servers only for trusted children.
+    let hub = if untrusted {
+        None
+    } else {
+        let observer: Arc<dyn McpObserver> = Arc::new(odek_mcp::StderrObserver);
+        match start_hub(&setup, observer).await {
+            Ok(hub) => Some(Arc::new(hub)),
+            Err(err) => return Err(setup_failure(&command_error_text(err), &output)),
+        }
+    };
+
+    let lifespan = Lifespan { timeout_seconds, max_iterations, limits };
+    let task_text = TaskText {
+        goal: &task.goal,
+        guidance: &task.guidance,
+        context: &task.context,
+        artifact_task_id: (!task.artifact_root.is_empty() && !task.task_id.is_empty()).then_some(task.task_id.as_str()),
+    };
+    let mut messages = vec![
+        Message::system(subagent_system_prompt(&lifespan, config.subagent.announce_budget)),
+        Message::user(subagent_user_message(&task_text, untrusted, &new_nonce())),
+    ];
+
+    let usage = Arc::new(UsageTracker::default());
+    let progress: Arc<dyn LoopObserver> = match &output {
+        Output::Framed(stream) => Arc::clone(stream) as Arc<dyn LoopObserver>,
+        Output::Legacy => Arc::new(SilentObserver),
+    };
+    let interrupt = cancel_on_interrupt();
+    let cancel = CancellationToken::new();
+    let finalize = CancellationToken::new();
+    let hard_deadline_hit = Arc::new(AtomicBool::new(false));
+    let deadlines = spawn_deadlines(timeout_seconds, &interrupt, &cancel, &finalize, &hard_deadline_hit);
+
+    let mut tool_context =
+        ToolContext::new(setup.sources.cwd.clone(), setup.sources.odek_dir(), DangerPolicy::new(policy));
+    tool_context.cancel = cancel.clone();
+    let allowed = Arc::new(move |name: &str| tools_filter.allows(name));
+    let core = &config.core;
+    let mut agent = Agent {
+        provider,
+        tools: ToolSet::new(odek_agent::tools::builtin_tools(), hub.clone(), allowed),
+        settings: LoopSettings {
+            context_window: context_window(&core.model),
+            model: core.model.clone(),
+            thinking: Thinking::parse(&core.thinking).unwrap_or_default(),
+            stream: false,
+            max_iterations,
+            max_tool_parallel: usize::try_from(core.max_tool_parallel).unwrap_or(usize::MAX),
+            compaction: core.compaction,
+        },
+        tool_context,
+        observer: Arc::new(odek_agent::events::Fanout::new(vec![
+            Arc::clone(&usage) as Arc<dyn LoopObserver>,
+            progress,
+        ])),
+        gate: None,
+        checkpoint: None,
+        budget: odek_agent::budget::Budget::new(limits, started),
+    };
+    let outcome = agent.run_until(&mut messages, &cancel, &finalize).await;
+    deadlines.abort();
+    if let Some(hub) = &hub {
+        hub.shutdown().await;
+    }
+
+    let tracked = *usage.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (end, run_usage) = match outcome {
+        Ok(outcome) => (RunEnd::Answer(outcome.answer), outcome.usage),
+        Err(RunError::Budget(exceeded)) => (RunEnd::Budget(exceeded.to_string()), tracked),
+        Err(RunError::Cancelled) if hard_deadline_hit.load(Ordering::Acquire) => {
+            (RunEnd::HardTimeout { seconds: timeout_seconds }, tracked)
+        }
+        Err(RunError::Cancelled) => (RunEnd::Cancelled, tracked),
+        Err(other) => (RunEnd::Failed(other.to_string()), tracked),
+    };
+    let mut result = SubagentResult::from_run(&end, &messages, run_usage, started.elapsed().as_secs_f64());
+    result.summary = redact(&result.summary).into_owned();
+    result.error = redact(&result.error).into_owned();
+    result.parent_session = flags.parent_session.clone().unwrap_or_default();
+    let priced = limits.input_price_per_million > 0.0 || limits.output_price_per_million > 0.0;
+    if priced {
+        result.cost_usd = Some(limits.cost_micro_usd(run_usage) as f64 / 1e6);
+    }
+    if !flags.quiet || result.status == "budget_exhausted" || result.status == "error" {
+        report_end(&result, flags.quiet);
+    }
+    output.finish(&result);
+    match exit_code_for(&result) {
+        0 => Ok(()),
+        code => Err(CommandError::Exit(code)),
+    }
+}
+
+/// The hard deadline cancels the run (and so does SIGINT); the soft deadline asks it to
+/// finalize: `timeout − min(15 s, timeout / 8)`, at least 1 s.
+fn spawn_deadlines(
+    timeout_seconds: u64,
+    interrupt: &CancellationToken,
+    cancel: &CancellationToken,
+    finalize: &CancellationToken,
+    hard_deadline_hit: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    let hard = Duration::from_secs(timeout_seconds);
+    let soft = Duration::from_secs(timeout_seconds.saturating_sub((timeout_seconds / 8).min(15)).max(1));
+    let (interrupt, cancel, finalize, hit) =
+        (interrupt.clone(), cancel.clone(), finalize.clone(), Arc::clone(hard_deadline_hit));
+    tokio::spawn(async move {
+        let soft_deadline = tokio::time::sleep(soft);
+        let hard_deadline = tokio::time::sleep(hard);
+        tokio::pin!(soft_deadline, hard_deadline);
+        loop {
+            tokio::select! {
+                () = &mut soft_deadline, if !finalize.is_cancelled() => finalize.cancel(),
+                () = &mut hard_deadline => {
+                    hit.store(true, Ordering::Release);
+                    cancel.cancel();
+                    return;
+                }
+                () = interrupt.cancelled() => {
+                    cancel.cancel();
+                    return;
+                }
+            }
+        }
+    })
+}
+
+/// The goal for the start line: at most 60 runes, then `…`.
+fn display_goal(goal: &str) -> String {
+    let goal = goal.split_whitespace().collect::<Vec<_>>().join(" ");
+    if goal.chars().count() <= GOAL_DISPLAY_RUNES {
+        return goal;
+    }
+    let mut cut: String = goal.chars().take(GOAL_DISPLAY_RUNES).collect();
+    cut.push('…');
+    cut
+}
+
+/// §7's closing stderr line; the failure lines are printed even with `--quiet`.
+fn report_end(result: &SubagentResult, quiet: bool) {
+    let line = match (result.status.as_str(), result.partial_reason.as_str()) {
+        ("budget_exhausted", _) => "✗ Sub-agent exhausted its execution budget (execution_budget)".to_owned(),
+        ("error", _) => format!("✗ Sub-agent failed: {}", result.error),
+        _ if quiet => return,
+        ("partial", "time_budget") => format!(
+            "⏱ Sub-agent concluded on its time budget: {:.1}s, {} iterations",
+            result.duration_seconds, result.iterations
+        ),
+        ("partial", "iteration_budget") => {
+            format!(
+                "⏱ Sub-agent concluded on its iteration budget (iteration_budget): {} iterations",
+                result.iterations
+            )
+        }
+        _ => format!(
+            "✅ Sub-agent complete: {:.1}s, {} tokens, {} iterations",
+            result.duration_seconds, result.tokens_used, result.iterations
+        ),
+    };
+    eprintln!("{}", odek_mcp::observer::terminal_safe(&line));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<SubagentFlags, String> {
+        parse_subagent_flags(&args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn setup_errors_are_the_spec_texts() {
+        assert_eq!(
+            parse(&["--goal", "a", "--task", "t.json"]).unwrap_err(),
+            "--goal and --task are mutually exclusive"
+        );
+        assert_eq!(parse(&["--quiet"]).unwrap_err(), "either --goal or --task is required");
+        assert_eq!(parse(&["--goal", "a", "--bogus"]).unwrap_err(), "unknown flag \"--bogus\"");
+        assert_eq!(parse(&["--goal", "a", "--timeout"]).unwrap_err(), "--timeout requires an integer value");
+        assert_eq!(parse(&["--goal", "a", "--timeout", "soon"]).unwrap_err(), "--timeout: invalid integer \"soon\"");
+        assert_eq!(parse(&["--goal", "a", "--max-iter=x"]).unwrap_err(), "--max-iter: invalid integer \"x\"");
+    }
+
+    #[test]
+    fn flags_in_both_forms() {
+        let flags =
+            parse(&["--goal=do it", "--timeout", "-5", "--max-iter=7", "--quiet", "--stream", "--profile", "p"])
+                .unwrap();
+        assert_eq!(flags.goal.as_deref(), Some("do it"));
+        assert_eq!(flags.timeout, Some(-5));
+        assert_eq!(flags.max_iter, Some(7));
+        assert!(flags.quiet && flags.stream);
+        assert_eq!(flags.profile.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn goal_display_is_cut_at_60_runes() {
+        assert_eq!(display_goal("short\ngoal"), "short goal");
+        let long = "é".repeat(61);
+        assert_eq!(display_goal(&long), format!("{}…", "é".repeat(60)));
+    }
+}
