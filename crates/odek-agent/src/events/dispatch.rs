@@ -159,20 +159,7 @@ impl Stamped {
 
 /// The consumer: renders and writes each event, reports write errors, contains panics, and
 /// ends (dropping — closing — the sink) once the queue is closed and empty.
-#[allow(unsafe_code)]
 fn drain_queue(receiver: Receiver<Stamped>, mut sink: Box<dyn EventSink>, run_id: &RunId) {
-    if let Ok(n) = std::env::var("ODEK_NICE") {
-        let n: i32 = n.parse().unwrap_or(0);
-        unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, n);
-        }
-    }
-    if std::env::var_os("ODEK_IDLE").is_some() {
-        unsafe {
-            let p = libc::sched_param { sched_priority: 0 };
-            libc::sched_setscheduler(0, libc::SCHED_IDLE, &p);
-        }
-    }
     for stamped in receiver {
         let written = catch_unwind(AssertUnwindSafe(|| match stamped.render(run_id) {
             Some(line) => sink.write_line(&line),
