@@ -72,6 +72,9 @@ pub struct ToolContext {
     pub interactive: bool,
     /// The batch gate approved this call (its `prompt` action is satisfied).
     pub approved: bool,
+    /// Set by the loop once any result of this run was wrapped as untrusted; shared by every
+    /// clone. `delegate_tasks` reads it to force its children to untrusted (`subagents.md` §2).
+    pub untrusted_ingested: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ToolContext {
@@ -84,6 +87,7 @@ impl ToolContext {
             policy: Arc::new(policy),
             interactive: false,
             approved: false,
+            untrusted_ingested: Arc::default(),
         }
     }
 }

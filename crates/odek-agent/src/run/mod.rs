@@ -617,7 +617,12 @@ impl Agent {
                 continue;
             };
             finished.push(match call.outcome().await {
-                Ok((Ok(outcome), duration)) => success(outcome, duration),
+                Ok((Ok(outcome), duration)) => {
+                    if outcome.untrusted_source.is_some() {
+                        self.tool_context.untrusted_ingested.store(true, std::sync::atomic::Ordering::Release);
+                    }
+                    success(outcome, duration)
+                }
                 Ok((Err(ToolError(message)), duration)) => failure(format!("error: {}", redact(&message)), duration),
                 Err(detail) => {
                     failure(format!("error: tool {} panicked: {}", quote(&name), redact(&detail)), Duration::ZERO)

@@ -15,6 +15,7 @@ use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_referenc
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, BatchApprover, Checkpoint, LoopSettings, Saved, ToolSet};
 use odek_agent::session::{ExternalRef, Session, SessionId, SessionStore, parse_external_ref_spec, safe_state};
+use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::tool::ToolContext;
 use odek_contract::redaction::redact;
 use odek_llm::{Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, Thinking, Usage};
@@ -479,6 +480,11 @@ async fn run_agent(
     } else {
         None
     };
+    let mut tools = odek_agent::tools::builtin_tools();
+    let session_id = session.as_ref().map(|session| session.id.as_str().to_owned());
+    let delegate =
+        super::subagent::delegate_settings(setup, config, effective.api_key.as_deref(), session_id.as_deref(), false);
+    tools.push(Arc::new(DelegateTool::new(delegate, events.clone())));
     let checkpoint: Option<Box<dyn Checkpoint>> = match session {
         Some(session) => Some(Box::new(SessionCheckpoint {
             store: session_store(setup).map_err(RunFailure::setup)?,
@@ -490,7 +496,7 @@ async fn run_agent(
     let core = &config.core;
     let mut agent = Agent {
         provider,
-        tools: ToolSet::new(odek_agent::tools::builtin_tools(), Some(Arc::clone(&hub)), allowed),
+        tools: ToolSet::new(tools, Some(Arc::clone(&hub)), allowed),
         settings: LoopSettings {
             context_window: context_window(&core.model),
             model: core.model.clone(),

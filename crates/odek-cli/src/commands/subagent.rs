@@ -14,6 +14,7 @@ use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettin
 use odek_agent::observer::{LoopEvent, LoopObserver, SilentObserver};
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
+use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
 use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
 use odek_agent::subagent::result::{RunEnd, SubagentResult, exit_code_for};
 use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
@@ -377,6 +378,39 @@ fn take_fd3() -> Option<std::fs::File> {
     Some(unsafe { std::fs::File::from_raw_fd(3) })
 }
 
+/// The settings of `delegate_tasks` for this process: top level (`depth` 0, which also offers
+/// `artifact_read`) or a child that may delegate further.
+pub(crate) fn delegate_settings(
+    setup: &Setup,
+    config: &crate::config::Config,
+    api_key: Option<&str>,
+    session_id: Option<&str>,
+    untrusted: bool,
+) -> DelegateSettings {
+    let depth = std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0);
+    let core = &config.core;
+    let subagent = &config.subagent;
+    DelegateSettings {
+        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("odek")),
+        cwd: setup.sources.cwd.clone(),
+        odek_home: setup.sources.odek_dir(),
+        parent_env: setup.sources.env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
+        secret_names: setup.loaded.secrets.names.clone(),
+        api_key: api_key.map(str::to_owned),
+        provider: core.provider.clone(),
+        model: core.model.clone(),
+        base_url: core.base_url.clone(),
+        depth,
+        max_depth: subagent.max_depth,
+        max_concurrency: usize::try_from(subagent.max_concurrency_or(core.max_concurrency)).unwrap_or(1),
+        timeout: Duration::from_secs(subagent.timeout_seconds),
+        profiles: config.profiles.iter().map(|(name, _)| name.to_owned()).collect(),
+        session_id: session_id.map(str::to_owned),
+        untrusted_parent: untrusted,
+        artifact_read: depth == 0,
+    }
+}
+
 /// Remembers the run's provider-reported usage, for results of runs that ended in an error.
 #[derive(Default)]
 struct UsageTracker(std::sync::Mutex<Usage>);
@@ -462,9 +496,12 @@ async fn execute(
     tool_context.cancel = cancel.clone();
     let allowed = Arc::new(move |name: &str| tools_filter.allows(name));
     let core = &config.core;
+    let mut tools = odek_agent::tools::builtin_tools();
+    let delegate = delegate_settings(&setup, &config, api_key.as_deref(), flags.parent_session.as_deref(), untrusted);
+    tools.push(Arc::new(DelegateTool::new(delegate, None)));
     let mut agent = Agent {
         provider,
-        tools: ToolSet::new(odek_agent::tools::builtin_tools(), hub.clone(), allowed),
+        tools: ToolSet::new(tools, hub.clone(), allowed),
         settings: LoopSettings {
             context_window: context_window(&core.model),
             model: core.model.clone(),

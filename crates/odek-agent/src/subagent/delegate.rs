@@ -1,0 +1,357 @@
+//! The `delegate_tasks` tool (spec `subagents.md` §2, §8): validates the call (its errors are
+//! tool output), forces children to untrusted after untrusted ingest, mints task ids and
+//! artifact folders, writes the task files, runs the children in parallel under the
+//! process-wide slot limit, emits the sub-agent events and renders the results. Start at
+//! [`DelegateTool`].
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use odek_contract::untrusted::new_nonce;
+use odek_llm::{BoxFuture, ToolDefinition};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::render::{TaskSection, render_results};
+use super::spawn::{ChildReport, ChildSpec, child_environment, run_child};
+use super::task::TaskFile;
+use crate::events::{Event, EventStream, SubagentOutcome};
+use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
+
+/// Most tasks in one call.
+pub const MAX_TASKS_PER_CALL: usize = 8;
+/// A wait for a slot longer than this emits `subagent_concurrency_wait` (once per task).
+pub const CONCURRENCY_WAIT_NOTICE: Duration = Duration::from_secs(5);
+/// The built-in profile name, always known.
+const BUILTIN_PROFILE: &str = "default";
+
+const DESCRIPTION: &str = "Hand focused tasks to sub-agents that run in parallel, each as its own process with its own loop. \
+Give every task a self-contained goal (and context or guidance when useful); children cannot ask you questions and have no \
+approvals, so anything risky they attempt is denied and reported back to you. Each child's headline answer is capped at about \
+2000 characters: bulky results come back as artifacts, which you read with artifact_read by id. Delegation depth is capped, \
+so a child may not be able to delegate further.";
+
+/// What `delegate_tasks` needs from the process that offers it.
+#[derive(Debug, Clone, Default)]
+pub struct DelegateSettings {
+    /// The running odek executable.
+    pub program: PathBuf,
+    pub cwd: PathBuf,
+    /// `~/.odek`: artifact folders go under `artifacts/`.
+    pub odek_home: PathBuf,
+    /// The parent's environment (filtered per child, see [`child_environment`]).
+    pub parent_env: Vec<(String, String)>,
+    /// Names loaded from `secrets.env`: never passed to a child.
+    pub secret_names: Vec<String>,
+    pub api_key: Option<String>,
+    pub provider: String,
+    pub model: String,
+    pub base_url: String,
+    /// This process's delegation depth (`ODEK_SUBAGENT_DEPTH`, 0 at the top).
+    pub depth: u32,
+    pub max_depth: u32,
+    /// Process-wide slots (fixed on first use).
+    pub max_concurrency: usize,
+    pub timeout: Duration,
+    /// Profiles the operator defined.
+    pub profiles: Vec<String>,
+    /// The session the artifacts are filed under.
+    pub session_id: Option<String>,
+    /// This process's own effective trust is untrusted (a child that delegates).
+    pub untrusted_parent: bool,
+    /// Whether this process offers `artifact_read` (top level only).
+    pub artifact_read: bool,
+}
+
+/// The `delegate_tasks` tool.
+pub struct DelegateTool {
+    settings: Arc<DelegateSettings>,
+    events: Option<Arc<EventStream>>,
+}
+
+impl DelegateTool {
+    pub fn new(settings: DelegateSettings, events: Option<Arc<EventStream>>) -> DelegateTool {
+        DelegateTool { settings: Arc::new(settings), events }
+    }
+}
+
+/// The process-wide slots shared by every `delegate_tasks` call; sized on first use.
+fn slots(size: usize) -> Arc<Semaphore> {
+    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(size.max(1)))))
+}
+
+/// One task of a call, as the model wrote it.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default)]
+struct TaskRequest {
+    goal: Option<String>,
+    context: String,
+    guidance: String,
+    trust_level: String,
+    max_risk: String,
+    profile: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct CallArguments {
+    #[serde(default)]
+    tasks: Vec<TaskRequest>,
+}
+
+/// A call-level error as the tool's output: `{"error":"<message>"}`.
+fn call_error(message: &str) -> ToolOutcome {
+    ToolOutcome::text(json!({"error": message}).to_string())
+}
+
+/// §2's call-level checks, in order; `Err` is the message for [`call_error`].
+fn validate_call(arguments: &str, depth: u32, max_depth: u32) -> Result<Vec<TaskRequest>, String> {
+    let text = if arguments.trim().is_empty() { "{}" } else { arguments };
+    let parsed: CallArguments = serde_json::from_str(text).map_err(|err| format!("parse failed: {err}"))?;
+    if parsed.tasks.is_empty() {
+        return Err("no tasks provided".to_owned());
+    }
+    if parsed.tasks.len() > MAX_TASKS_PER_CALL {
+        return Err(format!("max {MAX_TASKS_PER_CALL} tasks per call"));
+    }
+    if let Some(index) =
+        parsed.tasks.iter().position(|task| task.goal.as_deref().is_none_or(|goal| goal.trim().is_empty()))
+    {
+        return Err(format!("task {} goal is required", index + 1).replacen(" goal", ": goal", 1));
+    }
+    if max_depth > 0 && depth >= max_depth {
+        return Err(format!(
+            "delegation depth limit reached (depth {depth}, max {max_depth}); do this work yourself instead of delegating"
+        ));
+    }
+    Ok(parsed.tasks)
+}
+
+/// `<session>` when it is a safe folder name, else `unfiled`.
+pub fn artifact_bucket(session_id: Option<&str>) -> String {
+    let valid = |id: &str| {
+        let mut chars = id.chars();
+        id.len() <= 128
+            && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    match session_id {
+        Some(id) if valid(id) => id.to_owned(),
+        _ => "unfiled".to_owned(),
+    }
+}
+
+/// Creates `dir` and its missing parents with mode `0700`.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Writes the task file: `odek-task-<random>.json` in the temp directory, created exclusively
+/// with mode `0600`. The caller deletes it after the child exits.
+fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    let mut file = tempfile::Builder::new().prefix("odek-task-").suffix(".json").tempfile()?;
+    file.write_all(serde_json::to_string(task).map_err(std::io::Error::other)?.as_bytes())?;
+    file.flush()?;
+    let (_, path) = file.keep().map_err(|err| err.error)?;
+    Ok(path)
+}
+
+/// One task's outcome as the renderer needs it.
+struct Finished {
+    goal: String,
+    report: ChildReport,
+}
+
+impl DelegateTool {
+    fn emit(&self, event: Event) {
+        if let Some(events) = &self.events {
+            events.emit(event);
+        }
+    }
+
+    async fn run_task(
+        &self,
+        index: usize,
+        request: TaskRequest,
+        force_untrusted: bool,
+        cancel: &CancellationToken,
+    ) -> Finished {
+        let settings = &self.settings;
+        let goal = request.goal.clone().unwrap_or_default();
+        let task_id = format!("task-{}", new_nonce());
+        let finish = |report: ChildReport| Finished { goal: goal.clone(), report };
+        let not_spawned = |result: Value| {
+            let status = result["status"].as_str().unwrap_or_default().to_owned();
+            self.emit(Event::subagent_completed(&task_id, &status, SubagentOutcome::default()));
+            finish(ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid: None })
+        };
+        if !request.profile.is_empty()
+            && request.profile != BUILTIN_PROFILE
+            && !settings.profiles.contains(&request.profile)
+        {
+            return not_spawned(json!({"status": "error", "error": format!(
+                "unknown profile \"{}\" (define it in the top-level profiles config section)", request.profile)}));
+        }
+        let artifact_root =
+            settings.odek_home.join("artifacts").join(artifact_bucket(settings.session_id.as_deref())).join(&task_id);
+        if let Err(err) = create_private_dir(&artifact_root) {
+            return not_spawned(json!({"status": "error", "error": format!("create artifact folder: {err}")}));
+        }
+        let task = TaskFile {
+            task_id: task_id.clone(),
+            protocol: super::task::STREAM_PROTOCOL,
+            goal: goal.clone(),
+            context: request.context,
+            guidance: request.guidance,
+            trust_level: if force_untrusted { "untrusted".to_owned() } else { request.trust_level },
+            max_risk: request.max_risk,
+            profile: request.profile,
+            budget: None,
+            parent_trust: if settings.untrusted_parent { "untrusted" } else { "trusted" }.to_owned(),
+            artifact_root: artifact_root.to_string_lossy().into_owned(),
+            provider: settings.provider.clone(),
+            model: settings.model.clone(),
+            base_url: settings.base_url.clone(),
+        };
+
+        let slots = slots(settings.max_concurrency);
+        let waiting_since = Instant::now();
+        let permit = match tokio::time::timeout(CONCURRENCY_WAIT_NOTICE, Arc::clone(&slots).acquire_owned()).await {
+            Ok(permit) => permit,
+            Err(_) => {
+                self.emit(Event::subagent_concurrency_wait(index, millis(waiting_since.elapsed())));
+                tokio::select! {
+                    permit = slots.acquire_owned() => permit,
+                    () = cancel.cancelled() => {
+                        return not_spawned(json!({"status": "cancelled", "error": "sub-agent cancelled"}));
+                    }
+                }
+            }
+        };
+        let Ok(_permit) = permit else {
+            return not_spawned(json!({"status": "error", "error": "sub-agent slots closed"}));
+        };
+        let task_file = match write_task_file(&task) {
+            Ok(path) => path,
+            Err(err) => return not_spawned(json!({"status": "error", "error": format!("write task file: {err}")})),
+        };
+        let spec = ChildSpec {
+            program: settings.program.clone(),
+            cwd: settings.cwd.clone(),
+            env: child_environment(
+                &settings.parent_env,
+                &settings.secret_names,
+                settings.depth,
+                settings.api_key.is_some(),
+            ),
+            api_key: settings.api_key.clone(),
+            task_file: task_file.clone(),
+            timeout: settings.timeout,
+        };
+        let report = run_child(&spec, cancel, |pid| {
+            self.emit(Event::subagent_spawned(&task_id, pid, settings.depth + 1, settings.timeout.as_secs(), &goal));
+        })
+        .await;
+        // The child deletes it after reading; this covers a child that never got that far.
+        let _ = std::fs::remove_file(&task_file);
+        let result = &report.result;
+        self.emit(Event::subagent_completed(
+            &task_id,
+            result["status"].as_str().unwrap_or_default(),
+            SubagentOutcome {
+                iterations: result["iterations"].as_u64(),
+                duration_seconds: result["duration_seconds"].as_f64(),
+                tokens_used: result["tokens_used"].as_u64(),
+                artifact_count: result["artifacts"].as_array().map(|list| list.len() as u64),
+            },
+        ));
+        if report.parsed {
+            for denial in result["denials"].as_array().into_iter().flatten() {
+                let field = |key: &str| denial[key].as_str().unwrap_or_default();
+                self.emit(Event::subagent_denied(field("tool"), index, field("class"), field("reason")));
+            }
+        }
+        finish(report)
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Tool for DelegateTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: "delegate_tasks".into(),
+            description: DESCRIPTION.into(),
+            parameters: json!({"type":"object","required":["tasks"],"properties":{
+                "tasks":{"type":"array","minItems":1,"maxItems":8,"items":{"type":"object","required":["goal"],"properties":{
+                    "goal":{"type":"string"},"context":{"type":"string"},"guidance":{"type":"string"},
+                    "trust_level":{"type":"string","enum":["trusted","untrusted"]},
+                    "max_risk":{"type":"string","enum":["safe","local_write","system_write","destructive","code_execution","network_egress","install","blocked"]},
+                    "profile":{"type":"string"}}}},
+                "description":{"type":"string"}}}),
+        }
+    }
+
+    fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move {
+            let tasks = match validate_call(arguments, self.settings.depth, self.settings.max_depth) {
+                Ok(tasks) => tasks,
+                Err(message) => return Ok(call_error(&message)),
+            };
+            let force_untrusted = ctx.untrusted_ingested.load(Ordering::Acquire);
+            let runs = tasks
+                .into_iter()
+                .enumerate()
+                .map(|(index, request)| self.run_task(index, request, force_untrusted, &ctx.cancel));
+            let finished = futures_util::future::join_all(runs).await;
+            let sections: Vec<TaskSection<'_>> = finished
+                .iter()
+                .map(|task| TaskSection {
+                    goal: &task.goal,
+                    result: &task.report.result,
+                    parsed: task.report.parsed,
+                    raw_stdout: &task.report.raw_stdout,
+                    artifact_lines: Vec::new(),
+                })
+                .collect();
+            Ok(ToolOutcome::untrusted(render_results(&sections, self.settings.artifact_read), "delegate_tasks"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_errors_are_the_spec_texts() {
+        assert!(validate_call("{", 0, 2).unwrap_err().starts_with("parse failed: "));
+        assert_eq!(validate_call(r#"{"tasks":[]}"#, 0, 2).unwrap_err(), "no tasks provided");
+        let nine = json!({"tasks": vec![json!({"goal": "g"}); 9]}).to_string();
+        assert_eq!(validate_call(&nine, 0, 2).unwrap_err(), "max 8 tasks per call");
+        assert_eq!(
+            validate_call(r#"{"tasks":[{"goal":"a"},{"context":"c"}]}"#, 0, 2).unwrap_err(),
+            "task 2: goal is required"
+        );
+        assert_eq!(
+            validate_call(r#"{"tasks":[{"goal":"a"}]}"#, 2, 2).unwrap_err(),
+            "delegation depth limit reached (depth 2, max 2); do this work yourself instead of delegating"
+        );
+        assert_eq!(validate_call(r#"{"tasks":[{"goal":"a"}]}"#, 5, 0).unwrap().len(), 1, "max_depth 0 = no limit");
+    }
+
+    #[test]
+    fn bucket_is_the_session_when_safe() {
+        assert_eq!(artifact_bucket(Some("20261130-abc_1.x")), "20261130-abc_1.x");
+        assert_eq!(artifact_bucket(Some("../etc")), "unfiled");
+        assert_eq!(artifact_bucket(Some(".hidden")), "unfiled");
+        assert_eq!(artifact_bucket(None), "unfiled");
+    }
+}

@@ -1,0 +1,320 @@
+//! The parent's side of one child process (spec `subagents.md` §8): spawning `odek subagent`
+//! with the filtered environment and the API key on fd 3, reading its stdout within the safety
+//! limits, the deadline and cancellation, and the result precedence. Start at [`run_child`].
+
+use std::io::{Seek, Write};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use command_fds::{CommandFdExt, FdMapping};
+use odek_mcp::bounded_lines::{BoundedLineReader, LineError, Overflow};
+use serde_json::{Value, json};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
+
+/// Longest stdout line read from a child (bytes).
+pub const MAX_CHILD_LINE_BYTES: usize = 10 * 1024 * 1024;
+/// Most stdout lines read from a child.
+pub const MAX_CHILD_LINES: u64 = 100_000;
+/// Most stdout bytes read from a child.
+pub const MAX_CHILD_STDOUT_BYTES: u64 = 100 * 1024 * 1024;
+/// Raw stdout kept for a child without a parsed result (bytes).
+pub const RAW_OUTPUT_KEEP_BYTES: usize = 102_400;
+/// How long the reader may drain after the child exited.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// How long after a kill the pipes are force-closed.
+const FORCE_CLOSE_AFTER_KILL: Duration = Duration::from_secs(1);
+
+/// How to start one child.
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    /// The running odek executable.
+    pub program: PathBuf,
+    pub cwd: PathBuf,
+    /// The whole environment of the child (already filtered; see [`child_environment`]).
+    pub env: Vec<(String, String)>,
+    /// Handed over on fd 3 (with `ODEK_API_KEY_FD=3`), never in the environment.
+    pub api_key: Option<String>,
+    pub task_file: PathBuf,
+    pub timeout: Duration,
+}
+
+/// What the parent learned from one child.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildReport {
+    /// The result object after §8's precedence.
+    pub result: Value,
+    /// Whether `result` came from the child (rather than from a failure of the parent's).
+    pub parsed: bool,
+    /// The head of stdout, for a task without a parsed result.
+    pub raw_stdout: Vec<u8>,
+    /// The child's pid, when it was spawned.
+    pub pid: Option<u32>,
+}
+
+/// §8: the parent's environment minus the `secrets.env` names and the provider key variables,
+/// plus the child's depth and, when a key is handed over, `ODEK_API_KEY_FD=3`.
+pub fn child_environment(
+    parent: &[(String, String)],
+    secret_names: &[String],
+    depth: u32,
+    key_on_fd3: bool,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = parent
+        .iter()
+        .filter(|(name, _)| {
+            !odek_contract::secret_names::PROVIDER_KEY_VARIABLES.contains(&name.as_str())
+                && !secret_names.iter().any(|secret| secret == name)
+                && name != "ODEK_SUBAGENT_DEPTH"
+                && name != "ODEK_API_KEY_FD"
+        })
+        .cloned()
+        .collect();
+    env.push(("ODEK_SUBAGENT_DEPTH".to_owned(), (depth + 1).to_string()));
+    if key_on_fd3 {
+        env.push(("ODEK_API_KEY_FD".to_owned(), "3".to_owned()));
+    }
+    env
+}
+
+/// The key in a `0600` temp file that is unlinked right after it is opened: the open
+/// descriptor is all that is left, and it becomes the child's fd 3.
+fn key_descriptor(key: &str) -> std::io::Result<OwnedFd> {
+    let mut file = tempfile::tempfile()?;
+    file.write_all(key.as_bytes())?;
+    file.rewind()?;
+    Ok(OwnedFd::from(file))
+}
+
+/// What reading stdout produced.
+#[derive(Debug, Default)]
+struct Read {
+    result: Option<Value>,
+    raw: Vec<u8>,
+    flood: Option<String>,
+    error: Option<String>,
+}
+
+/// Reads protocol lines until EOF or a safety limit: a `result` record's `result` is the
+/// result; an untyped JSON object is a legacy result (the last one wins); the rest is ignored.
+async fn read_stream(stdout: ChildStdout) -> Read {
+    let mut reader = BoundedLineReader::new(stdout, MAX_CHILD_LINE_BYTES, Overflow::Fail);
+    let mut read = Read::default();
+    let (mut lines, mut bytes) = (0_u64, 0_u64);
+    loop {
+        let line = match reader.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => return read,
+            Err(LineError::TooLong { limit }) => {
+                read.flood = Some(format!("a line over {limit} bytes"));
+                return read;
+            }
+            Err(LineError::Io(err)) => {
+                read.error = Some(err.to_string());
+                return read;
+            }
+        };
+        lines += 1;
+        bytes += line.bytes.len() as u64 + 1;
+        if lines > MAX_CHILD_LINES {
+            read.flood = Some(format!("more than {MAX_CHILD_LINES} lines"));
+            return read;
+        }
+        if bytes > MAX_CHILD_STDOUT_BYTES {
+            read.flood = Some(format!("more than {MAX_CHILD_STDOUT_BYTES} bytes"));
+            return read;
+        }
+        if read.raw.len() < RAW_OUTPUT_KEEP_BYTES + 1 {
+            let room = RAW_OUTPUT_KEEP_BYTES + 1 - read.raw.len();
+            read.raw.extend_from_slice(&line.bytes[..line.bytes.len().min(room)]);
+            read.raw.push(b'\n');
+        }
+        let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&line.bytes) else {
+            continue;
+        };
+        match object.get("type").and_then(Value::as_str) {
+            Some("result") => {
+                if let Some(result @ Value::Object(_)) = object.get("result") {
+                    read.result = Some(result.clone());
+                }
+            }
+            Some(kind) if !kind.is_empty() => {}
+            _ => read.result = Some(Value::Object(object)),
+        }
+    }
+}
+
+/// How the child ended, as far as the parent is concerned.
+#[derive(Debug, Default)]
+struct Ending {
+    cancelled: bool,
+    timed_out: bool,
+    exit: Option<Result<std::process::ExitStatus, String>>,
+}
+
+/// Spawns the child, reads it to the end within the limits and the deadline, reaps it, and
+/// applies §8's result precedence. `on_spawned` gets the pid once the child runs.
+pub async fn run_child(spec: &ChildSpec, cancel: &CancellationToken, on_spawned: impl FnOnce(u32)) -> ChildReport {
+    let mut command = Command::new(&spec.program);
+    command
+        .args(["subagent", "--task"])
+        .arg(&spec.task_file)
+        .args(["--quiet", "--stream"])
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(name, value)| (name, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(key) = &spec.api_key {
+        let mapped = key_descriptor(key).map_err(|err| err.to_string()).and_then(|fd| {
+            command
+                .fd_mappings(vec![FdMapping { parent_fd: fd, child_fd: 3 }])
+                .map(|_| ())
+                .map_err(|err| err.to_string())
+        });
+        if let Err(error) = mapped {
+            return failure(json!({"status": "error", "error": format!("exit: hand over the API key: {error}")}), None);
+        }
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => return failure(json!({"status": "error", "error": format!("exit: {err}")}), None),
+    };
+    let pid = child.id();
+    if let Some(pid) = pid {
+        on_spawned(pid);
+    }
+    let Some(stdout) = child.stdout.take() else {
+        let _ = child.kill().await;
+        return failure(json!({"status": "error", "error": "read stdout: no pipe"}), pid);
+    };
+    let mut reader = tokio::spawn(read_stream(stdout));
+    let mut ending = Ending::default();
+    let deadline = tokio::time::sleep(spec.timeout);
+    tokio::pin!(deadline);
+    let read = tokio::select! {
+        () = cancel.cancelled() => {
+            ending.cancelled = true;
+            kill_and_collect(&mut child, &mut reader, &mut ending).await
+        }
+        () = &mut deadline => {
+            ending.timed_out = true;
+            kill_and_collect(&mut child, &mut reader, &mut ending).await
+        }
+        read = &mut reader => {
+            let read = read.unwrap_or_default();
+            if read.flood.is_some() {
+                let _ = child.start_kill();
+            }
+            ending.exit = Some(child.wait().await.map_err(|err| err.to_string()));
+            read
+        }
+        status = child.wait() => {
+            ending.exit = Some(status.map_err(|err| err.to_string()));
+            match tokio::time::timeout(DRAIN_AFTER_EXIT, &mut reader).await {
+                Ok(read) => read.unwrap_or_default(),
+                Err(_) => {
+                    reader.abort();
+                    Read::default()
+                }
+            }
+        }
+    };
+    precedence(read, &ending, spec.timeout, pid)
+}
+
+/// Kills the child, reaps it, and gives the reader [`FORCE_CLOSE_AFTER_KILL`] before its pipe
+/// is closed.
+async fn kill_and_collect(child: &mut Child, reader: &mut tokio::task::JoinHandle<Read>, ending: &mut Ending) -> Read {
+    let _ = child.start_kill();
+    ending.exit = Some(child.wait().await.map_err(|err| err.to_string()));
+    match tokio::time::timeout(FORCE_CLOSE_AFTER_KILL, &mut *reader).await {
+        Ok(read) => read.unwrap_or_default(),
+        Err(_) => {
+            reader.abort();
+            Read::default()
+        }
+    }
+}
+
+fn failure(result: Value, pid: Option<u32>) -> ChildReport {
+    ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid }
+}
+
+/// §8: parsed result → cancelled → timeout → flood → read error → exit error → no result.
+fn precedence(read: Read, ending: &Ending, timeout: Duration, pid: Option<u32>) -> ChildReport {
+    let Read { result, raw, flood, error } = read;
+    if let Some(mut result) = result {
+        if result.get("status").and_then(Value::as_str).is_none_or(str::is_empty) {
+            result["status"] = json!("completed");
+        }
+        return ChildReport { result, parsed: true, raw_stdout: raw, pid };
+    }
+    let result = if ending.cancelled {
+        json!({"status": "cancelled", "error": "sub-agent cancelled"})
+    } else if ending.timed_out {
+        json!({"status": "timeout", "error": format!("timeout after {}s", timeout.as_secs())})
+    } else if let Some(limit) = flood {
+        json!({"status": "killed_flood", "error": format!("sub-agent progress stream exceeded safety limits ({limit})")})
+    } else if let Some(error) = error {
+        json!({"status": "error", "error": format!("read stdout: {error}")})
+    } else {
+        match &ending.exit {
+            Some(Err(error)) => json!({"status": "error", "error": format!("exit: {error}")}),
+            Some(Ok(status)) => {
+                let code = status.code().map_or_else(|| "signal".to_owned(), |code| code.to_string());
+                json!({"status": "no_result", "error": format!("no result from sub-agent (exit {code})")})
+            }
+            None => json!({"status": "no_result", "error": "no result from sub-agent (exit unknown)"}),
+        }
+    };
+    ChildReport { result, parsed: false, raw_stdout: raw, pid }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_drops_keys_and_secrets_and_sets_the_depth() {
+        let parent = vec![
+            ("PATH".to_owned(), "/bin".to_owned()),
+            ("ODEK_API_KEY".to_owned(), "k".to_owned()),
+            ("OPENAI_API_KEY".to_owned(), "k".to_owned()),
+            ("MY_TOKEN".to_owned(), "t".to_owned()),
+            ("ODEK_SUBAGENT_DEPTH".to_owned(), "1".to_owned()),
+        ];
+        let env = child_environment(&parent, &["MY_TOKEN".to_owned()], 1, true);
+        assert_eq!(
+            env,
+            vec![
+                ("PATH".to_owned(), "/bin".to_owned()),
+                ("ODEK_SUBAGENT_DEPTH".to_owned(), "2".to_owned()),
+                ("ODEK_API_KEY_FD".to_owned(), "3".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn precedence_order() {
+        let ending = Ending { cancelled: true, timed_out: true, exit: None };
+        let parsed = Read { result: Some(json!({"summary": "s"})), ..Read::default() };
+        assert_eq!(precedence(parsed, &ending, Duration::from_secs(5), None).result["status"], "completed");
+        let report = precedence(Read::default(), &ending, Duration::from_secs(5), None);
+        assert_eq!(report.result, json!({"status": "cancelled", "error": "sub-agent cancelled"}));
+        let timed_out = Ending { timed_out: true, ..Ending::default() };
+        assert_eq!(
+            precedence(Read::default(), &timed_out, Duration::from_secs(5), None).result["error"],
+            "timeout after 5s"
+        );
+        let flood = Read { flood: Some("more than 100000 lines".into()), ..Read::default() };
+        assert_eq!(
+            precedence(flood, &Ending::default(), Duration::from_secs(5), None).result["status"],
+            "killed_flood"
+        );
+    }
+}

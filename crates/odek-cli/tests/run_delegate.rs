@@ -1,0 +1,122 @@
+//! `delegate_tasks` end to end (spec `subagents.md` §2, §8, §12): a real parent `odek run`
+//! spawning real `odek subagent` children against the scripted endpoint — the key handed over on
+//! fd 3 (never in the child's environment), the rendered results, the events, and the
+//! call-level errors returned as tool output.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod run_support;
+
+use odek_test_support::openai::{Reply, ScriptedServer};
+use run_support::*;
+use serde_json::{Value, json};
+
+fn delegate(arguments: &Value) -> Reply {
+    Reply::tool_calls(vec![("d1", "delegate_tasks", arguments.to_string().as_str())])
+}
+
+#[test]
+fn a_parent_delegates_two_tasks_and_sees_both_results() {
+    let server = ScriptedServer::start(vec![
+        delegate(
+            &json!({"tasks": [{"goal": "summarise part one", "trust_level": "trusted"}, {"goal": "summarise part two"}]}),
+        ),
+        Reply::text("child finished: status done").with_usage(50, 5),
+        Reply::text("child finished: status done").with_usage(50, 5),
+        Reply::text("both parts summarised"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let events = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--quiet", "--events-jsonl", path_str(&events), "summarise", "both", "parts"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "both parts summarised\n");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    // Every request, the children's included, carried the key: it travelled on fd 3.
+    for request in &requests {
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {API_KEY}").as_str()));
+    }
+    let child_users: Vec<String> =
+        requests[1..3].iter().map(|request| messages(request)[1]["content"].as_str().unwrap().to_owned()).collect();
+    assert!(
+        child_users.iter().any(|user| user.starts_with("Task: summarise part one\n\nResult delivery:")),
+        "{child_users:?}"
+    );
+    assert!(
+        child_users.iter().any(|user| user.contains("<untrusted_input_") && user.contains("Task: summarise part two")),
+        "a task without trust_level runs untrusted: {child_users:?}"
+    );
+
+    let results = tool_contents(&requests[3]);
+    assert_eq!(results.len(), 1);
+    let rendered = &results[0];
+    assert!(
+        rendered.contains("📋 Sub-agent results:\n\n─── Task 1: summarise part one ───\nstatus: success"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("─── Task 2: summarise part two ───\nstatus: success"), "{rendered}");
+    assert!(rendered.contains("summary: child finished: status done\n"), "{rendered}");
+    assert!(rendered.contains("<untrusted_content_"), "the results are wrapped as untrusted");
+
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&events).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let spawned: Vec<&Value> = lines.iter().filter(|event| event["type"] == "subagent_spawned").collect();
+    let completed: Vec<&Value> = lines.iter().filter(|event| event["type"] == "subagent_completed").collect();
+    assert_eq!(spawned.len(), 2);
+    assert_eq!(completed.len(), 2);
+    for event in &spawned {
+        assert_eq!(event["data"]["depth"], 1);
+        assert!(event["data"]["task_id"].as_str().unwrap().starts_with("task-"));
+        assert_eq!(event["data"]["goal_sha256"].as_str().unwrap().len(), 16);
+    }
+    for event in &completed {
+        assert_eq!(event["data"]["status"], "success");
+        assert_eq!(event["data"]["tokens_used"], 55);
+    }
+    let artifact_dirs: Vec<_> = std::fs::read_dir(sandbox.home.join(".odek/artifacts/unfiled")).unwrap().collect();
+    assert_eq!(artifact_dirs.len(), 2, "one private folder per task");
+    assert_no_key(&[&stdout(&output), &stderr(&output), &std::fs::read_to_string(&events).unwrap()]);
+}
+
+#[test]
+fn call_level_errors_are_tool_output() {
+    let server = ScriptedServer::start(vec![
+        delegate(&json!({"tasks": []})),
+        delegate(&json!({"tasks": [{"goal": "a"}, {"context": "no goal"}]})),
+        delegate(&json!({"tasks": [{"goal": "a", "profile": "ghost"}]})),
+        Reply::text("gave up delegating"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let output = sandbox.odek(&["run", "--quiet", "try", "delegating"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let last = server.requests().pop().unwrap();
+    let results = tool_contents(&last);
+    assert!(results[0].contains("\n{\"error\":\"no tasks provided\"}\n"), "{}", results[0]);
+    assert!(results[1].contains("\n{\"error\":\"task 2: goal is required\"}\n"), "{}", results[1]);
+    assert!(
+        results[2].contains("error: unknown profile \"ghost\" (define it in the top-level profiles config section)\n"),
+        "{}",
+        results[2]
+    );
+}
+
+#[test]
+fn the_depth_limit_refuses_delegation() {
+    let server =
+        ScriptedServer::start(vec![delegate(&json!({"tasks": [{"goal": "a"}]})), Reply::text("did it myself")]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let output = sandbox.command(&["run", "--quiet", "go"]).env("ODEK_SUBAGENT_DEPTH", "2").output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = tool_contents(&server.requests()[1]);
+    assert!(
+        results[0].contains(
+            "{\"error\":\"delegation depth limit reached (depth 2, max 2); do this work yourself instead of delegating\"}"
+        ),
+        "{}",
+        results[0]
+    );
+}
