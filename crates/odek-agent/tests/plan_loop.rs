@@ -317,7 +317,7 @@ async fn a_filtered_plan_tool_is_absent_and_writes_nothing() {
 }
 
 #[tokio::test]
-async fn plan_events_reach_the_event_stream_with_counts_and_version_only() {
+async fn plan_events_carry_counts_and_version_never_titles_or_notes_red() {
     let sink = events_support::MemorySink::default();
     let emitter =
         odek_agent::events::EventEmitter::start(Box::new(sink.clone()), events_support::run_id(), false).unwrap();
