@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use odek_llm::{StreamObserver, Usage};
 
+use crate::plan::PlanEvent;
 use crate::tool::Risk;
 
 /// How a trim pass was triggered.
@@ -64,6 +65,10 @@ pub enum LoopEvent<'a> {
 /// Receives the loop's events and streamed text. Implementations must not block.
 pub trait LoopObserver: StreamObserver {
     fn on_event(&self, event: &LoopEvent<'_>);
+
+    /// A plan mutation bumped the version (`plan.md` §5). Reported after the batch's
+    /// `ToolCallStarted` events and before its `ToolCallFinished` events, in version order.
+    fn on_plan_event(&self, _event: &PlanEvent) {}
 }
 
 /// Ignores everything.

@@ -14,6 +14,7 @@ use super::args::args_summary;
 use super::dispatch::EventEmitter;
 use super::event::Event;
 use crate::observer::{CallResult, LoopEvent, LoopObserver};
+use crate::plan::PlanEvent;
 
 /// One run's event stream. `Send + Sync`; no method waits on the sink except
 /// [`EventStream::close`].
@@ -107,6 +108,16 @@ impl EventStream {
     }
 }
 
+/// `plan_created` / `plan_updated`: counts and the version only, no `iteration`.
+fn plan_event_to_event(event: &PlanEvent) -> Event {
+    match *event {
+        PlanEvent::Created { steps, version } => Event::plan_created(steps, version),
+        PlanEvent::Updated { counts, version } => {
+            Event::plan_updated(counts.steps, counts.done, counts.in_progress, counts.blocked, counts.pending, version)
+        }
+    }
+}
+
 /// The v1 event for an MCP lifecycle event.
 fn mcp_event_to_event(event: &McpEvent) -> Event {
     match event {
@@ -127,6 +138,10 @@ impl LoopObserver for EventStream {
         if let Some(event) = self.loop_event_to_event(event) {
             self.emit(event);
         }
+    }
+
+    fn on_plan_event(&self, event: &PlanEvent) {
+        self.emit(plan_event_to_event(event));
     }
 }
 
@@ -169,6 +184,12 @@ impl LoopObserver for Fanout {
     fn on_event(&self, event: &LoopEvent<'_>) {
         for observer in &self.observers {
             observer.on_event(event);
+        }
+    }
+
+    fn on_plan_event(&self, event: &PlanEvent) {
+        for observer in &self.observers {
+            observer.on_plan_event(event);
         }
     }
 }

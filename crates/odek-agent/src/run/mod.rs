@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::{Budget, BudgetExceeded, LimitName};
 use crate::danger::DangerClass;
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
+use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use framing::{compress_output, frame_tool_result};
 use hints::HintTracker;
@@ -144,6 +145,8 @@ pub struct ToolSet {
     allowed: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     current: Vec<(String, Arc<dyn Tool>)>,
     definitions: Vec<ToolDefinition>,
+    /// The run's plan, when the `plan` tool is registered (`plan.md`).
+    plan: Option<Arc<PlanBoard>>,
 }
 
 impl ToolSet {
@@ -152,7 +155,7 @@ impl ToolSet {
         hub: Option<Arc<odek_mcp::McpHub>>,
         allowed: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     ) -> ToolSet {
-        let mut set = ToolSet { builtins, hub, allowed, current: Vec::new(), definitions: Vec::new() };
+        let mut set = ToolSet { builtins, hub, allowed, current: Vec::new(), definitions: Vec::new(), plan: None };
         set.rebuild();
         set
     }
@@ -193,6 +196,22 @@ impl ToolSet {
 
     pub fn hub(&self) -> Option<&Arc<odek_mcp::McpHub>> {
         self.hub.as_ref()
+    }
+
+    /// Registers the `plan` tool over `board` (planning enabled), unless the operator's `tools`
+    /// settings filter `plan` out: then there is neither a tool nor a plan message.
+    pub fn with_plan(mut self, board: Arc<PlanBoard>) -> ToolSet {
+        if (self.allowed)(PLAN_TOOL_NAME) {
+            self.builtins.push(Arc::new(PlanTool::new(Arc::clone(&board))));
+            self.plan = Some(board);
+            self.rebuild();
+        }
+        self
+    }
+
+    /// The run's plan, when the `plan` tool is registered.
+    pub fn plan(&self) -> Option<&Arc<PlanBoard>> {
+        self.plan.as_ref()
     }
 }
 
@@ -245,6 +264,9 @@ impl Agent {
         let mut trim_totals = TrimTotals::default();
         let mut always_approved: HashSet<String> = HashSet::new();
         let max_iterations = self.settings.max_iterations.max(1);
+        if let Some(plan) = self.tools.plan() {
+            plan.restore(messages);
+        }
 
         for iteration in 1..=max_iterations {
             if cancel.is_cancelled() {
@@ -352,6 +374,12 @@ impl Agent {
                     })
                     .collect(),
             };
+            // Plan events sit between the batch's started and finished events (events.md §11).
+            if let Some(plan) = self.tools.plan() {
+                for event in plan.take_events() {
+                    self.observer.on_plan_event(&event);
+                }
+            }
 
             let mut iteration_hints = Vec::new();
             for ((call, id), result) in batch.iter().zip(&call_ids).zip(&finished) {
@@ -377,6 +405,9 @@ impl Agent {
             }
             if !iteration_hints.is_empty() {
                 messages.push(Message::system(iteration_hints.join("\n")));
+            }
+            if let Some(plan) = self.tools.plan() {
+                plan.upsert_message(messages);
             }
             self.persist(iteration, messages, totals)?;
             self.observer.on_event(&LoopEvent::IterationCompleted { iteration, totals, tools_called: batch.len() });

@@ -18,7 +18,8 @@ pub const TRIM_WARNING_PREFIX: &str = "[Context trimmed:";
 pub const SURVIVAL_NOTICE_PREFIX: &str = "[Context trimmed to survive:";
 pub const SURVIVAL_MODE_PREFIX: &str = "[Context survival mode:";
 pub const DIGEST_PREFIX: &str = "[Compacted earlier context:";
-pub const PLAN_PREFIX: &str = "[Current plan";
+/// The plan message (`plan.md` §7), recognised by [`crate::plan::is_plan_message`].
+pub const PLAN_PREFIX: &str = crate::plan::PLAN_MESSAGE_PREFIX;
 
 /// Tokens of a string: (bytes + 3) / 4.
 pub fn estimate_text_tokens(text: &str) -> u64 {
@@ -120,7 +121,7 @@ fn first_line_starts_with(message: &Message, prefix: &str) -> bool {
 }
 
 fn is_digest_or_plan(message: &Message) -> bool {
-    first_line_starts_with(message, DIGEST_PREFIX) || first_line_starts_with(message, PLAN_PREFIX)
+    first_line_starts_with(message, DIGEST_PREFIX) || crate::plan::is_plan_message(message)
 }
 
 /// §7.2: the leading system messages, the first user message, then the digest and plan

@@ -11,6 +11,7 @@ use odek_agent::budget::{Budget, BudgetLimits, resolve_price};
 use odek_agent::danger::DangerPolicy;
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::observer::LoopObserver;
+use odek_agent::plan::{PlanBoard, PlanCaps};
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, BatchApprover, Checkpoint, LoopSettings, Saved, ToolSet};
@@ -322,6 +323,12 @@ fn is_loopback(base_url: &str) -> bool {
     matches!(host.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
 }
 
+/// The `plan` tool's caps from the run's resolved `planning` section (`plan.md` §9).
+fn plan_caps(planning: &crate::config::PlanningConfig) -> PlanCaps {
+    let steps = usize::try_from(planning.max_steps).unwrap_or(usize::MAX);
+    PlanCaps::new(steps, usize::try_from(planning.max_render_chars).unwrap_or(usize::MAX))
+}
+
 /// Saves the session after each completed step.
 struct SessionCheckpoint {
     store: SessionStore,
@@ -480,11 +487,11 @@ async fn run_agent(
     } else {
         None
     };
-    let mut tools = odek_agent::tools::builtin_tools();
+    let mut builtins = odek_agent::tools::builtin_tools();
     let session_id = session.as_ref().map(|session| session.id.as_str().to_owned());
     let delegate =
         super::subagent::delegate_settings(setup, config, effective.api_key.as_deref(), session_id.as_deref(), false);
-    tools.push(Arc::new(DelegateTool::new(delegate, events.clone())));
+    builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
     let checkpoint: Option<Box<dyn Checkpoint>> = match session {
         Some(session) => Some(Box::new(SessionCheckpoint {
             store: session_store(setup).map_err(RunFailure::setup)?,
@@ -493,10 +500,14 @@ async fn run_agent(
         })),
         None => None,
     };
+    let mut tools = ToolSet::new(builtins, Some(Arc::clone(&hub)), allowed);
+    if config.planning.enabled {
+        tools = tools.with_plan(Arc::new(PlanBoard::new(plan_caps(&config.planning))));
+    }
     let core = &config.core;
     let mut agent = Agent {
         provider,
-        tools: ToolSet::new(tools, Some(Arc::clone(&hub)), allowed),
+        tools,
         settings: LoopSettings {
             context_window: context_window(&core.model),
             model: core.model.clone(),
