@@ -3,6 +3,8 @@
 //! The loop decides *when* to check (`run`); this module decides *whether* a limit is hit.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use odek_llm::Usage;
@@ -124,12 +126,43 @@ pub struct Budget {
     limits: BudgetLimits,
     started: Instant,
     executed_tool_calls: u64,
+    /// What `delegate_tasks` sees of this run in share mode, and what it charges back.
+    ledger: Arc<Ledger>,
+}
+
+/// The run's spend as the loop last published it, plus what children charged back and what
+/// they were granted but have not yet spent (`budgets.md` §8).
+#[derive(Debug, Default)]
+struct Ledger {
+    executed_tool_calls: AtomicU64,
+    input_tokens: AtomicU64,
+    output_tokens: AtomicU64,
+    /// Children's `tokens_used`, not yet added to the loop's totals.
+    child_charges: AtomicU64,
+    /// Input tokens granted to children still running.
+    outstanding_grants: AtomicU64,
 }
 
 impl Budget {
     /// `started` is the run's start (runtime counts from there).
     pub fn new(limits: BudgetLimits, started: Instant) -> Budget {
-        Budget { limits, started, executed_tool_calls: 0 }
+        Budget { limits, started, executed_tool_calls: 0, ledger: Arc::default() }
+    }
+
+    /// The handle `delegate_tasks` uses in share mode.
+    pub fn share(&self) -> BudgetShare {
+        BudgetShare { limits: self.limits, started: self.started, ledger: Arc::clone(&self.ledger) }
+    }
+
+    /// Publishes the run's usage so far for [`BudgetShare`] snapshots.
+    pub fn publish_usage(&self, totals: Usage) {
+        self.ledger.input_tokens.store(totals.input_tokens, Ordering::Release);
+        self.ledger.output_tokens.store(totals.output_tokens, Ordering::Release);
+    }
+
+    /// Children's spend charged back since the last call: add it to the run's input tokens.
+    pub fn take_child_charges(&self) -> u64 {
+        self.ledger.child_charges.swap(0, Ordering::AcqRel)
     }
 
     /// No limits at all.
@@ -183,6 +216,7 @@ impl Budget {
     /// Counts a batch that ran.
     pub fn record_executed(&mut self, calls: usize) {
         self.executed_tool_calls = self.executed_tool_calls.saturating_add(calls as u64);
+        self.ledger.executed_tool_calls.store(self.executed_tool_calls, Ordering::Release);
     }
 
     pub fn executed_tool_calls(&self) -> u64 {
@@ -201,6 +235,129 @@ impl Budget {
     /// Every budget other than tool calls still has headroom (the partial-summary condition).
     pub fn others_have_headroom(&self, totals: Usage) -> bool {
         self.check_runtime().is_ok() && self.check_usage(totals).is_ok()
+    }
+}
+
+/// A parent's budget as `delegate_tasks` sees it in share mode (`budgets.md` §8): snapshots of
+/// what remains, the input-token grants, and the charge-back of a child's spend.
+#[derive(Debug, Clone)]
+pub struct BudgetShare {
+    limits: BudgetLimits,
+    started: Instant,
+    ledger: Arc<Ledger>,
+}
+
+/// Input tokens reserved for one child; give it back with [`BudgetShare::settle`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InputGrant(pub u64);
+
+impl BudgetShare {
+    fn totals(&self) -> Usage {
+        let charged = self.ledger.child_charges.load(Ordering::Acquire);
+        Usage {
+            input_tokens: self.ledger.input_tokens.load(Ordering::Acquire).saturating_add(charged),
+            output_tokens: self.ledger.output_tokens.load(Ordering::Acquire),
+        }
+    }
+
+    fn budget(&self) -> Budget {
+        Budget {
+            limits: self.limits,
+            started: self.started,
+            executed_tool_calls: self.ledger.executed_tool_calls.load(Ordering::Acquire),
+            ledger: Arc::clone(&self.ledger),
+        }
+    }
+
+    /// The first exhausted dimension in the order runtime, tool calls, cost, input tokens.
+    pub fn exhausted(&self) -> Option<BudgetExceeded> {
+        let budget = self.budget();
+        let totals = self.totals();
+        if let Err(exceeded) = budget.check_runtime() {
+            return Some(exceeded);
+        }
+        if budget.tool_calls_exhausted() {
+            return Some(BudgetExceeded {
+                limit_name: LimitName::ToolCalls,
+                observed: BudgetValue::Count(budget.executed_tool_calls),
+                limit: BudgetValue::Count(self.limits.max_tool_calls),
+            });
+        }
+        if self.limits.cost_enforced() {
+            let cost = self.limits.cost_micro_usd(totals);
+            if cost >= to_micro(self.limits.max_cost_usd) {
+                return Some(BudgetExceeded {
+                    limit_name: LimitName::CostUsd,
+                    observed: BudgetValue::Usd(cost as f64 / 1e6),
+                    limit: BudgetValue::Usd(self.limits.max_cost_usd),
+                });
+            }
+        }
+        exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens).err()
+    }
+
+    /// §8's snapshot right before a spawn: what remains of runtime, tool calls and cost (cost
+    /// only when enforced), each clamped at 0, with the exhausted flags. Input tokens are set
+    /// by the grant. `None` when the parent limits none of the four dimensions.
+    pub fn snapshot(&self) -> Option<crate::subagent::task::ShareBudget> {
+        let limits = &self.limits;
+        if limits.max_runtime_seconds == 0
+            && limits.max_tool_calls == 0
+            && limits.max_input_tokens == 0
+            && !limits.cost_enforced()
+        {
+            return None;
+        }
+        let mut share = crate::subagent::task::ShareBudget::default();
+        if limits.max_runtime_seconds > 0 {
+            let elapsed = self.started.elapsed().as_secs();
+            share.max_runtime_seconds = limits.max_runtime_seconds.saturating_sub(elapsed);
+            share.runtime_exhausted = elapsed >= limits.max_runtime_seconds;
+        }
+        if limits.max_tool_calls > 0 {
+            let executed = self.ledger.executed_tool_calls.load(Ordering::Acquire);
+            share.max_tool_calls = limits.max_tool_calls.saturating_sub(executed);
+            share.tool_calls_exhausted = executed >= limits.max_tool_calls;
+        }
+        if limits.cost_enforced() {
+            let cost = limits.cost_micro_usd(self.totals()) as f64 / 1e6;
+            share.max_cost_usd = (limits.max_cost_usd - cost).max(0.0);
+            share.cost_exhausted = cost >= limits.max_cost_usd;
+        }
+        if limits.max_input_tokens > 0 {
+            share.input_tokens_exhausted = self.totals().input_tokens >= limits.max_input_tokens;
+        }
+        Some(share)
+    }
+
+    /// §8: reserves `floor(uncommitted headroom / unspawned)` input tokens for the next child,
+    /// where the headroom is max − used − grants outstanding. `Ok(None)` when input tokens are
+    /// not limited; `Err(())` when the grant would be zero (the spawn is refused).
+    #[allow(clippy::result_unit_err)]
+    pub fn grant_input_tokens(&self, unspawned: usize) -> Result<Option<InputGrant>, ()> {
+        let max = self.limits.max_input_tokens;
+        if max == 0 {
+            return Ok(None);
+        }
+        let used = self.totals().input_tokens;
+        let outstanding = self.ledger.outstanding_grants.load(Ordering::Acquire);
+        let headroom = max.saturating_sub(used).saturating_sub(outstanding);
+        let grant = headroom / (unspawned.max(1) as u64);
+        if grant == 0 {
+            return Err(());
+        }
+        self.ledger.outstanding_grants.fetch_add(grant, Ordering::AcqRel);
+        Ok(Some(InputGrant(grant)))
+    }
+
+    /// A child ended: its grant is released and its `tokens_used` charged to the parent.
+    pub fn settle(&self, grant: Option<InputGrant>, tokens_used: u64) {
+        if let Some(InputGrant(grant)) = grant {
+            let _ = self.ledger.outstanding_grants.fetch_update(Ordering::AcqRel, Ordering::Acquire, |outstanding| {
+                Some(outstanding.saturating_sub(grant))
+            });
+        }
+        self.ledger.child_charges.fetch_add(tokens_used, Ordering::AcqRel);
     }
 }
 

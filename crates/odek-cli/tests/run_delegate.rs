@@ -120,3 +120,67 @@ fn the_depth_limit_refuses_delegation() {
         results[0]
     );
 }
+
+/// Share mode (`budgets.md` §8): each child is granted a slice of the parent's input-token
+/// headroom, and its spend is charged back to the parent.
+#[test]
+fn share_mode_grants_input_tokens_and_charges_children_back() {
+    let server = ScriptedServer::start(vec![
+        delegate(
+            &json!({"tasks": [{"goal": "one", "trust_level": "trusted"}, {"goal": "two", "trust_level": "trusted"}]}),
+        )
+        .with_usage(400, 10),
+        Reply::text("child done").with_usage(50, 5),
+        Reply::text("child done").with_usage(50, 5),
+        Reply::text("all done").with_usage(10, 1),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({
+        "base_url": server.base_url(), "model": "test-model",
+        "subagent": {"budget_inherit": "share"}, "limits": {"max_input_tokens": 1000},
+    }));
+    let output = sandbox.odek(&["run", "--quiet", "--json", "go"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = server.requests();
+    let grants: Vec<bool> = requests[1..3]
+        .iter()
+        .map(|request| {
+            messages(request)[0]["content"].as_str().unwrap().contains("\n- Execution budget: max 300 input tokens.\n")
+        })
+        .collect();
+    assert_eq!(grants, [true, true], "600 tokens of headroom split over two children");
+    let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(result["input_tokens"], 400 + 55 + 55 + 10, "the children's tokens_used are charged back");
+}
+
+#[test]
+fn share_mode_refuses_a_spawn_when_the_headroom_is_committed() {
+    let server = ScriptedServer::start(vec![
+        delegate(&json!({"tasks": [{"goal": "one"}, {"goal": "two"}]})).with_usage(400, 10),
+        Reply::text("child done"),
+        Reply::text("one ran"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({
+        "base_url": server.base_url(), "model": "test-model",
+        "subagent": {"budget_inherit": "share", "max_concurrency": 1}, "limits": {"max_input_tokens": 401},
+    }));
+    let output = sandbox.odek(&["run", "--quiet", "go"]);
+    // The child that ran was charged back, so the parent's next response crossed its own limit.
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with("odek: execution budget exceeded: input_tokens observed "),
+        "{}",
+        stderr(&output)
+    );
+    let rendered = tool_contents(server.requests().last().unwrap()).remove(0);
+    assert!(
+        rendered.contains(
+            "status: error\nerror: subagent not spawned: input-token budget fully committed to in-flight sub-agents\n"
+        ),
+        "{rendered}"
+    );
+    // The other task got the last token; its provider reported no usage, so it ran, and its
+    // tokens_used (bytes/4 of its transcript) were charged back.
+    assert!(rendered.contains("─── Task 2: two ───\nstatus: success"), "{rendered}");
+}

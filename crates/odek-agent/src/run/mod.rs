@@ -292,6 +292,7 @@ impl Agent {
                 Err(other) => return Err(other),
             };
             totals.add(response.usage);
+            self.budget.publish_usage(totals);
             budget.record_reported_input(response.usage.input_tokens);
             let calls = response.message.tool_calls.len();
             self.observer.on_event(&LoopEvent::ModelResponded {
@@ -362,6 +363,9 @@ impl Agent {
                 Some(approved) => {
                     let finished = self.execute_batch(&batch, approved, cancel).await;
                     self.budget.record_executed(batch.len());
+                    // Share mode: children's spend counts as this run's input tokens.
+                    totals.input_tokens = totals.input_tokens.saturating_add(self.budget.take_child_charges());
+                    self.budget.publish_usage(totals);
                     finished
                 }
                 None => batch

@@ -5,7 +5,7 @@
 //! [`DelegateTool`].
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::render::{TaskSection, render_results};
 use super::spawn::{ChildReport, ChildSpec, child_environment, run_child};
 use super::task::TaskFile;
+use crate::budget::{BudgetShare, InputGrant};
 use crate::events::{Event, EventStream, SubagentOutcome};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
@@ -64,6 +65,8 @@ pub struct DelegateSettings {
     pub untrusted_parent: bool,
     /// Whether this process offers `artifact_read` (top level only).
     pub artifact_read: bool,
+    /// Share mode (`subagent.budget_inherit: "share"`): the run's budget as children see it.
+    pub share: Option<BudgetShare>,
 }
 
 /// The `delegate_tasks` tool.
@@ -168,6 +171,32 @@ struct Finished {
 }
 
 impl DelegateTool {
+    /// `budgets.md` §8 before a spawn, in share mode: the spawn gate, the input-token grant and
+    /// the snapshot for the task file. `Err` is the task's result when it is not spawned.
+    fn share_gate(
+        &self,
+        unspawned: &AtomicUsize,
+    ) -> Result<(Option<super::task::ShareBudget>, Option<InputGrant>), Value> {
+        let Some(share) = &self.settings.share else {
+            return Ok((None, None));
+        };
+        let remaining = unspawned.fetch_sub(1, Ordering::AcqRel).max(1);
+        if let Some(exceeded) = share.exhausted() {
+            return Err(json!({"status": "budget_exhausted", "partial_reason": "execution_budget",
+                "error": format!("subagent not spawned: {exceeded}"), "summary": "", "iterations": 0, "tokens_used": 0}));
+        }
+        let Ok(grant) = share.grant_input_tokens(remaining) else {
+            return Err(json!({"status": "error",
+                "error": "subagent not spawned: input-token budget fully committed to in-flight sub-agents",
+                "summary": "", "files_changed": null, "iterations": 0, "tokens_used": 0}));
+        };
+        let mut snapshot = share.snapshot();
+        if let (Some(snapshot), Some(InputGrant(tokens))) = (snapshot.as_mut(), grant) {
+            snapshot.max_input_tokens = tokens;
+        }
+        Ok((snapshot, grant))
+    }
+
     fn emit(&self, event: Event) {
         if let Some(events) = &self.events {
             events.emit(event);
@@ -179,6 +208,7 @@ impl DelegateTool {
         index: usize,
         request: TaskRequest,
         force_untrusted: bool,
+        unspawned: &AtomicUsize,
         cancel: &CancellationToken,
     ) -> Finished {
         let settings = &self.settings;
@@ -202,7 +232,7 @@ impl DelegateTool {
         if let Err(err) = create_private_dir(&artifact_root) {
             return not_spawned(json!({"status": "error", "error": format!("create artifact folder: {err}")}));
         }
-        let task = TaskFile {
+        let mut task = TaskFile {
             task_id: task_id.clone(),
             protocol: super::task::STREAM_PROTOCOL,
             goal: goal.clone(),
@@ -236,9 +266,22 @@ impl DelegateTool {
         let Ok(_permit) = permit else {
             return not_spawned(json!({"status": "error", "error": "sub-agent slots closed"}));
         };
+        // Share mode: the snapshot is taken right before the spawn, once a slot is free.
+        let grant = match self.share_gate(unspawned) {
+            Ok((budget, grant)) => {
+                task.budget = budget;
+                grant
+            }
+            Err(result) => return not_spawned(result),
+        };
         let task_file = match write_task_file(&task) {
             Ok(path) => path,
-            Err(err) => return not_spawned(json!({"status": "error", "error": format!("write task file: {err}")})),
+            Err(err) => {
+                if let Some(share) = &settings.share {
+                    share.settle(grant, 0);
+                }
+                return not_spawned(json!({"status": "error", "error": format!("write task file: {err}")}));
+            }
         };
         let spec = ChildSpec {
             program: settings.program.clone(),
@@ -260,6 +303,9 @@ impl DelegateTool {
         // The child deletes it after reading; this covers a child that never got that far.
         let _ = std::fs::remove_file(&task_file);
         let result = &report.result;
+        if let Some(share) = &settings.share {
+            share.settle(grant, result["tokens_used"].as_u64().unwrap_or(0));
+        }
         self.emit(Event::subagent_completed(
             &task_id,
             result["status"].as_str().unwrap_or_default(),
@@ -306,10 +352,11 @@ impl Tool for DelegateTool {
                 Err(message) => return Ok(call_error(&message)),
             };
             let force_untrusted = ctx.untrusted_ingested.load(Ordering::Acquire);
+            let unspawned = AtomicUsize::new(tasks.len());
             let runs = tasks
                 .into_iter()
                 .enumerate()
-                .map(|(index, request)| self.run_task(index, request, force_untrusted, &ctx.cancel));
+                .map(|(index, request)| self.run_task(index, request, force_untrusted, &unspawned, &ctx.cancel));
             let finished = futures_util::future::join_all(runs).await;
             let sections: Vec<TaskSection<'_>> = finished
                 .iter()

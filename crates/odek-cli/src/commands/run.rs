@@ -487,10 +487,17 @@ async fn run_agent(
     } else {
         None
     };
+    let budget = run_budget(config, started);
     let mut builtins = odek_agent::tools::builtin_tools();
     let session_id = session.as_ref().map(|session| session.id.as_str().to_owned());
-    let delegate =
-        super::subagent::delegate_settings(setup, config, effective.api_key.as_deref(), session_id.as_deref(), false);
+    let delegate = super::subagent::delegate_settings(
+        setup,
+        config,
+        effective.api_key.as_deref(),
+        session_id.as_deref(),
+        false,
+        &budget,
+    );
     builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
     let checkpoint: Option<Box<dyn Checkpoint>> = match session {
         Some(session) => Some(Box::new(SessionCheckpoint {
@@ -526,7 +533,7 @@ async fn run_agent(
         },
         gate,
         checkpoint,
-        budget: run_budget(config, started),
+        budget,
     };
     let outcome = agent.run(messages, &cancel).await;
     display.finish();

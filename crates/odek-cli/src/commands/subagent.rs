@@ -386,6 +386,7 @@ pub(crate) fn delegate_settings(
     api_key: Option<&str>,
     session_id: Option<&str>,
     untrusted: bool,
+    budget: &odek_agent::budget::Budget,
 ) -> DelegateSettings {
     let depth = std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0);
     let core = &config.core;
@@ -408,6 +409,7 @@ pub(crate) fn delegate_settings(
         session_id: session_id.map(str::to_owned),
         untrusted_parent: untrusted,
         artifact_read: depth == 0,
+        share: (subagent.budget_inherit == crate::config::BudgetInherit::Share).then(|| budget.share()),
     }
 }
 
@@ -496,8 +498,10 @@ async fn execute(
     tool_context.cancel = cancel.clone();
     let allowed = Arc::new(move |name: &str| tools_filter.allows(name));
     let core = &config.core;
+    let budget = odek_agent::budget::Budget::new(limits, started);
     let mut tools = odek_agent::tools::builtin_tools();
-    let delegate = delegate_settings(&setup, &config, api_key.as_deref(), flags.parent_session.as_deref(), untrusted);
+    let delegate =
+        delegate_settings(&setup, &config, api_key.as_deref(), flags.parent_session.as_deref(), untrusted, &budget);
     tools.push(Arc::new(DelegateTool::new(delegate, None)));
     let mut agent = Agent {
         provider,
@@ -518,7 +522,7 @@ async fn execute(
         ])),
         gate: None,
         checkpoint: None,
-        budget: odek_agent::budget::Budget::new(limits, started),
+        budget,
     };
     let outcome = agent.run_until(&mut messages, &cancel, &finalize).await;
     deadlines.abort();
