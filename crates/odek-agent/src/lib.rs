@@ -11,5 +11,6 @@ pub mod observer;
 pub mod prompt;
 pub mod run;
 pub mod session;
+pub mod subagent;
 pub mod tool;
 pub mod tools;

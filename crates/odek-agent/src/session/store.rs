@@ -161,14 +161,9 @@ impl SessionStore {
             }
         }
         if let Some(artifacts_dir) = &self.artifacts_dir {
-            let dir = artifacts_dir.join(id.as_str());
-            // remove_dir_all does not follow symlinks: a link planted there is removed, not its target.
-            match std::fs::remove_dir_all(&dir) {
-                Err(err) if err.kind() != io::ErrorKind::NotFound => {
-                    return Err(SessionError::io(format!("delete artifacts {}", dir.display()), err));
-                }
-                _ => {}
-            }
+            crate::subagent::artifacts::remove_session_artifacts(artifacts_dir, id.as_str()).map_err(|err| {
+                SessionError::io(format!("delete artifacts {}", artifacts_dir.join(id.as_str()).display()), err)
+            })?;
         }
         Ok(())
     }
