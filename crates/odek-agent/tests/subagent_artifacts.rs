@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime};
 
 use odek_agent::session::{Session, SessionStore};
 use odek_agent::subagent::artifacts::{
-    ArtifactRegistry, InlinePreview, STAGING_GITIGNORE, ScanLimits, TaskId, create_artifact_root, inline_previews,
-    prepare_staging, relocate_staged, render_artifact_block, scan_artifact_root, scan_artifact_root_with,
-    validate_task_artifacts,
+    ArtifactRegistry, InlinePreview, STAGING_GITIGNORE, ScanLimits, TaskArtifactInput, TaskId, create_artifact_root,
+    inline_previews, prepare_staging, register_call_artifacts, relocate_staged, render_artifact_block,
+    scan_artifact_root, scan_artifact_root_with, validate_task_artifacts,
 };
 use odek_contract::envelope::RawArtifactRef;
 use sha2::{Digest, Sha256};
@@ -575,4 +575,39 @@ fn deleting_a_session_inside_a_symlinked_tree_leaves_the_link_target_red() {
     store.delete(&session.id).unwrap();
     assert!(!s.artifacts_dir.join(session.id.as_str()).exists());
     assert_eq!(names_in(&s.outside), vec!["secret.txt"]);
+}
+
+#[test]
+fn one_call_renders_each_tasks_artifacts_section() {
+    let s = setup();
+    let (root_1, refs_1) = task_with_file(&s, "task-1", "report.md", b"# First report\n");
+    let (root_2, mut refs_2) = task_with_file(&s, "task-2", "report.md", b"# Second report\n");
+    refs_2.push(raw_ref("stolen", &s.outside.join("secret.txt")));
+    let registry = Arc::new(ArtifactRegistry::new());
+    let sections = register_call_artifacts(
+        &registry,
+        &[
+            TaskArtifactInput { task_number: 1, refs: &refs_1, artifact_root: Some(&root_1) },
+            TaskArtifactInput { task_number: 2, refs: &refs_2, artifact_root: Some(&root_2) },
+            TaskArtifactInput { task_number: 3, refs: &[], artifact_root: None },
+        ],
+    );
+    assert_eq!(sections.len(), 3);
+    assert_eq!(
+        sections[0].rendered,
+        format!(
+            "artifacts:\n  - report (text/markdown, 15 bytes, sha256:{}, task 1) — # First report\n  --- artifact: report ---\n# First report\n  --- end artifact ---",
+            &sha256_hex(b"# First report\n")[..12]
+        )
+    );
+    assert_eq!(
+        sections[1].rendered,
+        format!(
+            "artifacts:\n  - report.t2 (text/markdown, 16 bytes, sha256:{}, task 2) — # Second report\n  --- artifact: report.t2 ---\n# Second report\n  --- end artifact ---\n  [artifact] duplicate id \"report\" — task 2 copy registered as \"report.t2\"\n  [artifact] dropped \"stolen\": artifact \"stolen\" resolves outside every configured artifact root",
+            &sha256_hex(b"# Second report\n")[..12]
+        )
+    );
+    assert_eq!(sections[2].rendered, "");
+    assert_eq!(sections.iter().map(|section| section.artifact_count()).collect::<Vec<_>>(), vec![1, 1, 0]);
+    assert!(sections.iter().all(|section| !section.rendered.contains(&s.artifacts_dir.display().to_string())));
 }

@@ -6,7 +6,8 @@
 //! folder), [`relocate_staged`] (into the task's `artifact_root` at exit) and
 //! [`scan_artifact_root`] (the result's `artifacts` entries and their flags).
 //!
-//! Parent side: [`create_artifact_root`] before spawning, [`validate_task_artifacts`] (the
+//! Parent side: [`create_artifact_root`] before spawning, then per call
+//! [`register_call_artifacts`], which composes [`validate_task_artifacts`] (the
 //! contract's ref rules with the task's root as the only root), the process-wide
 //! [`ArtifactRegistry`] (first-wins ids, aliases), [`inline_previews`] and the §12 lines in
 //! `render`. Every later read of content goes through [`read_verified`] (results-and-artifacts
@@ -15,6 +16,7 @@
 //! Deliberately not here: ref validation itself (`odek_contract::artifact_ref`, reused), the
 //! child command and `delegate_tasks`.
 
+mod call;
 mod inline;
 mod no_follow;
 mod registry;
@@ -29,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+pub use call::{TaskArtifactInput, TaskArtifactSection, register_call_artifacts, render_artifacts_section};
 pub use inline::{InlinePreview, MAX_INLINE_BYTES_PER_CALL, MAX_INLINE_PREVIEW_BYTES, inline_previews};
 pub use registry::{
     ArtifactRegistry, MAX_ALIAS_SUFFIX, MAX_LIVE_ENTRIES, RegisteredArtifact, RegistrationCall, TaskRegistration,
