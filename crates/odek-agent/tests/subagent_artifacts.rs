@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime};
 
 use odek_agent::session::{Session, SessionStore};
 use odek_agent::subagent::artifacts::{
-    ArtifactRegistry, InlinePreview, STAGING_GITIGNORE, ScanLimits, TaskArtifactInput, TaskId, create_artifact_root,
-    inline_previews, prepare_staging, register_call_artifacts, relocate_staged, render_artifact_block,
-    scan_artifact_root, scan_artifact_root_with, validate_task_artifacts,
+    ArtifactRegistry, InlinePreview, STAGING_GITIGNORE, ScanLimits, TaskArtifactInput, TaskArtifactSection, TaskId,
+    create_artifact_root, inline_previews, prepare_staging, register_call_artifacts, relocate_staged,
+    render_artifact_block, scan_artifact_root, scan_artifact_root_with, validate_task_artifacts,
 };
 use odek_contract::envelope::RawArtifactRef;
 use sha2::{Digest, Sha256};
@@ -608,6 +608,6 @@ fn one_call_renders_each_tasks_artifacts_section() {
         )
     );
     assert_eq!(sections[2].rendered, "");
-    assert_eq!(sections.iter().map(|section| section.artifact_count()).collect::<Vec<_>>(), vec![1, 1, 0]);
+    assert_eq!(sections.iter().map(TaskArtifactSection::artifact_count).collect::<Vec<_>>(), vec![1, 1, 0]);
     assert!(sections.iter().all(|section| !section.rendered.contains(&s.artifacts_dir.display().to_string())));
 }
