@@ -147,7 +147,8 @@ impl SessionStore {
     }
 
     /// Removes the session file, its index entry and, when an artifacts directory is set,
-    /// `<artifacts>/<id>/`. An unknown ID is an error.
+    /// `<artifacts>/<id>/` without following any link (see
+    /// [`crate::subagent::artifacts::remove_session_artifacts`]). An unknown ID is an error.
     pub fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
         let path = self.session_path(id)?;
         std::fs::remove_file(&path).map_err(|err| match err.kind() {
