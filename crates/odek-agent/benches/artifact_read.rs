@@ -5,7 +5,7 @@
 //! Run: `cargo bench -p odek-agent --bench artifact_read`
 //! Reports, for a 64 MiB file in the page cache: SHA-256 over memory (the hash alone), the
 //! child's scan (one pass per file), the parent's validation (contract rules, one pass), and a
-//! verified 64 KiB `artifact_read` (one pass), each as the median of 15 runs.
+//! verified 64 KiB `artifact_read` (one pass), each as the median and the best of 15 runs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,15 +21,22 @@ use sha2::{Digest, Sha256};
 const FILE_BYTES: usize = 64 * 1024 * 1024;
 const RUNS: usize = 15;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
+fn gb_per_s(time: Duration) -> f64 {
+    FILE_BYTES as f64 / time.as_secs_f64() / 1e9
 }
 
-fn report(label: &str, samples: Vec<Duration>) {
-    let time = median(samples);
-    let gb_per_s = FILE_BYTES as f64 / time.as_secs_f64() / 1e9;
-    println!("{label:<44} {:>8.2} ms  {gb_per_s:>6.2} GB/s", time.as_secs_f64() * 1e3);
+/// Median and best run: on a shared machine the best run shows the code, the median the load.
+fn report(label: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    let best = samples[0];
+    println!(
+        "{label:<42} median {:>7.2} ms {:>5.2} GB/s   best {:>7.2} ms {:>5.2} GB/s",
+        median.as_secs_f64() * 1e3,
+        gb_per_s(median),
+        best.as_secs_f64() * 1e3,
+        gb_per_s(best)
+    );
 }
 
 fn time_runs(mut run: impl FnMut()) -> Vec<Duration> {
@@ -61,7 +68,7 @@ fn main() {
         .collect();
     std::fs::write(root.join("big.log"), &content).unwrap();
 
-    println!("artifact_read verification, {} MiB file, median of {RUNS} runs", FILE_BYTES / (1024 * 1024));
+    println!("artifact_read verification, {} MiB file, {RUNS} runs", FILE_BYTES / (1024 * 1024));
     report(
         "sha256 over memory (hash alone)",
         time_runs(|| {
