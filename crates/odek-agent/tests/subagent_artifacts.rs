@@ -611,3 +611,19 @@ fn one_call_renders_each_tasks_artifacts_section() {
     assert_eq!(sections.iter().map(TaskArtifactSection::artifact_count).collect::<Vec<_>>(), vec![1, 1, 0]);
     assert!(sections.iter().all(|section| !section.rendered.contains(&s.artifacts_dir.display().to_string())));
 }
+
+#[test]
+fn non_utf8_file_names_get_a_numbered_id_and_an_encoded_uri() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = setup();
+    let root = create_artifact_root(&s.artifacts_dir, Some("s1"), &task("task-1")).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"r\xff\xfe.txt");
+    std::fs::write(root.join(name), "bytes\n").unwrap();
+    let report = scan_artifact_root(&root);
+    assert_eq!(report.flags, Vec::<String>::new());
+    assert_eq!(report.artifacts[0].id, "artifact-1");
+    assert_eq!(report.artifacts[0].uri, format!("file://{}/r%FF%FE.txt", root.display()));
+    let validated = validate_task_artifacts(&report.artifacts, Some(&root));
+    assert_eq!(validated.dropped, Vec::<String>::new());
+    assert_eq!(validated.valid[0].resolved_path, root.join(name));
+}
