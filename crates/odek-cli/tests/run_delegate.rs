@@ -184,3 +184,86 @@ fn share_mode_refuses_a_spawn_when_the_headroom_is_committed() {
     // tokens_used (bytes/4 of its transcript) were charged back.
     assert!(rendered.contains("─── Task 2: two ───\nstatus: success"), "{rendered}");
 }
+
+/// The task id a child was given, read from the result-delivery note of its task.
+fn staging_dir_of(request: &odek_test_support::openai::RecordedRequest) -> String {
+    let user = messages(request)[1]["content"].as_str().unwrap().to_owned();
+    let start = user.find(".odek-artifacts/task-").unwrap();
+    let id_end = start + ".odek-artifacts/".len() + "task-".len() + 16;
+    user[start..id_end].to_owned()
+}
+
+/// Three children stage reports; the third also leaves a nested folder and a symlink behind.
+/// The parent registers the reports (first id wins, the later ones get aliases), inlines them,
+/// and reads one back with `artifact_read`.
+#[test]
+fn children_stage_reports_that_come_back_as_verified_artifacts() {
+    let project = std::sync::Arc::new(std::sync::Mutex::new(std::path::PathBuf::new()));
+    let child = {
+        let project = std::sync::Arc::clone(&project);
+        move |request: &odek_test_support::openai::RecordedRequest| {
+            if messages(request).iter().any(|message| message["role"] == "tool") {
+                return Reply::text("Report written to report.md. Status: done.");
+            }
+            let staging = staging_dir_of(request);
+            let user = messages(request)[1]["content"].as_str().unwrap().to_owned();
+            if user.contains("messy") {
+                let dir = project.lock().unwrap().join(&staging);
+                std::fs::create_dir_all(dir.join("nested")).unwrap();
+                std::fs::write(dir.join("nested").join("inner.md"), "inside").unwrap();
+                let foreign = dir.parent().unwrap().parent().unwrap().join("foreign.txt");
+                std::fs::write(&foreign, "foreign-bytes-7f3a").unwrap();
+                std::os::unix::fs::symlink(&foreign, dir.join("link.md")).unwrap();
+            }
+            let arguments = json!({"path": format!("{staging}/report.md"), "content": format!("# Report\n{user}\n")});
+            Reply::tool_calls(vec![("w1", "write_file", arguments.to_string().as_str())])
+        }
+    };
+    let mut replies = vec![delegate(&json!({"tasks": [
+        {"goal": "report one", "trust_level": "trusted"},
+        {"goal": "report two", "trust_level": "trusted"},
+        {"goal": "report messy", "trust_level": "trusted"}]}))];
+    replies.extend((0..6).map(|_| Reply::responding(child.clone())));
+    replies.push(Reply::tool_calls(vec![("r1", "artifact_read", r#"{"id":"report.t2","limit":8}"#)]));
+    replies.push(Reply::text("three reports in"));
+    let server = ScriptedServer::start(replies);
+    let sandbox = Sandbox::new();
+    *project.lock().unwrap() = sandbox.project.clone();
+    sandbox.configure(&server.base_url(), false);
+    let output = sandbox.odek(&["run", "--quiet", "write", "three", "reports"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "three reports in\n");
+
+    let requests = server.requests();
+    let results = tool_contents(requests.last().unwrap());
+    let rendered = &results[0];
+    assert_eq!(rendered.matches("artifacts:\n").count(), 3, "{rendered}");
+    assert!(rendered.contains("  - report (text/markdown, "), "{rendered}");
+    assert!(rendered.contains("  --- artifact: report ---\n# Report\n"), "{rendered}");
+    assert!(
+        rendered.contains("  [artifact] duplicate id \"report\" — task 2 copy registered as \"report.t2\""),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("  [artifact] duplicate id \"report\" — task 3 copy registered as \"report.t3\""),
+        "{rendered}"
+    );
+    assert!(rendered.contains("[artifact] skipped \"link.md\": not a regular file"), "{rendered}");
+    assert!(!rendered.contains("inside"), "a nested file is discarded");
+    assert!(!rendered.contains("foreign-bytes-7f3a"), "the symlink is never followed");
+
+    let read = &results[1];
+    assert!(read.contains("artifact report.t2 (text/markdown, "), "{read}");
+    assert!(read.contains(" — task 2 — bytes 0..8 of "), "{read}");
+    assert!(read.contains(" — TRUNCATED, call again with offset to continue\n\n# Report"), "{read}");
+
+    let staging_left: Vec<String> = std::fs::read_dir(sandbox.project.join(".odek-artifacts"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(staging_left, [".gitignore"], "the staging folders are removed after relocation");
+    assert_eq!(
+        std::fs::read_to_string(sandbox.project.join(".odek-artifacts/.gitignore")).unwrap(),
+        "*\n!.gitignore\n"
+    );
+}

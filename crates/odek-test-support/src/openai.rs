@@ -97,6 +97,16 @@ enum ReplyBody {
     Raw { status: u16, content_type: String, body: Vec<u8> },
 }
 
+/// Builds the reply from the request it answers.
+#[derive(Clone)]
+struct Responder(Arc<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
+}
+
 /// One scripted answer.
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -105,11 +115,18 @@ pub struct Reply {
     release_gate: Option<Gate>,
     mid_stream_gate: Option<Gate>,
     delay: Option<Duration>,
+    responder: Option<Responder>,
 }
 
 impl Reply {
     fn from_body(body: ReplyBody) -> Reply {
-        Reply { body, headers: Vec::new(), release_gate: None, mid_stream_gate: None, delay: None }
+        Reply { body, headers: Vec::new(), release_gate: None, mid_stream_gate: None, delay: None, responder: None }
+    }
+
+    /// An answer computed from the request it answers (for callers whose requests carry values
+    /// the script cannot know in advance, such as a sub-agent's task id).
+    pub fn responding(respond: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) -> Reply {
+        Reply { responder: Some(Responder(Arc::new(respond))), ..Reply::from_body(ReplyBody::Events(Vec::new())) }
     }
 
     /// A final answer with this content (`finish_reason: "stop"`).
@@ -349,12 +366,16 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
         let client_closes = request.header("connection").is_some_and(|value| value.eq_ignore_ascii_case("close"));
         let (reply, request_number) = {
             let mut state = shared.lock();
-            state.requests.push(request);
+            state.requests.push(request.clone());
             shared.request_arrived.notify_all();
             let number = state.requests.len();
             (state.replies.pop_front(), number)
         };
         let reply = reply.unwrap_or_else(|| exhausted_reply(request_number));
+        let reply = match &reply.responder {
+            Some(Responder(respond)) => respond(&request),
+            None => reply,
+        };
         if let Some(gate) = &reply.release_gate {
             gate.wait();
         }

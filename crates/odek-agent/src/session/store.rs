@@ -147,7 +147,8 @@ impl SessionStore {
     }
 
     /// Removes the session file, its index entry and, when an artifacts directory is set,
-    /// `<artifacts>/<id>/`. An unknown ID is an error.
+    /// `<artifacts>/<id>/` without following any link (see
+    /// [`crate::subagent::artifacts::remove_session_artifacts`]). An unknown ID is an error.
     pub fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
         let path = self.session_path(id)?;
         std::fs::remove_file(&path).map_err(|err| match err.kind() {
@@ -161,14 +162,9 @@ impl SessionStore {
             }
         }
         if let Some(artifacts_dir) = &self.artifacts_dir {
-            let dir = artifacts_dir.join(id.as_str());
-            // remove_dir_all does not follow symlinks: a link planted there is removed, not its target.
-            match std::fs::remove_dir_all(&dir) {
-                Err(err) if err.kind() != io::ErrorKind::NotFound => {
-                    return Err(SessionError::io(format!("delete artifacts {}", dir.display()), err));
-                }
-                _ => {}
-            }
+            crate::subagent::artifacts::remove_session_artifacts(artifacts_dir, id.as_str()).map_err(|err| {
+                SessionError::io(format!("delete artifacts {}", artifacts_dir.join(id.as_str()).display()), err)
+            })?;
         }
         Ok(())
     }

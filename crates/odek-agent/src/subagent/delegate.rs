@@ -4,17 +4,18 @@
 //! process-wide slot limit, emits the sub-agent events and renders the results. Start at
 //! [`DelegateTool`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use odek_contract::untrusted::new_nonce;
+use odek_contract::envelope::RawArtifactRef;
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::artifacts::{TaskArtifactInput, TaskId, create_artifact_root, register_call_artifacts, shared_registry};
 use super::render::{TaskSection, render_results};
 use super::spawn::{ChildReport, ChildSpec, child_environment, run_child};
 use super::task::TaskFile;
@@ -133,26 +134,6 @@ fn validate_call(arguments: &str, depth: u32, max_depth: u32) -> Result<Vec<Task
     Ok(parsed.tasks)
 }
 
-/// `<session>` when it is a safe folder name, else `unfiled`.
-pub fn artifact_bucket(session_id: Option<&str>) -> String {
-    let valid = |id: &str| {
-        let mut chars = id.chars();
-        id.len() <= 128
-            && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-    };
-    match session_id {
-        Some(id) if valid(id) => id.to_owned(),
-        _ => "unfiled".to_owned(),
-    }
-}
-
-/// Creates `dir` and its missing parents with mode `0700`.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
 /// Writes the task file: `odek-task-<random>.json` in the temp directory, created exclusively
 /// with mode `0600`. The caller deletes it after the child exits.
 fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
@@ -164,10 +145,13 @@ fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// One task's outcome as the renderer needs it.
+/// One task's outcome, before its artifacts are registered.
 struct Finished {
     goal: String,
     report: ChildReport,
+    /// Set for a spawned task: its id and artifact folder; `subagent_completed` follows
+    /// registration.
+    spawned: Option<(String, PathBuf)>,
 }
 
 impl DelegateTool {
@@ -213,13 +197,20 @@ impl DelegateTool {
     ) -> Finished {
         let settings = &self.settings;
         let goal = request.goal.clone().unwrap_or_default();
-        let task_id = format!("task-{}", new_nonce());
-        let finish = |report: ChildReport| Finished { goal: goal.clone(), report };
-        let not_spawned = |result: Value| {
+        let not_spawned = |task_id: &str, result: Value| {
             let status = result["status"].as_str().unwrap_or_default().to_owned();
-            self.emit(Event::subagent_completed(&task_id, &status, SubagentOutcome::default()));
-            finish(ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid: None })
+            self.emit(Event::subagent_completed(task_id, &status, SubagentOutcome::default()));
+            Finished {
+                goal: goal.clone(),
+                report: ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid: None },
+                spawned: None,
+            }
         };
+        let task_id = match TaskId::mint() {
+            Ok(task_id) => task_id,
+            Err(err) => return not_spawned("", json!({"status": "error", "error": err.to_string()})),
+        };
+        let not_spawned = |result: Value| not_spawned(task_id.as_str(), result);
         if !request.profile.is_empty()
             && request.profile != BUILTIN_PROFILE
             && !settings.profiles.contains(&request.profile)
@@ -228,12 +219,15 @@ impl DelegateTool {
                 "unknown profile \"{}\" (define it in the top-level profiles config section)", request.profile)}));
         }
         let artifact_root =
-            settings.odek_home.join("artifacts").join(artifact_bucket(settings.session_id.as_deref())).join(&task_id);
-        if let Err(err) = create_private_dir(&artifact_root) {
-            return not_spawned(json!({"status": "error", "error": format!("create artifact folder: {err}")}));
-        }
+            match create_artifact_root(&settings.odek_home.join("artifacts"), settings.session_id.as_deref(), &task_id)
+            {
+                Ok(root) => root,
+                Err(err) => {
+                    return not_spawned(json!({"status": "error", "error": format!("create artifact folder: {err}")}));
+                }
+            };
         let mut task = TaskFile {
-            task_id: task_id.clone(),
+            task_id: task_id.as_str().to_owned(),
             protocol: super::task::STREAM_PROTOCOL,
             goal: goal.clone(),
             context: request.context,
@@ -297,33 +291,88 @@ impl DelegateTool {
             timeout: settings.timeout,
         };
         let report = run_child(&spec, cancel, |pid| {
-            self.emit(Event::subagent_spawned(&task_id, pid, settings.depth + 1, settings.timeout.as_secs(), &goal));
+            self.emit(Event::subagent_spawned(
+                task_id.as_str(),
+                pid,
+                settings.depth + 1,
+                settings.timeout.as_secs(),
+                &goal,
+            ));
         })
         .await;
         // The child deletes it after reading; this covers a child that never got that far.
         let _ = std::fs::remove_file(&task_file);
-        let result = &report.result;
         if let Some(share) = &settings.share {
-            share.settle(grant, result["tokens_used"].as_u64().unwrap_or(0));
+            share.settle(grant, report.result["tokens_used"].as_u64().unwrap_or(0));
         }
-        self.emit(Event::subagent_completed(
-            &task_id,
-            result["status"].as_str().unwrap_or_default(),
-            SubagentOutcome {
-                iterations: result["iterations"].as_u64(),
-                duration_seconds: result["duration_seconds"].as_f64(),
-                tokens_used: result["tokens_used"].as_u64(),
-                artifact_count: result["artifacts"].as_array().map(|list| list.len() as u64),
-            },
-        ));
-        if report.parsed {
+        Finished { goal, report, spawned: Some((task_id.as_str().to_owned(), artifact_root)) }
+    }
+
+    /// After registration: `subagent_completed` for a spawned task, then one `subagent_denied`
+    /// per denial in its parsed result.
+    fn report_completed(&self, index: usize, task: &Finished, artifact_count: usize) {
+        let result = &task.report.result;
+        if let Some((task_id, _)) = &task.spawned {
+            self.emit(Event::subagent_completed(
+                task_id,
+                result["status"].as_str().unwrap_or_default(),
+                SubagentOutcome {
+                    iterations: result["iterations"].as_u64(),
+                    duration_seconds: result["duration_seconds"].as_f64(),
+                    tokens_used: result["tokens_used"].as_u64(),
+                    artifact_count: Some(artifact_count as u64),
+                },
+            ));
+        }
+        if task.report.parsed {
             for denial in result["denials"].as_array().into_iter().flatten() {
                 let field = |key: &str| denial[key].as_str().unwrap_or_default();
                 self.emit(Event::subagent_denied(field("tool"), index, field("class"), field("reason")));
             }
         }
-        finish(report)
     }
+}
+
+/// §10 for every task of the call (off the executor: it hashes files): each task's rendered
+/// `artifacts:` block and its count of registered artifacts. A task's refs are what its parsed
+/// result lists; entries that are not refs at all count as nothing.
+async fn register_artifacts(finished: &[Finished]) -> Vec<(String, usize)> {
+    let inputs: Vec<(usize, Vec<RawArtifactRef>, Option<PathBuf>)> = finished
+        .iter()
+        .enumerate()
+        .map(|(index, task)| {
+            let refs = if task.report.parsed {
+                task.report.result["artifacts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|entry| serde_json::from_value(entry.clone()).ok())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            (index + 1, refs, task.spawned.as_ref().map(|(_, root)| root.clone()))
+        })
+        .collect();
+    let registered = tokio::task::spawn_blocking(move || {
+        let tasks: Vec<TaskArtifactInput<'_>> = inputs
+            .iter()
+            .map(|(task_number, refs, root)| TaskArtifactInput {
+                task_number: *task_number,
+                refs,
+                artifact_root: root.as_deref(),
+            })
+            .collect();
+        register_call_artifacts(&shared_registry(), &tasks)
+            .into_iter()
+            .map(|section| {
+                let count = section.artifact_count();
+                (section.rendered, count)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await;
+    registered.unwrap_or_else(|_| vec![(String::new(), 0); finished.len()])
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -358,16 +407,18 @@ impl Tool for DelegateTool {
                 .enumerate()
                 .map(|(index, request)| self.run_task(index, request, force_untrusted, &unspawned, &ctx.cancel));
             let finished = futures_util::future::join_all(runs).await;
-            let sections: Vec<TaskSection<'_>> = finished
-                .iter()
-                .map(|task| TaskSection {
+            let blocks = register_artifacts(&finished).await;
+            let mut sections = Vec::with_capacity(finished.len());
+            for (index, (task, (block, count))) in finished.iter().zip(blocks).enumerate() {
+                self.report_completed(index, task, count);
+                sections.push(TaskSection {
                     goal: &task.goal,
                     result: &task.report.result,
                     parsed: task.report.parsed,
                     raw_stdout: &task.report.raw_stdout,
-                    artifact_lines: Vec::new(),
-                })
-                .collect();
+                    artifacts_block: block,
+                });
+            }
             Ok(ToolOutcome::untrusted(render_results(&sections, self.settings.artifact_read), "delegate_tasks"))
         })
     }
@@ -392,13 +443,5 @@ mod tests {
             "delegation depth limit reached (depth 2, max 2); do this work yourself instead of delegating"
         );
         assert_eq!(validate_call(r#"{"tasks":[{"goal":"a"}]}"#, 5, 0).unwrap().len(), 1, "max_depth 0 = no limit");
-    }
-
-    #[test]
-    fn bucket_is_the_session_when_safe() {
-        assert_eq!(artifact_bucket(Some("20261130-abc_1.x")), "20261130-abc_1.x");
-        assert_eq!(artifact_bucket(Some("../etc")), "unfiled");
-        assert_eq!(artifact_bucket(Some(".hidden")), "unfiled");
-        assert_eq!(artifact_bucket(None), "unfiled");
     }
 }

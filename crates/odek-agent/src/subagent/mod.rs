@@ -1,7 +1,13 @@
-//! Sub-agents (spec `subagents.md`): the task file and share-mode budget ([`task`]), what the
-//! child is told ([`prompt`]), its result object and exit code ([`result`]) and its protocol-2
-//! progress stream ([`stream`]). The `odek subagent` command in odek-cli puts them together.
+//! Sub-agents (spec `subagents.md`): separate `odek subagent` processes running one focused
+//! task each. The child side: the task file and share-mode budget ([`task`]), what the child is
+//! told ([`prompt`]), its result object and exit code ([`result`]) and its protocol-2 progress
+//! stream ([`stream`]). The parent side: `delegate_tasks` ([`delegate`]), spawning and reading a
+//! child ([`spawn`]), rendering the results ([`render`]). Both sides: the result artifacts
+//! ([`artifacts`], §9–§10) and `artifact_read` ([`artifact_read`], §11). The `odek subagent`
+//! command in odek-cli puts the child side together.
 
+pub mod artifact_read;
+pub mod artifacts;
 pub mod delegate;
 pub mod prompt;
 pub mod render;

@@ -22,8 +22,8 @@ pub struct TaskSection<'a> {
     /// Whether `result` came from the child; otherwise `raw_stdout` is shown.
     pub parsed: bool,
     pub raw_stdout: &'a [u8],
-    /// The `artifacts:` block's lines (already indented), from registration.
-    pub artifact_lines: Vec<String>,
+    /// The `artifacts:` block from registration (`register_call_artifacts`), or empty.
+    pub artifacts_block: String,
 }
 
 /// The whole tool output (before wrapping). `artifact_read` says whether this process offers
@@ -112,12 +112,9 @@ fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, ar
             .collect();
         out.push_str(&format!("denials ({} of {total}): {}\n", shown.len(), shown.join("; ")));
     }
-    if !section.artifact_lines.is_empty() {
-        out.push_str("artifacts:\n");
-        for line in &section.artifact_lines {
-            out.push_str(line);
-            out.push('\n');
-        }
+    if !section.artifacts_block.is_empty() {
+        out.push_str(&section.artifacts_block);
+        out.push('\n');
     }
     if !section.parsed && !section.raw_stdout.is_empty() {
         let shown = &section.raw_stdout[..section.raw_stdout.len().min(RAW_OUTPUT_SHOWN_BYTES)];

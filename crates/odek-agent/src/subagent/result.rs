@@ -3,6 +3,7 @@
 //! untrusted wrapper), `tokens_used`, `iterations`, and the status classification. Start at
 //! [`SubagentResult::from_run`] and [`RunEnd`].
 
+use odek_contract::envelope::RawArtifactRef;
 use odek_llm::{Message, Role, Usage};
 use serde::Serialize;
 
@@ -56,7 +57,7 @@ pub struct SubagentResult {
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "serialize_go_float_option")]
     pub cost_usd: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub artifacts: Vec<serde_json::Value>,
+    pub artifacts: Vec<RawArtifactRef>,
 }
 
 fn is_zero(value: &usize) -> bool {
@@ -155,19 +156,6 @@ impl SubagentResult {
             error: error.to_owned(),
             ..SubagentResult::default()
         }
-    }
-
-    /// Appends the artifact scan's flags to the summary, one per line, and trims it (§5).
-    pub fn append_artifact_flags(&mut self, flags: &[String]) {
-        if flags.is_empty() {
-            return;
-        }
-        let mut summary = std::mem::take(&mut self.summary);
-        for flag in flags {
-            summary.push('\n');
-            summary.push_str(flag);
-        }
-        self.summary = summary.trim().to_owned();
     }
 
     /// The result as one compact JSON line (without the newline).

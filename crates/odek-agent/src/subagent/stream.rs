@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use odek_contract::redaction::redact;
 use odek_llm::{StreamObserver, Usage};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use super::artifacts::FinishedArtifact;
 use super::result::SubagentResult;
 use crate::budget::BudgetLimits;
 use crate::observer::{CallResult, LoopEvent, LoopObserver};
@@ -100,13 +101,9 @@ impl ProgressStream {
         if let Some(cost) = result.cost_usd {
             record.insert("cost_usd".into(), cost.into());
         }
-        let artifacts: Vec<Value> = result
-            .artifacts
-            .iter()
-            .map(|artifact| json!({"id": artifact["id"], "path": artifact["uri"], "bytes": artifact["size_bytes"]}))
-            .collect();
-        if !artifacts.is_empty() {
-            record.insert("artifacts".into(), Value::Array(artifacts));
+        if !result.artifacts.is_empty() {
+            let artifacts: Vec<FinishedArtifact> = result.artifacts.iter().map(FinishedArtifact::from).collect();
+            record.insert("artifacts".into(), serde_json::to_value(artifacts).unwrap_or(Value::Null));
         }
         self.write(record);
         self.result(result);

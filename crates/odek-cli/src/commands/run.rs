@@ -16,6 +16,8 @@ use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_referenc
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, BatchApprover, Checkpoint, LoopSettings, Saved, ToolSet};
 use odek_agent::session::{ExternalRef, Session, SessionId, SessionStore, parse_external_ref_spec, safe_state};
+use odek_agent::subagent::artifact_read::ArtifactReadTool;
+use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::tool::ToolContext;
 use odek_contract::redaction::redact;
@@ -498,6 +500,9 @@ async fn run_agent(
         false,
         &budget,
     );
+    if delegate.artifact_read {
+        builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));
+    }
     builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
     let checkpoint: Option<Box<dyn Checkpoint>> = match session {
         Some(session) => Some(Box::new(SessionCheckpoint {

@@ -14,6 +14,9 @@ use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettin
 use odek_agent::observer::{LoopEvent, LoopObserver, SilentObserver};
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
+use odek_agent::subagent::artifacts::{
+    TaskId, append_artifact_flags, prepare_staging, relocate_staged, scan_artifact_root,
+};
 use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
 use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
 use odek_agent::subagent::result::{RunEnd, SubagentResult, exit_code_for};
@@ -378,6 +381,15 @@ fn take_fd3() -> Option<std::fs::File> {
     Some(unsafe { std::fs::File::from_raw_fd(3) })
 }
 
+/// The task's id and artifact root, when the task file names both (a parent's task).
+fn artifact_task(task: &TaskFile) -> Option<(TaskId, PathBuf)> {
+    if task.artifact_root.is_empty() {
+        return None;
+    }
+    let task_id = TaskId::parse(&task.task_id).ok()?;
+    Some((task_id, PathBuf::from(&task.artifact_root)))
+}
+
 /// The settings of `delegate_tasks` for this process: top level (`depth` 0, which also offers
 /// `artifact_read`) or a child that may delegate further.
 pub(crate) fn delegate_settings(
@@ -470,6 +482,14 @@ async fn execute(
         }
     };
 
+    // §9: deliverables are staged in the workspace and moved into the artifact root at exit.
+    let artifact_task = artifact_task(task);
+    let mut artifact_flags = Vec::new();
+    if let Some((task_id, _)) = &artifact_task
+        && let Err(err) = prepare_staging(&setup.sources.cwd, task_id)
+    {
+        artifact_flags.push(format!("[artifact] staging lookup failed: {err}"));
+    }
     let lifespan = Lifespan { timeout_seconds, max_iterations, limits };
     let task_text = TaskText {
         goal: &task.goal,
@@ -541,6 +561,25 @@ async fn execute(
         Err(other) => (RunEnd::Failed(other.to_string()), tracked),
     };
     let mut result = SubagentResult::from_run(&end, &messages, run_usage, started.elapsed().as_secs_f64());
+    if let Some((task_id, root)) = &artifact_task {
+        let cwd = setup.sources.cwd.clone();
+        let (task_id, root) = (task_id.clone(), root.clone());
+        let collected = tokio::task::spawn_blocking(move || {
+            let mut flags = relocate_staged(&cwd, &task_id, &root);
+            let scan = scan_artifact_root(&root);
+            flags.extend(scan.flags);
+            (scan.artifacts, flags)
+        })
+        .await;
+        match collected {
+            Ok((artifacts, flags)) => {
+                result.artifacts = artifacts;
+                artifact_flags.extend(flags);
+            }
+            Err(err) => artifact_flags.push(format!("[artifact] staging relocation failed: {err}")),
+        }
+    }
+    result.summary = append_artifact_flags(&result.summary, &artifact_flags);
     result.summary = redact(&result.summary).into_owned();
     result.error = redact(&result.error).into_owned();
     result.parent_session = flags.parent_session.clone().unwrap_or_default();

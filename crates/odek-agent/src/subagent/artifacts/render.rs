@@ -1,0 +1,70 @@
+//! The artifact lines of a task section (spec `subagents.md` §12): one metadata line per
+//! registered artifact, its inline preview block, and the `[artifact]` notes. The task section
+//! around them belongs to `delegate_tasks`. Start at [`render_artifact_block`].
+//!
+//! Child-supplied fields (`id`, `media_type`, `summary`) go through the contract's field
+//! cleaning, so none of them can start a line of its own; no path or uri is ever rendered.
+
+use odek_contract::artifact_ref::short_digest;
+use odek_contract::quoting::quote;
+use odek_contract::render::clean_field;
+use odek_contract::truncation::first_runes;
+
+use super::inline::InlinePreview;
+use super::registry::RegisteredArtifact;
+use super::scan::MAX_SUMMARY_RUNES;
+
+/// `  [artifact] dropped "<id>": <error>`.
+pub fn render_dropped_line(id: &str, error: &str) -> String {
+    format!("  [artifact] dropped {}: {error}", quote(id))
+}
+
+/// `  [artifact] inline preview skipped "<id>": <reason>`.
+pub fn render_inline_skipped_line(id: &str, reason: &str) -> String {
+    format!("  [artifact] inline preview skipped {}: {reason}", quote(id))
+}
+
+/// `  - <id> (<media_type>, <size> bytes, sha256:<12 hex>, task <n>)[ — <summary, 120 runes>]`.
+/// `, sha256:…` is left out for a ref that declared no digest.
+pub fn render_registered_artifact(artifact: &RegisteredArtifact) -> String {
+    let mut line = format!(
+        "  - {} ({}, {} bytes",
+        clean_field(&artifact.id),
+        clean_field(&artifact.media_type),
+        artifact.size_bytes
+    );
+    if !artifact.sha256.is_empty() {
+        line.push_str(", sha256:");
+        line.push_str(short_digest(&artifact.sha256));
+    }
+    line.push_str(&format!(", task {})", artifact.task_number));
+    let summary = clean_field(&artifact.summary);
+    let summary = first_runes(summary.trim(), MAX_SUMMARY_RUNES);
+    if !summary.is_empty() {
+        line.push_str(" \u{2014} ");
+        line.push_str(summary);
+    }
+    line
+}
+
+/// The metadata line, then either the inline block
+/// (`  --- artifact: <id> ---\n<content>\n  --- end artifact ---`) or the skip note, joined with
+/// `\n`. One trailing newline of the content is dropped so the end marker follows directly.
+pub fn render_artifact_block(artifact: &RegisteredArtifact, preview: Option<&InlinePreview>) -> String {
+    let mut block = render_registered_artifact(artifact);
+    match preview {
+        Some(InlinePreview::Content(content)) => {
+            let content = content.strip_suffix('\n').unwrap_or(content);
+            block.push_str(&format!(
+                "\n  --- artifact: {} ---\n{content}\n  --- end artifact ---",
+                clean_field(&artifact.id)
+            ));
+        }
+        Some(InlinePreview::Skipped(reason)) => {
+            block.push('\n');
+            block.push_str(&render_inline_skipped_line(&artifact.id, reason));
+        }
+        None => {}
+    }
+    block
+}
