@@ -98,10 +98,10 @@ async fn write_file_creates_parents_and_reports_bytes() {
     let outcome =
         WriteFileTool.call(&json!({"path": "a/b/c.txt", "content": "hello"}).to_string(), &ctx).await.unwrap();
     let path = dir.path().join("a/b/c.txt");
-    assert_eq!(outcome.output, format!("created {} (5 bytes written)", path.display()));
+    assert_eq!(outcome.output, format!("created {}\n5 bytes written", path.display()));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello");
     let again = WriteFileTool.call(&json!({"path": "a/b/c.txt", "content": "bye"}).to_string(), &ctx).await.unwrap();
-    assert!(again.output.starts_with("overwrote "));
+    assert!(again.output.starts_with("updated "));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "bye");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("a/b")).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no temporary files left behind");
@@ -167,7 +167,7 @@ async fn patch_replaces_a_unique_anchor() {
     let call = json!({"path": "main.rs", "old_string": "\"hi\"", "new_string": "\"hello\""}).to_string();
     let outcome = PatchTool.call(&call, &default_context(dir.path())).await.unwrap();
     assert!(
-        outcome.output.starts_with(&format!("patched {}: replaced 1 occurrence (first at line 2)", path.display()))
+        outcome.output.starts_with(&format!("modified {}\nreplaced 1 occurrence (first at line 2)", path.display()))
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "fn main() {\n    println!(\"hello\");\n}\n");
 }

@@ -114,6 +114,6 @@ async fn apply_patch(path: &std::path::Path, shown: &str, args: &PatchArgs) -> R
     write_atomically(path, patched.into_bytes()).await?;
     let occurrences = if matches == 1 { "1 occurrence".to_owned() } else { format!("{matches} occurrences") };
     Ok(ToolOutcome::text(format!(
-        "patched {shown}: replaced {occurrences} (first at line {first_line}); {before} → {after} bytes"
+        "modified {shown}\nreplaced {occurrences} (first at line {first_line}); {before} → {after} bytes"
     )))
 }

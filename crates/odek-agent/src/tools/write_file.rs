@@ -65,8 +65,9 @@ impl Tool for WriteFileTool {
             let existed = tokio::fs::symlink_metadata(&path).await.is_ok();
             let bytes = args.content.len();
             until_cancelled(ctx, write_atomically(&path, args.content.into_bytes())).await?;
-            let verb = if existed { "overwrote" } else { "created" };
-            Ok(ToolOutcome::text(format!("{verb} {shown} ({bytes} bytes written)")))
+            // The path alone on the first line: a sub-agent's `files_changed` reads it from there.
+            let verb = if existed { "updated" } else { "created" };
+            Ok(ToolOutcome::text(format!("{verb} {shown}\n{bytes} bytes written")))
         })
     }
 }
