@@ -1,0 +1,120 @@
+//! The report of one check run: every [`CheckResult`], the notes, and the verdict; as text for a
+//! terminal (one line per check, evidence indented below, a verdict line last) and as one JSON
+//! object for CI. The exit code of the verdict is [`Verdict::exit_code`].
+
+use serde::Serialize;
+
+use super::{CheckOptions, CheckResult, Status};
+use crate::observer::terminal_safe;
+
+/// The overall outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every check passed (or did not apply).
+    Pass,
+    /// No check failed, some warned.
+    Warn,
+    /// At least one check failed.
+    Fail,
+}
+
+impl Verdict {
+    /// 0 all pass, 1 any fail, 2 warnings only.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Fail => 1,
+            Verdict::Warn => 2,
+        }
+    }
+}
+
+/// Checks per status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub pass: usize,
+    pub warn: usize,
+    pub fail: usize,
+    pub skip: usize,
+}
+
+/// Everything `odek ext check` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub server: String,
+    pub command: Vec<String>,
+    pub verdict: Verdict,
+    pub counts: Counts,
+    pub checks: Vec<CheckResult>,
+    /// What happened besides the checks (restarts after a step killed the connection).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    pub fn new(options: &CheckOptions, checks: Vec<CheckResult>, notes: Vec<String>) -> Report {
+        let mut counts = Counts::default();
+        for result in &checks {
+            match result.status {
+                Status::Pass => counts.pass += 1,
+                Status::Warn => counts.warn += 1,
+                Status::Fail => counts.fail += 1,
+                Status::Skip => counts.skip += 1,
+            }
+        }
+        let verdict = if counts.fail > 0 {
+            Verdict::Fail
+        } else if counts.warn > 0 {
+            Verdict::Warn
+        } else {
+            Verdict::Pass
+        };
+        let command = std::iter::once(options.command.clone()).chain(options.args.iter().cloned()).collect();
+        Report { server: options.server.clone(), command, verdict, counts, checks, notes }
+    }
+
+    /// The verdict line, e.g. `verdict: fail (2 failed, 1 warning, 20 passed, 3 skipped)`.
+    pub fn verdict_line(&self) -> String {
+        let Counts { pass, warn, fail, skip } = self.counts;
+        let word = match self.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Warn => "pass with warnings",
+            Verdict::Fail => "fail",
+        };
+        format!("verdict: {word} ({fail} failed, {warn} warning(s), {pass} passed, {skip} skipped)")
+    }
+
+    /// The terminal form: a header, one line per check grouped by phase, the notes, the verdict.
+    pub fn render_text(&self) -> String {
+        let mut out = format!("odek ext check: server {:?}: {}\n", self.server, terminal_safe(&self.command.join(" ")));
+        let mut group = "";
+        for result in &self.checks {
+            if result.group != group {
+                group = result.group;
+                out.push_str(group);
+                out.push('\n');
+            }
+            let tool = result.tool.as_deref().map_or_else(String::new, |tool| format!(" [{}]", terminal_safe(tool)));
+            out.push_str(&format!(
+                "  {:<4}  {}{tool}: {}\n",
+                result.status.as_str(),
+                result.check,
+                terminal_safe(&result.reason)
+            ));
+            if let Some(evidence) = &result.evidence {
+                out.push_str(&format!("        evidence: {}\n", one_line(evidence)));
+            }
+        }
+        for note in &self.notes {
+            out.push_str(&format!("note: {}\n", terminal_safe(note)));
+        }
+        out.push_str(&self.verdict_line());
+        out.push('\n');
+        out
+    }
+}
+
+/// Evidence on one terminal line: line feeds shown as `\n`, other controls made harmless.
+fn one_line(text: &str) -> String {
+    terminal_safe(&text.replace('\n', "\\n")).into_owned()
+}
