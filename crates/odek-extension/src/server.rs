@@ -87,6 +87,8 @@ impl From<ToolResponse> for Reply {
 
 type Interceptor = Arc<dyn Fn(Arc<CallContext>, Request) -> BoxFuture<Reply> + Send + Sync>;
 
+type NotificationHook = Arc<dyn Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync>;
+
 #[derive(Clone, Debug)]
 struct Settings {
     name: String,
@@ -125,6 +127,7 @@ pub struct Server {
     tools: ToolSet,
     setup_error: Option<Error>,
     interceptor: Option<Interceptor>,
+    notification_hook: Option<NotificationHook>,
 }
 
 impl std::fmt::Debug for Server {
@@ -158,6 +161,7 @@ impl Server {
             tools: ToolSet::new(false),
             setup_error: None,
             interceptor: None,
+            notification_hook: None,
         }
     }
 
@@ -259,6 +263,19 @@ impl Server {
         self
     }
 
+    /// Calls `hook` with the method and params of every client notification except
+    /// `notifications/cancelled` (which the server handles itself), on the reader thread, in
+    /// arrival order, so it must return quickly. A conforming server returns `None`: a
+    /// notification gets no reply. `Some(message)` is written to stdout as is, which only a
+    /// fixture that misbehaves on purpose wants.
+    pub fn on_notification<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync + 'static,
+    {
+        self.notification_hook = Some(Arc::new(hook));
+        self
+    }
+
     /// Serves on the process's stdin and stdout until stdin closes (see
     /// [`Server::exit_on_eof`]). Nothing else in the process may write to stdout.
     pub async fn run_stdio(self) -> Result<(), Error> {
@@ -292,6 +309,7 @@ impl Server {
             settings: self.settings,
             tools: RwLock::new(Arc::new(tools)),
             interceptor: self.interceptor,
+            notification_hook: self.notification_hook,
             outgoing,
             pending: Mutex::new(PendingRequests::default()),
             in_flight: Mutex::new(HashMap::new()),
@@ -373,6 +391,7 @@ pub(crate) struct Shared {
     settings: Settings,
     tools: RwLock<Arc<ToolSet>>,
     interceptor: Option<Interceptor>,
+    notification_hook: Option<NotificationHook>,
     pub(crate) outgoing: mpsc::Sender<Outgoing>,
     pending: Mutex<PendingRequests>,
     in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
@@ -737,6 +756,13 @@ async fn run_request(context: Arc<CallContext>, mut in_flight: InFlight, request
 
 fn handle_notification(shared: &Shared, method: &str, params: Option<Value>) {
     if method != "notifications/cancelled" {
+        if let Some(hook) = &shared.notification_hook
+            && let Some(message) = hook(method, params.as_ref())
+        {
+            let mut line = serde_json::to_vec(&message).unwrap_or_default();
+            line.push(b'\n');
+            send_blocking(shared, line);
+        }
         return;
     }
     let Some(params) = params else {

@@ -243,6 +243,11 @@ impl ToolSet {
         self.entries.iter().map(|entry| entry.def.name.as_str()).collect()
     }
 
+    /// The definition of the tool called `name`, as `tools/list` shows it.
+    pub fn def(&self, name: &str) -> Option<&ToolDef> {
+        self.get(name).map(|entry| &entry.def)
+    }
+
     /// Whether a tool called `name` exists.
     pub fn contains(&self, name: &str) -> bool {
         self.index.contains_key(name)

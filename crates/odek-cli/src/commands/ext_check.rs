@@ -66,6 +66,7 @@ fn check_options(args: &ExtCheckArgs) -> Result<CheckOptions, CommandError> {
                 artifact_roots: Vec::new(),
                 examples: Vec::new(),
                 skip_calls: Vec::new(),
+                exclude_tools: Vec::new(),
                 concurrency: args.concurrency,
                 client_version: env!("CARGO_PKG_VERSION").to_owned(),
             }
@@ -84,7 +85,7 @@ fn check_options(args: &ExtCheckArgs) -> Result<CheckOptions, CommandError> {
     }
     options.artifact_roots.extend(args.artifact_roots.iter().cloned());
     options.examples = examples;
-    options.skip_calls.clone_from(&args.skip_calls);
+    options.skip_calls.extend(args.skip_calls.iter().cloned());
     options.concurrency = args.concurrency.max(1);
     Ok(options)
 }
@@ -134,7 +135,8 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         max_result_chars: spec.limits.max_result_chars,
         artifact_roots: spec.artifact_roots,
         examples: Vec::new(),
-        skip_calls: spec.exclude_tools,
+        skip_calls: Vec::new(),
+        exclude_tools: spec.exclude_tools,
         concurrency: odek_mcp::conformance::DEFAULT_CONCURRENCY,
         client_version: env!("CARGO_PKG_VERSION").to_owned(),
     })

@@ -26,7 +26,7 @@ pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
 pub use report::{Report, Verdict};
 
 use crate::discovery::{ListedTool, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, initialize_params, json_string};
-use probe::{Answer, Exit, Failure, Launch, Probe, Transcript};
+use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
 
 /// Concurrent calls of the load check, by default.
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -56,6 +56,9 @@ pub struct CheckOptions {
     pub examples: Vec<(String, Value)>,
     /// Raw tool names never called.
     pub skip_calls: Vec<String>,
+    /// Raw tool names dropped from the listing before any check, as odek drops a configured
+    /// server's `exclude_tools`.
+    pub exclude_tools: Vec<String>,
     pub concurrency: usize,
     /// Sent as `clientInfo.version`.
     pub client_version: String,
@@ -191,7 +194,7 @@ pub async fn observe(options: &CheckOptions) -> Observations {
     let timeout = options.timeout;
     let init = initialize_params(&options.client_version);
 
-    let initialize = probe.request("initialize", Some(&init), timeout).await;
+    let initialize = probe.request("initialize", RequestParams::Json(init.clone()), timeout).await;
     observations.initialize = Some(InitializeObservation { outcome: initialize });
     observations.ping = Some(probe.initialized_then_ping(timeout).await);
 
@@ -204,15 +207,34 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         restarts: &mut observations.restarts,
     };
     session.revive().await;
-    let tools = list_all_tools(&mut session.probe, timeout).await;
+    let tools = list_all_tools(&mut session.probe, timeout)
+        .await
+        .map(|tools| tools.into_iter().filter(|tool| !options.exclude_tools.contains(&tool.name)).collect());
     observations.tools = Some(tools.clone());
-    let listed = tools.unwrap_or_default();
-
-    for (tool, _) in &options.examples {
-        if !listed.iter().any(|listed| &listed.name == tool) && !observations.unknown_examples.contains(tool) {
-            observations.unknown_examples.push(tool.clone());
+    let listed = match tools {
+        Ok(listed) => {
+            for (tool, _) in &options.examples {
+                if !listed.iter().any(|listed| &listed.name == tool) && !observations.unknown_examples.contains(tool) {
+                    observations.unknown_examples.push(tool.clone());
+                }
+            }
+            listed
         }
-    }
+        // Without a list, the author's examples are still called, so the call checks run.
+        Err(_) => {
+            let mut examples: Vec<ListedTool> = Vec::new();
+            for (tool, _) in &options.examples {
+                if !examples.iter().any(|listed| &listed.name == tool) {
+                    examples.push(ListedTool {
+                        name: tool.clone(),
+                        description: String::new(),
+                        input_schema: serde_json::json!({"type": "object"}),
+                    });
+                }
+            }
+            examples
+        }
+    };
     for (position, tool) in listed.iter().enumerate() {
         if options.skip_calls.contains(&tool.name) {
             observations
@@ -278,12 +300,12 @@ pub async fn observe(options: &CheckOptions) -> Observations {
     let concurrency = options.concurrency.max(1);
     observations.load = Some(match burst {
         Some((tool, arguments)) => {
-            let params = vec![Some(call_params(&tool, &arguments)); concurrency];
+            let params = vec![call_params(&tool, &arguments); concurrency];
             let outcomes = session.probe.requests("tools/call", &params, timeout).await;
             LoadObservation { what: format!("tools/call {tool}"), outcomes }
         }
         None => {
-            let outcomes = session.probe.requests("ping", &vec![None; concurrency], timeout).await;
+            let outcomes = session.probe.requests("ping", &vec![RequestParams::Absent; concurrency], timeout).await;
             LoadObservation { what: "ping".to_owned(), outcomes }
         }
     });
@@ -320,19 +342,21 @@ impl Session<'_> {
         let (_, transcript) = old.close().await;
         self.probe.transcript = transcript;
         self.restarts.push(format!("the server was restarted after {} closed the connection", self.last_step));
-        let _ = self.probe.request("initialize", Some(self.init), self.timeout).await;
+        let _ = self.probe.request("initialize", RequestParams::Json(self.init.to_owned()), self.timeout).await;
         let _ = self.probe.notify(probe::INITIALIZED).await;
     }
 }
 
-/// `{"name":…,"arguments":…}` as odek sends it (keys sorted), with a progress token.
-fn call_params(tool: &str, arguments: &Value) -> String {
-    let arguments = odek_contract::canonical_json::to_canonical_string(arguments);
-    format!("{{\"name\":{},\"arguments\":{arguments}}}", json_string(tool))
+/// `tools/call` params as odek sends them: arguments with sorted keys, a progress token.
+fn call_params(tool: &str, arguments: &Value) -> RequestParams {
+    RequestParams::ToolCall {
+        prefix: format!("{{\"name\":{},\"arguments\":", json_string(tool)),
+        arguments: odek_contract::canonical_json::to_canonical_string(arguments),
+    }
 }
 
 async fn call_tool(probe: &mut Probe, tool: &str, arguments: &Value, timeout: Duration) -> Result<Answer, Failure> {
-    probe.request("tools/call", Some(&call_params(tool, arguments)), timeout).await
+    probe.request("tools/call", call_params(tool, arguments), timeout).await
 }
 
 /// Whether a result says `isError: true`.
@@ -348,8 +372,10 @@ async fn list_all_tools(probe: &mut Probe, timeout: Duration) -> Result<Vec<List
     let mut total_bytes = 0usize;
     for _ in 0..MAX_TOOL_PAGES {
         let params = cursor.as_deref().map(|cursor| format!("{{\"cursor\":{}}}", json_string(cursor)));
-        let answer =
-            probe.request("tools/list", params.as_deref(), timeout).await.map_err(|failure| failure.to_string())?;
+        let answer = probe
+            .request("tools/list", params.map_or(RequestParams::Absent, RequestParams::Json), timeout)
+            .await
+            .map_err(|failure| failure.to_string())?;
         total_bytes = total_bytes.saturating_add(answer.result_json().len());
         if total_bytes > MAX_TOOL_LIST_BYTES {
             return Err(format!("the tool list exceeds {MAX_TOOL_LIST_BYTES} bytes across pages"));

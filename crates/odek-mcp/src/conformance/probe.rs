@@ -7,7 +7,7 @@
 //!
 //! Start at [`Probe::spawn`], [`Probe::request`] and [`Probe::close`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
 use crate::call::decode_literal;
-use crate::connection::{EXIT_GRACE, Params, encode_request};
+use crate::connection::{EXIT_GRACE, PROGRESS_CAP, Params, encode_request};
 use crate::frame_scan::index_frame;
 use crate::observer::StderrObserver;
 use crate::server_lines::{ServerLineSink, forward_stderr};
@@ -66,9 +66,22 @@ pub struct Transcript {
     pub unmatched_count: u64,
     /// A line exceeded `max_response_bytes`: the limit and the request it cut off.
     pub oversized: Option<(usize, String)>,
-    /// Responses that arrived while the probe waited for the ping right after
-    /// `notifications/initialized` and that had no id: replies to the notification.
+    /// Error responses without an id that arrived while the probe waited for the ping right
+    /// after `notifications/initialized`: the server took the notification for a request.
     pub initialized_replies: Vec<Offender>,
+}
+
+/// The `params` of a request.
+#[derive(Debug, Clone)]
+pub enum RequestParams {
+    Absent,
+    Json(String),
+    /// `tools/call`: `{"name":…,"arguments":` and the arguments; the request id becomes the
+    /// progress token, as odek sends it.
+    ToolCall {
+        prefix: String,
+        arguments: String,
+    },
 }
 
 /// How a request ended without an answer, or with an error.
@@ -149,7 +162,9 @@ pub struct Probe {
     next_id: i64,
     /// Why the connection is unusable, once it is.
     dead: Option<Failure>,
-    /// While set, a response without an id is a reply to the notification just sent.
+    /// Ids given up on after their timeout: a late reply to one is no violation.
+    abandoned: HashSet<i64>,
+    /// While set, an error response without an id is a reply to the notification just sent.
     idless_replies_answer_notification: bool,
     pub transcript: Transcript,
 }
@@ -203,6 +218,7 @@ impl Probe {
             incoming,
             next_id: 1,
             dead: None,
+            abandoned: HashSet::new(),
             idless_replies_answer_notification: false,
             transcript,
         })
@@ -224,19 +240,19 @@ impl Probe {
     pub async fn request(
         &mut self,
         method: &'static str,
-        params: Option<&str>,
+        params: RequestParams,
         timeout: Duration,
     ) -> Result<Answer, Failure> {
-        let mut answers = self.requests(method, &[params.map(str::to_owned)], timeout).await;
+        let mut answers = self.requests(method, &[params], timeout).await;
         answers.pop().map_or(Err(Failure::Closed(None)), |(_, answer)| answer)
     }
 
-    /// Sends `notifications/initialized`, then a ping; a response without an id that arrives
-    /// before the ping's answer is recorded as a reply to the notification.
+    /// Sends `notifications/initialized`, then a ping; an error response without an id that
+    /// arrives before the ping's answer is recorded as a reply to the notification.
     pub async fn initialized_then_ping(&mut self, timeout: Duration) -> Result<Answer, Failure> {
         self.notify(INITIALIZED).await?;
         self.idless_replies_answer_notification = true;
-        let ping = self.request("ping", None, timeout).await;
+        let ping = self.request("ping", RequestParams::Absent, timeout).await;
         self.idless_replies_answer_notification = false;
         ping
     }
@@ -247,18 +263,22 @@ impl Probe {
     pub async fn requests(
         &mut self,
         method: &'static str,
-        params: &[Option<String>],
+        params: &[RequestParams],
         timeout: Duration,
     ) -> Vec<(i64, Result<Answer, Failure>)> {
         let started = Instant::now();
-        let deadline = started + timeout;
+        let mut deadline = started + timeout;
         let mut bytes = Vec::new();
         let mut waiting: BTreeMap<i64, usize> = BTreeMap::new();
         let mut outcomes: Vec<(i64, Option<Result<Answer, Failure>>)> = Vec::with_capacity(params.len());
         for (index, params) in params.iter().enumerate() {
             let id = self.next_id;
             self.next_id += 1;
-            let params = params.as_deref().map_or(Params::Absent, Params::Json);
+            let params = match params {
+                RequestParams::Absent => Params::Absent,
+                RequestParams::Json(json) => Params::Json(json),
+                RequestParams::ToolCall { prefix, arguments } => Params::ToolCall { prefix, arguments },
+            };
             bytes.extend_from_slice(&encode_request(id, method, params));
             waiting.insert(id, index);
             outcomes.push((id, None));
@@ -280,13 +300,24 @@ impl Probe {
                 .filter(|method| !method.is_empty());
             let id_text = text(&index.id).filter(|id| id != "null");
             if let Some(server_method) = server_method {
+                if server_method == "notifications/progress"
+                    && id_text.is_none()
+                    && progress_token(text(&index.params).as_deref()).is_some_and(|token| waiting.contains_key(&token))
+                {
+                    // As odek does: progress moves the deadline, up to an hour after dispatch.
+                    deadline = (Instant::now() + timeout).min(started + PROGRESS_CAP);
+                }
                 self.answer_server_message(&server_method, id_text.as_deref()).await;
                 continue;
             }
             let id = id_text.as_deref().and_then(|id| serde_json::from_str::<i64>(id).ok());
+            if id.is_some_and(|id| self.abandoned.remove(&id)) {
+                continue;
+            }
             let Some(slot) = id.and_then(|id| waiting.remove(&id)) else {
                 let offender = Offender { excerpt: excerpt(&line), during: method.to_owned() };
-                if id_text.is_none() && self.idless_replies_answer_notification {
+                let is_error = text(&index.error).is_some_and(|error| error != "null");
+                if id_text.is_none() && is_error && self.idless_replies_answer_notification {
                     self.transcript.initialized_replies.push(offender);
                 } else {
                     self.transcript.unmatched_count += 1;
@@ -304,6 +335,13 @@ impl Probe {
             outcomes[slot].1 = Some(outcome);
         }
         let unanswered = self.dead.clone().unwrap_or(Failure::Timeout(timeout));
+        if self.dead.is_none() {
+            // As odek does on a deadline: tell the server, and drop a late reply silently.
+            for id in waiting.keys() {
+                self.abandoned.insert(*id);
+                let _ = self.notify(&cancelled_notification(*id)).await;
+            }
+        }
         outcomes.into_iter().map(|(id, outcome)| (id, outcome.unwrap_or_else(|| Err(unanswered.clone())))).collect()
     }
 
@@ -413,6 +451,19 @@ fn is_json_rpc(line: &[u8]) -> bool {
         jsonrpc: Option<std::borrow::Cow<'a, str>>,
     }
     crate::call::parse_object::<Version<'_>>(line).is_ok_and(|version| version.jsonrpc.as_deref() == Some("2.0"))
+}
+
+/// The integer `progressToken` of a progress notification's params.
+fn progress_token(params: Option<&str>) -> Option<i64> {
+    let params: Value = serde_json::from_str(params?).ok()?;
+    params.get("progressToken")?.as_i64()
+}
+
+/// `notifications/cancelled` for a request given up on, as odek sends it.
+fn cancelled_notification(id: i64) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id},\"reason\":\"timeout\"}}}}"
+    )
 }
 
 fn rpc_failure(raw: &str) -> Failure {
