@@ -370,6 +370,66 @@ fn configured_servers_are_checked_with_their_config() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("no MCP server named \"nope\""));
 }
 
+/// Builds a workspace binary or example for this test profile (a no-op when it is fresh) and
+/// returns its path.
+fn build(cargo_args: &[&str], relative_path: &str) -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.current_dir(odek_test_support::workspace_root()).arg("build").arg("--quiet").args(cargo_args);
+    if odek_test_support::binary_dir().ends_with("release") {
+        command.arg("--release");
+    }
+    assert!(command.status().unwrap().success(), "cargo build {cargo_args:?}");
+    odek_test_support::binary_dir().join(relative_path)
+}
+
+/// Every check passed or did not apply: exit 0, no warning, no failure.
+fn assert_clean_pass(output: &Output) -> Value {
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["counts"]["warn"], 0, "{report:#}");
+    assert_eq!(report["counts"]["fail"], 0, "{report:#}");
+    report
+}
+
+#[test]
+fn the_example_log_summariser_passes_with_no_warnings() {
+    let sandbox = Sandbox::new();
+    let server = build(&["-p", "odek-log-summariser"], "odek-log-summariser");
+    let log = sandbox.home.join("app.log");
+    std::fs::write(&log, "INFO up\nERROR request 7 failed\nWARN slow\nERROR request 9 failed\n").unwrap();
+    let example = json!({"path": log}).to_string();
+    let root = sandbox.artifacts.to_str().unwrap();
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--artifact-root",
+        root,
+        "--call",
+        "summarise_log",
+        &example,
+        "--",
+        server.to_str().unwrap(),
+        "--artifact-dir",
+        root,
+    ]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "artifacts_validate", Some("summarise_log"))["status"], "pass");
+    assert_eq!(report["counts"]["skip"], 0, "{report:#}");
+}
+
+#[test]
+fn the_minimal_sdk_example_passes_with_no_warnings() {
+    let sandbox = Sandbox::new();
+    let server = build(&["-p", "odek-extension", "--example", "minimal"], "examples/minimal");
+    let root = sandbox.artifacts.to_str().unwrap();
+    let output =
+        sandbox.odek(&["ext", "check", "--json", "--artifact-root", root, "--", server.to_str().unwrap(), root]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "artifacts_validate", Some("keep_note"))["status"], "pass");
+}
+
 fn set_private(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();

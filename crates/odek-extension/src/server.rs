@@ -244,6 +244,41 @@ impl Server {
         self
     }
 
+    /// Adds a tool whose arguments are the type `A`: its `inputSchema` is derived from `A`
+    /// (doc comments become descriptions), its handler gets the decoded value, arguments that do
+    /// not decode get the isError result `invalid arguments: <reason>`, and unknown argument
+    /// members are ignored even when `A` denies them (the contract's additive rule).
+    ///
+    /// ```no_run
+    /// # async fn serve() -> Result<(), odek_extension::Error> {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Greet {
+    ///     /// Who to greet.
+    ///     who: String,
+    /// }
+    /// odek_extension::Server::new("hello", "1.0.0")
+    ///     .typed_tool("greet", "Greets someone", |_context, args: Greet| async move {
+    ///         odek_extension::ToolResponse::text(format!("hello, {}", args.who))
+    ///     })
+    ///     .run_stdio()
+    ///     .await
+    /// # }
+    /// ```
+    pub fn typed_tool<A, F, Fut>(mut self, name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResponse> + Send + 'static,
+    {
+        let def = crate::typed::typed_def::<A>(name, description);
+        if let Err(error) = self.tools.add_handler(def, crate::typed::typed_handler(handler))
+            && self.setup_error.is_none()
+        {
+            self.setup_error = Some(error);
+        }
+        self
+    }
+
     /// Removes a tool added earlier (nothing happens if there is none), so a server assembled
     /// from shared tool sets can leave one out: it is not listed, and calls to it get the
     /// unknown-tool result.
