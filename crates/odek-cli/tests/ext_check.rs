@@ -430,6 +430,23 @@ fn the_minimal_sdk_example_passes_with_no_warnings() {
     assert_eq!(find(&report, "artifacts_validate", Some("keep_note"))["status"], "pass");
 }
 
+#[test]
+fn the_hand_written_python_server_in_the_docs_passes_with_no_warnings() {
+    let sandbox = Sandbox::new();
+    let docs = std::fs::read_to_string(odek_test_support::workspace_root().join("docs/EXTENDING.md")).unwrap();
+    let start = docs.find("```python\n").unwrap() + "```python\n".len();
+    let length = docs[start..].find("```\n").unwrap();
+    let script = sandbox.home.join("word_count.py");
+    std::fs::write(&script, &docs[start..start + length]).unwrap();
+    // The interpreter's own path: a version-manager shim may need variables odek does not pass.
+    let python = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().unwrap();
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_owned();
+    let output = sandbox.odek(&["ext", "check", "--json", "--", &python, script.to_str().unwrap()]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "call_answers", Some("word_count"))["status"], "pass");
+    assert_eq!(find(&report, "unknown_arguments_tolerated", Some("word_count"))["status"], "pass");
+}
+
 fn set_private(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
