@@ -693,3 +693,111 @@ fn exits_on_stdin_close(observations: &Observations) -> CheckResult {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::conformance::probe::Transcript;
+
+    fn tool(name: &str) -> ListedTool {
+        ListedTool { name: name.into(), description: String::new(), input_schema: serde_json::json!({"type":"object"}) }
+    }
+
+    fn observations() -> Observations {
+        Observations {
+            spawn_error: None,
+            initialize: None,
+            ping: None,
+            tools: None,
+            calls: Vec::new(),
+            skipped_calls: Vec::new(),
+            unknown_examples: Vec::new(),
+            load: None,
+            exit: None,
+            transcript: Transcript::default(),
+            restarts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_are_judged_by_the_client_rules() {
+        let tools = [tool("ok"), tool("read file"), tool("shell")];
+        let result = tool_names_valid(Some(&tools));
+        assert_eq!(result.status, Status::Fail);
+        assert_eq!(
+            result.reason,
+            "2 tool name(s) break the naming rules; odek rejects the whole server: tool name \"read file\" contains invalid character ' '"
+        );
+        assert_eq!(
+            result.evidence.as_deref(),
+            Some("tool name \"read file\" contains invalid character ' '; tool \"shell\" shadows a built-in tool")
+        );
+        assert_eq!(tool_names_valid(None).status, Status::Skip);
+        assert_eq!(tool_names_unique(Some(&[tool("a"), tool("b"), tool("a")])).status, Status::Fail);
+        assert_eq!(tool_names_unique(Some(&[tool("a"), tool("b")])).status, Status::Pass);
+    }
+
+    #[test]
+    fn long_exposed_names_warn_with_the_shortened_name() {
+        let name = "t".repeat(60);
+        let result = exposed_names_fit(Some(&[tool(&name), tool("short")]), "srv");
+        assert_eq!(result.status, Status::Warn);
+        let shortened = qualify_tool_name("srv", &name).into_string();
+        assert_eq!(shortened.len(), 64);
+        assert_eq!(result.evidence, Some(format!("{name} -> {shortened}")));
+        assert_eq!(exposed_names_fit(Some(&[tool("short")]), "srv").status, Status::Pass);
+    }
+
+    #[test]
+    fn shutdown_passes_only_for_an_exit_after_stdin_closed() {
+        let mut seen = observations();
+        seen.exit = Some(Exit::Exited { status: 0, elapsed: Duration::from_millis(3) });
+        assert_eq!(exits_on_stdin_close(&seen).status, Status::Pass);
+        seen.exit = Some(Exit::Killed);
+        assert_eq!(exits_on_stdin_close(&seen).status, Status::Fail);
+        seen.exit = Some(Exit::AlreadyGone(1));
+        assert_eq!(exits_on_stdin_close(&seen).status, Status::Fail);
+    }
+
+    #[test]
+    fn hygiene_failures_carry_the_first_offending_line() {
+        let mut seen = observations();
+        seen.transcript.lines = 5;
+        seen.transcript.not_json_rpc_count = 2;
+        seen.transcript.not_json_rpc = vec![Offender { excerpt: "INFO starting".into(), during: "initialize".into() }];
+        let result = stdout_only_json_rpc(&seen);
+        assert_eq!(result.status, Status::Fail);
+        assert_eq!(result.evidence.as_deref(), Some("INFO starting"));
+        assert!(
+            result
+                .reason
+                .starts_with("2 of 5 stdout line(s) are not JSON-RPC messages (first while waiting for initialize)")
+        );
+    }
+
+    #[test]
+    fn a_server_that_cannot_start_gets_one_failing_check() {
+        let mut seen = observations();
+        seen.spawn_error = Some("start /nope: No such file or directory (os error 2)".into());
+        let options = CheckOptions {
+            server: "s".into(),
+            command: "/nope".into(),
+            args: Vec::new(),
+            env: Default::default(),
+            timeout: Duration::from_secs(1),
+            max_response_bytes: 1024,
+            max_result_chars: 1000,
+            artifact_roots: Vec::new(),
+            examples: Vec::new(),
+            skip_calls: Vec::new(),
+            exclude_tools: Vec::new(),
+            concurrency: 1,
+            client_version: "0".into(),
+        };
+        let results = all(&seen, &options, &ArtifactRoots::default());
+        assert_eq!(results.len(), 1);
+        assert_eq!((results[0].check, results[0].status), ("server_starts", Status::Fail));
+    }
+}

@@ -183,6 +183,7 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         args: options.args.clone(),
         env: options.env.clone(),
         max_response_bytes: options.max_response_bytes,
+        write_timeout: options.timeout,
     };
     let mut probe = match Probe::spawn(&launch, Transcript::default()) {
         Ok(probe) => probe,

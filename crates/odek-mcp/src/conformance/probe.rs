@@ -25,8 +25,9 @@ use crate::frame_scan::index_frame;
 use crate::observer::StderrObserver;
 use crate::server_lines::{ServerLineSink, forward_stderr};
 
-/// Lines the stdout reader may queue ahead of the probe before it waits.
-const STDOUT_QUEUE_LINES: usize = 64;
+/// Lines the stdout reader may queue ahead of the probe before it waits: with lines of up to
+/// `max_response_bytes`, the probe holds at most this many plus one.
+const STDOUT_QUEUE_LINES: usize = 4;
 /// Offending lines kept as evidence; later ones are only counted.
 const KEPT_OFFENDERS: usize = 8;
 /// Bytes of an offending line kept as evidence.
@@ -152,6 +153,8 @@ pub struct Launch {
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub max_response_bytes: usize,
+    /// How long a write to the server's stdin may block (a server that stops reading).
+    pub write_timeout: Duration,
 }
 
 /// One live server process.
@@ -159,6 +162,7 @@ pub struct Probe {
     child: Child,
     stdin: Option<ChildStdin>,
     incoming: mpsc::Receiver<Incoming>,
+    write_timeout: Duration,
     next_id: i64,
     /// Why the connection is unusable, once it is.
     dead: Option<Failure>,
@@ -216,6 +220,7 @@ impl Probe {
             child,
             stdin: Some(stdin),
             incoming,
+            write_timeout: launch.write_timeout,
             next_id: 1,
             dead: None,
             abandoned: HashSet::new(),
@@ -375,12 +380,19 @@ impl Probe {
             return Err(dead.clone());
         }
         let Some(stdin) = self.stdin.as_mut() else { return Err(Failure::Closed(None)) };
-        if let Err(err) = stdin.write_all(bytes).await.and(stdin.flush().await) {
-            let failure = Failure::Write(err.to_string());
-            self.dead = Some(failure.clone());
-            return Err(failure);
-        }
-        Ok(())
+        let written = tokio::time::timeout(self.write_timeout, async {
+            stdin.write_all(bytes).await?;
+            stdin.flush().await
+        })
+        .await;
+        let error = match written {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => format!("the server did not read its stdin for {} s", self.write_timeout.as_secs_f64()),
+        };
+        let failure = Failure::Write(error);
+        self.dead = Some(failure.clone());
+        Err(failure)
     }
 
     /// The next complete stdout line before `deadline`, counted in the transcript; `None` on

@@ -118,3 +118,67 @@ impl Report {
 fn one_line(text: &str) -> String {
     terminal_safe(&text.replace('\n', "\\n")).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(check: &'static str, status: Status) -> CheckResult {
+        CheckResult { group: "tools", check, tool: None, status, reason: "why".into(), evidence: None }
+    }
+
+    fn options() -> CheckOptions {
+        CheckOptions {
+            server: "srv".into(),
+            command: "/bin/srv".into(),
+            args: vec!["--x".into()],
+            env: Default::default(),
+            timeout: std::time::Duration::from_secs(1),
+            max_response_bytes: 1024,
+            max_result_chars: 1000,
+            artifact_roots: Vec::new(),
+            examples: Vec::new(),
+            skip_calls: Vec::new(),
+            exclude_tools: Vec::new(),
+            concurrency: 1,
+            client_version: "0".into(),
+        }
+    }
+
+    #[test]
+    fn verdicts_and_exit_codes() {
+        let verdict = |statuses: &[Status]| {
+            let checks = statuses.iter().map(|status| result("c", *status)).collect();
+            Report::new(&options(), checks, Vec::new()).verdict
+        };
+        assert_eq!(verdict(&[Status::Pass, Status::Skip]), Verdict::Pass);
+        assert_eq!(verdict(&[Status::Pass, Status::Warn]), Verdict::Warn);
+        assert_eq!(verdict(&[Status::Warn, Status::Fail]), Verdict::Fail);
+        assert_eq!(
+            [Verdict::Pass, Verdict::Fail, Verdict::Warn].map(Verdict::exit_code),
+            [0, 1, 2],
+            "0 all pass, 1 any fail, 2 warnings only"
+        );
+    }
+
+    #[test]
+    fn text_report_groups_checks_and_ends_with_the_verdict() {
+        let mut failing = result("tool_names_valid", Status::Fail);
+        failing.evidence = Some("a\nb\u{1b}[31m".into());
+        let report = Report::new(
+            &options(),
+            vec![result("tools_list_answers", Status::Pass), failing],
+            vec!["restarted".into()],
+        );
+        assert_eq!(
+            report.render_text(),
+            "odek ext check: server \"srv\": /bin/srv --x\n\
+             tools\n  \
+             pass  tools_list_answers: why\n  \
+             fail  tool_names_valid: why\n        \
+             evidence: a\\nb\u{fffd}[31m\n\
+             note: restarted\n\
+             verdict: fail (1 failed, 0 warning(s), 1 passed, 0 skipped)\n"
+        );
+    }
+}
