@@ -1,7 +1,8 @@
 //! End-to-end tests of `odek ext check`: the real binary against the real fixture server in its
 //! good mode (`--conformant`: every check passes) and in one misbehaving mode per check (that
-//! check fails, every other check still runs and reports), plus the exit codes and both report
-//! forms.
+//! check fails, every other check still runs and reports), the exit codes and both report forms,
+//! the SDK's examples and the documented Python server, and the pinned third-party servers that
+//! `.ci/install-interop` installs (skipped with a notice when they are missing, outside CI).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+
+// Shared with `interop.rs`, which uses all of it; this file only needs where the servers are.
+#[allow(dead_code)]
+#[path = "interop/support.rs"]
+mod interop_support;
 
 /// Checks every run reports whatever the server does (after it started).
 const ALWAYS_REPORTED: &[&str] = &[
@@ -113,7 +119,9 @@ fn assert_only_failures(report: &Value, code: i32, failing: &[&str]) {
     let reported: BTreeSet<String> =
         checks(report).iter().map(|check| check["check"].as_str().unwrap().to_owned()).collect();
     assert!(reported.is_superset(&names(ALWAYS_REPORTED)), "{report:#}");
-    assert_eq!(find(report, "call_answers", Some("echo"))["status"], "pass", "{report:#}");
+    if report["server"] == "odek-fixture-server" {
+        assert_eq!(find(report, "call_answers", Some("echo"))["status"], "pass", "{report:#}");
+    }
 }
 
 #[test]
@@ -445,6 +453,80 @@ fn the_hand_written_python_server_in_the_docs_passes_with_no_warnings() {
     let report = assert_clean_pass(&output);
     assert_eq!(find(&report, "call_answers", Some("word_count"))["status"], "pass");
     assert_eq!(find(&report, "unknown_arguments_tolerated", Some("word_count"))["status"], "pass");
+}
+
+#[test]
+fn third_party_everything_server_passes() {
+    let Some(servers) = interop_support::Servers::installed("third_party_everything_server_passes") else { return };
+    let sandbox = Sandbox::new();
+    let script = servers.everything();
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--name",
+        "everything",
+        "--timeout",
+        "30",
+        "--call",
+        "trigger-long-running-operation",
+        r#"{"duration":1,"steps":2}"#,
+        "--",
+        "node",
+        script.to_str().unwrap(),
+    ]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "tools_list_answers", None)["reason"], "13 tool(s)");
+    assert_eq!(find(&report, "call_answers", Some("trigger-long-running-operation"))["status"], "pass");
+}
+
+#[test]
+fn third_party_filesystem_server_fails_only_for_shadowing_builtins() {
+    let Some(servers) =
+        interop_support::Servers::installed("third_party_filesystem_server_fails_only_for_shadowing_builtins")
+    else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let script = servers.filesystem();
+    let scratch = sandbox.artifacts.to_str().unwrap();
+    let mut args = vec!["ext", "check", "--json", "--name", "filesystem"];
+    for tool in ["write_file", "edit_file", "create_directory", "move_file"] {
+        args.extend_from_slice(&["--skip-call", tool]);
+    }
+    args.extend_from_slice(&["--", "node", script.to_str().unwrap(), scratch]);
+    let output = sandbox.odek(&args);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_only_failures(&report, output.status.code().unwrap(), &["tool_names_valid"]);
+    assert_eq!(
+        find(&report, "tool_names_valid", None)["evidence"],
+        r#"tool "read_file" shadows a built-in tool; tool "write_file" shadows a built-in tool; tool "search_files" shadows a built-in tool"#
+    );
+
+    // The operator's fix, `exclude_tools`, is honoured by the configured form.
+    let dir = sandbox.home.join(".odek");
+    std::fs::create_dir(&dir).unwrap();
+    let config = json!({"mcp_servers": {"filesystem": {
+        "command": "node",
+        "args": [script, scratch],
+        "exclude_tools": ["read_file", "write_file", "search_files"],
+    }}});
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    set_private(&path);
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--skip-call",
+        "edit_file",
+        "--skip-call",
+        "create_directory",
+        "--skip-call",
+        "move_file",
+        "filesystem",
+    ]);
+    assert_clean_pass(&output);
 }
 
 fn set_private(path: &Path) {
