@@ -214,82 +214,39 @@ pub async fn observe(options: &CheckOptions) -> Observations {
     observations.tools = Some(tools.clone());
     let listed = match tools {
         Ok(listed) => {
-            for (tool, _) in &options.examples {
-                if !listed.iter().any(|listed| &listed.name == tool) && !observations.unknown_examples.contains(tool) {
-                    observations.unknown_examples.push(tool.clone());
-                }
-            }
+            observations.unknown_examples = unknown_examples(&listed, options);
             listed
         }
         // Without a list, the author's examples are still called, so the call checks run.
-        Err(_) => {
-            let mut examples: Vec<ListedTool> = Vec::new();
-            for (tool, _) in &options.examples {
-                if !examples.iter().any(|listed| &listed.name == tool) {
-                    examples.push(ListedTool {
-                        name: tool.clone(),
-                        description: String::new(),
-                        input_schema: serde_json::json!({"type": "object"}),
-                    });
-                }
-            }
-            examples
-        }
+        Err(_) => example_tools(options),
     };
-    for (position, tool) in listed.iter().enumerate() {
+    for tool in listed.iter().take(MAX_CALLED_TOOLS) {
         if options.skip_calls.contains(&tool.name) {
             observations
                 .skipped_calls
                 .push(SkippedCall { tool: tool.name.clone(), reason: "skipped with --skip-call".into() });
             continue;
         }
-        if position >= MAX_CALLED_TOOLS {
-            observations.skipped_calls.push(SkippedCall {
-                tool: tool.name.clone(),
-                reason: format!("only the first {MAX_CALLED_TOOLS} tools are called"),
-            });
-            continue;
-        }
-        let examples: Vec<Value> = options
-            .examples
-            .iter()
-            .filter(|(name, _)| name == &tool.name)
-            .map(|(_, arguments)| arguments.clone())
-            .collect();
-        let (argument_sets, from_example) = if examples.is_empty() {
-            match arguments_from_schema(&tool.input_schema) {
-                Ok(arguments) => (vec![arguments], false),
-                Err(reason) => {
-                    observations.skipped_calls.push(SkippedCall {
-                        tool: tool.name.clone(),
-                        reason: format!("{reason}; pass an example with --call {} '<json>'", tool.name),
-                    });
-                    continue;
-                }
+        let (argument_sets, from_example) = match argument_sets(tool, options) {
+            Ok(sets) => sets,
+            Err(reason) => {
+                observations.skipped_calls.push(SkippedCall { tool: tool.name.clone(), reason });
+                continue;
             }
-        } else {
-            (examples, true)
         };
         for arguments in argument_sets {
             session.revive().await;
             session.last_step = format!("tools/call {}", tool.name);
-            let outcome = call_tool(&mut session.probe, &tool.name, &arguments, timeout).await;
-            let with_unknown_argument = match (&outcome, &arguments) {
-                (Ok(answer), Value::Object(members)) if !is_error_result(answer) => {
-                    let mut extended = members.clone();
-                    extended.insert(UNKNOWN_ARGUMENT.to_owned(), Value::Bool(true));
-                    Some(call_tool(&mut session.probe, &tool.name, &Value::Object(extended), timeout).await)
-                }
-                _ => None,
-            };
-            observations.calls.push(CallObservation {
-                tool: tool.name.clone(),
-                arguments,
-                from_example,
-                outcome,
-                with_unknown_argument,
-            });
+            observations
+                .calls
+                .push(observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await);
         }
+    }
+    for tool in listed.iter().skip(MAX_CALLED_TOOLS) {
+        observations.skipped_calls.push(SkippedCall {
+            tool: tool.name.clone(),
+            reason: format!("only the first {MAX_CALLED_TOOLS} tools are called"),
+        });
     }
 
     session.revive().await;
@@ -317,6 +274,69 @@ pub async fn observe(options: &CheckOptions) -> Observations {
     observations.exit = Some(exit);
     observations.transcript = transcript;
     observations
+}
+
+/// `--call` examples naming a tool the listing does not have, each once.
+fn unknown_examples(listed: &[ListedTool], options: &CheckOptions) -> Vec<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    for (tool, _) in &options.examples {
+        if !listed.iter().any(|listed| &listed.name == tool) && !unknown.contains(tool) {
+            unknown.push(tool.clone());
+        }
+    }
+    unknown
+}
+
+/// The tools the `--call` examples name, each once, for when `tools/list` failed.
+fn example_tools(options: &CheckOptions) -> Vec<ListedTool> {
+    let mut tools: Vec<ListedTool> = Vec::new();
+    for (tool, _) in &options.examples {
+        if !tools.iter().any(|listed| &listed.name == tool) {
+            tools.push(ListedTool {
+                name: tool.clone(),
+                description: String::new(),
+                input_schema: serde_json::json!({"type": "object"}),
+            });
+        }
+    }
+    tools
+}
+
+/// The argument sets to call `tool` with, and whether the author supplied them: every `--call`
+/// example for it, else one set derived from its schema. `Err` says why it cannot be called.
+fn argument_sets(tool: &ListedTool, options: &CheckOptions) -> Result<(Vec<Value>, bool), String> {
+    let examples: Vec<Value> = options
+        .examples
+        .iter()
+        .filter(|(name, _)| name == &tool.name)
+        .map(|(_, arguments)| arguments.clone())
+        .collect();
+    if !examples.is_empty() {
+        return Ok((examples, true));
+    }
+    arguments_from_schema(&tool.input_schema)
+        .map(|arguments| (vec![arguments], false))
+        .map_err(|reason| format!("{reason}; pass an example with --call {} '<json>'", tool.name))
+}
+
+/// One call, and when it succeeded the same call with [`UNKNOWN_ARGUMENT`] added.
+async fn observe_call(
+    probe: &mut Probe,
+    tool: &str,
+    arguments: Value,
+    from_example: bool,
+    timeout: Duration,
+) -> CallObservation {
+    let outcome = call_tool(probe, tool, &arguments, timeout).await;
+    let with_unknown_argument = match (&outcome, &arguments) {
+        (Ok(answer), Value::Object(members)) if !is_error_result(answer) => {
+            let mut extended = members.clone();
+            extended.insert(UNKNOWN_ARGUMENT.to_owned(), Value::Bool(true));
+            Some(call_tool(probe, tool, &Value::Object(extended), timeout).await)
+        }
+        _ => None,
+    };
+    CallObservation { tool: tool.to_owned(), arguments, from_example, outcome, with_unknown_argument }
 }
 
 /// The live probe, and how to replace it when a step killed the connection.
