@@ -236,7 +236,7 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         };
         for arguments in argument_sets {
             session.revive().await;
-            session.last_step = format!("tools/call {}", tool.name);
+            session.step(format!("tools/call {}", tool.name));
             observations
                 .calls
                 .push(observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await);
@@ -250,6 +250,7 @@ pub async fn observe(options: &CheckOptions) -> Observations {
     }
 
     session.revive().await;
+    session.step("the concurrent calls".to_owned());
     let burst = observations
         .calls
         .iter()
@@ -268,7 +269,6 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         }
     });
 
-    session.last_step = "the concurrent calls".to_owned();
     session.revive().await;
     let (exit, transcript) = session.probe.close().await;
     observations.exit = Some(exit);
@@ -351,6 +351,12 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// Names the step about to use the connection (in restart notes and hygiene evidence).
+    fn step(&mut self, step: String) {
+        self.probe.step.clone_from(&step);
+        self.last_step = step;
+    }
+
     /// When the connection died, starts the server again (handshake included, not judged) so
     /// the following steps still run. The transcript carries over.
     async fn revive(&mut self) {
@@ -363,8 +369,10 @@ impl Session<'_> {
         let (_, transcript) = old.close().await;
         self.probe.transcript = transcript;
         self.restarts.push(format!("the server was restarted after {} closed the connection", self.last_step));
+        self.probe.step = "initialize after a restart".to_owned();
         let _ = self.probe.request("initialize", RequestParams::Json(self.init.to_owned()), self.timeout).await;
         let _ = self.probe.notify(probe::INITIALIZED).await;
+        self.probe.step.clone_from(&self.last_step);
     }
 }
 

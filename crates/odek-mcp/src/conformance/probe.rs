@@ -168,6 +168,8 @@ pub struct Probe {
     dead: Option<Failure>,
     /// Ids given up on after their timeout: a late reply to one is no violation.
     abandoned: HashSet<i64>,
+    /// The step being run (`tools/call echo`), named in hygiene evidence; the method when empty.
+    pub step: String,
     /// While set, an error response without an id is a reply to the notification just sent.
     idless_replies_answer_notification: bool,
     pub transcript: Transcript,
@@ -224,6 +226,7 @@ impl Probe {
             next_id: 1,
             dead: None,
             abandoned: HashSet::new(),
+            step: String::new(),
             idless_replies_answer_notification: false,
             transcript,
         })
@@ -273,6 +276,7 @@ impl Probe {
     ) -> Vec<(i64, Result<Answer, Failure>)> {
         let started = Instant::now();
         let mut deadline = started + timeout;
+        let during = if self.step.is_empty() { method.to_owned() } else { self.step.clone() };
         let mut bytes = Vec::new();
         let mut waiting: BTreeMap<i64, usize> = BTreeMap::new();
         let mut outcomes: Vec<(i64, Option<Result<Answer, Failure>>)> = Vec::with_capacity(params.len());
@@ -292,9 +296,9 @@ impl Probe {
             return outcomes.into_iter().map(|(id, _)| (id, Err(failure.clone()))).collect();
         }
         while !waiting.is_empty() {
-            let Some(line) = self.next_line(deadline, method).await else { break };
+            let Some(line) = self.next_line(deadline, &during).await else { break };
             let Some(index) = index_frame(&line).filter(|_| is_json_rpc(&line)) else {
-                self.note_not_json_rpc(&line, method);
+                self.note_not_json_rpc(&line, &during);
                 continue;
             };
             let text = |range: &Option<std::ops::Range<usize>>| {
@@ -320,7 +324,7 @@ impl Probe {
                 continue;
             }
             let Some(slot) = id.and_then(|id| waiting.remove(&id)) else {
-                let offender = Offender { excerpt: excerpt(&line), during: method.to_owned() };
+                let offender = Offender { excerpt: excerpt(&line), during: during.clone() };
                 let is_error = text(&index.error).is_some_and(|error| error != "null");
                 if id_text.is_none() && is_error && self.idless_replies_answer_notification {
                     self.transcript.initialized_replies.push(offender);

@@ -2,6 +2,7 @@
 //! terminal (one line per check, evidence indented below, a verdict line last) and as one JSON
 //! object for CI. The exit code of the verdict is [`Verdict::exit_code`].
 
+use odek_contract::redaction::redact;
 use serde::Serialize;
 
 use super::{CheckOptions, CheckResult, Status};
@@ -52,7 +53,14 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(options: &CheckOptions, checks: Vec<CheckResult>, notes: Vec<String>) -> Report {
+    /// The report of these results. Every text that can carry a secret (the command line, and
+    /// reasons and evidence quoting the server) passes through odek's redaction, so the report
+    /// is safe to keep as a CI log.
+    pub fn new(options: &CheckOptions, mut checks: Vec<CheckResult>, notes: Vec<String>) -> Report {
+        for check in &mut checks {
+            check.reason = redact(&check.reason).into_owned();
+            check.evidence = check.evidence.as_deref().map(|evidence| redact(evidence).into_owned());
+        }
         let mut counts = Counts::default();
         for result in &checks {
             match result.status {
@@ -69,7 +77,8 @@ impl Report {
         } else {
             Verdict::Pass
         };
-        let command = std::iter::once(options.command.clone()).chain(options.args.iter().cloned()).collect();
+        let command =
+            std::iter::once(&options.command).chain(&options.args).map(|part| redact(part).into_owned()).collect();
         Report { server: options.server.clone(), command, verdict, counts, checks, notes }
     }
 
