@@ -270,8 +270,7 @@ impl Server {
         F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResponse> + Send + 'static,
     {
-        let def = crate::typed::typed_def::<A>(name, description);
-        if let Err(error) = self.tools.add_handler(def, crate::typed::typed_handler(handler))
+        if let Err(error) = self.tools.add_typed(name, description, handler)
             && self.setup_error.is_none()
         {
             self.setup_error = Some(error);

@@ -190,4 +190,19 @@ mod tests {
              verdict: fail (1 failed, 0 warning(s), 1 passed, 0 skipped)\n"
         );
     }
+
+    #[test]
+    fn secrets_in_the_command_line_and_evidence_are_redacted_red() {
+        let token = format!("ghp_{}", "a".repeat(36));
+        let mut leaky = options();
+        leaky.args = vec![format!("--token={token}")];
+        let mut failing = result("stdout_only_json_rpc", Status::Fail);
+        failing.reason = format!("saw {token}");
+        failing.evidence = Some(format!("debug: token {token}"));
+        let report = Report::new(&leaky, vec![failing], Vec::new());
+        let json = serde_json::to_string(&report).unwrap();
+        assert!(!json.contains(&token), "{json}");
+        assert!(!report.render_text().contains(&token));
+        assert!(report.render_text().contains("[REDACTED]"));
+    }
 }
