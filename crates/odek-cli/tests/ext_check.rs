@@ -153,6 +153,16 @@ fn initialize_error_fails_the_handshake_check() {
 }
 
 #[test]
+fn progress_does_not_stretch_the_initialize_deadline() {
+    // As in odek, only tools/call carries a progress token: an initialize kept "in progress"
+    // forever still fails at its deadline.
+    let (report, code) = Sandbox::new().check_fixture(&["--timeout", "1"], &["--mode", "progress-before-initialize"]);
+    assert_only_failures(&report, code, &["initialize_answers"]);
+    let reason = find(&report, "initialize_answers", None)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("initialize failed: no answer within 1 s"), "{reason}");
+}
+
+#[test]
 fn unanswered_ping_fails_ping_answers() {
     let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "no-ping-reply"]);
     assert_only_failures(&report, code, &["ping_answers"]);

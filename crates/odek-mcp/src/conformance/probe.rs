@@ -309,7 +309,10 @@ impl Probe {
                 .filter(|method| !method.is_empty());
             let id_text = text(&index.id).filter(|id| id != "null");
             if let Some(server_method) = server_method {
+                // Only `tools/call` carries a progress token; progress for anything else is
+                // ignored, as odek ignores it.
                 if server_method == "notifications/progress"
+                    && method == "tools/call"
                     && id_text.is_none()
                     && progress_token(text(&index.params).as_deref()).is_some_and(|token| waiting.contains_key(&token))
                 {
