@@ -66,6 +66,41 @@ pub enum ExtCommand {
         /// The tool arguments as JSON (default: none)
         arguments: Option<String>,
     },
+    /// Check an extension server against the odek-extension/v1 contract and report pass / warn /
+    /// fail per check (exit 0 all pass, 1 any failure, 2 warnings only)
+    Check(ExtCheckArgs),
+}
+
+/// `odek ext check [flags] <configured-server>` or `odek ext check [flags] -- <command> [args...]`.
+#[derive(Debug, Clone, Args)]
+pub struct ExtCheckArgs {
+    /// Print one JSON object with every check instead of the report
+    #[arg(long)]
+    pub json: bool,
+    /// Per-request timeout in seconds (default: the server's timeout_seconds, else 30)
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<u64>,
+    /// A directory artifact refs may point into (repeatable; adds to the server's artifact_roots)
+    #[arg(long = "artifact-root", value_name = "DIR")]
+    pub artifact_roots: Vec<String>,
+    /// Call TOOL with these JSON arguments instead of ones derived from its schema (repeatable)
+    #[arg(long = "call", num_args = 2, value_names = ["TOOL", "JSON"])]
+    pub calls: Vec<String>,
+    /// Never call TOOL (for tools with side effects; repeatable)
+    #[arg(long = "skip-call", value_name = "TOOL")]
+    pub skip_calls: Vec<String>,
+    /// Concurrent calls in the load check
+    #[arg(long, value_name = "N", default_value_t = odek_mcp::conformance::DEFAULT_CONCURRENCY)]
+    pub concurrency: usize,
+    /// The server name used for exposed names (default: the command's file name)
+    #[arg(long, value_name = "NAME", conflicts_with = "server")]
+    pub name: Option<String>,
+    /// A server configured in mcp_servers
+    #[arg(required_unless_present = "command", conflicts_with = "command")]
+    pub server: Option<String>,
+    /// After `--`: the command that starts the server, and its arguments
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Flags `odek run` and `odek continue` share.

@@ -8,7 +8,8 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -139,6 +140,66 @@ impl ArtifactRef {
     }
 }
 
+/// A directory artifacts are written under: the directory odek is configured to accept refs
+/// from (`artifact_roots`). Its path is resolved once, so refs name the real location even when
+/// the configured path is a symlink.
+#[derive(Clone, Debug)]
+pub struct ArtifactRoot {
+    dir: PathBuf,
+}
+
+/// Attempts at finding a free file name before [`ArtifactRoot::write`] gives up.
+const MAX_NAME_ATTEMPTS: u32 = 1000;
+
+static NEXT_ARTIFACT: AtomicU64 = AtomicU64::new(1);
+
+impl ArtifactRoot {
+    /// Creates `dir` (and its parents) if missing and resolves it.
+    pub fn new(dir: impl AsRef<Path>) -> Result<Self, Error> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|error| Error::io(format!("create {}", dir.display()), error))?;
+        let dir = std::fs::canonicalize(dir).map_err(|error| Error::io(format!("resolve {}", dir.display()), error))?;
+        Ok(Self { dir })
+    }
+
+    /// The resolved directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `contents` to a new file `<pid>-<n>-<file_name>` directly under the root (never
+    /// overwriting another file, so concurrent calls cannot change each other's artifacts) and
+    /// returns its ref with `sha256` and `size_bytes` of exactly those bytes. `file_name` must be
+    /// one plain path component (`report.txt`, not `../x` or `a/b`). Blocking I/O.
+    pub fn write(&self, id: &str, file_name: &str, contents: &[u8], media_type: &str) -> Result<ArtifactRef, Error> {
+        let plain = matches!(Path::new(file_name).components().collect::<Vec<_>>().as_slice(), [Component::Normal(_)]);
+        if !plain || file_name.contains('/') {
+            return Err(Error::ArtifactFileName { name: file_name.to_owned() });
+        }
+        for _ in 0..MAX_NAME_ATTEMPTS {
+            let number = NEXT_ARTIFACT.fetch_add(1, Ordering::Relaxed);
+            let path = self.dir.join(format!("{}-{number}-{file_name}", std::process::id()));
+            let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => file,
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(error) => return Err(Error::io(format!("create {}", path.display()), error)),
+            };
+            file.write_all(contents)
+                .and_then(|()| file.flush())
+                .map_err(|error| Error::io(format!("write {}", path.display()), error))?;
+            return Ok(ArtifactRef {
+                sha256: Some(hex::encode(Sha256::digest(contents))),
+                size_bytes: Some(contents.len() as u64),
+                ..ArtifactRef::new(id, file_uri(&path)?, media_type)
+            });
+        }
+        Err(Error::io(
+            format!("create a file for {file_name:?} in {}", self.dir.display()),
+            io::Error::from(io::ErrorKind::AlreadyExists),
+        ))
+    }
+}
+
 /// Size in bytes and lowercase hex SHA-256 of the file at `path`, measured in one pass over the
 /// same bytes (so the two always agree).
 pub fn measure_file(path: &Path) -> Result<(u64, String), Error> {
@@ -230,6 +291,23 @@ mod tests {
         assert_eq!(measured.sha256, written.sha256);
         assert_eq!(measured.uri, written.uri);
         assert!(measured.uri.starts_with("file:///"));
+    }
+
+    #[test]
+    fn roots_write_fresh_files_with_their_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = ArtifactRoot::new(dir.path().join("nested/root")).unwrap();
+        let first = root.write("a", "report.txt", b"hello\n", "text/plain").unwrap();
+        let second = root.write("b", "report.txt", b"other", "text/plain").unwrap();
+        assert_ne!(first.uri, second.uri, "a second write never replaces the first file");
+        assert_eq!(first.sha256.as_deref(), Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"));
+        assert_eq!(first.size_bytes, Some(6));
+        let path = first.uri.strip_prefix("file://").unwrap();
+        assert!(Path::new(path).starts_with(root.path()));
+        assert_eq!(std::fs::read(path).unwrap(), b"hello\n");
+        for bad in ["", "../x", "a/b", ".", ".."] {
+            assert!(matches!(root.write("c", bad, b"", "text/plain"), Err(Error::ArtifactFileName { .. })), "{bad}");
+        }
     }
 
     #[test]

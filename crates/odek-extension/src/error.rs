@@ -50,6 +50,10 @@ pub enum Error {
     #[error("artifact path {} is not clean (contains .. or . elements)", json_quote(&.path.to_string_lossy()))]
     ArtifactPathNotClean { path: PathBuf },
 
+    /// An artifact file name is empty or not a single plain path component.
+    #[error("artifact file name {} must be one plain path component", json_quote(.name))]
+    ArtifactFileName { name: String },
+
     /// [`Server::run`](crate::Server::run) was called outside a tokio runtime.
     #[error("the server must run inside a tokio runtime")]
     NoRuntime,

@@ -1,41 +1,20 @@
 //! An SDK for writing odek-extension/v1 servers in Rust: MCP over stdio, JSON-RPC 2.0, one
 //! message per line.
 //!
-//! Start at [`Server`]: name it, add tools with [`Server::tool`], and call
-//! [`Server::run_stdio`]. A tool handler is an async closure taking an `Arc<`[`CallContext`]`>` and
-//! the call's `arguments`, returning a [`ToolResponse`]. The [`CallContext`] sends progress,
-//! log messages and requests to the client, changes the tool list at runtime, and observes
-//! cancellation. [`Envelope`] and [`ArtifactRef`] build `odek.tool-result/v1` results whose
-//! artifact digests and sizes are correct by construction.
+//! Start at [`Server`]: name it, add tools with [`Server::typed_tool`] (arguments are a Rust
+//! type; the `inputSchema` is derived from it with schemars) or [`Server::tool`] (raw JSON
+//! arguments, a schema you write), and call [`Server::run_stdio`]. A handler receives an
+//! `Arc<`[`CallContext`]`>` and the arguments and returns a [`ToolResponse`]. The [`CallContext`]
+//! sends progress, log messages and requests to the client, changes the tool list at runtime, and
+//! observes cancellation. For output too large for the model, [`ArtifactRoot::write`] writes a
+//! file under the artifact root and returns its [`ArtifactRef`] (sha256 and size measured from
+//! the bytes written), and [`Envelope`] wraps a short text and the refs into an
+//! `odek.tool-result/v1` result.
+//!
+//! A complete server with an artifact (`examples/minimal.rs`):
 //!
 //! ```no_run
-//! use odek_extension::{Server, ToolDef, ToolResponse, arguments};
-//! use serde_json::json;
-//!
-//! #[derive(serde::Deserialize)]
-//! struct EchoArgs {
-//!     text: String,
-//! }
-//!
-//! #[tokio::main]
-//! async fn main() -> Result<(), odek_extension::Error> {
-//!     Server::new("echo-server", "0.1.0")
-//!         .tool(
-//!             ToolDef::new(
-//!                 "echo",
-//!                 "Returns its text argument",
-//!                 json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}),
-//!             ),
-//!             |_context, args| async move {
-//!                 match arguments::<EchoArgs>(args) {
-//!                     Ok(args) => ToolResponse::text(args.text),
-//!                     Err(response) => response,
-//!                 }
-//!             },
-//!         )
-//!         .run_stdio()
-//!         .await
-//! }
+#![doc = include_str!("../examples/minimal.rs")]
 //! ```
 //!
 //! What the server does on its own: answers `initialize` (protocol version
@@ -56,11 +35,12 @@ mod jsonrpc;
 mod server;
 mod tools;
 mod transport;
+mod typed;
 
 pub use context::{CallContext, PendingReply};
 pub use envelope::{
-    ARTIFACT_REF_SCHEMA, ArtifactRef, Envelope, MAX_ARTIFACT_BYTES, MAX_ARTIFACTS_PER_RESULT, TOOL_RESULT_SCHEMA,
-    file_uri, measure_file,
+    ARTIFACT_REF_SCHEMA, ArtifactRef, ArtifactRoot, Envelope, MAX_ARTIFACT_BYTES, MAX_ARTIFACTS_PER_RESULT,
+    TOOL_RESULT_SCHEMA, file_uri, measure_file,
 };
 pub use error::Error;
 pub use jsonrpc::{RequestId, RpcError, codes};
@@ -73,3 +53,4 @@ pub use tools::{
     tool_handler, validate_tool_name,
 };
 pub use transport::{Chunk, RawStream};
+pub use typed::{input_schema_for, typed_def, typed_handler};

@@ -87,6 +87,8 @@ impl From<ToolResponse> for Reply {
 
 type Interceptor = Arc<dyn Fn(Arc<CallContext>, Request) -> BoxFuture<Reply> + Send + Sync>;
 
+type NotificationHook = Arc<dyn Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync>;
+
 #[derive(Clone, Debug)]
 struct Settings {
     name: String,
@@ -125,6 +127,7 @@ pub struct Server {
     tools: ToolSet,
     setup_error: Option<Error>,
     interceptor: Option<Interceptor>,
+    notification_hook: Option<NotificationHook>,
 }
 
 impl std::fmt::Debug for Server {
@@ -158,6 +161,7 @@ impl Server {
             tools: ToolSet::new(false),
             setup_error: None,
             interceptor: None,
+            notification_hook: None,
         }
     }
 
@@ -240,6 +244,40 @@ impl Server {
         self
     }
 
+    /// Adds a tool whose arguments are the type `A`: its `inputSchema` is derived from `A`
+    /// (doc comments become descriptions), its handler gets the decoded value, arguments that do
+    /// not decode get the isError result `invalid arguments: <reason>`, and unknown argument
+    /// members are ignored even when `A` denies them (the contract's additive rule).
+    ///
+    /// ```no_run
+    /// # async fn serve() -> Result<(), odek_extension::Error> {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Greet {
+    ///     /// Who to greet.
+    ///     who: String,
+    /// }
+    /// odek_extension::Server::new("hello", "1.0.0")
+    ///     .typed_tool("greet", "Greets someone", |_context, args: Greet| async move {
+    ///         odek_extension::ToolResponse::text(format!("hello, {}", args.who))
+    ///     })
+    ///     .run_stdio()
+    ///     .await
+    /// # }
+    /// ```
+    pub fn typed_tool<A, F, Fut>(mut self, name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResponse> + Send + 'static,
+    {
+        if let Err(error) = self.tools.add_typed(name, description, handler)
+            && self.setup_error.is_none()
+        {
+            self.setup_error = Some(error);
+        }
+        self
+    }
+
     /// Removes a tool added earlier (nothing happens if there is none), so a server assembled
     /// from shared tool sets can leave one out: it is not listed, and calls to it get the
     /// unknown-tool result.
@@ -256,6 +294,19 @@ impl Server {
         Fut: Future<Output = Reply> + Send + 'static,
     {
         self.interceptor = Some(Arc::new(move |context, request| Box::pin(interceptor(context, request))));
+        self
+    }
+
+    /// Calls `hook` with the method and params of every client notification except
+    /// `notifications/cancelled` (which the server handles itself), on the reader thread, in
+    /// arrival order, so it must return quickly. A conforming server returns `None`: a
+    /// notification gets no reply. `Some(message)` is written to stdout as is, which only a
+    /// fixture that misbehaves on purpose wants.
+    pub fn on_notification<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync + 'static,
+    {
+        self.notification_hook = Some(Arc::new(hook));
         self
     }
 
@@ -292,6 +343,7 @@ impl Server {
             settings: self.settings,
             tools: RwLock::new(Arc::new(tools)),
             interceptor: self.interceptor,
+            notification_hook: self.notification_hook,
             outgoing,
             pending: Mutex::new(PendingRequests::default()),
             in_flight: Mutex::new(HashMap::new()),
@@ -373,6 +425,7 @@ pub(crate) struct Shared {
     settings: Settings,
     tools: RwLock<Arc<ToolSet>>,
     interceptor: Option<Interceptor>,
+    notification_hook: Option<NotificationHook>,
     pub(crate) outgoing: mpsc::Sender<Outgoing>,
     pending: Mutex<PendingRequests>,
     in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
@@ -737,6 +790,13 @@ async fn run_request(context: Arc<CallContext>, mut in_flight: InFlight, request
 
 fn handle_notification(shared: &Shared, method: &str, params: Option<Value>) {
     if method != "notifications/cancelled" {
+        if let Some(hook) = &shared.notification_hook
+            && let Some(message) = hook(method, params.as_ref())
+        {
+            let mut line = serde_json::to_vec(&message).unwrap_or_default();
+            line.push(b'\n');
+            send_blocking(shared, line);
+        }
         return;
     }
     let Some(params) = params else {

@@ -209,6 +209,23 @@ impl ToolSet {
         self.add_handler(def, tool_handler(handler))
     }
 
+    /// [`ToolSet::add`] for a tool with typed arguments, as
+    /// [`Server::typed_tool`](crate::Server::typed_tool) adds them: schema derived from `A`,
+    /// unknown argument members ignored.
+    pub fn add_typed<A, F, Fut>(
+        &mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Result<(), Error>
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResponse> + Send + 'static,
+    {
+        self.add_handler(crate::typed::typed_def::<A>(name, description), crate::typed::typed_handler(handler))
+    }
+
     /// [`ToolSet::add`] for an already type-erased handler.
     pub fn add_handler(&mut self, def: ToolDef, handler: ToolHandler) -> Result<(), Error> {
         if self.validate_names {
@@ -241,6 +258,11 @@ impl ToolSet {
     /// Tool names in list order.
     pub fn names(&self) -> Vec<&str> {
         self.entries.iter().map(|entry| entry.def.name.as_str()).collect()
+    }
+
+    /// The definition of the tool called `name`, as `tools/list` shows it.
+    pub fn def(&self, name: &str) -> Option<&ToolDef> {
+        self.get(name).map(|entry| &entry.def)
     }
 
     /// Whether a tool called `name` exists.

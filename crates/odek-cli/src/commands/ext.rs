@@ -16,6 +16,9 @@ use odek_mcp::{
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+#[path = "ext_check.rs"]
+mod check;
+
 use super::CommandError;
 use crate::approvals::{McpApprovals, StdConsole};
 use crate::cli::ExtCommand;
@@ -30,6 +33,7 @@ pub const MAX_JSONL_LINE_BYTES: usize = 16 * 1024 * 1024;
 pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     match command {
         ExtCommand::List { json } => list(json).await,
+        ExtCommand::Check(args) => check::check(args).await,
         ExtCommand::Call { jsonl: true, .. } => call_jsonl().await,
         // Without arguments the call sends `{}`: MCP servers built on the TypeScript SDK reject
         // the `null` an empty argument string becomes (pass '' to send exactly that).
@@ -55,11 +59,11 @@ impl Setup {
         Ok(Setup { sources, loaded })
     }
 
-    fn enabled_servers(&self) -> Vec<McpServerConfig> {
+    pub(crate) fn enabled_servers(&self) -> Vec<McpServerConfig> {
         self.loaded.config.mcp_servers.iter().filter(|server| server.entry.is_enabled()).cloned().collect()
     }
 
-    fn approvals(&self) -> McpApprovals {
+    pub(crate) fn approvals(&self) -> McpApprovals {
         McpApprovals::new(&self.sources, &self.loaded.env, Arc::new(StdConsole))
     }
 
@@ -75,7 +79,7 @@ impl Setup {
 
 /// One enabled server validated (spec `mcp-client.md` §1 step 2), its warnings reported;
 /// errors carry the startup prefix.
-fn validated(server: &McpServerConfig, observer: &dyn McpObserver) -> Result<ServerSpec, McpError> {
+pub(crate) fn validated(server: &McpServerConfig, observer: &dyn McpObserver) -> Result<ServerSpec, McpError> {
     let (spec, warnings) =
         validate_server(&server.name, &server.entry).map_err(|err| McpError::at_startup(&server.name, err))?;
     for warning in warnings {

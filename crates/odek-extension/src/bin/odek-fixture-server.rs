@@ -9,7 +9,7 @@
 //! USAGE
 //!     odek-fixture-server [--artifact-dir DIR] [--protocol-version V|none] [--page-size N]
 //!                         [--name NAME] [--mode MODE]... [--hide TOOL]... [--extra-tool NAME]...
-//!                         [--initialize-error-message TEXT] [--args-file PATH]
+//!                         [--initialize-error-message TEXT] [--args-file PATH] [--conformant]
 //!
 //! FLAGS
 //!     --artifact-dir DIR        Where artifact_result and bad_artifact create files; created if
@@ -37,6 +37,9 @@
 //!                               single-valued flag wins; it may not hold --args-file). Lets a
 //!                               test change how a restarted process behaves; a missing file
 //!                               adds nothing, an unreadable one is a usage error.
+//!     --conformant              The good mode: list only the contract tools that behave (echo,
+//!                               large_result, artifact_result, slow, error_result), so
+//!                               `odek ext check` passes every check. Modes still add their tools.
 //!     -h, --help                Print this text.
 //!
 //! MODES
@@ -84,6 +87,28 @@
 //!     ping-with-call-id         Before answering a tools/call, sends a ping whose id is that
 //!                               call's own request id and answers the call only after the
 //!                               client replied (same isError texts as ping-before-call).
+//!
+//!     One mode per `odek ext check` check that no mode above breaks:
+//!     no-ping-reply             ping is answered with error -32601 "method not found".
+//!     reject-initialized        notifications/initialized is answered, as if it were a request,
+//!                               with {"jsonrpc":"2.0","id":null,"error":{"code":-32601,…}}.
+//!     oversized-reply           Also lists "oversized_reply" (no arguments), whose answer is one
+//!                               line of 10485761 bytes: one more than odek's default
+//!                               max_response_bytes.
+//!     strict-arguments          A tools/call whose arguments carry a member the tool's schema
+//!                               does not list gets isError "unknown argument \"<name>\"".
+//!     tampered-artifact         Also lists "tampered_artifact" (no arguments): artifact_result
+//!                               with tamper_hash, so the ref's sha256 does not match its file.
+//!     malformed-envelope        Also lists "malformed_envelope" (no arguments), whose text is an
+//!                               odek.tool-result/v1 envelope with "artifacts":"malformed".
+//!     undecodable-result        Also lists "undecodable_result" (no arguments), whose result is
+//!                               {"content":"not an array"}.
+//!     unanswered-call           Also lists "unanswered_call" (no arguments), which never answers.
+//!     crossed-ids               A tools/call waits up to 200 ms for another to arrive; one that
+//!                               arrived while others were in flight is answered under the id of
+//!                               the oldest call in flight, so concurrent calls get crossed ids
+//!                               while one call at a time is answered correctly.
+//!     duplicate-tool            The last tools/list page lists its first tool a second time.
 //!
 //! TOOLS (arguments with defaults; unknown arguments are ignored)
 //!     echo {text}               Returns text.
@@ -230,6 +255,10 @@ pub(crate) struct Fixture {
     pub(crate) string_ping_sent: AtomicBool,
     /// `--initialize-error-message`: initialize fails with -32603 and this text.
     pub(crate) initialize_error_message: Option<String>,
+    /// crossed-ids: the ids of the `tools/call` requests in flight, oldest first.
+    pub(crate) calls_in_flight: std::sync::Mutex<Vec<Value>>,
+    /// crossed-ids: woken whenever a `tools/call` arrives.
+    pub(crate) call_arrived: tokio::sync::Notify,
 }
 
 impl Fixture {
@@ -297,6 +326,8 @@ async fn serve(options: Options) -> Result<(), String> {
         next_file: AtomicU64::new(1),
         string_ping_sent: AtomicBool::new(false),
         initialize_error_message: options.initialize_error_message,
+        calls_in_flight: std::sync::Mutex::new(Vec::new()),
+        call_arrived: tokio::sync::Notify::new(),
     });
 
     let mut server = Server::new(options.name, env!("CARGO_PKG_VERSION"))
@@ -309,7 +340,11 @@ async fn serve(options: Options) -> Result<(), String> {
         None => server.omit_protocol_version(),
     };
     server = contract_tools::register(server, &fixture);
-    server = misbehaviour_tools::register(server, &fixture);
+    if options.conformant {
+        server = server.without_tool("bad_artifact");
+    } else {
+        server = misbehaviour_tools::register(server, &fixture);
+    }
     server = modes::register_tools(server, &fixture);
     for name in options.extra_tools {
         let def = ToolDef::new(name, "An extra tool (--extra-tool) that returns its text argument.", echo_schema());
@@ -319,6 +354,7 @@ async fn serve(options: Options) -> Result<(), String> {
         server = server.without_tool(name);
     }
     server = modes::intercept(server, &fixture);
+    server = modes::on_notification(server, &fixture);
 
     if fixture.has(Mode::IgnoreStdinEof) {
         modes::ignore_polite_signals().map_err(|error| format!("install signal handlers: {error}"))?;

@@ -270,6 +270,8 @@ mod tests {
             next_file: AtomicU64::new(1),
             string_ping_sent: AtomicBool::new(false),
             initialize_error_message: None,
+            calls_in_flight: std::sync::Mutex::new(Vec::new()),
+            call_arrived: tokio::sync::Notify::new(),
         }
     }
 

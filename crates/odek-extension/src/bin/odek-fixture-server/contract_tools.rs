@@ -173,7 +173,7 @@ impl Default for ArtifactResultArgs {
     }
 }
 
-async fn artifact_result(fixture: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
+pub(crate) async fn artifact_result(fixture: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
     let args = match arguments::<ArtifactResultArgs>(args) {
         Ok(args) => args,
         Err(response) => return response,

@@ -156,7 +156,7 @@ async fn stream_text_result(context: &CallContext, text_bytes: u64) -> Result<()
     stream.write(STREAMED_RESULT_SUFFIX.as_bytes()).await
 }
 
-async fn oversized_line(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+pub(crate) async fn oversized_line(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
     let bytes = match arguments::<BytesArgs>(args) {
         Ok(args) => args.bytes,
         Err(response) => return response,
@@ -393,7 +393,7 @@ struct RawResultArgs {
     result: Value,
 }
 
-async fn raw_result(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+pub(crate) async fn raw_result(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
     match arguments::<RawResultArgs>(args) {
         Ok(args) => {
             write_raw_response(&context, &raw_response_line(context.request_id(), Some(&args.result), None)).await

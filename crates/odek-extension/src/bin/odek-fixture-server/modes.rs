@@ -2,8 +2,8 @@
 //! request passes (handshake errors, pagination loops, junk output, server-initiated requests
 //! before a call, per-request stderr lines).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use odek_extension::{
@@ -12,7 +12,7 @@ use odek_extension::{
 };
 use serde_json::{Value, json};
 
-use crate::Fixture;
+use crate::{Fixture, bind};
 
 /// How long the fixture waits for the client to answer its own requests.
 const CLIENT_REPLY_DEADLINE: Duration = Duration::from_secs(5);
@@ -49,9 +49,19 @@ pub(crate) enum Mode {
     NamelessTool,
     ProgressBeforeInitialize,
     PingWithCallId,
+    NoPingReply,
+    RejectInitialized,
+    OversizedReply,
+    StrictArguments,
+    TamperedArtifact,
+    MalformedEnvelope,
+    UndecodableResult,
+    UnansweredCall,
+    CrossedIds,
+    DuplicateTool,
 }
 
-const MODES: [(Mode, &str); 20] = [
+const MODES: [(Mode, &str); 30] = [
     (Mode::InvalidToolName, "invalid-tool-name"),
     (Mode::DunderToolName, "dunder-tool-name"),
     (Mode::ShadowBuiltin, "shadow-builtin"),
@@ -72,7 +82,23 @@ const MODES: [(Mode, &str); 20] = [
     (Mode::NamelessTool, "nameless-tool"),
     (Mode::ProgressBeforeInitialize, "progress-before-initialize"),
     (Mode::PingWithCallId, "ping-with-call-id"),
+    (Mode::NoPingReply, "no-ping-reply"),
+    (Mode::RejectInitialized, "reject-initialized"),
+    (Mode::OversizedReply, "oversized-reply"),
+    (Mode::StrictArguments, "strict-arguments"),
+    (Mode::TamperedArtifact, "tampered-artifact"),
+    (Mode::MalformedEnvelope, "malformed-envelope"),
+    (Mode::UndecodableResult, "undecodable-result"),
+    (Mode::UnansweredCall, "unanswered-call"),
+    (Mode::CrossedIds, "crossed-ids"),
+    (Mode::DuplicateTool, "duplicate-tool"),
 ];
+
+/// odek's default `max_response_bytes`, plus one: the length of oversized-reply's answer line.
+const OVERSIZED_REPLY_BYTES: u64 = 10 * 1024 * 1024 + 1;
+
+/// How long a crossed-ids call waits for another call to arrive.
+const CROSSED_IDS_WAIT: Duration = Duration::from_millis(200);
 
 impl Mode {
     pub(crate) fn from_name(name: &str) -> Option<Self> {
@@ -115,21 +141,84 @@ impl Mode {
                     "properties": {},
                 }),
             ),
+            Self::OversizedReply => ToolDef::new(
+                "oversized_reply",
+                "Answers with one line longer than odek's default max_response_bytes",
+                object,
+            ),
+            Self::TamperedArtifact => ToolDef::new(
+                "tampered_artifact",
+                "Returns an artifact ref whose sha256 does not match its file",
+                object,
+            ),
+            Self::MalformedEnvelope => ToolDef::new(
+                "malformed_envelope",
+                "Returns an odek.tool-result/v1 envelope that does not decode",
+                object,
+            ),
+            Self::UndecodableResult => {
+                ToolDef::new("undecodable_result", "Returns a result whose content is not an array", object)
+            }
+            Self::UnansweredCall => ToolDef::new("unanswered_call", "Never answers", object),
             _ => return None,
         })
     }
 }
 
-/// Adds the extra tools of the active modes, in `--mode` order. Each answers `"<name> called"`.
-pub(crate) fn register_tools(mut server: Server, fixture: &Fixture) -> Server {
-    for def in fixture.modes.iter().filter_map(|mode| mode.extra_tool()) {
-        let reply = format!("{} called", def.name);
-        server = server.tool(def, move |_, _| {
-            let reply = reply.clone();
-            async move { ToolResponse::text(reply) }
-        });
+/// Adds the extra tools of the active modes, in `--mode` order. Each answers `"<name> called"`
+/// unless its mode says otherwise.
+pub(crate) fn register_tools(mut server: Server, fixture: &Arc<Fixture>) -> Server {
+    for mode in &fixture.modes {
+        let Some(def) = mode.extra_tool() else { continue };
+        server = match mode {
+            Mode::OversizedReply => server.tool(
+                def,
+                bind(fixture, |fixture, context, _| {
+                    crate::misbehaviour_tools::oversized_line(fixture, context, json!({"bytes": OVERSIZED_REPLY_BYTES}))
+                }),
+            ),
+            Mode::TamperedArtifact => server.tool(
+                def,
+                bind(fixture, |fixture, context, _| {
+                    crate::contract_tools::artifact_result(fixture, context, json!({"tamper_hash": true}))
+                }),
+            ),
+            Mode::MalformedEnvelope => server.tool(def, |_, _| async {
+                ToolResponse::text(r#"{"schema":"odek.tool-result/v1","text":"report","artifacts":"malformed"}"#)
+            }),
+            Mode::UndecodableResult => server.tool(
+                def,
+                bind(fixture, |fixture, context, _| {
+                    crate::misbehaviour_tools::raw_result(
+                        fixture,
+                        context,
+                        json!({"result": {"content": "not an array"}}),
+                    )
+                }),
+            ),
+            Mode::UnansweredCall => server.tool(def, |_, _| async { ToolResponse::NoReply }),
+            _ => {
+                let reply = format!("{} called", def.name);
+                server.tool(def, move |_, _| {
+                    let reply = reply.clone();
+                    async move { ToolResponse::text(reply) }
+                })
+            }
+        };
     }
     server
+}
+
+/// reject-initialized: answers `notifications/initialized` as if it were a request.
+pub(crate) fn on_notification(server: Server, fixture: &Arc<Fixture>) -> Server {
+    if !fixture.has(Mode::RejectInitialized) {
+        return server;
+    }
+    server.on_notification(|method, _| {
+        (method == "notifications/initialized").then(|| {
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": codes::METHOD_NOT_FOUND, "message": "method not found"}})
+        })
+    })
 }
 
 /// Routes every request through the fixture's interceptor.
@@ -145,13 +234,13 @@ async fn intercept_request(fixture: Arc<Fixture>, context: Arc<CallContext>, req
     let reply = match request.method.as_str() {
         "initialize" => initialize(&fixture, &context, request).await,
         "tools/list" => list_tools(&fixture, &context, request).await,
+        "ping" if fixture.has(Mode::NoPingReply) => Reply::Error(RpcError::method_not_found()),
         "tools/call" => {
             fixture.tool_calls.fetch_add(1, Ordering::Relaxed);
-            match requests_before_call(&fixture, &context).await {
-                Ok(()) => context.builtin(request).await,
-                Err(message) => {
-                    Reply::Tool(ToolResult { content: vec![odek_extension::Content::Text(message)], is_error: true })
-                }
+            if fixture.has(Mode::CrossedIds) {
+                crossed_ids_call(&fixture, &context, request).await
+            } else {
+                call(&fixture, &context, request).await
             }
         }
         _ => context.builtin(request).await,
@@ -160,6 +249,73 @@ async fn intercept_request(fixture: Arc<Fixture>, context: Arc<CallContext>, req
         let _ = context.write_raw_bytes(junk_lines(context.request_id()).into_bytes()).await;
     }
     reply
+}
+
+/// A `tools/call` after the requests some modes send first, and strict-arguments' check.
+async fn call(fixture: &Fixture, context: &Arc<CallContext>, request: Request) -> Reply {
+    if let Err(message) = requests_before_call(fixture, context).await {
+        return Reply::Tool(ToolResult { content: vec![odek_extension::Content::Text(message)], is_error: true });
+    }
+    if fixture.has(Mode::StrictArguments)
+        && let Some(unknown) = unknown_argument(context, request.params.as_ref())
+    {
+        let message = format!("unknown argument {}", Value::from(unknown));
+        return Reply::Tool(ToolResult { content: vec![odek_extension::Content::Text(message)], is_error: true });
+    }
+    context.builtin(request).await
+}
+
+/// strict-arguments: the first argument member the called tool's schema does not list.
+fn unknown_argument(context: &CallContext, params: Option<&Value>) -> Option<String> {
+    let params = params?;
+    let tools = context.tools();
+    let def = tools.def(params.get("name")?.as_str()?)?;
+    let known = def.input_schema.get("properties").and_then(Value::as_object);
+    params
+        .get("arguments")?
+        .as_object()?
+        .keys()
+        .find(|name| !known.is_some_and(|known| known.contains_key(name.as_str())))
+        .cloned()
+}
+
+/// crossed-ids: waits briefly for company; a call that had company answers under the id of the
+/// oldest call in flight.
+async fn crossed_ids_call(fixture: &Fixture, context: &Arc<CallContext>, request: Request) -> Reply {
+    let own_id = context.request_id().clone();
+    let in_flight = |fixture: &Fixture| fixture.calls_in_flight.lock().unwrap_or_else(PoisonError::into_inner).len();
+    fixture.calls_in_flight.lock().unwrap_or_else(PoisonError::into_inner).push(own_id.clone());
+    fixture.call_arrived.notify_waiters();
+    let _ = tokio::time::timeout(CROSSED_IDS_WAIT, async {
+        loop {
+            let arrived = fixture.call_arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            if in_flight(fixture) > 1 {
+                return;
+            }
+            arrived.await;
+        }
+    })
+    .await;
+    let reply = call(fixture, context, request).await;
+    let answer_as = {
+        let mut ids = fixture.calls_in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        let oldest = ids.first().cloned().unwrap_or_else(|| own_id.clone());
+        ids.retain(|id| id != &own_id);
+        oldest
+    };
+    if answer_as == own_id {
+        return reply;
+    }
+    let result = match &reply {
+        Reply::Tool(result) => serde_json::to_value(result).unwrap_or(Value::Null),
+        Reply::Result(result) => result.clone(),
+        _ => return reply,
+    };
+    let line = json!({"jsonrpc": "2.0", "id": answer_as, "result": result}).to_string();
+    let _ = context.write_raw_line(&line).await;
+    Reply::NoReply
 }
 
 async fn initialize(fixture: &Fixture, context: &Arc<CallContext>, request: Request) -> Reply {
@@ -218,7 +374,10 @@ async fn report_reply(pending: PendingReply, what: &'static str) {
 }
 
 async fn list_tools(fixture: &Fixture, context: &Arc<CallContext>, request: Request) -> Reply {
-    let page = list_tools_page(fixture, context, request).await;
+    let mut page = list_tools_page(fixture, context, request).await;
+    if fixture.has(Mode::DuplicateTool) {
+        page = with_first_tool_twice(page);
+    }
     if fixture.has(Mode::NamelessTool) { with_nameless_tools(page) } else { page }
 }
 
@@ -251,6 +410,21 @@ fn with_nameless_tools(reply: Reply) -> Reply {
             if let Some(tools) = page.get_mut("tools").and_then(Value::as_array_mut) {
                 tools.push(json!({"description": "A tool without a name", "inputSchema": {"type": "object"}}));
                 tools.push(json!({"name": null, "description": "A tool whose name is null", "inputSchema": {"type": "object"}}));
+            }
+            Reply::Result(page)
+        }
+        other => other,
+    }
+}
+
+/// duplicate-tool: the last page lists its first tool again at its end.
+fn with_first_tool_twice(reply: Reply) -> Reply {
+    match reply {
+        Reply::Result(mut page) if page.get("nextCursor").is_none() => {
+            if let Some(tools) = page.get_mut("tools").and_then(Value::as_array_mut)
+                && let Some(first) = tools.first().cloned()
+            {
+                tools.push(first);
             }
             Reply::Result(page)
         }

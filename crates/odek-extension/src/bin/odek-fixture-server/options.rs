@@ -24,6 +24,8 @@ pub(crate) struct Options {
     pub(crate) extra_tools: Vec<String>,
     /// `--initialize-error-message`, already unescaped.
     pub(crate) initialize_error_message: Option<String>,
+    /// `--conformant`: only the contract tools that behave.
+    pub(crate) conformant: bool,
 }
 
 /// What the command line asks for.
@@ -47,6 +49,7 @@ pub(crate) fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Par
         hidden: Vec::new(),
         extra_tools: Vec::new(),
         initialize_error_message: None,
+        conformant: false,
     };
     let mut args_file = None;
     if parse_into(&mut options, arguments, Some(&mut args_file))? == HelpAsked::Yes {
@@ -117,6 +120,7 @@ fn parse_into(
                 }
             }
             "--hide" => options.hidden.push(utf8(value()?, &flag)?),
+            "--conformant" => options.conformant = true,
             "--extra-tool" => options.extra_tools.push(utf8(value()?, &flag)?),
             "--initialize-error-message" => {
                 options.initialize_error_message = Some(unescape(&utf8(value()?, &flag)?)?);
@@ -189,6 +193,7 @@ mod tests {
             "read file",
             "--initialize-error-message",
             r#"bad\n-\u0020artifact \"x\""#,
+            "--conformant",
         ])
         .unwrap() else {
             panic!("help")
@@ -204,6 +209,7 @@ mod tests {
                 hidden: vec!["echo".into(), "slow".into()],
                 extra_tools: vec!["read file".into()],
                 initialize_error_message: Some("bad\n- artifact \"x\"".into()),
+                conformant: true,
             }
         );
     }

@@ -1,0 +1,545 @@
+//! End-to-end tests of `odek ext check`: the real binary against the real fixture server in its
+//! good mode (`--conformant`: every check passes) and in one misbehaving mode per check (that
+//! check fails, every other check still runs and reports), the exit codes and both report forms,
+//! the SDK's examples and the documented Python server, and the pinned third-party servers that
+//! `.ci/install-interop` installs (skipped with a notice when they are missing, outside CI).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+// Shared with `interop.rs`, which uses all of it; this file only needs where the servers are.
+#[allow(dead_code)]
+#[path = "interop/support.rs"]
+mod interop_support;
+
+/// Checks every run reports whatever the server does (after it started).
+const ALWAYS_REPORTED: &[&str] = &[
+    "server_starts",
+    "initialize_answers",
+    "protocol_version_supported",
+    "initialized_notification_accepted",
+    "ping_answers",
+    "stdout_only_json_rpc",
+    "stdout_lines_within_limit",
+    "responses_match_requests",
+    "tools_list_answers",
+    "tool_names_valid",
+    "tool_names_unique",
+    "tool_schemas_accepted",
+    "tool_descriptions_clean",
+    "exposed_names_fit",
+    "concurrent_calls_answered",
+    "exits_on_stdin_close",
+];
+
+/// A temporary home, working directory and artifact directory.
+struct Sandbox {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    artifacts: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let artifacts = root.path().join("artifacts");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::create_dir(&artifacts).unwrap();
+        Sandbox { _root: root, home, artifacts }
+    }
+
+    fn odek(&self, args: &[&str]) -> Output {
+        Command::new(odek_test_support::odek_binary())
+            .args(args)
+            .current_dir(&self.home)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .output()
+            .unwrap()
+    }
+
+    /// `odek ext check --json` against the fixture with `fixture_args` after `--conformant`;
+    /// `slow` gets a short example so runs stay quick.
+    fn check_fixture(&self, check_args: &[&str], fixture_args: &[&str]) -> (Value, i32) {
+        let root = self.artifacts.to_str().unwrap();
+        let fixture = odek_test_support::fixture_server();
+        let mut args = vec!["ext", "check", "--json", "--artifact-root", root];
+        if !check_args.contains(&"--timeout") {
+            args.extend_from_slice(&["--timeout", "5"]);
+        }
+        args.extend_from_slice(&["--call", "slow", r#"{"ms":20}"#]);
+        args.extend_from_slice(check_args);
+        args.extend_from_slice(&["--", fixture.to_str().unwrap(), "--conformant", "--artifact-dir", root]);
+        args.extend_from_slice(fixture_args);
+        let output = self.odek(&args);
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stdout)));
+        (report, output.status.code().unwrap())
+    }
+}
+
+fn checks(report: &Value) -> &Vec<Value> {
+    report["checks"].as_array().unwrap()
+}
+
+/// Names of the checks with this status.
+fn with_status(report: &Value, status: &str) -> BTreeSet<String> {
+    checks(report)
+        .iter()
+        .filter(|check| check["status"] == status)
+        .map(|check| check["check"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn find<'a>(report: &'a Value, check: &str, tool: Option<&str>) -> &'a Value {
+    checks(report)
+        .iter()
+        .find(|entry| entry["check"] == check && entry["tool"].as_str() == tool)
+        .unwrap_or_else(|| panic!("no {check} {tool:?} in {report:#}"))
+}
+
+fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|name| (*name).to_owned()).collect()
+}
+
+/// Exactly `failing` fail, nothing warns, and the rest of the run still happened: every
+/// always-reported check and the echo call are in the report, the echo call passed.
+fn assert_only_failures(report: &Value, code: i32, failing: &[&str]) {
+    assert_eq!(with_status(report, "fail"), names(failing), "{report:#}");
+    assert_eq!(with_status(report, "warn"), BTreeSet::new(), "{report:#}");
+    assert_eq!(report["verdict"], "fail");
+    assert_eq!(code, 1);
+    let reported: BTreeSet<String> =
+        checks(report).iter().map(|check| check["check"].as_str().unwrap().to_owned()).collect();
+    assert!(reported.is_superset(&names(ALWAYS_REPORTED)), "{report:#}");
+    if report["server"] == "odek-fixture-server" {
+        assert_eq!(find(report, "call_answers", Some("echo"))["status"], "pass", "{report:#}");
+    }
+}
+
+#[test]
+fn good_mode_passes_every_check() {
+    let sandbox = Sandbox::new();
+    let (report, code) = sandbox.check_fixture(&[], &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["verdict"], "pass");
+    assert_eq!(with_status(&report, "fail"), BTreeSet::new());
+    assert_eq!(with_status(&report, "warn"), BTreeSet::new());
+    assert_eq!(report["counts"]["fail"], 0);
+    for tool in ["echo", "large_result", "artifact_result", "slow", "error_result"] {
+        assert_eq!(find(&report, "call_answers", Some(tool))["status"], "pass", "{tool}");
+    }
+    assert_eq!(find(&report, "artifacts_validate", Some("artifact_result"))["status"], "pass");
+    assert_eq!(find(&report, "envelope_well_formed", Some("artifact_result"))["status"], "pass");
+    let load = find(&report, "concurrent_calls_answered", None);
+    assert!(load["reason"].as_str().unwrap().starts_with("8 concurrent tools/call echo answered"), "{load}");
+    assert_eq!(report["server"], "odek-fixture-server");
+}
+
+#[test]
+fn initialize_error_fails_the_handshake_check() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "initialize-error"]);
+    assert_only_failures(&report, code, &["initialize_answers"]);
+    assert!(
+        find(&report, "initialize_answers", None)["reason"].as_str().unwrap().contains("JSON-RPC error -32603: boom")
+    );
+}
+
+#[test]
+fn progress_does_not_stretch_the_initialize_deadline() {
+    // As in odek, only tools/call carries a progress token: an initialize kept "in progress"
+    // forever still fails at its deadline.
+    let (report, code) = Sandbox::new().check_fixture(&["--timeout", "1"], &["--mode", "progress-before-initialize"]);
+    assert_only_failures(&report, code, &["initialize_answers"]);
+    let reason = find(&report, "initialize_answers", None)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("initialize failed: no answer within 1 s"), "{reason}");
+}
+
+#[test]
+fn unanswered_ping_fails_ping_answers() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "no-ping-reply"]);
+    assert_only_failures(&report, code, &["ping_answers"]);
+}
+
+#[test]
+fn answering_the_initialized_notification_fails() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "reject-initialized"]);
+    assert_only_failures(&report, code, &["initialized_notification_accepted"]);
+    let check = find(&report, "initialized_notification_accepted", None);
+    assert!(check["evidence"].as_str().unwrap().contains(r#""id":null"#), "{check}");
+}
+
+#[test]
+fn unsupported_protocol_version_warns_with_exit_2() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--protocol-version", "1999-01-01"]);
+    assert_eq!(with_status(&report, "warn"), names(&["protocol_version_supported"]), "{report:#}");
+    assert_eq!(with_status(&report, "fail"), BTreeSet::new());
+    assert_eq!(report["verdict"], "warn");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn junk_on_stdout_fails_hygiene_with_the_line_as_evidence() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "junk-stdout"]);
+    assert_only_failures(&report, code, &["stdout_only_json_rpc", "responses_match_requests"]);
+    assert_eq!(find(&report, "stdout_only_json_rpc", None)["evidence"], "this line is not JSON");
+}
+
+#[test]
+fn a_line_over_max_response_bytes_fails_and_the_run_goes_on() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "oversized-reply"]);
+    assert_only_failures(&report, code, &["stdout_lines_within_limit", "call_answers"]);
+    assert_eq!(find(&report, "call_answers", Some("oversized_reply"))["status"], "fail");
+    assert_eq!(
+        report["notes"],
+        json!(["the server was restarted after tools/call oversized_reply closed the connection"])
+    );
+}
+
+#[test]
+fn broken_tool_lists_fail_their_checks() {
+    let sandbox = Sandbox::new();
+    for (mode, failing) in [
+        ("repeat-cursor", "tools_list_answers"),
+        ("invalid-tool-name", "tool_names_valid"),
+        ("shadow-builtin", "tool_names_valid"),
+        ("duplicate-tool", "tool_names_unique"),
+        ("bad-schema", "tool_schemas_accepted"),
+        ("big-schema", "tool_schemas_accepted"),
+        ("injection-schema", "tool_schemas_accepted"),
+        ("injection-description", "tool_descriptions_clean"),
+    ] {
+        let (report, code) = sandbox.check_fixture(&[], &["--mode", mode]);
+        assert_eq!(with_status(&report, "fail"), names(&[failing]), "{mode}: {report:#}");
+        assert_eq!(code, 1, "{mode}");
+    }
+}
+
+#[test]
+fn long_exposed_names_warn() {
+    let long = "a_tool_name_long_enough_that_server_and_tool_exceed_64";
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--extra-tool", long]);
+    assert_eq!(with_status(&report, "warn"), names(&["exposed_names_fit"]), "{report:#}");
+    assert_eq!(code, 2);
+    let evidence = find(&report, "exposed_names_fit", None)["evidence"].as_str().unwrap().to_owned();
+    assert!(evidence.starts_with(&format!("{long} -> odek-fixture-server__")), "{evidence}");
+}
+
+#[test]
+fn unanswered_call_fails_call_answers() {
+    let (report, code) = Sandbox::new().check_fixture(&["--timeout", "1"], &["--mode", "unanswered-call"]);
+    assert_only_failures(&report, code, &["call_answers"]);
+    let check = find(&report, "call_answers", Some("unanswered_call"));
+    assert!(check["reason"].as_str().unwrap().starts_with("no answer within 1 s"), "{check}");
+}
+
+#[test]
+fn rejecting_unknown_arguments_fails_the_additive_rule() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "strict-arguments"]);
+    assert_only_failures(&report, code, &["unknown_arguments_tolerated"]);
+    let check = find(&report, "unknown_arguments_tolerated", Some("echo"));
+    assert_eq!(check["status"], "fail");
+    assert_eq!(check["evidence"], r#"unknown argument "odek_check_unknown_argument""#);
+}
+
+#[test]
+fn undecodable_result_fails_result_decodes() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "undecodable-result"]);
+    assert_only_failures(&report, code, &["result_decodes"]);
+}
+
+#[test]
+fn malformed_envelope_fails_envelope_well_formed() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "malformed-envelope"]);
+    assert_only_failures(&report, code, &["envelope_well_formed"]);
+    let reason =
+        find(&report, "envelope_well_formed", Some("malformed_envelope"))["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("malformed odek.tool-result/v1 envelope: "), "{reason}");
+}
+
+#[test]
+fn tampered_artifact_fails_artifacts_validate() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "tampered-artifact"]);
+    assert_only_failures(&report, code, &["artifacts_validate"]);
+    let reason = find(&report, "artifacts_validate", Some("tampered_artifact"))["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("sha256 mismatch"), "{reason}");
+}
+
+#[test]
+fn artifacts_without_a_root_fail_with_a_hint() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.artifacts.to_str().unwrap();
+    let fixture = odek_test_support::fixture_server();
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--call",
+        "slow",
+        r#"{"ms":20}"#,
+        "--",
+        fixture.to_str().unwrap(),
+        "--conformant",
+        "--artifact-dir",
+        root,
+    ]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_only_failures(&report, output.status.code().unwrap(), &["artifacts_validate"]);
+    let reason = find(&report, "artifacts_validate", Some("artifact_result"))["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("no artifact roots configured") && reason.contains("--artifact-root"), "{reason}");
+}
+
+#[test]
+fn oversized_results_warn_about_the_cap() {
+    let (report, code) = Sandbox::new().check_fixture(&["--call", "large_result", r#"{"chars":250000}"#], &[]);
+    assert_eq!(with_status(&report, "warn"), names(&["result_within_caps"]), "{report:#}");
+    assert_eq!(code, 2);
+    let reason = find(&report, "result_within_caps", Some("large_result"))["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("the result is 250000 chars; odek cuts it to max_result_chars=200000"), "{reason}");
+}
+
+#[test]
+fn crossed_ids_under_load_fail_the_load_check() {
+    let (report, code) = Sandbox::new().check_fixture(&["--timeout", "2"], &["--mode", "crossed-ids"]);
+    assert_only_failures(&report, code, &["concurrent_calls_answered", "responses_match_requests"]);
+}
+
+#[test]
+fn ignoring_stdin_eof_fails_shutdown() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "ignore-stdin-eof"]);
+    assert_only_failures(&report, code, &["exits_on_stdin_close"]);
+}
+
+#[test]
+fn a_command_that_cannot_start_fails_and_nothing_else_runs() {
+    let sandbox = Sandbox::new();
+    let missing = sandbox.home.join("no-such-server");
+    let output = sandbox.odek(&["ext", "check", "--json", "--", missing.to_str().unwrap()]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(checks(&report).len(), 1);
+    assert_eq!(find(&report, "server_starts", None)["status"], "fail");
+}
+
+#[test]
+fn text_report_ends_with_the_verdict_line() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.artifacts.to_str().unwrap();
+    let fixture = odek_test_support::fixture_server();
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--artifact-root",
+        root,
+        "--call",
+        "slow",
+        r#"{"ms":20}"#,
+        "--",
+        fixture.to_str().unwrap(),
+        "--conformant",
+        "--artifact-dir",
+        root,
+        "--mode",
+        "junk-stdout",
+    ]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("odek ext check: server \"odek-fixture-server\": "), "{text}");
+    assert!(lines.contains(&"stdout"), "{text}");
+    assert!(lines.iter().any(|line| line.starts_with("  fail  stdout_only_json_rpc: ")), "{text}");
+    assert!(lines.contains(&"        evidence: this line is not JSON"), "{text}");
+    let verdict = lines.last().unwrap();
+    assert!(verdict.starts_with("verdict: fail (2 failed, 0 warning(s), "), "{verdict}");
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn configured_servers_are_checked_with_their_config() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.home.join(".odek");
+    std::fs::create_dir(&dir).unwrap();
+    let config = json!({"mcp_servers": {"fx": {
+        "command": odek_test_support::fixture_server(),
+        "args": ["--conformant", "--artifact-dir", sandbox.artifacts],
+        "artifact_roots": [sandbox.artifacts],
+        "timeout_seconds": 5,
+        "exclude_tools": ["slow"],
+    }}});
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    set_private(&path);
+    let output = sandbox.odek(&["ext", "check", "--json", "fx"]);
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["server"], "fx");
+    assert_eq!(find(&report, "artifacts_validate", Some("artifact_result"))["status"], "pass");
+    assert!(checks(&report).iter().all(|check| check["tool"] != "slow"), "exclude_tools are not listed");
+
+    let output = sandbox.odek(&["ext", "check", "nope"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no MCP server named \"nope\""));
+}
+
+/// Builds a workspace binary or example for this test profile (a no-op when it is fresh) and
+/// returns its path.
+fn build(cargo_args: &[&str], relative_path: &str) -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.current_dir(odek_test_support::workspace_root()).arg("build").arg("--quiet").args(cargo_args);
+    if odek_test_support::binary_dir().ends_with("release") {
+        command.arg("--release");
+    }
+    assert!(command.status().unwrap().success(), "cargo build {cargo_args:?}");
+    odek_test_support::binary_dir().join(relative_path)
+}
+
+/// Every check passed or did not apply: exit 0, no warning, no failure.
+fn assert_clean_pass(output: &Output) -> Value {
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["counts"]["warn"], 0, "{report:#}");
+    assert_eq!(report["counts"]["fail"], 0, "{report:#}");
+    report
+}
+
+#[test]
+fn the_example_log_summariser_passes_with_no_warnings() {
+    let sandbox = Sandbox::new();
+    let server = build(&["-p", "odek-log-summariser"], "odek-log-summariser");
+    let log = sandbox.home.join("app.log");
+    std::fs::write(&log, "INFO up\nERROR request 7 failed\nWARN slow\nERROR request 9 failed\n").unwrap();
+    let example = json!({"path": log}).to_string();
+    let root = sandbox.artifacts.to_str().unwrap();
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--artifact-root",
+        root,
+        "--call",
+        "summarise_log",
+        &example,
+        "--",
+        server.to_str().unwrap(),
+        "--artifact-dir",
+        root,
+    ]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "artifacts_validate", Some("summarise_log"))["status"], "pass");
+    assert_eq!(report["counts"]["skip"], 0, "{report:#}");
+}
+
+#[test]
+fn the_minimal_sdk_example_passes_with_no_warnings() {
+    let sandbox = Sandbox::new();
+    let server = build(&["-p", "odek-extension", "--example", "minimal"], "examples/minimal");
+    let root = sandbox.artifacts.to_str().unwrap();
+    let output =
+        sandbox.odek(&["ext", "check", "--json", "--artifact-root", root, "--", server.to_str().unwrap(), root]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "artifacts_validate", Some("keep_note"))["status"], "pass");
+}
+
+#[test]
+fn the_hand_written_python_server_in_the_docs_passes_with_no_warnings() {
+    let sandbox = Sandbox::new();
+    let docs = std::fs::read_to_string(odek_test_support::workspace_root().join("docs/EXTENDING.md")).unwrap();
+    let start = docs.find("```python\n").unwrap() + "```python\n".len();
+    let length = docs[start..].find("```\n").unwrap();
+    let script = sandbox.home.join("word_count.py");
+    std::fs::write(&script, &docs[start..start + length]).unwrap();
+    // The interpreter's own path: a version-manager shim may need variables odek does not pass.
+    let python = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().unwrap();
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_owned();
+    let output = sandbox.odek(&["ext", "check", "--json", "--", &python, script.to_str().unwrap()]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "call_answers", Some("word_count"))["status"], "pass");
+    assert_eq!(find(&report, "unknown_arguments_tolerated", Some("word_count"))["status"], "pass");
+}
+
+#[test]
+fn third_party_everything_server_passes() {
+    let Some(servers) = interop_support::Servers::installed("third_party_everything_server_passes") else { return };
+    let sandbox = Sandbox::new();
+    let script = servers.everything();
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--name",
+        "everything",
+        "--timeout",
+        "30",
+        "--call",
+        "trigger-long-running-operation",
+        r#"{"duration":1,"steps":2}"#,
+        "--",
+        "node",
+        script.to_str().unwrap(),
+    ]);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "tools_list_answers", None)["reason"], "13 tool(s)");
+    assert_eq!(find(&report, "call_answers", Some("trigger-long-running-operation"))["status"], "pass");
+}
+
+#[test]
+fn third_party_filesystem_server_fails_only_for_shadowing_builtins() {
+    let Some(servers) =
+        interop_support::Servers::installed("third_party_filesystem_server_fails_only_for_shadowing_builtins")
+    else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let script = servers.filesystem();
+    let scratch = sandbox.artifacts.to_str().unwrap();
+    let mut args = vec!["ext", "check", "--json", "--name", "filesystem"];
+    for tool in ["write_file", "edit_file", "create_directory", "move_file"] {
+        args.extend_from_slice(&["--skip-call", tool]);
+    }
+    args.extend_from_slice(&["--", "node", script.to_str().unwrap(), scratch]);
+    let output = sandbox.odek(&args);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_only_failures(&report, output.status.code().unwrap(), &["tool_names_valid"]);
+    assert_eq!(
+        find(&report, "tool_names_valid", None)["evidence"],
+        r#"tool "read_file" shadows a built-in tool; tool "write_file" shadows a built-in tool; tool "search_files" shadows a built-in tool"#
+    );
+
+    // The operator's fix, `exclude_tools`, is honoured by the configured form.
+    let dir = sandbox.home.join(".odek");
+    std::fs::create_dir(&dir).unwrap();
+    let config = json!({"mcp_servers": {"filesystem": {
+        "command": "node",
+        "args": [script, scratch],
+        "exclude_tools": ["read_file", "write_file", "search_files"],
+    }}});
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    set_private(&path);
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--skip-call",
+        "edit_file",
+        "--skip-call",
+        "create_directory",
+        "--skip-call",
+        "move_file",
+        "filesystem",
+    ]);
+    assert_clean_pass(&output);
+}
+
+fn set_private(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}

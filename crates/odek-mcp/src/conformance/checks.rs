@@ -1,0 +1,803 @@
+//! The checks of `odek ext check`, one function each, named after what they require. Each
+//! reads the [`Observations`] and returns its [`CheckResult`]s; none of them talks to the
+//! server. Start at [`all`], which lists them in report order.
+
+use std::collections::HashSet;
+
+use odek_contract::artifact_ref::ArtifactRoots;
+use odek_contract::envelope::probe_envelope;
+use odek_contract::error::ContractError;
+use odek_contract::names::{is_builtin_tool_name, qualify_tool_name, validate_tool_name};
+use odek_contract::quoting::quote;
+use odek_contract::tool_result::{ResultContext, decode_tool_result};
+use serde_json::Value;
+
+use super::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
+use super::{CallObservation, CheckOptions, CheckResult, Observations, Status};
+use crate::call::decode_call_result;
+use crate::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, registration_checks_quiet};
+use crate::error::McpError;
+
+/// Every check in report order.
+pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoots) -> Vec<CheckResult> {
+    let mut results = vec![server_starts(observations)];
+    if observations.spawn_error.is_some() {
+        return results;
+    }
+    results.push(initialize_answers(observations));
+    results.push(protocol_version_supported(observations));
+    results.push(initialized_notification_accepted(observations));
+    results.push(ping_answers(observations));
+    results.push(stdout_only_json_rpc(observations));
+    results.push(stdout_lines_within_limit(observations, options));
+    results.push(responses_match_requests(observations));
+    results.push(tools_list_answers(observations));
+    let listed = match &observations.tools {
+        Some(Ok(tools)) => Some(tools.as_slice()),
+        _ => None,
+    };
+    results.push(tool_names_valid(listed));
+    results.push(tool_names_unique(listed));
+    results.push(tool_schemas_accepted(listed, &options.server));
+    results.push(tool_descriptions_clean(listed, &options.server));
+    results.push(exposed_names_fit(listed, &options.server));
+    if !options.examples.is_empty() {
+        results.push(call_examples_name_listed_tools(observations));
+    }
+    for call in &observations.calls {
+        let context = ResultContext {
+            server: &options.server,
+            tool: &call.tool,
+            max_result_chars: options.max_result_chars,
+            roots,
+        };
+        results.push(call_answers(call, options));
+        results.push(unknown_arguments_tolerated(call));
+        results.push(result_decodes(call, &context));
+        results.push(envelope_well_formed(call));
+        results.push(artifacts_validate(call, &context));
+        results.push(result_within_caps(call, &context));
+    }
+    for skipped in &observations.skipped_calls {
+        results.push(CheckResult {
+            group: "calls",
+            check: "call_answers",
+            tool: Some(skipped.tool.clone()),
+            status: Status::Skip,
+            reason: format!("not called: {}", skipped.reason),
+            evidence: None,
+        });
+    }
+    results.push(concurrent_calls_answered(observations, options));
+    results.push(exits_on_stdin_close(observations));
+    results
+}
+
+fn check(group: &'static str, check: &'static str, status: Status, reason: impl Into<String>) -> CheckResult {
+    CheckResult { group, check, tool: None, status, reason: reason.into(), evidence: None }
+}
+
+fn with_evidence(mut result: CheckResult, evidence: impl Into<String>) -> CheckResult {
+    result.evidence = Some(cut(&evidence.into(), EVIDENCE_BYTES));
+    result
+}
+
+fn for_tool(mut result: CheckResult, tool: &str) -> CheckResult {
+    result.tool = Some(tool.to_owned());
+    result
+}
+
+fn millis(duration: std::time::Duration) -> u128 {
+    duration.as_millis()
+}
+
+/// The command can be started at all.
+fn server_starts(observations: &Observations) -> CheckResult {
+    match &observations.spawn_error {
+        None => check("handshake", "server_starts", Status::Pass, "the process started"),
+        Some(error) => check("handshake", "server_starts", Status::Fail, format!("the process did not start: {error}")),
+    }
+}
+
+/// `initialize` gets a JSON object result within the timeout.
+fn initialize_answers(observations: &Observations) -> CheckResult {
+    const NAME: &str = "initialize_answers";
+    let Some(initialize) = &observations.initialize else {
+        return check("handshake", NAME, Status::Skip, "initialize was not sent");
+    };
+    match &initialize.outcome {
+        Ok(answer) => match crate::call::parse_object::<serde_json::Map<String, Value>>(answer.result_json()) {
+            Ok(_) => check("handshake", NAME, Status::Pass, format!("answered in {} ms", millis(answer.elapsed))),
+            Err(error) => with_evidence(
+                check("handshake", NAME, Status::Fail, format!("the initialize result must be a JSON object: {error}")),
+                String::from_utf8_lossy(answer.result_json()),
+            ),
+        },
+        Err(failure) => check(
+            "handshake",
+            NAME,
+            Status::Fail,
+            format!("initialize failed: {failure}; odek does not start a server whose handshake fails"),
+        ),
+    }
+}
+
+/// The `protocolVersion` answered is one odek supports.
+fn protocol_version_supported(observations: &Observations) -> CheckResult {
+    const NAME: &str = "protocol_version_supported";
+    let Some(Ok(answer)) = observations.initialize.as_ref().map(|initialize| &initialize.outcome) else {
+        return check("handshake", NAME, Status::Skip, "initialize was not answered");
+    };
+    let version = match answer.result_value().get("protocolVersion") {
+        Some(Value::String(version)) => version.clone(),
+        _ => String::new(),
+    };
+    if SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+        return check("handshake", NAME, Status::Pass, format!("protocol {version}"));
+    }
+    let seen = if version.is_empty() {
+        "no protocolVersion".to_owned()
+    } else {
+        format!("protocol version {}", quote(&version))
+    };
+    check(
+        "handshake",
+        NAME,
+        Status::Warn,
+        format!(
+            "answered {seen}; odek warns and continues with 2025-03-26 behaviour (supported: {})",
+            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+        ),
+    )
+}
+
+/// `notifications/initialized` gets no reply (it is a notification) and the server keeps going.
+fn initialized_notification_accepted(observations: &Observations) -> CheckResult {
+    const NAME: &str = "initialized_notification_accepted";
+    if let Some(reply) = observations.transcript.initialized_replies.first() {
+        return with_evidence(
+            check(
+                "handshake",
+                NAME,
+                Status::Fail,
+                "the server answered notifications/initialized; notifications get no response (accept it silently)",
+            ),
+            &reply.excerpt,
+        );
+    }
+    match &observations.ping {
+        Some(Err(Failure::Closed(status))) => check(
+            "handshake",
+            NAME,
+            Status::Fail,
+            format!(
+                "the server closed the connection after notifications/initialized{}",
+                status.map_or_else(String::new, |status| format!(" (exit status {status})"))
+            ),
+        ),
+        _ => check("handshake", NAME, Status::Pass, "accepted without a reply"),
+    }
+}
+
+/// `ping` is answered with a result.
+fn ping_answers(observations: &Observations) -> CheckResult {
+    const NAME: &str = "ping_answers";
+    match &observations.ping {
+        None => check("handshake", NAME, Status::Skip, "ping was not sent"),
+        Some(Ok(answer)) => {
+            check("handshake", NAME, Status::Pass, format!("answered in {} ms", millis(answer.elapsed)))
+        }
+        Some(Err(failure)) => check(
+            "handshake",
+            NAME,
+            Status::Fail,
+            format!("ping failed: {failure}; answer ping with an empty result {{}}"),
+        ),
+    }
+}
+
+fn first_offender(offenders: &[Offender]) -> String {
+    offenders.first().map(|offender| offender.excerpt.clone()).unwrap_or_default()
+}
+
+/// Nothing but JSON-RPC messages on stdout: logs belong on stderr.
+fn stdout_only_json_rpc(observations: &Observations) -> CheckResult {
+    const NAME: &str = "stdout_only_json_rpc";
+    let transcript = &observations.transcript;
+    if transcript.not_json_rpc_count == 0 {
+        return check("stdout", NAME, Status::Pass, format!("{} line(s), all JSON-RPC", transcript.lines));
+    }
+    let during = transcript.not_json_rpc.first().map(|offender| offender.during.as_str()).unwrap_or_default();
+    with_evidence(
+        check(
+            "stdout",
+            NAME,
+            Status::Fail,
+            format!(
+                "{} of {} stdout line(s) are not JSON-RPC messages (first while waiting for {during}); write logs to stderr",
+                transcript.not_json_rpc_count, transcript.lines
+            ),
+        ),
+        first_offender(&transcript.not_json_rpc),
+    )
+}
+
+/// Every stdout line fits in `max_response_bytes`.
+fn stdout_lines_within_limit(observations: &Observations, options: &CheckOptions) -> CheckResult {
+    const NAME: &str = "stdout_lines_within_limit";
+    match &observations.transcript.oversized {
+        None => check(
+            "stdout",
+            NAME,
+            Status::Pass,
+            format!(
+                "largest line {} bytes (max_response_bytes {})",
+                observations.transcript.largest_line, options.max_response_bytes
+            ),
+        ),
+        Some((limit, during)) => check(
+            "stdout",
+            NAME,
+            Status::Fail,
+            format!(
+                "a line longer than max_response_bytes ({limit} bytes) arrived while waiting for {during}; odek drops it and closes the connection: return a summary and an artifact instead"
+            ),
+        ),
+    }
+}
+
+/// Every response answers a request that was sent and not yet answered, by integer id.
+fn responses_match_requests(observations: &Observations) -> CheckResult {
+    const NAME: &str = "responses_match_requests";
+    let transcript = &observations.transcript;
+    if transcript.unmatched_count == 0 {
+        return check("stdout", NAME, Status::Pass, "every response matched a request id");
+    }
+    with_evidence(
+        check(
+            "stdout",
+            NAME,
+            Status::Fail,
+            format!(
+                "{} response(s) matched no request in flight (a wrong, repeated or non-integer id); echo each request's id exactly once",
+                transcript.unmatched_count
+            ),
+        ),
+        first_offender(&transcript.unmatched),
+    )
+}
+
+/// `tools/list` is answered and its pagination ends.
+fn tools_list_answers(observations: &Observations) -> CheckResult {
+    const NAME: &str = "tools_list_answers";
+    match &observations.tools {
+        None => check("tools", NAME, Status::Skip, "tools/list was not sent"),
+        Some(Ok(tools)) => check("tools", NAME, Status::Pass, format!("{} tool(s)", tools.len())),
+        Some(Err(error)) => check("tools", NAME, Status::Fail, format!("tools/list failed: {error}")),
+    }
+}
+
+fn no_list(name: &'static str) -> CheckResult {
+    check("tools", name, Status::Skip, "no tool list")
+}
+
+/// Names follow the contract (1–64 of `[A-Za-z0-9_-]`, no `__`) and shadow no built-in tool.
+fn tool_names_valid(listed: Option<&[ListedTool]>) -> CheckResult {
+    const NAME: &str = "tool_names_valid";
+    let Some(tools) = listed else { return no_list(NAME) };
+    let mut problems = Vec::new();
+    for tool in tools {
+        if let Err(error) = validate_tool_name(&tool.name) {
+            problems.push(error.to_string());
+        } else if is_builtin_tool_name(&tool.name) {
+            problems.push(format!("tool {} shadows a built-in tool", quote(&tool.name)));
+        }
+    }
+    match problems.first() {
+        None => check("tools", NAME, Status::Pass, format!("{} valid name(s)", tools.len())),
+        Some(first) => with_evidence(
+            check(
+                "tools",
+                NAME,
+                Status::Fail,
+                format!(
+                    "{} tool name(s) break the naming rules; odek rejects the whole server: {first}",
+                    problems.len()
+                ),
+            ),
+            problems.join("; "),
+        ),
+    }
+}
+
+/// No name is listed twice.
+fn tool_names_unique(listed: Option<&[ListedTool]>) -> CheckResult {
+    const NAME: &str = "tool_names_unique";
+    let Some(tools) = listed else { return no_list(NAME) };
+    let mut seen = HashSet::new();
+    let duplicates: Vec<&str> =
+        tools.iter().filter(|tool| !seen.insert(tool.name.as_str())).map(|tool| tool.name.as_str()).collect();
+    match duplicates.first() {
+        None => check("tools", NAME, Status::Pass, "no duplicates"),
+        Some(first) => check(
+            "tools",
+            NAME,
+            Status::Fail,
+            format!("tool {} is listed more than once; odek rejects the server (exposed-name collision)", quote(first)),
+        ),
+    }
+}
+
+/// Input schemas are JSON objects, at most 262144 bytes, free of prompt-injection patterns.
+fn tool_schemas_accepted(listed: Option<&[ListedTool]>, server: &str) -> CheckResult {
+    const NAME: &str = "tool_schemas_accepted";
+    let Some(tools) = listed else { return no_list(NAME) };
+    let (_, warnings) = registration_checks_quiet(server, tools.to_vec());
+    let skipped: Vec<&String> = warnings.iter().filter(|warning| warning.ends_with("; skipping")).collect();
+    match skipped.first() {
+        None => check("tools", NAME, Status::Pass, "every input schema is accepted"),
+        Some(first) => with_evidence(
+            check("tools", NAME, Status::Fail, format!("odek skips {} tool(s) for their input schema", skipped.len())),
+            first.as_str(),
+        ),
+    }
+}
+
+/// Descriptions are free of prompt-injection patterns (else odek withholds them).
+fn tool_descriptions_clean(listed: Option<&[ListedTool]>, server: &str) -> CheckResult {
+    const NAME: &str = "tool_descriptions_clean";
+    let Some(tools) = listed else { return no_list(NAME) };
+    let (_, warnings) = registration_checks_quiet(server, tools.to_vec());
+    let withheld: Vec<&String> = warnings.iter().filter(|warning| warning.ends_with("description withheld")).collect();
+    match withheld.first() {
+        None => check("tools", NAME, Status::Pass, "no prompt-injection patterns"),
+        Some(first) => with_evidence(
+            check(
+                "tools",
+                NAME,
+                Status::Fail,
+                format!(
+                    "odek withholds {} description(s) that match prompt-injection patterns; describe what the tool does, give the model no instructions",
+                    withheld.len()
+                ),
+            ),
+            first.as_str(),
+        ),
+    }
+}
+
+/// `<server>__<tool>` fits in 64 characters (else odek shortens it with a hash).
+fn exposed_names_fit(listed: Option<&[ListedTool]>, server: &str) -> CheckResult {
+    const NAME: &str = "exposed_names_fit";
+    let Some(tools) = listed else { return no_list(NAME) };
+    let long: Vec<(&str, String)> = tools
+        .iter()
+        .filter(|tool| validate_tool_name(&tool.name).is_ok())
+        .filter(|tool| server.len() + 2 + tool.name.len() > 64)
+        .map(|tool| (tool.name.as_str(), qualify_tool_name(server, &tool.name).into_string()))
+        .collect();
+    match long.first() {
+        None => check("tools", NAME, Status::Pass, format!("every {server}__<tool> name fits in 64 characters")),
+        Some((tool, exposed)) => with_evidence(
+            check(
+                "tools",
+                NAME,
+                Status::Warn,
+                format!(
+                    "{} exposed name(s) exceed 64 characters and are shortened with a hash the model sees; shorten the tool name (server {})",
+                    long.len(),
+                    quote(server)
+                ),
+            ),
+            format!("{tool} -> {exposed}"),
+        ),
+    }
+}
+
+/// Every `--call` example names a tool the server lists.
+fn call_examples_name_listed_tools(observations: &Observations) -> CheckResult {
+    const NAME: &str = "call_examples_name_listed_tools";
+    match observations.unknown_examples.first() {
+        None => check("calls", NAME, Status::Pass, "every --call example names a listed tool"),
+        Some(tool) => {
+            check("calls", NAME, Status::Fail, format!("--call names {}, which the server does not list", quote(tool)))
+        }
+    }
+}
+
+fn source(call: &CallObservation) -> &'static str {
+    if call.from_example { "the --call example" } else { "arguments derived from the schema" }
+}
+
+/// The call is answered within the timeout.
+fn call_answers(call: &CallObservation, options: &CheckOptions) -> CheckResult {
+    const NAME: &str = "call_answers";
+    let result = match &call.outcome {
+        Ok(answer) => {
+            let mut reason = format!("answered in {} ms with {}", millis(answer.elapsed), source(call));
+            if let Some(message) = error_result_text(answer) {
+                reason.push_str(&format!(" (isError: {})", cut(&message, 80)));
+            }
+            check("calls", NAME, Status::Pass, reason)
+        }
+        Err(Failure::Rpc { code, message }) => check(
+            "calls",
+            NAME,
+            Status::Pass,
+            format!("answered with JSON-RPC error {code} ({}) to {}", cut(message, 80), source(call)),
+        ),
+        Err(Failure::Timeout(_)) => with_evidence(
+            check(
+                "calls",
+                NAME,
+                Status::Fail,
+                format!(
+                    "no answer within {} s (odek's call deadline); answer sooner or send notifications/progress",
+                    options.timeout.as_secs_f64()
+                ),
+            ),
+            call.arguments.to_string(),
+        ),
+        Err(failure) => {
+            with_evidence(check("calls", NAME, Status::Fail, failure.to_string()), call.arguments.to_string())
+        }
+    };
+    for_tool(result, &call.tool)
+}
+
+/// The `text` of the first item of an `isError: true` result.
+fn error_result_text(answer: &Answer) -> Option<String> {
+    let result = answer.result_value();
+    if result.get("isError") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let text = result.pointer("/content/0/text").and_then(Value::as_str).unwrap_or_default();
+    Some(text.to_owned())
+}
+
+/// The successful result, when the call produced one.
+fn success(call: &CallObservation) -> Option<&Answer> {
+    call.outcome.as_ref().ok().filter(|answer| error_result_text(answer).is_none())
+}
+
+/// A successful call with one extra, unknown argument still succeeds (the additive rule).
+fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
+    const NAME: &str = "unknown_arguments_tolerated";
+    let result = match &call.with_unknown_argument {
+        None => check("calls", NAME, Status::Skip, "the call did not succeed, so there is nothing to compare"),
+        Some(Ok(answer)) => match error_result_text(answer) {
+            None => check(
+                "calls",
+                NAME,
+                Status::Pass,
+                format!("an extra {:?} argument was ignored", super::UNKNOWN_ARGUMENT),
+            ),
+            Some(message) => with_evidence(
+                check(
+                    "calls",
+                    NAME,
+                    Status::Fail,
+                    "an extra unknown argument turned the result into isError; ignore arguments you do not know",
+                ),
+                message,
+            ),
+        },
+        Some(Err(failure)) => check(
+            "calls",
+            NAME,
+            Status::Fail,
+            format!("with an extra unknown argument the call failed: {failure}; ignore arguments you do not know"),
+        ),
+    };
+    for_tool(result, &call.tool)
+}
+
+/// The result decodes as `{"content":[…],"isError":bool}`.
+fn result_decodes(call: &CallObservation, context: &ResultContext<'_>) -> CheckResult {
+    const NAME: &str = "result_decodes";
+    let result = match &call.outcome {
+        Err(_) => check("calls", NAME, Status::Skip, "no result"),
+        Ok(answer) => match decode_call_result(answer.result_json(), context) {
+            Err(McpError::ResultParse { error, .. }) => with_evidence(
+                check(
+                    "calls",
+                    NAME,
+                    Status::Fail,
+                    format!(
+                        "the result does not decode: {error}; return {{\"content\":[{{\"type\":\"text\",\"text\":…}}]}}"
+                    ),
+                ),
+                String::from_utf8_lossy(answer.result_json()),
+            ),
+            _ => check("calls", NAME, Status::Pass, "decodes"),
+        },
+    };
+    for_tool(result, &call.tool)
+}
+
+/// The texts of a result's text items, as the pipeline joins them.
+fn text_items(answer: &Answer) -> Vec<String> {
+    let result = answer.result_value();
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("text"))
+        .map(|item| item.get("text").and_then(Value::as_str).unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Whether any text item (or their join) claims the `odek.tool-result/v1` schema.
+fn claims_envelope(texts: &[String]) -> bool {
+    let joined = texts.join("\n");
+    probe_envelope(&joined) != Ok(None) || texts.iter().any(|text| probe_envelope(text) != Ok(None))
+}
+
+/// An `odek.tool-result/v1` envelope decodes and carries at most 64 refs.
+fn envelope_well_formed(call: &CallObservation) -> CheckResult {
+    const NAME: &str = "envelope_well_formed";
+    let Some(answer) = success(call) else {
+        return for_tool(check("calls", NAME, Status::Skip, "no successful result"), &call.tool);
+    };
+    let texts = text_items(answer);
+    if !claims_envelope(&texts) {
+        return for_tool(check("calls", NAME, Status::Pass, "plain text result (no envelope)"), &call.tool);
+    }
+    let problem = texts.iter().chain(std::iter::once(&texts.join("\n"))).find_map(|text| probe_envelope(text).err());
+    let result = match problem {
+        None => check("calls", NAME, Status::Pass, "odek.tool-result/v1 envelope decodes"),
+        Some(error) => with_evidence(check("calls", NAME, Status::Fail, error.to_string()), texts.join("\n")),
+    };
+    for_tool(result, &call.tool)
+}
+
+/// Every artifact ref validates against the artifact roots (path, hash, size), ids unique.
+fn artifacts_validate(call: &CallObservation, context: &ResultContext<'_>) -> CheckResult {
+    const NAME: &str = "artifacts_validate";
+    let Some(answer) = success(call) else {
+        return for_tool(check("calls", NAME, Status::Skip, "no successful result"), &call.tool);
+    };
+    let texts = text_items(answer);
+    let borrowed: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let result = match decode_tool_result(&borrowed, context) {
+        Ok(output) if output.artifacts.is_empty() => check("calls", NAME, Status::Skip, "no artifact refs"),
+        Ok(output) => check(
+            "calls",
+            NAME,
+            Status::Pass,
+            format!("{} artifact ref(s) validated against the artifact roots", output.artifacts.len()),
+        ),
+        Err(error @ (ContractError::ArtifactRefRejected(_) | ContractError::DuplicateArtifactId { .. })) => {
+            let hint = match error.artifact_rule() {
+                ContractError::ArtifactNoRoots { .. } => {
+                    "; pass --artifact-root <dir> with the directory the server writes artifacts to"
+                }
+                ContractError::ArtifactOutsideRoots { .. } => {
+                    "; write artifacts under a configured root (--artifact-root)"
+                }
+                _ => "",
+            };
+            check("calls", NAME, Status::Fail, format!("{error}{hint}"))
+        }
+        Err(_) => check("calls", NAME, Status::Skip, "the envelope is malformed (see envelope_well_formed)"),
+    };
+    for_tool(result, &call.tool)
+}
+
+/// The text the model would see fits in `max_result_chars` without truncation.
+fn result_within_caps(call: &CallObservation, context: &ResultContext<'_>) -> CheckResult {
+    const NAME: &str = "result_within_caps";
+    let Some(answer) = success(call) else {
+        return for_tool(check("calls", NAME, Status::Skip, "no successful result"), &call.tool);
+    };
+    let result = match decode_call_result(answer.result_json(), context) {
+        Ok(output) => match output.observed_chars {
+            None => check(
+                "calls",
+                NAME,
+                Status::Pass,
+                format!("{} chars (max_result_chars {})", output.text.chars().count(), context.max_result_chars),
+            ),
+            Some(observed) => check(
+                "calls",
+                NAME,
+                Status::Warn,
+                format!(
+                    "the result is {observed} chars; odek cuts it to max_result_chars={}: return a short summary and the full output as an artifact",
+                    context.max_result_chars
+                ),
+            ),
+        },
+        Err(_) => check("calls", NAME, Status::Skip, "the result was rejected (see the checks above)"),
+    };
+    for_tool(result, &call.tool)
+}
+
+/// N requests in flight at once are all answered, each under its own id.
+fn concurrent_calls_answered(observations: &Observations, options: &CheckOptions) -> CheckResult {
+    const NAME: &str = "concurrent_calls_answered";
+    let Some(load) = &observations.load else {
+        return check("load", NAME, Status::Skip, "not run");
+    };
+    let unanswered: Vec<(i64, &Failure)> = load
+        .outcomes
+        .iter()
+        .filter_map(|(id, outcome)| match outcome {
+            Err(failure) if !matches!(failure, Failure::Rpc { .. }) => Some((*id, failure)),
+            _ => None,
+        })
+        .collect();
+    let total = load.outcomes.len();
+    match unanswered.first() {
+        None => {
+            let slowest = load
+                .outcomes
+                .iter()
+                .filter_map(|(_, outcome)| outcome.as_ref().ok())
+                .map(|answer| answer.elapsed)
+                .max();
+            check(
+                "load",
+                NAME,
+                Status::Pass,
+                format!(
+                    "{total} concurrent {} answered with matching ids in {} ms",
+                    load.what,
+                    slowest.map_or(0, millis)
+                ),
+            )
+        }
+        Some((_, failure)) => {
+            let ids: Vec<String> = unanswered.iter().map(|(id, _)| id.to_string()).collect();
+            with_evidence(
+                check(
+                    "load",
+                    NAME,
+                    Status::Fail,
+                    format!(
+                        "{} of {total} concurrent {} got no answer with their id ({failure}); answer every request under its own id (timeout {} s)",
+                        unanswered.len(),
+                        load.what,
+                        options.timeout.as_secs_f64()
+                    ),
+                ),
+                format!("unanswered ids: {}", ids.join(", ")),
+            )
+        }
+    }
+}
+
+/// The process exits within 5 s of its stdin closing.
+fn exits_on_stdin_close(observations: &Observations) -> CheckResult {
+    const NAME: &str = "exits_on_stdin_close";
+    match &observations.exit {
+        None => check("shutdown", NAME, Status::Skip, "not run"),
+        Some(Exit::Exited { status, elapsed }) => check(
+            "shutdown",
+            NAME,
+            Status::Pass,
+            format!("exited {} ms after stdin closed (status {status})", millis(*elapsed)),
+        ),
+        Some(Exit::Killed) => check(
+            "shutdown",
+            NAME,
+            Status::Fail,
+            "still running 5 s after stdin closed, so it was killed; exit when stdin reaches end of file",
+        ),
+        Some(Exit::AlreadyGone(status)) => check(
+            "shutdown",
+            NAME,
+            Status::Fail,
+            format!("the process had already exited (status {status}) before stdin was closed"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::conformance::probe::Transcript;
+
+    fn tool(name: &str) -> ListedTool {
+        ListedTool { name: name.into(), description: String::new(), input_schema: serde_json::json!({"type":"object"}) }
+    }
+
+    fn observations() -> Observations {
+        Observations {
+            spawn_error: None,
+            initialize: None,
+            ping: None,
+            tools: None,
+            calls: Vec::new(),
+            skipped_calls: Vec::new(),
+            unknown_examples: Vec::new(),
+            load: None,
+            exit: None,
+            transcript: Transcript::default(),
+            restarts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_are_judged_by_the_client_rules() {
+        let tools = [tool("ok"), tool("read file"), tool("shell")];
+        let result = tool_names_valid(Some(&tools));
+        assert_eq!(result.status, Status::Fail);
+        assert_eq!(
+            result.reason,
+            "2 tool name(s) break the naming rules; odek rejects the whole server: tool name \"read file\" contains invalid character ' '"
+        );
+        assert_eq!(
+            result.evidence.as_deref(),
+            Some("tool name \"read file\" contains invalid character ' '; tool \"shell\" shadows a built-in tool")
+        );
+        assert_eq!(tool_names_valid(None).status, Status::Skip);
+        assert_eq!(tool_names_unique(Some(&[tool("a"), tool("b"), tool("a")])).status, Status::Fail);
+        assert_eq!(tool_names_unique(Some(&[tool("a"), tool("b")])).status, Status::Pass);
+    }
+
+    #[test]
+    fn long_exposed_names_warn_with_the_shortened_name() {
+        let name = "t".repeat(60);
+        let result = exposed_names_fit(Some(&[tool(&name), tool("short")]), "srv");
+        assert_eq!(result.status, Status::Warn);
+        let shortened = qualify_tool_name("srv", &name).into_string();
+        assert_eq!(shortened.len(), 64);
+        assert_eq!(result.evidence, Some(format!("{name} -> {shortened}")));
+        assert_eq!(exposed_names_fit(Some(&[tool("short")]), "srv").status, Status::Pass);
+    }
+
+    #[test]
+    fn shutdown_passes_only_for_an_exit_after_stdin_closed() {
+        let mut seen = observations();
+        seen.exit = Some(Exit::Exited { status: 0, elapsed: Duration::from_millis(3) });
+        assert_eq!(exits_on_stdin_close(&seen).status, Status::Pass);
+        seen.exit = Some(Exit::Killed);
+        assert_eq!(exits_on_stdin_close(&seen).status, Status::Fail);
+        seen.exit = Some(Exit::AlreadyGone(1));
+        assert_eq!(exits_on_stdin_close(&seen).status, Status::Fail);
+    }
+
+    #[test]
+    fn hygiene_failures_carry_the_first_offending_line() {
+        let mut seen = observations();
+        seen.transcript.lines = 5;
+        seen.transcript.not_json_rpc_count = 2;
+        seen.transcript.not_json_rpc = vec![Offender { excerpt: "INFO starting".into(), during: "initialize".into() }];
+        let result = stdout_only_json_rpc(&seen);
+        assert_eq!(result.status, Status::Fail);
+        assert_eq!(result.evidence.as_deref(), Some("INFO starting"));
+        assert!(
+            result
+                .reason
+                .starts_with("2 of 5 stdout line(s) are not JSON-RPC messages (first while waiting for initialize)")
+        );
+    }
+
+    #[test]
+    fn a_server_that_cannot_start_gets_one_failing_check() {
+        let mut seen = observations();
+        seen.spawn_error = Some("start /nope: No such file or directory (os error 2)".into());
+        let options = CheckOptions {
+            server: "s".into(),
+            command: "/nope".into(),
+            args: Vec::new(),
+            env: Default::default(),
+            timeout: Duration::from_secs(1),
+            max_response_bytes: 1024,
+            max_result_chars: 1000,
+            artifact_roots: Vec::new(),
+            examples: Vec::new(),
+            skip_calls: Vec::new(),
+            exclude_tools: Vec::new(),
+            concurrency: 1,
+            client_version: "0".into(),
+        };
+        let results = all(&seen, &options, &ArtifactRoots::default());
+        assert_eq!(results.len(), 1);
+        assert_eq!((results[0].check, results[0].status), ("server_starts", Status::Fail));
+    }
+}

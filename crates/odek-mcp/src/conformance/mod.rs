@@ -1,0 +1,455 @@
+//! Conformance checks for stdio extension servers (`odek ext check`): start a server the way
+//! odek does, drive it through the handshake, its tool list, a call of every tool, a burst of
+//! concurrent calls and a shutdown, and judge what it did against the `odek-extension/v1`
+//! contract and odek's client rules — using the client's own reader, name rules, registration
+//! checks and result pipeline, so the verdict is what odek would actually do with the server.
+//!
+//! Two phases: [`observe`] runs the server once and records [`Observations`] (restarting it if a
+//! step kills the connection, so later steps still run); [`judge`] turns them into
+//! [`CheckResult`]s, one function per check in `checks`. [`run_conformance`] does both. The
+//! report's text and JSON forms are in `report`. Not here: config loading and the exit code
+//! (the binary's).
+
+mod arguments;
+mod checks;
+pub mod probe;
+mod report;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use odek_contract::artifact_ref::ArtifactRoots;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
+pub use report::{Report, Verdict};
+
+use crate::discovery::{ListedTool, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, initialize_params, json_string};
+use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
+
+/// Concurrent calls of the load check, by default.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+/// The argument added to a successful call to see that unknown arguments are tolerated.
+pub const UNKNOWN_ARGUMENT: &str = "odek_check_unknown_argument";
+/// Most tools called (in list order); the rest are reported as skipped.
+pub const MAX_CALLED_TOOLS: usize = 128;
+/// Restarts after a step killed the connection, at most.
+pub const MAX_RESTARTS: usize = 8;
+
+/// What to check and with which limits.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The server name used for exposed names and stderr prefixes.
+    pub server: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// The environment the server runs with (already built by the allowlist rules).
+    pub env: BTreeMap<String, String>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    pub max_response_bytes: usize,
+    pub max_result_chars: usize,
+    pub artifact_roots: Vec<String>,
+    /// Author-supplied arguments per raw tool name, in flag order; they replace the arguments
+    /// derived from the schema.
+    pub examples: Vec<(String, Value)>,
+    /// Raw tool names never called.
+    pub skip_calls: Vec<String>,
+    /// Raw tool names dropped from the listing before any check, as odek drops a configured
+    /// server's `exclude_tools`.
+    pub exclude_tools: Vec<String>,
+    pub concurrency: usize,
+    /// Sent as `clientInfo.version`.
+    pub client_version: String,
+}
+
+/// pass / warn / fail, and skip for a check that could not apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Skip,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Skip => "skip",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+/// The verdict of one check (for per-tool checks, on one tool).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckResult {
+    /// `handshake`, `stdout`, `tools`, `calls`, `load` or `shutdown`.
+    pub group: &'static str,
+    /// The check's name, e.g. `ping_answers`.
+    pub check: &'static str,
+    /// The raw tool name, for per-tool checks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    pub status: Status,
+    /// One line: what was seen, and for warn/fail what to fix.
+    pub reason: String,
+    /// The offending text, cut, on warn/fail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+}
+
+/// `initialize` and what came back.
+#[derive(Debug)]
+pub struct InitializeObservation {
+    pub outcome: Result<Answer, Failure>,
+}
+
+/// One `tools/call` the check made.
+#[derive(Debug)]
+pub struct CallObservation {
+    pub tool: String,
+    /// The arguments sent, and whether the author supplied them.
+    pub arguments: Value,
+    pub from_example: bool,
+    pub outcome: Result<Answer, Failure>,
+    /// The same call with [`UNKNOWN_ARGUMENT`] added, made when the first one succeeded.
+    pub with_unknown_argument: Option<Result<Answer, Failure>>,
+}
+
+/// A tool the check did not call, and why.
+#[derive(Debug, Clone)]
+pub struct SkippedCall {
+    pub tool: String,
+    pub reason: String,
+}
+
+/// The concurrent burst.
+#[derive(Debug)]
+pub struct LoadObservation {
+    /// What was sent N times: `tools/call <tool>` or `ping`.
+    pub what: String,
+    pub outcomes: Vec<(i64, Result<Answer, Failure>)>,
+}
+
+/// Everything one check run saw.
+#[derive(Debug)]
+pub struct Observations {
+    /// Set when the process could not be started at all.
+    pub spawn_error: Option<String>,
+    pub initialize: Option<InitializeObservation>,
+    pub ping: Option<Result<Answer, Failure>>,
+    pub tools: Option<Result<Vec<ListedTool>, String>>,
+    pub calls: Vec<CallObservation>,
+    pub skipped_calls: Vec<SkippedCall>,
+    /// `--call` examples naming a tool the server does not list.
+    pub unknown_examples: Vec<String>,
+    pub load: Option<LoadObservation>,
+    pub exit: Option<Exit>,
+    pub transcript: Transcript,
+    /// Why the server was restarted during the run, in order.
+    pub restarts: Vec<String>,
+}
+
+/// Observes and judges: the whole check run.
+pub async fn run_conformance(options: &CheckOptions) -> Report {
+    let observations = observe(options).await;
+    let results = judge(&observations, options);
+    Report::new(options, results, observations.restarts)
+}
+
+/// Runs the server through every step and records what it did.
+pub async fn observe(options: &CheckOptions) -> Observations {
+    let mut observations = Observations {
+        spawn_error: None,
+        initialize: None,
+        ping: None,
+        tools: None,
+        calls: Vec::new(),
+        skipped_calls: Vec::new(),
+        unknown_examples: Vec::new(),
+        load: None,
+        exit: None,
+        transcript: Transcript::default(),
+        restarts: Vec::new(),
+    };
+    let launch = Launch {
+        server: options.server.clone(),
+        command: options.command.clone(),
+        args: options.args.clone(),
+        env: options.env.clone(),
+        max_response_bytes: options.max_response_bytes,
+        write_timeout: options.timeout,
+    };
+    let mut probe = match Probe::spawn(&launch, Transcript::default()) {
+        Ok(probe) => probe,
+        Err(error) => {
+            observations.spawn_error = Some(error);
+            return observations;
+        }
+    };
+    let timeout = options.timeout;
+    let init = initialize_params(&options.client_version);
+
+    let initialize = probe.request("initialize", RequestParams::Json(init.clone()), timeout).await;
+    observations.initialize = Some(InitializeObservation { outcome: initialize });
+    observations.ping = Some(probe.initialized_then_ping(timeout).await);
+
+    let mut session = Session {
+        probe,
+        launch: &launch,
+        init: &init,
+        timeout,
+        last_step: "the handshake".to_owned(),
+        restarts: &mut observations.restarts,
+    };
+    session.revive().await;
+    let tools = list_all_tools(&mut session.probe, timeout)
+        .await
+        .map(|tools| tools.into_iter().filter(|tool| !options.exclude_tools.contains(&tool.name)).collect());
+    observations.tools = Some(tools.clone());
+    let listed = match tools {
+        Ok(listed) => {
+            observations.unknown_examples = unknown_examples(&listed, options);
+            listed
+        }
+        // Without a list, the author's examples are still called, so the call checks run.
+        Err(_) => example_tools(options),
+    };
+    for tool in listed.iter().take(MAX_CALLED_TOOLS) {
+        if options.skip_calls.contains(&tool.name) {
+            observations
+                .skipped_calls
+                .push(SkippedCall { tool: tool.name.clone(), reason: "skipped with --skip-call".into() });
+            continue;
+        }
+        let (argument_sets, from_example) = match argument_sets(tool, options) {
+            Ok(sets) => sets,
+            Err(reason) => {
+                observations.skipped_calls.push(SkippedCall { tool: tool.name.clone(), reason });
+                continue;
+            }
+        };
+        for arguments in argument_sets {
+            session.revive().await;
+            session.step(format!("tools/call {}", tool.name));
+            observations
+                .calls
+                .push(observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await);
+        }
+    }
+    for tool in listed.iter().skip(MAX_CALLED_TOOLS) {
+        observations.skipped_calls.push(SkippedCall {
+            tool: tool.name.clone(),
+            reason: format!("only the first {MAX_CALLED_TOOLS} tools are called"),
+        });
+    }
+
+    session.revive().await;
+    session.step("the concurrent calls".to_owned());
+    let burst = observations
+        .calls
+        .iter()
+        .find(|call| call.outcome.as_ref().is_ok_and(|answer| !is_error_result(answer)))
+        .map(|call| (call.tool.clone(), call.arguments.clone()));
+    let concurrency = options.concurrency.max(1);
+    observations.load = Some(match burst {
+        Some((tool, arguments)) => {
+            let params = vec![call_params(&tool, &arguments); concurrency];
+            let outcomes = session.probe.requests("tools/call", &params, timeout).await;
+            LoadObservation { what: format!("tools/call {tool}"), outcomes }
+        }
+        None => {
+            let outcomes = session.probe.requests("ping", &vec![RequestParams::Absent; concurrency], timeout).await;
+            LoadObservation { what: "ping".to_owned(), outcomes }
+        }
+    });
+
+    session.revive().await;
+    let (exit, transcript) = session.probe.close().await;
+    observations.exit = Some(exit);
+    observations.transcript = transcript;
+    observations
+}
+
+/// `--call` examples naming a tool the listing does not have, each once.
+fn unknown_examples(listed: &[ListedTool], options: &CheckOptions) -> Vec<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    for (tool, _) in &options.examples {
+        if !listed.iter().any(|listed| &listed.name == tool) && !unknown.contains(tool) {
+            unknown.push(tool.clone());
+        }
+    }
+    unknown
+}
+
+/// The tools the `--call` examples name, each once, for when `tools/list` failed.
+fn example_tools(options: &CheckOptions) -> Vec<ListedTool> {
+    let mut tools: Vec<ListedTool> = Vec::new();
+    for (tool, _) in &options.examples {
+        if !tools.iter().any(|listed| &listed.name == tool) {
+            tools.push(ListedTool {
+                name: tool.clone(),
+                description: String::new(),
+                input_schema: serde_json::json!({"type": "object"}),
+            });
+        }
+    }
+    tools
+}
+
+/// The argument sets to call `tool` with, and whether the author supplied them: every `--call`
+/// example for it, else one set derived from its schema. `Err` says why it cannot be called.
+fn argument_sets(tool: &ListedTool, options: &CheckOptions) -> Result<(Vec<Value>, bool), String> {
+    let examples: Vec<Value> = options
+        .examples
+        .iter()
+        .filter(|(name, _)| name == &tool.name)
+        .map(|(_, arguments)| arguments.clone())
+        .collect();
+    if !examples.is_empty() {
+        return Ok((examples, true));
+    }
+    arguments_from_schema(&tool.input_schema)
+        .map(|arguments| (vec![arguments], false))
+        .map_err(|reason| format!("{reason}; pass an example with --call {} '<json>'", tool.name))
+}
+
+/// One call, and when it succeeded the same call with [`UNKNOWN_ARGUMENT`] added.
+async fn observe_call(
+    probe: &mut Probe,
+    tool: &str,
+    arguments: Value,
+    from_example: bool,
+    timeout: Duration,
+) -> CallObservation {
+    let outcome = call_tool(probe, tool, &arguments, timeout).await;
+    let with_unknown_argument = match (&outcome, &arguments) {
+        (Ok(answer), Value::Object(members)) if !is_error_result(answer) => {
+            let mut extended = members.clone();
+            extended.insert(UNKNOWN_ARGUMENT.to_owned(), Value::Bool(true));
+            Some(call_tool(probe, tool, &Value::Object(extended), timeout).await)
+        }
+        _ => None,
+    };
+    CallObservation { tool: tool.to_owned(), arguments, from_example, outcome, with_unknown_argument }
+}
+
+/// The live probe, and how to replace it when a step killed the connection.
+struct Session<'a> {
+    probe: Probe,
+    launch: &'a Launch,
+    init: &'a str,
+    timeout: Duration,
+    /// The step that last used the connection, named in the restart note.
+    last_step: String,
+    restarts: &'a mut Vec<String>,
+}
+
+impl Session<'_> {
+    /// Names the step about to use the connection (in restart notes and hygiene evidence).
+    fn step(&mut self, step: String) {
+        self.probe.step.clone_from(&step);
+        self.last_step = step;
+    }
+
+    /// When the connection died, starts the server again (handshake included, not judged) so
+    /// the following steps still run. The transcript carries over.
+    async fn revive(&mut self) {
+        if !self.probe.is_dead() || self.restarts.len() >= MAX_RESTARTS {
+            return;
+        }
+        let Ok(replacement) = Probe::spawn(self.launch, Transcript::default()) else { return };
+        let old = std::mem::replace(&mut self.probe, replacement);
+        // The new process has not written anything yet: its transcript continues the old one.
+        let (_, transcript) = old.close().await;
+        self.probe.transcript = transcript;
+        self.restarts.push(format!("the server was restarted after {} closed the connection", self.last_step));
+        self.probe.step = "initialize after a restart".to_owned();
+        let _ = self.probe.request("initialize", RequestParams::Json(self.init.to_owned()), self.timeout).await;
+        let _ = self.probe.notify(probe::INITIALIZED).await;
+        self.probe.step.clone_from(&self.last_step);
+    }
+}
+
+/// `tools/call` params as odek sends them: arguments with sorted keys, a progress token.
+fn call_params(tool: &str, arguments: &Value) -> RequestParams {
+    RequestParams::ToolCall {
+        prefix: format!("{{\"name\":{},\"arguments\":", json_string(tool)),
+        arguments: odek_contract::canonical_json::to_canonical_string(arguments),
+    }
+}
+
+async fn call_tool(probe: &mut Probe, tool: &str, arguments: &Value, timeout: Duration) -> Result<Answer, Failure> {
+    probe.request("tools/call", call_params(tool, arguments), timeout).await
+}
+
+/// Whether a result says `isError: true`.
+fn is_error_result(answer: &Answer) -> bool {
+    answer.result_value().get("isError") == Some(&Value::Bool(true))
+}
+
+/// Every `tools/list` page, with the client's stop rules (repeated cursor, 100 pages, 64 MiB).
+async fn list_all_tools(probe: &mut Probe, timeout: Duration) -> Result<Vec<ListedTool>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::HashSet::new();
+    let mut total_bytes = 0usize;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = cursor.as_deref().map(|cursor| format!("{{\"cursor\":{}}}", json_string(cursor)));
+        let answer = probe
+            .request("tools/list", params.map_or(RequestParams::Absent, RequestParams::Json), timeout)
+            .await
+            .map_err(|failure| failure.to_string())?;
+        total_bytes = total_bytes.saturating_add(answer.result_json().len());
+        if total_bytes > MAX_TOOL_LIST_BYTES {
+            return Err(format!("the tool list exceeds {MAX_TOOL_LIST_BYTES} bytes across pages"));
+        }
+        let page: Value =
+            crate::call::parse_object(answer.result_json()).map_err(|error| format!("parse tools/list: {error}"))?;
+        match page.get("tools") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(listed)) => {
+                for tool in listed {
+                    tools.push(listed_tool(tool)?);
+                }
+            }
+            Some(_) => return Err("parse tools/list: \"tools\" is not an array".to_owned()),
+        }
+        let next = match page.get("nextCursor") {
+            Some(Value::String(next)) if !next.is_empty() => next.clone(),
+            _ => return Ok(tools),
+        };
+        if !seen.insert(next.clone()) {
+            return Err(format!("the server repeated cursor {}", json_string(&next)));
+        }
+        cursor = Some(next);
+    }
+    Err(format!("more than {MAX_TOOL_PAGES} pages"))
+}
+
+fn listed_tool(tool: &Value) -> Result<ListedTool, String> {
+    let text = |key: &str| match tool.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(_) => Err(format!("parse tools/list: a tool's {key:?} is not a string")),
+    };
+    Ok(ListedTool {
+        name: text("name")?,
+        description: text("description")?,
+        input_schema: match tool.get("inputSchema") {
+            None | Some(Value::Null) => serde_json::json!({"type": "object"}),
+            Some(schema) => schema.clone(),
+        },
+    })
+}
+
+/// Every check, in report order.
+pub fn judge(observations: &Observations, options: &CheckOptions) -> Vec<CheckResult> {
+    let roots = ArtifactRoots::new(&options.artifact_roots);
+    checks::all(observations, options, &roots)
+}

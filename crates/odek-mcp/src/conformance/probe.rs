@@ -1,0 +1,549 @@
+//! The recording stdio session `odek ext check` drives: it spawns the server the way odek does
+//! (no shell, own process group, the allowlisted environment, stderr forwarded as
+//! `[<server>] <line>`), reads stdout through the client's bounded line reader, and — unlike the
+//! client, which skips what it cannot route — keeps a [`Transcript`] of every line that is not a
+//! JSON-RPC message and of every response that answers nothing. Requests are matched strictly by
+//! integer id; server-initiated requests are answered as odek answers them.
+//!
+//! Start at [`Probe::spawn`], [`Probe::request`] and [`Probe::close`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
+use crate::call::decode_literal;
+use crate::connection::{EXIT_GRACE, PROGRESS_CAP, Params, encode_request};
+use crate::frame_scan::index_frame;
+use crate::observer::StderrObserver;
+use crate::server_lines::{ServerLineSink, forward_stderr};
+
+/// Lines the stdout reader may queue ahead of the probe before it waits: with lines of up to
+/// `max_response_bytes`, the probe holds at most this many plus one.
+const STDOUT_QUEUE_LINES: usize = 4;
+/// Offending lines kept as evidence; later ones are only counted.
+const KEPT_OFFENDERS: usize = 8;
+/// Bytes of an offending line kept as evidence.
+pub const EVIDENCE_BYTES: usize = 160;
+
+/// What the stdout reader hands the probe.
+enum Incoming {
+    Line(Vec<u8>),
+    /// A line did not fit in `max_response_bytes`; the reader stopped.
+    TooLong {
+        limit: usize,
+    },
+    Eof,
+}
+
+/// One stdout line that broke a hygiene rule, cut for evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offender {
+    pub excerpt: String,
+    /// The request the probe was waiting for when the line arrived (`""` when none).
+    pub during: String,
+}
+
+/// Everything seen on stdout across every session of one check run.
+#[derive(Debug, Default, Clone)]
+pub struct Transcript {
+    /// Lines read in full.
+    pub lines: u64,
+    /// Largest line read in full, newline included.
+    pub largest_line: usize,
+    /// Lines that are not JSON-RPC messages (blank, not JSON, not an object, no `jsonrpc`).
+    pub not_json_rpc: Vec<Offender>,
+    pub not_json_rpc_count: u64,
+    /// Responses whose id matches no request in flight (never sent, already answered, or not
+    /// an integer).
+    pub unmatched: Vec<Offender>,
+    pub unmatched_count: u64,
+    /// A line exceeded `max_response_bytes`: the limit and the request it cut off.
+    pub oversized: Option<(usize, String)>,
+    /// Error responses without an id that arrived while the probe waited for the ping right
+    /// after `notifications/initialized`: the server took the notification for a request.
+    pub initialized_replies: Vec<Offender>,
+}
+
+/// The `params` of a request.
+#[derive(Debug, Clone)]
+pub enum RequestParams {
+    Absent,
+    Json(String),
+    /// `tools/call`: `{"name":…,"arguments":` and the arguments; the request id becomes the
+    /// progress token, as odek sends it.
+    ToolCall {
+        prefix: String,
+        arguments: String,
+    },
+}
+
+/// How a request ended without an answer, or with an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    Timeout(Duration),
+    /// The process exited or stdout closed; the exit status when it is known.
+    Closed(Option<i32>),
+    /// A stdout line exceeded the limit; the connection is unusable.
+    Oversized(usize),
+    Write(String),
+    Rpc {
+        code: i64,
+        message: String,
+    },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Timeout(timeout) => write!(f, "no answer within {} s", timeout.as_secs_f64()),
+            Failure::Closed(Some(status)) => write!(f, "the server exited (status {status}) without answering"),
+            Failure::Closed(None) => f.write_str("stdout closed without an answer"),
+            Failure::Oversized(limit) => {
+                write!(f, "a stdout line exceeded max_response_bytes ({limit} bytes); the connection was closed")
+            }
+            Failure::Write(error) => write!(f, "writing the request failed: {error}"),
+            Failure::Rpc { code, message } => write!(f, "JSON-RPC error {code}: {message}"),
+        }
+    }
+}
+
+/// A response line and where its `result` sits in it.
+#[derive(Debug)]
+pub struct Answer {
+    line: Vec<u8>,
+    result: std::ops::Range<usize>,
+    pub elapsed: Duration,
+}
+
+impl Answer {
+    /// The raw JSON of `result` (`null` when absent).
+    pub fn result_json(&self) -> &[u8] {
+        if self.result.is_empty() { b"null" } else { &self.line[self.result.clone()] }
+    }
+
+    pub fn result_value(&self) -> Value {
+        serde_json::from_slice(self.result_json()).unwrap_or(Value::Null)
+    }
+}
+
+/// How the server's process ended when its stdin was closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited by itself after `elapsed`, with this status.
+    Exited { status: i32, elapsed: Duration },
+    /// It was still running after the grace period and was killed.
+    Killed,
+    /// It had already exited before stdin was closed.
+    AlreadyGone(i32),
+}
+
+/// How to start the server.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub server: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub max_response_bytes: usize,
+    /// How long a write to the server's stdin may block (a server that stops reading).
+    pub write_timeout: Duration,
+}
+
+/// One live server process.
+pub struct Probe {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    incoming: mpsc::Receiver<Incoming>,
+    write_timeout: Duration,
+    next_id: i64,
+    /// Why the connection is unusable, once it is.
+    dead: Option<Failure>,
+    /// Ids given up on after their timeout: a late reply to one is no violation.
+    abandoned: HashSet<i64>,
+    /// The step being run (`tools/call echo`), named in hygiene evidence; the method when empty.
+    pub step: String,
+    /// While set, an error response without an id is a reply to the notification just sent.
+    idless_replies_answer_notification: bool,
+    pub transcript: Transcript,
+}
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probe").field("pid", &self.child.id()).field("dead", &self.dead).finish_non_exhaustive()
+    }
+}
+
+impl Probe {
+    /// Starts the process and its stdout and stderr readers; sends nothing yet.
+    pub fn spawn(launch: &Launch, transcript: Transcript) -> Result<Probe, String> {
+        let mut child = Command::new(&launch.command)
+            .args(&launch.args)
+            .env_clear()
+            .envs(&launch.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|err| format!("start {}: {err}", launch.command))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.start_kill();
+            return Err("stdio pipes unavailable".to_owned());
+        };
+        let (sender, incoming) = mpsc::channel(STDOUT_QUEUE_LINES);
+        let limit = launch.max_response_bytes;
+        tokio::spawn(async move {
+            let mut reader = BoundedLineReader::new(stdout, limit, Overflow::Fail);
+            loop {
+                let item = match reader.next_line().await {
+                    Ok(Some(line)) => Incoming::Line(line.bytes),
+                    Ok(None) | Err(LineError::Io(_)) => Incoming::Eof,
+                    Err(LineError::TooLong { limit }) => Incoming::TooLong { limit },
+                };
+                let last = !matches!(item, Incoming::Line(_));
+                if sender.send(item).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        let sink = ServerLineSink::new(&launch.server, Arc::new(StderrObserver));
+        tokio::spawn(forward_stderr(stderr, sink));
+        Ok(Probe {
+            child,
+            stdin: Some(stdin),
+            incoming,
+            write_timeout: launch.write_timeout,
+            next_id: 1,
+            dead: None,
+            abandoned: HashSet::new(),
+            step: String::new(),
+            idless_replies_answer_notification: false,
+            transcript,
+        })
+    }
+
+    /// Whether the connection can no longer carry requests.
+    pub fn is_dead(&self) -> bool {
+        self.dead.is_some()
+    }
+
+    /// Writes one notification line.
+    pub async fn notify(&mut self, line: &str) -> Result<(), Failure> {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        self.write(&bytes).await
+    }
+
+    /// Sends one request and waits at most `timeout` for the response with its id.
+    pub async fn request(
+        &mut self,
+        method: &'static str,
+        params: RequestParams,
+        timeout: Duration,
+    ) -> Result<Answer, Failure> {
+        let mut answers = self.requests(method, &[params], timeout).await;
+        answers.pop().map_or(Err(Failure::Closed(None)), |(_, answer)| answer)
+    }
+
+    /// Sends `notifications/initialized`, then a ping; an error response without an id that
+    /// arrives before the ping's answer is recorded as a reply to the notification.
+    pub async fn initialized_then_ping(&mut self, timeout: Duration) -> Result<Answer, Failure> {
+        self.notify(INITIALIZED).await?;
+        self.idless_replies_answer_notification = true;
+        let ping = self.request("ping", RequestParams::Absent, timeout).await;
+        self.idless_replies_answer_notification = false;
+        ping
+    }
+
+    /// Sends several requests of one method in a single write (so they are in flight together)
+    /// and waits at most `timeout` for all of them. Returns each request's id and outcome, in
+    /// the order sent.
+    pub async fn requests(
+        &mut self,
+        method: &'static str,
+        params: &[RequestParams],
+        timeout: Duration,
+    ) -> Vec<(i64, Result<Answer, Failure>)> {
+        let started = Instant::now();
+        let mut deadline = started + timeout;
+        let during = if self.step.is_empty() { method.to_owned() } else { self.step.clone() };
+        let mut bytes = Vec::new();
+        let mut waiting: BTreeMap<i64, usize> = BTreeMap::new();
+        let mut outcomes: Vec<(i64, Option<Result<Answer, Failure>>)> = Vec::with_capacity(params.len());
+        for (index, params) in params.iter().enumerate() {
+            let id = self.next_id;
+            self.next_id += 1;
+            let params = match params {
+                RequestParams::Absent => Params::Absent,
+                RequestParams::Json(json) => Params::Json(json),
+                RequestParams::ToolCall { prefix, arguments } => Params::ToolCall { prefix, arguments },
+            };
+            bytes.extend_from_slice(&encode_request(id, method, params));
+            waiting.insert(id, index);
+            outcomes.push((id, None));
+        }
+        if let Err(failure) = self.write(&bytes).await {
+            return outcomes.into_iter().map(|(id, _)| (id, Err(failure.clone()))).collect();
+        }
+        while !waiting.is_empty() {
+            let Some(line) = self.next_line(deadline, &during).await else { break };
+            let Some(index) = index_frame(&line).filter(|_| is_json_rpc(&line)) else {
+                self.note_not_json_rpc(&line, &during);
+                continue;
+            };
+            let text = |range: &Option<std::ops::Range<usize>>| {
+                range.clone().and_then(|range| std::str::from_utf8(&line[range]).ok()).map(str::to_owned)
+            };
+            let server_method = text(&index.method)
+                .and_then(|literal| decode_literal(&literal).ok().map(std::borrow::Cow::into_owned))
+                .filter(|method| !method.is_empty());
+            let id_text = text(&index.id).filter(|id| id != "null");
+            if let Some(server_method) = server_method {
+                // Only `tools/call` carries a progress token; progress for anything else is
+                // ignored, as odek ignores it.
+                if server_method == "notifications/progress"
+                    && method == "tools/call"
+                    && id_text.is_none()
+                    && progress_token(text(&index.params).as_deref()).is_some_and(|token| waiting.contains_key(&token))
+                {
+                    // As odek does: progress moves the deadline, up to an hour after dispatch.
+                    deadline = (Instant::now() + timeout).min(started + PROGRESS_CAP);
+                }
+                self.answer_server_message(&server_method, id_text.as_deref()).await;
+                continue;
+            }
+            let id = id_text.as_deref().and_then(|id| serde_json::from_str::<i64>(id).ok());
+            if id.is_some_and(|id| self.abandoned.remove(&id)) {
+                continue;
+            }
+            let Some(slot) = id.and_then(|id| waiting.remove(&id)) else {
+                let offender = Offender { excerpt: excerpt(&line), during: during.clone() };
+                let is_error = text(&index.error).is_some_and(|error| error != "null");
+                if id_text.is_none() && is_error && self.idless_replies_answer_notification {
+                    self.transcript.initialized_replies.push(offender);
+                } else {
+                    self.transcript.unmatched_count += 1;
+                    if self.transcript.unmatched.len() < KEPT_OFFENDERS {
+                        self.transcript.unmatched.push(offender);
+                    }
+                }
+                continue;
+            };
+            let elapsed = started.elapsed();
+            let outcome = match text(&index.error) {
+                Some(error) if error != "null" => Err(rpc_failure(&error)),
+                _ => Ok(Answer { result: index.result.clone().unwrap_or(0..0), line, elapsed }),
+            };
+            outcomes[slot].1 = Some(outcome);
+        }
+        let unanswered = self.dead.clone().unwrap_or(Failure::Timeout(timeout));
+        if self.dead.is_none() {
+            // As odek does on a deadline: tell the server, and drop a late reply silently.
+            for id in waiting.keys() {
+                self.abandoned.insert(*id);
+                let _ = self.notify(&cancelled_notification(*id)).await;
+            }
+        }
+        outcomes.into_iter().map(|(id, outcome)| (id, outcome.unwrap_or_else(|| Err(unanswered.clone())))).collect()
+    }
+
+    /// Closes stdin and waits up to 5 s for the process to exit; kills its process group
+    /// otherwise. The process is always reaped.
+    pub async fn close(mut self) -> (Exit, Transcript) {
+        let already = self.child.try_wait().ok().flatten().map(|status| exit_status(&status));
+        drop(self.stdin.take());
+        let started = Instant::now();
+        let exit = match already {
+            Some(status) => Exit::AlreadyGone(status),
+            None => match tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
+                Ok(Ok(status)) => Exit::Exited { status: exit_status(&status), elapsed: started.elapsed() },
+                Ok(Err(_)) | Err(_) => Exit::Killed,
+            },
+        };
+        kill_group(self.child.id());
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+        // Lines still queued were written before the exit: they count for hygiene too.
+        while let Ok(item) = self.incoming.try_recv() {
+            if let Incoming::Line(line) = item {
+                self.account_line(&line, "shutdown");
+            }
+        }
+        (exit, self.transcript)
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        if let Some(dead) = &self.dead {
+            return Err(dead.clone());
+        }
+        let Some(stdin) = self.stdin.as_mut() else { return Err(Failure::Closed(None)) };
+        let written = tokio::time::timeout(self.write_timeout, async {
+            stdin.write_all(bytes).await?;
+            stdin.flush().await
+        })
+        .await;
+        let error = match written {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => format!("the server did not read its stdin for {} s", self.write_timeout.as_secs_f64()),
+        };
+        let failure = Failure::Write(error);
+        self.dead = Some(failure.clone());
+        Err(failure)
+    }
+
+    /// The next complete stdout line before `deadline`, counted in the transcript; `None` on
+    /// timeout or when the connection died (recorded in `dead`).
+    async fn next_line(&mut self, deadline: Instant, during: &str) -> Option<Vec<u8>> {
+        if self.dead.is_some() {
+            return None;
+        }
+        match tokio::time::timeout_at(deadline, self.incoming.recv()).await {
+            Err(_) => None,
+            Ok(Some(Incoming::Line(line))) => {
+                self.account_line(&line, during);
+                Some(line)
+            }
+            Ok(Some(Incoming::TooLong { limit })) => {
+                self.transcript.oversized.get_or_insert((limit, during.to_owned()));
+                self.dead = Some(Failure::Oversized(limit));
+                None
+            }
+            Ok(Some(Incoming::Eof) | None) => {
+                let status = match tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await {
+                    Ok(Ok(status)) => Some(exit_status(&status)),
+                    _ => None,
+                };
+                self.dead = Some(Failure::Closed(status));
+                None
+            }
+        }
+    }
+
+    fn account_line(&mut self, line: &[u8], during: &str) {
+        self.transcript.lines += 1;
+        self.transcript.largest_line = self.transcript.largest_line.max(line.len() + 1);
+        if during == "shutdown" && !is_json_rpc(line) {
+            self.note_not_json_rpc(line, during);
+        }
+    }
+
+    fn note_not_json_rpc(&mut self, line: &[u8], during: &str) {
+        self.transcript.not_json_rpc_count += 1;
+        if self.transcript.not_json_rpc.len() < KEPT_OFFENDERS {
+            self.transcript.not_json_rpc.push(Offender { excerpt: excerpt(line), during: during.to_owned() });
+        }
+    }
+
+    /// Server-initiated messages: ping is answered `{}`, other requests `-32601`, as odek does.
+    async fn answer_server_message(&mut self, method: &str, id: Option<&str>) {
+        let Some(id) = id else { return };
+        let reply = if method == "ping" {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}")
+        } else {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"method not found\"}}}}"
+            )
+        };
+        let _ = self.notify(&reply).await;
+    }
+}
+
+/// The notification that ends the handshake.
+pub const INITIALIZED: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+
+/// A JSON-RPC 2.0 message: a JSON object whose `jsonrpc` member is `"2.0"`.
+fn is_json_rpc(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Version<'a> {
+        #[serde(borrow)]
+        jsonrpc: Option<std::borrow::Cow<'a, str>>,
+    }
+    crate::call::parse_object::<Version<'_>>(line).is_ok_and(|version| version.jsonrpc.as_deref() == Some("2.0"))
+}
+
+/// The integer `progressToken` of a progress notification's params.
+fn progress_token(params: Option<&str>) -> Option<i64> {
+    let params: Value = serde_json::from_str(params?).ok()?;
+    params.get("progressToken")?.as_i64()
+}
+
+/// `notifications/cancelled` for a request given up on, as odek sends it.
+fn cancelled_notification(id: i64) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id},\"reason\":\"timeout\"}}}}"
+    )
+}
+
+fn rpc_failure(raw: &str) -> Failure {
+    let error: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+    let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+    let message = match error.get("message") {
+        Some(Value::String(message)) => message.clone(),
+        Some(other) if !other.is_null() => other.to_string(),
+        _ => String::new(),
+    };
+    Failure::Rpc { code, message }
+}
+
+/// At most [`EVIDENCE_BYTES`] of a line, cut at a character boundary with `…` when cut.
+pub fn excerpt(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    cut(&text, EVIDENCE_BYTES)
+}
+
+/// `text` cut to at most `max_bytes` at a character boundary, `…` appended when cut.
+pub fn cut(text: &str, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\u{2026}", &text[..end])
+}
+
+fn exit_status(status: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(-1)
+}
+
+/// SIGKILL to the server's process group (it was spawned as the group leader), so nothing it
+/// started outlives the check.
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|pid| i32::try_from(pid).ok()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_rpc_lines_need_the_version_member() {
+        assert!(is_json_rpc(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(!is_json_rpc(br#"{"id":1,"result":{}}"#));
+        assert!(!is_json_rpc(b"[1,2]"));
+        assert!(!is_json_rpc(b"INFO starting"));
+        assert!(!is_json_rpc(b""));
+    }
+
+    #[test]
+    fn excerpts_cut_at_a_character_boundary() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("ab\u{e9}cd", 3), "ab\u{2026}");
+        assert_eq!(excerpt(&vec![b'x'; 500]).len(), EVIDENCE_BYTES + "\u{2026}".len());
+    }
+}

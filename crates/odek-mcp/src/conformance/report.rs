@@ -1,0 +1,208 @@
+//! The report of one check run: every [`CheckResult`], the notes, and the verdict; as text for a
+//! terminal (one line per check, evidence indented below, a verdict line last) and as one JSON
+//! object for CI. The exit code of the verdict is [`Verdict::exit_code`].
+
+use odek_contract::redaction::redact;
+use serde::Serialize;
+
+use super::{CheckOptions, CheckResult, Status};
+use crate::observer::terminal_safe;
+
+/// The overall outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every check passed (or did not apply).
+    Pass,
+    /// No check failed, some warned.
+    Warn,
+    /// At least one check failed.
+    Fail,
+}
+
+impl Verdict {
+    /// 0 all pass, 1 any fail, 2 warnings only.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Fail => 1,
+            Verdict::Warn => 2,
+        }
+    }
+}
+
+/// Checks per status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub pass: usize,
+    pub warn: usize,
+    pub fail: usize,
+    pub skip: usize,
+}
+
+/// Everything `odek ext check` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub server: String,
+    pub command: Vec<String>,
+    pub verdict: Verdict,
+    pub counts: Counts,
+    pub checks: Vec<CheckResult>,
+    /// What happened besides the checks (restarts after a step killed the connection).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// The report of these results. Every text that can carry a secret (the command line, and
+    /// reasons and evidence quoting the server) passes through odek's redaction, so the report
+    /// is safe to keep as a CI log.
+    pub fn new(options: &CheckOptions, mut checks: Vec<CheckResult>, notes: Vec<String>) -> Report {
+        for check in &mut checks {
+            check.reason = redact(&check.reason).into_owned();
+            check.evidence = check.evidence.as_deref().map(|evidence| redact(evidence).into_owned());
+        }
+        let mut counts = Counts::default();
+        for result in &checks {
+            match result.status {
+                Status::Pass => counts.pass += 1,
+                Status::Warn => counts.warn += 1,
+                Status::Fail => counts.fail += 1,
+                Status::Skip => counts.skip += 1,
+            }
+        }
+        let verdict = if counts.fail > 0 {
+            Verdict::Fail
+        } else if counts.warn > 0 {
+            Verdict::Warn
+        } else {
+            Verdict::Pass
+        };
+        let command =
+            std::iter::once(&options.command).chain(&options.args).map(|part| redact(part).into_owned()).collect();
+        Report { server: options.server.clone(), command, verdict, counts, checks, notes }
+    }
+
+    /// The verdict line, e.g. `verdict: fail (2 failed, 1 warning, 20 passed, 3 skipped)`.
+    pub fn verdict_line(&self) -> String {
+        let Counts { pass, warn, fail, skip } = self.counts;
+        let word = match self.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Warn => "pass with warnings",
+            Verdict::Fail => "fail",
+        };
+        format!("verdict: {word} ({fail} failed, {warn} warning(s), {pass} passed, {skip} skipped)")
+    }
+
+    /// The terminal form: a header, one line per check grouped by phase, the notes, the verdict.
+    pub fn render_text(&self) -> String {
+        let mut out = format!("odek ext check: server {:?}: {}\n", self.server, terminal_safe(&self.command.join(" ")));
+        let mut group = "";
+        for result in &self.checks {
+            if result.group != group {
+                group = result.group;
+                out.push_str(group);
+                out.push('\n');
+            }
+            let tool = result.tool.as_deref().map_or_else(String::new, |tool| format!(" [{}]", terminal_safe(tool)));
+            out.push_str(&format!(
+                "  {:<4}  {}{tool}: {}\n",
+                result.status.as_str(),
+                result.check,
+                terminal_safe(&result.reason)
+            ));
+            if let Some(evidence) = &result.evidence {
+                out.push_str(&format!("        evidence: {}\n", one_line(evidence)));
+            }
+        }
+        for note in &self.notes {
+            out.push_str(&format!("note: {}\n", terminal_safe(note)));
+        }
+        out.push_str(&self.verdict_line());
+        out.push('\n');
+        out
+    }
+}
+
+/// Evidence on one terminal line: line feeds shown as `\n`, other controls made harmless.
+fn one_line(text: &str) -> String {
+    terminal_safe(&text.replace('\n', "\\n")).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(check: &'static str, status: Status) -> CheckResult {
+        CheckResult { group: "tools", check, tool: None, status, reason: "why".into(), evidence: None }
+    }
+
+    fn options() -> CheckOptions {
+        CheckOptions {
+            server: "srv".into(),
+            command: "/bin/srv".into(),
+            args: vec!["--x".into()],
+            env: Default::default(),
+            timeout: std::time::Duration::from_secs(1),
+            max_response_bytes: 1024,
+            max_result_chars: 1000,
+            artifact_roots: Vec::new(),
+            examples: Vec::new(),
+            skip_calls: Vec::new(),
+            exclude_tools: Vec::new(),
+            concurrency: 1,
+            client_version: "0".into(),
+        }
+    }
+
+    #[test]
+    fn verdicts_and_exit_codes() {
+        let verdict = |statuses: &[Status]| {
+            let checks = statuses.iter().map(|status| result("c", *status)).collect();
+            Report::new(&options(), checks, Vec::new()).verdict
+        };
+        assert_eq!(verdict(&[Status::Pass, Status::Skip]), Verdict::Pass);
+        assert_eq!(verdict(&[Status::Pass, Status::Warn]), Verdict::Warn);
+        assert_eq!(verdict(&[Status::Warn, Status::Fail]), Verdict::Fail);
+        assert_eq!(
+            [Verdict::Pass, Verdict::Fail, Verdict::Warn].map(Verdict::exit_code),
+            [0, 1, 2],
+            "0 all pass, 1 any fail, 2 warnings only"
+        );
+    }
+
+    #[test]
+    fn text_report_groups_checks_and_ends_with_the_verdict() {
+        let mut failing = result("tool_names_valid", Status::Fail);
+        failing.evidence = Some("a\nb\u{1b}[31m".into());
+        let report = Report::new(
+            &options(),
+            vec![result("tools_list_answers", Status::Pass), failing],
+            vec!["restarted".into()],
+        );
+        assert_eq!(
+            report.render_text(),
+            "odek ext check: server \"srv\": /bin/srv --x\n\
+             tools\n  \
+             pass  tools_list_answers: why\n  \
+             fail  tool_names_valid: why\n        \
+             evidence: a\\nb\u{fffd}[31m\n\
+             note: restarted\n\
+             verdict: fail (1 failed, 0 warning(s), 1 passed, 0 skipped)\n"
+        );
+    }
+
+    #[test]
+    fn secrets_in_the_command_line_and_evidence_are_redacted_red() {
+        let token = format!("ghp_{}", "a".repeat(36));
+        let mut leaky = options();
+        leaky.args = vec![format!("--token={token}")];
+        let mut failing = result("stdout_only_json_rpc", Status::Fail);
+        failing.reason = format!("saw {token}");
+        failing.evidence = Some(format!("debug: token {token}"));
+        let report = Report::new(&leaky, vec![failing], Vec::new());
+        let json = serde_json::to_string(&report).unwrap();
+        assert!(!json.contains(&token), "{json}");
+        assert!(!report.render_text().contains(&token));
+        assert!(report.render_text().contains("[REDACTED]"));
+    }
+}
