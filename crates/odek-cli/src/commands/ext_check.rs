@@ -32,10 +32,7 @@ pub(crate) async fn check(args: ExtCheckArgs) -> Result<(), CommandError> {
     drop(stdout);
     match report.verdict {
         Verdict::Pass => Ok(()),
-        Verdict::Fail => Err(CommandError::Reported),
-        // The only exit code the command set has no `CommandError` for; every server process is
-        // reaped and stdout flushed by now.
-        Verdict::Warn => std::process::exit(i32::from(Verdict::Warn.exit_code())),
+        verdict => Err(CommandError::Exit(verdict.exit_code())),
     }
 }
 
