@@ -267,3 +267,35 @@ fn children_stage_reports_that_come_back_as_verified_artifacts() {
         "*\n!.gitignore\n"
     );
 }
+
+/// Share mode: a dimension used up while an earlier child ran stops the next spawn before it
+/// starts (`budgets.md` §8), and the parent itself then stops on the same budget.
+#[test]
+fn share_mode_does_not_spawn_once_a_dimension_is_exhausted() {
+    let server = ScriptedServer::start(vec![
+        delegate(&json!({"tasks": [{"goal": "slow one"}, {"goal": "never started"}]})),
+        // The first child's answer outlasts the parent's runtime budget.
+        Reply::text("done slowly").delay(std::time::Duration::from_millis(2100)),
+        Reply::text("unused"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({
+        "base_url": server.base_url(), "model": "test-model",
+        "subagent": {"budget_inherit": "share", "max_concurrency": 1}, "limits": {"max_runtime_seconds": 2},
+    }));
+    let events = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--quiet", "--events-jsonl", path_str(&events), "go"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let completed: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["type"] == "subagent_completed")
+        .collect();
+    let mut statuses: Vec<&str> = completed.iter().map(|event| event["data"]["status"].as_str().unwrap()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, ["budget_exhausted", "success"], "{completed:?}");
+    let spawned = std::fs::read_to_string(&events).unwrap().matches("\"subagent_spawned\"").count();
+    assert_eq!(spawned, 1, "the second task never started");
+    assert_eq!(server.requests().len(), 2, "no request from a second child, none from the stopped parent");
+}
