@@ -340,13 +340,18 @@ impl BudgetShare {
             return Ok(None);
         }
         let used = self.totals().input_tokens;
-        let outstanding = self.ledger.outstanding_grants.load(Ordering::Acquire);
-        let headroom = max.saturating_sub(used).saturating_sub(outstanding);
-        let grant = headroom / (unspawned.max(1) as u64);
-        if grant == 0 {
+        let divisor = unspawned.max(1) as u64;
+        // Computed and reserved in one step: two calls granting at once cannot both spend the
+        // same headroom.
+        let mut grant = 0;
+        let reserved =
+            self.ledger.outstanding_grants.fetch_update(Ordering::AcqRel, Ordering::Acquire, |outstanding| {
+                grant = max.saturating_sub(used).saturating_sub(outstanding) / divisor;
+                (grant > 0).then(|| outstanding.saturating_add(grant))
+            });
+        if reserved.is_err() {
             return Err(());
         }
-        self.ledger.outstanding_grants.fetch_add(grant, Ordering::AcqRel);
         Ok(Some(InputGrant(grant)))
     }
 

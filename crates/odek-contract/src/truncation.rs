@@ -40,6 +40,17 @@ pub fn first_runes(text: &str, n: usize) -> &str {
     }
 }
 
+/// `text` when it has at most `n` runes, else its first `n` runes followed by `…` (the display
+/// cut of goals, headlines and summaries).
+pub fn runes_with_ellipsis(text: &str, n: usize) -> std::borrow::Cow<'_, str> {
+    let head = first_runes(text, n);
+    if head.len() == text.len() {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(format!("{head}…"))
+    }
+}
+
 /// Text after the cap, and the observed rune count when the cap cut it (spec §6.4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capped {

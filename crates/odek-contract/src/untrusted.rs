@@ -10,6 +10,25 @@ use crate::error::ContractError;
 pub const NONCE_BYTES: usize = 8;
 
 const TAG: &str = "untrusted_content";
+/// How every wrapper opens (`<untrusted_content_<nonce> …`) and closes; the body is escaped, so
+/// these appear in text only where a wrapper really starts or ends.
+pub const UNTRUSTED_OPEN_PREFIX: &str = "<untrusted_content_";
+pub const UNTRUSTED_CLOSE_PREFIX: &str = "</untrusted_content_";
+
+/// The `source` of every wrapper opened in `text` (`<untrusted_content_<16 hex> source="…">`).
+/// A mere mention of the tag (as in the system prompt's `<untrusted_content_…>`) is not a
+/// wrapper and yields nothing.
+pub fn untrusted_sources(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices(UNTRUSTED_OPEN_PREFIX).filter_map(|(at, prefix)| {
+        let rest = &text[at + prefix.len()..];
+        let nonce = rest.get(..NONCE_BYTES * 2)?;
+        if !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let source = rest[NONCE_BYTES * 2..].strip_prefix(" source=\"")?;
+        source.find('"').map(|end| &source[..end])
+    })
+}
 const ESCAPED_TAG_SEPARATOR: char = '\u{00B7}';
 
 /// 8 bytes from the operating system's CSPRNG as 16 lowercase hex digits.
@@ -114,6 +133,16 @@ pub fn escape_body(body: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sources_of_real_wrappers_only() {
+        let text = format!(
+            "a mention <untrusted_content_…> is not one; {}; {}",
+            wrap_untrusted_with_nonce("mcp:srv:echo", "x", "0123456789abcdef"),
+            wrap_untrusted_with_nonce("plan", "y", "fedcba9876543210")
+        );
+        assert_eq!(untrusted_sources(&text).collect::<Vec<_>>(), ["mcp:srv:echo", "plan"]);
+    }
 
     #[test]
     fn nonce_is_16_lowercase_hex() {

@@ -268,6 +268,8 @@ impl Agent {
             plan.restore(messages);
         }
 
+        // Messages already checked for untrusted content (see `note_untrusted_ingest`).
+        let mut untrusted_scanned = 0;
         for iteration in 1..=max_iterations {
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
@@ -282,6 +284,7 @@ impl Agent {
                 return Err(self.exhausted(iteration, exceeded, messages, totals).await);
             }
 
+            self.note_untrusted_ingest(messages, &mut untrusted_scanned);
             let response = match self.model_call(messages, &mut budget, cancel).await {
                 Ok(response) => response,
                 Err(RunError::Provider { source, .. }) if is_context_length_error(&source.to_string()) => {
@@ -430,6 +433,28 @@ impl Agent {
             }
             Err(_) => Err(RunError::MaxIterations(max_iterations)),
         }
+    }
+
+    /// Before every model call: once any message the model is about to read holds an untrusted
+    /// wrapper (a tool result, failed or not, a `--ctx` file, a resumed transcript, a compaction
+    /// digest), the run has ingested untrusted content, and `delegate_tasks` forces its children
+    /// untrusted (`subagents.md` §2). Only messages not yet checked are scanned; a trim that
+    /// shortened the conversation starts the scan over.
+    fn note_untrusted_ingest(&self, messages: &[Message], scanned: &mut usize) {
+        let flag = &self.tool_context.untrusted_ingested;
+        if flag.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let from = if *scanned > messages.len() { 0 } else { *scanned };
+        // The plan's own wrapper fences what the model itself wrote; it is not ingested content.
+        let ingested = |message: &Message| {
+            odek_contract::untrusted::untrusted_sources(&message.content)
+                .any(|source| source != crate::plan::render::PLAN_SOURCE)
+        };
+        if messages[from..].iter().any(ingested) {
+            flag.store(true, std::sync::atomic::Ordering::Release);
+        }
+        *scanned = messages.len();
     }
 
     /// §6 finalization after `completed` iterations: the time-budget partial summary as the
@@ -652,12 +677,7 @@ impl Agent {
                 continue;
             };
             finished.push(match call.outcome().await {
-                Ok((Ok(outcome), duration)) => {
-                    if outcome.untrusted_source.is_some() {
-                        self.tool_context.untrusted_ingested.store(true, std::sync::atomic::Ordering::Release);
-                    }
-                    success(outcome, duration)
-                }
+                Ok((Ok(outcome), duration)) => success(outcome, duration),
                 Ok((Err(ToolError(message)), duration)) => failure(format!("error: {}", redact(&message)), duration),
                 Err(detail) => {
                     failure(format!("error: tool {} panicked: {}", quote(&name), redact(&detail)), Duration::ZERO)

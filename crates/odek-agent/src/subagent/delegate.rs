@@ -27,8 +27,6 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 pub const MAX_TASKS_PER_CALL: usize = 8;
 /// A wait for a slot longer than this emits `subagent_concurrency_wait` (once per task).
 pub const CONCURRENCY_WAIT_NOTICE: Duration = Duration::from_secs(5);
-/// The built-in profile name, always known.
-const BUILTIN_PROFILE: &str = "default";
 
 const DESCRIPTION: &str = "Hand focused tasks to sub-agents that run in parallel, each as its own process with its own loop. \
 Give every task a self-contained goal (and context or guidance when useful); children cannot ask you questions and have no \
@@ -124,7 +122,7 @@ fn validate_call(arguments: &str, depth: u32, max_depth: u32) -> Result<Vec<Task
     if let Some(index) =
         parsed.tasks.iter().position(|task| task.goal.as_deref().is_none_or(|goal| goal.trim().is_empty()))
     {
-        return Err(format!("task {} goal is required", index + 1).replacen(" goal", ": goal", 1));
+        return Err(format!("task {}: goal is required", index + 1));
     }
     if max_depth > 0 && depth >= max_depth {
         return Err(format!(
@@ -157,14 +155,11 @@ struct Finished {
 impl DelegateTool {
     /// `budgets.md` §8 before a spawn, in share mode: the spawn gate, the input-token grant and
     /// the snapshot for the task file. `Err` is the task's result when it is not spawned.
-    fn share_gate(
-        &self,
-        unspawned: &AtomicUsize,
-    ) -> Result<(Option<super::task::ShareBudget>, Option<InputGrant>), Value> {
+    /// `remaining` counts this task and the call's others not yet spawned.
+    fn share_gate(&self, remaining: usize) -> Result<(Option<super::task::ShareBudget>, Option<InputGrant>), Value> {
         let Some(share) = &self.settings.share else {
             return Ok((None, None));
         };
-        let remaining = unspawned.fetch_sub(1, Ordering::AcqRel).max(1);
         if let Some(exceeded) = share.exhausted() {
             return Err(json!({"status": "budget_exhausted", "partial_reason": "execution_budget",
                 "error": format!("subagent not spawned: {exceeded}"), "summary": "", "iterations": 0, "tokens_used": 0}));
@@ -197,7 +192,16 @@ impl DelegateTool {
     ) -> Finished {
         let settings = &self.settings;
         let goal = request.goal.clone().unwrap_or_default();
+        // This task leaves the call's count of tasks not yet spawned exactly once, on whichever
+        // path: the grant divides the headroom by what is still to come.
+        let counted = std::sync::atomic::AtomicBool::new(false);
+        let leave_unspawned = || {
+            if !counted.swap(true, Ordering::AcqRel) {
+                unspawned.fetch_sub(1, Ordering::AcqRel);
+            }
+        };
         let not_spawned = |task_id: &str, result: Value| {
+            leave_unspawned();
             let status = result["status"].as_str().unwrap_or_default().to_owned();
             self.emit(Event::subagent_completed(task_id, &status, SubagentOutcome::default()));
             Finished {
@@ -211,10 +215,8 @@ impl DelegateTool {
             Err(err) => return not_spawned("", json!({"status": "error", "error": err.to_string()})),
         };
         let not_spawned = |result: Value| not_spawned(task_id.as_str(), result);
-        if !request.profile.is_empty()
-            && request.profile != BUILTIN_PROFILE
-            && !settings.profiles.contains(&request.profile)
-        {
+        // `profiles` always holds `default` (the operator's or the built-in one).
+        if !request.profile.is_empty() && !settings.profiles.contains(&request.profile) {
             return not_spawned(json!({"status": "error", "error": format!(
                 "unknown profile \"{}\" (define it in the top-level profiles config section)", request.profile)}));
         }
@@ -245,23 +247,32 @@ impl DelegateTool {
 
         let slots = slots(settings.max_concurrency);
         let waiting_since = Instant::now();
-        let permit = match tokio::time::timeout(CONCURRENCY_WAIT_NOTICE, Arc::clone(&slots).acquire_owned()).await {
-            Ok(permit) => permit,
-            Err(_) => {
-                self.emit(Event::subagent_concurrency_wait(index, millis(waiting_since.elapsed())));
-                tokio::select! {
-                    permit = slots.acquire_owned() => permit,
-                    () = cancel.cancelled() => {
-                        return not_spawned(json!({"status": "cancelled", "error": "sub-agent cancelled"}));
-                    }
+        let cancelled = || json!({"status": "cancelled", "error": "sub-agent cancelled"});
+        let acquire = Arc::clone(&slots).acquire_owned();
+        tokio::pin!(acquire);
+        let notice = tokio::time::sleep(CONCURRENCY_WAIT_NOTICE);
+        tokio::pin!(notice);
+        let mut noticed = false;
+        let permit = loop {
+            tokio::select! {
+                permit = &mut acquire => break permit,
+                () = &mut notice, if !noticed => {
+                    noticed = true;
+                    self.emit(Event::subagent_concurrency_wait(index, millis(waiting_since.elapsed())));
                 }
+                () = cancel.cancelled() => return not_spawned(cancelled()),
             }
         };
         let Ok(_permit) = permit else {
             return not_spawned(json!({"status": "error", "error": "sub-agent slots closed"}));
         };
+        if cancel.is_cancelled() {
+            return not_spawned(cancelled());
+        }
         // Share mode: the snapshot is taken right before the spawn, once a slot is free.
-        let grant = match self.share_gate(unspawned) {
+        let remaining = unspawned.load(Ordering::Acquire).max(1);
+        leave_unspawned();
+        let grant = match self.share_gate(remaining) {
             Ok((budget, grant)) => {
                 task.budget = budget;
                 grant

@@ -3,6 +3,7 @@
 //! content. The caller wraps the text as untrusted (source `delegate_tasks`). Start at
 //! [`render_results`].
 
+use odek_contract::truncation::runes_with_ellipsis;
 use serde_json::Value;
 
 /// Most `files changed` names shown.
@@ -37,21 +38,12 @@ pub fn render_results(sections: &[TaskSection<'_>], artifact_read: bool) -> Stri
     out
 }
 
-fn cut_runes(text: &str, runes: usize) -> String {
-    if text.chars().count() <= runes {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(runes).collect();
-    cut.push('…');
-    cut
-}
-
 fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, artifact_read: bool) {
     let result = section.result;
     let text = |key: &str| result.get(key).and_then(Value::as_str).unwrap_or_default();
     let number_of = |key: &str| result.get(key).and_then(Value::as_f64).unwrap_or(0.0);
     let goal = section.goal.split_whitespace().collect::<Vec<_>>().join(" ");
-    out.push_str(&format!("─── Task {number}: {} ───\n", cut_runes(&goal, TITLE_GOAL_RUNES)));
+    out.push_str(&format!("─── Task {number}: {} ───\n", runes_with_ellipsis(&goal, TITLE_GOAL_RUNES)));
 
     let mut status = format!("status: {}", text("status"));
     if !text("partial_reason").is_empty() {

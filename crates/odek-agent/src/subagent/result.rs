@@ -4,6 +4,8 @@
 //! [`SubagentResult::from_run`] and [`RunEnd`].
 
 use odek_contract::envelope::RawArtifactRef;
+use odek_contract::truncation::{rune_count, runes_with_ellipsis};
+use odek_contract::untrusted::{UNTRUSTED_CLOSE_PREFIX, UNTRUSTED_OPEN_PREFIX};
 use odek_llm::{Message, Role, Usage};
 use serde::Serialize;
 
@@ -17,8 +19,6 @@ pub const DENIAL_REASON_MAX_RUNES: usize = 200;
 pub const MAX_DENIALS: usize = 20;
 
 const DENIAL_MARKER: &str = "operation denied by configuration: ";
-const UNTRUSTED_OPEN: &str = "<untrusted_content_";
-const UNTRUSTED_CLOSE: &str = "</untrusted_content_";
 
 /// One denial the child ran into.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -58,6 +58,9 @@ pub struct SubagentResult {
     pub cost_usd: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<RawArtifactRef>,
+    /// The hard deadline ended the run (exit 2); not part of the JSON.
+    #[serde(skip)]
+    pub hard_timeout: bool,
 }
 
 fn is_zero(value: &usize) -> bool {
@@ -102,7 +105,7 @@ pub fn exit_code_for(result: &SubagentResult) -> u8 {
         ("success", _) | ("partial", "iteration_budget") => 0,
         ("partial", "time_budget") => 2,
         ("budget_exhausted", _) => 4,
-        ("error", _) if result.error.starts_with("timeout after ") => 2,
+        ("error", _) if result.hard_timeout => 2,
         _ => 1,
     }
 }
@@ -139,6 +142,7 @@ impl SubagentResult {
             duration_seconds,
             denials,
             denials_total,
+            hard_timeout: matches!(end, RunEnd::HardTimeout { .. }),
             ..SubagentResult::default()
         }
     }
@@ -178,13 +182,9 @@ fn last_assistant_text(messages: &[Message]) -> String {
 
 /// The summary cut to [`SUMMARY_MAX_RUNES`] + `…`, and the original rune count when cut.
 pub fn cut_summary(text: &str) -> (String, Option<usize>) {
-    let runes = text.chars().count();
-    if runes <= SUMMARY_MAX_RUNES {
-        return (text.to_owned(), None);
-    }
-    let mut cut: String = text.chars().take(SUMMARY_MAX_RUNES).collect();
-    cut.push('…');
-    (cut, Some(runes))
+    let cut = runes_with_ellipsis(text, SUMMARY_MAX_RUNES);
+    let original = matches!(cut, std::borrow::Cow::Owned(_)).then(|| rune_count(text));
+    (cut.into_owned(), original)
 }
 
 /// Assistant messages that called tools.
@@ -208,11 +208,11 @@ fn trusted_tool_lines(messages: &[Message]) -> impl Iterator<Item = (&Message, &
         let mut inside = false;
         message.content.lines().filter_map(move |line| {
             let trimmed = line.trim_start();
-            if trimmed.starts_with(UNTRUSTED_OPEN) {
+            if trimmed.starts_with(UNTRUSTED_OPEN_PREFIX) {
                 inside = true;
                 return None;
             }
-            if trimmed.starts_with(UNTRUSTED_CLOSE) {
+            if trimmed.starts_with(UNTRUSTED_CLOSE_PREFIX) {
                 inside = false;
                 return None;
             }

@@ -6,6 +6,7 @@ use std::io::{Seek, Write};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use command_fds::{CommandFdExt, FdMapping};
@@ -97,34 +98,43 @@ struct Read {
     error: Option<String>,
 }
 
+/// What has been read so far, shared with the supervisor: when the reader is stopped (200 ms
+/// after exit, 1 s after a kill) what it already parsed still counts.
+type SharedRead = Arc<Mutex<Read>>;
+
+fn lock(read: &SharedRead) -> std::sync::MutexGuard<'_, Read> {
+    read.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Reads protocol lines until EOF or a safety limit: a `result` record's `result` is the
 /// result; an untyped JSON object is a legacy result (the last one wins); the rest is ignored.
-async fn read_stream(stdout: ChildStdout) -> Read {
+async fn read_stream(stdout: ChildStdout, shared: SharedRead) {
     let mut reader = BoundedLineReader::new(stdout, MAX_CHILD_LINE_BYTES, Overflow::Fail);
-    let mut read = Read::default();
     let (mut lines, mut bytes) = (0_u64, 0_u64);
     loop {
-        let line = match reader.next_line().await {
+        let next = reader.next_line().await;
+        let mut read = lock(&shared);
+        let line = match next {
             Ok(Some(line)) => line,
-            Ok(None) => return read,
+            Ok(None) => return,
             Err(LineError::TooLong { limit }) => {
                 read.flood = Some(format!("a line over {limit} bytes"));
-                return read;
+                return;
             }
             Err(LineError::Io(err)) => {
                 read.error = Some(err.to_string());
-                return read;
+                return;
             }
         };
         lines += 1;
         bytes += line.bytes.len() as u64 + 1;
         if lines > MAX_CHILD_LINES {
             read.flood = Some(format!("more than {MAX_CHILD_LINES} lines"));
-            return read;
+            return;
         }
         if bytes > MAX_CHILD_STDOUT_BYTES {
             read.flood = Some(format!("more than {MAX_CHILD_STDOUT_BYTES} bytes"));
-            return read;
+            return;
         }
         if read.raw.len() < RAW_OUTPUT_KEEP_BYTES + 1 {
             let room = RAW_OUTPUT_KEEP_BYTES + 1 - read.raw.len();
@@ -189,56 +199,64 @@ pub async fn run_child(spec: &ChildSpec, cancel: &CancellationToken, on_spawned:
         on_spawned(pid);
     }
     let Some(stdout) = child.stdout.take() else {
-        let _ = child.kill().await;
+        let _ = stop_child(&mut child).await;
         return failure(json!({"status": "error", "error": "read stdout: no pipe"}), pid);
     };
-    let mut reader = tokio::spawn(read_stream(stdout));
+    let shared = SharedRead::default();
+    let mut reader = tokio::spawn(read_stream(stdout, Arc::clone(&shared)));
     let mut ending = Ending::default();
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
-    let read = tokio::select! {
-        () = cancel.cancelled() => {
-            ending.cancelled = true;
-            kill_and_collect(&mut child, &mut reader, &mut ending).await
-        }
-        () = &mut deadline => {
-            ending.timed_out = true;
-            kill_and_collect(&mut child, &mut reader, &mut ending).await
-        }
-        read = &mut reader => {
-            let read = read.unwrap_or_default();
-            if read.flood.is_some() {
-                let _ = child.start_kill();
+    let mut reader_done = false;
+    // Until the child has exited: a deadline or a cancellation stops it; a flood kills it.
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => {
+                ending.cancelled = true;
+                ending.exit = Some(stop_child(&mut child).await);
+                break;
             }
-            ending.exit = Some(child.wait().await.map_err(|err| err.to_string()));
-            read
-        }
-        status = child.wait() => {
-            ending.exit = Some(status.map_err(|err| err.to_string()));
-            match tokio::time::timeout(DRAIN_AFTER_EXIT, &mut reader).await {
-                Ok(read) => read.unwrap_or_default(),
-                Err(_) => {
-                    reader.abort();
-                    Read::default()
+            () = &mut deadline => {
+                ending.timed_out = true;
+                ending.exit = Some(stop_child(&mut child).await);
+                break;
+            }
+            _ = &mut reader, if !reader_done => {
+                reader_done = true;
+                if lock(&shared).flood.is_some() {
+                    ending.exit = Some(stop_child(&mut child).await);
+                    break;
                 }
             }
+            status = child.wait() => {
+                ending.exit = Some(status.map_err(|err| err.to_string()));
+                break;
+            }
         }
-    };
+    }
+    if !reader_done {
+        // After an exit the reader may drain for 200 ms; after a kill its pipe is closed 1 s later.
+        let grace = if ending.cancelled || ending.timed_out { FORCE_CLOSE_AFTER_KILL } else { DRAIN_AFTER_EXIT };
+        if tokio::time::timeout(grace, &mut reader).await.is_err() {
+            reader.abort();
+        }
+    }
+    let read = std::mem::take(&mut *lock(&shared));
     precedence(read, &ending, spec.timeout, pid)
 }
 
-/// Kills the child, reaps it, and gives the reader [`FORCE_CLOSE_AFTER_KILL`] before its pipe
-/// is closed.
-async fn kill_and_collect(child: &mut Child, reader: &mut tokio::task::JoinHandle<Read>, ending: &mut Ending) -> Read {
-    let _ = child.start_kill();
-    ending.exit = Some(child.wait().await.map_err(|err| err.to_string()));
-    match tokio::time::timeout(FORCE_CLOSE_AFTER_KILL, &mut *reader).await {
-        Ok(read) => read.unwrap_or_default(),
-        Err(_) => {
-            reader.abort();
-            Read::default()
+/// Stops a child the way a user would first: SIGINT lets it cancel its run, stop its tools'
+/// process groups and its MCP servers, and report; after [`FORCE_CLOSE_AFTER_KILL`] it is killed.
+/// Either way it is reaped.
+async fn stop_child(child: &mut Child) -> Result<std::process::ExitStatus, String> {
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT);
+        if let Ok(status) = tokio::time::timeout(FORCE_CLOSE_AFTER_KILL, child.wait()).await {
+            return status.map_err(|err| err.to_string());
         }
     }
+    let _ = child.start_kill();
+    child.wait().await.map_err(|err| err.to_string())
 }
 
 fn failure(result: Value, pid: Option<u32>) -> ChildReport {

@@ -25,6 +25,7 @@ use odek_agent::subagent::task::{TaskFile, clamp_to_share, is_parent_task_file, 
 use odek_agent::tool::ToolContext;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
+use odek_contract::truncation::runes_with_ellipsis;
 use odek_contract::untrusted::new_nonce;
 use odek_llm::{Message, StreamObserver, Thinking, Usage};
 use odek_mcp::McpObserver;
@@ -374,11 +375,27 @@ fn read_handed_key() -> Result<Option<String>, String> {
 #[allow(unsafe_code)]
 fn take_fd3() -> Option<std::fs::File> {
     use std::os::fd::FromRawFd;
-    // Only a descriptor that exists is taken (`/proc/self/fd/3` resolves).
-    std::fs::symlink_metadata("/proc/self/fd/3").ok()?;
+    // Only a regular file is taken — what a parent hands over — never a pipe, socket or other
+    // descriptor that happens to be number 3.
+    if !std::fs::metadata("/proc/self/fd/3").is_ok_and(|metadata| metadata.is_file()) {
+        return None;
+    }
     // SAFETY: by the `ODEK_API_KEY_FD=3` contract, fd 3 was opened by the parent for this process
     // and nothing else in the process owns or uses it; it is taken exactly once, at setup.
     Some(unsafe { std::fs::File::from_raw_fd(3) })
+}
+
+/// Most artifact flags appended to a summary; a child that leaves thousands of files behind must
+/// not turn its result line into a flood.
+const MAX_ARTIFACT_FLAGS: usize = 32;
+
+fn cap_flags(mut flags: Vec<String>) -> Vec<String> {
+    if flags.len() > MAX_ARTIFACT_FLAGS {
+        let hidden = flags.len() - MAX_ARTIFACT_FLAGS;
+        flags.truncate(MAX_ARTIFACT_FLAGS);
+        flags.push(format!("[artifact] (+{hidden} more)"));
+    }
+    flags
 }
 
 /// The task's id and artifact root, when the task file names both (a parent's task).
@@ -495,7 +512,7 @@ async fn execute(
         goal: &task.goal,
         guidance: &task.guidance,
         context: &task.context,
-        artifact_task_id: (!task.artifact_root.is_empty() && !task.task_id.is_empty()).then_some(task.task_id.as_str()),
+        artifact_task_id: artifact_task.as_ref().map(|(task_id, _)| task_id.as_str()),
     };
     let mut messages = vec![
         Message::system(subagent_system_prompt(&lifespan, config.subagent.announce_budget)),
@@ -579,7 +596,7 @@ async fn execute(
             Err(err) => artifact_flags.push(format!("[artifact] staging relocation failed: {err}")),
         }
     }
-    result.summary = append_artifact_flags(&result.summary, &artifact_flags);
+    result.summary = append_artifact_flags(&result.summary, &cap_flags(artifact_flags));
     result.summary = redact(&result.summary).into_owned();
     result.error = redact(&result.error).into_owned();
     result.parent_session = flags.parent_session.clone().unwrap_or_default();
@@ -634,12 +651,7 @@ fn spawn_deadlines(
 /// The goal for the start line: at most 60 runes, then `…`.
 fn display_goal(goal: &str) -> String {
     let goal = goal.split_whitespace().collect::<Vec<_>>().join(" ");
-    if goal.chars().count() <= GOAL_DISPLAY_RUNES {
-        return goal;
-    }
-    let mut cut: String = goal.chars().take(GOAL_DISPLAY_RUNES).collect();
-    cut.push('…');
-    cut
+    runes_with_ellipsis(&goal, GOAL_DISPLAY_RUNES).into_owned()
 }
 
 /// §7's closing stderr line; the failure lines are printed even with `--quiet`.
