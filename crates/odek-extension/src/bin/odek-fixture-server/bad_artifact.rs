@@ -270,6 +270,7 @@ mod tests {
             next_file: AtomicU64::new(1),
             string_ping_sent: AtomicBool::new(false),
             initialize_error_message: None,
+            stdout: crate::ClosableStdout::default(),
         }
     }
 
