@@ -260,11 +260,20 @@ fn api_key_from_secrets_env_is_resolved() {
 
 #[test]
 fn resolved_api_key_is_registered_for_redaction_red() {
+    // From the global file: no env name marks it as a secret before resolution does.
     let key = "resolved.key.for.redaction.4471";
-    let loaded = Fixture::new().env("OPENAI_API_KEY", key).load().unwrap();
+    let loaded = Fixture::new().global(&format!(r#"{{"api_key": "{key}"}}"#)).load().unwrap();
     assert_eq!(odek_contract::redaction::redact(&format!("auth {key}")), format!("auth {key}"));
     let effective = resolve_effective(&loaded, &CliOverrides::default()).unwrap();
     assert_eq!(effective.api_key.as_deref(), Some(key));
     assert_eq!(odek_contract::redaction::redact(&format!("auth {key}")), "auth [REDACTED]");
     assert!(!format!("{effective:?}").contains(key));
+}
+
+#[test]
+fn env_values_with_sensitive_names_are_registered_at_load_red() {
+    let token = "service.token.value.9931";
+    let _ = Fixture::new().env("BILLING_SERVICE_TOKEN", token).env("PLAIN_SETTING", "plain.value.1234").load().unwrap();
+    assert_eq!(odek_contract::redaction::redact(&format!("t {token}")), "t [REDACTED]");
+    assert_eq!(odek_contract::redaction::redact("p plain.value.1234"), "p plain.value.1234");
 }

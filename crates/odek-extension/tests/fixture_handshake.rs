@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use support::Fixture;
 
-const CONTRACT_TOOLS: [&str; 21] = [
+const CONTRACT_TOOLS: [&str; 26] = [
     "echo",
     "large_result",
     "artifact_result",
@@ -22,6 +22,11 @@ const CONTRACT_TOOLS: [&str; 21] = [
     "big_text",
     "exit_mid_call",
     "kill_self",
+    "stop_self",
+    "close_stdout",
+    "drip",
+    "reply_with_id",
+    "duplicate_reply",
     "rpc_error",
     "multi_item",
     "log_message",
@@ -92,7 +97,7 @@ fn page_size_splits_tools_list_and_cursors_walk_it() {
         }
     }
     assert_eq!(names, CONTRACT_TOOLS);
-    assert_eq!(cursors.len(), 4);
+    assert_eq!(cursors.len(), CONTRACT_TOOLS.len().div_ceil(5) - 1);
 }
 
 #[test]

@@ -114,8 +114,8 @@ impl Session {
         }
     }
 
-    /// What a save writes: the latest safe state, with `content`, `reasoning_content`, `task`
-    /// and external-ref URIs redacted. The live session is not touched.
+    /// What a save writes: the latest safe state, with `content`, `reasoning_content`, tool-call
+    /// arguments, `task` and external-ref URIs redacted. The live session is not touched.
     pub(crate) fn stored_copy(&self) -> Session {
         let safe = &self.messages[..safe_state_len(&self.messages)];
         Session {
@@ -148,12 +148,18 @@ impl Session {
     }
 }
 
+/// Tool-call arguments are model output too: a secret the model copied into a call must not
+/// land on disk any more than one it wrote in its content.
 fn redacted_message(message: &Message) -> Message {
-    Message {
+    let mut stored = Message {
         content: redact(&message.content).into_owned(),
         reasoning_content: message.reasoning_content.as_deref().map(|reasoning| redact(reasoning).into_owned()),
         ..message.clone()
+    };
+    for call in &mut stored.tool_calls {
+        call.function.arguments = redact(&call.function.arguments).into_owned();
     }
+    stored
 }
 
 fn count_user_messages(messages: &[Message]) -> u64 {
@@ -182,6 +188,26 @@ mod tests {
         session.trimmed_user_turns = 3;
         session.refresh_for_save();
         assert_eq!(session.turns, 5);
+    }
+
+    #[test]
+    fn tool_call_arguments_are_redacted_on_save_red() {
+        let key = format!("ghp_{}", "b".repeat(36));
+        let mut session = session();
+        let arguments = format!(r#"{{"text":"{key}"}}"#);
+        let call = odek_llm::message::ToolCall {
+            id: "c1".into(),
+            kind: "function".into(),
+            function: odek_llm::message::FunctionCall { name: "echo".into(), arguments: arguments.clone() },
+        };
+        session.messages = vec![
+            Message::user("go"),
+            Message { tool_calls: vec![call], ..Message::assistant("") },
+            Message::tool("c1", "echo", "ok"),
+        ];
+        let copy = session.stored_copy();
+        assert_eq!(copy.messages[1].tool_calls[0].function.arguments, r#"{"text":"[REDACTED]"}"#);
+        assert_eq!(session.messages[1].tool_calls[0].function.arguments, arguments, "the live session keeps them");
     }
 
     #[test]

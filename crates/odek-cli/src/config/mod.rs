@@ -175,6 +175,18 @@ impl std::fmt::Debug for LoadedConfig {
     }
 }
 
+/// Registers for redaction the value of every variable whose name is sensitive
+/// (`loop-and-sessions.md` §9: "env values whose names are sensitive" are known secrets), so a
+/// token that only lives in odek's environment is redacted wherever a tool, a server or the
+/// model repeats it.
+fn register_sensitive_env_values(env: &BTreeMap<String, String>) {
+    for (name, value) in env {
+        if odek_contract::secret_names::is_sensitive_env_name(name) {
+            odek_contract::redaction::register_secret(value);
+        }
+    }
+}
+
 /// Loads `secrets.env`, the global file and the project file, in that order (spec §1).
 pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
     let mut warnings = Vec::new();
@@ -183,6 +195,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     for (name, value) in &secrets.injected {
         env.entry(name.clone()).or_insert_with(|| value.clone());
     }
+    register_sensitive_env_values(&env);
 
     let global_path = sources.global_config_path();
     let global_display = global_path.display().to_string();

@@ -144,6 +144,21 @@
 //!     big_text {bytes}          A valid result whose one text item holds bytes "x"s, streamed.
 //!     exit_mid_call {code=3}    Flushes stdout and exits with code without replying.
 //!     kill_self                 Sends SIGKILL to its own process.
+//!     stop_self                 Sends SIGSTOP to its own process: it hangs, reading and writing
+//!                               nothing, until SIGKILL (or SIGCONT).
+//!     close_stdout              Flushes stdout, then points fd 1 at /dev/null: the client reads
+//!                               EOF while the process keeps running (and serving stdin, its
+//!                               replies lost) until stdin EOF. This call is never answered.
+//!     drip {text="dripped", interval_ms=1000}
+//!                               A valid reply with text, written one byte at a time with
+//!                               interval_ms between bytes, holding stdout so nothing interleaves.
+//!                               Cancellation does not stop it.
+//!     reply_with_id {form}      A valid result ("misrouted (<form>)") under an id derived from the
+//!                               request's integer id N, never N itself: "string" "N", "null",
+//!                               "fractional" N.5, "float" N.0, "exponent" Ne0, "wrong" N+1000,
+//!                               "missing" (no id member). The call itself is never answered.
+//!     duplicate_reply {text="duplicated", copies=2}
+//!                               The reply with text, written copies times under the request's id.
 //!     rpc_error {code=-32000, message="rpc failed"}
 //!                               A JSON-RPC error instead of a result.
 //!     multi_item {items=[]}     One text item per string, with an image item (1x1 PNG) inserted
@@ -223,8 +238,8 @@ mod options;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use odek_extension::{CallContext, CancelPolicy, Server, ToolDef, ToolResponse};
 use serde_json::Value;
@@ -259,6 +274,43 @@ pub(crate) struct Fixture {
     pub(crate) calls_in_flight: std::sync::Mutex<Vec<Value>>,
     /// crossed-ids: woken whenever a `tools/call` arrives.
     pub(crate) call_arrived: tokio::sync::Notify,
+    /// What the SDK writes to; close_stdout closes it.
+    pub(crate) stdout: ClosableStdout,
+}
+
+/// The SDK's stdout: a duplicate of fd 1 that close_stdout can drop. Once closed, writes are
+/// discarded (the process runs on, its replies lost) instead of failing, which would end it.
+#[derive(Clone, Default)]
+pub(crate) struct ClosableStdout(Arc<Mutex<Option<std::fs::File>>>);
+
+impl ClosableStdout {
+    #[cfg(unix)]
+    fn duplicate_fd_1() -> std::io::Result<ClosableStdout> {
+        use std::os::fd::AsFd;
+        let file = std::io::stdout().as_fd().try_clone_to_owned()?.into();
+        Ok(ClosableStdout(Arc::new(Mutex::new(Some(file)))))
+    }
+
+    /// Drops the duplicate (fd 1 itself is the caller's to replace).
+    pub(crate) fn close(&self) {
+        drop(self.0.lock().unwrap_or_else(PoisonError::into_inner).take());
+    }
+}
+
+impl std::io::Write for ClosableStdout {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self.0.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            Some(file) => file.write(bytes),
+            None => Ok(bytes.len()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.0.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            Some(file) => file.flush(),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Fixture {
@@ -319,6 +371,10 @@ fn main() -> ExitCode {
 
 async fn serve(options: Options) -> Result<(), String> {
     let artifact_dir = prepare_artifact_dir(options.artifact_dir)?;
+    #[cfg(unix)]
+    let stdout = ClosableStdout::duplicate_fd_1().map_err(|error| format!("duplicate stdout: {error}"))?;
+    #[cfg(not(unix))]
+    let stdout = ClosableStdout::default();
     let fixture = Arc::new(Fixture {
         artifact_dir,
         modes: options.modes,
@@ -328,6 +384,7 @@ async fn serve(options: Options) -> Result<(), String> {
         initialize_error_message: options.initialize_error_message,
         calls_in_flight: std::sync::Mutex::new(Vec::new()),
         call_arrived: tokio::sync::Notify::new(),
+        stdout: stdout.clone(),
     });
 
     let mut server = Server::new(options.name, env!("CARGO_PKG_VERSION"))
@@ -359,7 +416,18 @@ async fn serve(options: Options) -> Result<(), String> {
     if fixture.has(Mode::IgnoreStdinEof) {
         modes::ignore_polite_signals().map_err(|error| format!("install signal handlers: {error}"))?;
     }
-    server.run_stdio().await.map_err(|error| error.to_string())
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let stdin: std::fs::File =
+            std::io::stdin().as_fd().try_clone_to_owned().map_err(|error| format!("duplicate stdin: {error}"))?.into();
+        server.run(stdin, stdout).await.map_err(|error| error.to_string())
+    }
+    #[cfg(not(unix))]
+    {
+        drop(stdout);
+        server.run_stdio().await.map_err(|error| error.to_string())
+    }
 }
 
 fn prepare_artifact_dir(requested: Option<PathBuf>) -> Result<PathBuf, String> {

@@ -272,6 +272,7 @@ mod tests {
             initialize_error_message: None,
             calls_in_flight: std::sync::Mutex::new(Vec::new()),
             call_arrived: tokio::sync::Notify::new(),
+            stdout: crate::ClosableStdout::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Tools that misbehave on request: oversized or huge replies (streamed, never held in memory),
-//! exits and kills, RPC errors, mixed content, log and stderr floods, tool-list changes, a ping
+//! exits, kills and freezes, a closed stdout, a reply dripped byte by byte, replies under wrong
+//! or repeated ids, RPC errors, mixed content, log and stderr floods, tool-list changes, a ping
 //! to the client, and process introspection for restart tests.
 
 use std::io::Write;
@@ -60,6 +61,42 @@ pub(crate) fn register(server: Server, fixture: &Arc<Fixture>) -> Server {
         .tool(
             ToolDef::new("kill_self", "Sends SIGKILL to its own process.", object(json!({}))),
             bind(fixture, kill_self),
+        )
+        .tool(
+            ToolDef::new("stop_self", "Sends SIGSTOP to its own process: it hangs.", object(json!({}))),
+            bind(fixture, stop_self),
+        )
+        .tool(
+            ToolDef::new(
+                "close_stdout",
+                "Points stdout at /dev/null (the client sees EOF) and keeps running.",
+                object(json!({})),
+            ),
+            bind(fixture, close_stdout),
+        )
+        .tool(
+            ToolDef::new(
+                "drip",
+                "Writes a valid reply with text, one byte every interval_ms.",
+                object(json!({"text":{"type":"string"},"interval_ms":{"type":"integer","minimum":0}})),
+            ),
+            bind(fixture, drip),
+        )
+        .tool(
+            ToolDef::new(
+                "reply_with_id",
+                "Answers under an id derived from the request's by form, never under the request's own.",
+                object(json!({"form":{"type":"string"}})),
+            ),
+            bind(fixture, reply_with_id),
+        )
+        .tool(
+            ToolDef::new(
+                "duplicate_reply",
+                "Answers with text, copies times under the request's id.",
+                object(json!({"text":{"type":"string"},"copies":{"type":"integer","minimum":1}})),
+            ),
+            bind(fixture, duplicate_reply),
         )
         .tool(
             ToolDef::new(
@@ -219,6 +256,147 @@ async fn kill_self(_: Arc<Fixture>, _: Arc<CallContext>, _: Value) -> ToolRespon
     {
         ToolResponse::error("kill_self needs a Unix system")
     }
+}
+
+async fn stop_self(_: Arc<Fixture>, _: Arc<CallContext>, _: Value) -> ToolResponse {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        match kill(Pid::this(), Signal::SIGSTOP) {
+            // Stopped processes run nothing until SIGCONT; only SIGKILL ends it meanwhile.
+            Ok(()) => ToolResponse::NoReply,
+            Err(error) => ToolResponse::error(format!("stop_self: {error}")),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        ToolResponse::error("stop_self needs a Unix system")
+    }
+}
+
+async fn close_stdout(fixture: Arc<Fixture>, context: Arc<CallContext>, _: Value) -> ToolResponse {
+    // What is already queued goes out first, so only this call is left without an answer.
+    let _ = tokio::time::timeout(EXIT_FLUSH_DEADLINE, context.flush()).await;
+    // Both holders of the pipe's write end go: the SDK's duplicate, then fd 1 itself (pointed
+    // at /dev/null). The client reads EOF; the process runs on.
+    fixture.stdout.close();
+    #[cfg(unix)]
+    {
+        let outcome = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .map_err(|error| error.to_string())
+            .and_then(|null| nix::unistd::dup2_stdout(&null).map_err(|error| error.to_string()));
+        if let Err(error) = outcome {
+            crate::log!("close_stdout: {error}");
+        }
+    }
+    crate::log!("stdout closed; still running");
+    ToolResponse::NoReply
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct DripArgs {
+    text: String,
+    interval_ms: u64,
+}
+
+impl Default for DripArgs {
+    fn default() -> Self {
+        Self { text: "dripped".into(), interval_ms: 1000 }
+    }
+}
+
+async fn drip(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    let args = match arguments::<DripArgs>(args) {
+        Ok(args) => args,
+        Err(response) => return response,
+    };
+    let result = json!({"content": [{"type": "text", "text": args.text}], "isError": false});
+    let line = format!("{}\n", raw_response_line(context.request_id(), Some(&result), None));
+    // Exclusive: nothing else may land in the middle of the line being dripped.
+    let stream = match context.raw_stream().await {
+        Ok(stream) => stream,
+        Err(error) => return ToolResponse::error(format!("drip: {error}")),
+    };
+    for byte in line.bytes() {
+        if stream.write(vec![byte]).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(args.interval_ms)).await;
+    }
+    ToolResponse::NoReply
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ReplyWithIdArgs {
+    form: String,
+}
+
+/// The id member reply_with_id writes for `form`, derived from the request's integer id `id`;
+/// `None` leaves the member out.
+fn derived_id(form: &str, id: i64) -> Result<Option<String>, String> {
+    Ok(Some(match form {
+        "string" => format!("\"{id}\""),
+        "null" => "null".to_owned(),
+        "fractional" => format!("{id}.5"),
+        "float" => format!("{id}.0"),
+        "exponent" => format!("{id}e0"),
+        "wrong" => (id + 1000).to_string(),
+        "missing" => return Ok(None),
+        other => return Err(format!("reply_with_id: unknown form {other:?}")),
+    }))
+}
+
+async fn reply_with_id(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    let form = match arguments::<ReplyWithIdArgs>(args) {
+        Ok(args) => args.form,
+        Err(response) => return response,
+    };
+    let id = context.request_id().as_i64().unwrap_or(1);
+    let member = match derived_id(&form, id) {
+        Ok(Some(id)) => format!(r#""id":{id},"#),
+        Ok(None) => String::new(),
+        Err(message) => return ToolResponse::error(message),
+    };
+    let line = format!(
+        r#"{{"jsonrpc":"2.0",{member}"result":{{"content":[{{"type":"text","text":"misrouted ({form})"}}],"isError":false}}}}"#
+    );
+    match context.write_raw_line(&line).await {
+        Ok(()) => ToolResponse::NoReply,
+        Err(error) => ToolResponse::error(format!("reply_with_id: {error}")),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct DuplicateReplyArgs {
+    text: String,
+    copies: u32,
+}
+
+impl Default for DuplicateReplyArgs {
+    fn default() -> Self {
+        Self { text: "duplicated".into(), copies: 2 }
+    }
+}
+
+async fn duplicate_reply(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    let args = match arguments::<DuplicateReplyArgs>(args) {
+        Ok(args) => args,
+        Err(response) => return response,
+    };
+    let result = json!({"content": [{"type": "text", "text": args.text}], "isError": false});
+    let line = raw_response_line(context.request_id(), Some(&result), None);
+    for _ in 0..args.copies.max(1) {
+        if let Err(error) = context.write_raw_line(&line).await {
+            return ToolResponse::error(format!("duplicate_reply: {error}"));
+        }
+    }
+    ToolResponse::NoReply
 }
 
 #[derive(Deserialize)]
@@ -454,6 +632,18 @@ mod tests {
             json!({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"abc"}],"isError":false}})
         );
         assert!(line.ends_with('\n') && !line.trim_end().contains('\n'));
+    }
+
+    #[test]
+    fn derived_ids_are_never_the_request_integer() {
+        let forms = ["string", "null", "fractional", "float", "exponent", "wrong", "missing"];
+        let ids: Vec<Option<String>> = forms.iter().map(|form| derived_id(form, 7).unwrap()).collect();
+        assert_eq!(
+            ids,
+            [Some("\"7\""), Some("null"), Some("7.5"), Some("7.0"), Some("7e0"), Some("1007"), None]
+                .map(|id| id.map(str::to_owned))
+        );
+        assert!(derived_id("nope", 7).is_err());
     }
 
     #[test]
