@@ -81,7 +81,23 @@ pub fn is_same_external_ref(a: &ExternalRef, b: &ExternalRef) -> bool {
 /// its first pair's key is `kind`, `uri`, `created_by` or `read_only`; anything else is the
 /// `kind=uri` shorthand, split at the first `=` so the URI keeps any `=` and `,`.
 pub fn parse_external_ref_spec(spec: &str) -> Result<ExternalRef, ExternalRefSpecError> {
-    parse_spec_fields(spec).map_err(|problem| ExternalRefSpecError { spec: redact(spec).into_owned(), problem })
+    parse_spec_fields(spec)
+        .map_err(|problem| ExternalRefSpecError { spec: redact(spec).into_owned(), problem: redact_problem(problem) })
+}
+
+/// Every piece of the spec a problem quotes is redacted like the spec itself: a mistyped pair
+/// may be the credential.
+fn redact_problem(problem: ExternalRefSpecProblem) -> ExternalRefSpecProblem {
+    let scrub = |text: String| redact(&text).into_owned();
+    match problem {
+        ExternalRefSpecProblem::MalformedPair(pair) => ExternalRefSpecProblem::MalformedPair(scrub(pair)),
+        ExternalRefSpecProblem::ReadOnly(value) => ExternalRefSpecProblem::ReadOnly(scrub(value)),
+        ExternalRefSpecProblem::UnknownKey(key) => ExternalRefSpecProblem::UnknownKey(scrub(key)),
+        ExternalRefSpecProblem::Invalid(ExternalRefError::KindCharacters(kind)) => {
+            ExternalRefSpecProblem::Invalid(ExternalRefError::KindCharacters(scrub(kind)))
+        }
+        other => other,
+    }
 }
 
 fn parse_spec_fields(spec: &str) -> Result<ExternalRef, ExternalRefSpecProblem> {
@@ -104,7 +120,7 @@ fn parse_long_form(spec: &str) -> Result<ExternalRef, ExternalRefSpecProblem> {
     let mut external_ref = ExternalRef::new("", "", CLI_CREATED_BY);
     for pair in spec.split(',') {
         let (key, value) =
-            pair.split_once('=').ok_or_else(|| ExternalRefSpecProblem::MalformedPair(redact(pair).into_owned()))?;
+            pair.split_once('=').ok_or_else(|| ExternalRefSpecProblem::MalformedPair(pair.to_owned()))?;
         match key {
             "kind" => value.clone_into(&mut external_ref.kind),
             "uri" => value.clone_into(&mut external_ref.uri),
@@ -147,6 +163,23 @@ mod tests {
         }
         for bad in ["", "yes", "tRUE", " true"] {
             assert_eq!(parse_read_only(bad), None);
+        }
+    }
+
+    /// Found by the `external_ref` fuzz target: the spec was redacted in the message, but the
+    /// problem quoted the offending key or value verbatim.
+    #[test]
+    fn secret_in_a_mistyped_spec_is_redacted_red() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        for spec in [
+            format!("kind=a,{token}=1"),
+            format!("kind=a,uri=https://x,read_only={token}"),
+            format!("{token}=https://x"),
+            format!("kind=a,{token}"),
+        ] {
+            let message = parse_external_ref_spec(&spec).unwrap_err().to_string();
+            assert!(!message.contains(token), "{message}");
+            assert!(message.contains("[REDACTED]"), "{message}");
         }
     }
 

@@ -30,7 +30,7 @@ use serde_json::Value;
 use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::error::{LlmError, TransportKind};
-use crate::provider::{BoxFuture, ChatRequest, ChatResponse, Provider, StreamObserver};
+use crate::provider::{BoxFuture, ChatRequest, ChatResponse, NoStreamObserver, Provider, StreamObserver};
 use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder};
 use stream::StreamAccumulator;
 use wire::WireError;
@@ -274,7 +274,7 @@ impl OpenAiProvider {
         if read.truncated {
             return Err(self.invalid(format!("answer body exceeds {MAX_RESPONSE_BYTES} bytes")));
         }
-        wire::parse_completion(&read.bytes).map_err(|err| self.wire_error(err))
+        self.decode_completion_body(&read.bytes)
     }
 
     /// Reads an SSE answer chunk by chunk. A stream that ends without `[DONE]` and without a
@@ -284,12 +284,8 @@ impl OpenAiProvider {
         mut response: reqwest::Response,
         observer: &dyn StreamObserver,
     ) -> Result<ChatResponse, LlmError> {
-        let mut decoder = SseDecoder::new(DEFAULT_MAX_EVENT_BYTES);
-        let mut accumulator = StreamAccumulator::default();
-        let mut events = Vec::new();
-        let mut total_bytes = 0usize;
-        let mut done = false;
-        while !done {
+        let mut body = StreamBody::default();
+        loop {
             let chunk = match timeout(self.config.stream_idle_timeout, response.chunk()).await {
                 Err(_) => {
                     return Err(LlmError::Timeout {
@@ -309,26 +305,72 @@ impl OpenAiProvider {
                 }
                 Ok(Ok(chunk)) => chunk,
             };
-            let Some(bytes) = chunk else {
-                decoder.finish(&mut events).map_err(|err| self.invalid(err.to_string()))?;
-                done = self.apply_events(&mut events, &mut accumulator, observer)?;
+            let at_end = chunk.is_none();
+            if self.take_stream_bytes(&mut body, chunk.as_deref(), observer)? || at_end {
                 break;
-            };
-            total_bytes = total_bytes.saturating_add(bytes.len());
-            if total_bytes > MAX_RESPONSE_BYTES {
-                return Err(self.invalid(format!("stream exceeds {MAX_RESPONSE_BYTES} bytes")));
             }
-            decoder.push(&bytes, &mut events).map_err(|err| self.invalid(err.to_string()))?;
-            done = self.apply_events(&mut events, &mut accumulator, observer)?;
         }
-        if !done && !accumulator.finished() {
+        self.finish_stream(body)
+    }
+
+    /// One body chunk of a stream (`None` at the end of the body) through the SSE decoder and
+    /// the accumulator; `true` once `[DONE]` was seen.
+    fn take_stream_bytes(
+        &self,
+        body: &mut StreamBody,
+        bytes: Option<&[u8]>,
+        observer: &dyn StreamObserver,
+    ) -> Result<bool, LlmError> {
+        let framed = match bytes {
+            None => body.decoder.finish(&mut body.events),
+            Some(bytes) => {
+                body.total_bytes = body.total_bytes.saturating_add(bytes.len());
+                if body.total_bytes > MAX_RESPONSE_BYTES {
+                    return Err(self.invalid(format!("stream exceeds {MAX_RESPONSE_BYTES} bytes")));
+                }
+                body.decoder.push(bytes, &mut body.events)
+            }
+        };
+        // The events completed before a framing error come first, so the outcome never depends
+        // on how the body was cut into reads: a `[DONE]` among them ends the stream (whatever
+        // follows it is ignored) and a bad chunk among them is the error reported.
+        body.done = self.apply_events(&mut body.events, &mut body.accumulator, observer)?;
+        if !body.done {
+            framed.map_err(|err| self.invalid(err.to_string()))?;
+        }
+        Ok(body.done)
+    }
+
+    /// The answer once the stream stopped. A stream that ended without `[DONE]` and without a
+    /// finish reason is an error, never a silently truncated answer.
+    fn finish_stream(&self, body: StreamBody) -> Result<ChatResponse, LlmError> {
+        if !body.done && !body.accumulator.finished() {
             return Err(LlmError::Transport {
                 endpoint: self.endpoint.clone(),
                 kind: TransportKind::Other,
                 detail: "stream ended mid-message".to_owned(),
             });
         }
-        accumulator.into_response().map_err(|err| self.wire_error(err))
+        body.accumulator.into_response().map_err(|err| self.wire_error(err))
+    }
+
+    /// The completion parser without HTTP: what [`Provider::complete`] makes of a non-streamed
+    /// body. For the fuzz targets in `fuzz/`; not part of the API.
+    #[doc(hidden)]
+    pub fn decode_completion_body(&self, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        wire::parse_completion(body).map_err(|err| self.wire_error(err))
+    }
+
+    /// The stream parser without HTTP: what [`Provider::complete`] makes of an SSE body that
+    /// arrives as `chunks`. For the fuzz targets in `fuzz/`; not part of the API.
+    #[doc(hidden)]
+    pub fn decode_stream_body(&self, chunks: &[&[u8]]) -> Result<ChatResponse, LlmError> {
+        let mut body = StreamBody::default();
+        let mut chunks = chunks.iter().map(|chunk| Some(*chunk)).chain([None]);
+        while let Some(chunk) = chunks.next()
+            && !self.take_stream_bytes(&mut body, chunk, &NoStreamObserver)?
+        {}
+        self.finish_stream(body)
     }
 
     /// Applies decoded events; `true` once `[DONE]` was seen (later events are ignored).
@@ -531,6 +573,28 @@ fn describe_duration(duration: Duration) -> String {
 }
 
 /// A body read up to a cap.
+/// A streamed body being decoded: the SSE framing, the answer so far, and the bytes seen.
+struct StreamBody {
+    decoder: SseDecoder,
+    accumulator: StreamAccumulator,
+    events: Vec<String>,
+    total_bytes: usize,
+    /// `[DONE]` was seen.
+    done: bool,
+}
+
+impl Default for StreamBody {
+    fn default() -> StreamBody {
+        StreamBody {
+            decoder: SseDecoder::new(DEFAULT_MAX_EVENT_BYTES),
+            accumulator: StreamAccumulator::default(),
+            events: Vec::new(),
+            total_bytes: 0,
+            done: false,
+        }
+    }
+}
+
 struct BoundedBody {
     bytes: Vec<u8>,
     /// More bytes followed the cap and were not read.
@@ -553,6 +617,36 @@ async fn read_bounded(mut response: reqwest::Response, cap: usize) -> Result<Bou
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn provider() -> OpenAiProvider {
+        OpenAiProvider::new(OpenAiConfig::new("http://127.0.0.1:9/v1", "sk-test")).unwrap()
+    }
+
+    /// Found by the `provider_sse` fuzz target: bytes after `[DONE]` failed the answer when they
+    /// arrived in the same read as `[DONE]`, and were ignored when they came in a later one.
+    #[test]
+    fn junk_after_done_in_the_same_read_is_ignored_red() {
+        let head: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n";
+        let junk: &[u8] = b"\xff\xfe not utf-8\n";
+        let whole = [head, junk].concat();
+        let one_read = provider().decode_stream_body(&[&whole]).unwrap();
+        let two_reads = provider().decode_stream_body(&[head, junk]).unwrap();
+        assert_eq!(one_read, two_reads);
+        assert_eq!(one_read.message.content, "hi");
+    }
+
+    /// The same fuzz finding: with a bad chunk and then a bad line, the error reported depended
+    /// on where the reads were cut; the earlier defect is reported either way.
+    #[test]
+    fn first_defect_is_reported_whatever_the_reads_red() {
+        let head: &[u8] = b"data: {\"choices\":oops}\n\n";
+        let tail: &[u8] = b"data: \xff\n\n";
+        let whole = [head, tail].concat();
+        let one_read = provider().decode_stream_body(&[&whole]).unwrap_err().to_string();
+        let two_reads = provider().decode_stream_body(&[head, tail]).unwrap_err().to_string();
+        assert_eq!(one_read, two_reads);
+        assert!(one_read.contains("stream chunk is not JSON"), "{one_read}");
+    }
 
     #[test]
     fn trailing_slashes_of_the_base_url_are_ignored() {

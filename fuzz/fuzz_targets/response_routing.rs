@@ -1,0 +1,150 @@
+//! Response routing: the validating frame scanner against serde_json's reading of the same line,
+//! the `tools/call` result scanner against serde's, and the whole result decoding (spec
+//! `mcp-client.md` §7 and §10) against the result invariants.
+//!
+//! Input: `[cap selector, one stdout line…]`; `$ROOT`, `$OUT`, `$BASE` in a UTF-8 line name
+//! the artifact tree.
+
+#![no_main]
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use libfuzzer_sys::fuzz_target;
+use odek_contract::tool_result::ResultContext;
+use odek_contract::truncation::{result_floor, rune_count};
+use odek_fuzz::{artifact_tree, check_tool_output, expand_placeholders};
+use odek_mcp::McpError;
+use odek_mcp::call::{decode_call_result, parse_object};
+use odek_mcp::frame_scan::{CallResult, ContentItem, FrameIndex, Scan, index_frame, scan_call_result, scan_frame};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The frame as serde_json reads it: the reference the scanner must agree with.
+#[derive(Deserialize)]
+struct ReferenceFrame<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+fn reference_index(line: &[u8]) -> Option<FrameIndex> {
+    let frame = parse_object::<ReferenceFrame<'_>>(line).ok()?;
+    let range = |raw: Option<&RawValue>| -> Option<Range<usize>> {
+        raw.map(|raw| {
+            let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
+            start..start + raw.get().len()
+        })
+    };
+    Some(FrameIndex {
+        id: range(frame.id),
+        method: range(frame.method),
+        result: range(frame.result),
+        error: range(frame.error),
+        params: range(frame.params),
+    })
+}
+
+fn without_nulls(index: FrameIndex, line: &[u8]) -> FrameIndex {
+    let keep = |range: Option<Range<usize>>| range.filter(|range| &line[range.clone()] != b"null");
+    FrameIndex {
+        id: keep(index.id),
+        method: keep(index.method),
+        result: keep(index.result),
+        error: keep(index.error),
+        params: keep(index.params),
+    }
+}
+
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+#[derive(Deserialize)]
+struct ReferenceContent<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ReferenceResult<'a> {
+    #[serde(borrow, default)]
+    content: Option<Vec<ReferenceContent<'a>>>,
+    #[serde(default, rename = "isError")]
+    is_error: Option<bool>,
+}
+
+fn reference_call_result(json: &[u8]) -> Option<CallResult<'_>> {
+    let wire: ReferenceResult<'_> = parse_object(json).ok()?;
+    let content = wire
+        .content
+        .unwrap_or_default()
+        .into_iter()
+        .map(|item| ContentItem {
+            is_text: item.kind.is_some_and(|kind| kind.0 == "text"),
+            text: item.text.map(RawValue::get).filter(|literal| *literal != "null"),
+        })
+        .collect();
+    Some(CallResult { content, is_error: wire.is_error })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((selector, line)) = data.split_first() else { return };
+    let expanded;
+    let line = match std::str::from_utf8(line) {
+        Ok(text) if text.contains('$') => {
+            expanded = expand_placeholders(text);
+            expanded.as_bytes()
+        }
+        _ => line,
+    };
+
+    // Routing: the scanner accepts exactly the lines serde accepts, and finds the same members
+    // (a `null` member may be reported as absent or as `null`: the router reads both alike).
+    let index = index_frame(line);
+    assert_eq!(
+        index.clone().map(|index| without_nulls(index, line)),
+        reference_index(line),
+        "scanner and serde disagree on {:?}",
+        String::from_utf8_lossy(line)
+    );
+    if let Scan::Frame(scanned) = scan_frame(line) {
+        assert_eq!(Some(scanned), index);
+    }
+    if let Some(index) = &index {
+        for range in [&index.id, &index.method, &index.result, &index.error, &index.params].into_iter().flatten() {
+            let member = &line[range.clone()];
+            assert!(serde_json::from_slice::<&RawValue>(member).is_ok(), "a member range is not one value");
+        }
+    }
+
+    // The result reader: when the scanner answers, it answers as serde would.
+    if let Some(scanned) = scan_call_result(line) {
+        assert_eq!(Some(scanned), reference_call_result(line));
+    }
+
+    // Decoding for the model.
+    let tree = artifact_tree();
+    let cap = result_floor("srv") + usize::from(*selector) * 11;
+    let context = ResultContext { server: "srv", tool: "echo", max_result_chars: cap, roots: &tree.roots };
+    let input = String::from_utf8_lossy(line);
+    match decode_call_result(line, &context) {
+        Ok(output) => check_tool_output(&output, cap, &input),
+        Err(McpError::ToolReturnedError { message, .. }) => {
+            assert!(rune_count(&message) <= cap, "error message over the cap");
+        }
+        Err(McpError::ToolResult { detail, .. }) => {
+            assert!(rune_count(&detail) <= cap, "result error over the cap");
+        }
+        Err(McpError::ResultParse { .. }) => {}
+        Err(other) => panic!("unexpected error kind: {other:?}"),
+    }
+});
