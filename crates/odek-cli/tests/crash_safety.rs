@@ -201,8 +201,10 @@ fn kill_nine_at_varied_points_leaves_resumable_sessions() {
     // a running call. Nothing notifies us of that exit: poll, bounded.
     let deadline = Instant::now() + Duration::from_secs(20);
     let lingering = loop {
-        let lingering: Vec<u32> =
-            outcomes.iter().flat_map(|outcome| processes_mentioning(&outcome.fixture_marker)).collect();
+        let lingering: Vec<u32> = outcomes
+            .iter()
+            .flat_map(|outcome| odek_test_support::processes_mentioning(&outcome.fixture_marker))
+            .collect();
         if lingering.is_empty() || Instant::now() >= deadline {
             break lingering;
         }
@@ -219,18 +221,4 @@ fn kill_nine_at_varied_points_leaves_resumable_sessions() {
     for outcome in &outcomes {
         assert!(outcome.session_left || outcome.step == 1, "a run killed at step {} left no session", outcome.step);
     }
-}
-
-/// Live processes whose command line mentions `marker`.
-fn processes_mentioning(marker: &Path) -> Vec<u32> {
-    let marker = marker.to_string_lossy().into_owned();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        if cmdline.split(|byte| *byte == 0).any(|arg| String::from_utf8_lossy(arg).contains(&marker)) {
-            pids.push(pid);
-        }
-    }
-    pids
 }

@@ -39,20 +39,6 @@ fn timed(mut command: Command) -> (Output, Duration) {
     (output, started.elapsed())
 }
 
-/// Live processes whose command line mentions `marker` (a sandbox path on the fixture's).
-fn processes_mentioning(marker: &Path) -> Vec<u32> {
-    let marker = marker.to_string_lossy().into_owned();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        if cmdline.split(|byte| *byte == 0).any(|arg| String::from_utf8_lossy(arg).contains(&marker)) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 /// The run's last event is `run_failed` with this class.
 fn assert_failed_with(sink: &Path, class: &str) {
     let events = events(sink);
@@ -278,7 +264,7 @@ fn fault_mcp_server_hangs_mid_run() {
             "{contents:?}"
         );
     }
-    assert!(processes_mentioning(&sandbox.artifacts).is_empty(), "the stopped server outlived odek");
+    assert!(odek_test_support::processes_mentioning(&sandbox.artifacts).is_empty(), "the stopped server outlived odek");
 }
 
 /// A full disk: a small tmpfs filled to the last byte, unmounted on drop; or, where mounting is

@@ -59,3 +59,20 @@ fn ensure_built(package: &str, binary: &str) -> PathBuf {
     }
     path
 }
+
+/// Live processes whose command line mentions `marker` (a sandbox path): how the leak checks
+/// find a fixture server or child that outlived its test. A process that vanishes while the
+/// list is read is simply not counted.
+pub fn processes_mentioning(marker: &Path) -> Vec<u32> {
+    let marker = marker.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut pids = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if cmdline.split(|byte| *byte == 0).any(|arg| String::from_utf8_lossy(arg).contains(&marker)) {
+            pids.push(pid);
+        }
+    }
+    pids
+}

@@ -129,17 +129,7 @@ impl Fixture {
     /// Pids of live processes whose command line mentions this fixture's directory (its
     /// artifact dir is on every fixture command line started from this entry).
     pub fn processes(&self) -> Vec<u32> {
-        let marker = self.dir.path().to_string_lossy().into_owned();
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
-            // Processes come and go while we look; a vanished one is simply not counted.
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-            if cmdline.split(|byte| *byte == 0).any(|arg| String::from_utf8_lossy(arg).contains(&marker)) {
-                pids.push(pid);
-            }
-        }
-        pids
+        odek_test_support::processes_mentioning(self.dir.path())
     }
 }
 
