@@ -208,16 +208,20 @@ pub async fn run_child(spec: &ChildSpec, cancel: &CancellationToken, on_spawned:
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
     let mut reader_done = false;
+    // A child stopped by the parent reports `cancelled` on its way out; that is not its result.
+    let mut result_before_stop = None;
     // Until the child has exited: a deadline or a cancellation stops it; a flood kills it.
     loop {
         tokio::select! {
             () = cancel.cancelled() => {
                 ending.cancelled = true;
+                result_before_stop = Some(lock(&shared).result.clone());
                 ending.exit = Some(stop_child(&mut child).await);
                 break;
             }
             () = &mut deadline => {
                 ending.timed_out = true;
+                result_before_stop = Some(lock(&shared).result.clone());
                 ending.exit = Some(stop_child(&mut child).await);
                 break;
             }
@@ -241,7 +245,10 @@ pub async fn run_child(spec: &ChildSpec, cancel: &CancellationToken, on_spawned:
             reader.abort();
         }
     }
-    let read = std::mem::take(&mut *lock(&shared));
+    let mut read = std::mem::take(&mut *lock(&shared));
+    if let Some(result) = result_before_stop {
+        read.result = result;
+    }
     precedence(read, &ending, spec.timeout, pid)
 }
 
