@@ -699,26 +699,13 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::conformance::probe::Transcript;
 
     fn tool(name: &str) -> ListedTool {
         ListedTool { name: name.into(), description: String::new(), input_schema: serde_json::json!({"type":"object"}) }
     }
 
     fn observations() -> Observations {
-        Observations {
-            spawn_error: None,
-            initialize: None,
-            ping: None,
-            tools: None,
-            calls: Vec::new(),
-            skipped_calls: Vec::new(),
-            unknown_examples: Vec::new(),
-            load: None,
-            exit: None,
-            transcript: Transcript::default(),
-            restarts: Vec::new(),
-        }
+        Observations::default()
     }
 
     #[test]

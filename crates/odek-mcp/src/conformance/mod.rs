@@ -137,7 +137,7 @@ pub struct LoadObservation {
 }
 
 /// Everything one check run saw.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Observations {
     /// Set when the process could not be started at all.
     pub spawn_error: Option<String>,
@@ -164,19 +164,7 @@ pub async fn run_conformance(options: &CheckOptions) -> Report {
 
 /// Runs the server through every step and records what it did.
 pub async fn observe(options: &CheckOptions) -> Observations {
-    let mut observations = Observations {
-        spawn_error: None,
-        initialize: None,
-        ping: None,
-        tools: None,
-        calls: Vec::new(),
-        skipped_calls: Vec::new(),
-        unknown_examples: Vec::new(),
-        load: None,
-        exit: None,
-        transcript: Transcript::default(),
-        restarts: Vec::new(),
-    };
+    let mut observations = Observations::default();
     let launch = Launch {
         server: options.server.clone(),
         command: options.command.clone(),
