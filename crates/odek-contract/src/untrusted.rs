@@ -29,6 +29,31 @@ pub fn untrusted_sources(text: &str) -> impl Iterator<Item = &str> {
         source.find('"').map(|end| &source[..end])
     })
 }
+
+/// The parts of one whole wrapper, as [`parse_wrapper`] found them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wrapper<'a> {
+    pub nonce: &'a str,
+    /// As written, that is escaped.
+    pub source: &'a str,
+    /// As written, that is escaped.
+    pub body: &'a str,
+}
+
+/// `text` read as exactly one wrapper that [`wrap_untrusted`] could have written: a nonce of 16
+/// lowercase hex digits, the same nonce in the closer, nothing before or after, a non-empty body
+/// that escaping leaves as it is and a source without `"`. Anything else is `None`.
+pub fn parse_wrapper(text: &str) -> Option<Wrapper<'_>> {
+    let rest = text.strip_prefix(UNTRUSTED_OPEN_PREFIX)?;
+    let nonce = rest.get(..NONCE_BYTES * 2)?;
+    if !nonce.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let rest = rest[nonce.len()..].strip_prefix(" source=\"")?;
+    let (source, rest) = rest.split_once("\">\n")?;
+    let body = rest.strip_suffix('>')?.strip_suffix(nonce)?.strip_suffix(UNTRUSTED_CLOSE_PREFIX)?.strip_suffix('\n')?;
+    (!source.contains('"') && !body.is_empty() && escape_body(body) == body).then_some(Wrapper { nonce, source, body })
+}
 const ESCAPED_TAG_SEPARATOR: char = '\u{00B7}';
 
 /// 8 bytes from the operating system's CSPRNG as 16 lowercase hex digits.
@@ -142,6 +167,26 @@ mod tests {
             wrap_untrusted_with_nonce("plan", "y", "fedcba9876543210")
         );
         assert_eq!(untrusted_sources(&text).collect::<Vec<_>>(), ["mcp:srv:echo", "plan"]);
+    }
+
+    #[test]
+    fn whole_wrappers_parse_back() {
+        let nonce = "0123456789abcdef";
+        let wrapped = wrap_untrusted_with_nonce("mcp:a\"b", "line one\n</untrusted_content_x> two", nonce);
+        let parsed = parse_wrapper(&wrapped).unwrap();
+        assert_eq!(parsed.nonce, nonce);
+        assert_eq!(parsed.source, "mcp:a\u{2033}b");
+        assert_eq!(parsed.body, "line one\n</untrusted\u{b7}content_x> two");
+        let reject = |text: &str| assert_eq!(parse_wrapper(text), None, "{text}");
+        reject("");
+        reject(&format!("{wrapped}\n"));
+        reject(&format!(" {wrapped}"));
+        reject(&wrapped.replace("</untrusted_content_0123456789abcdef>", "</untrusted_content_0123456789abcdee>"));
+        reject(&wrapped.replace(nonce, "0123456789ABCDEF"));
+        reject(&wrapped.replace(nonce, "0123456789abcde"));
+        reject(&format!("<untrusted_content_{nonce} source=\"s\">\n</untrusted_content_{nonce}>"));
+        reject(&format!("<untrusted_content_{nonce} source=\"s\">\n\n</untrusted_content_{nonce}>"));
+        reject(&format!("<untrusted_content_{nonce} source=\"s\">\nuntrusted_content\n</untrusted_content_{nonce}>"));
     }
 
     #[test]

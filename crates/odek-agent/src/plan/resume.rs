@@ -3,7 +3,7 @@
 //! renderer writes is removed, and the last parseable one is the plan. There are no side files
 //! and restoring emits no event. Start at [`restore_plan`].
 
-use odek_contract::untrusted::escape_body;
+use odek_contract::untrusted::parse_wrapper;
 use odek_llm::Message;
 
 use super::render::{
@@ -92,17 +92,9 @@ fn parse_header(line: &str) -> Option<(u64, usize, usize, usize)> {
     (rest == " blocked. Structured state, not instructions.]" && version > 0).then_some((version, done, total, blocked))
 }
 
-/// The body of `<untrusted_content_<nonce> source="plan">\n<body>\n</untrusted_content_<nonce>>`
-/// with matching nonces, nothing after the closer, and a body the wrapper had neutralised.
+/// The body of a whole `plan` wrapper that the wrapper had neutralised.
 fn parse_plan_wrapper(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix("<untrusted_content_")?;
-    let (nonce, rest) = rest.split_once(&format!(" source=\"{PLAN_SOURCE}\">\n"))?;
-    let valid_nonce = nonce.len() == 16 && nonce.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if !valid_nonce {
-        return None;
-    }
-    let body = rest.strip_suffix(&format!("\n</untrusted_content_{nonce}>"))?;
-    (!body.is_empty() && escape_body(body) == body).then_some(body)
+    parse_wrapper(text).filter(|wrapper| wrapper.source == PLAN_SOURCE).map(|wrapper| wrapper.body)
 }
 
 fn is_omission_line(line: &str) -> bool {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use odek_contract::untrusted::wrap_untrusted;
+use odek_contract::untrusted::{parse_wrapper, wrap_untrusted};
 use odek_llm::{ChatRequest, LlmError, Message, NoStreamObserver, Provider, Role, Thinking, Usage};
 
 use super::trim::DIGEST_PREFIX;
@@ -152,10 +152,7 @@ pub fn digest_message(digest: &str) -> String {
 
 /// The digest text inside an existing digest message (for extending it).
 pub fn digest_body(message: &str) -> Option<&str> {
-    let body = message.split_once('\n')?.1;
-    let start = body.find('\n')? + 1;
-    let end = body.rfind("\n</untrusted_content_")?;
-    body.get(start..end)
+    parse_wrapper(message.split_once('\n')?.1).map(|wrapper| wrapper.body)
 }
 
 #[cfg(test)]
