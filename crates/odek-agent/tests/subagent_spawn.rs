@@ -68,3 +68,72 @@ async fn a_child_without_a_result_is_no_result_with_its_exit_code() {
     assert_eq!(report.result, json!({"status": "no_result", "error": "no result from sub-agent (exit 3)"}));
     assert_eq!(report.raw_stdout, b"not json\n");
 }
+
+/// A `delegate_tasks` call dropped while its child runs (the loop gave up on the batch) still
+/// deletes the task file, kills the child and hands the share-mode grant back.
+#[tokio::test]
+async fn a_dropped_delegation_removes_its_task_file_and_releases_its_grant_red() {
+    use odek_agent::budget::{Budget, BudgetLimits, InputGrant};
+    use odek_agent::danger::DangerPolicy;
+    use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
+    use odek_agent::tool::{Tool, ToolContext};
+
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let program =
+        script(dir.path(), &format!("echo \"$3 $$\" > {}.tmp && mv {0}.tmp {0}\nexec sleep 60", started.display()));
+    let budget =
+        Budget::new(BudgetLimits { max_input_tokens: 1000, ..BudgetLimits::default() }, std::time::Instant::now());
+    let share = budget.share();
+    let tool = DelegateTool::new(
+        DelegateSettings {
+            program,
+            cwd: dir.path().to_path_buf(),
+            odek_home: dir.path().join("home"),
+            max_depth: 1,
+            max_concurrency: 2,
+            timeout: Duration::from_secs(120),
+            profiles: vec!["default".to_owned()],
+            share: Some(budget.share()),
+            ..DelegateSettings::default()
+        },
+        None,
+    );
+    let ctx = ToolContext::new(dir.path().to_path_buf(), dir.path().join("home"), DangerPolicy::default());
+
+    let (task_file, pid) = {
+        let call = tool.call(r#"{"tasks":[{"goal":"wait for ever"}]}"#, &ctx);
+        tokio::pin!(call);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let line = loop {
+            tokio::select! {
+                outcome = &mut call => panic!("the call ended: {:?}", outcome.map(|o| o.output)),
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+            if let Ok(line) = std::fs::read_to_string(&started) {
+                break line;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the child never started");
+        };
+        let (task_file, pid) = line.trim().split_once(' ').unwrap();
+        let task_file = std::path::PathBuf::from(task_file);
+        assert!(task_file.exists());
+        assert_eq!(share.grant_input_tokens(1), Err(()), "the child holds all the headroom");
+        (task_file, pid.to_owned())
+    };
+
+    assert!(!task_file.exists(), "task file left behind: {}", task_file.display());
+    assert_eq!(share.grant_input_tokens(1), Ok(Some(InputGrant(1000))), "the grant was not released");
+    // SIGKILL is sent as the call is dropped; the process is gone or a zombie shortly after.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let running =
+            state.as_deref().and_then(|stat| stat.rsplit_once(") ")).is_some_and(|(_, rest)| !rest.starts_with('Z'));
+        if !running {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "child {pid} still runs");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

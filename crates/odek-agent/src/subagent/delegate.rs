@@ -143,6 +143,32 @@ fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
+/// The task file, deleted on every way out of a task, a dropped call included. The child
+/// deletes it after reading; this covers a child that never got that far.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A share-mode input-token grant, released on every way out of a task (a dropped call
+/// included), charging the child's `tokens_used` as far as it is known.
+struct SettleOnDrop<'a> {
+    share: Option<&'a BudgetShare>,
+    grant: Option<InputGrant>,
+    tokens_used: u64,
+}
+
+impl Drop for SettleOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(share) = self.share {
+            share.settle(self.grant.take(), self.tokens_used);
+        }
+    }
+}
+
 /// One task's outcome, before its artifacts are registered.
 struct Finished {
     goal: String,
@@ -272,21 +298,16 @@ impl DelegateTool {
         // Share mode: the snapshot is taken right before the spawn, once a slot is free.
         let remaining = unspawned.load(Ordering::Acquire).max(1);
         leave_unspawned();
-        let grant = match self.share_gate(remaining) {
+        let mut grant = match self.share_gate(remaining) {
             Ok((budget, grant)) => {
                 task.budget = budget;
-                grant
+                SettleOnDrop { share: settings.share.as_ref(), grant, tokens_used: 0 }
             }
             Err(result) => return not_spawned(result),
         };
         let task_file = match write_task_file(&task) {
-            Ok(path) => path,
-            Err(err) => {
-                if let Some(share) = &settings.share {
-                    share.settle(grant, 0);
-                }
-                return not_spawned(json!({"status": "error", "error": format!("write task file: {err}")}));
-            }
+            Ok(path) => RemoveOnDrop(path),
+            Err(err) => return not_spawned(json!({"status": "error", "error": format!("write task file: {err}")})),
         };
         let spec = ChildSpec {
             program: settings.program.clone(),
@@ -298,7 +319,7 @@ impl DelegateTool {
                 settings.api_key.is_some(),
             ),
             api_key: settings.api_key.clone(),
-            task_file: task_file.clone(),
+            task_file: task_file.0.clone(),
             timeout: settings.timeout,
         };
         let report = run_child(&spec, cancel, |pid| {
@@ -311,11 +332,8 @@ impl DelegateTool {
             ));
         })
         .await;
-        // The child deletes it after reading; this covers a child that never got that far.
-        let _ = std::fs::remove_file(&task_file);
-        if let Some(share) = &settings.share {
-            share.settle(grant, report.result["tokens_used"].as_u64().unwrap_or(0));
-        }
+        grant.tokens_used = report.result["tokens_used"].as_u64().unwrap_or(0);
+        drop((task_file, grant));
         Finished { goal, report, spawned: Some((task_id.as_str().to_owned(), artifact_root)) }
     }
 
