@@ -59,7 +59,7 @@ pub use self::planning::{
     PlanningConfig,
 };
 pub use self::project_restrictions::{OPERATOR_ONLY_KEYS, OPERATOR_ONLY_NESTED_KEYS, is_sandbox_knob};
-pub use self::secrets_env::{SecretsEnv, load_secrets_env};
+pub use self::secrets_env::{SecretsEnv, load_secrets_env, parse_secrets_text};
 pub use self::subagent::{
     BudgetInherit, DEFAULT_PROFILE, DEFAULT_SUBAGENT_MAX_DEPTH, DEFAULT_SUBAGENT_MAX_ITERATIONS, NO_PROFILE, Profile,
     Profiles, SUBAGENT_MAX_CONCURRENCY, SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS,

@@ -81,7 +81,19 @@ pub fn load_secrets_env(
         }
     };
     let text = String::from_utf8_lossy(&bytes);
+    Ok(parse_secrets_text(&text, env, warnings, &mut register_for_redaction))
+}
 
+/// The §12 file rules on `text`, without touching the file system or the redactor: every
+/// `KEY=VALUE` value (duplicates and names already in `env` included) is handed to `on_value`
+/// before anything else sees it; the first occurrence of a name wins; a name present in `env` is
+/// listed but not injected. Malformed lines are skipped with a warning that names the line only.
+pub fn parse_secrets_text(
+    text: &str,
+    env: &BTreeMap<String, String>,
+    warnings: &mut Vec<String>,
+    on_value: &mut dyn FnMut(&str),
+) -> SecretsEnv {
     let mut secrets = SecretsEnv::default();
     let mut seen = BTreeSet::new();
     for (index, line) in text.split('\n').enumerate() {
@@ -91,7 +103,7 @@ pub fn load_secrets_env(
                 warnings.push(format!("secrets.env line {}: expected KEY=VALUE; skipped", index + 1));
             }
             SecretsLine::Pair(name, value) => {
-                register_for_redaction(&value);
+                on_value(&value);
                 if !seen.insert(name.clone()) {
                     continue;
                 }
@@ -102,7 +114,7 @@ pub fn load_secrets_env(
             }
         }
     }
-    Ok(secrets)
+    secrets
 }
 
 /// One line of `secrets.env`.
@@ -142,8 +154,8 @@ fn strip_matching_quotes(value: &str) -> &str {
     value
 }
 
-/// The single call site that registers a `secrets.env` value as a known secret. An empty value
-/// is no secret (and would match everywhere).
+/// The single place that registers a `secrets.env` value as a known secret. An empty value is
+/// no secret (and would match everywhere).
 fn register_for_redaction(value: &str) {
     if !value.is_empty() {
         odek_contract::redaction::register_secret(value);
