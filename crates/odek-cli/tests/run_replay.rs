@@ -89,3 +89,82 @@ fn replay_without_a_script_is_refused() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), "odek: --provider replay needs --replay <file>\n");
 }
+
+/// **[beyond]** A replayed parent delegates: each child answers from the `subagents` entry with
+/// its goal (nested entries for its own children), with no key and no network; a goal the script
+/// has no entry for is that task's error, not the run's.
+#[test]
+fn a_replayed_run_delegates_to_replayed_children() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "three apples\n");
+    let delegate =
+        |tasks: serde_json::Value| json!({"tool_calls": [{"name": "delegate_tasks", "arguments": {"tasks": tasks}}]});
+    let replay = sandbox.write(
+        "delegating.replay.json",
+        &json!({
+            "schema": "odek.replay/v1",
+            "turns": [
+                delegate(json!([
+                    {"goal": "count the apples", "trust_level": "trusted"},
+                    {"goal": "ask a grandchild"},
+                    {"goal": "a goal nobody scripted"}
+                ])),
+                {"content": "all three tasks came back"}
+            ],
+            "subagents": [
+                {"goal": "count the apples", "turns": [
+                    {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+                    {"content": "there are three apples"}
+                ]},
+                {"goal": "ask a grandchild", "turns": [
+                    delegate(json!([{"goal": "say hello"}])),
+                    {"content": "the grandchild said hello"}
+                ], "subagents": [{"goal": "say hello", "turns": [{"content": "hello"}]}]}
+            ]
+        })
+        .to_string(),
+    );
+    let events = sandbox.project.join("events.jsonl");
+    let mut command = sandbox.command(&[
+        "run",
+        "--quiet",
+        "--session",
+        "--events-jsonl",
+        path_str(&events),
+        "--provider",
+        "replay",
+        "--replay",
+        path_str(&replay),
+        "delegate",
+    ]);
+    command.env_remove("ODEK_API_KEY");
+    sandbox.global_config(&json!({"subagent": {"max_depth": 2}}));
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "all three tasks came back\n");
+
+    let session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sandbox.session_files()[0]).unwrap()).unwrap();
+    let rendered = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .and_then(|message| message["content"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(rendered.contains("─── Task 1: count the apples ───\nstatus: success"), "{rendered}");
+    assert!(rendered.contains("summary: there are three apples\n"), "{rendered}");
+    assert!(rendered.contains("─── Task 2: ask a grandchild ───\nstatus: success"), "{rendered}");
+    assert!(rendered.contains("summary: the grandchild said hello\n"), "{rendered}");
+    assert!(rendered.contains("─── Task 3: a goal nobody scripted ───\nstatus: error"), "{rendered}");
+    assert!(
+        rendered.contains(&format!(
+            "replay {} › subagent \"a goal nobody scripted\": the script has no subagents entry with this goal",
+            replay.display()
+        )),
+        "{rendered}"
+    );
+    let completed = std::fs::read_to_string(&events).unwrap().matches("\"subagent_completed\"").count();
+    assert_eq!(completed, 3, "the grandchild's events stay in its parent's process");
+}

@@ -23,6 +23,10 @@
 //!   `tool_calls` or `stop`. Unknown fields are rejected, so a typo is an error, not a silence.
 //! - Streaming is not simulated: a streaming observer gets the reasoning and the content as one
 //!   delta each.
+//! - `subagents` holds the scripts of delegated children, each under the exact `goal` the parent's
+//!   `delegate_tasks` call gives it (the first entry with that goal answers); an entry has the
+//!   same `turns`, `side_calls` and `subagents` as a whole script. [`ReplayScript::subagent`]
+//!   picks one.
 
 use std::io::Read;
 use std::path::Path;
@@ -53,12 +57,33 @@ pub struct ReplayScript {
     pub turns: Vec<ReplayTurn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub side_calls: Vec<ReplayTurn>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<ReplaySubagent>,
 }
 
 impl Default for ReplayScript {
     fn default() -> ReplayScript {
-        ReplayScript { schema: REPLAY_SCHEMA.to_owned(), model: None, turns: Vec::new(), side_calls: Vec::new() }
+        ReplayScript {
+            schema: REPLAY_SCHEMA.to_owned(),
+            model: None,
+            turns: Vec::new(),
+            side_calls: Vec::new(),
+            subagents: Vec::new(),
+        }
     }
+}
+
+/// The script of a delegated child: answers the child whose task has exactly this `goal`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaySubagent {
+    pub goal: String,
+    #[serde(default)]
+    pub turns: Vec<ReplayTurn>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub side_calls: Vec<ReplayTurn>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<ReplaySubagent>,
 }
 
 /// One scripted assistant answer.
@@ -101,6 +126,29 @@ impl ReplayToolCall {
 }
 
 impl ReplayScript {
+    /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
+    pub fn load(path: &Path) -> Result<ReplayScript, LlmError> {
+        let fail = |detail: String| LlmError::Replay { path: path.display().to_string(), detail };
+        let file = std::fs::File::open(path).map_err(|err| fail(format!("cannot read: {err}")))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_SCRIPT_BYTES + 1).read_to_end(&mut bytes).map_err(|err| fail(format!("cannot read: {err}")))?;
+        if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+            return Err(fail(format!("script is larger than {MAX_SCRIPT_BYTES} bytes")));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| fail("script is not UTF-8".to_owned()))?;
+        ReplayScript::parse(&text).map_err(fail)
+    }
+
+    /// The script of the first `subagents` entry whose goal is exactly `goal`.
+    pub fn subagent(&self, goal: &str) -> Option<ReplayScript> {
+        self.subagents.iter().find(|entry| entry.goal == goal).map(|entry| ReplayScript {
+            turns: entry.turns.clone(),
+            side_calls: entry.side_calls.clone(),
+            subagents: entry.subagents.clone(),
+            ..ReplayScript::default()
+        })
+    }
+
     /// Parses and checks a script; `Err` is the detail after `replay <path>: `.
     pub fn parse(text: &str) -> Result<ReplayScript, String> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
@@ -116,18 +164,30 @@ impl ReplayScript {
         if script.schema != REPLAY_SCHEMA {
             return Err(format!("unsupported schema \"{}\" (expected \"{REPLAY_SCHEMA}\")", script.schema));
         }
-        let named = |turns: &[ReplayTurn], what: &str| {
-            for (turn_index, turn) in turns.iter().enumerate() {
-                if let Some(call_index) = turn.tool_calls.iter().position(|call| call.name.is_empty()) {
-                    return Err(format!("{what} {turn_index} tool call {call_index} has an empty name"));
-                }
-            }
-            Ok(())
-        };
-        named(&script.turns, "turn")?;
-        named(&script.side_calls, "side call")?;
+        check_tool_names("", &script.turns, &script.side_calls, &script.subagents)?;
         Ok(script)
     }
+}
+
+/// Every scripted tool call has a name, in the script and in every sub-agent's script
+/// (`subagents[i] ` prefixes the error of an entry).
+fn check_tool_names(
+    at: &str,
+    turns: &[ReplayTurn],
+    side_calls: &[ReplayTurn],
+    subagents: &[ReplaySubagent],
+) -> Result<(), String> {
+    for (turns, what) in [(turns, "turn"), (side_calls, "side call")] {
+        for (turn_index, turn) in turns.iter().enumerate() {
+            if let Some(call_index) = turn.tool_calls.iter().position(|call| call.name.is_empty()) {
+                return Err(format!("{at}{what} {turn_index} tool call {call_index} has an empty name"));
+            }
+        }
+    }
+    for (index, entry) in subagents.iter().enumerate() {
+        check_tool_names(&format!("{at}subagents[{index}] "), &entry.turns, &entry.side_calls, &entry.subagents)?;
+    }
+    Ok(())
 }
 
 /// Answers chat calls from a [`ReplayScript`].
@@ -143,17 +203,7 @@ impl ReplayProvider {
     /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<ReplayProvider, LlmError> {
         let path = path.as_ref();
-        let shown = path.display().to_string();
-        let fail = |detail: String| LlmError::Replay { path: shown.clone(), detail };
-        let file = std::fs::File::open(path).map_err(|err| fail(format!("cannot read: {err}")))?;
-        let mut bytes = Vec::new();
-        file.take(MAX_SCRIPT_BYTES + 1).read_to_end(&mut bytes).map_err(|err| fail(format!("cannot read: {err}")))?;
-        if bytes.len() as u64 > MAX_SCRIPT_BYTES {
-            return Err(fail(format!("script is larger than {MAX_SCRIPT_BYTES} bytes")));
-        }
-        let text = String::from_utf8(bytes).map_err(|_| fail("script is not UTF-8".to_owned()))?;
-        let script = ReplayScript::parse(&text).map_err(fail)?;
-        Ok(ReplayProvider::from_script(shown, script))
+        Ok(ReplayProvider::from_script(path.display().to_string(), ReplayScript::load(path)?))
     }
 
     /// A provider over an in-memory script; `path` is only used in errors.
@@ -272,6 +322,31 @@ mod tests {
         assert_eq!(err, "unsupported schema \"odek.replay/v9\" (expected \"odek.replay/v1\")");
         let err = ReplayScript::parse(r#"{"schema":"odek.replay/v1","turns":[{"contents":"typo"}]}"#).unwrap_err();
         assert!(err.contains("unknown field `contents`"), "{err}");
+    }
+
+    #[test]
+    fn subagent_scripts_are_picked_by_exact_goal_and_checked_like_the_script() {
+        let script = ReplayScript::parse(
+            r#"{"schema":"odek.replay/v1","turns":[],"subagents":[
+                {"goal":"a","turns":[{"content":"first a"}]},
+                {"goal":"a","turns":[{"content":"second a"}]},
+                {"goal":"b","side_calls":[{"content":"s"}],"subagents":[{"goal":"c","turns":[{"content":"c"}]}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(script.subagent("a").unwrap().turns[0].content, "first a");
+        let b = script.subagent("b").unwrap();
+        assert_eq!((b.schema.as_str(), b.turns.len(), b.side_calls.len()), (REPLAY_SCHEMA, 0, 1));
+        assert_eq!(b.subagent("c").unwrap().turns[0].content, "c");
+        assert_eq!(script.subagent("A"), None);
+        assert_eq!(script.subagent("c"), None);
+
+        let err = ReplayScript::parse(
+            r#"{"schema":"odek.replay/v1","subagents":[{"goal":"x"},{"goal":"y","subagents":[{"goal":"z","side_calls":[{"tool_calls":[{"name":""}]}]}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err, "subagents[1] subagents[0] side call 0 tool call 0 has an empty name");
+        let err = ReplayScript::parse(r#"{"schema":"odek.replay/v1","subagents":[{"turns":[]}]}"#).unwrap_err();
+        assert!(err.starts_with("invalid script at subagents[0]: missing field `goal`"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use odek_contract::envelope::RawArtifactRef;
+use odek_contract::quoting::quote;
+use odek_contract::truncation::runes_with_ellipsis;
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -18,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::artifacts::{TaskArtifactInput, TaskId, create_artifact_root, register_call_artifacts, shared_registry};
 use super::render::{TaskSection, render_results};
 use super::spawn::{ChildReport, ChildSpec, child_environment, run_child};
-use super::task::TaskFile;
+use super::task::{TaskFile, TaskReplay};
 use crate::budget::{BudgetShare, InputGrant};
 use crate::events::{Event, EventStream, SubagentOutcome};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
@@ -66,6 +68,9 @@ pub struct DelegateSettings {
     pub artifact_read: bool,
     /// Share mode (`subagent.budget_inherit: "share"`): the run's budget as children see it.
     pub share: Option<BudgetShare>,
+    /// **[beyond]** The replay script this process answers from: each child gets the entry of
+    /// `subagents` with its goal.
+    pub replay: Option<Arc<TaskReplay>>,
 }
 
 /// The `delegate_tasks` tool.
@@ -269,7 +274,16 @@ impl DelegateTool {
             provider: settings.provider.clone(),
             model: settings.model.clone(),
             base_url: settings.base_url.clone(),
+            replay: None,
         };
+        if let Some(replay) = &settings.replay {
+            let source = format!("{} › subagent {}", replay.source, quote(&runes_with_ellipsis(&goal, 60)));
+            let Some(script) = replay.script.subagent(&goal) else {
+                return not_spawned(json!({"status": "error", "error": format!(
+                    "replay {source}: the script has no subagents entry with this goal")}));
+            };
+            task.replay = Some(TaskReplay { source, script });
+        }
 
         let slots = slots(settings.max_concurrency);
         let waiting_since = Instant::now();

@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use odek_llm::ReplayScript;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -48,6 +49,19 @@ pub struct TaskFile {
     pub model: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub base_url: String,
+    /// **[beyond]** With `provider: "replay"`: the child's part of the parent's replay script.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<TaskReplay>,
+}
+
+/// A replay script handed down to a child: its own answers and its children's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskReplay {
+    /// Where the script came from, as replay errors show it: the file, then `› subagent "<goal>"`
+    /// per delegation.
+    pub source: String,
+    pub script: ReplayScript,
 }
 
 fn is_zero(value: &u32) -> bool {

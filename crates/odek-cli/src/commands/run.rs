@@ -19,9 +19,12 @@ use odek_agent::session::{ExternalRef, Session, SessionId, SessionStore, parse_e
 use odek_agent::subagent::artifact_read::ArtifactReadTool;
 use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
+use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
 use odek_contract::redaction::redact;
-use odek_llm::{Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, Thinking, Usage};
+use odek_llm::{
+    Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, ReplayScript, Thinking, Usage,
+};
 use odek_mcp::{McpEvent, McpObserver, StderrObserver};
 
 use super::CommandError;
@@ -99,6 +102,9 @@ fn session_store(setup: &Setup) -> Result<SessionStore, CommandError> {
     let odek_dir = setup.sources.odek_dir();
     Ok(SessionStore::new(odek_dir.join("sessions"))?.with_artifacts_dir(odek_dir.join("artifacts")))
 }
+
+/// The `--replay` script, shared with `delegate_tasks`.
+type ReplayScriptShare = Option<Arc<TaskReplay>>;
 
 /// The settings of this run after every layer.
 #[derive(Clone)]
@@ -208,8 +214,20 @@ impl Effective {
         Ok(user_message(task, &attachments))
     }
 
-    fn provider(&self) -> Result<Arc<dyn Provider>, CommandError> {
-        build_provider(&self.config.core, self.api_key.as_deref(), self.replay.as_deref(), self.record.as_deref())
+    /// The provider, and the `--replay` script it answers from (sub-agents get their part of it).
+    fn provider(&self) -> Result<(Arc<dyn Provider>, ReplayScriptShare), CommandError> {
+        let replay = match &self.replay {
+            None => None,
+            Some(_) if self.config.core.provider != REPLAY_PROVIDER => {
+                return Err(CommandError::Fatal("--replay needs --provider replay".into()));
+            }
+            Some(path) => {
+                Some(Arc::new(TaskReplay { source: path.display().to_string(), script: ReplayScript::load(path)? }))
+            }
+        };
+        let provider =
+            build_provider(&self.config.core, self.api_key.as_deref(), replay.as_deref(), self.record.as_deref())?;
+        Ok((provider, replay))
     }
 }
 
@@ -218,14 +236,11 @@ impl Effective {
 pub(crate) fn build_provider(
     core: &crate::config::CoreConfig,
     api_key: Option<&str>,
-    replay: Option<&std::path::Path>,
+    replay: Option<&TaskReplay>,
     record: Option<&std::path::Path>,
 ) -> Result<Arc<dyn Provider>, CommandError> {
     let provider: Box<dyn Provider> = match core.provider.as_str() {
         "" | OPENAI_PROVIDER => {
-            if replay.is_some() {
-                return Err(CommandError::Fatal("--replay needs --provider replay".into()));
-            }
             let key = api_key.unwrap_or_default().to_owned();
             if key.is_empty() && !is_loopback(&core.base_url) {
                 return Err(CommandError::Fatal(format!(
@@ -236,8 +251,8 @@ pub(crate) fn build_provider(
             Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
         }
         REPLAY_PROVIDER => {
-            let path = replay.ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
-            Box::new(ReplayProvider::load(path)?)
+            let replay = replay.ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
+            Box::new(ReplayProvider::from_script(replay.source.clone(), replay.script.clone()))
         }
         other => {
             return Err(CommandError::Fatal(format!(
@@ -465,7 +480,7 @@ async fn run_agent(
         None => terminal_mcp,
     };
     let hub = start_hub(setup, mcp_observer).await;
-    let provider = provider
+    let (provider, replay) = provider
         .await
         .map_err(|err| CommandError::Fatal(format!("provider setup: {err}")))
         .and_then(|provider| provider)
@@ -499,6 +514,7 @@ async fn run_agent(
         session_id.as_deref(),
         false,
         &budget,
+        replay,
     );
     if delegate.artifact_read {
         builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));

@@ -21,7 +21,9 @@ use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
 use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
 use odek_agent::subagent::result::{RunEnd, SubagentResult, exit_code_for};
 use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
-use odek_agent::subagent::task::{TaskFile, clamp_to_share, is_parent_task_file, read_task_file, share_spawn_gate};
+use odek_agent::subagent::task::{
+    TaskFile, TaskReplay, clamp_to_share, is_parent_task_file, read_task_file, share_spawn_gate,
+};
 use odek_agent::tool::ToolContext;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
@@ -416,6 +418,7 @@ pub(crate) fn delegate_settings(
     session_id: Option<&str>,
     untrusted: bool,
     budget: &odek_agent::budget::Budget,
+    replay: Option<Arc<TaskReplay>>,
 ) -> DelegateSettings {
     let depth = std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0);
     let core = &config.core;
@@ -439,6 +442,7 @@ pub(crate) fn delegate_settings(
         untrusted_parent: untrusted,
         artifact_read: depth == 0,
         share: (subagent.budget_inherit == crate::config::BudgetInherit::Share).then(|| budget.share()),
+        replay,
     }
 }
 
@@ -484,7 +488,8 @@ async fn execute(
         stream.started(std::process::id(), depth, timeout_seconds, max_iterations, &profile, max_risk);
     }
 
-    let provider = match build_provider(&config.core, api_key.as_deref(), None, None) {
+    let replay = task.replay.clone().map(Arc::new);
+    let provider = match build_provider(&config.core, api_key.as_deref(), replay.as_deref(), None) {
         Ok(provider) => provider,
         Err(err) => return Err(setup_failure(&command_error_text(err), &output)),
     };
@@ -537,8 +542,15 @@ async fn execute(
     let core = &config.core;
     let budget = odek_agent::budget::Budget::new(limits, started);
     let mut tools = odek_agent::tools::builtin_tools();
-    let delegate =
-        delegate_settings(&setup, &config, api_key.as_deref(), flags.parent_session.as_deref(), untrusted, &budget);
+    let delegate = delegate_settings(
+        &setup,
+        &config,
+        api_key.as_deref(),
+        flags.parent_session.as_deref(),
+        untrusted,
+        &budget,
+        replay,
+    );
     tools.push(Arc::new(DelegateTool::new(delegate, None)));
     let mut agent = Agent {
         provider,
