@@ -4,12 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
+mod subagent_support;
 
-use odek_agent::danger::DangerPolicy;
-use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
-use odek_agent::tool::{Tool, ToolContext};
+use odek_agent::tool::Tool;
+use subagent_support::{stand_in, stand_in_delegate};
 
 fn open_fds() -> Vec<String> {
     let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
@@ -54,27 +52,11 @@ async fn repeated_delegations_leak_no_descriptor_process_or_memory() {
     const RSS_SLACK_KIB: u64 = 2 * 1024;
 
     let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("child.sh");
-    std::fs::write(
-        &program,
-        "#!/bin/sh\necho '{\"type\":\"result\",\"result\":{\"status\":\"success\",\"summary\":\"done\",\"iterations\":1,\"tokens_used\":7}}'\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let tool = DelegateTool::new(
-        DelegateSettings {
-            program,
-            cwd: dir.path().to_path_buf(),
-            odek_home: dir.path().join("home"),
-            max_depth: 1,
-            max_concurrency: TASKS,
-            timeout: Duration::from_secs(60),
-            profiles: vec!["default".to_owned()],
-            ..DelegateSettings::default()
-        },
-        None,
+    let program = stand_in(
+        dir.path(),
+        r#"echo '{"type":"result","result":{"status":"success","summary":"done","iterations":1,"tokens_used":7}}'"#,
     );
-    let ctx = ToolContext::new(dir.path().to_path_buf(), dir.path().join("home"), DangerPolicy::default());
+    let (tool, ctx) = stand_in_delegate(dir.path(), program, TASKS, None);
     let tasks: Vec<serde_json::Value> =
         (0..TASKS).map(|i| serde_json::json!({"goal": format!("task {i}"), "trust_level": "trusted"})).collect();
     let arguments = serde_json::json!({"tasks": tasks}).to_string();

@@ -4,19 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
+
+mod subagent_support;
 
 use odek_agent::subagent::spawn::{ChildSpec, run_child};
 use serde_json::json;
+use subagent_support::{stand_in, stand_in_delegate};
 use tokio_util::sync::CancellationToken;
-
-fn script(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
-    let path = dir.join("child.sh");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
 
 fn spec(dir: &std::path::Path, program: std::path::PathBuf, timeout: Duration) -> ChildSpec {
     ChildSpec {
@@ -34,7 +29,7 @@ fn spec(dir: &std::path::Path, program: std::path::PathBuf, timeout: Duration) -
 #[tokio::test]
 async fn a_child_stopped_on_its_deadline_is_a_timeout_not_its_own_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let program = script(
+    let program = stand_in(
         dir.path(),
         r#"trap 'echo "{\"type\":\"result\",\"task_id\":\"t\",\"result\":{\"status\":\"error\",\"error\":\"cancelled\"}}"; exit 1' INT
 while :; do sleep 0.05; done"#,
@@ -47,7 +42,7 @@ while :; do sleep 0.05; done"#,
 #[tokio::test]
 async fn a_result_printed_before_exit_is_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let program = script(
+    let program = stand_in(
         dir.path(),
         r#"echo '{"type":"subagent_started","task_id":"t"}'
 echo '{"type":"result","task_id":"t","result":{"status":"success","summary":"ok"}}'
@@ -62,7 +57,7 @@ exit 0"#,
 #[tokio::test]
 async fn a_child_without_a_result_is_no_result_with_its_exit_code() {
     let dir = tempfile::tempdir().unwrap();
-    let program = script(dir.path(), "echo 'not json'\nexit 3");
+    let program = stand_in(dir.path(), "echo 'not json'\nexit 3");
     let report =
         run_child(&spec(dir.path(), program, Duration::from_secs(30)), &CancellationToken::new(), |_| {}).await;
     assert_eq!(report.result, json!({"status": "no_result", "error": "no result from sub-agent (exit 3)"}));
@@ -74,32 +69,16 @@ async fn a_child_without_a_result_is_no_result_with_its_exit_code() {
 #[tokio::test]
 async fn a_dropped_delegation_removes_its_task_file_and_releases_its_grant_red() {
     use odek_agent::budget::{Budget, BudgetLimits, InputGrant};
-    use odek_agent::danger::DangerPolicy;
-    use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
-    use odek_agent::tool::{Tool, ToolContext};
+    use odek_agent::tool::Tool;
 
     let dir = tempfile::tempdir().unwrap();
     let started = dir.path().join("started");
     let program =
-        script(dir.path(), &format!("echo \"$3 $$\" > {}.tmp && mv {0}.tmp {0}\nexec sleep 60", started.display()));
+        stand_in(dir.path(), &format!("echo \"$3 $$\" > {}.tmp && mv {0}.tmp {0}\nexec sleep 60", started.display()));
     let budget =
         Budget::new(BudgetLimits { max_input_tokens: 1000, ..BudgetLimits::default() }, std::time::Instant::now());
     let share = budget.share();
-    let tool = DelegateTool::new(
-        DelegateSettings {
-            program,
-            cwd: dir.path().to_path_buf(),
-            odek_home: dir.path().join("home"),
-            max_depth: 1,
-            max_concurrency: 2,
-            timeout: Duration::from_secs(120),
-            profiles: vec!["default".to_owned()],
-            share: Some(budget.share()),
-            ..DelegateSettings::default()
-        },
-        None,
-    );
-    let ctx = ToolContext::new(dir.path().to_path_buf(), dir.path().join("home"), DangerPolicy::default());
+    let (tool, ctx) = stand_in_delegate(dir.path(), program, 2, Some(budget.share()));
 
     let (task_file, pid) = {
         let call = tool.call(r#"{"tasks":[{"goal":"wait for ever"}]}"#, &ctx);
