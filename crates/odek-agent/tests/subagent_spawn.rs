@@ -1,6 +1,7 @@
 //! The parent's side of one child process (spec `subagents.md` §8) against stand-in children:
 //! a child stopped on its deadline is reported as a timeout even when it answers the stop with a
-//! result of its own, and what a child printed before it exited is kept.
+//! result of its own, what a child printed before it exited is kept, and a dropped
+//! `delegate_tasks` call still deletes its task file and releases its grant.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
