@@ -1,9 +1,10 @@
 //! The `secrets.env` file rules (spec `config.md` §12) on any bytes, decoded as `load_secrets_env`
-//! decodes them. Invariants: every value the file sets is handed to the redactor before anything
-//! else sees it; whatever is injected can be set in a process environment (`set_var` would not
-//! panic); the first occurrence of a name wins and a name the environment has is never injected;
-//! warnings name a line and nothing else; rewriting the injected pairs as a file parses back to
-//! the same pairs.
+//! decodes them. Invariants: every value the file sets (duplicates and names the environment has
+//! included) is handed to the redactor, in file order; the first occurrence of a name wins and a
+//! name the environment has is listed but never injected (checked against the file's lines
+//! parsed one at a time); whatever is injected can be set in a process environment (`set_var`
+//! would not panic); warnings name a line and nothing else; rewriting the injected pairs as a file
+//! parses back to the same pairs.
 //!
 //! Input: the file's bytes. Values are collected instead of registered with the process-wide
 //! redactor, so fuzzed values do not slow later runs (`config_load` covers the registration).
@@ -34,20 +35,38 @@ fuzz_target!(|data: &[u8]| {
         last_line = number;
     }
 
-    let mut names = BTreeSet::new();
+    // The file-level rules, rebuilt from the file's lines one at a time: every pair's value is
+    // handed over in file order (duplicates and names the environment has included), the first
+    // occurrence of a name wins, and a name the environment has is listed but not injected.
+    let mut line_values = Vec::new();
+    let mut line_warnings = 0;
+    let mut first: Vec<(String, String)> = Vec::new();
+    for line in text.split('\n') {
+        let mut warned = Vec::new();
+        let pair = parse_secrets_text(line, &BTreeMap::new(), &mut warned, &mut |value| line_values.push(value.to_owned()));
+        line_warnings += warned.len();
+        for (name, value) in pair.injected {
+            if !first.iter().any(|(known, _)| *known == name) {
+                first.push((name, value));
+            }
+        }
+    }
+    assert_eq!(values, line_values, "not every value was handed to the redactor, in file order");
+    assert_eq!(warnings.len(), line_warnings);
+    let names: Vec<&String> = first.iter().map(|(name, _)| name).collect();
+    assert_eq!(secrets.names.iter().collect::<Vec<_>>(), names, "names: first occurrence, file order");
+    let injected: Vec<&(String, String)> = first.iter().filter(|(name, _)| !env.contains_key(name)).collect();
+    assert_eq!(secrets.injected.iter().collect::<Vec<_>>(), injected, "injected: first values, minus the environment's");
+
+    let mut unique = BTreeSet::new();
     for name in &secrets.names {
-        assert!(names.insert(name.as_str()), "{name:?} listed twice");
+        assert!(unique.insert(name.as_str()), "{name:?} listed twice");
         assert!(!name.is_empty() && !name.contains(['=', '\0', '\n']), "{name:?}");
         assert_eq!(name.trim(), name);
     }
-    let mut listed = secrets.names.iter().filter(|name| !env.contains_key(name.as_str()));
-    for (name, value) in &secrets.injected {
-        assert_eq!(listed.next(), Some(name), "injected names follow the listed order");
+    for (_, value) in &secrets.injected {
         assert!(!value.contains(['\0', '\n']), "{value:?}");
-        assert!(values.contains(value), "{name:?}'s value was not handed to the redactor");
     }
-    assert_eq!(listed.next(), None, "a listed name missing from the environment was not injected");
-    assert!(values.len() >= secrets.names.len());
 
     let rewritten: String = secrets.injected.iter().map(|(name, value)| format!("{name}='{value}'\n")).collect();
     let mut again_warnings = Vec::new();

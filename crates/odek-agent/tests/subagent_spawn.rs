@@ -74,8 +74,10 @@ async fn a_dropped_delegation_removes_its_task_file_and_releases_its_grant_red()
 
     let dir = tempfile::tempdir().unwrap();
     let started = dir.path().join("started");
-    let program =
-        stand_in(dir.path(), &format!("echo \"$3 $$\" > {}.tmp && mv {0}.tmp {0}\nexec sleep 60", started.display()));
+    let program = stand_in(
+        dir.path(),
+        &format!("echo \"$3 $$\" > '{}.tmp' && mv '{0}.tmp' '{0}'\nexec sleep 60", started.display()),
+    );
     let budget =
         Budget::new(BudgetLimits { max_input_tokens: 1000, ..BudgetLimits::default() }, std::time::Instant::now());
     let share = budget.share();

@@ -92,7 +92,7 @@ fn replay_without_a_script_is_refused() {
 
 /// **[beyond]** A replayed parent delegates: each child answers from the `subagents` entry with
 /// its goal (nested entries for its own children), with no key and no network; a goal the script
-/// has no entry for is that task's error, not the run's.
+/// has no entry for, or a child's script that runs out, is that task's error, not the run's.
 #[test]
 fn a_replayed_run_delegates_to_replayed_children() {
     let sandbox = Sandbox::new();
@@ -107,9 +107,10 @@ fn a_replayed_run_delegates_to_replayed_children() {
                 delegate(json!([
                     {"goal": "count the apples", "trust_level": "trusted"},
                     {"goal": "ask a grandchild"},
-                    {"goal": "a goal nobody scripted"}
+                    {"goal": "a goal nobody scripted"},
+                    {"goal": "run out of answers"}
                 ])),
-                {"content": "all three tasks came back"}
+                {"content": "all four tasks came back"}
             ],
             "subagents": [
                 {"goal": "count the apples", "turns": [
@@ -119,7 +120,8 @@ fn a_replayed_run_delegates_to_replayed_children() {
                 {"goal": "ask a grandchild", "turns": [
                     delegate(json!([{"goal": "say hello"}])),
                     {"content": "the grandchild said hello"}
-                ], "subagents": [{"goal": "say hello", "turns": [{"content": "hello"}]}]}
+                ], "subagents": [{"goal": "say hello", "turns": [{"content": "hello"}]}]},
+                {"goal": "run out of answers", "turns": []}
             ]
         })
         .to_string(),
@@ -141,7 +143,7 @@ fn a_replayed_run_delegates_to_replayed_children() {
     sandbox.global_config(&json!({"subagent": {"max_depth": 2}}));
     let output = command.output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(stdout(&output), "all three tasks came back\n");
+    assert_eq!(stdout(&output), "all four tasks came back\n");
 
     let session: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&sandbox.session_files()[0]).unwrap()).unwrap();
@@ -165,6 +167,14 @@ fn a_replayed_run_delegates_to_replayed_children() {
         )),
         "{rendered}"
     );
+    assert!(rendered.contains("─── Task 4: run out of answers ───\nstatus: error"), "{rendered}");
+    assert!(
+        rendered.contains(&format!(
+            "replay {} › subagent \"run out of answers\": script exhausted: the conversation has 0 assistant messages but the script has 0 turns",
+            replay.display()
+        )),
+        "a child's own script errors name its place: {rendered}"
+    );
     let completed = std::fs::read_to_string(&events).unwrap().matches("\"subagent_completed\"").count();
-    assert_eq!(completed, 3, "the grandchild's events stay in its parent's process");
+    assert_eq!(completed, 4, "the grandchild's events stay in its parent's process");
 }

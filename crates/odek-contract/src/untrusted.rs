@@ -30,30 +30,6 @@ pub fn untrusted_sources(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The parts of one whole wrapper, as [`parse_wrapper`] found them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Wrapper<'a> {
-    pub nonce: &'a str,
-    /// As written, that is escaped.
-    pub source: &'a str,
-    /// As written, that is escaped.
-    pub body: &'a str,
-}
-
-/// `text` read as exactly one wrapper that [`wrap_untrusted`] could have written: a nonce of 16
-/// lowercase hex digits, the same nonce in the closer, nothing before or after, a non-empty body
-/// that escaping leaves as it is and a source without `"`. Anything else is `None`.
-pub fn parse_wrapper(text: &str) -> Option<Wrapper<'_>> {
-    let rest = text.strip_prefix(UNTRUSTED_OPEN_PREFIX)?;
-    let nonce = rest.get(..NONCE_BYTES * 2)?;
-    if !nonce.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return None;
-    }
-    let rest = rest[nonce.len()..].strip_prefix(" source=\"")?;
-    let (source, rest) = rest.split_once("\">\n")?;
-    let body = rest.strip_suffix('>')?.strip_suffix(nonce)?.strip_suffix(UNTRUSTED_CLOSE_PREFIX)?.strip_suffix('\n')?;
-    (!source.contains('"') && !body.is_empty() && escape_body(body) == body).then_some(Wrapper { nonce, source, body })
-}
 const ESCAPED_TAG_SEPARATOR: char = '\u{00B7}';
 
 /// 8 bytes from the operating system's CSPRNG as 16 lowercase hex digits.
@@ -155,6 +131,32 @@ pub fn escape_body(body: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The parts of one whole wrapper, as [`parse_wrapper`] found them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wrapper<'a> {
+    pub nonce: &'a str,
+    /// As written, that is escaped.
+    pub source: &'a str,
+    /// As written, that is escaped.
+    pub body: &'a str,
+}
+
+/// `text` read as exactly one wrapper that [`wrap_untrusted`] could have written: a nonce of 16
+/// lowercase hex digits, the same nonce in the closer, nothing before or after, and a non-empty
+/// body and a source that escaping leaves as they are. Anything else is `None`.
+pub fn parse_wrapper(text: &str) -> Option<Wrapper<'_>> {
+    let rest = text.strip_prefix(UNTRUSTED_OPEN_PREFIX)?;
+    let nonce = rest.get(..NONCE_BYTES * 2)?;
+    if !nonce.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let rest = rest[nonce.len()..].strip_prefix(" source=\"")?;
+    let (source, rest) = rest.split_once("\">\n")?;
+    let body = rest.strip_suffix('>')?.strip_suffix(nonce)?.strip_suffix(UNTRUSTED_CLOSE_PREFIX)?.strip_suffix('\n')?;
+    let escaped = escape_source(source) == source && !body.is_empty() && escape_body(body) == body;
+    escaped.then_some(Wrapper { nonce, source, body })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +189,7 @@ mod tests {
         reject(&format!("<untrusted_content_{nonce} source=\"s\">\n</untrusted_content_{nonce}>"));
         reject(&format!("<untrusted_content_{nonce} source=\"s\">\n\n</untrusted_content_{nonce}>"));
         reject(&format!("<untrusted_content_{nonce} source=\"s\">\nuntrusted_content\n</untrusted_content_{nonce}>"));
+        reject(&format!("<untrusted_content_{nonce} source=\"a<b\">\nx\n</untrusted_content_{nonce}>"));
     }
 
     #[test]

@@ -161,11 +161,17 @@ impl ReplayScript {
             }
         })?;
         deserializer.end().map_err(|err| format!("invalid script: {err}"))?;
-        if script.schema != REPLAY_SCHEMA {
-            return Err(format!("unsupported schema \"{}\" (expected \"{REPLAY_SCHEMA}\")", script.schema));
-        }
-        check_tool_names("", &script.turns, &script.side_calls, &script.subagents)?;
+        script.validate()?;
         Ok(script)
+    }
+
+    /// The checks serde cannot make: the schema, and a name on every scripted tool call (at every
+    /// depth). `Err` is the detail after `replay <path>: `.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.schema != REPLAY_SCHEMA {
+            return Err(format!("unsupported schema \"{}\" (expected \"{REPLAY_SCHEMA}\")", self.schema));
+        }
+        check_tool_names("", &self.turns, &self.side_calls, &self.subagents)
     }
 }
 

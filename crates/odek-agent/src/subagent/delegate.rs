@@ -251,6 +251,17 @@ impl DelegateTool {
             return not_spawned(json!({"status": "error", "error": format!(
                 "unknown profile \"{}\" (define it in the top-level profiles config section)", request.profile)}));
         }
+        let replay = match &settings.replay {
+            None => None,
+            Some(replay) => {
+                let source = format!("{} › subagent {}", replay.source, quote(&runes_with_ellipsis(&goal, 60)));
+                let Some(script) = replay.script.subagent(&goal) else {
+                    return not_spawned(json!({"status": "error", "error": format!(
+                        "replay {source}: the script has no subagents entry with this goal")}));
+                };
+                Some(TaskReplay { source, script })
+            }
+        };
         let artifact_root =
             match create_artifact_root(&settings.odek_home.join("artifacts"), settings.session_id.as_deref(), &task_id)
             {
@@ -274,16 +285,8 @@ impl DelegateTool {
             provider: settings.provider.clone(),
             model: settings.model.clone(),
             base_url: settings.base_url.clone(),
-            replay: None,
+            replay,
         };
-        if let Some(replay) = &settings.replay {
-            let source = format!("{} › subagent {}", replay.source, quote(&runes_with_ellipsis(&goal, 60)));
-            let Some(script) = replay.script.subagent(&goal) else {
-                return not_spawned(json!({"status": "error", "error": format!(
-                    "replay {source}: the script has no subagents entry with this goal")}));
-            };
-            task.replay = Some(TaskReplay { source, script });
-        }
 
         let slots = slots(settings.max_concurrency);
         let waiting_since = Instant::now();

@@ -218,6 +218,18 @@ pub fn share_spawn_gate(share: &ShareBudget) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A replay script's float arguments reach the child as the script wrote them (serde_json
+    /// parses with `float_roundtrip`; without it this value came back one ULP off).
+    #[test]
+    fn replay_arguments_survive_the_hand_off_exactly() {
+        let text = r#"{"goal":"g","replay":{"source":"s","script":{"schema":"odek.replay/v1","turns":[{"tool_calls":[{"name":"n","arguments":1.0715660391465826e-75}]}]}}}"#;
+        let task: TaskFile = serde_json::from_str(text).unwrap();
+        let back: TaskFile = serde_json::from_str(&serde_json::to_string(&task).unwrap()).unwrap();
+        assert_eq!(back, task);
+        let arguments = back.replay.unwrap().script.turns[0].tool_calls[0].arguments_text();
+        assert_eq!(arguments, "1.0715660391465826e-75");
+    }
+
     #[test]
     fn unknown_fields_are_ignored_and_goal_is_enough() {
         let task: TaskFile = serde_json::from_str(r#"{"goal":"g","surprise":1}"#).unwrap();

@@ -23,7 +23,8 @@ use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
 use odek_contract::redaction::redact;
 use odek_llm::{
-    Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, ReplayScript, Thinking, Usage,
+    LlmError, Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, ReplayScript,
+    Thinking, Usage,
 };
 use odek_mcp::{McpEvent, McpObserver, StderrObserver};
 
@@ -252,6 +253,8 @@ pub(crate) fn build_provider(
         }
         REPLAY_PROVIDER => {
             let replay = replay.ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
+            // A script handed down in a task file was not parsed from a file here.
+            replay.script.validate().map_err(|detail| LlmError::Replay { path: replay.source.clone(), detail })?;
             Box::new(ReplayProvider::from_script(replay.source.clone(), replay.script.clone()))
         }
         other => {
