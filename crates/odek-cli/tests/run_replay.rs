@@ -178,3 +178,46 @@ fn a_replayed_run_delegates_to_replayed_children() {
     let completed = std::fs::read_to_string(&events).unwrap().matches("\"subagent_completed\"").count();
     assert_eq!(completed, 4, "the grandchild's events stay in its parent's process");
 }
+
+/// The delegation demo of the README (`examples/fixture/delegate.replay.json`) replays as
+/// shown there: both children run, read their file and succeed.
+#[test]
+fn the_example_delegation_script_replays() {
+    let example = odek_test_support::workspace_root().join("examples/fixture");
+    let sandbox = Sandbox::new();
+    for name in ["demo.replay.json", "delegate.replay.json"] {
+        std::fs::copy(example.join(name), sandbox.project.join(name)).unwrap();
+    }
+    // The example's project config, with the fixture server where this build put it.
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(example.join("odek.json")).unwrap()).unwrap();
+    config["mcp_servers"]["fixture"]["command"] = json!(odek_test_support::fixture_server());
+    sandbox.write("odek.json", &config.to_string());
+    let events = sandbox.project.join("events.jsonl");
+    let mut command = sandbox.command(&[
+        "run",
+        "--events-jsonl",
+        path_str(&events),
+        "--provider",
+        "replay",
+        "--replay",
+        "delegate.replay.json",
+        "What does this example configure, and what does its demo do?",
+    ]);
+    command.env_remove("ODEK_API_KEY").env("ODEK_APPROVE_MCP", "1");
+    let output = command.output().unwrap();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(stdout(&output).starts_with("Both sub-agents reported back."), "{}", stdout(&output));
+    assert!(err.contains("delegate_tasks ok"), "{err}");
+    let events = std::fs::read_to_string(&events).unwrap();
+    let completed: Vec<serde_json::Value> = events
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["type"] == "subagent_completed")
+        .collect();
+    assert_eq!(completed.len(), 2, "{events}");
+    for event in &completed {
+        assert_eq!(event["data"]["status"], "success", "{event}");
+    }
+}
