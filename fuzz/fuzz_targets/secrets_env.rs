@@ -41,12 +41,13 @@ fuzz_target!(|data: &[u8]| {
     let mut line_values = Vec::new();
     let mut line_warnings = 0;
     let mut first: Vec<(String, String)> = Vec::new();
+    let mut seen = BTreeSet::new();
     for line in text.split('\n') {
         let mut warned = Vec::new();
         let pair = parse_secrets_text(line, &BTreeMap::new(), &mut warned, &mut |value| line_values.push(value.to_owned()));
         line_warnings += warned.len();
         for (name, value) in pair.injected {
-            if !first.iter().any(|(known, _)| *known == name) {
+            if seen.insert(name.clone()) {
                 first.push((name, value));
             }
         }
