@@ -355,6 +355,35 @@ fn secret_var_not_expanded_in_project_red() {
     assert!(loaded.warnings.is_empty());
 }
 
+/// Found by the `config_load` fuzz target: serde quotes the string it rejects, and that string
+/// was the expanded value, so a `${GITHUB_TOKEN}` put under the wrong key printed the token.
+#[test]
+fn type_error_on_a_substituted_value_shows_the_reference_not_the_value_red() {
+    let fixture = |config: &str| {
+        Fixture::new()
+            .env("GITHUB_TOKEN", "ghp_live_secret_0123456789")
+            .env("DB_PASSWORD", "hunter2hunter2")
+            .env("ONE", "1")
+            .global(config)
+    };
+    let tools = fixture(r#"{"tools": "${GITHUB_TOKEN}"}"#);
+    assert_eq!(
+        tools.error(),
+        format!(
+            r#"config {}: tools: invalid type: string "${{GITHUB_TOKEN}}", expected a map"#,
+            tools.global_display()
+        )
+    );
+    let error = fixture(r#"{"max_iterations": "n=${ONE} https://u:${DB_PASSWORD}@db/${GITHUB_TOKEN}x"}"#).error();
+    assert!(
+        error.ends_with(
+            r#"max_iterations: invalid type: string "n=1 https://u:${DB_PASSWORD}@db/${GITHUB_TOKEN}x", expected i64"#
+        ),
+        "{error}"
+    );
+    assert!(!error.contains("hunter2") && !error.contains("ghp_live"), "{error}");
+}
+
 #[test]
 fn env_values_not_substituted_red() {
     let fixture = Fixture::new().env("HOME", "/home/u").env("SAFE", "s");

@@ -19,9 +19,10 @@ pub enum ConfigError {
     #[error("config {path}: top level must be a JSON object")]
     NotAnObject { path: String },
     /// A known key holding the wrong JSON type; `key` is the dotted path (`limits.max_tool_calls`,
-    /// `mcp_servers.fs.args[0]`).
-    #[error("config {path}: {}: {source}", key_for_display(key))]
-    KeyType { path: String, key: String, source: serde_json::Error },
+    /// `mcp_servers.fs.args[0]`); `detail` is serde's message with every `${VAR}` expansion
+    /// written back as its reference (serde quotes the value it rejected).
+    #[error("config {path}: {}: {detail}", key_for_display(key))]
+    KeyType { path: String, key: String, detail: String },
     #[error("config {path}: limits.{key} must be >= 0")]
     NegativeLimit { path: String, key: String },
     /// A negative count for a core key whose only documented special value is `0`.

@@ -309,16 +309,25 @@ fn parse_config_file(
         strip_operator_only(&mut top, warnings);
     }
     let mut root = Value::Object(top);
-    substitute_config_vars(&mut root, env, trust, secret_names, warnings);
+    let expansions = substitute_config_vars(&mut root, env, trust, secret_names, warnings);
+    decode_config_file(display, &root).map_err(|err| match err {
+        ConfigError::KeyType { path, key, detail } => {
+            ConfigError::KeyType { path, key, detail: expansions.mask(&detail) }
+        }
+        other => other,
+    })
+}
 
-    check_object_shapes(display, &root)?;
-    let core: CoreFile = decode_known_keys(display, &root)?;
+/// The typed sections of a file after substitution.
+fn decode_config_file(display: &str, root: &Value) -> Result<ParsedFile, ConfigError> {
+    check_object_shapes(display, root)?;
+    let core: CoreFile = decode_known_keys(display, root)?;
     check_counts_not_negative(display, &core)?;
-    let sections: SectionsFile = decode_known_keys(display, &root)?;
+    let sections: SectionsFile = decode_known_keys(display, root)?;
     let limits = sections.limits.unwrap_or_default();
     check_limits_not_negative(display, &limits)?;
     let servers = servers_of_file(display, sections.mcp_servers, sections.claude_style_mcp_servers)?;
-    let policy: PolicySections = decode_known_keys(display, &root)?;
+    let policy: PolicySections = decode_known_keys(display, root)?;
     Ok(ParsedFile { core, limits, servers, policy })
 }
 
@@ -354,7 +363,7 @@ fn check_object_shapes(display: &str, root: &Value) -> Result<(), ConfigError> {
     }
     for (key, value) in objects {
         if let Err(source) = Map::<String, Value>::deserialize(value) {
-            return Err(ConfigError::KeyType { path: display.to_owned(), key, source });
+            return Err(ConfigError::KeyType { path: display.to_owned(), key, detail: source.to_string() });
         }
     }
     Ok(())
@@ -366,6 +375,6 @@ fn decode_known_keys<T: DeserializeOwned>(display: &str, root: &Value) -> Result
     serde_path_to_error::deserialize(root).map_err(|err| ConfigError::KeyType {
         path: display.to_owned(),
         key: err.path().to_string(),
-        source: err.into_inner(),
+        detail: err.into_inner().to_string(),
     })
 }

@@ -20,25 +20,69 @@ pub(crate) enum Trust {
     Project,
 }
 
-/// Expands every string value of a parsed config file in place. In the project file a
-/// secret-looking NAME, or [beyond] a name `secrets.env` set (`secret_names`: odek knows those
-/// values are secrets whatever they are called), expands to `""` and warns once per name (first
-/// occurrence order).
+/// Values shorter than this (in runes) are not taken back out of messages: they would match
+/// ordinary words of the message, and they are no secrets.
+const MASK_MIN_RUNES: usize = 4;
+
+/// The `${NAME}` expansions made in one file: `(name, value)`, one per name, longest value first.
+#[derive(Debug, Default)]
+pub(crate) struct Expansions(Vec<(String, String)>);
+
+impl Expansions {
+    fn record(&mut self, name: &str, value: &str) {
+        if value.chars().count() >= MASK_MIN_RUNES && !self.0.iter().any(|(known, _)| known == name) {
+            let at = self.0.partition_point(|(_, longer)| longer.len() >= value.len());
+            self.0.insert(at, (name.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// `text` with every expanded value written back as the `${NAME}` it came from, so a message
+    /// about a substituted string (serde quotes what it rejected) shows the reference, not the
+    /// value: the value may be a secret the operator meant for a header or a URL.
+    pub(crate) fn mask(&self, text: &str) -> String {
+        if self.0.is_empty() {
+            return text.to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(first) = rest.chars().next() {
+            match self.0.iter().find(|(_, value)| rest.starts_with(value.as_str())) {
+                Some((name, value)) => {
+                    out.push_str("${");
+                    out.push_str(name);
+                    out.push('}');
+                    rest = &rest[value.len()..];
+                }
+                None => {
+                    out.push(first);
+                    rest = &rest[first.len_utf8()..];
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Expands every string value of a parsed config file in place and returns what it expanded. In
+/// the project file a secret-looking NAME, or [beyond] a name `secrets.env` set (`secret_names`:
+/// odek knows those values are secrets whatever they are called), expands to `""` and warns once
+/// per name (first occurrence order).
 pub(crate) fn substitute_config_vars(
     root: &mut Value,
     env: &BTreeMap<String, String>,
     trust: Trust,
     secret_names: &[String],
     warnings: &mut Vec<String>,
-) {
+) -> Expansions {
     let mut refused = Vec::new();
+    let mut expansions = Expansions::default();
     let mut expand = |text: &mut String| {
         if text.contains("${") {
-            *text = expand_vars(text, env, trust, secret_names, &mut refused);
+            *text = expand_vars(text, env, trust, secret_names, &mut refused, &mut expansions);
         }
     };
     let Value::Object(top) = root else {
-        return;
+        return expansions;
     };
     for (key, value) in top.iter_mut() {
         if SERVER_MAP_KEYS.contains(&key.as_str()) {
@@ -72,6 +116,7 @@ pub(crate) fn substitute_config_vars(
             warnings.push(format!("{PROJECT_DISPLAY}: ${{{name}}} not expanded ({why})"));
         }
     }
+    expansions
 }
 
 fn walk_strings(value: &mut Value, visit: &mut impl FnMut(&mut String)) {
@@ -84,13 +129,14 @@ fn walk_strings(value: &mut Value, visit: &mut impl FnMut(&mut String)) {
 }
 
 /// Expands `${NAME}` occurrences of one string. Names refused under [`Trust::Project`] are
-/// appended to `refused`.
+/// appended to `refused`, expansions recorded in `expansions`.
 fn expand_vars(
     text: &str,
     env: &BTreeMap<String, String>,
     trust: Trust,
     secret_names: &[String],
     refused: &mut Vec<String>,
+    expansions: &mut Expansions,
 ) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -105,6 +151,7 @@ fn expand_vars(
                     refused.push(name.to_owned());
                 } else if let Some(value) = env.get(name) {
                     out.push_str(value);
+                    expansions.record(name, value);
                 }
                 rest = &after[name.len() + 1..];
             }
@@ -142,7 +189,20 @@ mod tests {
 
     fn expand(text: &str, trust: Trust) -> (String, Vec<String>) {
         let mut refused = Vec::new();
-        (expand_vars(text, &env(), trust, &[], &mut refused), refused)
+        (expand_vars(text, &env(), trust, &[], &mut refused, &mut Expansions::default()), refused)
+    }
+
+    #[test]
+    fn expansions_are_written_back_longest_first_and_short_values_stay() {
+        let mut expansions = Expansions::default();
+        for (name, value) in [("SHORT", "abc"), ("TOKEN", "secret"), ("LONG", "secret-longer"), ("TOKEN", "other")] {
+            expansions.record(name, value);
+        }
+        assert_eq!(
+            expansions.mask("\"secret-longer/secret/abc/secretsecret\" é"),
+            "\"${LONG}/${TOKEN}/abc/${TOKEN}${TOKEN}\" é"
+        );
+        assert_eq!(Expansions::default().mask("secret"), "secret");
     }
 
     #[test]
