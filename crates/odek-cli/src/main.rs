@@ -38,19 +38,25 @@ fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
         Err(CommandError::Reported) => ExitCode::from(1),
         Err(CommandError::Exit(code)) => ExitCode::from(code),
         Err(CommandError::Budget(error)) => {
-            eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&error));
+            eprintln!("odek: {}", printable(&error));
             ExitCode::from(4)
         }
         Err(CommandError::Verbatim(line)) => {
-            eprintln!("{}", odek_mcp::observer::terminal_safe(&line));
+            eprintln!("{}", printable(&line));
             ExitCode::from(1)
         }
         Err(CommandError::Fatal(error)) => {
-            // Errors can quote server text; it must not drive the terminal.
-            eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&error));
+            eprintln!("odek: {}", printable(&error));
             ExitCode::from(1)
         }
     }
+}
+
+/// A final error line as it may reach the terminal: errors can quote server text (it must not
+/// drive the terminal) and config values, which `${VAR}` may have filled with a secret (an
+/// invalid `thinking` or `provider` is quoted back), so known secrets are redacted.
+fn printable(line: &str) -> String {
+    odek_mcp::observer::terminal_safe(&odek_contract::redaction::redact(line)).into_owned()
 }
 
 /// Logs go to stderr, filtered by `ODEK_LOG` (default: warnings from odek crates).

@@ -168,6 +168,29 @@ fn sensitive_env_values_are_redacted_red() {
     assert_eq!(stdout(&output), "the token is [REDACTED]\n");
 }
 
+/// A config value filled by `${VAR}` with a secret, rejected by the run and quoted back in the
+/// final error line (an invalid `thinking` level, an unknown `provider`), or by the config's type
+/// check (found by the `config_load` fuzz target).
+#[test]
+fn substituted_secrets_in_fatal_errors_red() {
+    for (config, want) in [
+        (json!({"thinking": "${MY_SERVICE_TOKEN}"}), "odek: invalid thinking level \"[REDACTED]\""),
+        (json!({"provider": "${MY_SERVICE_TOKEN}"}), "odek: unknown provider \"[REDACTED]\""),
+        (
+            json!({"tools": "${MY_SERVICE_TOKEN}"}),
+            "tools: invalid type: string \"${MY_SERVICE_TOKEN}\", expected a map",
+        ),
+    ] {
+        let sandbox = Sandbox::new();
+        sandbox.global_config(&config);
+        let output = sandbox.command(&["run", "go"]).env("MY_SERVICE_TOKEN", ENV_TOKEN).output().unwrap();
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{err}");
+        assert!(err.contains(want), "{config}: {err}");
+        assert_clean("stderr", &err);
+    }
+}
+
 /// The provider's key and other secrets in the provider's own error text and in a base URL.
 #[test]
 fn secrets_in_provider_errors_and_urls_red() {
