@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use odek_mcp::{CallOptions, McpEvent, McpHub};
-use support::{Fixture, Recorder, call, spec, start};
+use support::{Fixture, Recorder, call, spec, start, stderr_lines_dropped};
 
 /// The matrix cases measure process-wide counts: one case at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -295,12 +295,7 @@ fn fault_server_floods_stderr() {
         let forwarded = recorder
             .wait_until(|recorder| {
                 let lines = recorder.lines();
-                let dropped: u64 = lines
-                    .iter()
-                    .filter_map(|line| {
-                        line.strip_prefix("[fx] … ")?.strip_suffix(" stderr line(s) dropped")?.parse::<u64>().ok()
-                    })
-                    .sum();
+                let dropped = stderr_lines_dropped(&lines);
                 let flood: Vec<String> = lines.into_iter().filter(|line| line.starts_with("[fx] flood ")).collect();
                 (flood.len() as u64 + dropped == 10_000).then_some(flood)
             })

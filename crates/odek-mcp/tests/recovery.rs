@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use odek_mcp::{CallOptions, McpEvent, McpHub};
-use support::{Fixture, Recorder, call, fixture_entry, options, poll_until, spec, start, wait_stale};
+use support::{
+    Fixture, Recorder, call, fixture_entry, options, poll_until, spec, start, stderr_lines_dropped, wait_stale,
+};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -188,12 +190,7 @@ async fn stderr_flood_is_bounded_and_counted() {
     let (forwarded, dropped) = recorder
         .wait_until(|recorder| {
             let lines = recorder.lines();
-            let dropped: u64 = lines
-                .iter()
-                .filter_map(|line| {
-                    line.strip_prefix("[fx] … ")?.strip_suffix(" stderr line(s) dropped")?.parse::<u64>().ok()
-                })
-                .sum();
+            let dropped = stderr_lines_dropped(&lines);
             let forwarded = lines.iter().filter(|line| line.starts_with("[fx] flood ")).count() as u64;
             (forwarded + dropped >= 20_000).then_some((forwarded, dropped))
         })

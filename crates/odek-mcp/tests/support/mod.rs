@@ -182,3 +182,12 @@ pub async fn start_err(specs: Vec<ServerSpec>) -> (McpError, Arc<Recorder>) {
 pub async fn call(hub: &McpHub, tool: &str, args: &str) -> Result<String, String> {
     hub.call(tool, args, &odek_mcp::CallOptions::default()).await.map(|out| out.text).map_err(|err| err.to_string())
 }
+
+/// The fixture's stderr lines dropped, as the `[fx] … <n> stderr line(s) dropped` notices among
+/// the recorded `lines` count them.
+pub fn stderr_lines_dropped(lines: &[String]) -> u64 {
+    lines
+        .iter()
+        .filter_map(|line| line.strip_prefix("[fx] … ")?.strip_suffix(" stderr line(s) dropped")?.parse::<u64>().ok())
+        .sum()
+}
