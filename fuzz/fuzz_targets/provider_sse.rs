@@ -8,37 +8,20 @@
 
 #![no_main]
 
-use std::sync::OnceLock;
-
 use libfuzzer_sys::fuzz_target;
-use odek_fuzz::{SEEDED_API_KEY, assert_no_seeded_secret, register_seeded_secrets};
-use odek_llm::{OpenAiConfig, OpenAiProvider, Role};
-
-pub fn provider() -> &'static OpenAiProvider {
-    static PROVIDER: OnceLock<OpenAiProvider> = OnceLock::new();
-    PROVIDER.get_or_init(|| {
-        register_seeded_secrets();
-        OpenAiProvider::new(OpenAiConfig::new("http://127.0.0.1:9/v1", SEEDED_API_KEY)).unwrap()
-    })
-}
+use odek_fuzz::{check_provider_answer, seeded_provider};
 
 fuzz_target!(|data: &[u8]| {
     let [a, b, c, body @ ..] = data else { return };
-    let whole = provider().decode_stream_body(&[body]);
+    let whole = seeded_provider().decode_stream_body(&[body]);
     let mut cuts: Vec<usize> = [a, b, c].iter().map(|cut| body.len() * usize::from(**cut) / 255).collect();
     cuts.sort_unstable();
     let pieces = [&body[..cuts[0]], &body[cuts[0]..cuts[1]], &body[cuts[1]..cuts[2]], &body[cuts[2]..]];
-    let chopped = provider().decode_stream_body(&pieces);
+    let chopped = seeded_provider().decode_stream_body(&pieces);
     match (&whole, &chopped) {
         (Ok(one), Ok(many)) => assert_eq!(one, many, "the answer depends on the read boundaries"),
         (Err(one), Err(many)) => assert_eq!(one.to_string(), many.to_string()),
         _ => panic!("the outcome depends on the read boundaries: {whole:?} vs {chopped:?}"),
     }
-    match whole {
-        Ok(response) => {
-            assert_eq!(response.message.role, Role::Assistant);
-            assert!(response.message.tool_calls.len() <= 1024);
-        }
-        Err(err) => assert_no_seeded_secret(&err.to_string(), "a provider stream error"),
-    }
+    check_provider_answer(&whole, "a provider stream error");
 });

@@ -44,7 +44,8 @@ fuzz_target!(|data: &[u8]| {
     let mut seen = BTreeSet::new();
     for line in text.split('\n') {
         let mut warned = Vec::new();
-        let pair = parse_secrets_text(line, &BTreeMap::new(), &mut warned, &mut |value| line_values.push(value.to_owned()));
+        let pair =
+            parse_secrets_text(line, &BTreeMap::new(), &mut warned, &mut |value| line_values.push(value.to_owned()));
         line_warnings += warned.len();
         for (name, value) in pair.injected {
             if seen.insert(name.clone()) {
@@ -57,7 +58,11 @@ fuzz_target!(|data: &[u8]| {
     let names: Vec<&String> = first.iter().map(|(name, _)| name).collect();
     assert_eq!(secrets.names.iter().collect::<Vec<_>>(), names, "names: first occurrence, file order");
     let injected: Vec<&(String, String)> = first.iter().filter(|(name, _)| !env.contains_key(name)).collect();
-    assert_eq!(secrets.injected.iter().collect::<Vec<_>>(), injected, "injected: first values, minus the environment's");
+    assert_eq!(
+        secrets.injected.iter().collect::<Vec<_>>(),
+        injected,
+        "injected: first values, minus the environment's"
+    );
 
     let mut unique = BTreeSet::new();
     for name in &secrets.names {

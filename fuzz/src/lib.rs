@@ -75,6 +75,28 @@ pub fn assert_no_seeded_secret(text: &str, what: &str) {
     }
 }
 
+/// The OpenAI-compatible provider the provider targets decode with: keyed with
+/// [`SEEDED_API_KEY`], the seeded secrets registered, never connected (port 9).
+pub fn seeded_provider() -> &'static odek_llm::OpenAiProvider {
+    static PROVIDER: OnceLock<odek_llm::OpenAiProvider> = OnceLock::new();
+    PROVIDER.get_or_init(|| {
+        register_seeded_secrets();
+        odek_llm::OpenAiProvider::new(odek_llm::OpenAiConfig::new("http://127.0.0.1:9/v1", SEEDED_API_KEY)).unwrap()
+    })
+}
+
+/// The invariants of a provider's decoded answer: an assistant message with at most 1024 tool
+/// calls, or an error that shows no seeded secret (`what` names the error in the message).
+pub fn check_provider_answer(answer: &Result<odek_llm::ChatResponse, odek_llm::LlmError>, what: &str) {
+    match answer {
+        Ok(response) => {
+            assert_eq!(response.message.role, odek_llm::Role::Assistant);
+            assert!(response.message.tool_calls.len() <= 1024);
+        }
+        Err(err) => assert_no_seeded_secret(&err.to_string(), what),
+    }
+}
+
 /// Runs a future that never waits (every reader the targets use is always ready).
 pub fn run_ready<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
