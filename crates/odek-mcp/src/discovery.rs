@@ -34,11 +34,37 @@ pub const WITHHELD_DESCRIPTION: &str =
     "[odek: description withheld \u{2014} prompt-injection patterns detected in the MCP server's tool description]";
 
 /// A tool as `tools/list` returned it, `null`/absent schema already made `{"type":"object"}`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ListedTool {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
+    /// The declared `outputSchema`, when it is a JSON object (anything else reads as none).
+    pub output_schema: Option<Value>,
+    pub hints: ToolHints,
+}
+
+/// The `annotations` hints odek acts on. They are the server's claims, not guarantees; a hint
+/// that is absent or not a boolean reads as `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ToolHints {
+    /// `readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive: Option<bool>,
+}
+
+impl ToolHints {
+    /// The hints of a tool's `annotations` value; a malformed value never fails the listing.
+    pub fn of_annotations(annotations: Option<&Value>) -> ToolHints {
+        let hint = |key: &str| annotations.and_then(|value| value.get(key)).and_then(Value::as_bool);
+        ToolHints { read_only: hint("readOnlyHint"), destructive: hint("destructiveHint") }
+    }
+}
+
+/// A declared `outputSchema` is kept only when it is a JSON object.
+pub fn declared_output_schema(output_schema: Option<Value>) -> Option<Value> {
+    output_schema.filter(Value::is_object)
 }
 
 /// A tool that passed every check and may be offered to the model.
@@ -54,6 +80,9 @@ pub struct ToolDescriptor {
     /// The server's own description, for approval prompts and change detection.
     pub raw_description: String,
     pub input_schema: Value,
+    /// The declared `outputSchema` (a JSON object), if any.
+    pub output_schema: Option<Value>,
+    pub hints: ToolHints,
 }
 
 /// What the handshake learned.
@@ -127,6 +156,10 @@ struct WireTool {
     description: Option<String>,
     #[serde(default, rename = "inputSchema")]
     input_schema: Option<Value>,
+    #[serde(default, rename = "outputSchema")]
+    output_schema: Option<Value>,
+    #[serde(default)]
+    annotations: Option<Value>,
 }
 
 /// Every page of `tools/list`, concatenated in page order; stops on a repeated cursor, when
@@ -158,6 +191,8 @@ pub async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool>, McpE
                 None | Some(Value::Null) => serde_json::json!({"type": "object"}),
                 Some(schema) => schema,
             },
+            output_schema: declared_output_schema(tool.output_schema),
+            hints: ToolHints::of_annotations(tool.annotations.as_ref()),
         }));
         let next = match page.next_cursor {
             Some(Value::String(next)) if !next.is_empty() => next,
@@ -232,6 +267,8 @@ pub fn registration_checks_quiet(server: &str, tools: Vec<ListedTool>) -> (Vec<T
             description,
             raw_description: tool.description,
             input_schema: tool.input_schema,
+            output_schema: tool.output_schema,
+            hints: tool.hints,
         });
     }
     (registered, warnings)
@@ -259,7 +296,7 @@ mod tests {
     use super::*;
 
     fn tool(name: &str) -> ListedTool {
-        ListedTool { name: name.into(), description: String::new(), input_schema: serde_json::json!({"type":"object"}) }
+        ListedTool { name: name.into(), input_schema: serde_json::json!({"type":"object"}), ..ListedTool::default() }
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub mod server_lines;
 
 pub use approval::{ApproveAll, ToolApproval, ToolApprovalRequest, ToolApprover};
 pub use connection::CallOptions;
-pub use discovery::ToolDescriptor;
+pub use discovery::{ToolDescriptor, ToolHints};
 pub use error::{Cause, McpError, RequestFailure};
 pub use hub::{HubOptions, McpHub, ServerInfo};
 pub use observer::{McpEvent, McpObserver, StderrObserver};

@@ -701,7 +701,7 @@ mod tests {
     use super::*;
 
     fn tool(name: &str) -> ListedTool {
-        ListedTool { name: name.into(), description: String::new(), input_schema: serde_json::json!({"type":"object"}) }
+        ListedTool { name: name.into(), input_schema: serde_json::json!({"type":"object"}), ..ListedTool::default() }
     }
 
     fn observations() -> Observations {

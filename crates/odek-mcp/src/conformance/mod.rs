@@ -25,7 +25,9 @@ use serde_json::Value;
 pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
 pub use report::{Report, Verdict};
 
-use crate::discovery::{ListedTool, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, initialize_params, json_string};
+use crate::discovery::{
+    ListedTool, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, ToolHints, declared_output_schema, initialize_params, json_string,
+};
 use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
 
 /// Concurrent calls of the load check, by default.
@@ -282,8 +284,8 @@ fn example_tools(options: &CheckOptions) -> Vec<ListedTool> {
         if !tools.iter().any(|listed| &listed.name == tool) {
             tools.push(ListedTool {
                 name: tool.clone(),
-                description: String::new(),
                 input_schema: serde_json::json!({"type": "object"}),
+                ..ListedTool::default()
             });
         }
     }
@@ -433,6 +435,8 @@ fn listed_tool(tool: &Value) -> Result<ListedTool, String> {
             None | Some(Value::Null) => serde_json::json!({"type": "object"}),
             Some(schema) => schema.clone(),
         },
+        output_schema: declared_output_schema(tool.get("outputSchema").cloned()),
+        hints: ToolHints::of_annotations(tool.get("annotations")),
     })
 }
 
