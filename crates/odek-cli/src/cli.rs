@@ -78,7 +78,7 @@ pub struct ExtCheckArgs {
     #[arg(long)]
     pub json: bool,
     /// Per-request timeout in seconds (default: the server's timeout_seconds, else 30)
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub timeout: Option<u64>,
     /// A directory artifact refs may point into (repeatable; adds to the server's artifact_roots)
     #[arg(long = "artifact-root", value_name = "DIR")]
@@ -90,7 +90,7 @@ pub struct ExtCheckArgs {
     #[arg(long = "skip-call", value_name = "TOOL")]
     pub skip_calls: Vec<String>,
     /// Concurrent calls in the load check
-    #[arg(long, value_name = "N", default_value_t = odek_mcp::conformance::DEFAULT_CONCURRENCY)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = odek_mcp::conformance::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
     /// The server name used for exposed names (default: the command's file name)
     #[arg(long, value_name = "NAME", conflicts_with = "server")]
@@ -107,7 +107,7 @@ pub struct ExtCheckArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct LoopArgs {
     /// Think→act cycles at most (default 90)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_iter: Option<String>,
     /// Stream the model's answers (SSE)
     #[arg(long)]
@@ -152,19 +152,19 @@ pub struct LoopArgs {
     #[arg(long)]
     pub json: bool,
     /// Wall-clock budget in seconds (exit 4 when exhausted)
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub max_runtime: Option<String>,
     /// Budget of executed tool calls
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_tool_calls: Option<String>,
     /// Budget of cumulative input tokens
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_input_tokens: Option<String>,
     /// Budget of cumulative output tokens
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_output_tokens: Option<String>,
     /// Estimated cost budget in USD (needs prices in ~/.odek/config.json)
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub max_cost_usd: Option<String>,
     /// The task; everything after `--` is taken verbatim
     #[arg(value_name = "TASK", allow_hyphen_values = false)]

@@ -143,3 +143,23 @@ fn budget_flags_must_be_positive() {
     let output = sandbox.odek(&["run", "go", "--max-output-tokens"]);
     assert_eq!(stderr(&output), "odek: --max-output-tokens requires a value\n");
 }
+
+/// A negative number given as the next argument is the flag's value, not an unknown flag.
+#[test]
+fn negative_values_as_separate_arguments_get_the_flags_message() {
+    let sandbox = Sandbox::new();
+    for (command, flag, value, message) in [
+        ("run", "--max-tool-calls", "-1", "odek: --max-tool-calls must be a positive integer, got \"-1\"\n"),
+        ("run", "--max-runtime", "-5", "odek: --max-runtime must be a positive integer, got \"-5\"\n"),
+        ("run", "--max-input-tokens", "-0", "odek: --max-input-tokens must be a positive integer, got \"-0\"\n"),
+        ("run", "--max-output-tokens", "-7", "odek: --max-output-tokens must be a positive integer, got \"-7\"\n"),
+        ("run", "--max-cost-usd", "-2.5", "odek: --max-cost-usd must be a positive number, got \"-2.5\"\n"),
+        ("run", "--max-iter", "-1", "odek: --max-iter: invalid integer \"-1\"\n"),
+    ] {
+        let output = sandbox.odek(&[command, flag, value, "go"]);
+        assert_eq!((output.status.code(), stderr(&output).as_str()), (Some(1), message), "{command} {flag} {value}");
+    }
+    // `continue` parses the same flags (it then stops at the missing session, not at the flag).
+    let output = sandbox.odek(&["continue", "--max-tool-calls", "-1", "go"]);
+    assert!(!stderr(&output).contains("unknown flag"), "{}", stderr(&output));
+}
