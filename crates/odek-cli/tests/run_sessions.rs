@@ -170,3 +170,52 @@ fn a_corrupt_or_huge_session_file_is_a_clear_error() {
     );
     assert_eq!(server.requests().len(), 1, "no model call for a session that cannot load");
 }
+
+/// Two processes appending to one session: the second refuses at once (before any model call)
+/// instead of one turn silently overwriting the other; the lock goes with its holder, even a
+/// killed one.
+#[test]
+fn a_second_writer_of_a_session_is_refused_red() {
+    let hold = Gate::new();
+    let server = ScriptedServer::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer").after_release(&hold),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let output = sandbox.odek(&["run", "--session", "first"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let file = sandbox.session_files().remove(0);
+    let id = load(&file)["id"].as_str().unwrap().to_owned();
+
+    let mut holder = sandbox.spawn(&["continue", "--id", &id, "second"]);
+    server.wait_for_requests(2, Duration::from_secs(30));
+    let in_use = format!(
+        "odek: session: \"{id}\" is in use by another odek process (pid {}); wait for it to finish, or continue another session\n",
+        holder.id()
+    );
+    for args in [vec!["continue", "--id", &id, "third"], vec!["continue", "third"], vec!["session", "delete", &id]] {
+        let output = sandbox.odek(&args);
+        assert_eq!((output.status.code(), stderr(&output)), (Some(1), in_use.clone()), "{args:?}");
+    }
+    assert_eq!(server.requests().len(), 2, "a refused writer never reaches the model");
+
+    hold.release();
+    assert!(holder.wait().unwrap().success());
+    let session = load(&file);
+    assert_eq!(session["turns"], 2);
+    assert_eq!(session["messages"].as_array().unwrap().last().unwrap()["content"], "second answer");
+
+    // A holder killed mid-turn leaves no stale lock behind.
+    let hold = Gate::new();
+    server.push(Reply::text("never delivered").after_release(&hold));
+    let mut killed = sandbox.spawn(&["continue", "--id", &id, "third"]);
+    server.wait_for_requests(3, Duration::from_secs(30));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    hold.release();
+    server.push(Reply::text("fourth answer"));
+    let output = sandbox.odek(&["continue", "--id", &id, "fourth"]);
+    assert_eq!((output.status.code(), stdout(&output)), (Some(0), "fourth answer\n".to_owned()), "{}", stderr(&output));
+    assert_eq!(load(&file)["turns"], 3);
+}

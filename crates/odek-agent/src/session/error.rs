@@ -22,6 +22,13 @@ pub enum SessionError {
     NotFound { action: &'static str, id: String },
     #[error("session: save {}: does not fit in {max} bytes even with every removable message group trimmed", quote(.id))]
     TooLargeToSave { id: String, max: u64 },
+    /// [beyond] Another process holds the session's lock (see `session::lock`).
+    #[error(
+        "session: {} is in use by another odek process{}; wait for it to finish, or continue another session",
+        quote(.id),
+        .pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    InUse { id: String, pid: Option<u32> },
     #[error("session: no randomness for a new session ID: {0}")]
     Randomness(String),
     #[error("session: {context}: {source}")]

@@ -5,6 +5,7 @@
 //! - [`Session`] is the file's content; [`Session::add_external_refs`] adds refs.
 //! - [`SessionStore`] saves (redacted, safe state, storage cap, atomic), loads (capped, no
 //!   symlinks, ID checked), finds the latest, lists and deletes.
+//! - [`SessionLock`] keeps a second process from appending to a session in use.
 //! - [`safe_state`] is the conversation without a dangling tool call (error and budget paths).
 //! - [`parse_external_ref_spec`] reads `--external-ref <spec>`.
 //!
@@ -16,6 +17,7 @@ pub mod external_ref;
 mod file;
 mod id;
 pub mod index;
+mod lock;
 mod record;
 mod store;
 pub mod trim;
@@ -24,6 +26,7 @@ pub use error::{ExternalRefError, ExternalRefSpecError, ExternalRefSpecProblem, 
 pub use external_ref::{ExternalRef, parse_external_ref_spec, validate_external_ref};
 pub use id::{SessionId, is_valid_session_id};
 pub use index::IndexEntry;
+pub use lock::SessionLock;
 pub use record::{Session, now_rfc3339};
-pub use store::{MAX_SESSION_FILE_BYTES, SaveReport, SessionStore, storage_limit_warning};
+pub use store::{LOCKS_DIR_NAME, MAX_SESSION_FILE_BYTES, SaveReport, SessionStore, storage_limit_warning};
 pub use trim::{safe_state, safe_state_len};

@@ -11,10 +11,13 @@ use serde::Deserialize;
 use super::file::{ReadError, create_private_dir, read_no_follow, write_atomically};
 use super::index::{INDEX_FILE_NAME, IndexEntry, ListedFile, MAX_INDEX_BYTES, is_index_fresh, sort_newest_first};
 use super::trim::trim_to_storage_limit;
-use super::{Session, SessionError, SessionId};
+use super::{Session, SessionError, SessionId, SessionLock};
 
 /// Largest session file a load accepts and a save writes (32 MiB).
 pub const MAX_SESSION_FILE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The directory beside the sessions directory that holds their lock files.
+pub const LOCKS_DIR_NAME: &str = "session-locks";
 
 /// The file-name suffix of session files.
 const SESSION_FILE_SUFFIX: &str = ".json";
@@ -35,6 +38,8 @@ pub struct SaveReport {
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     dir: PathBuf,
+    /// Where [`SessionStore::lock`] keeps the lock files: beside the sessions, never among them.
+    locks_dir: PathBuf,
     artifacts_dir: Option<PathBuf>,
     max_file_bytes: u64,
 }
@@ -43,7 +48,14 @@ impl SessionStore {
     /// Opens `dir` (normally `~/.odek/sessions`), creating it and missing parents with mode 0700.
     pub fn new(dir: PathBuf) -> Result<SessionStore, SessionError> {
         create_private_dir(&dir).map_err(|err| SessionError::io(format!("create {}", dir.display()), err))?;
-        Ok(SessionStore { dir, artifacts_dir: None, max_file_bytes: MAX_SESSION_FILE_BYTES })
+        let locks_dir = dir.with_file_name(LOCKS_DIR_NAME);
+        Ok(SessionStore { dir, locks_dir, artifacts_dir: None, max_file_bytes: MAX_SESSION_FILE_BYTES })
+    }
+
+    /// Takes the one-writer lock of a session (see [`SessionLock`]); hold it from before the
+    /// session is loaded until the last save.
+    pub fn lock(&self, id: &SessionId) -> Result<SessionLock, SessionError> {
+        SessionLock::acquire(&self.locks_dir, id)
     }
 
     /// Deleting a session also removes `<artifacts_dir>/<id>/` (normally `~/.odek/artifacts`).
@@ -148,11 +160,17 @@ impl SessionStore {
 
     /// Removes the session file, its index entry and, when an artifacts directory is set,
     /// `<artifacts>/<id>/` without following any link (see
-    /// [`crate::subagent::artifacts::remove_session_artifacts`]). An unknown ID is an error.
+    /// [`crate::subagent::artifacts::remove_session_artifacts`]). An unknown ID is an error, and
+    /// so is a session another process is using ([`SessionError::InUse`]).
     pub fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
         let path = self.session_path(id)?;
+        let not_found = || SessionError::NotFound { action: "delete", id: id.to_string() };
+        if std::fs::symlink_metadata(&path).is_err_and(|err| err.kind() == io::ErrorKind::NotFound) {
+            return Err(not_found());
+        }
+        let lock = self.lock(id)?;
         std::fs::remove_file(&path).map_err(|err| match err.kind() {
-            io::ErrorKind::NotFound => SessionError::NotFound { action: "delete", id: id.to_string() },
+            io::ErrorKind::NotFound => not_found(),
             _ => SessionError::io(format!("delete {}", odek_contract::quoting::quote(id.as_str())), err),
         })?;
         if let Some((mut entries, _)) = self.read_index() {
@@ -166,6 +184,8 @@ impl SessionStore {
                 SessionError::io(format!("delete artifacts {}", artifacts_dir.join(id.as_str()).display()), err)
             })?;
         }
+        // Removed while still held: a process that opens the old file now finds no session.
+        let _ = std::fs::remove_file(lock.path());
         Ok(())
     }
 

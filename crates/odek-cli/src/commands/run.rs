@@ -15,7 +15,9 @@ use odek_agent::plan::{PlanBoard, PlanCaps};
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, BatchApprover, Checkpoint, LoopSettings, Saved, ToolSet};
-use odek_agent::session::{ExternalRef, Session, SessionId, SessionStore, parse_external_ref_spec, safe_state};
+use odek_agent::session::{
+    ExternalRef, Session, SessionError, SessionId, SessionStore, parse_external_ref_spec, safe_state,
+};
 use odek_agent::subagent::artifact_read::ArtifactReadTool;
 use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
@@ -45,8 +47,11 @@ pub async fn run(args: RunArgs) -> Result<(), CommandError> {
     let effective = Effective::resolve(&setup, &args.common, Some(&args))?;
     let task = task_text(&args.common.task).ok_or_else(|| CommandError::Fatal("a task is required".into()))?;
     let refs = parse_external_refs(&args.common.external_refs)?;
+    let mut lock = None;
     let session = if args.session {
-        let mut session = Session::new(SessionId::mint()?);
+        let id = SessionId::mint()?;
+        lock = Some(session_store(&setup)?.lock(&id)?);
+        let mut session = Session::new(id);
         let core = &effective.config.core;
         session.model.clone_from(&core.model);
         session.provider.clone_from(&core.provider);
@@ -63,17 +68,30 @@ pub async fn run(args: RunArgs) -> Result<(), CommandError> {
         Message::system(effective.system_prompt(&setup, args.system.as_deref())),
         Message::user(Effective::user_message(&setup, &task, &args.common.ctx)?),
     ];
-    execute(setup, effective, messages, session).await
+    let outcome = execute(setup, effective, messages, session).await;
+    drop(lock);
+    outcome
 }
 
 pub async fn continue_session(args: ContinueArgs) -> Result<(), CommandError> {
     let setup = Setup::load()?;
     let store = session_store(&setup)?;
-    let session = match &args.id {
-        Some(id) => Some(store.load(&SessionId::parse(id)?)?),
-        None => store.latest()?,
+    let id = match &args.id {
+        Some(id) => SessionId::parse(id)?,
+        None => store
+            .latest()?
+            .map(|session| session.id)
+            .ok_or_else(|| CommandError::Verbatim("odek continue: no session to continue".into()))?,
     };
-    let mut session = session.ok_or_else(|| CommandError::Verbatim("odek continue: no session to continue".into()))?;
+    // Locked before it is read: what this run appends to is the latest saved state, and no other
+    // process appends to it meanwhile (a second `continue` refuses instead of losing a turn).
+    let lock = store.lock(&id)?;
+    let mut session = store.load(&id).inspect_err(|err| {
+        if matches!(err, SessionError::NotFound { .. }) {
+            // No session behind the id: its lock file would only be litter.
+            let _ = std::fs::remove_file(lock.path());
+        }
+    })?;
     let Some(task) = task_text(&args.common.task) else {
         return Err(CommandError::Verbatim("odek continue: a task is required for continue".into()));
     };
@@ -87,7 +105,9 @@ pub async fn continue_session(args: ContinueArgs) -> Result<(), CommandError> {
     session.add_external_refs(parse_external_refs(&args.common.external_refs)?)?;
     let mut messages = safe_state(&session.messages);
     messages.push(Message::user(Effective::user_message(&setup, &task, &args.common.ctx)?));
-    execute(setup, effective, messages, Some(session)).await
+    let outcome = execute(setup, effective, messages, Some(session)).await;
+    drop(lock);
+    outcome
 }
 
 fn task_text(words: &[String]) -> Option<String> {

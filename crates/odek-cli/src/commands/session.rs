@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use clap::Subcommand;
-use odek_agent::session::{IndexEntry, Session, SessionId, SessionStore};
+use odek_agent::session::{IndexEntry, Session, SessionError, SessionId, SessionStore};
 use odek_llm::{Message, Role};
 use odek_mcp::observer::terminal_safe;
 
@@ -241,7 +241,14 @@ fn trim(store: &SessionStore, keep: Option<usize>, older_than: Option<&str>) -> 
             continue;
         }
         let Ok(id) = SessionId::parse(&entry.id) else { continue };
-        store.delete(&id)?;
+        match store.delete(&id) {
+            Ok(()) => {}
+            Err(err @ SessionError::InUse { .. }) => {
+                eprintln!("odek: warning: {err}; not removed");
+                continue;
+            }
+            Err(err) => return Err(err.into()),
+        }
         removed += 1;
         println!("removed {}  {}", id, one_line(&entry.title));
     }
