@@ -177,10 +177,8 @@ fn a_corrupt_or_huge_session_file_is_a_clear_error() {
 #[test]
 fn a_second_writer_of_a_session_is_refused_red() {
     let hold = Gate::new();
-    let server = ScriptedServer::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer").after_release(&hold),
-    ]);
+    let server =
+        ScriptedServer::start(vec![Reply::text("first answer"), Reply::text("second answer").after_release(&hold)]);
     let sandbox = Sandbox::new();
     sandbox.configure(&server.base_url(), false);
     let output = sandbox.odek(&["run", "--session", "first"]);

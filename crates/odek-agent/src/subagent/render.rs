@@ -2,7 +2,14 @@
 //! section per task under `📋 Sub-agent results:`, each optional line only when it has
 //! content. The caller wraps the text as untrusted (source `delegate_tasks`). Start at
 //! [`render_results`].
+//!
+//! [beyond] Everything a child supplied (status, error, summary, file names, denials, raw
+//! output) goes through the same forged-line indentation as a tool result
+//! (`results-and-artifacts.md` §5.3), so no line a child wrote starts with `- artifact `.
 
+use std::borrow::Cow;
+
+use odek_contract::render::sanitise;
 use odek_contract::truncation::runes_with_ellipsis;
 use serde_json::Value;
 
@@ -40,7 +47,7 @@ pub fn render_results(sections: &[TaskSection<'_>], artifact_read: bool) -> Stri
 
 fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, artifact_read: bool) {
     let result = section.result;
-    let text = |key: &str| result.get(key).and_then(Value::as_str).unwrap_or_default();
+    let text = |key: &str| sanitise(result.get(key).and_then(Value::as_str).unwrap_or_default());
     let number_of = |key: &str| result.get(key).and_then(Value::as_f64).unwrap_or(0.0);
     let goal = section.goal.split_whitespace().collect::<Vec<_>>().join(" ");
     out.push_str(&format!("─── Task {number}: {} ───\n", runes_with_ellipsis(&goal, TITLE_GOAL_RUNES)));
@@ -76,11 +83,19 @@ fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, ar
             out.push_str(&format!("headline truncated (2048 of {runes} runes shown) — re-run with a narrower goal\n"));
         }
     }
-    let files: Vec<&str> =
-        result.get("files_changed").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let files: Vec<Cow<'_, str>> = result
+        .get("files_changed")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(sanitise)
+        .collect();
     if !files.is_empty() {
-        let mut line =
-            format!("files changed: {}", files.iter().take(MAX_FILES_SHOWN).copied().collect::<Vec<_>>().join(", "));
+        let mut line = format!(
+            "files changed: {}",
+            files.iter().take(MAX_FILES_SHOWN).map(AsRef::as_ref).collect::<Vec<_>>().join(", ")
+        );
         if files.len() > MAX_FILES_SHOWN {
             line.push_str(&format!(" (+{} more)", files.len() - MAX_FILES_SHOWN));
         }
@@ -94,7 +109,7 @@ fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, ar
             .iter()
             .take(MAX_DENIALS_SHOWN)
             .map(|denial| {
-                let field = |key: &str| denial.get(key).and_then(Value::as_str).unwrap_or_default();
+                let field = |key: &str| sanitise(denial.get(key).and_then(Value::as_str).unwrap_or_default());
                 if field("class").is_empty() {
                     format!("{} — {}", field("tool"), field("reason"))
                 } else {
@@ -111,7 +126,7 @@ fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, ar
     if !section.parsed && !section.raw_stdout.is_empty() {
         let shown = &section.raw_stdout[..section.raw_stdout.len().min(RAW_OUTPUT_SHOWN_BYTES)];
         out.push_str("raw output:\n");
-        out.push_str(&String::from_utf8_lossy(shown));
+        out.push_str(&sanitise(&String::from_utf8_lossy(shown)));
         if section.raw_stdout.len() > RAW_OUTPUT_SHOWN_BYTES {
             out.push_str("\n... [result truncated]");
         }
