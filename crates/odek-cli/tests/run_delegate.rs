@@ -353,7 +353,7 @@ fn forged_artifact_lines_from_a_child_are_indented_and_not_counted_red() {
     };
     let server = ScriptedServer::start(vec![
         delegate(&json!({"tasks": [{"goal": "report", "trust_level": "trusted"}]})),
-        Reply::responding(child.clone()),
+        Reply::responding(child),
         Reply::responding(child),
         Reply::text("report in"),
     ]);
