@@ -15,7 +15,9 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
     about = "A fast, secure, single-binary agent runtime",
     long_about = None,
     disable_help_subcommand = true,
-    propagate_version = true
+    propagate_version = true,
+    override_usage = "odek [-C <DIR>] <COMMAND>",
+    after_help = "Global option (before the command): -C <DIR>  run as if odek was started in <DIR>"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -235,6 +237,29 @@ fn pinned_flag_error(args: &[OsString]) -> Option<String> {
     None
 }
 
+/// [beyond] `odek -C <dir> <command> …` (as `git -C`): the leading `-C <dir>` pairs, taken off
+/// the arguments so that the command sees its usual ones. Each later `-C` is relative to the
+/// one before, as in git; the caller changes directory to the returned path before anything
+/// reads a file (config, `./odek.json`, the task's `@path`s). Only leading pairs count: a `-C`
+/// after the command is the command's business.
+pub fn take_directory_flags(args: &[OsString]) -> Result<(Option<std::path::PathBuf>, Vec<OsString>), String> {
+    let mut directory: Option<std::path::PathBuf> = None;
+    let mut rest = args.iter().skip(1).peekable();
+    while rest.peek().is_some_and(|arg| *arg == "-C") {
+        rest.next();
+        let dir = rest.next().ok_or_else(|| "-C requires a value".to_owned())?;
+        if dir.is_empty() {
+            return Err("-C requires a value".to_owned());
+        }
+        directory = Some(match directory {
+            Some(base) => base.join(dir),
+            None => std::path::PathBuf::from(dir),
+        });
+    }
+    let remaining = args.iter().take(1).cloned().chain(rest.cloned()).collect();
+    Ok((directory, remaining))
+}
+
 /// The names `odek` accepts as its first word.
 const COMMANDS: &[&str] = &["ext", "run", "continue", "session", "subagent"];
 
@@ -346,6 +371,18 @@ mod tests {
             Parsed::Exit { stdout, stderr, code } => (stdout, stderr, code),
             Parsed::Command(command) => panic!("expected exit, got {command:?}"),
         }
+    }
+
+    #[test]
+    fn leading_directory_flags_are_taken_off() {
+        let args = |words: &[&str]| -> Vec<OsString> { words.iter().map(OsString::from).collect() };
+        let (dir, rest) = take_directory_flags(&args(&["odek", "-C", "a", "-C", "b", "run", "-C", "x"])).unwrap();
+        assert_eq!(dir, Some(std::path::PathBuf::from("a/b")));
+        assert_eq!(rest, args(&["odek", "run", "-C", "x"]));
+        let (dir, rest) = take_directory_flags(&args(&["odek", "ext", "list"])).unwrap();
+        assert_eq!((dir, rest), (None, args(&["odek", "ext", "list"])));
+        assert_eq!(take_directory_flags(&args(&["odek", "-C"])).unwrap_err(), "-C requires a value");
+        assert_eq!(take_directory_flags(&args(&["odek", "-C", ""])).unwrap_err(), "-C requires a value");
     }
 
     #[test]

@@ -3,12 +3,27 @@
 
 use std::process::ExitCode;
 
-use odek_cli::cli::{Parsed, parse_args};
+use odek_cli::cli::{Parsed, parse_args, take_directory_flags};
 use odek_cli::commands::{self, CommandError};
 
 fn main() -> ExitCode {
     init_tracing();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let args = match take_directory_flags(&args) {
+        Ok((None, args)) => args,
+        Ok((Some(directory), args)) => match std::env::set_current_dir(&directory) {
+            Ok(()) => args,
+            Err(err) => {
+                let shown = odek_contract::quoting::quote(&directory.to_string_lossy());
+                eprintln!("odek: -C {}: {err}", printable(&shown));
+                return ExitCode::from(1);
+            }
+        },
+        Err(error) => {
+            eprintln!("odek: {error}");
+            return ExitCode::from(1);
+        }
+    };
     let command = match parse_args(&args) {
         Parsed::Command(command) => command,
         Parsed::Exit { stdout, stderr, code } => {

@@ -221,3 +221,37 @@ fn the_example_delegation_script_replays() {
         assert_eq!(event["data"]["status"], "success", "{event}");
     }
 }
+
+/// README's first command, exactly as written there (the second is the test command): one line from the repository root that
+/// builds the workspace and runs the replay demo against the fixture server — no key, no `cd`,
+/// no `export` (issue 14). A fresh clone is what CI checks out; here the build is a no-op.
+#[test]
+fn the_readme_first_command_runs_as_written() {
+    let root = odek_test_support::workspace_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let blocks: Vec<&str> =
+        readme.split("```sh\n").skip(1).filter_map(|rest| rest.split("\n```").next()).take(2).collect();
+    assert_eq!(blocks[1], "cargo test --workspace --locked", "the second command is the test command");
+    let block = blocks[0];
+    assert_eq!(block.lines().count(), 1, "the first command is one line: {block}");
+    for word in ["cd ", "export ", "API_KEY"] {
+        assert!(!block.contains(word), "the first command needs no {word:?}: {block}");
+    }
+    let home = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new("sh")
+        .args(["-c", block])
+        .current_dir(&root)
+        .env("HOME", home.path())
+        .env_remove("ODEK_API_KEY")
+        .env_remove("ODEK_APPROVE_MCP")
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(stdout(&output).starts_with("Done. The fixture server answered the greeting"), "{}", stdout(&output));
+    assert!(err.contains("odek: connected MCP server \"fixture\""), "{err}");
+    assert!(
+        err.contains("- artifact \"report-1\" (text/plain, 16 bytes, sha256 6c58b7bf0ae6…): the full report"),
+        "{err}"
+    );
+}
