@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use odek_contract::redaction::redact;
+use odek_contract::regular_file::refuse_non_regular_target;
 use serde_json::Value;
 
 use crate::error::LlmError;
@@ -146,8 +147,10 @@ fn redact_strings(value: &Value) -> Value {
 }
 
 /// Replaces `path` with `bytes`: temp file beside it (mode 0600), fsync, rename, fsync of the
-/// directory. Readers see the old or the new file, never a partial one.
+/// directory. Readers see the old or the new file, never a partial one. A device or FIFO at
+/// `path` is refused, never renamed over.
 fn write_file_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    refuse_non_regular_target(path)?;
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let file_name =
         path.file_name().ok_or_else(|| std::io::Error::other("the path names no file"))?.to_string_lossy().into_owned();
