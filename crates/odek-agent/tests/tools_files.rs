@@ -5,7 +5,7 @@ use std::path::Path;
 
 use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_agent::tool::{Tool, ToolContext};
-use odek_agent::tools::{PatchTool, ReadFileTool, WriteFileTool, builtin_tools};
+use odek_agent::tools::{BuiltinSettings, PatchTool, ReadFileTool, WriteFileTool, builtin_tools};
 use serde_json::json;
 
 fn context(cwd: &Path, settings: PolicySettings) -> ToolContext {
@@ -22,9 +22,10 @@ fn numbered(n: usize) -> String {
 
 #[test]
 fn builtin_tools_are_the_five() {
-    let names: Vec<String> = builtin_tools().iter().map(|tool| tool.definition().name).collect();
+    let names: Vec<String> =
+        builtin_tools(BuiltinSettings::default()).iter().map(|tool| tool.definition().name).collect();
     assert_eq!(names, ["shell", "read_file", "write_file", "patch", "search_files"]);
-    for tool in builtin_tools() {
+    for tool in builtin_tools(BuiltinSettings::default()) {
         let definition = tool.definition();
         assert_eq!(definition.parameters["type"], "object", "{}", definition.name);
         assert!(!definition.description.is_empty());

@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 pub use patch::PatchTool;
 pub use read_file::ReadFileTool;
 pub use search_files::SearchFilesTool;
-pub use shell::ShellTool;
+pub use shell::{DEFAULT_TIMEOUT_SECONDS as DEFAULT_SHELL_TIMEOUT_SECONDS, ShellTool};
 pub use write_file::WriteFileTool;
 
 use crate::danger::{Classification, Decision, denial_output, normalize_lexically};
@@ -31,10 +31,23 @@ use crate::tool::{Tool, ToolContext, ToolError};
 /// Bytes looked at to decide whether a file is binary (a NUL byte ⇒ binary).
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
+/// The operator's settings of the built-in tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltinSettings {
+    /// The cap on the shell's `timeout_seconds` (`limits.shell_timeout_seconds`).
+    pub shell_timeout_seconds: u64,
+}
+
+impl Default for BuiltinSettings {
+    fn default() -> BuiltinSettings {
+        BuiltinSettings { shell_timeout_seconds: DEFAULT_SHELL_TIMEOUT_SECONDS }
+    }
+}
+
 /// All five built-in tools.
-pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+pub fn builtin_tools(settings: BuiltinSettings) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(ShellTool),
+        Arc::new(ShellTool::new(settings.shell_timeout_seconds)),
         Arc::new(ReadFileTool),
         Arc::new(WriteFileTool),
         Arc::new(PatchTool),

@@ -21,6 +21,7 @@ use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
+use odek_agent::tools::BuiltinSettings;
 use odek_contract::redaction::redact;
 use odek_llm::{
     LlmError, Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, ReplayScript,
@@ -324,6 +325,11 @@ pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
     budget_limits
 }
 
+/// The built-in tools' settings from the merged config.
+pub(crate) fn builtin_settings(config: &crate::config::Config) -> BuiltinSettings {
+    BuiltinSettings { shell_timeout_seconds: config.limits.shell_timeout_seconds }
+}
+
 fn print_warnings(warnings: &[String]) {
     for warning in warnings {
         eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
@@ -508,7 +514,7 @@ async fn run_agent(
         None
     };
     let budget = run_budget(config, started);
-    let mut builtins = odek_agent::tools::builtin_tools();
+    let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
     let session_id = session.as_ref().map(|session| session.id.as_str().to_owned());
     let delegate = super::subagent::delegate_settings(
         setup,

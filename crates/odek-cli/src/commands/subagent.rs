@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::CommandError;
 use super::ext::{Setup, cancel_on_interrupt, start_hub};
-use super::run::{budget_limits, build_provider};
+use super::run::{budget_limits, build_provider, builtin_settings};
 use crate::config::{
     CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS, resolve_effective,
 };
@@ -541,7 +541,7 @@ async fn execute(
     let allowed = Arc::new(move |name: &str| tools_filter.allows(name));
     let core = &config.core;
     let budget = odek_agent::budget::Budget::new(limits, started);
-    let mut tools = odek_agent::tools::builtin_tools();
+    let mut tools = odek_agent::tools::builtin_tools(builtin_settings(&config));
     let delegate = delegate_settings(
         &setup,
         &config,
