@@ -211,6 +211,24 @@ impl Budget {
         exceeded_at_or_above(LimitName::Runtime, elapsed, max)
     }
 
+    /// When the runtime budget runs out (`None` without one): the moment the whole elapsed
+    /// seconds reach the max, so the check is also enforced while a model call or a tool batch
+    /// is in flight, not only before the next call.
+    pub fn runtime_deadline(&self) -> Option<Instant> {
+        let max = self.limits.max_runtime_seconds;
+        (max > 0).then(|| self.started + std::time::Duration::from_secs(max))
+    }
+
+    /// The runtime error at (or after) [`Budget::runtime_deadline`].
+    pub fn runtime_expired(&self) -> BudgetExceeded {
+        let max = self.limits.max_runtime_seconds;
+        BudgetExceeded {
+            limit_name: LimitName::Runtime,
+            observed: BudgetValue::Count(self.started.elapsed().as_secs().max(max)),
+            limit: BudgetValue::Count(max),
+        }
+    }
+
     /// After every LLM response: input tokens, output tokens, then cost, each `>=` max.
     pub fn check_usage(&self, totals: Usage) -> Result<(), BudgetExceeded> {
         exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens)?;
@@ -433,6 +451,15 @@ mod tests {
         );
         let budget = Budget::new(BudgetLimits { max_runtime_seconds: 3, ..BudgetLimits::default() }, started);
         assert!(budget.check_runtime().is_ok());
+    }
+
+    #[test]
+    fn the_runtime_deadline_is_where_the_check_starts_to_fire() {
+        let started = Instant::now();
+        let budget = Budget::new(BudgetLimits { max_runtime_seconds: 2, ..BudgetLimits::default() }, started);
+        assert_eq!(budget.runtime_deadline(), Some(started + Duration::from_secs(2)));
+        assert_eq!(budget.runtime_expired().to_string(), "execution budget exceeded: runtime observed 2 (limit 2)");
+        assert_eq!(Budget::unlimited().runtime_deadline(), None);
     }
 
     #[test]
