@@ -474,6 +474,8 @@ async fn run_agent(
     terminal_mcp: Arc<dyn McpObserver>,
     started: std::time::Instant,
 ) -> Result<odek_agent::run::RunOutcome, RunFailure> {
+    // Listening from here on: a stop signal during MCP startup still ends in a clean stop.
+    let cancel = cancel_on_interrupt();
     // Building the HTTP client (TLS roots) is CPU work: do it while the MCP servers start.
     let provider_plan = effective.clone();
     let provider = tokio::task::spawn_blocking(move || provider_plan.provider());
@@ -499,7 +501,6 @@ async fn run_agent(
     let config = &effective.config;
     let tools_config = config.tools.clone();
     let allowed = Arc::new(move |name: &str| tools_config.allows(name));
-    let cancel = cancel_on_interrupt();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut tool_context = ToolContext::new(
         setup.sources.cwd.clone(),
