@@ -9,7 +9,8 @@
 //!   (compaction, survival trim) the answer is appended and a warning logged: replay then
 //!   cannot reproduce that run exactly.
 //! - Side-call answers are appended to `side_calls`.
-//! - Content, reasoning and tool-call arguments pass through secret redaction before writing.
+//! - Content, reasoning, tool names and tool-call arguments pass through secret redaction
+//!   before writing.
 //!   Arguments that are JSON and need no redaction are kept exact (as a value when that
 //!   serialises back to the same text, else as the original string).
 //! - After every answer the whole script is rewritten: a temp file in the same directory, mode
@@ -108,7 +109,7 @@ fn recorded_turn(response: &ChatResponse) -> ReplayTurn {
             .iter()
             .map(|call| ReplayToolCall {
                 id: Some(call.id.clone()).filter(|id| !id.is_empty()),
-                name: call.function.name.clone(),
+                name: redact(&call.function.name).into_owned(),
                 arguments: Some(recorded_arguments(&call.function.arguments)),
             })
             .collect(),

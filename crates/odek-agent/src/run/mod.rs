@@ -349,6 +349,7 @@ impl Agent {
             }
             let batch = assistant.tool_calls.clone();
             messages.push(assistant);
+            let names: Vec<String> = batch.iter().map(|call| shown_tool_name(&call.function.name)).collect();
 
             let risks: Vec<Option<Risk>> = batch
                 .iter()
@@ -362,7 +363,7 @@ impl Agent {
                 self.observer.on_event(&LoopEvent::ToolCallStarted {
                     iteration,
                     call_id: &call_ids[index],
-                    tool: &call.function.name,
+                    tool: &names[index],
                     arguments: &call.function.arguments,
                     risk: risks[index].as_ref(),
                 });
@@ -399,7 +400,7 @@ impl Agent {
             }
 
             let mut iteration_hints = Vec::new();
-            for ((call, id), result) in batch.iter().zip(&call_ids).zip(&finished) {
+            for (((call, name), id), result) in batch.iter().zip(&names).zip(&call_ids).zip(&finished) {
                 let call_result = if result.failed {
                     CallResult::Failed { output: &result.output }
                 } else {
@@ -408,15 +409,13 @@ impl Agent {
                 self.observer.on_event(&LoopEvent::ToolCallFinished {
                     iteration,
                     call_id: id,
-                    tool: &call.function.name,
+                    tool: name,
                     duration: result.duration,
                     result: call_result,
                 });
-                let framed = frame_tool_result(&call.function.name, &compress_output(&result.output), &new_nonce());
-                messages.push(Message::tool(id.clone(), call.function.name.clone(), framed));
-                if let Some(hint) =
-                    hints.observe_call(&call.function.name, &call.function.arguments, result.failed, &result.output)
-                {
+                let framed = frame_tool_result(name, &compress_output(&result.output), &new_nonce());
+                messages.push(Message::tool(id.clone(), name.clone(), framed));
+                if let Some(hint) = hints.observe_call(name, &call.function.arguments, result.failed, &result.output) {
                     iteration_hints.push(hint);
                 }
             }
@@ -727,14 +726,16 @@ impl Agent {
             let collect = async {
                 for (slot, (name, call)) in slots.iter_mut().zip(running) {
                     *slot = Some(match call {
-                        None => failure(format!("error: tool {} not found", quote(&name)), Duration::ZERO),
+                        None => {
+                            failure(format!("error: tool {} not found", quote(&shown_tool_name(&name))), Duration::ZERO)
+                        }
                         Some(call) => match call.outcome().await {
                             Ok((Ok(outcome), duration)) => success(outcome, duration),
                             Ok((Err(ToolError(message)), duration)) => {
                                 failure(format!("error: {}", redact(&message)), duration)
                             }
                             Err(detail) => failure(
-                                format!("error: tool {} panicked: {}", quote(&name), redact(&detail)),
+                                format!("error: tool {} panicked: {}", quote(&shown_tool_name(&name)), redact(&detail)),
                                 Duration::ZERO,
                             ),
                         },
@@ -773,6 +774,14 @@ impl Agent {
         self.observer.on_event(&LoopEvent::SessionSaved { iteration, message_count: saved.message_count });
         Ok(())
     }
+}
+
+/// A tool name as the model sent it, made fit to show anywhere — the terminal, events, the
+/// transcript's results and error texts, sessions: a model can put a secret in a name (call a
+/// tool named like the API key), so names pass through secret redaction like any other model
+/// output. The lookup of the tool uses the name as sent.
+fn shown_tool_name(name: &str) -> String {
+    redact(name).into_owned()
 }
 
 fn success(outcome: ToolOutcome, duration: Duration) -> Finished {
