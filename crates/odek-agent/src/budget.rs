@@ -40,17 +40,47 @@ impl BudgetLimits {
         })
     }
 
-    /// Estimated cost of `usage` in whole micro-USD (rounded to nearest).
+    /// Estimated cost of `usage` in USD. Absurd prices times large token counts can make it
+    /// infinite (or NaN); [`BudgetLimits::cost_exceeded`] counts that as exhausted.
+    pub fn cost_usd(&self, usage: Usage) -> f64 {
+        usage.input_tokens as f64 / 1e6 * self.input_price_per_million
+            + usage.output_tokens as f64 / 1e6 * self.output_price_per_million
+    }
+
+    /// Estimated cost of `usage` in whole micro-USD (rounded to nearest), saturating at
+    /// `u64::MAX` for a cost too large (or not finite) to count.
     pub fn cost_micro_usd(&self, usage: Usage) -> u64 {
-        let usd = usage.input_tokens as f64 / 1e6 * self.input_price_per_million
-            + usage.output_tokens as f64 / 1e6 * self.output_price_per_million;
-        to_micro(usd)
+        to_micro(self.cost_usd(usage))
+    }
+
+    /// The cost check (§3, §4): with cost enforced, `usage` costing at least `max_cost_usd`
+    /// (compared in whole micro-USD) is the typed error. A cost that is not a finite number
+    /// always exhausts the budget: the cap never fails open.
+    pub fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
+        if !self.cost_enforced() {
+            return None;
+        }
+        let cost = self.cost_usd(usage);
+        let exhausted = !cost.is_finite() || to_micro(cost) >= to_micro(self.max_cost_usd);
+        exhausted.then(|| BudgetExceeded {
+            limit_name: LimitName::CostUsd,
+            observed: BudgetValue::Usd(if cost.is_finite() { to_micro(cost) as f64 / 1e6 } else { cost }),
+            limit: BudgetValue::Usd(self.max_cost_usd),
+        })
     }
 }
 
+/// Whole micro-USD, rounded to nearest; `0` for nothing (or less), `u64::MAX` for more than a
+/// `u64` holds and for NaN, so a broken number can only ever look expensive.
 fn to_micro(usd: f64) -> u64 {
     let micro = (usd * 1e6).round();
-    if micro.is_finite() && micro > 0.0 { micro as u64 } else { 0 }
+    if micro.is_nan() || micro >= u64::MAX as f64 {
+        u64::MAX
+    } else if micro > 0.0 {
+        micro as u64
+    } else {
+        0
+    }
 }
 
 /// §3: the exact model id's prices, each missing or non-positive one falling back to the flat
@@ -181,22 +211,29 @@ impl Budget {
         exceeded_at_or_above(LimitName::Runtime, elapsed, max)
     }
 
+    /// When the runtime budget runs out (`None` without one): the moment the whole elapsed
+    /// seconds reach the max, so the check is also enforced while a model call or a tool batch
+    /// is in flight, not only before the next call.
+    pub fn runtime_deadline(&self) -> Option<Instant> {
+        let max = self.limits.max_runtime_seconds;
+        (max > 0).then(|| self.started + std::time::Duration::from_secs(max))
+    }
+
+    /// The runtime error at (or after) [`Budget::runtime_deadline`].
+    pub fn runtime_expired(&self) -> BudgetExceeded {
+        let max = self.limits.max_runtime_seconds;
+        BudgetExceeded {
+            limit_name: LimitName::Runtime,
+            observed: BudgetValue::Count(self.started.elapsed().as_secs().max(max)),
+            limit: BudgetValue::Count(max),
+        }
+    }
+
     /// After every LLM response: input tokens, output tokens, then cost, each `>=` max.
     pub fn check_usage(&self, totals: Usage) -> Result<(), BudgetExceeded> {
         exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens)?;
         exceeded_at_or_above(LimitName::OutputTokens, totals.output_tokens, self.limits.max_output_tokens)?;
-        if self.limits.cost_enforced() {
-            let cost = self.limits.cost_micro_usd(totals);
-            let max = to_micro(self.limits.max_cost_usd);
-            if cost >= max {
-                return Err(BudgetExceeded {
-                    limit_name: LimitName::CostUsd,
-                    observed: BudgetValue::Usd(cost as f64 / 1e6),
-                    limit: BudgetValue::Usd(self.limits.max_cost_usd),
-                });
-            }
-        }
-        Ok(())
+        self.limits.cost_exceeded(totals).map_or(Ok(()), Err)
     }
 
     /// Before a batch is scheduled: executed + batch `>` max (a batch reaching the cap runs).
@@ -283,15 +320,8 @@ impl BudgetShare {
                 limit: BudgetValue::Count(self.limits.max_tool_calls),
             });
         }
-        if self.limits.cost_enforced() {
-            let cost = self.limits.cost_micro_usd(totals);
-            if cost >= to_micro(self.limits.max_cost_usd) {
-                return Some(BudgetExceeded {
-                    limit_name: LimitName::CostUsd,
-                    observed: BudgetValue::Usd(cost as f64 / 1e6),
-                    limit: BudgetValue::Usd(self.limits.max_cost_usd),
-                });
-            }
+        if let Some(exceeded) = self.limits.cost_exceeded(totals) {
+            return Some(exceeded);
         }
         exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens).err()
     }
@@ -320,9 +350,10 @@ impl BudgetShare {
             share.tool_calls_exhausted = executed >= limits.max_tool_calls;
         }
         if limits.cost_enforced() {
-            let cost = limits.cost_micro_usd(self.totals()) as f64 / 1e6;
-            share.max_cost_usd = (limits.max_cost_usd - cost).max(0.0);
-            share.cost_exhausted = cost >= limits.max_cost_usd;
+            let totals = self.totals();
+            let cost = limits.cost_micro_usd(totals) as f64 / 1e6;
+            share.cost_exhausted = limits.cost_exceeded(totals).is_some();
+            share.max_cost_usd = if share.cost_exhausted { 0.0 } else { (limits.max_cost_usd - cost).max(0.0) };
         }
         if limits.max_input_tokens > 0 {
             share.input_tokens_exhausted = self.totals().input_tokens >= limits.max_input_tokens;
@@ -423,6 +454,15 @@ mod tests {
     }
 
     #[test]
+    fn the_runtime_deadline_is_where_the_check_starts_to_fire() {
+        let started = Instant::now();
+        let budget = Budget::new(BudgetLimits { max_runtime_seconds: 2, ..BudgetLimits::default() }, started);
+        assert_eq!(budget.runtime_deadline(), Some(started + Duration::from_secs(2)));
+        assert_eq!(budget.runtime_expired().to_string(), "execution budget exceeded: runtime observed 2 (limit 2)");
+        assert_eq!(Budget::unlimited().runtime_deadline(), None);
+    }
+
+    #[test]
     fn cost_uses_micro_usd_and_the_spec_format() {
         let limits = BudgetLimits {
             max_cost_usd: 0.1,
@@ -446,6 +486,60 @@ mod tests {
             limits.cost_warning("m1").unwrap(),
             "max_cost_usd is set but no input/output prices resolve for model \"m1\"; cost enforcement is disabled (token budgets still apply)"
         );
+    }
+
+    fn absurd_prices() -> BudgetLimits {
+        BudgetLimits {
+            max_cost_usd: 1.0,
+            input_price_per_million: 1e308,
+            output_price_per_million: 1e308,
+            ..BudgetLimits::default()
+        }
+    }
+
+    /// A cost that overflows to infinity used to round to 0 micro-USD, so the cap never fired.
+    #[test]
+    fn an_infinite_cost_exhausts_the_budget_red() {
+        let budget = Budget::new(absurd_prices(), Instant::now());
+        assert!(budget.limits().cost_usd(usage(1_000_000, 1_000_000)).is_infinite());
+        let err = budget.check_usage(usage(1_000_000, 1_000_000)).unwrap_err();
+        assert_eq!(err.limit_name, LimitName::CostUsd);
+        assert_eq!(err.to_string(), "execution budget exceeded: cost_usd observed $inf (limit $1.000000)");
+        assert!(budget.any_exhausted(usage(1_000_000, 1_000_000)));
+    }
+
+    /// A finite cost beyond what `u64` micro-USD can hold saturates instead of wrapping to 0.
+    #[test]
+    fn a_cost_too_large_to_count_exhausts_the_budget_red() {
+        let limits = BudgetLimits { output_price_per_million: 1.0, ..absurd_prices() };
+        let huge = usage(1_000_000, 0);
+        assert!(limits.cost_usd(huge).is_finite());
+        assert_eq!(limits.cost_micro_usd(huge), u64::MAX);
+        assert!(limits.cost_exceeded(huge).is_some());
+    }
+
+    #[test]
+    fn a_nan_cost_exhausts_the_budget_red() {
+        // 0 tokens at an infinite price is NaN, which used to round to 0 micro-USD.
+        let limits = BudgetLimits { input_price_per_million: f64::INFINITY, ..absurd_prices() };
+        assert!(limits.cost_enforced());
+        assert!(limits.cost_usd(usage(0, 5)).is_nan());
+        let err = limits.cost_exceeded(usage(0, 5)).unwrap();
+        assert_eq!(err.to_string(), "execution budget exceeded: cost_usd observed $NaN (limit $1.000000)");
+        assert_eq!(to_micro(f64::NEG_INFINITY), 0);
+    }
+
+    /// The share-mode snapshot (the task file's remaining cost) used to report headroom for a
+    /// cost that had overflowed.
+    #[test]
+    fn the_share_snapshot_of_an_infinite_cost_is_exhausted_red() {
+        let budget = Budget::new(absurd_prices(), Instant::now());
+        budget.publish_usage(usage(1_000_000, 1_000_000));
+        let share = budget.share();
+        let snapshot = share.snapshot().unwrap();
+        assert!(snapshot.cost_exhausted);
+        assert_eq!(snapshot.max_cost_usd, 0.0);
+        assert_eq!(share.exhausted().unwrap().limit_name, LimitName::CostUsd);
     }
 
     #[test]

@@ -21,12 +21,13 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use odek_contract::prompt_injection::detects_prompt_injection;
 use odek_contract::quoting::quote;
+use odek_contract::regular_file::{Bounded, Follow, open_regular_read, read_past_limit, read_regular};
 use odek_contract::untrusted::wrap_untrusted;
 use thiserror::Error;
 
@@ -262,7 +263,7 @@ pub fn user_message(task: &str, attachments: &[Attachment]) -> String {
 /// file (one holding a NUL byte) is refused.
 pub fn read_ctx_file(path: &Path) -> Result<Attachment, PromptError> {
     let read_error = |source| PromptError::Read { path: path.to_owned(), source };
-    let file = open_regular(path, Follow::Symlinks).map_err(read_error)?;
+    let file = open_regular_read(path, Follow::Symlinks).map_err(read_error)?;
     let name = path.display().to_string();
     read_attachment(&file, name, path.to_owned())
         .map_err(read_error)?
@@ -301,7 +302,7 @@ pub fn expand_at_references(task: &str, cwd: &Path) -> (Vec<Attachment>, Vec<Str
             warnings.push(format!("{shown}: too many attachments (max {MAX_AT_ATTACHMENTS}); not attached"));
             continue;
         }
-        let read = open_regular(&resolved, Follow::Never)
+        let read = open_regular_read(&resolved, Follow::Never)
             .and_then(|file| read_attachment(&file, name.to_owned(), resolved.clone()));
         match read {
             Ok(Some(attachment)) => attachments.push(attachment),
@@ -337,10 +338,11 @@ fn resolve_inside(root: &Path, path: &Path) -> io::Result<Option<PathBuf>> {
 
 /// Reads an attachment's text: `None` for a binary file (a NUL byte in what was read).
 fn read_attachment(file: &File, name: String, path: PathBuf) -> io::Result<Option<Attachment>> {
-    let (bytes, size) = read_bounded(file, MAX_ATTACHMENT_BYTES)?;
+    let bytes = read_past_limit(file, MAX_ATTACHMENT_BYTES)?;
     if bytes.contains(&0) {
         return Ok(None);
     }
+    let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
     let truncated = bytes.len() as u64 > MAX_ATTACHMENT_BYTES;
     let shown = if truncated { utf8_prefix(&bytes, MAX_ATTACHMENT_BYTES as usize) } else { &bytes[..] };
     let mut content = String::from_utf8_lossy(shown).into_owned();
@@ -364,13 +366,6 @@ fn utf8_prefix(bytes: &[u8], limit: usize) -> &[u8] {
     &bytes[..end]
 }
 
-/// Whether the last path component may be a symlink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Follow {
-    Symlinks,
-    Never,
-}
-
 /// What [`read_small_text`] found.
 #[derive(Debug)]
 enum SmallText {
@@ -381,40 +376,12 @@ enum SmallText {
 
 /// Reads a whole small text file (lossy UTF-8) through a `limit + 1` byte bound.
 fn read_small_text(path: &Path, follow: Follow, limit: u64) -> io::Result<SmallText> {
-    let file = match open_regular(path, follow) {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(SmallText::Missing),
-        Err(err) => return Err(err),
-    };
-    let (bytes, size) = read_bounded(&file, limit)?;
-    if bytes.len() as u64 > limit {
-        return Ok(SmallText::TooLarge { size: size.max(bytes.len() as u64) });
+    match read_regular(path, follow, limit) {
+        Ok(Bounded::Contents(bytes)) => Ok(SmallText::Text(String::from_utf8_lossy(&bytes).into_owned())),
+        Ok(Bounded::TooLarge { size }) => Ok(SmallText::TooLarge { size }),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(SmallText::Missing),
+        Err(err) => Err(err),
     }
-    Ok(SmallText::Text(String::from_utf8_lossy(&bytes).into_owned()))
-}
-
-/// Opens a regular file for reading without blocking (a FIFO would wait for a writer forever);
-/// with [`Follow::Never`] a symlink as the last component is refused by the kernel.
-fn open_regular(path: &Path, follow: Follow) -> io::Result<File> {
-    use nix::fcntl::OFlag;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut flags = OFlag::O_NONBLOCK;
-    if follow == Follow::Never {
-        flags |= OFlag::O_NOFOLLOW;
-    }
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags.bits()).open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
-    }
-    Ok(file)
-}
-
-/// Reads at most `limit + 1` bytes; returns them with the file's reported size.
-fn read_bounded(file: &File, limit: u64) -> io::Result<(Vec<u8>, u64)> {
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
-    let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
-    Ok((bytes, size))
 }
 
 #[cfg(test)]

@@ -140,3 +140,33 @@ fn dash_is_stdout_and_paths_are_files() {
     assert!(open_sink("-").is_ok());
     assert_eq!(open_sink("").err().unwrap().to_string(), "empty path");
 }
+
+/// A FIFO at the path: the write-only open used to block until a reader came.
+#[test]
+fn events_sink_fifo_is_refused_red() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.fifo");
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let error = JsonlSink::open(path.to_str().unwrap()).unwrap_err();
+    assert!(matches!(&error, SinkError::NotRegularFile { .. }), "{error}");
+    assert_eq!(error.to_string(), format!("refusing to write events to {}: not a regular file", path.display()));
+    assert_eq!(mode(&path), 0o644);
+}
+
+/// A character device: the sink used to open it and set its mode to 0600 (for `/dev/null` as
+/// root, for the whole machine). The device here is a private node when this process may make
+/// one, else `/dev/null`, whose mode an unprivileged process cannot change anyway.
+#[test]
+fn events_sink_device_is_refused_before_its_mode_is_touched_red() {
+    use nix::sys::stat::{Mode, SFlag, makedev, mknod};
+    let dir = tempfile::tempdir().unwrap();
+    let node = dir.path().join("null-device");
+    let made = mknod(&node, SFlag::S_IFCHR, Mode::from_bits_truncate(0o666), makedev(1, 3)).is_ok()
+        && std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o666)).is_ok()
+        && std::fs::OpenOptions::new().write(true).open(&node).is_ok();
+    let device = if made { node } else { std::path::PathBuf::from("/dev/null") };
+    let before = mode(&device);
+    let error = JsonlSink::open(device.to_str().unwrap()).unwrap_err();
+    assert_eq!(error.to_string(), format!("refusing to write events to {}: not a regular file", device.display()));
+    assert_eq!(mode(&device), before);
+}

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_agent::tool::{Tool, ToolContext};
-use odek_agent::tools::{PatchTool, ReadFileTool, WriteFileTool, builtin_tools};
+use odek_agent::tools::{BuiltinSettings, PatchTool, ReadFileTool, WriteFileTool, builtin_tools};
 use serde_json::json;
 
 fn context(cwd: &Path, settings: PolicySettings) -> ToolContext {
@@ -22,9 +22,10 @@ fn numbered(n: usize) -> String {
 
 #[test]
 fn builtin_tools_are_the_five() {
-    let names: Vec<String> = builtin_tools().iter().map(|tool| tool.definition().name).collect();
+    let names: Vec<String> =
+        builtin_tools(BuiltinSettings::default()).iter().map(|tool| tool.definition().name).collect();
     assert_eq!(names, ["shell", "read_file", "write_file", "patch", "search_files"]);
-    for tool in builtin_tools() {
+    for tool in builtin_tools(BuiltinSettings::default()) {
         let definition = tool.definition();
         assert_eq!(definition.parameters["type"], "object", "{}", definition.name);
         assert!(!definition.description.is_empty());
@@ -214,4 +215,29 @@ async fn cancelled_tools_stop() {
     ctx.cancel.cancel();
     let error = ReadFileTool.call(&json!({"path": "a.txt"}).to_string(), &ctx).await.unwrap_err();
     assert_eq!(error.0, "cancelled");
+}
+
+/// read_file and patch opened a FIFO and waited for a writer forever; write_file renamed a
+/// regular file over it.
+#[tokio::test]
+async fn file_tools_refuse_a_fifo_without_blocking_red() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("pipe");
+    nix::unistd::mkfifo(&pipe, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let ctx = default_context(dir.path());
+    let expected = format!(
+        "{} is not a regular file (a FIFO, device or socket); file tools only use regular files",
+        pipe.display()
+    );
+    let deadline = std::time::Duration::from_secs(10);
+    let read =
+        tokio::time::timeout(deadline, ReadFileTool.call(&json!({"path": "pipe"}).to_string(), &ctx)).await.unwrap();
+    assert_eq!(read.unwrap_err().0, expected);
+    let patch = json!({"path": "pipe", "old_string": "a", "new_string": "b"}).to_string();
+    let patched = tokio::time::timeout(deadline, PatchTool.call(&patch, &ctx)).await.unwrap();
+    assert_eq!(patched.unwrap_err().0, expected);
+    let write = json!({"path": "pipe", "content": "x"}).to_string();
+    let written = tokio::time::timeout(deadline, WriteFileTool.call(&write, &ctx)).await.unwrap();
+    assert_eq!(written.unwrap_err().0, expected);
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&std::fs::symlink_metadata(&pipe).unwrap().file_type()));
 }

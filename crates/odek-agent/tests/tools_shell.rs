@@ -46,10 +46,10 @@ fn read_pid(path: &PathBuf) -> Option<i32> {
 async fn output_and_untrusted_source() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = permissive(dir.path());
-    let outcome = ShellTool.call(&args("echo out; echo err >&2"), &ctx).await.unwrap();
+    let outcome = ShellTool::default().call(&args("echo out; echo err >&2"), &ctx).await.unwrap();
     assert_eq!(outcome.output, "out\nerr");
     assert_eq!(outcome.untrusted_source.as_deref(), Some("$ echo out; echo err >&2"));
-    let empty = ShellTool.call(&args("true"), &ctx).await.unwrap();
+    let empty = ShellTool::default().call(&args("true"), &ctx).await.unwrap();
     assert_eq!(empty.output, "(no output)");
     assert_eq!(empty.untrusted_source, None);
 }
@@ -57,7 +57,7 @@ async fn output_and_untrusted_source() {
 #[tokio::test]
 async fn non_zero_exit_is_an_error_with_exit_status() {
     let dir = tempfile::tempdir().unwrap();
-    let error = ShellTool.call(&args("echo oops; exit 3"), &permissive(dir.path())).await.unwrap_err();
+    let error = ShellTool::default().call(&args("echo oops; exit 3"), &permissive(dir.path())).await.unwrap_err();
     assert!(error.0.contains("oops"), "{}", error.0);
     assert!(error.0.ends_with("\nexit status 3"), "{}", error.0);
     assert!(error.0.contains("untrusted_content_"), "failing output is still fenced: {}", error.0);
@@ -68,19 +68,19 @@ async fn runs_in_cwd_and_workdir() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let ctx = permissive(dir.path());
-    let here = ShellTool.call(&args("pwd"), &ctx).await.unwrap();
+    let here = ShellTool::default().call(&args("pwd"), &ctx).await.unwrap();
     assert_eq!(Path::new(&here.output).canonicalize().unwrap(), dir.path().canonicalize().unwrap());
     let sub = serde_json::json!({"command": "pwd", "workdir": "sub"}).to_string();
-    let there = ShellTool.call(&sub, &ctx).await.unwrap();
+    let there = ShellTool::default().call(&sub, &ctx).await.unwrap();
     assert_eq!(Path::new(&there.output).canonicalize().unwrap(), dir.path().join("sub").canonicalize().unwrap());
     let missing = serde_json::json!({"command": "pwd", "workdir": "nope"}).to_string();
-    assert!(ShellTool.call(&missing, &ctx).await.unwrap_err().0.contains("no such directory"));
+    assert!(ShellTool::default().call(&missing, &ctx).await.unwrap_err().0.contains("no such directory"));
 }
 
 #[tokio::test]
 async fn stdin_is_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let outcome = ShellTool.call(&args("cat; echo done"), &permissive(dir.path())).await.unwrap();
+    let outcome = ShellTool::default().call(&args("cat; echo done"), &permissive(dir.path())).await.unwrap();
     assert_eq!(outcome.output, "done");
 }
 
@@ -88,7 +88,7 @@ async fn stdin_is_closed() {
 async fn output_is_capped_and_says_how_much_was_cut() {
     let dir = tempfile::tempdir().unwrap();
     let command = "head -c 3000000 /dev/zero | tr '\\0' a; echo; echo END";
-    let outcome = ShellTool.call(&args(command), &permissive(dir.path())).await.unwrap();
+    let outcome = ShellTool::default().call(&args(command), &permissive(dir.path())).await.unwrap();
     assert!(outcome.output.len() <= 1024 * 1024 + 200, "{} bytes", outcome.output.len());
     assert!(outcome.output.contains("bytes of output omitted"));
     assert!(outcome.output.ends_with("END"), "the tail is kept");
@@ -101,11 +101,44 @@ async fn timeout_kills_the_process_group() {
     let command = "(sleep 300; echo late) & echo $! > grandchild.pid; sleep 300";
     let call = serde_json::json!({"command": command, "timeout_seconds": 1}).to_string();
     let started = Instant::now();
-    let error = ShellTool.call(&call, &permissive(dir.path())).await.unwrap_err();
+    let error = ShellTool::default().call(&call, &permissive(dir.path())).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(60));
     assert!(error.0.contains("timed out after 1s"), "{}", error.0);
     let pid = read_pid(&pid_file).expect("the background job wrote its pid");
     eventually("the background job to die", || process_dead(pid)).await;
+}
+
+/// A background job that left the process group (`setsid`) but kept the output pipe survived
+/// the group kill and held the call for two drain graces past its deadline.
+#[tokio::test]
+async fn timeout_kills_a_grandchild_that_left_the_group_red() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "setsid sleep 300 & echo $! > escaped.pid; echo before; sleep 300";
+    let call = serde_json::json!({"command": command, "timeout_seconds": 1}).to_string();
+    let started = Instant::now();
+    let error = ShellTool::default().call(&call, &permissive(dir.path())).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(error.0.contains("command timed out after 1s; its process group was killed"), "{}", error.0);
+    assert!(error.0.contains("before"), "the output so far is kept: {}", error.0);
+    // The deadline plus the kill, not plus the drain graces the holder used to cost.
+    assert!(took < Duration::from_secs(4), "the call took {took:?}");
+    let pid = read_pid(&dir.path().join("escaped.pid")).expect("the background job wrote its pid");
+    assert!(process_dead(pid), "the escaped grandchild survived the call");
+}
+
+/// A command that exited while an escaped background job still held its output: the call
+/// used to return with the job alive.
+#[tokio::test]
+async fn an_escaped_background_job_does_not_outlive_the_call_red() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = ShellTool::default()
+        .call(&args("setsid sleep 300 & echo $! > escaped.pid; echo started"), &permissive(dir.path()))
+        .await
+        .unwrap();
+    assert!(outcome.output.starts_with("started"), "{}", outcome.output);
+    assert!(outcome.output.contains("[background processes kept the output open; they were stopped]"));
+    let pid = read_pid(&dir.path().join("escaped.pid")).unwrap();
+    assert!(process_dead(pid), "the escaped background job survived the call");
 }
 
 #[tokio::test]
@@ -121,7 +154,7 @@ async fn cancellation_kills_the_command() {
             cancel.cancel();
         })
     };
-    let error = ShellTool.call(&args("echo $$ > shell.pid; sleep 300"), &ctx).await.unwrap_err();
+    let error = ShellTool::default().call(&args("echo $$ > shell.pid; sleep 300"), &ctx).await.unwrap_err();
     watcher.await.unwrap();
     assert_eq!(error.0, "cancelled");
     let pid = read_pid(&pid_file).unwrap();
@@ -131,7 +164,8 @@ async fn cancellation_kills_the_command() {
 #[tokio::test]
 async fn background_jobs_do_not_outlive_the_call() {
     let dir = tempfile::tempdir().unwrap();
-    let outcome = ShellTool.call(&args("sleep 300 & echo $! > bg.pid; echo started"), &permissive(dir.path())).await;
+    let outcome =
+        ShellTool::default().call(&args("sleep 300 & echo $! > bg.pid; echo started"), &permissive(dir.path())).await;
     assert!(outcome.unwrap().output.starts_with("started"));
     let pid = read_pid(&dir.path().join("bg.pid")).unwrap();
     eventually("the background job to die", || process_dead(pid)).await;
@@ -143,7 +177,7 @@ async fn denied_command_returns_the_denial_and_does_not_run() {
     let mut classes = std::collections::BTreeMap::new();
     classes.insert(DangerClass::LocalWrite, Action::Deny);
     let ctx = context(dir.path(), PolicySettings { classes, ..PolicySettings::default() });
-    let outcome = ShellTool.call(&args("touch marker"), &ctx).await.unwrap();
+    let outcome = ShellTool::default().call(&args("touch marker"), &ctx).await.unwrap();
     assert_eq!(
         outcome.output,
         "operation denied by configuration: touch creates or changes files; local_write is denied (risk: local_write)"
@@ -155,12 +189,12 @@ async fn denied_command_returns_the_denial_and_does_not_run() {
 async fn non_interactive_read_only_denies_prompt_classes() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(dir.path(), PolicySettings::default());
-    let outcome = ShellTool.call(&args("python3 -c 'open(\"made\", \"w\")'"), &ctx).await.unwrap();
+    let outcome = ShellTool::default().call(&args("python3 -c 'open(\"made\", \"w\")'"), &ctx).await.unwrap();
     assert!(outcome.output.starts_with("operation denied by configuration: "), "{}", outcome.output);
     assert!(outcome.output.ends_with("(risk: code_execution)"));
     assert!(!dir.path().join("made").exists());
     // Unknown is denied by default.
-    let unknown = ShellTool.call(&args("frobnicate-xyz"), &ctx).await.unwrap();
+    let unknown = ShellTool::default().call(&args("frobnicate-xyz"), &ctx).await.unwrap();
     assert!(unknown.output.ends_with("(risk: unknown)"), "{}", unknown.output);
 }
 
@@ -171,26 +205,26 @@ async fn interactive_unapproved_prompt_is_denied_and_approved_runs() {
     ctx.policy = Arc::new(DangerPolicy::default());
     ctx.interactive = true;
     let command = args("sh -c 'echo ran'");
-    let outcome = ShellTool.call(&command, &ctx).await.unwrap();
+    let outcome = ShellTool::default().call(&command, &ctx).await.unwrap();
     assert!(outcome.output.contains("not approved (risk: code_execution)"), "{}", outcome.output);
     ctx.approved = true;
-    assert_eq!(ShellTool.call(&command, &ctx).await.unwrap().output, "ran");
+    assert_eq!(ShellTool::default().call(&command, &ctx).await.unwrap().output, "ran");
 }
 
 #[test]
 fn risk_reports_class_and_full_command() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = permissive(dir.path());
-    let risk = ShellTool.risk(&args("rm -rf build"), &ctx).unwrap();
+    let risk = ShellTool::default().risk(&args("rm -rf build"), &ctx).unwrap();
     assert_eq!(risk.class, DangerClass::Destructive);
     assert_eq!(risk.resource, "rm -rf build");
-    assert_eq!(ShellTool.risk("{not json", &ctx).unwrap().class, DangerClass::Unknown);
+    assert_eq!(ShellTool::default().risk("{not json", &ctx).unwrap().class, DangerClass::Unknown);
 }
 
 #[tokio::test]
 async fn bad_arguments_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = permissive(dir.path());
-    assert!(ShellTool.call("", &ctx).await.unwrap_err().0.starts_with("invalid arguments for shell"));
-    assert_eq!(ShellTool.call(&args("  "), &ctx).await.unwrap_err().0, "command must not be empty");
+    assert!(ShellTool::default().call("", &ctx).await.unwrap_err().0.starts_with("invalid arguments for shell"));
+    assert_eq!(ShellTool::default().call(&args("  "), &ctx).await.unwrap_err().0, "command must not be empty");
 }

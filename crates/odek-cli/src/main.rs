@@ -48,21 +48,31 @@ fn main() -> ExitCode {
 
 /// The single mapping from a command's outcome to the process exit code (spec README §4).
 fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
+    ExitCode::from(report(outcome))
+}
+
+/// Prints what the outcome still has to say and returns its exit code.
+fn report(outcome: Result<(), CommandError>) -> u8 {
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(CommandError::Reported) => ExitCode::from(1),
-        Err(CommandError::Exit(code)) => ExitCode::from(code),
+        Ok(()) => 0,
+        Err(CommandError::Reported) => 1,
+        Err(CommandError::Exit(code)) => code,
         Err(CommandError::Budget(error)) => {
             eprintln!("odek: {}", printable(&error));
-            ExitCode::from(4)
+            4
         }
         Err(CommandError::Verbatim(line)) => {
             eprintln!("{}", printable(&line));
-            ExitCode::from(1)
+            1
         }
         Err(CommandError::Fatal(error)) => {
             eprintln!("odek: {}", printable(&error));
-            ExitCode::from(1)
+            1
+        }
+        // 128 + the signal for SIGTERM and SIGHUP; SIGINT keeps the command's own code.
+        Err(CommandError::Stopped { signal, error }) => {
+            let code = report(Err(*error));
+            signal.exit_code().unwrap_or(code)
         }
     }
 }

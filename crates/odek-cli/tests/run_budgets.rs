@@ -101,6 +101,37 @@ fn cost_uses_the_exact_model_price_with_per_field_fallback() {
     assert_eq!(stderr(&output), "odek: execution budget exceeded: cost_usd observed $0.110000 (limit $0.100000)\n");
 }
 
+/// Absurd prices times a real usage overflow the cost to infinity, which used to count as
+/// free: the run went on as if the cap had headroom.
+#[test]
+fn an_overflowing_cost_exhausts_the_cap_red() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", "write_file", r#"{"path":"made.txt","content":"x"}"#)])
+            .with_usage(1_000_000, 1_000_000),
+        Reply::text("should never be asked"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({
+        "base_url": server.base_url(),
+        "model": "test-model",
+        "limits": {"max_cost_usd": 1.0, "input_cost_per_million_usd": 1e308, "output_cost_per_million_usd": 1e308}
+    }));
+    let events = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--quiet", "--events-jsonl", path_str(&events), "go"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "odek: execution budget exceeded: cost_usd observed $inf (limit $1.000000)\n");
+    assert!(!sandbox.project.join("made.txt").exists(), "the crossing response must not be acted on");
+    assert_eq!(server.requests().len(), 1);
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&events).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let exceeded = lines.iter().find(|event| event["type"] == "budget_exceeded").unwrap();
+    assert_eq!(exceeded["data"]["limit_name"], "cost_usd");
+    assert_eq!(exceeded["data"]["limit"], 1.0);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "run_failed");
+    assert_eq!(last["data"]["error_class"], "execution_budget");
+}
+
 #[test]
 fn a_cost_cap_without_prices_warns_and_is_not_enforced() {
     let server = ScriptedServer::start(vec![Reply::text("final").with_usage(1_000_000, 1_000_000)]);

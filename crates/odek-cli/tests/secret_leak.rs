@@ -217,3 +217,53 @@ fn secrets_in_provider_errors_and_urls_red() {
         serde_json::from_str(std::fs::read_to_string(&events).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(run_failed["data"]["error_class"], "provider_request");
 }
+
+/// A model can name a tool like a secret. The name used to be printed in the stderr call
+/// records, stored in the session and the `--record` script, and quoted back in the
+/// `tool "<name>" not found` result.
+#[test]
+fn a_secret_as_a_tool_name_reaches_no_output_red() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", API_KEY, "{}"), ("c2", SECRETS_ENV_VALUE, "{}")]),
+        Reply::text("done"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let secrets_env = sandbox.home.join(".odek/secrets.env");
+    std::fs::write(&secrets_env, format!("VENDOR_SECRET={SECRETS_ENV_VALUE}\n")).unwrap();
+    std::fs::set_permissions(&secrets_env, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let events = sandbox.project.join("events.jsonl");
+    let record = sandbox.project.join("record.json");
+    let output = sandbox.odek(&[
+        "run",
+        "--session",
+        "--events-jsonl",
+        path_str(&events),
+        "--record",
+        path_str(&record),
+        "call",
+        "them",
+    ]);
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(out, "done\n");
+    assert!(err.contains("[REDACTED]"), "the call records show the redacted name: {err}");
+    for (place, text) in [
+        ("stdout", out),
+        ("stderr", err),
+        ("the events file", std::fs::read_to_string(&events).unwrap()),
+        ("the record file", std::fs::read_to_string(&record).unwrap()),
+    ] {
+        assert!(
+            !text.contains(API_KEY) && !text.contains(SECRETS_ENV_VALUE),
+            "a tool name leaked into {place}:\n{text}"
+        );
+    }
+    for file in std::fs::read_dir(sandbox.sessions_dir()).unwrap().map(|entry| entry.unwrap().path()) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains(API_KEY) && !text.contains(SECRETS_ENV_VALUE), "{}:\n{text}", file.display());
+    }
+    let results = tool_contents(&server.requests()[1]);
+    assert!(results.iter().all(|result| result.contains("error: tool \"[REDACTED]\" not found")), "{results:?}");
+    assert!(results.iter().all(|result| !result.contains(API_KEY) && !result.contains(SECRETS_ENV_VALUE)));
+}

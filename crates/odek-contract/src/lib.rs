@@ -1,8 +1,9 @@
 //! The `odek-extension/v1` contract as pure rules: server and tool names, the tool-result
 //! envelope, artifact refs and their validation, rendering for the model, truncation, secret
 //! redaction, prompt-injection detection and the untrusted-content wrapper. No async, no
-//! processes; the only I/O is the filesystem access artifact validation needs. The MCP client
-//! and the agent call in here so each rule lives in exactly one place.
+//! processes; the only I/O is the filesystem access artifact validation needs and the one rule
+//! for opening a file by name ([`regular_file`]). The MCP client and the agent call in here so
+//! each rule lives in exactly one place.
 //!
 //! Start at [`tool_result::decode_tool_result`], which composes the rest for one `tools/call`
 //! result.
@@ -16,6 +17,7 @@ pub mod names;
 pub mod prompt_injection;
 pub mod quoting;
 pub mod redaction;
+pub mod regular_file;
 pub mod render;
 pub mod secret_names;
 pub mod tool_result;

@@ -9,7 +9,8 @@
 //!   (compaction, survival trim) the answer is appended and a warning logged: replay then
 //!   cannot reproduce that run exactly.
 //! - Side-call answers are appended to `side_calls`.
-//! - Content, reasoning and tool-call arguments pass through secret redaction before writing.
+//! - Content, reasoning, tool names and tool-call arguments pass through secret redaction
+//!   before writing.
 //!   Arguments that are JSON and need no redaction are kept exact (as a value when that
 //!   serialises back to the same text, else as the original string).
 //! - After every answer the whole script is rewritten: a temp file in the same directory, mode
@@ -23,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use odek_contract::redaction::redact;
+use odek_contract::regular_file::refuse_non_regular_target;
 use serde_json::Value;
 
 use crate::error::LlmError;
@@ -107,7 +109,7 @@ fn recorded_turn(response: &ChatResponse) -> ReplayTurn {
             .iter()
             .map(|call| ReplayToolCall {
                 id: Some(call.id.clone()).filter(|id| !id.is_empty()),
-                name: call.function.name.clone(),
+                name: redact(&call.function.name).into_owned(),
                 arguments: Some(recorded_arguments(&call.function.arguments)),
             })
             .collect(),
@@ -146,8 +148,10 @@ fn redact_strings(value: &Value) -> Value {
 }
 
 /// Replaces `path` with `bytes`: temp file beside it (mode 0600), fsync, rename, fsync of the
-/// directory. Readers see the old or the new file, never a partial one.
+/// directory. Readers see the old or the new file, never a partial one. A device or FIFO at
+/// `path` is refused, never renamed over.
 fn write_file_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    refuse_non_regular_target(path)?;
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let file_name =
         path.file_name().ok_or_else(|| std::io::Error::other("the path names no file"))?.to_string_lossy().into_owned();

@@ -28,10 +28,10 @@
 //!   same `turns`, `side_calls` and `subagents` as a whole script. [`ReplayScript::subagent`]
 //!   picks one.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use odek_contract::regular_file::{Bounded, Follow, read_regular};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -129,12 +129,13 @@ impl ReplayScript {
     /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
     pub fn load(path: &Path) -> Result<ReplayScript, LlmError> {
         let fail = |detail: String| LlmError::Replay { path: path.display().to_string(), detail };
-        let file = std::fs::File::open(path).map_err(|err| fail(format!("cannot read: {err}")))?;
-        let mut bytes = Vec::new();
-        file.take(MAX_SCRIPT_BYTES + 1).read_to_end(&mut bytes).map_err(|err| fail(format!("cannot read: {err}")))?;
-        if bytes.len() as u64 > MAX_SCRIPT_BYTES {
-            return Err(fail(format!("script is larger than {MAX_SCRIPT_BYTES} bytes")));
-        }
+        let bytes = match read_regular(path, Follow::Symlinks, MAX_SCRIPT_BYTES) {
+            Ok(Bounded::Contents(bytes)) => bytes,
+            Ok(Bounded::TooLarge { .. }) => {
+                return Err(fail(format!("script is larger than {MAX_SCRIPT_BYTES} bytes")));
+            }
+            Err(err) => return Err(fail(format!("cannot read: {err}"))),
+        };
         let text = String::from_utf8(bytes).map_err(|_| fail("script is not UTF-8".to_owned()))?;
         ReplayScript::parse(&text).map_err(fail)
     }

@@ -476,3 +476,148 @@ async fn dropping_the_future_cancels_cleanly() {
     let response = provider.complete(request(&messages, &[], false), &NoStreamObserver).await.unwrap();
     assert_eq!(response.message.content, "next");
 }
+
+/// A loopback server outside the scripted one: it reads each request's head and then plays
+/// `behaviour` on the raw socket until the client goes away.
+struct RawServer {
+    base_url: String,
+}
+
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Accepts the request and never answers.
+    Silent,
+    /// Sends an SSE head, then `: ping` comments forever.
+    KeepAliveOnly,
+    /// Sends an SSE head, then chunks that carry nothing (`{"choices":[{"delta":{}}]}`) forever.
+    EmptyChunks,
+    /// Sends an SSE head, then a word every 100 ms (each gap shorter than the idle bound, the
+    /// whole answer longer), then the finish reason and `[DONE]`.
+    SlowWords,
+}
+
+impl RawServer {
+    fn start(behaviour: Behaviour) -> RawServer {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                std::thread::spawn(move || {
+                    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|read| read > 0) && line != "\r\n" {
+                        line.clear();
+                    }
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                    let chunk = |text: &str| {
+                        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": text}}]}))
+                    };
+                    let mut pieces: Vec<String> = match behaviour {
+                        Behaviour::Silent => {
+                            // Hold the connection open without a byte until the client drops it.
+                            let mut sink = [0; 1024];
+                            while std::io::Read::read(&mut reader, &mut sink).is_ok_and(|read| read > 0) {}
+                            return;
+                        }
+                        Behaviour::KeepAliveOnly | Behaviour::EmptyChunks => Vec::new(),
+                        Behaviour::SlowWords => (0..8).map(|i| chunk(&format!("w{i} "))).collect(),
+                    };
+                    if stream.write_all(head.as_bytes()).is_err() {
+                        return;
+                    }
+                    if matches!(behaviour, Behaviour::SlowWords) {
+                        pieces.push(format!(
+                            "data: {}\n\ndata: [DONE]\n\n",
+                            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                        ));
+                        for piece in pieces {
+                            std::thread::sleep(Duration::from_millis(100));
+                            if stream.write_all(piece.as_bytes()).is_err() {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                    let filler = match behaviour {
+                        Behaviour::EmptyChunks => {
+                            format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {}}]}))
+                        }
+                        _ => ": ping\n\n".to_owned(),
+                    };
+                    while stream.write_all(filler.as_bytes()).is_ok() {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                });
+            }
+        });
+        RawServer { base_url }
+    }
+
+    fn provider(&self, idle: Duration) -> OpenAiProvider {
+        OpenAiProvider::new(OpenAiConfig {
+            max_retries: 0,
+            stream_idle_timeout: idle,
+            request_timeout: Duration::from_secs(120),
+            ..OpenAiConfig::new(self.base_url.clone(), KEY)
+        })
+        .unwrap()
+    }
+
+    fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
+    }
+}
+
+/// Bounds the test, not odek: the old code waited for the 120 s request timeout or forever.
+async fn within_ten_seconds<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), work).await.expect("the call was not bounded by the idle timer")
+}
+
+/// The wait for the response head of a streamed call was bounded only by the 300 s request
+/// timeout, not by the idle bound.
+#[tokio::test]
+async fn a_streamed_call_without_a_response_head_is_idle_red() {
+    let server = RawServer::start(Behaviour::Silent);
+    let provider = server.provider(Duration::from_millis(300));
+    let err = within_ten_seconds(call(&provider, true)).await.unwrap_err();
+    assert_eq!(err.class(), "network_timeout");
+    assert_eq!(
+        err.to_string(),
+        format!("{}: no response head within 300 ms (no data from the provider)", server.endpoint())
+    );
+}
+
+/// `: ping` comments restarted the idle timer: a provider that only kept the connection alive
+/// held the call forever.
+#[tokio::test]
+async fn keep_alive_comments_do_not_restart_the_idle_timer_red() {
+    let server = RawServer::start(Behaviour::KeepAliveOnly);
+    let provider = server.provider(Duration::from_millis(300));
+    let err = within_ten_seconds(call(&provider, true)).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("{}: stream idle for more than 300 ms (no data from the provider)", server.endpoint())
+    );
+}
+
+#[tokio::test]
+async fn empty_chunks_do_not_restart_the_idle_timer_red() {
+    let server = RawServer::start(Behaviour::EmptyChunks);
+    let provider = server.provider(Duration::from_millis(300));
+    let err = within_ten_seconds(call(&provider, true)).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("{}: stream idle for more than 300 ms (no data from the provider)", server.endpoint())
+    );
+}
+
+/// The bound is between chunks that carry data, not on the whole answer.
+#[tokio::test]
+async fn an_answer_that_keeps_flowing_outlasts_the_idle_bound() {
+    let server = RawServer::start(Behaviour::SlowWords);
+    let provider = server.provider(Duration::from_millis(400));
+    let response = within_ten_seconds(call(&provider, true)).await.unwrap();
+    assert_eq!(response.message.content, "w0 w1 w2 w3 w4 w5 w6 w7 ");
+}

@@ -47,6 +47,10 @@ pub enum SinkError {
     ParentNotDirectory { dir: String },
     #[error("refusing to write events to symlink {path}")]
     Symlink { path: String },
+    /// [beyond] A FIFO, a device or a socket at the path: opening it could block, fsync fails
+    /// on it, and hardening it to `0600` would change a file that is not ours (`/dev/null`).
+    #[error("refusing to write events to {path}: not a regular file")]
+    NotRegularFile { path: String },
     #[error("{0}")]
     Open(std::io::Error),
 }

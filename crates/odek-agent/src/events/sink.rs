@@ -6,10 +6,12 @@
 //! [`open_events_file`] (the `O_NOFOLLOW` open that makes the check race-free) and
 //! [`harden_events_file`] (mode `0600` on the open descriptor, never on the path).
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::{File, Permissions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+
+use odek_contract::regular_file::{is_not_a_regular_file, open_regular_append};
 
 use super::SinkError;
 
@@ -99,15 +101,16 @@ pub fn check_events_path(path: &str) -> Result<(), SinkError> {
 
 /// Opens `path` write-only, create, append, `O_NOFOLLOW`, mode `0600`: a symlink at the last
 /// component (even one swapped in after [`check_events_path`]) fails the open instead of being
-/// followed. The error is the OS error.
+/// followed. The open never blocks, and anything but a regular file (a FIFO, `/dev/null`) is
+/// refused before [`harden_events_file`] could change its mode. Other errors are the OS error.
 pub fn open_events_file(path: &str) -> Result<File, SinkError> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(EVENTS_FILE_MODE)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path)
-        .map_err(SinkError::Open)
+    open_regular_append(Path::new(path), EVENTS_FILE_MODE).map_err(|err| {
+        if is_not_a_regular_file(&err) {
+            SinkError::NotRegularFile { path: path.to_owned() }
+        } else {
+            SinkError::Open(err)
+        }
+    })
 }
 
 /// Sets mode `0600` on the open file, so an existing file with looser permissions is hardened.

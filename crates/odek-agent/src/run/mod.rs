@@ -46,6 +46,10 @@ use trim::{
 
 /// Default `max_tool_parallel`.
 pub const DEFAULT_MAX_TOOL_PARALLEL: usize = 4;
+/// How long the calls of a batch get to wind down once the runtime budget cancelled them; a
+/// call still running after that is abandoned. Long enough for a sub-agent, which is asked to
+/// stop and killed a second later.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// The loop's knobs (resolved config).
 #[derive(Debug, Clone)]
@@ -292,6 +296,9 @@ impl Agent {
                     continue;
                 }
                 Err(RunError::Provider { source, .. }) => return Err(RunError::Provider { iteration, source }),
+                Err(RunError::Budget(exceeded)) => {
+                    return Err(self.exhausted(iteration, exceeded, messages, totals).await);
+                }
                 Err(other) => return Err(other),
             };
             totals.add(response.usage);
@@ -342,6 +349,7 @@ impl Agent {
             }
             let batch = assistant.tool_calls.clone();
             messages.push(assistant);
+            let names: Vec<String> = batch.iter().map(|call| shown_tool_name(&call.function.name)).collect();
 
             let risks: Vec<Option<Risk>> = batch
                 .iter()
@@ -355,16 +363,19 @@ impl Agent {
                 self.observer.on_event(&LoopEvent::ToolCallStarted {
                     iteration,
                     call_id: &call_ids[index],
-                    tool: &call.function.name,
+                    tool: &names[index],
                     arguments: &call.function.arguments,
                     risk: risks[index].as_ref(),
                 });
             }
 
             let approved = self.approval_gate(&batch, &risks, &mut always_approved).await;
+            // The runtime budget ran out while the batch was running: its calls were cancelled.
+            let mut expired = None;
             let finished = match approved {
                 Some(approved) => {
-                    let finished = self.execute_batch(&batch, approved, cancel).await;
+                    let (finished, ran_out) = self.execute_batch(&batch, approved, cancel).await;
+                    expired = ran_out;
                     self.budget.record_executed(batch.len());
                     // Share mode: children's spend counts as this run's input tokens.
                     totals.input_tokens = totals.input_tokens.saturating_add(self.budget.take_child_charges());
@@ -389,7 +400,7 @@ impl Agent {
             }
 
             let mut iteration_hints = Vec::new();
-            for ((call, id), result) in batch.iter().zip(&call_ids).zip(&finished) {
+            for (((call, name), id), result) in batch.iter().zip(&names).zip(&call_ids).zip(&finished) {
                 let call_result = if result.failed {
                     CallResult::Failed { output: &result.output }
                 } else {
@@ -398,15 +409,13 @@ impl Agent {
                 self.observer.on_event(&LoopEvent::ToolCallFinished {
                     iteration,
                     call_id: id,
-                    tool: &call.function.name,
+                    tool: name,
                     duration: result.duration,
                     result: call_result,
                 });
-                let framed = frame_tool_result(&call.function.name, &compress_output(&result.output), &new_nonce());
-                messages.push(Message::tool(id.clone(), call.function.name.clone(), framed));
-                if let Some(hint) =
-                    hints.observe_call(&call.function.name, &call.function.arguments, result.failed, &result.output)
-                {
+                let framed = frame_tool_result(name, &compress_output(&result.output), &new_nonce());
+                messages.push(Message::tool(id.clone(), name.clone(), framed));
+                if let Some(hint) = hints.observe_call(name, &call.function.arguments, result.failed, &result.output) {
                     iteration_hints.push(hint);
                 }
             }
@@ -415,6 +424,9 @@ impl Agent {
             }
             if let Some(plan) = self.tools.plan() {
                 plan.upsert_message(messages);
+            }
+            if let Some(exceeded) = expired {
+                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
             }
             self.persist(iteration, messages, totals)?;
             self.observer.on_event(&LoopEvent::IterationCompleted { iteration, totals, tools_called: batch.len() });
@@ -487,9 +499,15 @@ impl Agent {
     ) -> RunError {
         self.observer.on_event(&LoopEvent::BudgetExceeded { iteration, exceeded: &exceeded });
         if exceeded.limit_name == LimitName::ToolCalls && self.budget.others_have_headroom(totals) {
-            let summary =
-                partial_summary(self.provider.as_ref(), &self.settings.model, messages, BUDGET_SUMMARY_PREFIX).await;
-            if let Ok((answer, usage)) = summary {
+            let summary = self
+                .until_runtime_deadline(partial_summary(
+                    self.provider.as_ref(),
+                    &self.settings.model,
+                    messages,
+                    BUDGET_SUMMARY_PREFIX,
+                ))
+                .await;
+            if let Some(Ok((answer, usage))) = summary {
                 totals.add(usage);
                 messages.push(Message::assistant(answer));
             }
@@ -517,12 +535,23 @@ impl Agent {
             side_call: false,
             timeout: None,
         };
-        tokio::select! {
+        let response = tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(RunError::Cancelled),
-            response = self.provider.complete(request, self.observer.as_ref()) => {
-                response.map_err(|source| RunError::Provider { iteration: 0, source })
-            }
+            () = cancel.cancelled() => return Err(RunError::Cancelled),
+            response = self.until_runtime_deadline(self.provider.complete(request, self.observer.as_ref())) => response,
+        };
+        match response {
+            Some(response) => response.map_err(|source| RunError::Provider { iteration: 0, source }),
+            None => Err(RunError::Budget(self.budget.runtime_expired())),
+        }
+    }
+
+    /// `work`, or `None` once the runtime budget runs out first (the future is dropped, which
+    /// abandons a model call; budgets.md §4 enforced while it is in flight).
+    async fn until_runtime_deadline<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        match self.budget.runtime_deadline() {
+            Some(deadline) => tokio::time::timeout_at(deadline.into(), work).await.ok(),
+            None => Some(work.await),
         }
     }
 
@@ -561,7 +590,17 @@ impl Agent {
             .iter()
             .position(|message| message.role == Role::System && message.content.starts_with(DIGEST_PREFIX));
         let previous = existing.and_then(|index| digest_body(&messages[index].content).map(str::to_owned));
-        match compaction_digest(self.provider.as_ref(), &self.settings.model, previous.as_deref(), dropped).await {
+        let digest = self
+            .until_runtime_deadline(compaction_digest(
+                self.provider.as_ref(),
+                &self.settings.model,
+                previous.as_deref(),
+                dropped,
+            ))
+            .await;
+        // The runtime budget ran out meanwhile: the check before the model call reports it.
+        let Some(digest) = digest else { return };
+        match digest {
             Ok((digest, usage)) => {
                 totals.add(usage);
                 match existing {
@@ -639,15 +678,23 @@ impl Agent {
     /// §2: the batch runs concurrently, at most `max_tool_parallel` at a time; results by index.
     /// A batch of one runs inline on the loop's task (no hand-off to another worker), with its
     /// panic contained the same way as a spawned call's.
+    ///
+    /// When the runtime budget runs out mid-batch, every call still running is cancelled (shell
+    /// process groups killed, MCP calls sent `notifications/cancelled`, sub-agents stopped) and
+    /// gets [`CANCEL_GRACE`] to wind down; a call that does not is abandoned. Such calls end as
+    /// `error: cancelled`, so the transcript has a result for every call, and the exceeded
+    /// budget comes back with the results.
     async fn execute_batch(
         &self,
         batch: &[ToolCall],
         approved: Vec<bool>,
         cancel: &CancellationToken,
-    ) -> Vec<Finished> {
+    ) -> (Vec<Finished>, Option<BudgetExceeded>) {
         let permits = Arc::new(Semaphore::new(self.settings.max_tool_parallel.max(1)));
         let inline = batch.len() == 1;
+        let batch_cancel = cancel.child_token();
         let mut running = Vec::with_capacity(batch.len());
+        let mut spawned = Vec::new();
         for (call, approved) in batch.iter().zip(approved) {
             let name = call.function.name.clone();
             let Some(tool) = self.tools.get(&name) else {
@@ -657,7 +704,7 @@ impl Agent {
             let arguments = call.function.arguments.clone();
             let mut ctx = self.tool_context.clone();
             ctx.approved = approved;
-            ctx.cancel = cancel.child_token();
+            ctx.cancel = batch_cancel.child_token();
             let permits = Arc::clone(&permits);
             let task = async move {
                 let _permit = permits.acquire_owned().await;
@@ -665,26 +712,55 @@ impl Agent {
                 let outcome = tool.call(&arguments, &ctx).await;
                 (outcome, started.elapsed())
             };
-            running.push((
-                name,
-                Some(if inline { Running::Inline(Box::pin(task)) } else { Running::Spawned(tokio::spawn(task)) }),
-            ));
-        }
-        let mut finished = Vec::with_capacity(running.len());
-        for (name, call) in running {
-            let Some(call) = call else {
-                finished.push(failure(format!("error: tool {} not found", quote(&name)), Duration::ZERO));
-                continue;
+            let call = if inline {
+                Running::Inline(Box::pin(task))
+            } else {
+                let handle = tokio::spawn(task);
+                spawned.push(handle.abort_handle());
+                Running::Spawned(handle)
             };
-            finished.push(match call.outcome().await {
-                Ok((Ok(outcome), duration)) => success(outcome, duration),
-                Ok((Err(ToolError(message)), duration)) => failure(format!("error: {}", redact(&message)), duration),
-                Err(detail) => {
-                    failure(format!("error: tool {} panicked: {}", quote(&name), redact(&detail)), Duration::ZERO)
-                }
-            });
+            running.push((name, Some(call)));
         }
-        finished
+        let mut slots: Vec<Option<Finished>> = (0..running.len()).map(|_| None).collect();
+        let expired = {
+            let collect = async {
+                for (slot, (name, call)) in slots.iter_mut().zip(running) {
+                    *slot = Some(match call {
+                        None => {
+                            failure(format!("error: tool {} not found", quote(&shown_tool_name(&name))), Duration::ZERO)
+                        }
+                        Some(call) => match call.outcome().await {
+                            Ok((Ok(outcome), duration)) => success(outcome, duration),
+                            Ok((Err(ToolError(message)), duration)) => {
+                                failure(format!("error: {}", redact(&message)), duration)
+                            }
+                            Err(detail) => failure(
+                                format!("error: tool {} panicked: {}", quote(&shown_tool_name(&name)), redact(&detail)),
+                                Duration::ZERO,
+                            ),
+                        },
+                    });
+                }
+            };
+            tokio::pin!(collect);
+            match self.until_runtime_deadline(&mut collect).await {
+                Some(()) => None,
+                None => {
+                    batch_cancel.cancel();
+                    if tokio::time::timeout(CANCEL_GRACE, &mut collect).await.is_err() {
+                        for handle in &spawned {
+                            handle.abort();
+                        }
+                    }
+                    Some(self.budget.runtime_expired())
+                }
+            }
+        };
+        let finished = slots
+            .into_iter()
+            .map(|slot| slot.unwrap_or_else(|| failure("error: cancelled".to_owned(), Duration::ZERO)))
+            .collect();
+        (finished, expired)
     }
 
     fn persist(&mut self, iteration: u32, messages: &[Message], totals: Usage) -> Result<(), RunError> {
@@ -698,6 +774,14 @@ impl Agent {
         self.observer.on_event(&LoopEvent::SessionSaved { iteration, message_count: saved.message_count });
         Ok(())
     }
+}
+
+/// A tool name as the model sent it, made fit to show anywhere — the terminal, events, the
+/// transcript's results and error texts, sessions: a model can put a secret in a name (call a
+/// tool named like the API key), so names pass through secret redaction like any other model
+/// output. The lookup of the tool uses the name as sent.
+fn shown_tool_name(name: &str) -> String {
+    redact(name).into_owned()
 }
 
 fn success(outcome: ToolOutcome, duration: Duration) -> Finished {

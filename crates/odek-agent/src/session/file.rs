@@ -2,10 +2,12 @@
 //! directories, atomic writes (exclusive temp file in the same directory, write, fsync, rename,
 //! fsync the directory) and bounded reads that never follow a symlink. Knows nothing of JSON.
 
-use std::fs::{DirBuilder, File, OpenOptions, Permissions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{DirBuilder, File, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
+
+use odek_contract::regular_file::{Bounded, Follow, is_not_a_regular_file, open_regular_read, read_to_limit};
 
 /// Mode of directories this module creates.
 pub const PRIVATE_DIR_MODE: u32 = 0o700;
@@ -47,29 +49,21 @@ pub enum ReadError {
 /// opened with `O_NOFOLLOW` (a symlink is refused, not followed) and `O_NONBLOCK` (a FIFO planted
 /// in its place cannot block the open).
 pub fn read_no_follow(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
-    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
-    let file = OpenOptions::new().read(true).custom_flags(flags.bits()).open(path).map_err(|err| {
-        match (err.kind(), err.raw_os_error()) {
-            (io::ErrorKind::NotFound, _) => ReadError::NotFound,
-            (_, Some(code)) if code == nix::errno::Errno::ELOOP as i32 => ReadError::Symlink,
-            _ => ReadError::Io(err),
-        }
+    let file = open_regular_read(path, Follow::Never).map_err(|err| match (err.kind(), err.raw_os_error()) {
+        (io::ErrorKind::NotFound, _) => ReadError::NotFound,
+        (_, Some(code)) if code == nix::errno::Errno::ELOOP as i32 => ReadError::Symlink,
+        _ if is_not_a_regular_file(&err) => ReadError::NotRegularFile,
+        _ => ReadError::Io(err),
     })?;
-    let metadata = file.metadata().map_err(ReadError::Io)?;
-    if !metadata.is_file() {
-        return Err(ReadError::NotRegularFile);
-    }
-    if metadata.len() > max_bytes {
-        return Err(ReadError::TooLarge(metadata.len()));
+    let size = file.metadata().map_err(ReadError::Io)?.len();
+    if size > max_bytes {
+        return Err(ReadError::TooLarge(size));
     }
     // The file may grow between the size check and the read; the cap holds regardless.
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes).map_err(ReadError::Io)?;
-    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    if read > max_bytes {
-        return Err(ReadError::TooLarge(read));
+    match read_to_limit(&file, max_bytes).map_err(ReadError::Io)? {
+        Bounded::Contents(bytes) => Ok(bytes),
+        Bounded::TooLarge { size } => Err(ReadError::TooLarge(size)),
     }
-    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -148,15 +148,18 @@ impl Session {
     }
 }
 
-/// Tool-call arguments are model output too: a secret the model copied into a call must not
-/// land on disk any more than one it wrote in its content.
+/// Tool-call arguments and tool names are model output too: a secret the model copied into a
+/// call (or used as a tool's name) must not land on disk any more than one it wrote in its
+/// content.
 fn redacted_message(message: &Message) -> Message {
     let mut stored = Message {
         content: redact(&message.content).into_owned(),
         reasoning_content: message.reasoning_content.as_deref().map(|reasoning| redact(reasoning).into_owned()),
+        name: message.name.as_deref().map(|name| redact(name).into_owned()),
         ..message.clone()
     };
     for call in &mut stored.tool_calls {
+        call.function.name = redact(&call.function.name).into_owned();
         call.function.arguments = redact(&call.function.arguments).into_owned();
     }
     stored

@@ -3,9 +3,9 @@
 //! deleting it afterwards, and clamping a child's limits to the parent's remaining budget.
 //! Start at [`read_task_file`] and [`clamp_to_share`].
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use odek_contract::regular_file::{Bounded, Follow, open_regular_read, read_to_limit};
 use odek_llm::ReplayScript;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -123,19 +123,18 @@ pub enum TaskFileError {
 }
 
 /// Reads and parses `path`, never more than [`MAX_TASK_FILE_BYTES`] (a file that grows after
-/// the size check is still cut off at the cap and refused).
+/// the size check is still cut off at the cap and refused). The open never blocks and anything
+/// but a regular file (a FIFO, a device) is refused as `stat task file: not a regular file`.
 pub fn read_task_file(path: &Path) -> Result<TaskFile, TaskFileError> {
-    let size = std::fs::metadata(path).map_err(TaskFileError::Stat)?.len();
+    let file = open_regular_read(path, Follow::Symlinks).map_err(TaskFileError::Stat)?;
+    let size = file.metadata().map_err(TaskFileError::Stat)?.len();
     if size > MAX_TASK_FILE_BYTES {
         return Err(TaskFileError::TooLarge(size));
     }
-    let file = std::fs::File::open(path).map_err(TaskFileError::Read)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(MAX_TASK_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(TaskFileError::Read)?;
-    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    if read > MAX_TASK_FILE_BYTES {
-        return Err(TaskFileError::TooLarge(read));
-    }
+    let bytes = match read_to_limit(&file, MAX_TASK_FILE_BYTES).map_err(TaskFileError::Read)? {
+        Bounded::Contents(bytes) => bytes,
+        Bounded::TooLarge { size } => return Err(TaskFileError::TooLarge(size)),
+    };
     serde_json::from_slice(&bytes).map_err(TaskFileError::Parse)
 }
 

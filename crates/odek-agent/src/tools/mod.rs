@@ -16,12 +16,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use odek_contract::regular_file::{Follow, is_not_a_regular_file, open_regular_read, refuse_non_regular_target};
 use serde::de::DeserializeOwned;
 
 pub use patch::PatchTool;
 pub use read_file::ReadFileTool;
 pub use search_files::SearchFilesTool;
-pub use shell::ShellTool;
+pub use shell::{DEFAULT_TIMEOUT_SECONDS as DEFAULT_SHELL_TIMEOUT_SECONDS, ShellTool};
 pub use write_file::WriteFileTool;
 
 use crate::danger::{Classification, Decision, denial_output, normalize_lexically};
@@ -30,10 +31,23 @@ use crate::tool::{Tool, ToolContext, ToolError};
 /// Bytes looked at to decide whether a file is binary (a NUL byte ⇒ binary).
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
+/// The operator's settings of the built-in tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltinSettings {
+    /// The cap on the shell's `timeout_seconds` (`limits.shell_timeout_seconds`).
+    pub shell_timeout_seconds: u64,
+}
+
+impl Default for BuiltinSettings {
+    fn default() -> BuiltinSettings {
+        BuiltinSettings { shell_timeout_seconds: DEFAULT_SHELL_TIMEOUT_SECONDS }
+    }
+}
+
 /// All five built-in tools.
-pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+pub fn builtin_tools(settings: BuiltinSettings) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(ShellTool),
+        Arc::new(ShellTool::new(settings.shell_timeout_seconds)),
         Arc::new(ReadFileTool),
         Arc::new(WriteFileTool),
         Arc::new(PatchTool),
@@ -90,7 +104,7 @@ async fn until_cancelled<T>(
 
 /// Replaces `target` with `content` atomically (a temporary file in the same directory, then
 /// a rename), keeping the permissions of the file it replaces. Symlinks are followed: the
-/// file they point at is replaced and the link stays.
+/// file they point at is replaced and the link stays. A FIFO or device is never replaced.
 async fn write_atomically(target: &Path, content: Vec<u8>) -> Result<(), ToolError> {
     let target = match tokio::fs::canonicalize(target).await {
         Ok(real) => real,
@@ -103,6 +117,13 @@ async fn write_atomically(target: &Path, content: Vec<u8>) -> Result<(), ToolErr
     tokio::fs::create_dir_all(&directory)
         .await
         .map_err(|err| ToolError::new(format!("cannot create directory {}: {err}", directory.display())))?;
+    if let Err(err) = refuse_non_regular_target(&target) {
+        return Err(if is_not_a_regular_file(&err) {
+            not_a_regular_file(&target)
+        } else {
+            ToolError::new(format!("cannot write {shown}: {err}"))
+        });
+    }
     let permissions = tokio::fs::metadata(&target).await.ok().map(|metadata| metadata.permissions());
     let write = move || -> std::io::Result<()> {
         let mut temporary = tempfile::Builder::new().prefix(".odek-write-").tempfile_in(&directory)?;
@@ -123,17 +144,37 @@ async fn write_atomically(target: &Path, content: Vec<u8>) -> Result<(), ToolErr
     }
 }
 
-/// `no such file: <path>` / `<path> is a directory` / the I/O error, for a path that must be
-/// an existing regular file.
+/// `no such file: <path>` / `<path> is a directory` / `<path> is not a regular file` / the I/O
+/// error, for a path that must be an existing regular file.
 async fn require_file(path: &Path) -> Result<std::fs::Metadata, ToolError> {
     let shown = path.display();
     match tokio::fs::metadata(path).await {
         Ok(metadata) if metadata.is_dir() => {
             Err(ToolError::new(format!("{shown} is a directory; use search_files with mode \"files\" to list it")))
         }
+        Ok(metadata) if !metadata.is_file() => Err(not_a_regular_file(path)),
         Ok(metadata) => Ok(metadata),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(ToolError::new(format!("no such file: {shown}"))),
         Err(err) => Err(ToolError::new(format!("cannot read {shown}: {err}"))),
+    }
+}
+
+/// A FIFO, device or socket where a file tool needs a file: reading it could block forever or
+/// never end, and replacing it would swap a special file out of its place.
+fn not_a_regular_file(path: &Path) -> ToolError {
+    ToolError::new(format!(
+        "{} is not a regular file (a FIFO, device or socket); file tools only use regular files",
+        path.display()
+    ))
+}
+
+/// `path` opened for reading as a regular file (symlinks followed), never blocking: a FIFO
+/// swapped in after [`require_file`] is refused, not waited on.
+fn open_file(path: &Path) -> Result<tokio::fs::File, ToolError> {
+    match open_regular_read(path, Follow::Symlinks) {
+        Ok(file) => Ok(tokio::fs::File::from_std(file)),
+        Err(err) if is_not_a_regular_file(&err) => Err(not_a_regular_file(path)),
+        Err(err) => Err(ToolError::new(format!("cannot read {}: {err}", path.display()))),
     }
 }
 

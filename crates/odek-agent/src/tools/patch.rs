@@ -5,10 +5,12 @@
 
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
+use tokio::io::AsyncReadExt;
 
 use super::write_file::{MAX_CONTENT_BYTES, write_risk};
 use super::{
-    looks_binary, parse_arguments, policy_denial, require_file, resolve_path, until_cancelled, write_atomically,
+    looks_binary, open_file, parse_arguments, policy_denial, require_file, resolve_path, until_cancelled,
+    write_atomically,
 };
 use crate::danger::classify_write;
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
@@ -79,7 +81,15 @@ async fn apply_patch(path: &std::path::Path, shown: &str, args: &PatchArgs) -> R
             metadata.len()
         )));
     }
-    let bytes = tokio::fs::read(path).await.map_err(|err| ToolError::new(format!("cannot read {shown}: {err}")))?;
+    let mut bytes = Vec::new();
+    open_file(path)?
+        .take(MAX_CONTENT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|err| ToolError::new(format!("cannot read {shown}: {err}")))?;
+    if bytes.len() > MAX_CONTENT_BYTES {
+        return Err(ToolError::new(format!("{shown} is too large to patch (more than {MAX_CONTENT_BYTES} bytes)")));
+    }
     if looks_binary(&bytes) {
         return Err(ToolError::new(format!("{shown} is a binary file; patch only edits text")));
     }

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, BufReader};
 
-use super::{cut_chars, looks_binary, parse_arguments, require_file, resolve_path, until_cancelled};
+use super::{cut_chars, looks_binary, open_file, parse_arguments, require_file, resolve_path, until_cancelled};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Lines per page when the model gives no `limit`.
@@ -73,15 +73,14 @@ async fn read_page(path: &Path, offset: usize, limit: usize) -> Result<ToolOutco
     require_file(path).await?;
     let shown = path.display().to_string();
     let io_error = |err: std::io::Error| ToolError::new(format!("cannot read {shown}: {err}"));
-    let mut file = tokio::fs::File::open(path).await.map_err(io_error)?;
+    let mut file = open_file(path)?;
     let mut sniff = vec![0_u8; super::BINARY_SNIFF_BYTES];
     let sniffed = read_up_to(&mut file, &mut sniff).await.map_err(io_error)?;
     if looks_binary(&sniff[..sniffed]) {
         let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
         return Err(ToolError::new(format!("{shown} is a binary file ({size} bytes); read_file only reads text")));
     }
-    drop(file);
-    let file = tokio::fs::File::open(path).await.map_err(io_error)?;
+    file.seek(std::io::SeekFrom::Start(0)).await.map_err(io_error)?;
     let mut lines = BufReader::new(file);
     let mut page = String::new();
     let mut line_number = 0_usize;

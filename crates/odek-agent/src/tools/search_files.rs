@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
+use odek_contract::regular_file::{Bounded, Follow, read_regular};
 use odek_llm::{BoxFuture, ToolDefinition};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -222,7 +223,8 @@ fn search_file(path: &Path, shown: &str, regex: &Regex, limit: usize, report: &m
     if metadata.len() > MAX_FILE_BYTES {
         return;
     }
-    let Ok(bytes) = std::fs::read(path) else { return };
+    // Never blocks: a FIFO swapped in after the walk saw a file is skipped, not waited on.
+    let Ok(Bounded::Contents(bytes)) = read_regular(path, Follow::Symlinks, MAX_FILE_BYTES) else { return };
     if looks_binary(&bytes) {
         return;
     }

@@ -1,7 +1,14 @@
 //! The `shell` tool: classifies the command line, asks the danger policy, then runs it with
 //! `bash -c` (or `sh -c` without bash) in its own process group, stdin closed, stdout and stderr
 //! merged into one bounded capture. The whole group is killed on timeout, on cancellation and
-//! when the call ends (background jobs do not outlive the call).
+//! when the call ends (background jobs do not outlive the call); so is every process that left
+//! the group (`setsid`, job control) but still holds the output pipe, so no such process can
+//! keep the call waiting past its deadline.
+//!
+//! The timeout is the model's `timeout_seconds` (default [`DEFAULT_TIMEOUT_SECONDS`], as the
+//! reference), clamped to the operator's cap (`limits.shell_timeout_seconds`, default
+//! [`DEFAULT_TIMEOUT_SECONDS`]). At the deadline the model gets the timeout as the call's error,
+//! with the output captured so far.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -21,10 +28,9 @@ use super::{parse_arguments, policy_denial, resolve_path};
 use crate::danger::{DangerClass, classify_command_in};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 
-/// Timeout when the model gives none (seconds).
-pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
-/// Largest timeout accepted (seconds); larger values are clamped.
-pub const MAX_TIMEOUT_SECONDS: u64 = 600;
+/// Timeout when the model gives none, and the operator's cap when the config sets none
+/// (seconds): 30 minutes, as the reference.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30 * 60;
 /// Output kept from the start of the merged stdout/stderr stream (bytes).
 const HEAD_BYTES: usize = 768 * 1024;
 /// Output kept from the end of the stream (bytes); what lies between is counted and dropped.
@@ -34,7 +40,25 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for a killed process group to be reaped.
 const REAP_GRACE: Duration = Duration::from_secs(5);
 
-pub struct ShellTool;
+/// The `shell` tool with the operator's cap on `timeout_seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShellTool {
+    max_timeout_seconds: u64,
+}
+
+impl ShellTool {
+    /// A shell whose calls never run longer than `max_timeout_seconds` (`0` = the default cap).
+    pub fn new(max_timeout_seconds: u64) -> ShellTool {
+        let max_timeout_seconds = if max_timeout_seconds == 0 { DEFAULT_TIMEOUT_SECONDS } else { max_timeout_seconds };
+        ShellTool { max_timeout_seconds }
+    }
+}
+
+impl Default for ShellTool {
+    fn default() -> ShellTool {
+        ShellTool::new(DEFAULT_TIMEOUT_SECONDS)
+    }
+}
 
 #[derive(Deserialize)]
 struct ShellArgs {
@@ -56,6 +80,8 @@ impl ShellTool {
 
 impl Tool for ShellTool {
     fn definition(&self) -> ToolDefinition {
+        let cap = self.max_timeout_seconds;
+        let default = DEFAULT_TIMEOUT_SECONDS.min(cap);
         ToolDefinition {
             name: "shell".to_owned(),
             description: "Run a shell command line with bash and return its combined stdout and stderr. \
@@ -70,8 +96,8 @@ impl Tool for ShellTool {
                 "properties": {
                     "command": {"type": "string", "description": "The command line to run with bash -c."},
                     "timeout_seconds": {
-                        "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECONDS,
-                        "description": format!("Kill the command after this many seconds (default {DEFAULT_TIMEOUT_SECONDS}, max {MAX_TIMEOUT_SECONDS}).")
+                        "type": "integer", "minimum": 1, "maximum": cap,
+                        "description": format!("Kill the command (and everything it started) after this many seconds (default {default}; at most {cap}, a larger value is lowered to {cap}). On timeout the call fails with the output so far.")
                     },
                     "workdir": {"type": "string", "description": "Directory to run in, relative to the working directory (default: the working directory)."}
                 },
@@ -106,18 +132,19 @@ impl Tool for ShellTool {
             if let Some(denial) = policy_denial(&classification, &args.command, ctx) {
                 return Ok(ToolOutcome::text(denial));
             }
-            let timeout_seconds = effective_timeout(args.timeout_seconds);
+            let timeout_seconds = effective_timeout(args.timeout_seconds, self.max_timeout_seconds);
             let run = run_command(&args.command, &dir, Duration::from_secs(timeout_seconds), ctx).await?;
             render_run(&args.command, timeout_seconds, run)
         })
     }
 }
 
-/// `timeout_seconds` clamped to 1..=[`MAX_TIMEOUT_SECONDS`]; absent or 0 ⇒ the default.
-fn effective_timeout(requested: Option<u64>) -> u64 {
+/// The model's `timeout_seconds` clamped to the operator's `cap`; absent or 0 ⇒ the default
+/// (itself never above the cap).
+fn effective_timeout(requested: Option<u64>, cap: u64) -> u64 {
     match requested {
-        None | Some(0) => DEFAULT_TIMEOUT_SECONDS,
-        Some(seconds) => seconds.min(MAX_TIMEOUT_SECONDS),
+        None | Some(0) => DEFAULT_TIMEOUT_SECONDS.min(cap),
+        Some(seconds) => seconds.min(cap),
     }
 }
 
@@ -170,21 +197,59 @@ fn shell_program() -> &'static str {
     if on_path { "bash" } else { "sh" }
 }
 
-/// Kills the process group when dropped (the call's future was dropped, or it ended).
-struct GroupGuard(Option<Pid>);
+/// Kills the process group when dropped (the call's future was dropped, or it ended), and, unless
+/// the output pipe was seen closed, every process still holding it.
+struct GroupGuard {
+    pgid: Option<Pid>,
+    /// The inode of the output pipe, to find processes that left the group but kept it open.
+    pipe: Option<u64>,
+    /// The output pipe reached end-of-file: nothing holds it any more.
+    drained: bool,
+}
 
 impl GroupGuard {
     fn kill(&self) {
-        if let Some(pgid) = self.0 {
+        if let Some(pgid) = self.pgid {
             // ESRCH (already gone) is the expected case after a clean exit.
             let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+
+    /// The group, then whoever still holds the pipe.
+    fn kill_all(&self) {
+        self.kill();
+        if let Some(pipe) = self.pipe {
+            kill_pipe_holders(pipe);
         }
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        self.kill();
+        if self.drained { self.kill() } else { self.kill_all() }
+    }
+}
+
+/// SIGKILLs every other process holding an end of the pipe with inode `pipe` open: what is left
+/// of a command after its process group was killed (a `setsid` or job-control background job
+/// that inherited stdout). Linux only (`/proc`); elsewhere the group kill is all there is.
+/// Processes that vanish while the table is read are skipped.
+fn kill_pipe_holders(pipe: u64) {
+    let Ok(processes) = std::fs::read_dir("/proc") else { return };
+    let own = std::process::id();
+    let wanted = format!("pipe:[{pipe}]");
+    for process in processes.flatten() {
+        let Some(pid) = process.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+        if pid == own {
+            continue;
+        }
+        let Ok(descriptors) = std::fs::read_dir(process.path().join("fd")) else { continue };
+        let holds = descriptors.flatten().any(|descriptor| {
+            std::fs::read_link(descriptor.path()).is_ok_and(|target| target.as_os_str() == wanted.as_str())
+        });
+        if holds && let Ok(pid) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
     }
 }
 
@@ -207,10 +272,15 @@ async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolCon
     for name in PROVIDER_KEY_VARIABLES {
         process.env_remove(name);
     }
+    let pipe_inode = nix::sys::stat::fstat(&reader).ok().map(|stat| stat.st_ino);
     let mut child = process.spawn().map_err(spawn_error)?;
     // The parent's copies of the write end must close, or the pipe never reaches EOF.
     drop(process);
-    let group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw));
+    let mut group = GroupGuard {
+        pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw),
+        pipe: pipe_inode,
+        drained: false,
+    };
 
     let capture = Arc::new(Mutex::new(HeadTail::default()));
     let pipe = tokio::process::ChildStdout::from_std(std::process::ChildStdout::from(OwnedFd::from(reader)))
@@ -225,23 +295,29 @@ async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolCon
         () = tokio::time::sleep(timeout) => RunEnd::TimedOut,
         () = ctx.cancel.cancelled() => RunEnd::Cancelled,
     };
-    if !matches!(end, RunEnd::Exited(_)) {
-        group.kill();
-        let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
-    }
-    let drained = tokio::time::timeout(DRAIN_GRACE, &mut reader_task).await.is_ok();
+    // A command that exited on its own may leave background jobs writing: they get the drain
+    // grace. One stopped by the deadline or a cancel gets none: everything goes now.
+    let exited = matches!(end, RunEnd::Exited(_));
+    let drained_on_its_own = exited && tokio::time::timeout(DRAIN_GRACE, &mut reader_task).await.is_ok();
+    let mut drained = drained_on_its_own;
     if !drained {
         group.kill();
-        if tokio::time::timeout(DRAIN_GRACE, &mut reader_task).await.is_err() {
+        let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+        if let Some(pipe) = pipe_inode {
+            let _ = tokio::task::spawn_blocking(move || kill_pipe_holders(pipe)).await;
+        }
+        drained = tokio::time::timeout(DRAIN_GRACE, &mut reader_task).await.is_ok();
+        if !drained {
             reader_task.abort();
         }
     }
+    group.drained = drained;
     drop(group);
     let output = match capture.lock() {
         Ok(capture) => capture.render(),
         Err(poisoned) => poisoned.into_inner().render(),
     };
-    Ok(RunResult { end, output, output_abandoned: !drained })
+    Ok(RunResult { end, output, output_abandoned: exited && !drained_on_its_own || !drained })
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {
@@ -301,11 +377,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timeout_is_clamped() {
-        assert_eq!(effective_timeout(None), DEFAULT_TIMEOUT_SECONDS);
-        assert_eq!(effective_timeout(Some(0)), DEFAULT_TIMEOUT_SECONDS);
-        assert_eq!(effective_timeout(Some(5)), 5);
-        assert_eq!(effective_timeout(Some(100_000)), MAX_TIMEOUT_SECONDS);
+    fn timeout_defaults_to_30_minutes_and_is_clamped_to_the_cap() {
+        assert_eq!(DEFAULT_TIMEOUT_SECONDS, 1800);
+        assert_eq!(effective_timeout(None, 1800), 1800);
+        assert_eq!(effective_timeout(Some(0), 1800), 1800);
+        assert_eq!(effective_timeout(Some(5), 1800), 5);
+        assert_eq!(effective_timeout(Some(100_000), 1800), 1800);
+        // A lower cap lowers the default too; a higher one lets the model ask for more.
+        assert_eq!(effective_timeout(None, 60), 60);
+        assert_eq!(effective_timeout(Some(90), 60), 60);
+        assert_eq!(effective_timeout(None, 7200), 1800);
+        assert_eq!(effective_timeout(Some(3600), 7200), 3600);
+        assert_eq!(ShellTool::new(0), ShellTool::default());
+    }
+
+    #[test]
+    fn the_schema_states_the_cap() {
+        let definition = ShellTool::new(600).definition();
+        let timeout = &definition.parameters["properties"]["timeout_seconds"];
+        assert_eq!(timeout["maximum"], 600);
+        let text = timeout["description"].as_str().unwrap();
+        assert!(text.contains("default 600; at most 600, a larger value is lowered to 600"), "{text}");
     }
 
     #[test]

@@ -104,16 +104,10 @@ pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> 
     Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
 }
 
-/// Cancels the token on Ctrl-C so a call in flight ends with `context canceled`.
+/// Cancels the token on Ctrl-C, SIGTERM or SIGHUP so a call in flight ends with
+/// `context canceled` (see [`super::interrupt`]).
 pub(crate) fn cancel_on_interrupt() -> CancellationToken {
-    let token = CancellationToken::new();
-    let trigger = token.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            trigger.cancel();
-        }
-    });
-    token
+    super::interrupt::cancel_on_stop_signals()
 }
 
 async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {

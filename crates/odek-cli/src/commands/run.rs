@@ -23,6 +23,7 @@ use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
+use odek_agent::tools::BuiltinSettings;
 use odek_contract::redaction::redact;
 use odek_llm::{
     LlmError, Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, ReplayScript,
@@ -344,6 +345,11 @@ pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
     budget_limits
 }
 
+/// The built-in tools' settings from the merged config.
+pub(crate) fn builtin_settings(config: &crate::config::Config) -> BuiltinSettings {
+    BuiltinSettings { shell_timeout_seconds: config.limits.shell_timeout_seconds }
+}
+
 fn print_warnings(warnings: &[String]) {
     for warning in warnings {
         eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
@@ -488,6 +494,8 @@ async fn run_agent(
     terminal_mcp: Arc<dyn McpObserver>,
     started: std::time::Instant,
 ) -> Result<odek_agent::run::RunOutcome, RunFailure> {
+    // Listening from here on: a stop signal during MCP startup still ends in a clean stop.
+    let cancel = cancel_on_interrupt();
     // Building the HTTP client (TLS roots) is CPU work: do it while the MCP servers start.
     let provider_plan = effective.clone();
     let provider = tokio::task::spawn_blocking(move || provider_plan.provider());
@@ -513,7 +521,6 @@ async fn run_agent(
     let config = &effective.config;
     let tools_config = config.tools.clone();
     let allowed = Arc::new(move |name: &str| tools_config.allows(name));
-    let cancel = cancel_on_interrupt();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut tool_context = ToolContext::new(
         setup.sources.cwd.clone(),
@@ -528,7 +535,7 @@ async fn run_agent(
         None
     };
     let budget = run_budget(config, started);
-    let mut builtins = odek_agent::tools::builtin_tools();
+    let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
     let session_id = session.as_ref().map(|session| session.id.as_str().to_owned());
     let delegate = super::subagent::delegate_settings(
         setup,

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::CommandError;
 use super::ext::{Setup, cancel_on_interrupt, start_hub};
-use super::run::{budget_limits, build_provider};
+use super::run::{budget_limits, build_provider, builtin_settings};
 use crate::config::{
     CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS, resolve_effective,
 };
@@ -352,6 +352,7 @@ fn command_error_text(error: CommandError) -> String {
         CommandError::Fatal(text) | CommandError::Budget(text) | CommandError::Verbatim(text) => text,
         CommandError::Reported => "setup failed".to_owned(),
         CommandError::Exit(code) => format!("setup failed (exit {code})"),
+        CommandError::Stopped { error, .. } => command_error_text(*error),
     }
 }
 
@@ -488,6 +489,8 @@ async fn execute(
         stream.started(std::process::id(), depth, timeout_seconds, max_iterations, &profile, max_risk);
     }
 
+    // Listening from here on: a stop signal during MCP startup still ends in a clean stop.
+    let interrupt = cancel_on_interrupt();
     let replay = task.replay.clone().map(Arc::new);
     let provider = match build_provider(&config.core, api_key.as_deref(), replay.as_deref(), None) {
         Ok(provider) => provider,
@@ -529,7 +532,6 @@ async fn execute(
         Output::Framed(stream) => Arc::clone(stream) as Arc<dyn LoopObserver>,
         Output::Legacy => Arc::new(SilentObserver),
     };
-    let interrupt = cancel_on_interrupt();
     let cancel = CancellationToken::new();
     let finalize = CancellationToken::new();
     let hard_deadline_hit = Arc::new(AtomicBool::new(false));
@@ -541,7 +543,7 @@ async fn execute(
     let allowed = Arc::new(move |name: &str| tools_filter.allows(name));
     let core = &config.core;
     let budget = odek_agent::budget::Budget::new(limits, started);
-    let mut tools = odek_agent::tools::builtin_tools();
+    let mut tools = odek_agent::tools::builtin_tools(builtin_settings(&config));
     let delegate = delegate_settings(
         &setup,
         &config,

@@ -6,9 +6,13 @@
 //! file that is read.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+
+/// Reads at most `limit + 1` bytes of a file; more than `limit` bytes is [`Bounded::TooLarge`].
+pub(crate) use odek_contract::regular_file::{Bounded, read_to_limit as read_limited};
+use odek_contract::regular_file::{Follow, open_regular_read};
 
 /// Largest config file accepted (5 MiB, in bytes). A larger file is fatal, never truncated.
 pub const MAX_CONFIG_BYTES: u64 = 5 * 1024 * 1024;
@@ -17,17 +21,11 @@ pub const MAX_CONFIG_BYTES: u64 = 5 * 1024 * 1024;
 /// never blocks (a FIFO shipped as `./odek.json` would otherwise wait for a writer forever) and
 /// anything but a regular file is refused.
 pub(crate) fn open_if_exists(path: &Path) -> io::Result<Option<File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = std::fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits()).open(path);
-    let file = match opened {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(err),
-    };
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    match open_regular_read(path, Follow::Symlinks) {
+        Ok(file) => Ok(Some(file)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err),
     }
-    Ok(Some(file))
 }
 
 /// The permission bits (`0o777` part) of an open file.
@@ -40,26 +38,6 @@ pub(crate) fn permission_bits(file: &File) -> io::Result<u32> {
 /// the group could inject variables), so every group/other bit counts.
 pub(crate) fn is_group_or_world_accessible(mode: u32) -> bool {
     mode & 0o077 != 0
-}
-
-/// What a bounded read found.
-#[derive(Debug)]
-pub(crate) enum Bounded {
-    /// The whole file, at most `limit` bytes.
-    Contents(Vec<u8>),
-    /// The file is larger than `limit`; `size` is its reported size (at least `limit + 1`).
-    TooLarge { size: u64 },
-}
-
-/// Reads at most `limit + 1` bytes of `file`; more than `limit` bytes is [`Bounded::TooLarge`].
-pub(crate) fn read_limited(file: &File, limit: u64) -> io::Result<Bounded> {
-    let mut bytes = Vec::new();
-    let read = file.take(limit.saturating_add(1)).read_to_end(&mut bytes)? as u64;
-    if read > limit {
-        let reported = file.metadata().map(|meta| meta.len()).unwrap_or(0);
-        return Ok(Bounded::TooLarge { size: reported.max(read) });
-    }
-    Ok(Bounded::Contents(bytes))
 }
 
 /// Renders permission bits the way the warnings show them: four octal digits (`0644`).

@@ -1,7 +1,8 @@
 //! The `limits` object (spec `config.md` §5): execution budgets and prices.
 //!
 //! Rules: every value is optional, `0`/absent means "no limit / no price", a negative value is
-//! fatal. Merging is a clamp: a project limit may only lower a global one
+//! fatal. [beyond] `shell_timeout_seconds` caps the shell tool's `timeout_seconds`; `0`/absent
+//! there means the default cap (1800 s), which a project may only lower. Merging is a clamp: a project limit may only lower a global one
 //! ([`clamp_project_limit`]); prices are operator-only (the project's were already removed by
 //! [`super::project_restrictions`]).
 
@@ -11,6 +12,9 @@ use std::fmt::Display;
 use serde::Deserialize;
 
 use super::{ConfigError, PROJECT_DISPLAY};
+
+/// The shell timeout cap when no config sets one (seconds).
+const DEFAULT_SHELL_CAP: i64 = odek_agent::tools::DEFAULT_SHELL_TIMEOUT_SECONDS as i64;
 
 /// The `limits` keys that set a price; a project may set none of them.
 pub const PRICE_KEYS: &[&str] = &["input_cost_per_million_usd", "output_cost_per_million_usd", "model_prices"];
@@ -23,6 +27,7 @@ pub(crate) struct LimitsFile {
     max_tool_calls: Option<i64>,
     max_input_tokens: Option<i64>,
     max_output_tokens: Option<i64>,
+    shell_timeout_seconds: Option<i64>,
     max_cost_usd: Option<f64>,
     input_cost_per_million_usd: Option<f64>,
     output_cost_per_million_usd: Option<f64>,
@@ -54,6 +59,8 @@ pub struct BudgetLimits {
     pub max_input_tokens: u64,
     /// Cumulative provider-reported output tokens.
     pub max_output_tokens: u64,
+    /// [beyond] The cap on the shell tool's `timeout_seconds` (seconds); never `0` once merged.
+    pub shell_timeout_seconds: u64,
     /// Estimated cost cap (USD).
     pub max_cost_usd: f64,
     /// Flat input price (USD per million tokens).
@@ -90,12 +97,13 @@ pub(crate) fn check_limits_not_negative(path: &str, limits: &LimitsFile) -> Resu
     Ok(())
 }
 
-fn int_limits(limits: &LimitsFile) -> [(&'static str, Option<i64>); 4] {
+fn int_limits(limits: &LimitsFile) -> [(&'static str, Option<i64>); 5] {
     [
         ("max_runtime_seconds", limits.max_runtime_seconds),
         ("max_tool_calls", limits.max_tool_calls),
         ("max_input_tokens", limits.max_input_tokens),
         ("max_output_tokens", limits.max_output_tokens),
+        ("shell_timeout_seconds", limits.shell_timeout_seconds),
     ]
 }
 
@@ -117,6 +125,9 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
     let max_tool_calls = merge_int("max_tool_calls", global.max_tool_calls, project.max_tool_calls);
     let max_input_tokens = merge_int("max_input_tokens", global.max_input_tokens, project.max_input_tokens);
     let max_output_tokens = merge_int("max_output_tokens", global.max_output_tokens, project.max_output_tokens);
+    // Unset globally is the default cap, not "no cap": a project may only lower it.
+    let global_shell = global.shell_timeout_seconds.filter(|seconds| *seconds > 0).unwrap_or(DEFAULT_SHELL_CAP);
+    let shell_timeout_seconds = merge_int("shell_timeout_seconds", Some(global_shell), project.shell_timeout_seconds);
     let max_cost_usd = clamp_project_limit(
         "max_cost_usd",
         global.max_cost_usd.unwrap_or(0.0),
@@ -140,6 +151,7 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
         max_tool_calls,
         max_input_tokens,
         max_output_tokens,
+        shell_timeout_seconds,
         max_cost_usd,
         input_cost_per_million_usd: global.input_cost_per_million_usd.unwrap_or(0.0),
         output_cost_per_million_usd: global.output_cost_per_million_usd.unwrap_or(0.0),
@@ -170,6 +182,27 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shell_limits(seconds: i64) -> LimitsFile {
+        LimitsFile { shell_timeout_seconds: Some(seconds), ..LimitsFile::default() }
+    }
+
+    #[test]
+    fn the_shell_timeout_cap_defaults_to_1800_and_a_project_may_only_lower_it() {
+        let mut warnings = Vec::new();
+        let none = LimitsFile::default();
+        assert_eq!(merge_limits(&none, &none, &mut warnings).shell_timeout_seconds, 1800);
+        assert_eq!(merge_limits(&shell_limits(7200), &none, &mut warnings).shell_timeout_seconds, 7200);
+        assert_eq!(merge_limits(&none, &shell_limits(60), &mut warnings).shell_timeout_seconds, 60);
+        assert!(warnings.is_empty());
+        assert_eq!(merge_limits(&none, &shell_limits(3600), &mut warnings).shell_timeout_seconds, 1800);
+        assert_eq!(
+            warnings,
+            ["./odek.json: limits.shell_timeout_seconds 3600 exceeds the global limit 1800; clamped to 1800"]
+        );
+        let error = check_limits_not_negative("x.json", &shell_limits(-1)).unwrap_err();
+        assert_eq!(error.to_string(), "config x.json: limits.shell_timeout_seconds must be >= 0");
+    }
 
     #[test]
     fn clamp_rule() {

@@ -24,6 +24,8 @@ pub enum StatusMode {
 
 /// Longest argument or error text shown in a record (characters).
 const RECORD_TEXT_CHARS: usize = 120;
+/// Characters of a tool name shown (exposed names are at most 64; a model may send anything).
+const TOOL_NAME_CHARS: usize = 80;
 
 /// Artifact metadata lines shown under a tool call at most.
 const MAX_SHOWN_ARTIFACTS: usize = 5;
@@ -153,6 +155,7 @@ impl LoopObserver for StatusDisplay {
             }
             LoopEvent::ModelResponded { totals, .. } => state.totals = totals,
             LoopEvent::ToolCallStarted { tool, arguments, risk, .. } => {
+                let tool = &shown_tool(tool);
                 state.running.push(tool.to_owned());
                 let shown = risk.map_or(arguments, |risk| risk.resource.as_str());
                 let class = risk.map(|risk| format!(" [{}]", risk.class.as_str())).unwrap_or_default();
@@ -171,6 +174,7 @@ impl LoopObserver for StatusDisplay {
                 self.print(&line);
             }
             LoopEvent::ToolCallFinished { tool, duration, result, .. } => {
+                let tool = &shown_tool(tool);
                 if let Some(index) = state.running.iter().position(|name| name == tool) {
                     state.running.remove(index);
                 }
@@ -213,4 +217,10 @@ impl LoopObserver for StatusDisplay {
         }
         self.refresh(&state);
     }
+}
+
+/// A tool name as the model sent it, fit for the terminal: redacted (a model can name a tool
+/// like a secret), control characters neutralised, one line, bounded.
+fn shown_tool(tool: &str) -> String {
+    one_line(tool, TOOL_NAME_CHARS)
 }

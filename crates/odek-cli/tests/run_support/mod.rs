@@ -132,3 +132,21 @@ pub fn assert_no_key(outputs: &[&str]) {
 pub fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
+
+/// Runs `command` to completion, failing the test (after killing the process) when it is still
+/// running after `limit`: how a test proves that odek did not block.
+pub fn output_within(mut command: Command, limit: std::time::Duration) -> Output {
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    match receiver.recv_timeout(limit) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+            panic!("odek was still running after {limit:?} (blocked?)");
+        }
+    }
+}

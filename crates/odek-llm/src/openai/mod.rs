@@ -8,8 +8,11 @@
 //!
 //! Deadlines: a call with [`ChatRequest::timeout`] is bounded by it as a whole (all attempts,
 //! backoff and stream). Otherwise one attempt is bounded by `request_timeout` up to the whole
-//! non-streamed body, or up to the response headers of a streamed one, whose body is then
-//! bounded by `stream_idle_timeout` between chunks (a long answer that keeps flowing is fine).
+//! non-streamed body (whose head may only come with the answer, and whose keep-alive blank
+//! lines cannot extend the bound). A streamed attempt is bounded by `stream_idle_timeout` (and
+//! `request_timeout`) up to its response head, then by `stream_idle_timeout` since the last
+//! chunk that added to the answer: a long answer that keeps flowing is fine, a stream of
+//! keep-alive comments or empty chunks is not.
 //!
 //! Retries (jittered exponential backoff, `Retry-After` seconds honoured up to
 //! [`MAX_RETRY_AFTER`]) happen on HTTP 429, 5xx, refused and reset connections, and only before a
@@ -198,7 +201,12 @@ impl OpenAiProvider {
         deadline: Instant,
         observer: &dyn StreamObserver,
     ) -> Result<ChatResponse, AttemptFailure> {
-        let response = match timeout_at(deadline, self.request(body, stream).send()).await {
+        // A streamed answer starts at once, so a silent head is a dead call: the idle bound
+        // covers it. A plain answer's head may only come with the whole answer.
+        let head_deadline =
+            if stream { deadline.min(Instant::now() + self.config.stream_idle_timeout) } else { deadline };
+        let response = match timeout_at(head_deadline, self.request(body, stream).send()).await {
+            Err(_) if head_deadline < deadline => return Err(AttemptFailure::final_error(self.head_idle_error())),
             Err(_) => return Err(AttemptFailure::final_error(self.timeout_error(self.config.request_timeout))),
             Ok(Err(err)) => {
                 let error = self.transport_error(&err);
@@ -278,24 +286,20 @@ impl OpenAiProvider {
     }
 
     /// Reads an SSE answer chunk by chunk. A stream that ends without `[DONE]` and without a
-    /// finish reason is an error, never a silently truncated answer.
+    /// finish reason is an error, never a silently truncated answer. The idle bound runs from
+    /// the last chunk that added to the answer: keep-alive comments (`: ping`) and empty chunks
+    /// arrive, but they do not restart it, so a provider that only keeps the connection alive
+    /// cannot hold the call forever.
     async fn read_stream(
         &self,
         mut response: reqwest::Response,
         observer: &dyn StreamObserver,
     ) -> Result<ChatResponse, LlmError> {
         let mut body = StreamBody::default();
+        let mut idle_since = Instant::now();
         loop {
-            let chunk = match timeout(self.config.stream_idle_timeout, response.chunk()).await {
-                Err(_) => {
-                    return Err(LlmError::Timeout {
-                        endpoint: self.endpoint.clone(),
-                        detail: format!(
-                            "stream idle for more than {} (no data from the provider)",
-                            describe_duration(self.config.stream_idle_timeout)
-                        ),
-                    });
-                }
+            let chunk = match timeout_at(idle_since + self.config.stream_idle_timeout, response.chunk()).await {
+                Err(_) => return Err(self.stream_idle_error()),
                 Ok(Err(err)) => {
                     return Err(LlmError::Transport {
                         endpoint: self.endpoint.clone(),
@@ -306,11 +310,37 @@ impl OpenAiProvider {
                 Ok(Ok(chunk)) => chunk,
             };
             let at_end = chunk.is_none();
+            let progress = body.accumulator.progress();
             if self.take_stream_bytes(&mut body, chunk.as_deref(), observer)? || at_end {
                 break;
             }
+            if body.accumulator.progress() != progress {
+                idle_since = Instant::now();
+            }
         }
         self.finish_stream(body)
+    }
+
+    /// No data within the idle bound after the last chunk that carried some.
+    fn stream_idle_error(&self) -> LlmError {
+        LlmError::Timeout {
+            endpoint: self.endpoint.clone(),
+            detail: format!(
+                "stream idle for more than {} (no data from the provider)",
+                describe_duration(self.config.stream_idle_timeout)
+            ),
+        }
+    }
+
+    /// A streamed request whose response head did not come within the idle bound.
+    fn head_idle_error(&self) -> LlmError {
+        LlmError::Timeout {
+            endpoint: self.endpoint.clone(),
+            detail: format!(
+                "no response head within {} (no data from the provider)",
+                describe_duration(self.config.stream_idle_timeout)
+            ),
+        }
     }
 
     /// One body chunk of a stream (`None` at the end of the body) through the SSE decoder and

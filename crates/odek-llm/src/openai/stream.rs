@@ -22,6 +22,8 @@ pub(crate) struct StreamAccumulator {
     last_index: Option<u64>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// Counts the chunks that added to the answer; the idle timer only restarts when it moves.
+    progress: u64,
 }
 
 #[derive(Debug, Default)]
@@ -39,12 +41,14 @@ impl StreamAccumulator {
         }
         if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
             self.usage = Some(wire::usage_from(usage));
+            self.progress += 1;
         }
         let Some(choice) = wire::first_choice(chunk) else {
             return Ok(());
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_owned());
+            self.progress += 1;
         }
         let Some(delta) = choice.get("delta") else {
             return Ok(());
@@ -52,10 +56,12 @@ impl StreamAccumulator {
         if let Some(text) = wire::reasoning_text(delta).filter(|text| !text.is_empty()) {
             observer.on_delta(&text, true);
             self.reasoning.push_str(&text);
+            self.progress += 1;
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|text| !text.is_empty()) {
             observer.on_delta(text, false);
             self.content.push_str(text);
+            self.progress += 1;
         }
         if let Some(fragments) = delta.get("tool_calls").and_then(Value::as_array) {
             for fragment in fragments {
@@ -63,6 +69,13 @@ impl StreamAccumulator {
             }
         }
         Ok(())
+    }
+
+    /// How many chunks added something to the answer so far: text, reasoning, a tool-call
+    /// piece, the finish reason or usage. Keep-alive comments never reach the accumulator and
+    /// empty chunks (`{"choices":[{"delta":{}}]}`) leave it where it was.
+    pub(crate) fn progress(&self) -> u64 {
+        self.progress
     }
 
     /// Merges one `tool_calls` delta: `id` and `name` arrive once (a repeated name is not
@@ -87,14 +100,22 @@ impl StreamAccumulator {
             id.clone_into(&mut call.id);
         }
         let function = fragment.get("function");
-        if let Some(name) = function.and_then(|function| function.get("name")).and_then(Value::as_str) {
+        let name = function.and_then(|function| function.get("name")).and_then(Value::as_str);
+        let arguments = function.and_then(|function| function.get("arguments"));
+        if id.is_some()
+            || name.is_some_and(|name| !name.is_empty())
+            || arguments.is_some_and(|piece| !piece.is_null() && piece.as_str() != Some(""))
+        {
+            self.progress += 1;
+        }
+        if let Some(name) = name {
             if call.name.is_empty() {
                 name.clone_into(&mut call.name);
             } else if call.name != name {
                 call.name.push_str(name);
             }
         }
-        match function.and_then(|function| function.get("arguments")) {
+        match arguments {
             Some(Value::String(piece)) => call.arguments.push_str(piece),
             Some(Value::Null) | None => {}
             Some(whole) => call.arguments = whole.to_string(),

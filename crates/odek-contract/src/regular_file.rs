@@ -1,0 +1,218 @@
+//! Opening a file by name when only a regular file will do: every path odek reads or appends
+//! to by name (config files, `secrets.env`, approval sets, sessions, `IDENTITY.md`,
+//! `AGENTS.md`, `--ctx` and `@path` attachments, task files, replay scripts, the events file,
+//! the model's file tools) goes through here, so the rule lives in one place.
+//!
+//! Guarantees: an open never blocks (a FIFO at the path would otherwise wait for a writer or
+//! reader forever — the open is non-blocking and `O_NONBLOCK` is cleared again once the handle
+//! is known to be a regular file); anything but a regular file (FIFO, device, socket, directory)
+//! is refused with [`NOT_A_REGULAR_FILE`] before a byte is read or written and before anything
+//! touches its mode; the type is checked on the open handle (`fstat`), so what was checked is
+//! what is used; a bounded read never holds more than `limit + 1` bytes. With [`Follow::Never`]
+//! a symlink as the last component is refused by the kernel (`O_NOFOLLOW`).
+//!
+//! It deliberately knows nothing of what the files mean: callers map a missing file to their
+//! own "absent" semantics and word their own errors around [`NOT_A_REGULAR_FILE`].
+//!
+//! Start at [`open_regular_read`], [`read_to_limit`] and [`open_regular_append`].
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// The error text of a path that names something other than a regular file.
+pub const NOT_A_REGULAR_FILE: &str = "not a regular file";
+
+/// Whether the last path component may be a symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// A symlink is followed (paths the operator named).
+    Symlinks,
+    /// A symlink as the last component is refused (`O_NOFOLLOW`).
+    Never,
+}
+
+/// The error for a path that is not a regular file (kind `InvalidInput`, text
+/// [`NOT_A_REGULAR_FILE`]).
+pub fn not_a_regular_file() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, NOT_A_REGULAR_FILE)
+}
+
+/// Whether `error` is the one [`not_a_regular_file`] makes.
+pub fn is_not_a_regular_file(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::InvalidInput && error.to_string() == NOT_A_REGULAR_FILE
+}
+
+/// Opens `path` for reading, never blocking; anything but a regular file is refused. A missing
+/// file is the OS error (kind `NotFound`), for the caller to treat as absent.
+pub fn open_regular_read(path: &Path, follow: Follow) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    open_regular(path, follow, &mut options)
+}
+
+/// Opens `path` for appending, creating it with `mode` when missing, never blocking and never
+/// following a symlink; an existing path that is not a regular file is refused before anything
+/// is written or its mode touched. The mode of an existing file is left as it is (hardening it
+/// is the caller's decision, on the returned handle).
+pub fn open_regular_append(path: &Path, mode: u32) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    open_regular(path, Follow::Never, &mut options)
+}
+
+/// Before a file is replaced by a rename (an atomic write): an existing `path` that is neither
+/// a regular file nor a symlink is refused, so a write never swaps a device or FIFO out of its
+/// place (`--record /dev/null` as root must not leave a regular file as `/dev/null`). A symlink
+/// is replaced by the rename, not followed, so it is harmless here.
+pub fn refuse_non_regular_target(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_file() || metadata.file_type().is_symlink() => Ok(()),
+        Ok(_) => Err(not_a_regular_file()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// What a bounded read found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bounded {
+    /// The whole file, at most `limit` bytes.
+    Contents(Vec<u8>),
+    /// The file holds more than `limit` bytes; `size` is at least `limit + 1` (the larger of the
+    /// bytes read and the size the file reports).
+    TooLarge { size: u64 },
+}
+
+/// Reads at most `limit + 1` bytes of `file`; more than `limit` is [`Bounded::TooLarge`]. A file
+/// that grows while it is read is still cut off at the bound.
+pub fn read_to_limit(file: &File, limit: u64) -> io::Result<Bounded> {
+    let bytes = read_past_limit(file, limit)?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > limit {
+        let reported = file.metadata().map(|metadata| metadata.len()).unwrap_or(0);
+        return Ok(Bounded::TooLarge { size: reported.max(read) });
+    }
+    Ok(Bounded::Contents(bytes))
+}
+
+/// Reads at most `limit + 1` bytes of `file`: the first `limit` bytes and, when the file goes
+/// on, one more to show it (for callers that keep the start of a long file).
+pub fn read_past_limit(file: &File, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`open_regular_read`] then [`read_to_limit`].
+pub fn read_regular(path: &Path, follow: Follow, limit: u64) -> io::Result<Bounded> {
+    read_to_limit(&open_regular_read(path, follow)?, limit)
+}
+
+#[cfg(unix)]
+fn open_regular(path: &Path, follow: Follow, options: &mut std::fs::OpenOptions) -> io::Result<File> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut flags = OFlag::O_NONBLOCK;
+    if follow == Follow::Never {
+        flags |= OFlag::O_NOFOLLOW;
+    }
+    let file = match options.custom_flags(flags.bits()).open(path) {
+        Ok(file) => file,
+        // A FIFO without a reader refuses a non-blocking write-only open with ENXIO; so does a
+        // device without its driver. Either way it is not a regular file.
+        Err(err) if err.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32) => return Err(not_a_regular_file()),
+        Err(err) => return Err(err),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(not_a_regular_file());
+    }
+    let status = OFlag::from_bits_retain(fcntl(&file, FcntlArg::F_GETFL)?);
+    fcntl(&file, FcntlArg::F_SETFL(status - OFlag::O_NONBLOCK))?;
+    Ok(file)
+}
+
+#[cfg(not(unix))]
+fn open_regular(path: &Path, _follow: Follow, options: &mut std::fs::OpenOptions) -> io::Result<File> {
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_a_regular_file());
+    }
+    Ok(file)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn fifo(dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("fifo");
+        if let Err(err) = nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU) {
+            panic!("mkfifo {}: {err}", path.display());
+        }
+        path
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking_either_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = fifo(dir.path());
+        let read = open_regular_read(&fifo, Follow::Symlinks).unwrap_err();
+        assert!(is_not_a_regular_file(&read), "{read}");
+        let append = open_regular_append(&fifo, 0o600).unwrap_err();
+        assert!(is_not_a_regular_file(&append), "{append}");
+        assert_eq!(append.to_string(), NOT_A_REGULAR_FILE);
+    }
+
+    #[test]
+    fn a_device_and_a_directory_are_refused_and_the_device_mode_is_untouched() {
+        let before = std::fs::metadata("/dev/null").unwrap().permissions().mode();
+        assert!(is_not_a_regular_file(&open_regular_append(Path::new("/dev/null"), 0o600).unwrap_err()));
+        assert!(is_not_a_regular_file(&open_regular_read(Path::new("/dev/null"), Follow::Symlinks).unwrap_err()));
+        assert_eq!(std::fs::metadata("/dev/null").unwrap().permissions().mode(), before);
+        let dir = tempfile::tempdir().unwrap();
+        assert!(is_not_a_regular_file(&open_regular_read(dir.path(), Follow::Symlinks).unwrap_err()));
+    }
+
+    #[test]
+    fn a_regular_file_opens_blocking_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut file = open_regular_append(&path, 0o600).unwrap();
+        file.write_all(b"one\n").unwrap();
+        let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        assert_eq!(flags & nix::libc::O_NONBLOCK, 0);
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(read_regular(&path, Follow::Never, 4).unwrap(), Bounded::Contents(b"one\n".to_vec()));
+        assert_eq!(read_regular(&path, Follow::Never, 3).unwrap(), Bounded::TooLarge { size: 4 });
+    }
+
+    #[test]
+    fn no_follow_refuses_a_symlink_and_follow_reads_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "x").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(open_regular_read(&link, Follow::Never).is_err());
+        assert!(open_regular_append(&link, 0o600).is_err());
+        assert!(open_regular_read(&link, Follow::Symlinks).is_ok());
+    }
+
+    #[test]
+    fn a_missing_file_is_not_found_and_a_replace_target_may_be_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        assert_eq!(open_regular_read(&missing, Follow::Never).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert!(refuse_non_regular_target(&missing).is_ok());
+        assert!(is_not_a_regular_file(&refuse_non_regular_target(Path::new("/dev/null")).unwrap_err()));
+        assert!(is_not_a_regular_file(&refuse_non_regular_target(&fifo(dir.path())).unwrap_err()));
+    }
+}
