@@ -14,9 +14,15 @@ use odek_agent::tool::ToolContext;
 
 /// `dir/child.sh`, executable, running `body` under `/bin/sh`. It is called as
 /// `child.sh subagent --task <task file> --quiet --stream`.
+///
+/// The script is written by a `cp` child, never through a descriptor of this process: a test on
+/// another thread forking at that moment would inherit such a descriptor, and executing a file
+/// some process still has open for writing fails with `ETXTBSY` ("Text file busy").
 pub fn stand_in(dir: &Path, body: &str) -> PathBuf {
+    let source = dir.join("child.sh.txt");
     let path = dir.join("child.sh");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::write(&source, format!("#!/bin/sh\n{body}\n")).unwrap();
+    assert!(std::process::Command::new("cp").arg(&source).arg(&path).status().unwrap().success());
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
