@@ -16,6 +16,7 @@ use odek_contract::model_view::OutputCheck;
 use odek_contract::names::ExposedName;
 use odek_contract::quoting::quote;
 use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
+use odek_contract::truncation::apply_result_limit;
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use crate::call::{decode_checked_call_result, encode_arguments};
@@ -602,7 +603,14 @@ fn result_context<'a>(server: &'a ServerRuntime, raw_tool: &'a str) -> ResultCon
 /// supplied. An error already within bounds keeps its exact spec wording.
 fn bound_error(error: McpError, context: &ResultContext<'_>) -> McpError {
     let text = error.to_string();
-    let bounded = cap_error_text(&text, context);
+    let bounded = match &error {
+        // Already the sanitised error view, whose metadata lines are odek's own (indenting them
+        // again would disown them); the prefix before it is validated names only.
+        McpError::ToolReturnedError { .. } => {
+            apply_result_limit(&text, context.server, context.tool, context.max_result_chars)
+        }
+        _ => cap_error_text(&text, context),
+    };
     if bounded.text == text {
         return error;
     }
