@@ -33,6 +33,9 @@ pub const UNKNOWN_ERROR: &str = "unknown error";
 pub struct CallView<'a> {
     pub items: Vec<ResultItem<'a>>,
     pub structured: Option<Value>,
+    /// The result's `content` array as JSON, wanted only when `structured` is present (for
+    /// [`structured_is_carried`]); `None` otherwise.
+    pub content: Option<Value>,
     pub is_error: bool,
 }
 
@@ -97,15 +100,23 @@ pub fn model_view(
     decode_tool_result_with_trailer(&texts, &trailer, ctx).map_err(ModelViewError::Rejected)
 }
 
-/// Whether some text item carries `structured`, so it is not shown a second time: the item's
-/// text parses as JSON equal to it (what the MCP specification asks servers to send), or
-/// `structured` is `{"result": <v>}` alone — how the official SDKs wrap a tool's non-object
-/// return value — and the item is `<v>`: the same string, or JSON equal to it.
-pub fn structured_is_carried(structured: &Value, texts: &[&str]) -> bool {
+/// Whether the content already carries `structured`, so it is not shown a second time:
+///
+/// - some text item parses as JSON equal to it (what the MCP specification asks servers to
+///   send);
+/// - or `structured` is an object of one member whose value is already there: some text item is
+///   that value (the same string, or JSON equal to it), or the value is the result's whole
+///   `content` array. The official SDKs wrap a non-object return value as `{"result": <v>}`,
+///   and server-filesystem answers `{"content": <its text>}`, or `{"content": <its items>}`
+///   for an image — whose base64 must not reach the model through that mirror either.
+pub fn structured_is_carried(structured: &Value, texts: &[&str], content: Option<&Value>) -> bool {
     let wrapped = match structured {
-        Value::Object(members) if members.len() == 1 => members.get("result"),
+        Value::Object(members) if members.len() == 1 => members.values().next(),
         _ => None,
     };
+    if wrapped.is_some() && wrapped == content {
+        return true;
+    }
     texts.iter().any(|text| {
         if let Some(Value::String(wrapped)) = wrapped
             && wrapped == text
@@ -121,7 +132,7 @@ pub fn structured_is_carried(structured: &Value, texts: &[&str]) -> bool {
 fn render_metadata_lines(call: &CallView<'_>, texts: &[&str]) -> String {
     let mut lines: Vec<String> = call.items.iter().filter_map(render_content_line).collect();
     if let Some(structured) = &call.structured
-        && !structured_is_carried(structured, texts)
+        && !structured_is_carried(structured, texts, call.content.as_ref())
     {
         lines.push(render_structured_line(structured));
     }
@@ -191,7 +202,7 @@ mod tests {
         let call = CallView {
             items: vec![text("Here it is:"), png("AAAA"), text("Done.")],
             structured: Some(json!({"k": 1})),
-            is_error: false,
+            ..CallView::default()
         };
         let out = model_view(&call, None, &ctx(&roots, 1000)).unwrap();
         assert_eq!(out.text, "Here it is:\nDone.\n- image (image/png, 3 bytes)\n- structured content {\"k\":1}");
@@ -202,23 +213,33 @@ mod tests {
     #[test]
     fn structured_content_is_never_shown_twice() {
         let value = json!({"temperature": 22.5, "conditions": "Sunny"});
-        assert!(structured_is_carried(&value, &["{\"conditions\":\"Sunny\",\n \"temperature\": 22.5}"]));
-        assert!(!structured_is_carried(&value, &["{\"conditions\":\"Sunny\"}"]));
-        assert!(!structured_is_carried(&value, &[]));
-        assert!(structured_is_carried(&json!({"result": 42}), &["42"]));
-        assert!(structured_is_carried(&json!({"result": "hello"}), &["hello"]));
-        assert!(structured_is_carried(&json!({"result": [1, 2]}), &["[\n  1,\n  2\n]"]));
-        assert!(!structured_is_carried(&json!({"result": 42, "extra": 1}), &["42"]));
-        assert!(!structured_is_carried(&json!({"value": 42}), &["42"]));
+        assert!(structured_is_carried(&value, &["{\"conditions\":\"Sunny\",\n \"temperature\": 22.5}"], None));
+        assert!(!structured_is_carried(&value, &["{\"conditions\":\"Sunny\"}"], None));
+        assert!(!structured_is_carried(&value, &[], None));
+        assert!(structured_is_carried(&json!({"result": 42}), &["42"], None));
+        assert!(structured_is_carried(&json!({"result": "hello"}), &["hello"], None));
+        assert!(structured_is_carried(&json!({"result": [1, 2]}), &["[\n  1,\n  2\n]"], None));
+        assert!(!structured_is_carried(&json!({"result": 42, "extra": 1}), &["42"], None));
+        assert!(structured_is_carried(&json!({"content": "Allowed: /tmp"}), &["Allowed: /tmp"], None));
+        assert!(!structured_is_carried(&json!({"value": 43}), &["42"], None));
+        let items = json!([{"type": "image", "data": "AAAA", "mimeType": "image/png"}]);
+        assert!(structured_is_carried(&json!({"content": items.clone()}), &[], Some(&items)));
+        assert!(!structured_is_carried(&json!({"content": items.clone(), "more": 1}), &[], Some(&items)));
+        assert!(!structured_is_carried(&json!({"content": []}), &[], Some(&items)));
         let roots = ArtifactRoots::new(Vec::<String>::new());
-        let call = CallView { items: vec![text("42")], structured: Some(json!({"result": 42})), is_error: false };
+        let call = CallView {
+            items: vec![text("42")],
+            structured: Some(json!({"result": 42})),
+            is_error: false,
+            content: None,
+        };
         assert_eq!(model_view(&call, None, &ctx(&roots, 1000)).unwrap().text, "42");
     }
 
     #[test]
     fn schema_mismatch_rejects_the_result_with_a_cut_message() {
         let roots = ArtifactRoots::new(Vec::<String>::new());
-        let call = CallView { items: vec![text("t")], structured: Some(json!({"t": "x"})), is_error: false };
+        let call = CallView { items: vec![text("t")], structured: Some(json!({"t": "x"})), ..CallView::default() };
         let mismatch = SchemaMismatch { pointer: "/t".into(), message: "\"x\" is not of type \"number\"".into() };
         let err = model_view(&call, Some(&Always(Some(mismatch))), &ctx(&roots, 1000)).unwrap_err();
         let ModelViewError::Rejected(err) = err else { panic!("{err:?}") };
@@ -242,7 +263,7 @@ mod tests {
     fn error_view_carries_every_item() {
         let roots = ArtifactRoots::new(Vec::<String>::new());
         let error = |items, structured| {
-            let call = CallView { items, structured, is_error: true };
+            let call = CallView { items, structured, is_error: true, content: None };
             match model_view(&call, Some(&Always(Some(SchemaMismatch::default_for_test()))), &ctx(&roots, 1000)) {
                 Err(ModelViewError::ToolError(text)) => text,
                 other => panic!("{other:?}"),

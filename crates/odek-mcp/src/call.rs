@@ -154,7 +154,7 @@ pub fn decode_checked_call_result(
     let result = read_call_result(result_json).map_err(parse_error)?;
     let text_only = result.structured.is_none() && result.content.iter().all(ContentItem::is_text);
     if !text_only || (result.is_error == Some(true) && result.content.len() > 1) {
-        let view = call_view(&result).map_err(parse_error)?;
+        let view = call_view(&result, result_json).map_err(parse_error)?;
         return model_view(&view, output_schema, context).map_err(|error| match error {
             ModelViewError::ToolError(message) => tool_returned_error(context, message),
             ModelViewError::Rejected(error) => contract_error(context, &error),
@@ -206,16 +206,29 @@ fn contract_error(context: &ResultContext<'_>, error: &odek_contract::ContractEr
     }
 }
 
-/// Every item and `structuredContent` decoded for [`model_view`]. A text item whose `text` is
-/// not a string, and `structuredContent` nested too deep for serde_json, are parse errors; any
+/// Every item and `structuredContent` decoded for [`model_view`], with the `content` array as
+/// JSON when `structuredContent` is present (it may mirror it). A text item whose `text` is not
+/// a string, and `structuredContent` nested too deep for serde_json, are parse errors; any
 /// other member of another item that is not what MCP says reads as absent.
-fn call_view<'a>(result: &CallResult<'a>) -> Result<CallView<'a>, String> {
+fn call_view<'a>(result: &CallResult<'a>, result_json: &[u8]) -> Result<CallView<'a>, String> {
     let items = result.content.iter().map(result_item).collect::<Result<_, _>>()?;
     let structured = result
         .structured
         .map(|raw| serde_json::from_str::<Value>(raw).map_err(|err| format!("structuredContent: {err}")))
         .transpose()?;
-    Ok(CallView { items, structured, is_error: result.is_error == Some(true) })
+    let content = if structured.is_some() { content_value(result_json) } else { None };
+    Ok(CallView { items, structured, content, is_error: result.is_error == Some(true) })
+}
+
+/// The result's `content` member as JSON (`None` when it cannot be read as such).
+fn content_value(result_json: &[u8]) -> Option<Value> {
+    #[derive(Deserialize)]
+    struct ContentMember<'a> {
+        #[serde(borrow, default)]
+        content: Option<&'a RawValue>,
+    }
+    let member = parse_object::<ContentMember<'_>>(result_json).ok()?.content?;
+    serde_json::from_str(member.get()).ok()
 }
 
 fn result_item<'a>(item: &ContentItem<'a>) -> Result<ResultItem<'a>, String> {
@@ -318,6 +331,8 @@ mod tests {
         assert_eq!(output.observed_chars, None);
         let json = br#"{"content":[{"type":"text","text":"{\"x\": 1}"}],"structuredContent":{"x":1}}"#;
         assert_eq!(decode_call_result(json, &limits(&roots)).unwrap().text, r#"{"x": 1}"#, "carried, not shown twice");
+        let mirrored = br#"{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}],"structuredContent":{"content":[{"mimeType":"image/png","type":"image","data":"AAAA"}]}}"#;
+        assert_eq!(decode_call_result(mirrored, &limits(&roots)).unwrap().text, "- image (image/png, 3 bytes)");
     }
 
     #[test]
@@ -414,7 +429,7 @@ mod tests {
             br#"{"content":[{"type":"text","text":"boom"}],"isError":true}"#,
         ] {
             let result = read_call_result(json).unwrap();
-            let view = model_view(&call_view(&result).unwrap(), None, &context).map_err(|error| match error {
+            let view = model_view(&call_view(&result, json).unwrap(), None, &context).map_err(|error| match error {
                 ModelViewError::ToolError(message) => tool_returned_error(&context, message),
                 ModelViewError::Rejected(error) => contract_error(&context, &error),
             });
@@ -422,7 +437,7 @@ mod tests {
         }
         let long = format!(r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#, "\\n".repeat(2000));
         let result = read_call_result(long.as_bytes()).unwrap();
-        let view = model_view(&call_view(&result).unwrap(), None, &context).unwrap();
+        let view = model_view(&call_view(&result, long.as_bytes()).unwrap(), None, &context).unwrap();
         assert_eq!(decode_call_result(long.as_bytes(), &context).unwrap(), view);
     }
 
