@@ -223,8 +223,8 @@ mod tests {
         assert!(structured_is_carried(&json!({"content": "Allowed: /tmp"}), &["Allowed: /tmp"], None));
         assert!(!structured_is_carried(&json!({"value": 43}), &["42"], None));
         let items = json!([{"type": "image", "data": "AAAA", "mimeType": "image/png"}]);
-        assert!(structured_is_carried(&json!({"content": items.clone()}), &[], Some(&items)));
-        assert!(!structured_is_carried(&json!({"content": items.clone(), "more": 1}), &[], Some(&items)));
+        assert!(structured_is_carried(&json!({"content": items}), &[], Some(&items)));
+        assert!(!structured_is_carried(&json!({"content": items, "more": 1}), &[], Some(&items)));
         assert!(!structured_is_carried(&json!({"content": []}), &[], Some(&items)));
         let roots = ArtifactRoots::new(Vec::<String>::new());
         let call = CallView {
