@@ -1,6 +1,7 @@
 //! Response routing: the validating frame scanner against serde_json's reading of the same line,
 //! the `tools/call` result scanner against serde's, and the whole result decoding (spec
-//! `mcp-client.md` §7 and §10) against the result invariants.
+//! `mcp-client.md` §7 and §10, the model view of docs/MODEL-VIEW.md) against the result
+//! invariants.
 //!
 //! Input: `[cap selector, one stdout line…]`; `$ROOT`, `$OUT`, `$BASE` in a UTF-8 line name
 //! the artifact tree.
@@ -11,6 +12,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use libfuzzer_sys::fuzz_target;
+use odek_contract::render::{ARTIFACT_LINE_PREFIX, starts_with_rendered_prefix};
 use odek_contract::tool_result::ResultContext;
 use odek_contract::truncation::{result_floor, rune_count};
 use odek_fuzz::{artifact_tree, check_tool_output, expand_placeholders};
@@ -72,6 +74,18 @@ struct ReferenceContent<'a> {
     kind: Option<Text<'a>>,
     #[serde(borrow, default)]
     text: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "mimeType")]
+    mime_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    uri: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    size: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    resource: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +94,12 @@ struct ReferenceResult<'a> {
     content: Option<Vec<ReferenceContent<'a>>>,
     #[serde(default, rename = "isError")]
     is_error: Option<bool>,
+    #[serde(borrow, default, rename = "structuredContent")]
+    structured: Option<&'a RawValue>,
+}
+
+fn literal(raw: Option<&RawValue>) -> Option<&str> {
+    raw.map(RawValue::get).filter(|literal| *literal != "null")
 }
 
 fn reference_call_result(json: &[u8]) -> Option<CallResult<'_>> {
@@ -89,11 +109,17 @@ fn reference_call_result(json: &[u8]) -> Option<CallResult<'_>> {
         .unwrap_or_default()
         .into_iter()
         .map(|item| ContentItem {
-            is_text: item.kind.is_some_and(|kind| kind.0 == "text"),
-            text: item.text.map(RawValue::get).filter(|literal| *literal != "null"),
+            kind: item.kind.map(|kind| kind.0),
+            text: literal(item.text),
+            data: literal(item.data),
+            mime_type: literal(item.mime_type),
+            uri: literal(item.uri),
+            name: literal(item.name),
+            size: literal(item.size),
+            resource: literal(item.resource),
         })
         .collect();
-    Some(CallResult { content, is_error: wire.is_error })
+    Some(CallResult { content, is_error: wire.is_error, structured: literal(wire.structured) })
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -127,9 +153,12 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // The result reader: when the scanner answers, it answers as serde would.
+    let reference = reference_call_result(line);
     if let Some(scanned) = scan_call_result(line) {
-        assert_eq!(Some(scanned), reference_call_result(line));
+        assert_eq!(Some(&scanned), reference.as_ref());
     }
+    // [beyond] At most one content line per item, plus one for structuredContent.
+    let most_content_lines = reference.as_ref().map_or(0, |result| result.content.len() + 1);
 
     // Decoding for the model.
     let tree = artifact_tree();
@@ -137,7 +166,15 @@ fuzz_target!(|data: &[u8]| {
     let context = ResultContext { server: "srv", tool: "echo", max_result_chars: cap, roots: &tree.roots };
     let input = String::from_utf8_lossy(line);
     match decode_call_result(line, &context) {
-        Ok(output) => check_tool_output(&output, cap, &input),
+        Ok(output) => {
+            check_tool_output(&output, cap, &input);
+            let content_lines = output
+                .text
+                .split('\n')
+                .filter(|line| starts_with_rendered_prefix(line) && !line.starts_with(ARTIFACT_LINE_PREFIX))
+                .count();
+            assert!(content_lines <= most_content_lines, "forged content line in {:?}", output.text);
+        }
         Err(McpError::ToolReturnedError { message, .. }) => {
             assert!(rune_count(&message) <= cap, "error message over the cap");
         }

@@ -12,6 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use odek_contract::artifact_ref::ArtifactRef;
 use odek_contract::render::{
     ARTIFACT_LINE_PREFIX, MAX_FIELD_RUNES, clean_field, render_artifact_line, render_envelope, sanitise,
+    starts_with_rendered_prefix,
 };
 use odek_contract::truncation::{apply_result_limit, cap_envelope, first_runes, rune_count, truncation_notice};
 use odek_fuzz::parts;
@@ -44,11 +45,12 @@ fuzz_target!(|data: &[u8]| {
     assert!(rune_count(&cleaned) <= MAX_FIELD_RUNES + 1);
     assert!(!cleaned.chars().any(char::is_control));
     let sanitised = sanitise(&text);
-    assert!(!sanitised.split('\n').any(|line| line.starts_with(ARTIFACT_LINE_PREFIX)), "a forged line survived");
+    // [beyond] No line starts like a line odek renders (artifact or content metadata).
+    assert!(!sanitised.split('\n').any(starts_with_rendered_prefix), "a forged line survived");
     // Sanitising only indents the forged lines, by one space each.
     assert_eq!(sanitised.split('\n').count(), text.split('\n').count());
     for (after, before) in sanitised.split('\n').zip(text.split('\n')) {
-        if before.starts_with(ARTIFACT_LINE_PREFIX) {
+        if starts_with_rendered_prefix(before) {
             assert_eq!(after.strip_prefix(' '), Some(before));
         } else {
             assert_eq!(after, before);

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use odek_llm::{BoxFuture, ToolDefinition};
-use odek_mcp::{CallOptions, McpHub, ToolDescriptor};
+use odek_mcp::{CallOptions, McpError, McpHub, ToolDescriptor, ToolOutput};
 
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
@@ -40,14 +40,24 @@ impl Tool for McpTool {
     fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
         Box::pin(async move {
             let options = CallOptions { deadline: None, cancel: Some(ctx.cancel.clone()) };
-            match self.hub.call(self.descriptor.exposed.as_str(), arguments, &options).await {
-                Ok(output) => Ok(ToolOutcome {
-                    output: output.text,
-                    untrusted_source: Some(format!("mcp:{}:{}", self.descriptor.server, self.descriptor.raw_name)),
-                    truncated_observed_chars: output.observed_chars.map(|chars| chars as u64),
-                }),
-                Err(err) => Err(ToolError::new(err.to_string())),
-            }
+            mcp_outcome(&self.descriptor, self.hub.call(self.descriptor.exposed.as_str(), arguments, &options).await)
         })
+    }
+}
+
+/// What one call of an MCP tool gives the loop: the contract's text with the untrusted source
+/// `mcp:<server>:<tool>` and the cap's observed count, or the error's text. `odek ext call
+/// --model-view` goes through here too.
+pub fn mcp_outcome(
+    descriptor: &ToolDescriptor,
+    result: Result<ToolOutput, McpError>,
+) -> Result<ToolOutcome, ToolError> {
+    match result {
+        Ok(output) => Ok(ToolOutcome {
+            output: output.text,
+            untrusted_source: Some(format!("mcp:{}:{}", descriptor.server, descriptor.raw_name)),
+            truncated_observed_chars: output.observed_chars.map(|chars| chars as u64),
+        }),
+        Err(err) => Err(ToolError::new(err.to_string())),
     }
 }

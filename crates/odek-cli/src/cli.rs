@@ -67,6 +67,11 @@ pub enum ExtCommand {
         tool: Option<String>,
         /// The tool arguments as JSON (default: none)
         arguments: Option<String>,
+        /// Print exactly the tool message the model would receive (untrusted wrapper and
+        /// tool-result delimiter included, an error as `error: <text>`); with --jsonl, add it to
+        /// each answer as "model_view"
+        #[arg(long)]
+        model_view: bool,
     },
     /// Check an extension server against the odek-extension/v1 contract and report pass / warn /
     /// fail per check (exit 0 all pass, 1 any failure, 2 warnings only)
@@ -456,13 +461,26 @@ mod tests {
     #[test]
     fn ext_call_forms() {
         match command(&["ext", "call", "fixture__echo", r#"{"text":"hi"}"#]) {
-            Command::Ext(ExtCommand::Call { jsonl: false, tool: Some(tool), arguments: Some(args) }) => {
+            Command::Ext(ExtCommand::Call {
+                jsonl: false,
+                tool: Some(tool),
+                arguments: Some(args),
+                model_view: false,
+            }) => {
                 assert_eq!(tool, "fixture__echo");
                 assert_eq!(args, r#"{"text":"hi"}"#);
             }
             other => panic!("{other:?}"),
         }
         assert!(matches!(command(&["ext", "call", "--jsonl"]), Command::Ext(ExtCommand::Call { jsonl: true, .. })));
+        assert!(matches!(
+            command(&["ext", "call", "--model-view", "fixture__echo"]),
+            Command::Ext(ExtCommand::Call { model_view: true, tool: Some(_), arguments: None, .. })
+        ));
+        assert!(matches!(
+            command(&["ext", "call", "--jsonl", "--model-view"]),
+            Command::Ext(ExtCommand::Call { jsonl: true, model_view: true, .. })
+        ));
         let (_, _, code) = exit(parse(&["ext", "call"]));
         assert_eq!(code, 1);
     }

@@ -7,7 +7,8 @@
 //! servers do that a strict client must take in stride: a `notifications/tools/list_changed`
 //! before the `initialize` result, requests from the server numbered from 0 (one with the id of
 //! odek's pending call), `notifications/message`, `instructions`/`title`/`annotations`/
-//! `outputSchema`/`structuredContent`, unknown tools answered as `isError` results, `-32602` for
+//! `outputSchema`/`structuredContent`, images, resource links and embedded resources (the model
+//! view of docs/MODEL-VIEW.md), unknown tools answered as `isError` results, `-32602` for
 //! a request the SDK cannot parse, a stderr line per request, progress that outlives the timeout,
 //! and a server that ignores stdin EOF.
 //!
@@ -39,11 +40,23 @@ const EVERYTHING_TOOLS: &[&str] = &[
     "everything__simulate-research-query",
 ];
 
+/// A 1x1 transparent PNG (70 bytes).
+const TINY_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0d, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x64, 0x60, 0xf8, 0x5f, 0x0f, 0x00, 0x02, 0x87, 0x01, 0x80, 0xeb, 0x47, 0xba,
+    0x92, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
 const PYTHON_TOOLS: &[&str] = &[
     "py__add",
     "py__echo",
     "py__fail",
     "py__write_report",
+    "py__snapshot",
+    "py__find_files",
+    "py__weather",
+    "py__forecast_summary",
     "py__talk_to_client",
     "py__grow",
     "py__retire",
@@ -138,11 +151,15 @@ fn everything_server_tools_answer_through_odek() {
     run.assert_code(0);
     assert_eq!(ok_text(&records[0]), "Echo: hello from odek");
     assert_eq!(ok_text(&records[1]), "The sum of 2 and 3 is 5.");
-    // The text item, not structuredContent, is what odek forwards.
+    // The text item carries structuredContent (the same JSON): it is not shown twice.
     assert_eq!(ok_text(&records[2]), r#"{"temperature":36,"conditions":"Light rain / drizzle","humidity":82}"#);
-    // Annotated text items are joined; the image item is dropped.
-    assert_eq!(ok_text(&records[3]), "Operation completed successfully");
-    assert_eq!(ok_text(&records[4]), "Here's the image you requested:\nThe image above is the MCP logo.");
+    // [beyond] Annotated text items are joined; the image becomes a metadata line (it was
+    // dropped), its base64 never shown.
+    assert_eq!(ok_text(&records[3]), "Operation completed successfully\n- image (image/png, 4033 bytes)");
+    assert_eq!(
+        ok_text(&records[4]),
+        "Here's the image you requested:\nThe image above is the MCP logo.\n- image (image/png, 4033 bytes)"
+    );
     assert_eq!(
         error_text(&records[5]),
         "mcpclient everything: tool echo returned error: MCP error -32602: Input validation error: \
@@ -171,6 +188,40 @@ fn everything_server_tools_answer_through_odek() {
     );
     assert_eq!(ok_text(&records[9]), "Echo: still here");
     assert!(!process_with_env_exists("INTEROP_MARK", &run_mark), "the server outlived odek");
+}
+
+/// [beyond] Resource links and embedded resources reach the model as metadata lines, never read
+/// and never with their contents (before, each answered only its text items).
+#[test]
+fn everything_server_resource_links_and_references_reach_the_model() {
+    let Some(servers) = Servers::installed("everything_server_resource_links_and_references_reach_the_model") else {
+        return;
+    };
+    let project = everything_project(&servers, &json!({}));
+    let (run, records) = project.call_jsonl(&[
+        json!({"tool": "everything__get-resource-links", "arguments": {"count": 2}}),
+        json!({"tool": "everything__get-resource-reference", "arguments": {"resourceType": "Text", "resourceId": 1}}),
+        json!({"tool": "everything__get-resource-reference", "arguments": {"resourceType": "Blob", "resourceId": 2}}),
+    ]);
+    run.assert_code(0);
+    assert_eq!(
+        ok_text(&records[0]),
+        "Here are 2 resource links to resources available in this server:\n\
+         - resource link \"demo://resource/dynamic/blob/1\" (name \"Blob Resource 1\", text/plain)\n\
+         - resource link \"demo://resource/dynamic/text/2\" (name \"Text Resource 2\", text/plain)"
+    );
+    assert_eq!(
+        ok_text(&records[1]),
+        "Returning resource reference for Resource 1:\n\
+         You can access this resource using the URI: demo://resource/dynamic/text/1\n\
+         - resource \"demo://resource/dynamic/text/1\" (text/plain, embedded text of 63 chars)"
+    );
+    assert_eq!(
+        ok_text(&records[2]),
+        "Returning resource reference for Resource 2:\n\
+         You can access this resource using the URI: demo://resource/dynamic/blob/2\n\
+         - resource \"demo://resource/dynamic/blob/2\" (text/plain, embedded blob of 56 bytes)"
+    );
 }
 
 #[test]
@@ -267,6 +318,8 @@ fn filesystem_server_tools_answer_through_odek_with_excluded_tools() {
     assert_eq!(fs["warnings"], json!([]), "no description trips the prompt-injection screen");
 
     let note = project.artifacts.join("note.txt").display().to_string();
+    let picture = project.artifacts.join("pixel.png");
+    std::fs::write(&picture, TINY_PNG).unwrap();
     let (run, records) = project.call_jsonl(&[
         json!({"tool": "fs__list_allowed_directories"}),
         json!({"tool": "fs__read_text_file", "arguments": {"path": note}}),
@@ -274,11 +327,12 @@ fn filesystem_server_tools_answer_through_odek_with_excluded_tools() {
         json!({"tool": "fs__create_directory", "arguments": {"path": format!("{allowed}/made")}}),
         json!({"tool": "fs__read_text_file", "arguments": {"path": outside.display().to_string()}}),
         json!({"tool": "fs__read_file", "arguments": {"path": note}}),
+        json!({"tool": "fs__read_media_file", "arguments": {"path": picture.display().to_string()}}),
     ]);
     run.assert_code(0);
     assert_eq!(ok_text(&records[0]), format!("Allowed directories:\n{allowed}"));
     assert_eq!(ok_text(&records[1]), "hello from the filesystem server\n");
-    assert_eq!(ok_text(&records[2]), "[FILE] note.txt");
+    assert_eq!(ok_text(&records[2]), "[FILE] note.txt\n[FILE] pixel.png");
     assert!(ok_text(&records[3]).starts_with("Successfully created directory "), "{}", records[3]);
     assert!(project.artifacts.join("made").is_dir());
     // The server confines itself to its allowed directory; odek reports its isError text.
@@ -290,6 +344,9 @@ fn filesystem_server_tools_answer_through_odek_with_excluded_tools() {
         )
     );
     assert_eq!(error_text(&records[5]), "tool \"fs__read_file\" not found", "excluded tools are not offered");
+    // [beyond] The image is a metadata line; the server's structuredContent mirrors the content
+    // array (base64 included) and is therefore not shown.
+    assert_eq!(ok_text(&records[6]), "- image (image/png, 70 bytes)");
 }
 
 #[test]
@@ -315,7 +372,7 @@ fn python_sdk_server_lists_and_calls_through_odek() {
         [
             "[py] Processing request of type CallToolRequest",
             "[py] Processing request of type ListToolsRequest",
-            "odek: connected MCP server \"py\" (10 tools)",
+            "odek: connected MCP server \"py\" (14 tools)",
         ]
     );
 
@@ -342,6 +399,58 @@ fn python_sdk_server_lists_and_calls_through_odek() {
         )
     );
     assert_eq!(std::fs::read_to_string(project.artifacts.join("weekly.txt")).unwrap(), content);
+}
+
+/// [beyond] What the official Python SDK produces for images, resource links, embedded resources
+/// and structured content reaches the model as the model view says (before: the image, links and
+/// resource were dropped, and forecast_summary's structuredContent never reached the model).
+#[test]
+fn python_sdk_server_images_links_and_structured_content_reach_the_model() {
+    let Some(servers) = Servers::installed("python_sdk_server_images_links_and_structured_content_reach_the_model")
+    else {
+        return;
+    };
+    let project = python_project(&servers, 30);
+    let (run, records) = project.call_jsonl(&[
+        json!({"tool": "py__snapshot"}),
+        json!({"tool": "py__find_files"}),
+        json!({"tool": "py__weather", "arguments": {"city": "Paris"}}),
+        json!({"tool": "py__forecast_summary", "arguments": {"city": "Paris"}}),
+        json!({"tool": "py__add", "arguments": {"a": 1, "b": 2}}),
+    ]);
+    run.assert_code(0);
+    assert_eq!(ok_text(&records[0]), "Here is the snapshot:\n- image (image/png, 70 bytes)");
+    assert_eq!(
+        ok_text(&records[1]),
+        "Found 2 files.\n\
+         - resource link \"file:///srv/notes.txt\" (name \"notes.txt\", text/plain, 12 bytes)\n\
+         - resource link \"file:///srv/logo.png\" (name \"logo.png\", image/png)\n\
+         - resource \"file:///srv/notes.txt\" (text/plain, embedded text of 12 chars)"
+    );
+    assert!(!ok_text(&records[1]).contains("hello notes"), "embedded text never shown");
+    // The SDK's text item is the structured content's JSON: shown once.
+    assert_eq!(
+        ok_text(&records[2]),
+        "{\n  \"city\": \"Paris\",\n  \"temperature\": 21.5,\n  \"conditions\": \"Sunny\"\n}"
+    );
+    // A summary text does not carry it: the structured content follows, checked against the
+    // declared outputSchema.
+    assert_eq!(
+        ok_text(&records[3]),
+        "Sunny in Paris.\n- structured content {\"city\":\"Paris\",\"conditions\":\"Sunny\",\"temperature\":21.5}"
+    );
+    // The SDK wraps a primitive return value as {"result": 3}; its text "3" carries it.
+    assert_eq!(ok_text(&records[4]), "3");
+
+    let run = project.odek(&["ext", "call", "--model-view", "py__snapshot"]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{}", run.stdout);
+    assert!(lines[0].starts_with("┌── TOOL RESULT: py__snapshot ["), "{}", run.stdout);
+    assert!(lines[1].starts_with("<untrusted_content_") && lines[1].ends_with(" source=\"mcp:py:snapshot\">"));
+    assert_eq!(lines[2..4], ["Here is the snapshot:", "- image (image/png, 70 bytes)"]);
+    assert!(lines[4].starts_with("</untrusted_content_"));
+    assert!(lines[5].starts_with("└── END TOOL RESULT: py__snapshot ["));
 }
 
 #[test]

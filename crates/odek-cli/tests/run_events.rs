@@ -230,3 +230,43 @@ fn a_proactive_trim_is_reported_with_its_counts() {
     let last_request = messages(server.requests().last().unwrap());
     assert!(last_request.iter().any(|m| m["content"].as_str().unwrap().starts_with("[Context trimmed:")));
 }
+
+/// [beyond] The model view reaches the model in a real run: an image item becomes its metadata
+/// line inside the tool message, structuredContent its JSON line, and `artifact_count` counts
+/// only verified artifact lines (docs/MODEL-VIEW.md).
+#[test]
+fn non_text_content_reaches_the_model_and_only_artifacts_are_counted() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![
+            ("image", "fixture__multi_item", r#"{"items":["a"]}"#),
+            ("weather", "fixture__structured_result", "{}"),
+            ("report", "fixture__artifact_result", "{}"),
+        ]),
+        Reply::text("done"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), true);
+    let sink = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--events-jsonl", path_str(&sink), "go"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = server.requests();
+    let tools = tool_contents(&requests[1]);
+    assert_eq!(tools.len(), 3);
+    assert!(
+        tools[0]
+            .contains(" source=\"mcp:fixture:multi_item\">\na\n- image (image/png, 70 bytes)\n</untrusted_content_")
+    );
+    assert!(tools[1].contains("\n- structured content {\"conditions\":\"Sunny\",\"temperature\":22.5}\n"));
+    assert!(!tools[0].contains("iVBORw0KGgo"), "the base64 never reaches the model");
+    let events = events(&sink);
+    let counts: Vec<(&Value, &Value)> = events
+        .iter()
+        .filter(|event| event["type"] == "tool_call_completed")
+        .map(|event| (&event["data"]["call_id"], &event["data"]["artifact_count"]))
+        .collect();
+    assert_eq!(counts.len(), 3);
+    for (call_id, count) in counts {
+        let expected = if call_id == "report" { 1 } else { 0 };
+        assert_eq!(*count, expected, "{call_id}");
+    }
+}

@@ -84,6 +84,12 @@ pub enum ContractError {
     )]
     ArtifactDigestMismatch { quoted_id: String, declared_prefix: String, actual_prefix: String },
 
+    /// [beyond] `structuredContent` that does not match the tool's declared `outputSchema`
+    /// (docs/MODEL-VIEW.md): the first failing location as a JSON pointer, and the validator's
+    /// message, both cleaned and cut.
+    #[error("structuredContent does not match the tool's outputSchema at {quoted_pointer}: {detail}")]
+    StructuredContentMismatch { quoted_pointer: String, detail: String },
+
     /// The operating system's CSPRNG failed; no wrapper nonce can be made.
     #[error("untrusted wrapper nonce: operating-system randomness unavailable: {detail}")]
     NonceUnavailable { detail: String },

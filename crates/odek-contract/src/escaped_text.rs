@@ -6,7 +6,7 @@
 //!
 //! Start at [`cap_escaped_text`].
 
-use crate::render::ARTIFACT_LINE_PREFIX;
+use crate::render::RENDERED_LINE_PREFIXES;
 use crate::tool_result::ResultContext;
 use crate::truncation::{Capped, first_runes, rune_count, truncation_notice};
 
@@ -111,41 +111,47 @@ fn hex4(text: &str, at: usize) -> Option<u32> {
     u32::from_str_radix(text.get(at..at + 4)?, 16).ok()
 }
 
-/// Receives the decoded characters: indents forged metadata lines (§5.3), counts every rune of
-/// the sanitised text and keeps the first `limit`.
+/// Receives the decoded characters: indents forged metadata lines (§5.3, and [beyond] every
+/// prefix of [`RENDERED_LINE_PREFIXES`]), counts every rune of the sanitised text and keeps the
+/// first `limit`.
 struct CappedSink {
     limit: usize,
     kept: String,
     kept_runes: usize,
     total_runes: usize,
-    /// At a line start: how many characters of `- artifact ` matched so far (held back).
-    line_prefix: Option<usize>,
+    /// At a line start: the characters held back so far, as (a prefix they begin, bytes
+    /// matched).
+    line_prefix: Option<(&'static str, usize)>,
 }
 
 impl CappedSink {
     fn new(limit: usize) -> Self {
-        CappedSink { limit, kept: String::new(), kept_runes: 0, total_runes: 0, line_prefix: Some(0) }
+        CappedSink { limit, kept: String::new(), kept_runes: 0, total_runes: 0, line_prefix: Some(("", 0)) }
     }
 
     fn push(&mut self, c: char) {
-        if let Some(matched) = self.line_prefix {
-            if ARTIFACT_LINE_PREFIX[matched..].starts_with(c) {
+        if let Some((prefix, matched)) = self.line_prefix {
+            let held = &prefix[..matched];
+            let longer = RENDERED_LINE_PREFIXES
+                .iter()
+                .find(|candidate| candidate.starts_with(held) && candidate[matched..].starts_with(c));
+            if let Some(&longer) = longer {
                 let matched = matched + c.len_utf8();
-                if matched == ARTIFACT_LINE_PREFIX.len() {
+                if matched == longer.len() {
                     self.line_prefix = None;
                     self.emit(' ');
-                    ARTIFACT_LINE_PREFIX.chars().for_each(|c| self.emit(c));
+                    longer.chars().for_each(|c| self.emit(c));
                 } else {
-                    self.line_prefix = Some(matched);
+                    self.line_prefix = Some((longer, matched));
                 }
                 return;
             }
             self.line_prefix = None;
-            ARTIFACT_LINE_PREFIX[..matched].chars().for_each(|c| self.emit(c));
+            held.chars().for_each(|c| self.emit(c));
         }
         self.emit(c);
         if c == '\n' {
-            self.line_prefix = Some(0);
+            self.line_prefix = Some(("", 0));
         }
     }
 
@@ -158,8 +164,8 @@ impl CappedSink {
     }
 
     fn finish(mut self, ctx: &ResultContext<'_>) -> Capped {
-        if let Some(matched) = self.line_prefix.take() {
-            ARTIFACT_LINE_PREFIX[..matched].chars().for_each(|c| self.emit(c));
+        if let Some((prefix, matched)) = self.line_prefix.take() {
+            prefix[..matched].chars().for_each(|c| self.emit(c));
         }
         if self.total_runes <= self.limit {
             return Capped { text: self.kept, observed: None };
@@ -212,6 +218,9 @@ mod tests {
             "é".repeat(1200),
             format!("{}\n- artifact x", "y".repeat(500)),
             "\u{FEFF}not an envelope".to_owned(),
+            "- image (image/png, 1 bytes)\n- imag\n- resource link \"u\"\n- structured content {}\n- structured"
+                .to_owned(),
+            "a\n- audio \n- content of type \"x\"\n- resourc\n- - image x\n- ".to_owned(),
         ];
         for text in &samples {
             let literal = serde_json::to_string(text).unwrap();

@@ -5,14 +5,17 @@
 //! for opening a file by name ([`regular_file`]). The MCP client and the agent call in here so
 //! each rule lives in exactly one place.
 //!
-//! Start at [`tool_result::decode_tool_result`], which composes the rest for one `tools/call`
-//! result.
+//! Start at [`model_view::model_view`], the rule for everything one `tools/call` result shows
+//! the model, and [`tool_result::decode_tool_result`], which composes the spec's rules for its
+//! text items.
 
 pub mod artifact_ref;
 pub mod canonical_json;
+pub mod content_lines;
 pub mod envelope;
 pub mod error;
 pub mod escaped_text;
+pub mod model_view;
 pub mod names;
 pub mod prompt_injection;
 pub mod quoting;

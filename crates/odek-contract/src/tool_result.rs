@@ -11,8 +11,8 @@ use std::borrow::Cow;
 use crate::artifact_ref::{ArtifactRef, ArtifactRoots, check_unique_ids, validate_artifact_ref_resolved};
 use crate::envelope::{Envelope, RawArtifactRef, check_artifact_count, probe_envelope};
 use crate::error::ContractError;
-use crate::render::sanitise;
-use crate::truncation::{Capped, cap_envelope, cap_text};
+use crate::render::{render_envelope, sanitise};
+use crate::truncation::{Capped, cap_envelope, cap_text, cap_with_trailer};
 
 /// What the pipeline needs to know about the call.
 #[derive(Debug, Clone, Copy)]
@@ -44,20 +44,37 @@ pub struct ToolOutput {
 /// type is `text`, in order. Errors are the spec's bare texts (malformed envelope, ref cap,
 /// `artifact ref rejected: …`, duplicate id); the caller adds `mcpclient <server>: tool <tool>: `.
 pub fn decode_tool_result(text_items: &[&str], ctx: &ResultContext<'_>) -> Result<ToolOutput, ContractError> {
+    decode_tool_result_with_trailer(text_items, "", ctx)
+}
+
+/// [`decode_tool_result`] followed by `trailer`, metadata lines odek rendered (lines joined by
+/// `\n`, empty for none): the text part as the spec decodes it, then the trailer, capped as
+/// one view by [`cap_with_trailer`] so the trailer survives whenever it fits (docs/MODEL-VIEW.md).
+/// An empty trailer gives exactly [`decode_tool_result`].
+pub fn decode_tool_result_with_trailer(
+    text_items: &[&str],
+    trailer: &str,
+    ctx: &ResultContext<'_>,
+) -> Result<ToolOutput, ContractError> {
     let joined: Cow<'_, str> = match text_items {
         [] => Cow::Borrowed(""),
         [single] => Cow::Borrowed(single),
         several => Cow::Owned(several.join("\n")),
     };
     if let Some(envelope) = probe_envelope(&joined)? {
-        return finish_envelope(envelope, &[], ctx);
+        return finish_envelope(envelope, &[], trailer, ctx);
     }
     if text_items.len() > 1
         && let Some((merged, extras)) = merge_envelope_items(text_items)?
     {
-        return finish_envelope(merged, &extras, ctx);
+        return finish_envelope(merged, &extras, trailer, ctx);
     }
-    let capped = cap_text(sanitise_owned_or_borrowed(joined), ctx.server, ctx.tool, ctx.max_result_chars);
+    let sanitised = sanitise_owned_or_borrowed(joined);
+    let capped = if trailer.is_empty() {
+        cap_text(sanitised, ctx.server, ctx.tool, ctx.max_result_chars)
+    } else {
+        cap_with_trailer(&sanitised, trailer, ctx.server, ctx.tool, ctx.max_result_chars)
+    };
     Ok(ToolOutput { text: capped.text, artifacts: Vec::new(), observed_chars: capped.observed })
 }
 
@@ -92,19 +109,40 @@ fn merge_envelope_items<'t>(text_items: &[&'t str]) -> Result<Option<(Envelope, 
 }
 
 /// §1 step 5 (+ §3 extras): validate every ref against roots resolved once, reject repeated ids,
-/// render and cap; then append sanitised extras and cap the whole again.
-fn finish_envelope(envelope: Envelope, extras: &[&str], ctx: &ResultContext<'_>) -> Result<ToolOutput, ContractError> {
+/// render and cap; then append sanitised extras and cap the whole again. The trailer follows the
+/// artifact lines when there are no extras, else the extras.
+fn finish_envelope(
+    envelope: Envelope,
+    extras: &[&str],
+    trailer: &str,
+    ctx: &ResultContext<'_>,
+) -> Result<ToolOutput, ContractError> {
     let artifacts = validate_all(&envelope.artifacts, ctx.roots)?;
     let sanitised = sanitise(&envelope.text);
-    let capped = cap_envelope(&sanitised, &artifacts, ctx.server, ctx.tool, ctx.max_result_chars);
+    let (server, tool, limit) = (ctx.server, ctx.tool, ctx.max_result_chars);
     if extras.is_empty() {
+        let capped = if trailer.is_empty() {
+            cap_envelope(&sanitised, &artifacts, server, tool, limit)
+        } else {
+            let mut lines = render_envelope("", &artifacts);
+            if !lines.is_empty() {
+                lines.push('\n');
+            }
+            lines.push_str(trailer);
+            cap_with_trailer(&sanitised, &lines, server, tool, limit)
+        };
         return Ok(ToolOutput { text: capped.text, artifacts, observed_chars: capped.observed });
     }
+    let capped = cap_envelope(&sanitised, &artifacts, server, tool, limit);
     let extras = extras.join("\n");
     let mut combined = capped.text;
     combined.push('\n');
     combined.push_str(&sanitise(&extras));
-    let outer = cap_text(Cow::Owned(combined), ctx.server, ctx.tool, ctx.max_result_chars);
+    let outer = if trailer.is_empty() {
+        cap_text(Cow::Owned(combined), server, tool, limit)
+    } else {
+        cap_with_trailer(&combined, trailer, server, tool, limit)
+    };
     Ok(ToolOutput { text: outer.text, artifacts, observed_chars: outer.observed.or(capped.observed) })
 }
 

@@ -98,7 +98,17 @@ pub fn cap_text(text: Cow<'_, str>, server: &str, tool: &str, limit: usize) -> C
 ///    and re-rendered, so the metadata lines survive whenever they fit; if they do not, the
 ///    body is cut to `limit − runes(N)` runes. Output = body + `N`, never more than `limit`.
 pub fn cap_envelope(sanitised_text: &str, refs: &[ArtifactRef], server: &str, tool: &str, limit: usize) -> Capped {
-    let rendered = render_envelope(sanitised_text, refs);
+    let lines = render_envelope("", refs);
+    cap_with_trailer(sanitised_text, &lines, server, tool, limit)
+}
+
+/// §6.3's rule for any text followed by metadata lines odek rendered (`trailer`, lines joined by
+/// `\n`; [beyond] the artifact lines, and the content lines of docs/MODEL-VIEW.md): the
+/// rendering is `text`, then `\n` and `trailer` when both are non-empty. The trailer survives
+/// the cut whenever it fits; the text is cut first. With an empty trailer this is exactly
+/// §6.2 ([`cap_text`]).
+pub fn cap_with_trailer(text: &str, trailer: &str, server: &str, tool: &str, limit: usize) -> Capped {
+    let rendered = render_with_trailer(text, trailer);
     if rendered.len() <= limit {
         return Capped { text: rendered, observed: None };
     }
@@ -111,10 +121,10 @@ pub fn cap_envelope(sanitised_text: &str, refs: &[ArtifactRef], server: &str, to
     if notice_runes > limit {
         return Capped { text: first_runes(&notice, limit).to_owned(), observed: Some(observed) };
     }
-    let text_runes = rune_count(sanitised_text);
+    let text_runes = rune_count(text);
     let metadata_runes = observed.saturating_sub(text_runes);
     let budget = limit.saturating_sub(metadata_runes).saturating_sub(notice_runes);
-    let mut body = render_envelope(first_runes(sanitised_text, budget), refs);
+    let mut body = render_with_trailer(first_runes(text, budget), trailer);
     let body_room = limit - notice_runes;
     if rune_count(&body) > body_room {
         let kept = first_runes(&body, body_room).len();
@@ -122,6 +132,17 @@ pub fn cap_envelope(sanitised_text: &str, refs: &[ArtifactRef], server: &str, to
     }
     body.push_str(&notice);
     Capped { text: body, observed: Some(observed) }
+}
+
+/// `text`, then `\n` and `trailer` when both are non-empty (§5.1's layout).
+fn render_with_trailer(text: &str, trailer: &str) -> String {
+    let mut out = String::with_capacity(text.len() + trailer.len() + 1);
+    out.push_str(text);
+    if !out.is_empty() && !trailer.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(trailer);
+    out
 }
 
 #[cfg(test)]

@@ -35,12 +35,23 @@ pub struct ToolDef {
     /// JSON Schema of the arguments (normally `{"type":"object",…}`; sent as given).
     #[serde(rename = "inputSchema")]
     pub input_schema: Value,
+    /// JSON Schema of the result's `structuredContent`, when the tool declares one (sent as
+    /// given); odek checks every `structuredContent` the tool returns against it.
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolDef {
-    /// A definition from its three parts.
+    /// A definition from its three parts, without an output schema.
     pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
-        Self { name: name.into(), description: description.into(), input_schema }
+        Self { name: name.into(), description: description.into(), input_schema, output_schema: None }
+    }
+
+    /// The same definition declaring `output_schema` as its `outputSchema`.
+    #[must_use]
+    pub fn with_output_schema(mut self, output_schema: Value) -> Self {
+        self.output_schema = Some(output_schema);
+        self
     }
 }
 

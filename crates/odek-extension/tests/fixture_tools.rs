@@ -115,6 +115,34 @@ fn multi_item_mixes_text_and_an_image() {
 }
 
 #[test]
+fn structured_result_declares_its_output_schema_and_returns_the_value() {
+    let mut fixture = Fixture::started(&[]);
+    let listed = fixture.request("tools/list", None);
+    let tool = listed["result"]["tools"].as_array().unwrap().iter().find(|tool| tool["name"] == "structured_result");
+    assert_eq!(tool.unwrap()["outputSchema"]["required"], json!(["temperature"]));
+    let response = fixture.call("structured_result", json!({}));
+    assert_eq!(
+        response["result"],
+        json!({"content": [], "structuredContent": {"temperature": 22.5, "conditions": "Sunny"}, "isError": false})
+    );
+    let response = fixture.call("structured_result", json!({"value": {"temperature": "hot"}, "text": "t"}));
+    assert_eq!(response["result"]["structuredContent"], json!({"temperature": "hot"}));
+    assert_eq!(texts(&response), ["t"]);
+}
+
+#[test]
+fn big_image_streams_base64_of_the_requested_size() {
+    let mut fixture = Fixture::started(&[]);
+    let response = fixture.call("big_image", json!({"bytes": 300_000, "text": "see below"}));
+    let content = response["result"]["content"].as_array().unwrap();
+    assert_eq!(content[0], json!({"type": "text", "text": "see below"}));
+    assert_eq!(content[1]["mimeType"], json!("image/png"));
+    assert_eq!(content[1]["data"].as_str().unwrap(), "A".repeat(400_000));
+    let response = fixture.call("big_image", json!({"bytes": 4}));
+    assert_eq!(response["result"]["isError"], json!(true));
+}
+
+#[test]
 fn log_message_sends_a_notification_first() {
     let mut fixture = Fixture::started(&[]);
     let id = fixture.send_request(

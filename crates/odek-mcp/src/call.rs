@@ -1,14 +1,22 @@
 //! One `tools/call` on the wire and back (spec `mcp-client.md` §9–§10): argument encoding, the
 //! params with their progress token, and decoding of the result into the model-facing text via
-//! the contract's pipeline. Start at [`decode_call_result`].
+//! the contract's model view (docs/MODEL-VIEW.md). Start at [`decode_checked_call_result`].
+//!
+//! A result of text items only (the usual shape) keeps the measured fast path: no vectors for
+//! one item, and an escaped plain text capped while it is decoded. Every other shape is read
+//! into a [`CallView`] and goes through [`model_view`], which gives text-only results the same
+//! text.
 
 use std::borrow::Cow;
 
 use odek_contract::canonical_json::canonicalize_text;
+use odek_contract::content_lines::{EmbeddedResource, Media, ResourceLink, ResultItem};
 use odek_contract::escaped_text::{Channel, cap_escaped_text};
+use odek_contract::model_view::{CallView, ModelViewError, OutputCheck, model_view};
 use odek_contract::tool_result::{ResultContext, ToolOutput, decode_tool_result};
 use odek_contract::truncation::apply_result_limit;
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::discovery::json_string;
@@ -45,6 +53,18 @@ struct WireContent<'a> {
     /// Kept as the raw JSON literal: a large escaped text is capped while it is decoded.
     #[serde(borrow, default)]
     text: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "mimeType")]
+    mime_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    uri: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    size: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    resource: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -53,6 +73,8 @@ struct WireCallResult<'a> {
     content: Option<Vec<WireContent<'a>>>,
     #[serde(default, rename = "isError")]
     is_error: Option<bool>,
+    #[serde(borrow, default, rename = "structuredContent")]
+    structured: Option<&'a RawValue>,
 }
 
 /// The result's members: by the routing scanner when it can, else by serde_json (whose reading
@@ -71,11 +93,22 @@ fn serde_call_result(json: &[u8]) -> Result<CallResult<'_>, String> {
         .unwrap_or_default()
         .into_iter()
         .map(|item| ContentItem {
-            is_text: item.kind.is_some_and(|kind| kind.0 == "text"),
-            text: item.text.map(RawValue::get).filter(|literal| *literal != "null"),
+            kind: item.kind.map(|kind| kind.0),
+            text: raw_literal(item.text),
+            data: raw_literal(item.data),
+            mime_type: raw_literal(item.mime_type),
+            uri: raw_literal(item.uri),
+            name: raw_literal(item.name),
+            size: raw_literal(item.size),
+            resource: raw_literal(item.resource),
         })
         .collect();
-    Ok(CallResult { content, is_error: wire.is_error })
+    Ok(CallResult { content, is_error: wire.is_error, structured: raw_literal(wire.structured) })
+}
+
+/// A member's raw JSON text; `null` reads as absent.
+fn raw_literal(raw: Option<&RawValue>) -> Option<&str> {
+    raw.map(RawValue::get).filter(|literal| *literal != "null")
 }
 
 /// The `text` literal of an item (`""` when absent or `null`); an error when it is not a JSON
@@ -103,34 +136,43 @@ pub(crate) fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
     serde_json::from_str::<Text<'_>>(literal).map(|text| text.0).map_err(|err| err.to_string())
 }
 
-/// Spec §10: `isError` becomes [`McpError::ToolReturnedError`] with the first text item (capped);
-/// success goes through envelope detection, artifact validation, rendering and the cap.
+/// [`decode_checked_call_result`] for a tool that declared no `outputSchema`.
 pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Result<ToolOutput, McpError> {
+    decode_checked_call_result(result_json, context, None)
+}
+
+/// Spec §10 with the model view of docs/MODEL-VIEW.md: `isError` becomes
+/// [`McpError::ToolReturnedError`] with the error view (capped); success goes through envelope
+/// detection, artifact validation, the metadata lines of non-text items, the `structuredContent`
+/// check against `output_schema`, rendering and the cap.
+pub fn decode_checked_call_result(
+    result_json: &[u8],
+    context: &ResultContext<'_>,
+    output_schema: Option<&dyn OutputCheck>,
+) -> Result<ToolOutput, McpError> {
     let parse_error = |error| McpError::ResultParse { server: context.server.to_owned(), error };
     let result = read_call_result(result_json).map_err(parse_error)?;
+    let text_only = result.structured.is_none() && result.content.iter().all(ContentItem::is_text);
+    if !text_only || (result.is_error == Some(true) && result.content.len() > 1) {
+        let view = call_view(&result, result_json).map_err(parse_error)?;
+        return model_view(&view, output_schema, context).map_err(|error| match error {
+            ModelViewError::ToolError(message) => tool_returned_error(context, message),
+            ModelViewError::Rejected(error) => contract_error(context, &error),
+        });
+    }
     let content = result.content;
     if result.is_error == Some(true) {
         let message = match content.first() {
-            None => "unknown error".to_owned(),
-            Some(item) if item.is_text => {
+            None => odek_contract::model_view::UNKNOWN_ERROR.to_owned(),
+            Some(item) => {
                 // The error channel never carries an envelope, so this always answers.
                 let literal = item_literal(item).map_err(parse_error)?;
                 cap_escaped_text(literal, context, Channel::Error).map(|capped| capped.text).unwrap_or_default()
             }
-            Some(_) => String::new(),
         };
-        return Err(McpError::ToolReturnedError {
-            server: context.server.to_owned(),
-            tool: context.tool.to_owned(),
-            message,
-        });
+        return Err(tool_returned_error(context, message));
     }
-    let contract_error = |err: odek_contract::ContractError| McpError::ToolResult {
-        server: context.server.to_owned(),
-        tool: context.tool.to_owned(),
-        detail: apply_result_limit(&err.to_string(), context.server, context.tool, context.max_result_chars).text,
-    };
-    let mut text_items = content.iter().filter(|item| item.is_text);
+    let mut text_items = content.iter();
     if let (only, None) = (text_items.next(), text_items.next()) {
         // One text item (the usual shape): no vectors, and an escaped plain text is capped
         // while decoding, so a large one is never held decoded in full.
@@ -141,16 +183,98 @@ pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Re
             return Ok(ToolOutput { text: capped.text, artifacts: Vec::new(), observed_chars: capped.observed });
         }
         let text = decode_literal(literal).map_err(parse_error)?;
-        return decode_tool_result(&[&text], context).map_err(contract_error);
+        return decode_tool_result(&[&text], context).map_err(|error| contract_error(context, &error));
     }
     let texts: Vec<Cow<'_, str>> = content
         .iter()
-        .filter(|item| item.is_text)
         .map(|item| item_literal(item).and_then(decode_literal))
         .collect::<Result<_, _>>()
         .map_err(parse_error)?;
     let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-    decode_tool_result(&texts, context).map_err(contract_error)
+    decode_tool_result(&texts, context).map_err(|error| contract_error(context, &error))
+}
+
+fn tool_returned_error(context: &ResultContext<'_>, message: String) -> McpError {
+    McpError::ToolReturnedError { server: context.server.to_owned(), tool: context.tool.to_owned(), message }
+}
+
+fn contract_error(context: &ResultContext<'_>, error: &odek_contract::ContractError) -> McpError {
+    McpError::ToolResult {
+        server: context.server.to_owned(),
+        tool: context.tool.to_owned(),
+        detail: apply_result_limit(&error.to_string(), context.server, context.tool, context.max_result_chars).text,
+    }
+}
+
+/// Every item and `structuredContent` decoded for [`model_view`], with the `content` array as
+/// JSON when `structuredContent` is present (it may mirror it). A text item whose `text` is not
+/// a string, and `structuredContent` nested too deep for serde_json, are parse errors; any
+/// other member of another item that is not what MCP says reads as absent.
+fn call_view<'a>(result: &CallResult<'a>, result_json: &[u8]) -> Result<CallView<'a>, String> {
+    let items = result.content.iter().map(result_item).collect::<Result<_, _>>()?;
+    let structured = result
+        .structured
+        .map(|raw| serde_json::from_str::<Value>(raw).map_err(|err| format!("structuredContent: {err}")))
+        .transpose()?;
+    let content = if structured.is_some() { content_value(result_json) } else { None };
+    Ok(CallView { items, structured, content, is_error: result.is_error == Some(true) })
+}
+
+/// The result's `content` member as JSON (`None` when it cannot be read as such).
+fn content_value(result_json: &[u8]) -> Option<Value> {
+    #[derive(Deserialize)]
+    struct ContentMember<'a> {
+        #[serde(borrow, default)]
+        content: Option<&'a RawValue>,
+    }
+    let member = parse_object::<ContentMember<'_>>(result_json).ok()?.content?;
+    serde_json::from_str(member.get()).ok()
+}
+
+fn result_item<'a>(item: &ContentItem<'a>) -> Result<ResultItem<'a>, String> {
+    let media = || Media { media_type: string_member(item.mime_type), data: string_member(item.data) };
+    Ok(match item.kind.as_deref() {
+        Some("text") => ResultItem::Text(decode_literal(item_literal(item)?)?),
+        Some("image") => ResultItem::Image(media()),
+        Some("audio") => ResultItem::Audio(media()),
+        Some("resource_link") => ResultItem::ResourceLink(ResourceLink {
+            uri: string_member(item.uri),
+            name: string_member(item.name),
+            media_type: string_member(item.mime_type),
+            size: item.size.and_then(|literal| literal.parse::<u64>().ok()),
+        }),
+        Some("resource") => ResultItem::EmbeddedResource(item.resource.map(embedded_resource).unwrap_or_default()),
+        _ => ResultItem::Unknown { kind: item.kind.clone() },
+    })
+}
+
+/// A member's JSON string, decoded; `None` when it is anything else.
+fn string_member(literal: Option<&str>) -> Option<Cow<'_, str>> {
+    literal.filter(|literal| literal.starts_with('"')).and_then(|literal| decode_literal(literal).ok())
+}
+
+#[derive(Deserialize)]
+struct WireResource<'a> {
+    #[serde(borrow, default)]
+    uri: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "mimeType")]
+    mime_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    blob: Option<&'a RawValue>,
+}
+
+/// The embedded `resource` object; one that is not an object (or repeats a member) reads as
+/// an empty resource.
+fn embedded_resource(literal: &str) -> EmbeddedResource<'_> {
+    let Ok(wire) = parse_object::<WireResource<'_>>(literal.as_bytes()) else { return EmbeddedResource::default() };
+    EmbeddedResource {
+        uri: string_member(raw_literal(wire.uri)),
+        media_type: string_member(raw_literal(wire.mime_type)),
+        text: string_member(raw_literal(wire.text)),
+        blob: string_member(raw_literal(wire.blob)),
+    }
 }
 
 /// Decodes a JSON object into `T`; any other JSON value is an error (serde would otherwise
@@ -196,17 +320,58 @@ mod tests {
         ResultContext { server: "fx", tool: "t", max_result_chars: 1000, roots }
     }
 
+    /// Text items are joined as the spec says; [beyond] every other item, and structuredContent
+    /// no text item carries, follows as a metadata line (the spec ignored them).
     #[test]
-    fn text_items_are_joined_and_others_ignored() {
+    fn text_items_are_joined_and_other_items_become_metadata_lines() {
         let roots = ArtifactRoots::new(Vec::<String>::new());
         let json = br#"{"content":[{"type":"text","text":"a"},{"type":"image","data":"xx","mimeType":"image/png"},{"type":"text","text":"b\nc"}],"structuredContent":{"x":1}}"#;
         let output = decode_call_result(json, &limits(&roots)).unwrap();
-        assert_eq!(output.text, "a\nb\nc");
+        assert_eq!(output.text, "a\nb\nc\n- image (image/png, 1 bytes)\n- structured content {\"x\":1}");
         assert_eq!(output.observed_chars, None);
+        let json = br#"{"content":[{"type":"text","text":"{\"x\": 1}"}],"structuredContent":{"x":1}}"#;
+        assert_eq!(decode_call_result(json, &limits(&roots)).unwrap().text, r#"{"x": 1}"#, "carried, not shown twice");
+        let mirrored = br#"{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}],"structuredContent":{"content":[{"mimeType":"image/png","type":"image","data":"AAAA"}]}}"#;
+        assert_eq!(decode_call_result(mirrored, &limits(&roots)).unwrap().text, "- image (image/png, 3 bytes)");
     }
 
     #[test]
-    fn is_error_uses_the_first_item() {
+    fn every_item_shape_has_its_line() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let json = br#"{"content":[
+            {"type":"audio","data":"AAAA","mimeType":"audio/wav"},
+            {"type":"resource_link","uri":"file:///x.txt","name":"x.txt","mimeType":"text/plain","size":12},
+            {"type":"resource_link","uri":5,"size":-1},
+            {"type":"resource","resource":{"uri":"test://r","mimeType":"text/plain","text":"secret text"}},
+            {"type":"resource","resource":{"uri":"test://b","blob":"AAAA"}},
+            {"type":"resource","resource":"not an object"},
+            {"type":"video","data":"AAAA"},
+            {"text":"typeless"},
+            {"type":"image","data":"not base64","mimeType":"image/png"}
+        ]}"#;
+        let output = decode_call_result(json, &limits(&roots)).unwrap();
+        assert_eq!(
+            output.text,
+            [
+                "- audio (audio/wav, 3 bytes)",
+                r#"- resource link "file:///x.txt" (name "x.txt", text/plain, 12 bytes)"#,
+                "- resource link",
+                r#"- resource "test://r" (text/plain, embedded text of 11 chars)"#,
+                r#"- resource "test://b" (embedded blob of 3 bytes)"#,
+                "- resource (no contents)",
+                r#"- content of type "video""#,
+                "- content without a type",
+                "- image (image/png, invalid base64 data)",
+            ]
+            .join("\n")
+        );
+        assert!(!output.text.contains("secret text") && !output.text.contains("typeless"));
+    }
+
+    /// [beyond] The error text carries every item: an image-first error is no longer empty, and
+    /// every text item counts (the spec took the first item only).
+    #[test]
+    fn is_error_shows_every_item() {
         let roots = ArtifactRoots::new(Vec::<String>::new());
         let err = decode_call_result(br#"{"content":[{"type":"text","text":"boom"}],"isError":true}"#, &limits(&roots))
             .unwrap_err();
@@ -214,17 +379,78 @@ mod tests {
         let err = decode_call_result(br#"{"content":[],"isError":true}"#, &limits(&roots)).unwrap_err();
         assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: unknown error");
         let err = decode_call_result(br#"{"content":[{"type":"image"}],"isError":true}"#, &limits(&roots)).unwrap_err();
-        assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: ");
+        assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: - image (no data)");
+        let err = decode_call_result(
+            br#"{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"text","text":"bad"},{"type":"text","text":"worse"}],"isError":true}"#,
+            &limits(&roots),
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient fx: tool t returned error: bad\nworse\n- image (image/png, 3 bytes)");
+    }
+
+    struct Reject;
+
+    impl OutputCheck for Reject {
+        fn check(&self, _: &Value) -> Result<(), odek_contract::model_view::SchemaMismatch> {
+            Err(odek_contract::model_view::SchemaMismatch { pointer: "/a".into(), message: "wrong".into() })
+        }
+    }
+
+    #[test]
+    fn structured_content_is_checked_against_the_schema() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let json = br#"{"content":[],"structuredContent":{"a":1}}"#;
+        let err = decode_checked_call_result(json, &limits(&roots), Some(&Reject)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"mcpclient fx: tool t: structuredContent does not match the tool's outputSchema at "/a": wrong"#
+        );
+        let plain = br#"{"content":[{"type":"text","text":"x"}]}"#;
+        assert_eq!(decode_checked_call_result(plain, &limits(&roots), Some(&Reject)).unwrap().text, "x");
+        let error = br#"{"content":[],"structuredContent":{"a":1},"isError":true}"#;
+        let err = decode_checked_call_result(error, &limits(&roots), Some(&Reject)).unwrap_err();
+        assert!(matches!(err, McpError::ToolReturnedError { .. }), "errors are not checked: {err}");
+        let deep = format!(r#"{{"content":[],"structuredContent":{}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        let err = decode_call_result(deep.as_bytes(), &limits(&roots)).unwrap_err();
+        assert!(err.to_string().starts_with("mcpclient fx: parse result: structuredContent: recursion limit"), "{err}");
+    }
+
+    /// The fast path for text items only gives the model view's text.
+    #[test]
+    fn the_text_fast_path_agrees_with_the_model_view() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let context = ResultContext { server: "fx", tool: "t", max_result_chars: 400, roots: &roots };
+        for json in [
+            &br#"{"content":[{"type":"text","text":"plain"}]}"#[..],
+            br#"{"content":[{"type":"text","text":"esc\u00e9\n- artifact \"x\"\n- image y"}]}"#,
+            br#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#,
+            br#"{"content":[]}"#,
+            b"{}",
+            br#"{"content":[{"type":"text","text":"boom"}],"isError":true}"#,
+        ] {
+            let result = read_call_result(json).unwrap();
+            let view = model_view(&call_view(&result, json).unwrap(), None, &context).map_err(|error| match error {
+                ModelViewError::ToolError(message) => tool_returned_error(&context, message),
+                ModelViewError::Rejected(error) => contract_error(&context, &error),
+            });
+            assert_eq!(decode_call_result(json, &context), view, "{}", String::from_utf8_lossy(json));
+        }
+        let long = format!(r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#, "\\n".repeat(2000));
+        let result = read_call_result(long.as_bytes()).unwrap();
+        let view = model_view(&call_view(&result, long.as_bytes()).unwrap(), None, &context).unwrap();
+        assert_eq!(decode_call_result(long.as_bytes(), &context).unwrap(), view);
     }
 
     /// Wherever the scanner reads a result, serde_json reads the same members.
     #[test]
     fn scanned_results_agree_with_serde() {
-        let seeds: [&[u8]; 4] = [
+        let seeds: [&[u8]; 6] = [
             br#"{"content":[{"type":"text","text":"hello"}]}"#,
             br#"{"content":[{"type":"text","text":"a\"b\u00e9","x":[1,{}]},{"type":"image","data":"zz"}],"isError":false}"#,
             br#" { "isError" : true , "content" : [ { "text" : null , "type" : null } ] , "structuredContent" : { "k" : 1 } } "#,
             br#"{"content":null,"isError":null}"#,
+            br#"{"content":[{"type":"resource_link","uri":"file:///a","name":"a","mimeType":"text/plain","size":3},{"type":"audio","data":"AA==","mimeType":"audio/wav"}],"structuredContent":[1,"x"]}"#,
+            br#"{"content":[{"type":"resource","resource":{"uri":"u","text":"t","blob":null}}],"structuredContent":null}"#,
         ];
         let mut scanned = 0;
         for seed in seeds {
@@ -242,6 +468,8 @@ mod tests {
             br#"{"content":[],"content":[]}"#,
             br#"{"content":[["text","\"hi\""]]}"#,
             br#"{"content":[{"type":"te\u0078t","text":"hi"}]}"#,
+            br#"{"content":[{"type":"image","data":"a","data":"b"}]}"#,
+            br#"{"structuredContent":1,"structuredContent":2}"#,
             br#"{"isError":1}"#,
             b"[]",
         ] {

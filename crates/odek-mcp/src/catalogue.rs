@@ -10,6 +10,7 @@ use odek_contract::names::qualify_tool_name;
 
 use crate::discovery::{ToolDescriptor, json_string};
 use crate::error::McpError;
+use crate::output_schema::OutputSchema;
 
 #[derive(Debug, Default)]
 pub struct Catalogue {
@@ -19,7 +20,8 @@ pub struct Catalogue {
     lookup: HashMap<String, Route>,
 }
 
-/// Where an exposed name leads, with what every call to it needs precomputed.
+/// Where an exposed name leads, with what every call to it needs precomputed (cheap to clone:
+/// `Arc`s).
 #[derive(Debug, Clone)]
 pub struct Route {
     pub server: usize,
@@ -27,6 +29,8 @@ pub struct Route {
     pub raw_name: Arc<str>,
     /// `{"name":<raw name as JSON>,"arguments":` — the start of every `tools/call` params.
     pub params_prefix: Arc<str>,
+    /// The tool's compiled `outputSchema`, checked against every `structuredContent`.
+    pub output_schema: Option<Arc<OutputSchema>>,
 }
 
 impl Catalogue {
@@ -104,7 +108,12 @@ impl Catalogue {
             for tool in tools {
                 let raw_name: Arc<str> = Arc::from(tool.raw_name.as_str());
                 let params_prefix = format!("{{\"name\":{},\"arguments\":", json_string(&tool.raw_name));
-                let route = Route { server, raw_name, params_prefix: Arc::from(params_prefix) };
+                let route = Route {
+                    server,
+                    raw_name,
+                    params_prefix: Arc::from(params_prefix),
+                    output_schema: tool.compiled_output_schema.clone(),
+                };
                 self.lookup.insert(tool.exposed.as_str().to_owned(), route);
             }
         }
@@ -124,6 +133,7 @@ mod tests {
             raw_description: String::new(),
             input_schema: serde_json::json!({"type":"object"}),
             output_schema: None,
+            compiled_output_schema: None,
             hints: crate::discovery::ToolHints::default(),
         }
     }

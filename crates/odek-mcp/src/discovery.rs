@@ -1,6 +1,7 @@
 //! The handshake and tool discovery (spec `mcp-client.md` §6) and what happens to each listed
 //! tool before it may be registered: name rules and shadowing (§3), then the registration checks
-//! on schemas and descriptions (§4). Start at [`handshake`] and [`check_tool_names`].
+//! on schemas and descriptions (§4), [beyond] with each declared `outputSchema` compiled.
+//! Start at [`handshake`] and [`check_tool_names`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use odek_contract::canonical_json::to_canonical_string;
 use odek_contract::names::{ExposedName, is_builtin_tool_name, qualify_tool_name, validate_tool_name};
 use odek_contract::prompt_injection::{detects_prompt_injection, schema_has_prompt_injection};
 use odek_contract::quoting::quote;
+use odek_contract::render::clean_field_to;
 use odek_contract::untrusted::wrap_untrusted;
 use serde::Deserialize;
 use serde_json::Value;
@@ -18,6 +20,7 @@ use crate::call::parse_object;
 use crate::connection::{CallOptions, Connection, Params};
 use crate::error::McpError;
 use crate::observer::McpObserver;
+use crate::output_schema::{OutputSchema, compile_output_schema};
 
 /// The MCP protocol version odek sends.
 pub const PROTOCOL_VERSION: &str = "2025-03-26";
@@ -29,6 +32,8 @@ pub const MAX_TOOL_PAGES: usize = 100;
 pub const MAX_TOOL_LIST_BYTES: usize = 64 * 1024 * 1024;
 /// Largest canonical JSON of an input schema (256 KiB).
 pub const MAX_SCHEMA_BYTES: usize = 262_144;
+/// Longest reason an `outputSchema` was ignored shown in its warning, in runes.
+const MAX_SCHEMA_REASON_RUNES: usize = 512;
 /// Replaces a description that matches the prompt-injection rules.
 pub const WITHHELD_DESCRIPTION: &str =
     "[odek: description withheld \u{2014} prompt-injection patterns detected in the MCP server's tool description]";
@@ -82,6 +87,9 @@ pub struct ToolDescriptor {
     pub input_schema: Value,
     /// The declared `outputSchema` (a JSON object), if any.
     pub output_schema: Option<Value>,
+    /// [beyond] `output_schema` compiled at registration; `None` when undeclared or when it did
+    /// not compile (docs/MODEL-VIEW.md).
+    pub compiled_output_schema: Option<Arc<OutputSchema>>,
     pub hints: ToolHints,
 }
 
@@ -260,6 +268,17 @@ pub fn registration_checks_quiet(server: &str, tools: Vec<ListedTool>) -> (Vec<T
         } else {
             model_facing_description(server, &tool.name, &tool.description)
         };
+        let compiled_output_schema =
+            tool.output_schema.as_ref().and_then(|schema| match compile_output_schema(schema) {
+                Ok(compiled) => Some(Arc::new(compiled)),
+                Err(reason) => {
+                    warnings.push(format!(
+                        "{prefix}: outputSchema ignored ({}); structuredContent is not checked against it",
+                        clean_field_to(&reason, MAX_SCHEMA_REASON_RUNES)
+                    ));
+                    None
+                }
+            });
         registered.push(ToolDescriptor {
             exposed: qualify_tool_name(server, &tool.name),
             server: server.to_owned(),
@@ -268,6 +287,7 @@ pub fn registration_checks_quiet(server: &str, tools: Vec<ListedTool>) -> (Vec<T
             raw_description: tool.description,
             input_schema: tool.input_schema,
             output_schema: tool.output_schema,
+            compiled_output_schema,
             hints: tool.hints,
         });
     }

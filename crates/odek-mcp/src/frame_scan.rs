@@ -8,6 +8,7 @@
 //! The same scanner reads a `tools/call` result's members ([`read_call_result`]), so the usual
 //! response is decoded without serde. Start at [`index_frame`].
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::Deserialize;
@@ -90,19 +91,35 @@ pub fn scan_frame(line: &[u8]) -> Scan {
     }
 }
 
-/// A `tools/call` result as the call pipeline reads it (spec §10).
+/// A `tools/call` result as the call pipeline reads it (spec §10, docs/MODEL-VIEW.md).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CallResult<'a> {
     pub content: Vec<ContentItem<'a>>,
     pub is_error: Option<bool>,
+    /// `structuredContent` as its raw JSON text (`None` when absent or `null`).
+    pub structured: Option<&'a str>,
 }
 
-/// One content item: whether its `type` is `text`, and its `text` member as the raw JSON
-/// literal (`None` when absent or `null`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One content item: its `type`, and the members the model view reads as raw JSON literals
+/// (`None` when absent or `null`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContentItem<'a> {
-    pub is_text: bool,
+    /// `type` (`None` when absent or `null`; any other non-string is a parse error).
+    pub kind: Option<Cow<'a, str>>,
     pub text: Option<&'a str>,
+    pub data: Option<&'a str>,
+    pub mime_type: Option<&'a str>,
+    pub uri: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub size: Option<&'a str>,
+    pub resource: Option<&'a str>,
+}
+
+impl ContentItem<'_> {
+    /// Whether the item's `type` is `text`.
+    pub fn is_text(&self) -> bool {
+        self.kind.as_deref() == Some("text")
+    }
 }
 
 /// Reads a `tools/call` result with the scanner, or `None` for the results it leaves to
@@ -261,14 +278,15 @@ impl<'l> Scanner<'l> {
         }
     }
 
-    /// `{"content":[{"type","text"}…],"isError"}` as serde_json reads it into the call
-    /// result's structs; any member twice, a non-object item, an escaped key or `type`, or a
-    /// shape serde would reject is left to serde ([`Outcome::Unusual`] or [`Outcome::Invalid`]).
+    /// `{"content":[{"type","text",…}…],"isError","structuredContent"}` as serde_json reads it
+    /// into the call result's structs; any member twice, a non-object item, an escaped key or
+    /// `type`, or a shape serde would reject is left to serde ([`Outcome::Unusual`] or
+    /// [`Outcome::Invalid`]).
     fn call_result(&mut self) -> Step<CallResult<'l>> {
         let bytes: &'l [u8] = self.bytes;
         let text = |range: Range<usize>| std::str::from_utf8(&bytes[range]).map_err(|_| Outcome::Unusual);
         let mut result = CallResult::default();
-        let (mut seen_content, mut seen_is_error) = (false, false);
+        let (mut seen_content, mut seen_is_error, mut seen_structured) = (false, false, false);
         self.whitespace();
         self.object(|scanner, key| match key {
             b"content" => {
@@ -277,27 +295,35 @@ impl<'l> Scanner<'l> {
                     return scanner.literal(b"null");
                 }
                 scanner.array(|scanner| {
-                    let mut item = ContentItem { is_text: false, text: None };
-                    let (mut seen_type, mut seen_text) = (false, false);
-                    scanner.object(|scanner, key| match key {
-                        b"type" => {
-                            once(&mut seen_type)?;
-                            if scanner.peek() == Some(b'n') {
-                                return scanner.literal(b"null");
+                    let mut item = ContentItem::default();
+                    let mut seen_type = false;
+                    let mut seen = [false; 7];
+                    scanner.object(|scanner, key| {
+                        let (slot, seen) = match key {
+                            b"type" => {
+                                once(&mut seen_type)?;
+                                if scanner.peek() == Some(b'n') {
+                                    return scanner.literal(b"null");
+                                }
+                                let kind = scanner.string()?.ok_or(Outcome::Unusual)?;
+                                item.kind = Some(Cow::Borrowed(text(kind)?));
+                                return Ok(());
                             }
-                            let kind = scanner.string()?.ok_or(Outcome::Unusual)?;
-                            item.is_text = &scanner.bytes[kind] == b"text";
-                            Ok(())
-                        }
-                        b"text" => {
-                            once(&mut seen_text)?;
-                            let start = scanner.at;
-                            scanner.value()?;
-                            let literal = text(start..scanner.at)?;
-                            item.text = (literal != "null").then_some(literal);
-                            Ok(())
-                        }
-                        _ => scanner.value(),
+                            b"text" => (&mut item.text, &mut seen[0]),
+                            b"data" => (&mut item.data, &mut seen[1]),
+                            b"mimeType" => (&mut item.mime_type, &mut seen[2]),
+                            b"uri" => (&mut item.uri, &mut seen[3]),
+                            b"name" => (&mut item.name, &mut seen[4]),
+                            b"size" => (&mut item.size, &mut seen[5]),
+                            b"resource" => (&mut item.resource, &mut seen[6]),
+                            _ => return scanner.value(),
+                        };
+                        once(seen)?;
+                        let start = scanner.at;
+                        scanner.value()?;
+                        let literal = text(start..scanner.at)?;
+                        *slot = (literal != "null").then_some(literal);
+                        Ok(())
                     })?;
                     result.content.push(item);
                     Ok(())
@@ -310,6 +336,14 @@ impl<'l> Scanner<'l> {
                     Some(b'f') => Some(scanner.literal(b"false").map(|()| false)?),
                     _ => scanner.literal(b"null").map(|()| None)?,
                 };
+                Ok(())
+            }
+            b"structuredContent" => {
+                once(&mut seen_structured)?;
+                let start = scanner.at;
+                scanner.value()?;
+                let literal = text(start..scanner.at)?;
+                result.structured = (literal != "null").then_some(literal);
                 Ok(())
             }
             _ => scanner.value(),

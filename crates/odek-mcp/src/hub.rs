@@ -12,12 +12,14 @@ use std::time::{Duration, Instant};
 
 use odek_contract::artifact_ref::ArtifactRoots;
 use odek_contract::envelope::ARTIFACT_REF_SCHEMA;
+use odek_contract::model_view::OutputCheck;
 use odek_contract::names::ExposedName;
 use odek_contract::quoting::quote;
 use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
+use odek_contract::truncation::apply_result_limit;
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use crate::call::{decode_call_result, encode_arguments};
+use crate::call::{decode_checked_call_result, encode_arguments};
 use crate::catalogue::{Catalogue, Route};
 use crate::connection::{CallOptions, Connection, Params, SpawnParams, cancelled};
 use crate::discovery::{
@@ -26,6 +28,7 @@ use crate::discovery::{
 use crate::env_allowlist::build_server_env;
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
+use crate::output_schema::OutputSchema;
 use crate::server_config::{Limits, ServerSpec, Transport};
 
 /// Restarts allowed per server per run.
@@ -409,14 +412,16 @@ impl McpHub {
                 };
                 McpError::Request { server: name.clone(), method: "tools/call", failure }
             })?;
-        if carries_artifact_refs(frame.result_json()) {
-            // Validation stats, resolves and hashes files: keep it off the async workers.
+        let output_schema = route.output_schema.clone();
+        if carries_artifact_refs(frame.result_json()) || (output_schema.is_some() && carries_structured(&frame)) {
+            // Validation stats, resolves and hashes files, or walks a schema over a value of up to
+            // max_response_bytes: keep it off the async workers.
             let (server_name, tool, limit, roots) =
                 (name.clone(), raw_tool.to_owned(), server.spec.limits.max_result_chars, server.roots.clone());
             return tokio::task::spawn_blocking(move || {
                 let context =
                     ResultContext { server: &server_name, tool: &tool, max_result_chars: limit, roots: &roots };
-                decode_call_result(frame.result_json(), &context)
+                decode_checked_call_result(frame.result_json(), &context, as_check(output_schema.as_deref()))
             })
             .await
             .unwrap_or_else(|join| {
@@ -427,7 +432,11 @@ impl McpHub {
                 })
             });
         }
-        decode_call_result(frame.result_json(), &result_context(server, raw_tool))
+        decode_checked_call_result(
+            frame.result_json(),
+            &result_context(server, raw_tool),
+            as_check(output_schema.as_deref()),
+        )
     }
 
     /// The usual case without waiting: the slot is free (no restart or re-list under way) and
@@ -594,7 +603,14 @@ fn result_context<'a>(server: &'a ServerRuntime, raw_tool: &'a str) -> ResultCon
 /// supplied. An error already within bounds keeps its exact spec wording.
 fn bound_error(error: McpError, context: &ResultContext<'_>) -> McpError {
     let text = error.to_string();
-    let bounded = cap_error_text(&text, context);
+    let bounded = match &error {
+        // Already the sanitised error view, whose metadata lines are odek's own (indenting them
+        // again would disown them); the prefix before it is validated names only.
+        McpError::ToolReturnedError { .. } => {
+            apply_result_limit(&text, context.server, context.tool, context.max_result_chars)
+        }
+        _ => cap_error_text(&text, context),
+    };
     if bounded.text == text {
         return error;
     }
@@ -606,6 +622,17 @@ fn carries_artifact_refs(result_json: &[u8]) -> bool {
     static SCHEMA: LazyLock<memchr::memmem::Finder<'static>> =
         LazyLock::new(|| memchr::memmem::Finder::new(ARTIFACT_REF_SCHEMA.as_bytes()));
     SCHEMA.find(result_json).is_some()
+}
+
+/// Whether a `tools/call` result may carry `structuredContent` (to check against a schema).
+fn carries_structured(frame: &crate::connection::ResultFrame) -> bool {
+    static MEMBER: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"structuredContent"));
+    MEMBER.find(frame.result_json()).is_some()
+}
+
+fn as_check(schema: Option<&OutputSchema>) -> Option<&dyn OutputCheck> {
+    schema.map(|schema| schema as &dyn OutputCheck)
 }
 
 /// Runs `future` until the deadline, if any; `None` when the deadline came first.

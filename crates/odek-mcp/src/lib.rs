@@ -18,6 +18,7 @@ pub mod error;
 pub mod frame_scan;
 pub mod hub;
 pub mod observer;
+pub mod output_schema;
 pub mod server_config;
 pub mod server_lines;
 

@@ -221,7 +221,11 @@ async fn tool_errors_and_rpc_errors_are_worded_exactly() {
         call(&hub, "fx__rpc_error", "{}").await.unwrap_err(),
         "mcpclient fx: tools/call: MCP error -32000: rpc failed"
     );
-    assert_eq!(call(&hub, "fx__multi_item", r#"{"items":["a","b"]}"#).await.unwrap(), "a\nb");
+    // [beyond] The image item is no longer dropped: its metadata line follows the text.
+    assert_eq!(
+        call(&hub, "fx__multi_item", r#"{"items":["a","b"]}"#).await.unwrap(),
+        "a\nb\n- image (image/png, 70 bytes)"
+    );
     hub.shutdown().await;
 }
 

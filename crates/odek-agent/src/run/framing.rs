@@ -1,8 +1,15 @@
-//! What the loop does to a tool's output before the model sees it: compression of long outputs
-//! (spec `loop-and-sessions.md` §4) and the nonce'd tool-result delimiter around every tool
-//! message (§3). The untrusted wrapper itself lives in `odek_contract::untrusted`.
+//! What the loop does to a tool's output before the model sees it: redaction and the untrusted
+//! wrapper or the `error: ` line ([`outcome_text`]), compression of long outputs (spec
+//! `loop-and-sessions.md` §4) and the nonce'd tool-result delimiter around every tool message
+//! (§3). [`tool_message`] is the whole message, for the loop and for `odek ext call
+//! --model-view`. The untrusted wrapper itself lives in `odek_contract::untrusted`.
 
 use std::borrow::Cow;
+
+use odek_contract::redaction::redact;
+use odek_contract::untrusted::{new_nonce, wrap_untrusted};
+
+use crate::tool::{ToolError, ToolOutcome};
 
 /// Outputs longer than this many bytes are compressed.
 pub const COMPRESS_ABOVE_BYTES: usize = 4096;
@@ -28,6 +35,28 @@ pub fn compress_output(output: &str) -> Cow<'_, str> {
         &output[..head_end],
         &output[tail_start..]
     ))
+}
+
+/// The text a call's outcome becomes in the conversation, before compression and framing: the
+/// redacted output, inside the untrusted wrapper when it has a source; `error: <redacted
+/// message>` for a failed call.
+pub fn outcome_text(outcome: &Result<ToolOutcome, ToolError>) -> String {
+    match outcome {
+        Ok(outcome) => {
+            let redacted = redact(&outcome.output);
+            match &outcome.untrusted_source {
+                Some(source) => wrap_untrusted(source, &redacted),
+                None => redacted.into_owned(),
+            }
+        }
+        Err(ToolError(message)) => format!("error: {}", redact(message)),
+    }
+}
+
+/// The tool message the model reads for a call of `name` whose outcome text is `output`:
+/// compressed (§4) and framed (§3) under a fresh nonce.
+pub fn tool_message(name: &str, output: &str) -> String {
+    frame_tool_result(name, &compress_output(output), &new_nonce())
 }
 
 /// §3: the tool-result delimiter around `output`, with a fresh nonce per message.

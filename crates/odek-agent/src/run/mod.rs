@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::redact;
-use odek_contract::untrusted::{new_nonce, wrap_untrusted};
 use odek_llm::{
     ChatRequest, ChatResponse, LlmError, Message, Provider, Role, Thinking, ToolCall, ToolDefinition, Usage,
 };
@@ -33,7 +32,7 @@ use crate::danger::DangerClass;
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
-use framing::{compress_output, frame_tool_result};
+use framing::{outcome_text, tool_message};
 use hints::HintTracker;
 use side_calls::{
     BUDGET_SUMMARY_PREFIX, ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX, compaction_digest, digest_body,
@@ -413,7 +412,7 @@ impl Agent {
                     duration: result.duration,
                     result: call_result,
                 });
-                let framed = frame_tool_result(name, &compress_output(&result.output), &new_nonce());
+                let framed = tool_message(name, &result.output);
                 messages.push(Message::tool(id.clone(), name.clone(), framed));
                 if let Some(hint) = hints.observe_call(name, &call.function.arguments, result.failed, &result.output) {
                     iteration_hints.push(hint);
@@ -731,9 +730,7 @@ impl Agent {
                         }
                         Some(call) => match call.outcome().await {
                             Ok((Ok(outcome), duration)) => success(outcome, duration),
-                            Ok((Err(ToolError(message)), duration)) => {
-                                failure(format!("error: {}", redact(&message)), duration)
-                            }
+                            Ok((Err(error), duration)) => failure(outcome_text(&Err(error)), duration),
                             Err(detail) => failure(
                                 format!("error: tool {} panicked: {}", quote(&shown_tool_name(&name)), redact(&detail)),
                                 Duration::ZERO,
@@ -785,12 +782,8 @@ fn shown_tool_name(name: &str) -> String {
 }
 
 fn success(outcome: ToolOutcome, duration: Duration) -> Finished {
-    let redacted = redact(&outcome.output).into_owned();
-    let output = match &outcome.untrusted_source {
-        Some(source) => wrap_untrusted(source, &redacted),
-        None => redacted,
-    };
-    Finished { output, failed: false, observed_chars: outcome.truncated_observed_chars, duration }
+    let observed_chars = outcome.truncated_observed_chars;
+    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration }
 }
 
 fn failure(output: String, duration: Duration) -> Finished {

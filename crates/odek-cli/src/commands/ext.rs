@@ -1,17 +1,22 @@
 //! `odek ext`: what the model will see from the configured extension servers, observable from the
 //! shell. `list` starts every server and reports each one; `call` runs tools through exactly the
 //! pipeline the agent uses (config, approvals, startup, the MCP call pipeline) and prints the
-//! contract's text, before the loop's untrusted wrapper.
+//! contract's text, before the loop's untrusted wrapper — or, with `--model-view`, the whole
+//! tool message the loop builds from it (docs/MODEL-VIEW.md).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use odek_agent::mcp_tool::mcp_outcome;
+use odek_agent::run::framing::{outcome_text, tool_message};
+use odek_agent::tool::ToolError;
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
 use odek_mcp::observer::terminal_safe;
 use odek_mcp::{
-    CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, validate_server,
+    CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
+    validate_server,
 };
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -34,11 +39,11 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     match command {
         ExtCommand::List { json } => list(json).await,
         ExtCommand::Check(args) => check::check(args).await,
-        ExtCommand::Call { jsonl: true, .. } => call_jsonl().await,
+        ExtCommand::Call { jsonl: true, model_view, .. } => call_jsonl(model_view).await,
         // Without arguments the call sends `{}`: MCP servers built on the TypeScript SDK reject
         // the `null` an empty argument string becomes (pass '' to send exactly that).
-        ExtCommand::Call { tool, arguments, .. } => {
-            call_one(&tool.unwrap_or_default(), arguments.as_deref().unwrap_or(NO_ARGUMENTS)).await
+        ExtCommand::Call { tool, arguments, model_view, .. } => {
+            call_one(&tool.unwrap_or_default(), arguments.as_deref().unwrap_or(NO_ARGUMENTS), model_view).await
         }
     }
 }
@@ -110,16 +115,44 @@ pub(crate) fn cancel_on_interrupt() -> CancellationToken {
     super::interrupt::cancel_on_stop_signals()
 }
 
-async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {
+async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), CommandError> {
     let hub = start_for_calls(Arc::new(StderrObserver)).await?;
     let options = CallOptions { deadline: None, cancel: Some(cancel_on_interrupt()) };
+    let descriptor = descriptor_of(&hub, tool);
     let outcome = hub.call(tool, arguments, &options).await;
     hub.shutdown().await;
-    let output = outcome?;
     let mut stdout = std::io::stdout().lock();
+    if model_view {
+        // The model view of a failed call is its `error: ` message: printed, then exit 1.
+        let (message, failed) = model_view_message(tool, descriptor.as_ref(), outcome);
+        writeln!(stdout, "{message}")?;
+        stdout.flush()?;
+        return if failed { Err(CommandError::Reported) } else { Ok(()) };
+    }
+    let output = outcome?;
     writeln!(stdout, "{}", output.text)?;
     stdout.flush()?;
     Ok(())
+}
+
+/// The catalogue entry behind an exposed name, as the loop's tool for it holds it.
+fn descriptor_of(hub: &McpHub, exposed: &str) -> Option<ToolDescriptor> {
+    hub.tools().into_iter().find(|descriptor| descriptor.exposed.as_str() == exposed)
+}
+
+/// Exactly the tool message the agent's loop builds for this call (the same functions: the MCP
+/// tool's outcome, then redaction, the untrusted wrapper or `error: `, compression and the
+/// tool-result delimiter under a fresh nonce), and whether the call failed.
+fn model_view_message(
+    tool: &str,
+    descriptor: Option<&ToolDescriptor>,
+    outcome: Result<odek_mcp::ToolOutput, McpError>,
+) -> (String, bool) {
+    let outcome = match descriptor {
+        Some(descriptor) => mcp_outcome(descriptor, outcome),
+        None => Err(ToolError::new(McpError::ToolNotFound { exposed: tool.to_owned() }.to_string())),
+    };
+    (tool_message(tool, &outcome_text(&outcome)), outcome.is_err())
 }
 
 /// One `--jsonl` request line.
@@ -146,20 +179,23 @@ struct CallRecord {
     /// [beyond] Present when the `max_result_chars` cap cut the text.
     #[serde(skip_serializing_if = "Option::is_none")]
     observed_chars: Option<usize>,
+    /// [beyond] With `--model-view`: the tool message the model would receive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_view: Option<String>,
 }
 
 /// Reads requests from stdin and answers each in order against the same server processes, so a
 /// sequence (a timeout then a reuse, a crash then a restart) can be scripted. Tool-list changes
 /// are applied before each call, as the loop does before each model turn.
-async fn call_jsonl() -> Result<(), CommandError> {
+async fn call_jsonl(model_view: bool) -> Result<(), CommandError> {
     let hub = start_for_calls(Arc::new(StderrObserver)).await?;
     let cancel = cancel_on_interrupt();
-    let outcome = answer_lines(&hub, &cancel).await;
+    let outcome = answer_lines(&hub, &cancel, model_view).await;
     hub.shutdown().await;
     outcome
 }
 
-async fn answer_lines(hub: &McpHub, cancel: &CancellationToken) -> Result<(), CommandError> {
+async fn answer_lines(hub: &McpHub, cancel: &CancellationToken, model_view: bool) -> Result<(), CommandError> {
     let mut requests = BoundedLineReader::new(tokio::io::stdin(), MAX_JSONL_LINE_BYTES, Overflow::Fail);
     loop {
         let line = tokio::select! {
@@ -182,8 +218,9 @@ async fn answer_lines(hub: &McpHub, cancel: &CancellationToken) -> Result<(), Co
                 error: Some(format!("invalid request line: {err}")),
                 duration_ms: 0,
                 observed_chars: None,
+                model_view: None,
             },
-            Ok(request) => answer(hub, request, cancel).await,
+            Ok(request) => answer(hub, request, cancel, model_view).await,
         };
         let mut stdout = std::io::stdout().lock();
         serde_json::to_writer(&mut stdout, &record)?;
@@ -192,17 +229,19 @@ async fn answer_lines(hub: &McpHub, cancel: &CancellationToken) -> Result<(), Co
     }
 }
 
-async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken) -> CallRecord {
+async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken, model_view: bool) -> CallRecord {
     let arguments = match request.arguments {
         None => NO_ARGUMENTS.to_owned(),
         Some(serde_json::Value::String(raw)) => raw,
         Some(value) => value.to_string(),
     };
     hub.refresh_stale().await;
+    let descriptor = descriptor_of(hub, &request.tool);
     let started = Instant::now();
     let options = CallOptions { deadline: None, cancel: Some(cancel.clone()) };
     let outcome = hub.call(&request.tool, &arguments, &options).await;
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let view = model_view.then(|| model_view_message(&request.tool, descriptor.as_ref(), outcome.clone()).0);
     match outcome {
         Ok(output) => CallRecord {
             tool: Some(request.tool),
@@ -211,6 +250,7 @@ async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken) 
             error: None,
             duration_ms,
             observed_chars: output.observed_chars,
+            model_view: view,
         },
         Err(err) => CallRecord {
             tool: Some(request.tool),
@@ -219,6 +259,7 @@ async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken) 
             error: Some(err.to_string()),
             duration_ms,
             observed_chars: None,
+            model_view: view,
         },
     }
 }

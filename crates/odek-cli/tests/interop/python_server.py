@@ -5,7 +5,8 @@ It stays close to how people write servers with the SDK -- decorated functions, 
 descriptions -- and adds what the tests need to see from a real SDK: a structured result with an
 output schema, a tool error, an odek.tool-result/v1 envelope with an artifact reference, requests
 sent to the client (the SDK numbers them from 0), log notifications, a tool-list change, a tool
-that disappears without notice, a slow tool and a crash.
+that disappears without notice, a slow tool and a crash; and, for odek's model view, an image,
+resource links and an embedded resource, and structured content with and without a text copy.
 
 Artifacts are written under the directory named by INTEROP_ARTIFACT_DIR.
 """
@@ -15,11 +16,21 @@ import json
 import os
 from pathlib import Path
 
+from typing import Annotated
+
 import anyio
+from pydantic import BaseModel
 from mcp import types
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import Context, FastMCP, Image
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.shared.exceptions import McpError
+
+# A 1x1 transparent PNG (70 bytes).
+TINY_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d4944415478da636460f85f0f0002870180eb47ba92"
+    "0000000049454e44ae426082"
+)
 
 app = FastMCP(
     "odek-interop-python",
@@ -71,6 +82,50 @@ def write_report(name: str = "report", content: str = "interop report\n") -> str
         ],
     }
     return json.dumps(envelope)
+
+
+@app.tool(structured_output=False)
+def snapshot() -> list:
+    """Return a caption and a tiny PNG image."""
+    return ["Here is the snapshot:", Image(data=TINY_PNG, format="png")]
+
+
+@app.tool(structured_output=False)
+def find_files() -> list:
+    """Return links to two files and one file's contents embedded."""
+    return [
+        types.TextContent(type="text", text="Found 2 files."),
+        types.ResourceLink(
+            type="resource_link", uri="file:///srv/notes.txt", name="notes.txt", mimeType="text/plain", size=12
+        ),
+        types.ResourceLink(type="resource_link", uri="file:///srv/logo.png", name="logo.png", mimeType="image/png"),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(uri="file:///srv/notes.txt", mimeType="text/plain", text="hello notes\n"),
+        ),
+    ]
+
+
+class Forecast(BaseModel):
+    city: str
+    temperature: float
+    conditions: str
+
+
+@app.tool()
+def weather(city: str) -> Forecast:
+    """The forecast for a city, as structured content (the SDK adds its JSON as a text item)."""
+    return Forecast(city=city, temperature=21.5, conditions="Sunny")
+
+
+@app.tool()
+def forecast_summary(city: str) -> Annotated[types.CallToolResult, Forecast]:
+    """A one-line summary, with the forecast as structured content only."""
+    forecast = Forecast(city=city, temperature=21.5, conditions="Sunny")
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Sunny in {city}.")],
+        structuredContent=forecast.model_dump(),
+    )
 
 
 @app.tool()

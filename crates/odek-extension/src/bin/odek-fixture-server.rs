@@ -109,6 +109,8 @@
 //!                               the oldest call in flight, so concurrent calls get crossed ids
 //!                               while one call at a time is answered correctly.
 //!     duplicate-tool            The last tools/list page lists its first tool a second time.
+//!     bad-output-schema         Also lists "bad_output_schema" (no arguments), whose outputSchema
+//!                               {"type":12} is not a valid JSON Schema.
 //!
 //! TOOLS (arguments with defaults; unknown arguments are ignored)
 //!     echo {text}               Returns text.
@@ -163,6 +165,15 @@
 //!                               A JSON-RPC error instead of a result.
 //!     multi_item {items=[]}     One text item per string, with an image item (1x1 PNG) inserted
 //!                               after the first text item.
+//!     structured_result {value={"temperature":22.5,"conditions":"Sunny"}, text?}
+//!                               value as structuredContent, and text as the one text item when
+//!                               given (no content otherwise). Declares the outputSchema
+//!                               {"type":"object","properties":{"temperature":{"type":"number"},
+//!                               "conditions":{"type":"string"}},"required":["temperature"]}, so a
+//!                               value without a numeric temperature violates it.
+//!     big_image {bytes, text?}  A text item with text (when given), then an image/png item whose
+//!                               base64 data ("AAAA"…, streamed) decodes to bytes zero bytes;
+//!                               bytes must be a multiple of 3 (else isError).
 //!     log_message {level="info", data="fixture log message"}
 //!                               Sends notifications/message {level, data}, returns "logged".
 //!     stderr_flood {lines=1000, line_bytes=100, wait=false}

@@ -1,7 +1,8 @@
 //! Tools that misbehave on request: oversized or huge replies (streamed, never held in memory),
 //! exits, kills and freezes, a closed stdout, a reply dripped byte by byte, replies under wrong
-//! or repeated ids, RPC errors, mixed content, log and stderr floods, tool-list changes, a ping
-//! to the client, and process introspection for restart tests.
+//! or repeated ids, RPC errors, mixed content, structured content under a declared output
+//! schema, a huge image, log and stderr floods, tool-list changes, a ping to the client, and
+//! process introspection for restart tests.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -17,6 +18,10 @@ use crate::{Fixture, bind};
 /// A run of padding streamed in chunks of this size (64 KiB), borrowed, so streaming a
 /// gigabyte allocates nothing per chunk.
 static PADDING: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+
+/// Base64 streamed in chunks of this size (64 KiB, a multiple of 4): `A`s, which decode to zero
+/// bytes.
+static BASE64_PADDING: [u8; 64 * 1024] = [b'A'; 64 * 1024];
 
 /// Closes the JSON a streamed text result opened.
 const STREAMED_RESULT_SUFFIX: &str = "\"}],\"isError\":false}}\n";
@@ -113,6 +118,23 @@ pub(crate) fn register(server: Server, fixture: &Arc<Fixture>) -> Server {
                 object(json!({"items":{"type":"array","items":{"type":"string"}}})),
             ),
             bind(fixture, multi_item),
+        )
+        .tool(
+            ToolDef::new(
+                "structured_result",
+                "Returns value as structuredContent, with text as a text item when given.",
+                object(json!({"value":{},"text":{"type":"string"}})),
+            )
+            .with_output_schema(structured_result_schema()),
+            bind(fixture, structured_result),
+        )
+        .tool(
+            ToolDef::new(
+                "big_image",
+                "Returns text (when given) and a PNG image item of bytes decoded bytes.",
+                object(json!({"bytes":{"type":"integer"},"text":{"type":"string"}})),
+            ),
+            bind(fixture, big_image),
         )
         .tool(
             ToolDef::new(
@@ -434,6 +456,79 @@ async fn multi_item(_: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolRe
     let image = Content::Image { data: TINY_PNG_BASE64.to_owned(), mime_type: "image/png".to_owned() };
     content.insert(content.len().min(1), image);
     ToolResponse::items(content)
+}
+
+/// structured_result's `outputSchema`.
+fn structured_result_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"temperature": {"type": "number"}, "conditions": {"type": "string"}},
+        "required": ["temperature"],
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct StructuredResultArgs {
+    value: Value,
+    text: Option<String>,
+}
+
+impl Default for StructuredResultArgs {
+    fn default() -> Self {
+        Self { value: json!({"temperature": 22.5, "conditions": "Sunny"}), text: None }
+    }
+}
+
+/// The SDK's results have no `structuredContent`: the reply is written by hand.
+async fn structured_result(fixture: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    let args = match arguments::<StructuredResultArgs>(args) {
+        Ok(args) => args,
+        Err(response) => return response,
+    };
+    let content: Vec<Value> = args.text.into_iter().map(|text| json!({"type": "text", "text": text})).collect();
+    let result = json!({"content": content, "structuredContent": args.value, "isError": false});
+    raw_result(fixture, context, json!({"result": result})).await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct BigImageArgs {
+    bytes: u64,
+    text: String,
+}
+
+/// Streams `{"content":[{"type":"text",…}?,{"type":"image","data":"AAAA…","mimeType":"image/png"}]}`
+/// whose data decodes to `bytes` bytes (a multiple of 3), never holding it in memory.
+async fn big_image(_: Arc<Fixture>, context: Arc<CallContext>, args: Value) -> ToolResponse {
+    let args = match arguments::<BigImageArgs>(args) {
+        Ok(args) => args,
+        Err(response) => return response,
+    };
+    if !args.bytes.is_multiple_of(3) {
+        return ToolResponse::error("big_image: bytes must be a multiple of 3");
+    }
+    let mut prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":["#, context.request_id());
+    if !args.text.is_empty() {
+        prefix.push_str(&json!({"type": "text", "text": args.text}).to_string());
+        prefix.push(',');
+    }
+    prefix.push_str(r#"{"type":"image","mimeType":"image/png","data":""#);
+    let streamed = async {
+        let stream = context.raw_stream().await?;
+        stream.write(prefix.into_bytes()).await?;
+        let mut left = args.bytes / 3 * 4;
+        while left > 0 {
+            let take = BASE64_PADDING.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            stream.write(&BASE64_PADDING[..take]).await?;
+            left -= take as u64;
+        }
+        stream.write(b"\"}],\"isError\":false}}\n".as_slice()).await
+    };
+    match streamed.await {
+        Ok(()) => ToolResponse::NoReply,
+        Err(error) => ToolResponse::error(format!("big_image: {error}")),
+    }
 }
 
 #[derive(Deserialize)]

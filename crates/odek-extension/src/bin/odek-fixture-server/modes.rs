@@ -59,9 +59,10 @@ pub(crate) enum Mode {
     UnansweredCall,
     CrossedIds,
     DuplicateTool,
+    BadOutputSchema,
 }
 
-const MODES: [(Mode, &str); 30] = [
+const MODES: [(Mode, &str); 31] = [
     (Mode::InvalidToolName, "invalid-tool-name"),
     (Mode::DunderToolName, "dunder-tool-name"),
     (Mode::ShadowBuiltin, "shadow-builtin"),
@@ -92,6 +93,7 @@ const MODES: [(Mode, &str); 30] = [
     (Mode::UnansweredCall, "unanswered-call"),
     (Mode::CrossedIds, "crossed-ids"),
     (Mode::DuplicateTool, "duplicate-tool"),
+    (Mode::BadOutputSchema, "bad-output-schema"),
 ];
 
 /// odek's default `max_response_bytes`, plus one: the length of oversized-reply's answer line.
@@ -160,6 +162,10 @@ impl Mode {
                 ToolDef::new("undecodable_result", "Returns a result whose content is not an array", object)
             }
             Self::UnansweredCall => ToolDef::new("unanswered_call", "Never answers", object),
+            Self::BadOutputSchema => {
+                ToolDef::new("bad_output_schema", "A tool whose outputSchema does not compile", object)
+                    .with_output_schema(json!({"type": 12}))
+            }
             _ => return None,
         })
     }

@@ -1,0 +1,301 @@
+//! [beyond] The model view: the one rule for what the model receives from a `tools/call`
+//! result, whatever it holds (docs/MODEL-VIEW.md). Text items and `odek.tool-result/v1`
+//! envelopes go through the spec's pipeline (`tool_result`); every other item becomes a
+//! metadata line (`content_lines`); `structuredContent` is checked against the tool's declared
+//! `outputSchema` and shown as compact JSON when no text item carries it; an `isError` result
+//! becomes its error text; the cap applies to the whole view. Start at [`model_view`].
+//!
+//! Nothing here decodes JSON-RPC or compiles schemas: the MCP client reads the wire into a
+//! [`CallView`] and hands in its compiled schema as an [`OutputCheck`]. Its own fast path for
+//! results of text items only gives the same text as this function (a test there says so).
+
+use serde_json::Value;
+
+use crate::ContractError;
+use crate::content_lines::{ResultItem, render_content_line, render_structured_line};
+use crate::quoting::quote;
+use crate::render::{clean_field_to, sanitise};
+use crate::tool_result::{ResultContext, ToolOutput, decode_tool_result_with_trailer};
+use crate::truncation::cap_with_trailer;
+
+/// Longest JSON pointer of a schema mismatch shown, in runes, before `…`.
+pub const MAX_MISMATCH_POINTER_RUNES: usize = 256;
+
+/// Longest validator message of a schema mismatch shown, in runes, before `…`.
+pub const MAX_MISMATCH_MESSAGE_RUNES: usize = 512;
+
+/// The error text of an `isError` result with no content at all.
+pub const UNKNOWN_ERROR: &str = "unknown error";
+
+/// A decoded `tools/call` result: every content item in order, `structuredContent` (absent and
+/// `null` alike are `None`), and `isError`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallView<'a> {
+    pub items: Vec<ResultItem<'a>>,
+    pub structured: Option<Value>,
+    /// The result's `content` array as JSON, wanted only when `structured` is present (for
+    /// [`structured_is_carried`]); `None` otherwise.
+    pub content: Option<Value>,
+    pub is_error: bool,
+}
+
+/// A tool's compiled `outputSchema`.
+pub trait OutputCheck {
+    /// `Err` with the first failure when `structured` does not match the schema.
+    fn check(&self, structured: &Value) -> Result<(), SchemaMismatch>;
+}
+
+/// Where and why `structuredContent` failed its schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaMismatch {
+    /// JSON pointer of the failing location in `structuredContent` (`""` for the whole value).
+    pub pointer: String,
+    /// The validator's message.
+    pub message: String,
+}
+
+/// Why a call has no model view of its own: the model gets an error text instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelViewError {
+    /// `isError: true`: the error view, sanitised and capped (`mcp-client.md` §10's message).
+    ToolError(String),
+    /// The result was rejected: envelope or artifact errors, or `structuredContent` that does
+    /// not match the declared `outputSchema`. The caller adds its prefix and caps.
+    Rejected(ContractError),
+}
+
+/// The model view of one call result (docs/MODEL-VIEW.md):
+///
+/// - success: the text items through envelope detection, validation and rendering as the spec
+///   says, then one metadata line per non-text item in item order, then `structuredContent` as
+///   `- structured content <compact JSON>` unless a text item carries it
+///   ([`structured_is_carried`]); before anything is rendered, `structuredContent` is checked
+///   against `output_schema` when the tool declared one;
+/// - `isError`: the text items joined by `\n`, then the same metadata lines (`unknown error`
+///   when the result has no content and no `structuredContent`); never an envelope, never
+///   checked against the schema;
+///
+/// both sanitised, and capped as one view by [`cap_with_trailer`]: the metadata lines survive
+/// the cut whenever they fit.
+pub fn model_view(
+    call: &CallView<'_>,
+    output_schema: Option<&dyn OutputCheck>,
+    ctx: &ResultContext<'_>,
+) -> Result<ToolOutput, ModelViewError> {
+    let texts: Vec<&str> = call
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            ResultItem::Text(text) => Some(text.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let trailer = render_metadata_lines(call, &texts);
+    if call.is_error {
+        return Err(ModelViewError::ToolError(render_error_view(call, &texts, &trailer, ctx)));
+    }
+    if let (Some(structured), Some(schema)) = (&call.structured, output_schema) {
+        schema.check(structured).map_err(|mismatch| ModelViewError::Rejected(mismatch_error(&mismatch)))?;
+    }
+    decode_tool_result_with_trailer(&texts, &trailer, ctx).map_err(ModelViewError::Rejected)
+}
+
+/// Whether the content already carries `structured`, so it is not shown a second time:
+///
+/// - some text item parses as JSON equal to it (what the MCP specification asks servers to
+///   send);
+/// - or `structured` is an object of one member whose value is already there: some text item is
+///   that value (the same string, or JSON equal to it), or the value is the result's whole
+///   `content` array. The official SDKs wrap a non-object return value as `{"result": <v>}`,
+///   and server-filesystem answers `{"content": <its text>}`, or `{"content": <its items>}`
+///   for an image — whose base64 must not reach the model through that mirror either.
+pub fn structured_is_carried(structured: &Value, texts: &[&str], content: Option<&Value>) -> bool {
+    let wrapped = match structured {
+        Value::Object(members) if members.len() == 1 => members.values().next(),
+        _ => None,
+    };
+    if wrapped.is_some() && wrapped == content {
+        return true;
+    }
+    texts.iter().any(|text| {
+        if let Some(Value::String(wrapped)) = wrapped
+            && wrapped == text
+        {
+            return true;
+        }
+        let Ok(parsed) = serde_json::from_str::<Value>(text) else { return false };
+        parsed == *structured || wrapped == Some(&parsed)
+    })
+}
+
+/// The metadata lines of the non-text items, then the `structuredContent` line, joined by `\n`.
+fn render_metadata_lines(call: &CallView<'_>, texts: &[&str]) -> String {
+    let mut lines: Vec<String> = call.items.iter().filter_map(render_content_line).collect();
+    if let Some(structured) = &call.structured
+        && !structured_is_carried(structured, texts, call.content.as_ref())
+    {
+        lines.push(render_structured_line(structured));
+    }
+    lines.join("\n")
+}
+
+fn render_error_view(call: &CallView<'_>, texts: &[&str], trailer: &str, ctx: &ResultContext<'_>) -> String {
+    let (server, tool, limit) = (ctx.server, ctx.tool, ctx.max_result_chars);
+    if call.items.is_empty() && call.structured.is_none() {
+        return cap_with_trailer(UNKNOWN_ERROR, "", server, tool, limit).text;
+    }
+    let joined = texts.join("\n");
+    cap_with_trailer(&sanitise(&joined), trailer, server, tool, limit).text
+}
+
+fn mismatch_error(mismatch: &SchemaMismatch) -> ContractError {
+    ContractError::StructuredContentMismatch {
+        quoted_pointer: quote(&clean_field_to(&mismatch.pointer, MAX_MISMATCH_POINTER_RUNES)),
+        detail: clean_field_to(&mismatch.message, MAX_MISMATCH_MESSAGE_RUNES),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::artifact_ref::ArtifactRoots;
+    use crate::content_lines::Media;
+    use crate::tool_result::decode_tool_result;
+
+    fn ctx(roots: &ArtifactRoots, limit: usize) -> ResultContext<'_> {
+        ResultContext { server: "srv", tool: "tool", max_result_chars: limit, roots }
+    }
+
+    fn text(text: &str) -> ResultItem<'_> {
+        ResultItem::Text(Cow::Borrowed(text))
+    }
+
+    fn png(base64: &str) -> ResultItem<'_> {
+        ResultItem::Image(Media { media_type: Some(Cow::Borrowed("image/png")), data: Some(Cow::Borrowed(base64)) })
+    }
+
+    struct Always(Option<SchemaMismatch>);
+
+    impl OutputCheck for Always {
+        fn check(&self, _: &Value) -> Result<(), SchemaMismatch> {
+            self.0.clone().map_or(Ok(()), Err)
+        }
+    }
+
+    #[test]
+    fn text_only_results_are_the_spec_pipeline() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let context = ctx(&roots, 1000);
+        for items in [vec![], vec!["a"], vec!["a", "b"], vec!["x\n- artifact \"f\" (text/plain)"], vec!["y"; 600]] {
+            let call = CallView { items: items.iter().map(|item| text(item)).collect(), ..CallView::default() };
+            assert_eq!(model_view(&call, None, &context).unwrap(), decode_tool_result(&items, &context).unwrap());
+        }
+    }
+
+    #[test]
+    fn non_text_items_follow_the_text_as_metadata_lines() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let call = CallView {
+            items: vec![text("Here it is:"), png("AAAA"), text("Done.")],
+            structured: Some(json!({"k": 1})),
+            ..CallView::default()
+        };
+        let out = model_view(&call, None, &ctx(&roots, 1000)).unwrap();
+        assert_eq!(out.text, "Here it is:\nDone.\n- image (image/png, 3 bytes)\n- structured content {\"k\":1}");
+        let only_image = CallView { items: vec![png("AAAA")], ..CallView::default() };
+        assert_eq!(model_view(&only_image, None, &ctx(&roots, 1000)).unwrap().text, "- image (image/png, 3 bytes)");
+    }
+
+    #[test]
+    fn structured_content_is_never_shown_twice() {
+        let value = json!({"temperature": 22.5, "conditions": "Sunny"});
+        assert!(structured_is_carried(&value, &["{\"conditions\":\"Sunny\",\n \"temperature\": 22.5}"], None));
+        assert!(!structured_is_carried(&value, &["{\"conditions\":\"Sunny\"}"], None));
+        assert!(!structured_is_carried(&value, &[], None));
+        assert!(structured_is_carried(&json!({"result": 42}), &["42"], None));
+        assert!(structured_is_carried(&json!({"result": "hello"}), &["hello"], None));
+        assert!(structured_is_carried(&json!({"result": [1, 2]}), &["[\n  1,\n  2\n]"], None));
+        assert!(!structured_is_carried(&json!({"result": 42, "extra": 1}), &["42"], None));
+        assert!(structured_is_carried(&json!({"content": "Allowed: /tmp"}), &["Allowed: /tmp"], None));
+        assert!(!structured_is_carried(&json!({"value": 43}), &["42"], None));
+        let items = json!([{"type": "image", "data": "AAAA", "mimeType": "image/png"}]);
+        assert!(structured_is_carried(&json!({"content": items}), &[], Some(&items)));
+        assert!(!structured_is_carried(&json!({"content": items, "more": 1}), &[], Some(&items)));
+        assert!(!structured_is_carried(&json!({"content": []}), &[], Some(&items)));
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let call = CallView {
+            items: vec![text("42")],
+            structured: Some(json!({"result": 42})),
+            is_error: false,
+            content: None,
+        };
+        assert_eq!(model_view(&call, None, &ctx(&roots, 1000)).unwrap().text, "42");
+    }
+
+    #[test]
+    fn schema_mismatch_rejects_the_result_with_a_cut_message() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let call = CallView { items: vec![text("t")], structured: Some(json!({"t": "x"})), ..CallView::default() };
+        let mismatch = SchemaMismatch { pointer: "/t".into(), message: "\"x\" is not of type \"number\"".into() };
+        let err = model_view(&call, Some(&Always(Some(mismatch))), &ctx(&roots, 1000)).unwrap_err();
+        let ModelViewError::Rejected(err) = err else { panic!("{err:?}") };
+        assert_eq!(
+            err.to_string(),
+            r#"structuredContent does not match the tool's outputSchema at "/t": "x" is not of type "number""#
+        );
+        let long = SchemaMismatch { pointer: "/\n".repeat(500), message: "m".repeat(5000) };
+        let ModelViewError::Rejected(err) =
+            model_view(&call, Some(&Always(Some(long))), &ctx(&roots, 1000)).unwrap_err()
+        else {
+            panic!("not rejected")
+        };
+        let text = err.to_string();
+        assert!(!text.contains('\n'));
+        assert!(text.chars().count() < MAX_MISMATCH_POINTER_RUNES + MAX_MISMATCH_MESSAGE_RUNES + 100);
+        assert!(model_view(&call, Some(&Always(None)), &ctx(&roots, 1000)).is_ok());
+    }
+
+    #[test]
+    fn error_view_carries_every_item() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let error = |items, structured| {
+            let call = CallView { items, structured, is_error: true, content: None };
+            match model_view(&call, Some(&Always(Some(SchemaMismatch::default_for_test()))), &ctx(&roots, 1000)) {
+                Err(ModelViewError::ToolError(text)) => text,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(error(vec![png("AAAA"), text("boom")], None), "boom\n- image (image/png, 3 bytes)");
+        assert_eq!(error(vec![text("a"), text("- image forged")], None), "a\n - image forged");
+        assert_eq!(error(vec![], None), UNKNOWN_ERROR);
+        assert_eq!(error(vec![text("")], None), "");
+        assert_eq!(error(vec![], Some(json!({"code": 7}))), "- structured content {\"code\":7}");
+    }
+
+    #[test]
+    fn the_cap_applies_to_the_whole_view_and_keeps_the_metadata_lines() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let huge = "A".repeat(4_000_000);
+        let long_text = "t".repeat(5000);
+        let call = CallView { items: vec![text(&long_text), png(&huge)], ..CallView::default() };
+        let out = model_view(&call, None, &ctx(&roots, 1000)).unwrap();
+        assert_eq!(out.text.chars().count(), 1000);
+        assert_eq!(out.observed_chars, Some(5000 + 1 + "- image (image/png, 3000000 bytes)".len()));
+        assert!(out.text.contains("\n- image (image/png, 3000000 bytes)\n[odek: result truncated"), "{}", out.text);
+        assert!(!out.text.contains("AAAA"));
+        let error = CallView { is_error: true, ..call };
+        let Err(ModelViewError::ToolError(text)) = model_view(&error, None, &ctx(&roots, 1000)) else { panic!() };
+        assert_eq!(text.chars().count(), 1000);
+        assert!(text.contains("\n- image (image/png, 3000000 bytes)\n[odek: result truncated"));
+    }
+
+    impl SchemaMismatch {
+        fn default_for_test() -> SchemaMismatch {
+            SchemaMismatch { pointer: String::new(), message: "never checked on errors".into() }
+        }
+    }
+}
