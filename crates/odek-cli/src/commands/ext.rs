@@ -8,7 +8,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use odek_contract::names::{MAX_NAME_BYTES, QUALIFIER};
+use odek_contract::quoting::quote;
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
+use odek_mcp::hub::report_optional_failure;
 use odek_mcp::observer::terminal_safe;
 use odek_mcp::{
     CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, validate_server,
@@ -88,20 +91,97 @@ pub(crate) fn validated(server: &McpServerConfig, observer: &dyn McpObserver) ->
     Ok(spec)
 }
 
-/// Startup exactly as a run does it: validate every enabled server, approve project servers,
-/// then start them all; the first failure is fatal.
-async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    start_hub(&Setup::load()?, observer).await
+/// Validates, approves and starts every enabled server of `setup`, exactly as a run does it.
+pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
+    start_servers(setup, setup.enabled_servers(), observer).await
 }
 
-/// Validates, approves and starts every enabled server of `setup`.
-pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    let servers = setup.enabled_servers();
-    let specs = servers.iter().map(|server| validated(server, observer.as_ref())).collect::<Result<Vec<_>, _>>()?;
+/// Spec `mcp-client.md` §1 steps 2–5 for `servers`: validate them all, approve the project ones,
+/// then start them; a failure is fatal. [beyond] A `required: false` server that fails
+/// validation or is not approved is reported (`mcp_server_failed` when it failed, and the
+/// warning) and left out; one that fails to start is left out by the hub the same way.
+async fn start_servers(
+    setup: &Setup,
+    servers: Vec<McpServerConfig>,
+    observer: Arc<dyn McpObserver>,
+) -> Result<McpHub, CommandError> {
+    let mut startable = Vec::with_capacity(servers.len());
+    let mut specs = Vec::with_capacity(servers.len());
+    for server in servers {
+        match validated(&server, observer.as_ref()) {
+            Ok(spec) => {
+                specs.push(spec);
+                startable.push(server);
+            }
+            Err(error) if !server.entry.is_required() => {
+                report_optional_failure(observer.as_ref(), &server.name, &error, Some(error.error_class()));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
     let approvals = setup.approvals();
-    approvals.approve_project_servers(&servers)?;
-    let approver = Arc::new(approvals.tool_approver(&servers)?);
+    for skipped in approvals.approve_startup_servers(&startable)? {
+        report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.error.failure_class());
+        specs.retain(|spec| spec.name != skipped.name);
+        startable.retain(|server| server.name != skipped.name);
+    }
+    let approver = Arc::new(approvals.tool_approver(&startable)?);
     Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
+}
+
+/// [beyond] The servers one `ext call <server>__<tool>` starts: the one named before the first
+/// `__` (server names cannot contain `__`), or — for an exposed name shortened to 64 characters,
+/// whose head may end inside the server name — every enabled server that head could belong to.
+/// That server is treated as required: the operator asked for it, so its own error is the answer.
+/// A name that fits no enabled server fails before anything is started.
+fn servers_for_call(setup: &Setup, tool: &str) -> Result<Vec<McpServerConfig>, CommandError> {
+    let configured = &setup.loaded.config.mcp_servers;
+    let prefix = tool.split_once(QUALIFIER).map_or(tool, |(server, _)| server);
+    let mut chosen: Vec<McpServerConfig> = match configured.iter().find(|server| server.name == prefix) {
+        Some(server) if !server.entry.is_enabled() => {
+            return Err(CommandError::Fatal(format!(
+                "ext call: tool {}: MCP server {} is disabled (enabled: false)",
+                quote(tool),
+                quote(&server.name)
+            )));
+        }
+        Some(server) => vec![server.clone()],
+        None => configured
+            .iter()
+            .filter(|server| server.entry.is_enabled() && could_be_shortened_from(tool, &server.name))
+            .cloned()
+            .collect(),
+    };
+    if chosen.is_empty() {
+        let names: Vec<String> = configured.iter().map(|server| quote(&server.name)).collect();
+        let listing = if names.is_empty() {
+            "no MCP servers are configured".to_owned()
+        } else {
+            format!("configured servers: {}", names.join(", "))
+        };
+        return Err(CommandError::Fatal(format!(
+            "ext call: tool {} names no configured MCP server {}; {listing}",
+            quote(tool),
+            quote(prefix)
+        )));
+    }
+    for server in &mut chosen {
+        server.entry.required = Some(true);
+    }
+    Ok(chosen)
+}
+
+/// Whether `tool` is a shortened exposed name (spec `mcp-client.md` §3: 55 characters, `_`, 8
+/// hex digits) whose head is consistent with `<server>__`.
+fn could_be_shortened_from(tool: &str, server: &str) -> bool {
+    const HEAD_CHARS: usize = 55;
+    if tool.len() != MAX_NAME_BYTES || !tool.is_ascii() {
+        return false;
+    }
+    let (head, hash) = tool.split_at(HEAD_CHARS);
+    let hash_ok = hash.strip_prefix('_').is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    let qualified = format!("{server}{QUALIFIER}");
+    hash_ok && (head.starts_with(&qualified) || qualified.starts_with(head))
 }
 
 /// Cancels the token on Ctrl-C so a call in flight ends with `context canceled`.
@@ -117,7 +197,9 @@ pub(crate) fn cancel_on_interrupt() -> CancellationToken {
 }
 
 async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {
-    let hub = start_for_calls(Arc::new(StderrObserver)).await?;
+    let setup = Setup::load()?;
+    let servers = servers_for_call(&setup, tool)?;
+    let hub = start_servers(&setup, servers, Arc::new(StderrObserver)).await?;
     let options = CallOptions { deadline: None, cancel: Some(cancel_on_interrupt()) };
     let outcome = hub.call(tool, arguments, &options).await;
     hub.shutdown().await;
@@ -157,8 +239,11 @@ struct CallRecord {
 /// Reads requests from stdin and answers each in order against the same server processes, so a
 /// sequence (a timeout then a reuse, a crash then a restart) can be scripted. Tool-list changes
 /// are applied before each call, as the loop does before each model turn.
+///
+/// Every enabled server is started up front, as a run starts them (a request line may name any
+/// of them, and a sequence is meant to reuse the same processes).
 async fn call_jsonl() -> Result<(), CommandError> {
-    let hub = start_for_calls(Arc::new(StderrObserver)).await?;
+    let hub = start_hub(&Setup::load()?, Arc::new(StderrObserver)).await?;
     let cancel = cancel_on_interrupt();
     let outcome = answer_lines(&hub, &cancel).await;
     hub.shutdown().await;
@@ -272,6 +357,10 @@ struct ServerReport {
     /// `ok`, `failed` or `disabled`.
     status: &'static str,
     origin: &'static str,
+    /// [beyond] `false` for a `required: false` server: its failure is a warning, as in a run.
+    required: bool,
+    /// [beyond] The names of the variables `secret_env` hands the server; never their values.
+    secret_env: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     protocol_version: Option<String>,
     tool_count: usize,
@@ -301,7 +390,9 @@ impl From<odek_mcp::Limits> for LimitsReport {
     }
 }
 
-/// Starts every configured server independently and reports each; exit 1 if any failed.
+/// Starts every configured server independently and reports each; exit 1 if a required server
+/// failed ([beyond] a `required: false` server's failure is reported and warned about, and does
+/// not change the exit code, as it would not fail a run).
 async fn list(json: bool) -> Result<(), CommandError> {
     let setup = Setup::load()?;
     let observer = Arc::new(ListObserver::default());
@@ -317,6 +408,8 @@ async fn list(json: bool) -> Result<(), CommandError> {
                 ServerOrigin::Global => "global",
                 ServerOrigin::Project => "project",
             },
+            required: server.entry.is_required(),
+            secret_env: server.entry.secret_env.keys().cloned().collect(),
             protocol_version: None,
             tool_count: 0,
             tools: Vec::new(),
@@ -381,9 +474,13 @@ async fn list(json: bool) -> Result<(), CommandError> {
     drop(stdout);
     let mut failed = false;
     for report in &reports {
-        if let Some(error) = &report.error {
-            eprintln!("odek: {}", terminal_safe(error));
-            failed = true;
+        match &report.error {
+            Some(error) if report.required => {
+                eprintln!("odek: {}", terminal_safe(error));
+                failed = true;
+            }
+            Some(error) => eprintln!("odek: warning: {} (required: false)", terminal_safe(error)),
+            None => {}
         }
     }
     if failed { Err(CommandError::Reported) } else { Ok(()) }
@@ -394,16 +491,20 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
         writeln!(out, "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json)")?;
     }
     for report in reports {
+        let origin =
+            if report.required { report.origin.to_owned() } else { format!("{}, required: false", report.origin) };
         match report.status {
             "ok" => writeln!(
                 out,
-                "{} ({}): ok, protocol {}, {} tool(s)",
+                "{} ({origin}): ok, protocol {}, {} tool(s)",
                 report.name,
-                report.origin,
                 report.protocol_version.as_deref().filter(|v| !v.is_empty()).unwrap_or("(none)"),
                 report.tool_count
             )?,
-            status => writeln!(out, "{} ({}): {status}", report.name, report.origin)?,
+            status => writeln!(out, "{} ({origin}): {status}", report.name)?,
+        }
+        if !report.secret_env.is_empty() {
+            writeln!(out, "  secret_env: {}", report.secret_env.join(", "))?;
         }
         if let Some(limits) = &report.limits {
             writeln!(
