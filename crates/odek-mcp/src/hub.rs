@@ -1,7 +1,9 @@
 //! The MCP hub: every configured server of a run, started in name order, its tools in one
 //! catalogue, and the call pipeline the agent (and `odek ext call`) uses. It owns the lifecycle
-//! rules of spec `mcp-client.md`: startup with no partial tool set (§1), per-tool approval, crash
-//! restarts (§11), stale-list refresh (§12) and shutdown of every server on every path (§13).
+//! rules of spec `mcp-client.md`: startup with no partial tool set (§1; [beyond] a
+//! `required: false` server that fails is left out instead), per-tool approval asked once per
+//! server, crash restarts (§11), stale-list refresh (§12) and shutdown of every server on every
+//! path (§13).
 //!
 //! Start at [`McpHub::start`] and [`McpHub::call`].
 
