@@ -246,3 +246,20 @@ fn ext_list_reports_an_optional_failure_without_failing() {
     assert_eq!(output.status.code(), Some(0));
     assert!(stdout(&output).contains("\nmissing (global, required: false): failed\n"), "{}", stdout(&output));
 }
+
+#[test]
+fn ext_call_finds_the_server_of_a_shortened_exposed_name() {
+    let sandbox = Sandbox::new();
+    let long = "s".repeat(60);
+    let marker = sandbox.project.join("spawned");
+    sandbox.global_config(
+        &json!({"mcp_servers": {long.as_str(): sandbox.fixture_server(), "other": marking_server(&marker)}}),
+    );
+    let exposed = odek_contract::names::qualify_tool_name(&long, "echo").into_string();
+    assert_eq!(exposed.len(), 64);
+    assert!(!exposed.contains("__"), "the head ends inside the server name: {exposed}");
+    let output = sandbox.odek(&["ext", "call", &exposed, r#"{"text":"found"}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "found\n");
+    assert!(!marker.exists(), "another server was started");
+}
