@@ -129,6 +129,18 @@ async fn start_servers(
     Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
 }
 
+/// Cancels the token on Ctrl-C so a call in flight ends with `context canceled`.
+pub(crate) fn cancel_on_interrupt() -> CancellationToken {
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            trigger.cancel();
+        }
+    });
+    token
+}
+
 /// [beyond] The servers one `ext call <server>__<tool>` starts: the one named before the first
 /// `__` (server names cannot contain `__`), or — for an exposed name shortened to 64 characters,
 /// whose head may end inside the server name — every enabled server that head could belong to.
@@ -182,18 +194,6 @@ fn could_be_shortened_from(tool: &str, server: &str) -> bool {
     let hash_ok = hash.strip_prefix('_').is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()));
     let qualified = format!("{server}{QUALIFIER}");
     hash_ok && (head.starts_with(&qualified) || qualified.starts_with(head))
-}
-
-/// Cancels the token on Ctrl-C so a call in flight ends with `context canceled`.
-pub(crate) fn cancel_on_interrupt() -> CancellationToken {
-    let token = CancellationToken::new();
-    let trigger = token.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            trigger.cancel();
-        }
-    });
-    token
 }
 
 async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {
