@@ -91,7 +91,14 @@ pub(crate) fn validated(server: &McpServerConfig, observer: &dyn McpObserver) ->
     Ok(spec)
 }
 
-/// Validates, approves and starts every enabled server of `setup`, exactly as a run does it.
+/// Startup exactly as a run does it: validate every enabled server, approve project servers,
+/// then start them all; the first failure is fatal. `ext call --jsonl` starts this way, up front
+/// (a request line may name any server, and a sequence is meant to reuse the same processes).
+async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
+    start_hub(&Setup::load()?, observer).await
+}
+
+/// Validates, approves and starts every enabled server of `setup`.
 pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
     start_servers(setup, setup.enabled_servers(), observer).await
 }
@@ -141,7 +148,16 @@ pub(crate) fn cancel_on_interrupt() -> CancellationToken {
     token
 }
 
-/// [beyond] The servers one `ext call <server>__<tool>` starts: the one named before the first
+/// [beyond] Startup for one `ext call <server>__<tool>`: as [`start_for_calls`], but only for
+/// the server the name belongs to ([`servers_for_call`]), so no other server is spawned or
+/// asked about.
+async fn start_for_call(tool: &str, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
+    let setup = Setup::load()?;
+    let servers = servers_for_call(&setup, tool)?;
+    start_servers(&setup, servers, observer).await
+}
+
+/// The servers one `ext call <server>__<tool>` starts: the one named before the first
 /// `__` (server names cannot contain `__`), or — for an exposed name shortened to 64 characters,
 /// whose head may end inside the server name — every enabled server that head could belong to.
 /// That server is treated as required: the operator asked for it, so its own error is the answer.
@@ -197,9 +213,7 @@ fn could_be_shortened_from(tool: &str, server: &str) -> bool {
 }
 
 async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {
-    let setup = Setup::load()?;
-    let servers = servers_for_call(&setup, tool)?;
-    let hub = start_servers(&setup, servers, Arc::new(StderrObserver)).await?;
+    let hub = start_for_call(tool, Arc::new(StderrObserver)).await?;
     let options = CallOptions { deadline: None, cancel: Some(cancel_on_interrupt()) };
     let outcome = hub.call(tool, arguments, &options).await;
     hub.shutdown().await;
@@ -239,11 +253,8 @@ struct CallRecord {
 /// Reads requests from stdin and answers each in order against the same server processes, so a
 /// sequence (a timeout then a reuse, a crash then a restart) can be scripted. Tool-list changes
 /// are applied before each call, as the loop does before each model turn.
-///
-/// Every enabled server is started up front, as a run starts them (a request line may name any
-/// of them, and a sequence is meant to reuse the same processes).
 async fn call_jsonl() -> Result<(), CommandError> {
-    let hub = start_hub(&Setup::load()?, Arc::new(StderrObserver)).await?;
+    let hub = start_for_calls(Arc::new(StderrObserver)).await?;
     let cancel = cancel_on_interrupt();
     let outcome = answer_lines(&hub, &cancel).await;
     hub.shutdown().await;
