@@ -8,8 +8,6 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use odek_contract::names::{MAX_NAME_BYTES, QUALIFIER};
-use odek_contract::quoting::quote;
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
 use odek_mcp::hub::report_optional_failure;
 use odek_mcp::observer::terminal_safe;
@@ -103,6 +101,73 @@ pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> 
     start_servers(setup, setup.enabled_servers(), observer).await
 }
 
+/// [beyond] Startup for one `ext call <server>__<tool>`: as [`start_for_calls`], but only for
+/// the server the name belongs to ([`servers_for_call`]), so no other server is spawned or
+/// asked about.
+async fn start_for_call(tool: &str, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
+    let setup = Setup::load()?;
+    let servers = servers_for_call(&setup, tool)?;
+    start_servers(&setup, servers, observer).await
+}
+
+/// The servers one `ext call <server>__<tool>` starts: the one named before the first
+/// `__` (server names cannot contain `__`), or — for an exposed name shortened to 64 characters,
+/// whose head may end inside the server name — every enabled server that head could belong to.
+/// That server is treated as required: the operator asked for it, so its own error is the answer.
+/// A name that fits no enabled server fails before anything is started.
+fn servers_for_call(setup: &Setup, tool: &str) -> Result<Vec<McpServerConfig>, CommandError> {
+    use odek_contract::names::QUALIFIER;
+    use odek_contract::quoting::quote;
+    let configured = &setup.loaded.config.mcp_servers;
+    let prefix = tool.split_once(QUALIFIER).map_or(tool, |(server, _)| server);
+    let mut chosen: Vec<McpServerConfig> = match configured.iter().find(|server| server.name == prefix) {
+        Some(server) if !server.entry.is_enabled() => {
+            return Err(CommandError::Fatal(format!(
+                "ext call: tool {}: MCP server {} is disabled (enabled: false)",
+                quote(tool),
+                quote(&server.name)
+            )));
+        }
+        Some(server) => vec![server.clone()],
+        None => configured
+            .iter()
+            .filter(|server| server.entry.is_enabled() && could_be_shortened_from(tool, &server.name))
+            .cloned()
+            .collect(),
+    };
+    if chosen.is_empty() {
+        let names: Vec<String> = configured.iter().map(|server| quote(&server.name)).collect();
+        let listing = if names.is_empty() {
+            "no MCP servers are configured".to_owned()
+        } else {
+            format!("configured servers: {}", names.join(", "))
+        };
+        return Err(CommandError::Fatal(format!(
+            "ext call: tool {} names no configured MCP server {}; {listing}",
+            quote(tool),
+            quote(prefix)
+        )));
+    }
+    for server in &mut chosen {
+        server.entry.required = Some(true);
+    }
+    Ok(chosen)
+}
+
+/// Whether `tool` is a shortened exposed name (spec `mcp-client.md` §3: 55 characters, `_`, 8
+/// hex digits) whose head is consistent with `<server>__`.
+fn could_be_shortened_from(tool: &str, server: &str) -> bool {
+    use odek_contract::names::{MAX_NAME_BYTES, QUALIFIER};
+    const HEAD_CHARS: usize = 55;
+    if tool.len() != MAX_NAME_BYTES || !tool.is_ascii() {
+        return false;
+    }
+    let (head, hash) = tool.split_at(HEAD_CHARS);
+    let hash_ok = hash.strip_prefix('_').is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    let qualified = format!("{server}{QUALIFIER}");
+    hash_ok && (head.starts_with(&qualified) || qualified.starts_with(head))
+}
+
 /// Spec `mcp-client.md` §1 steps 2–5 for `servers`: validate them all, approve the project ones,
 /// then start them; a failure is fatal. [beyond] A `required: false` server that fails
 /// validation or is not approved is reported (`mcp_server_failed` when it failed, and the
@@ -146,70 +211,6 @@ pub(crate) fn cancel_on_interrupt() -> CancellationToken {
         }
     });
     token
-}
-
-/// [beyond] Startup for one `ext call <server>__<tool>`: as [`start_for_calls`], but only for
-/// the server the name belongs to ([`servers_for_call`]), so no other server is spawned or
-/// asked about.
-async fn start_for_call(tool: &str, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    let setup = Setup::load()?;
-    let servers = servers_for_call(&setup, tool)?;
-    start_servers(&setup, servers, observer).await
-}
-
-/// The servers one `ext call <server>__<tool>` starts: the one named before the first
-/// `__` (server names cannot contain `__`), or — for an exposed name shortened to 64 characters,
-/// whose head may end inside the server name — every enabled server that head could belong to.
-/// That server is treated as required: the operator asked for it, so its own error is the answer.
-/// A name that fits no enabled server fails before anything is started.
-fn servers_for_call(setup: &Setup, tool: &str) -> Result<Vec<McpServerConfig>, CommandError> {
-    let configured = &setup.loaded.config.mcp_servers;
-    let prefix = tool.split_once(QUALIFIER).map_or(tool, |(server, _)| server);
-    let mut chosen: Vec<McpServerConfig> = match configured.iter().find(|server| server.name == prefix) {
-        Some(server) if !server.entry.is_enabled() => {
-            return Err(CommandError::Fatal(format!(
-                "ext call: tool {}: MCP server {} is disabled (enabled: false)",
-                quote(tool),
-                quote(&server.name)
-            )));
-        }
-        Some(server) => vec![server.clone()],
-        None => configured
-            .iter()
-            .filter(|server| server.entry.is_enabled() && could_be_shortened_from(tool, &server.name))
-            .cloned()
-            .collect(),
-    };
-    if chosen.is_empty() {
-        let names: Vec<String> = configured.iter().map(|server| quote(&server.name)).collect();
-        let listing = if names.is_empty() {
-            "no MCP servers are configured".to_owned()
-        } else {
-            format!("configured servers: {}", names.join(", "))
-        };
-        return Err(CommandError::Fatal(format!(
-            "ext call: tool {} names no configured MCP server {}; {listing}",
-            quote(tool),
-            quote(prefix)
-        )));
-    }
-    for server in &mut chosen {
-        server.entry.required = Some(true);
-    }
-    Ok(chosen)
-}
-
-/// Whether `tool` is a shortened exposed name (spec `mcp-client.md` §3: 55 characters, `_`, 8
-/// hex digits) whose head is consistent with `<server>__`.
-fn could_be_shortened_from(tool: &str, server: &str) -> bool {
-    const HEAD_CHARS: usize = 55;
-    if tool.len() != MAX_NAME_BYTES || !tool.is_ascii() {
-        return false;
-    }
-    let (head, hash) = tool.split_at(HEAD_CHARS);
-    let hash_ok = hash.strip_prefix('_').is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()));
-    let qualified = format!("{server}{QUALIFIER}");
-    hash_ok && (head.starts_with(&qualified) || qualified.starts_with(head))
 }
 
 async fn call_one(tool: &str, arguments: &str) -> Result<(), CommandError> {
