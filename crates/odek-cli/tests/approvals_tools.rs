@@ -9,7 +9,9 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use approvals_support::{Fixture, ScriptedConsole, global_server, persisted_keys, project_server, stdio_entry};
-use odek_cli::approvals::{tool_approval_key, tool_approval_prompt};
+use odek_cli::approvals::{
+    ToolDecision, decision_for_key, tool_approval_card, tool_approval_key, tool_approval_prompt, tool_decision_prompt,
+};
 use odek_cli::config::McpServerConfig;
 use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use odek_mcp::server_config::ServerEntry;
@@ -229,4 +231,122 @@ fn concurrent_requests_never_interleave_prompts() {
     });
     assert_eq!(console.prompts().len(), 8);
     assert_eq!(persisted_keys(&fixture.tool_approvals_path()).len(), 8);
+}
+
+fn tool(name: &str) -> ToolApprovalRequest {
+    ToolApprovalRequest { tool: name.into(), description: format!("The {name} tool."), ..read_file() }
+}
+
+#[test]
+fn several_pending_tools_share_one_card_and_a_approves_the_rest() {
+    let fixture = Fixture::new();
+    let console = ScriptedConsole::interactive(&[Some("n"), Some("a")]);
+    let approver = fixture.approvals(console.clone()).tool_approver(&servers()).unwrap();
+    let requests = [tool("t1"), tool("t2"), tool("t3"), tool("t4")];
+    assert_eq!(
+        approver.approve_tools(&requests),
+        [ToolApproval::Declined, ToolApproval::Approved, ToolApproval::Approved, ToolApproval::Approved]
+    );
+    let pending: Vec<&ToolApprovalRequest> = requests.iter().collect();
+    assert_eq!(
+        console.prompts(),
+        [
+            format!("{}{}", tool_approval_card("fs", &pending), tool_decision_prompt(1, 4, "t1")),
+            tool_decision_prompt(2, 4, "t2"),
+        ]
+    );
+    assert_eq!(persisted_keys(&fixture.tool_approvals_path()).len(), 3);
+}
+
+#[test]
+fn the_card_lists_only_what_still_needs_an_answer() {
+    let fixture = Fixture::new();
+    let approver = fixture.approvals(ScriptedConsole::interactive(&[Some("y")])).tool_approver(&servers()).unwrap();
+    assert_eq!(approver.approve_tool(&tool("t2")), ToolApproval::Approved);
+
+    let console = ScriptedConsole::interactive(&[Some("y"), Some("N")]);
+    let approver = fixture.approvals(console.clone()).tool_approver(&servers()).unwrap();
+    let requests = [tool("t1"), tool("t2"), tool("t3"), tool("t4")];
+    assert_eq!(
+        approver.approve_tools(&requests),
+        [ToolApproval::Approved, ToolApproval::Approved, ToolApproval::Declined, ToolApproval::Declined]
+    );
+    let prompts = console.prompts();
+    assert_eq!(prompts.len(), 2);
+    assert!(prompts[0].starts_with("\nMCP server \"fs\" wants to register 3 tools:\n  1. \"t1\"\n"), "{prompts:?}");
+    assert!(!prompts[0].contains("\"t2\""), "an approved tool is not asked again");
+    assert_eq!(prompts[1], tool_decision_prompt(2, 3, "t3"));
+}
+
+#[test]
+fn end_of_input_declines_every_remaining_tool() {
+    let fixture = Fixture::new();
+    let console = ScriptedConsole::interactive(&[None]);
+    let approver = fixture.approvals(console.clone()).tool_approver(&servers()).unwrap();
+    assert_eq!(approver.approve_tools(&[tool("t1"), tool("t2")]), [ToolApproval::Declined, ToolApproval::Declined]);
+    assert_eq!(console.prompts().len(), 1);
+    assert!(!fixture.tool_approvals_path().exists());
+}
+
+#[test]
+fn without_a_terminal_the_card_keeps_the_per_tool_rules() {
+    let fixture = Fixture::new();
+    let approver = fixture.approvals(ScriptedConsole::interactive(&[Some("y")])).tool_approver(&servers()).unwrap();
+    assert_eq!(approver.approve_tool(&tool("t1")), ToolApproval::Approved);
+
+    let approver = fixture.approvals(ScriptedConsole::non_interactive()).tool_approver(&servers()).unwrap();
+    let startup = [tool("t1"), tool("t2"), tool("t3")];
+    let required = "MCP tool \"t2\" from server \"fs\" requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all tools from all project MCP servers, or run interactively";
+    assert_eq!(
+        approver.approve_tools(&startup),
+        [ToolApproval::Approved, ToolApproval::Required(required.to_owned())],
+        "answers stop at the first tool nobody can approve"
+    );
+    let relist = startup.map(|request| ToolApprovalRequest { relist: true, ..request });
+    assert_eq!(
+        approver.approve_tools(&relist),
+        [ToolApproval::Approved, ToolApproval::Declined, ToolApproval::Declined]
+    );
+}
+
+#[test]
+fn a_relist_asks_on_the_same_card() {
+    let fixture = Fixture::new();
+    let console = ScriptedConsole::interactive(&[Some("a")]);
+    let approver = fixture.approvals(console.clone()).tool_approver(&servers()).unwrap();
+    let relist = [tool("t1"), tool("t2")].map(|request| ToolApprovalRequest { relist: true, ..request });
+    assert_eq!(approver.approve_tools(&relist), [ToolApproval::Approved, ToolApproval::Approved]);
+    assert!(console.prompts()[0].starts_with("\nMCP server \"fs\" wants to register 2 tools:\n"));
+}
+
+#[test]
+fn card_descriptions_cannot_forge_a_line_red() {
+    let forged = ToolApprovalRequest {
+        description: "Reads.\n  2. \"rm_rf\"\r\n     schema: sha256:0000000000000000 (2 bytes)\u{1b}[2K".into(),
+        ..tool("t1")
+    };
+    let second = tool("t2");
+    let card = tool_approval_card("fs", &[&forged, &second]);
+    assert_eq!(card.lines().count(), 1 + 1 + 2 * 3 + 1, "{card}");
+    assert!(!card.contains('\u{1b}'));
+    assert!(card.contains("description: Reads.\u{fffd}  2. \"rm_rf\"\u{fffd}\u{fffd}     schema:"), "{card}");
+}
+
+#[test]
+fn keys_and_their_decisions() {
+    for (key, decision) in [
+        (Some('y'), ToolDecision::Approve),
+        (Some('Y'), ToolDecision::Approve),
+        (Some('a'), ToolDecision::ApproveRest),
+        (Some('A'), ToolDecision::ApproveRest),
+        (Some('n'), ToolDecision::Decline),
+        (Some('\r'), ToolDecision::Decline),
+        (Some(' '), ToolDecision::Decline),
+        (Some('N'), ToolDecision::DeclineRest),
+        (Some('\u{1b}'), ToolDecision::DeclineRest),
+        (Some('\u{4}'), ToolDecision::DeclineRest),
+        (None, ToolDecision::DeclineRest),
+    ] {
+        assert_eq!(decision_for_key(key), decision, "{key:?}");
+    }
 }

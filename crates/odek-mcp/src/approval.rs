@@ -1,6 +1,7 @@
 //! The seam through which the client asks for per-tool approval (spec `config.md` §13.2).
 //! The policy itself (persisted keys, prompts, `ODEK_APPROVE_MCP`, `auto_approve`) lives in the
-//! binary; the client only asks, once per tool, after the registration checks.
+//! binary; the client only asks, once per server with all of that server's tools awaiting
+//! approval ([`ToolApprover::approve_tools`]), after the registration checks.
 
 use serde_json::Value;
 
@@ -31,6 +32,24 @@ pub enum ToolApproval {
 /// blocking-capable context.
 pub trait ToolApprover: Send + Sync {
     fn approve_tool(&self, request: &ToolApprovalRequest) -> ToolApproval;
+
+    /// Every tool of one server that awaits approval, in list order, asked at once so an
+    /// approver can offer "this server's tools" beside per-tool answers. The answers are in
+    /// request order; at startup (`relist` false) they stop after the first
+    /// [`ToolApproval::Required`], which fails the server, so there may be fewer answers than
+    /// requests. Each approval still stands for one tool as listed now, never for later ones.
+    fn approve_tools(&self, requests: &[ToolApprovalRequest]) -> Vec<ToolApproval> {
+        let mut answers = Vec::with_capacity(requests.len());
+        for request in requests {
+            let answer = self.approve_tool(request);
+            let stop = !request.relist && matches!(answer, ToolApproval::Required(_));
+            answers.push(answer);
+            if stop {
+                break;
+            }
+        }
+        answers
+    }
 }
 
 /// Approves everything: for tests, benchmarks and embedders that vet servers themselves.
@@ -40,5 +59,9 @@ pub struct ApproveAll;
 impl ToolApprover for ApproveAll {
     fn approve_tool(&self, _request: &ToolApprovalRequest) -> ToolApproval {
         ToolApproval::Approved
+    }
+
+    fn approve_tools(&self, requests: &[ToolApprovalRequest]) -> Vec<ToolApproval> {
+        vec![ToolApproval::Approved; requests.len()]
     }
 }

@@ -1,11 +1,14 @@
 //! The environment of a spawned MCP server (spec `mcp-client.md` §5): built from scratch from an
 //! allowlist of parent variables, then the configured overrides, never inherited wholesale and
-//! never carrying a secret-looking variable. Start at [`build_server_env`].
+//! never carrying a secret-looking variable — except the operator's [beyond] `secret_env`, which
+//! [`apply_secret_env`] adds last, on purpose. Start at [`build_server_env`].
 
 use std::collections::BTreeMap;
 
 use odek_contract::quoting::quote;
 use odek_contract::secret_names::is_secret_looking;
+
+use crate::server_config::SecretValue;
 
 /// Parent variables a server may see (when not secret-looking).
 pub const FORWARDED_VARIABLES: &[&str] = &[
@@ -65,6 +68,19 @@ where
     (env, warnings)
 }
 
+/// [beyond] Applies `secret_env` after the `env` overrides: each name is set to its value whether
+/// or not it looks like a secret (handing a server its key is what `secret_env` is for). An empty
+/// value — a `${VAR}` that was unset — leaves the name unset rather than passing an empty token.
+pub fn apply_secret_env(env: &mut BTreeMap<String, String>, secret_env: &BTreeMap<String, SecretValue>) {
+    for (name, value) in secret_env {
+        if value.is_empty() {
+            env.remove(name);
+        } else {
+            env.insert(name.clone(), value.expose().to_owned());
+        }
+    }
+}
+
 /// The parent environment of this process, as UTF-8 pairs (others are never forwarded).
 pub fn process_env() -> impl Iterator<Item = (String, String)> {
     std::env::vars_os().filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
@@ -117,6 +133,20 @@ mod tests {
                 "mcp server \"srv\": env override TOKENIZERS_PARALLELISM looks like a secret and was dropped",
             ]
         );
+    }
+
+    #[test]
+    fn secret_env_passes_the_filter_after_the_overrides() {
+        let overrides = BTreeMap::from([("GITHUB_TOKEN".to_owned(), "from-env".to_owned())]);
+        let (mut env, _) = build_server_env("srv", &overrides, parent());
+        let secrets = BTreeMap::from([
+            ("GITHUB_TOKEN".to_owned(), SecretValue::new("ghp_granted")),
+            ("HOME".to_owned(), SecretValue::new("")),
+        ]);
+        apply_secret_env(&mut env, &secrets);
+        assert_eq!(env.get("GITHUB_TOKEN").map(String::as_str), Some("ghp_granted"));
+        assert!(!env.contains_key("HOME"), "an empty value leaves the name unset");
+        assert!(!env.contains_key("OPENAI_API_KEY"), "only the named secrets pass");
     }
 
     #[test]

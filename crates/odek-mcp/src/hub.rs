@@ -1,7 +1,9 @@
 //! The MCP hub: every configured server of a run, started in name order, its tools in one
 //! catalogue, and the call pipeline the agent (and `odek ext call`) uses. It owns the lifecycle
-//! rules of spec `mcp-client.md`: startup with no partial tool set (§1), per-tool approval, crash
-//! restarts (§11), stale-list refresh (§12) and shutdown of every server on every path (§13).
+//! rules of spec `mcp-client.md`: startup with no partial tool set (§1; [beyond] a
+//! `required: false` server that fails is left out instead), per-tool approval asked once per
+//! server, crash restarts (§11), stale-list refresh (§12) and shutdown of every server on every
+//! path (§13).
 //!
 //! Start at [`McpHub::start`] and [`McpHub::call`].
 
@@ -25,7 +27,7 @@ use crate::connection::{CallOptions, Connection, Params, SpawnParams, cancelled}
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks_quiet,
 };
-use crate::env_allowlist::build_server_env;
+use crate::env_allowlist::{apply_secret_env, build_server_env};
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
@@ -106,7 +108,10 @@ enum StartMode {
 impl McpHub {
     /// Starts every server (spec §1 steps 4–5): connect and list concurrently, then register in
     /// ascending name order with the name rules, registration checks and per-tool approval. Any
-    /// failure closes every server and fails with `mcp server "<name>": <error>`.
+    /// failure of a required server closes every server and fails with
+    /// `mcp server "<name>": <error>`. [beyond] A server with `required: false` that fails is
+    /// reported ([`report_optional_failure`]) and left out: the hub holds the others, in the same
+    /// order, and never starts it later in the run.
     pub async fn start(specs: Vec<ServerSpec>, options: HubOptions) -> Result<McpHub, McpError> {
         let (hub, mut failures) = Self::start_inner(specs, options, StartMode::FailFast).await;
         match failures.pop() {
@@ -136,10 +141,11 @@ impl McpHub {
         for (index, spec) in specs.into_iter().enumerate() {
             let env = match &spec.transport {
                 Transport::Stdio { env, .. } => {
-                    let (env, warnings) = build_server_env(&spec.name, env, options.parent_env.iter().cloned());
+                    let (mut env, warnings) = build_server_env(&spec.name, env, options.parent_env.iter().cloned());
                     for warning in warnings {
                         options.observer.warning(&spec.name, &warning);
                     }
+                    apply_secret_env(&mut env, &spec.secret_env);
                     env
                 }
                 Transport::Http { .. } => BTreeMap::new(),
@@ -179,6 +185,7 @@ impl McpHub {
             }));
         }
         let mut failures = Vec::new();
+        let mut failed_required = false;
         let mut connected = Vec::with_capacity(connecting.len());
         for (server, task) in hub.servers.iter().zip(connecting) {
             connected.push(match task.await {
@@ -189,7 +196,7 @@ impl McpHub {
             });
         }
         for (server, (outcome, connect_time)) in hub.servers.iter().zip(connected) {
-            if mode == StartMode::FailFast && !failures.is_empty() {
+            if failed_required {
                 if let Ok((connection, ..)) = outcome {
                     connection.shutdown().await;
                 }
@@ -201,12 +208,26 @@ impl McpHub {
                 }
                 Err(error) => Err(error),
             };
-            if let Err(error) = result {
-                hub.options.observer.event(McpEvent::ServerFailed {
-                    server: server.spec.name.clone(),
-                    error_class: error.error_class(),
-                });
-                failures.push((server.spec.name.clone(), McpError::at_startup(&server.spec.name, error)));
+            let Err(error) = result else { continue };
+            let name = &server.spec.name;
+            let error = McpError::at_startup(name, error);
+            match mode {
+                StartMode::FailFast if !server.spec.required => {
+                    report_optional_failure(hub.options.observer.as_ref(), name, &error, Some(error.error_class()));
+                }
+                StartMode::FailFast => {
+                    hub.options
+                        .observer
+                        .event(McpEvent::ServerFailed { server: name.clone(), error_class: error.error_class() });
+                    failed_required = true;
+                    failures.push((name.clone(), error));
+                }
+                StartMode::KeepGoing => {
+                    hub.options
+                        .observer
+                        .event(McpEvent::ServerFailed { server: name.clone(), error_class: error.error_class() });
+                    failures.push((name.clone(), error));
+                }
             }
         }
         (hub, failures)
@@ -278,8 +299,9 @@ impl McpHub {
                 to_ask.push((position, tool));
             }
         }
-        // One blocking task asks about every tool in list order (prompts read the terminal); it
-        // stops at the first tool that needs an approval nobody can give.
+        // One blocking task asks about all of this server's tools at once, in list order (prompts
+        // read the terminal); at startup the answers stop at the first tool that needs an
+        // approval nobody can give.
         let requests: Vec<ToolApprovalRequest> = to_ask
             .iter()
             .map(|(_, tool)| ToolApprovalRequest {
@@ -291,20 +313,13 @@ impl McpHub {
             })
             .collect();
         let approver = Arc::clone(&self.options.approver);
-        let answers = tokio::task::spawn_blocking(move || {
-            let mut answers = Vec::with_capacity(requests.len());
-            for request in &requests {
-                let answer = approver.approve_tool(request);
-                let stop = !relist && matches!(answer, ToolApproval::Required(_));
-                answers.push(answer);
-                if stop {
-                    break;
-                }
-            }
-            answers
-        })
-        .await
-        .unwrap_or_else(|join| vec![ToolApproval::Required(format!("approval prompt failed: {join}"))]);
+        let answers = if requests.is_empty() {
+            Vec::new()
+        } else {
+            tokio::task::spawn_blocking(move || approver.approve_tools(&requests))
+                .await
+                .unwrap_or_else(|join| vec![ToolApproval::Required(format!("approval prompt failed: {join}"))])
+        };
         for ((position, tool), answer) in to_ask.into_iter().zip(answers) {
             match (answer, relist) {
                 (ToolApproval::Approved, _) => approved.push((position, tool)),
@@ -580,6 +595,33 @@ impl McpHub {
             let _ = task.await;
         }
     }
+}
+
+/// [beyond] Reports a `required: false` server that could not be started and is left out of the
+/// run: `mcp_server_failed` with `error_class` (when it failed; `None` when the operator declined
+/// it, which is a decision, not a failure), then one redacted, single-line warning
+/// `mcp server "<name>": <error>; continuing without it (required: false)`.
+pub fn report_optional_failure(
+    observer: &dyn McpObserver,
+    server: &str,
+    error: &dyn std::fmt::Display,
+    error_class: Option<&'static str>,
+) {
+    if let Some(error_class) = error_class {
+        observer.event(McpEvent::ServerFailed { server: server.to_owned(), error_class });
+    }
+    observer.warning(server, &odek_contract::redaction::redact(&optional_failure_warning(server, error)));
+}
+
+/// The warning text of [`report_optional_failure`]. Line breaks in the error (some carry a hint
+/// on a second line, a server's text may carry its own) become `; `, so the warning stays one
+/// line that a server cannot use to forge another.
+pub fn optional_failure_warning(server: &str, error: &dyn std::fmt::Display) -> String {
+    let prefix = format!("mcp server {}: ", quote(server));
+    let text = error.to_string();
+    let text = text.strip_prefix(&prefix).unwrap_or(&text);
+    let one_line = text.split(['\r', '\n']).filter(|part| !part.is_empty()).collect::<Vec<_>>().join("; ");
+    format!("{prefix}{one_line}; continuing without it (required: false)")
 }
 
 /// Whether a listed tool is the one already known: same raw name, description and schema.

@@ -29,4 +29,4 @@ pub use error::{Cause, McpError, RequestFailure};
 pub use hub::{HubOptions, McpHub, ServerInfo};
 pub use observer::{McpEvent, McpObserver, StderrObserver};
 pub use odek_contract::tool_result::ToolOutput;
-pub use server_config::{Limits, ServerEntry, ServerSpec, Transport, validate_server};
+pub use server_config::{Limits, SecretValue, ServerEntry, ServerSpec, Transport, validate_server};

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use odek_contract::names::validate_server_name;
 use odek_contract::truncation::result_floor;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::error::McpError;
 
@@ -27,9 +27,9 @@ pub const DEFAULT_MAX_RESULT_CHARS: i64 = 200_000;
 pub const MAX_RESULT_CHARS_CAP: i64 = 1_000_000;
 
 /// A `mcp_servers.<name>` entry exactly as written in a config file. Unknown fields are ignored
-/// (additive rule); absent fields take their defaults. `enabled` stays an `Option` so "absent"
-/// and "true" can be told apart when comparing entries for `auto_approve`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// (additive rule); absent fields take their defaults. `enabled` and `required` stay `Option`s so
+/// "absent" and "true" can be told apart when comparing entries for `auto_approve`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct ServerEntry {
     pub command: Option<String>,
@@ -47,12 +47,52 @@ pub struct ServerEntry {
     /// the operator's way to use a server with a tool that shadows a built-in (which would
     /// otherwise reject the whole server) or a tool they don't want offered.
     pub exclude_tools: Vec<String>,
+    /// [beyond] `false`: a failure of this server at startup is a warning and the run goes on
+    /// without it. Absent means required (the contract's fail-closed rule).
+    pub required: Option<bool>,
+    /// [beyond] Variables handed to a stdio server on purpose, past the secret-looking filter of
+    /// the environment allowlist: the operator's way to give a server its API key. Honoured only
+    /// from the global config (the loader refuses it in a project file); values are `${VAR}`
+    /// references or literals, registered for redaction when loaded.
+    pub secret_env: BTreeMap<String, SecretValue>,
 }
 
 impl ServerEntry {
     /// `enabled: false` servers are never started; absent means enabled.
     pub fn is_enabled(&self) -> bool {
         self.enabled.unwrap_or(true)
+    }
+
+    /// Whether a startup failure of this server fails the run; absent means required.
+    pub fn is_required(&self) -> bool {
+        self.required.unwrap_or(true)
+    }
+}
+
+/// A `secret_env` value. `Debug` never shows it, so no dump of a config or a spec can leak it;
+/// [`SecretValue::expose`] is the one way to read it.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    pub fn new(value: impl Into<String>) -> Self {
+        SecretValue(value.into())
+    }
+
+    /// The secret itself, for the server's environment and the redaction registry only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() { "\"\"" } else { "[REDACTED]" })
     }
 }
 
@@ -85,6 +125,10 @@ pub struct ServerSpec {
     pub artifact_roots: Vec<String>,
     /// Raw tool names dropped from every listing ([`ServerEntry::exclude_tools`]).
     pub exclude_tools: Vec<String>,
+    /// [`ServerEntry::is_required`]: whether a startup failure fails the run.
+    pub required: bool,
+    /// [`ServerEntry::secret_env`], applied to a stdio server's environment after `env`.
+    pub secret_env: BTreeMap<String, SecretValue>,
 }
 
 /// Validates one enabled entry (spec `mcp-client.md` §1 step 2): server name, transport, limits.
@@ -118,6 +162,8 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             limits,
             artifact_roots: entry.artifact_roots.clone(),
             exclude_tools: entry.exclude_tools.clone(),
+            required: entry.is_required(),
+            secret_env: entry.secret_env.clone(),
         },
         warnings,
     ))

@@ -1,11 +1,13 @@
 //! The operator's terminal as approvals see it: whether stdin is a terminal, a prompt that
-//! reads one answer, and a sink for warnings. [`StdConsole`] is the real one; tests script a
-//! [`Console`] of their own.
+//! reads one answer line (server approval), a prompt that reads one key (the tool approval card,
+//! in the batch approval card's single-key style), and a sink for warnings. [`StdConsole`] is the
+//! real one; tests script a [`Console`] of their own.
 //!
 //! Also the terminal sanitiser for server-supplied text shown in prompts: escape sequences
 //! cannot repaint or hide what the operator is approving.
 
 use std::io::{BufRead, IsTerminal, Read, Write};
+use std::os::fd::AsFd;
 
 /// Longest answer line read from stdin (bytes); the rest of a longer line is not read.
 pub const MAX_ANSWER_BYTES: u64 = 4096;
@@ -20,6 +22,12 @@ pub trait Console: Send + Sync {
     /// Prints `text` on stdout exactly as given (no newline added) and reads one answer line.
     /// `None` on end of input or a read error (treated as "no").
     fn prompt(&self, text: &str) -> Option<String>;
+    /// Prints `text` on stdout exactly as given and reads one key, without waiting for Enter.
+    /// `None` on end of input or a read error (treated as "no"). The default, for consoles that
+    /// cannot read single keys, reads an answer line and takes its first character.
+    fn prompt_key(&self, text: &str) -> Option<char> {
+        self.prompt(text).and_then(|answer| answer.chars().next())
+    }
     /// Reports a warning (text without the `odek: warning: ` prefix).
     fn warn(&self, text: &str) {
         eprintln!("odek: warning: {text}");
@@ -44,6 +52,22 @@ impl Console for StdConsole {
         let mut answer = String::new();
         let read = std::io::stdin().lock().take(MAX_ANSWER_BYTES).read_line(&mut answer).ok()?;
         (read > 0).then_some(answer)
+    }
+
+    /// Keys typed before the prompt was shown are discarded first: an approval is never answered
+    /// by type-ahead (the rest of an earlier answer line, keys pressed while a server started).
+    /// The key is read the way the batch approval card reads it, and echoed (`-` when it is not
+    /// printable) so the record on screen shows every answer.
+    fn prompt_key(&self, text: &str) -> Option<char> {
+        let _ = nix::sys::termios::tcflush(std::io::stdin().as_fd(), nix::sys::termios::FlushArg::TCIFLUSH);
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(text.as_bytes()).ok()?;
+        stdout.flush().ok()?;
+        let key = crate::terminal::batch_gate::read_key().map(char::from);
+        let echo = key.filter(char::is_ascii_graphic).unwrap_or('-');
+        let _ = writeln!(stdout, "{echo}");
+        let _ = stdout.flush();
+        key
     }
 }
 

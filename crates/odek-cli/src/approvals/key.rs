@@ -6,8 +6,11 @@
 //! Field order: `dir`, `server`; stdio `command` + one `arg` per argument, or HTTP `url` +
 //! `token_env`; `env`/`envval` per variable in ascending byte order of name (for both
 //! transports, as the spec lists it unconditionally); the three limit fields as configured
-//! (before defaulting or clamping); one `artifact_root` per root in ascending byte order; and for
-//! tool keys `tool`, `schema` (hex SHA-256 of the canonical schema JSON), `description`.
+//! (before defaulting or clamping); one `artifact_root` per root in ascending byte order;
+//! [beyond] one `secret_env` per `secret_env` name in ascending byte order — names only, so a
+//! rotated token does not re-prompt, and nothing at all when there are none, so every key of an
+//! entry without `secret_env` is the spec's; and for tool keys `tool`, `schema` (hex SHA-256 of
+//! the canonical schema JSON), `description`.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -84,6 +87,9 @@ impl KeyHasher {
         roots.sort_unstable();
         for root in roots {
             self.field("artifact_root", root.as_bytes());
+        }
+        for name in entry.secret_env.keys() {
+            self.field("secret_env", name.as_bytes());
         }
     }
 

@@ -2,8 +2,10 @@
 //! anything is spawned, and per-tool approval for every server's tools after discovery.
 //!
 //! Start at [`McpApprovals`]: [`McpApprovals::approve_project_servers`] runs §13.1 for all
-//! project servers at once, and [`McpApprovals::tool_approver`] builds the
-//! [`CliToolApprover`] the MCP client asks once per tool (§13.2). A requirement is satisfied by
+//! project servers at once ([`McpApprovals::approve_startup_servers`] lets a [beyond]
+//! `required: false` server be left out instead), and [`McpApprovals::tool_approver`] builds the
+//! [`CliToolApprover`] the MCP client asks once per server, on one card listing that server's
+//! pending tools (§13.2, [beyond] the card). A requirement is satisfied by
 //! `ODEK_APPROVE_MCP=1` (exactly `1`), a persisted key (§13.3, see [`server_approval_key`] and
 //! [`tool_approval_key`]), the `auto_approve` marker (§13.4, decided at load time as
 //! [`McpServerConfig::auto_approve_effective`]), or a `y`/`yes` answer at a terminal. Accepted
@@ -32,7 +34,9 @@ pub use self::console::{
 };
 pub use self::key::{SchemaDigest, server_approval_key, tool_approval_key};
 pub use self::store::{ApprovalStore, MAX_APPROVALS_BYTES};
-pub use self::tool::{CliToolApprover, tool_approval_prompt};
+pub use self::tool::{
+    CliToolApprover, ToolDecision, decision_for_key, tool_approval_card, tool_approval_prompt, tool_decision_prompt,
+};
 
 use self::key::ServerLaunch;
 
@@ -68,6 +72,30 @@ pub enum ApprovalError {
     LoadRead { path: String, detail: String },
     #[error("mcp approval: save approvals: {path}: {detail}")]
     Save { path: String, detail: String },
+}
+
+impl ApprovalError {
+    /// The `error_class` of `mcp_server_failed` when a [beyond] `required: false` server is left
+    /// out for this reason: `approval_required` when nobody could be asked; `None` for an
+    /// operator's "no", which is a decision rather than a failure.
+    pub fn failure_class(&self) -> Option<&'static str> {
+        match self {
+            ApprovalError::ServerNotApproved { .. } => None,
+            ApprovalError::ServerApprovalRequired { .. } | ApprovalError::ToolApprovalRequired { .. } => {
+                Some("approval_required")
+            }
+            ApprovalError::LoadParse { .. } | ApprovalError::LoadRead { .. } | ApprovalError::Save { .. } => {
+                Some("error")
+            }
+        }
+    }
+}
+
+/// A [beyond] `required: false` project server that was not approved; it is left out of the run.
+#[derive(Debug)]
+pub struct SkippedServer {
+    pub name: String,
+    pub error: ApprovalError,
 }
 
 /// `ODEK_APPROVE_MCP` approves everything only when it is exactly `1` (no trimming, no `true`).
@@ -125,6 +153,23 @@ impl McpApprovals {
     /// loaded), before anything is spawned. The first refusal is fatal. The approvals file is
     /// only read when some server still needs approval.
     pub fn approve_project_servers(&self, servers: &[McpServerConfig]) -> Result<(), ApprovalError> {
+        self.approve_servers(servers, false).map(|_| ())
+    }
+
+    /// §13.1 as a run applies it: like [`McpApprovals::approve_project_servers`], except that a
+    /// [beyond] `required: false` server that is not approved (declined at the prompt, or no
+    /// terminal to ask) is returned, to be left out, instead of failing the run. The approvals
+    /// file being unreadable stays fatal.
+    pub fn approve_startup_servers(&self, servers: &[McpServerConfig]) -> Result<Vec<SkippedServer>, ApprovalError> {
+        self.approve_servers(servers, true)
+    }
+
+    fn approve_servers(
+        &self,
+        servers: &[McpServerConfig],
+        skip_optional: bool,
+    ) -> Result<Vec<SkippedServer>, ApprovalError> {
+        let mut skipped = Vec::new();
         let pending: Vec<&McpServerConfig> = servers
             .iter()
             .filter(|server| {
@@ -132,7 +177,7 @@ impl McpApprovals {
             })
             .collect();
         if pending.is_empty() || self.approve_all {
-            return Ok(());
+            return Ok(skipped);
         }
         let mut store = ApprovalStore::load(self.server_approvals_path())?;
         for server in pending {
@@ -140,18 +185,23 @@ impl McpApprovals {
             if store.contains(&key) {
                 continue;
             }
-            if !self.console.is_interactive() {
-                return Err(server_approval_required(server));
-            }
-            let answer = self.console.prompt(&server_approval_prompt(server));
-            if !answer.as_deref().is_some_and(is_yes) {
-                return Err(ApprovalError::ServerNotApproved { name: server.name.clone() });
-            }
-            if let Err(err) = store.insert_and_save(key) {
-                self.console.warn(&err.to_string());
+            let refusal = if !self.console.is_interactive() {
+                server_approval_required(server)
+            } else if self.console.prompt(&server_approval_prompt(server)).as_deref().is_some_and(is_yes) {
+                if let Err(err) = store.insert_and_save(key) {
+                    self.console.warn(&err.to_string());
+                }
+                continue;
+            } else {
+                ApprovalError::ServerNotApproved { name: server.name.clone() }
+            };
+            if skip_optional && !server.entry.is_required() {
+                skipped.push(SkippedServer { name: server.name.clone(), error: refusal });
+            } else {
+                return Err(refusal);
             }
         }
-        Ok(())
+        Ok(skipped)
     }
 
     /// The per-tool approver for these servers (global and project). Reads

@@ -50,7 +50,12 @@ impl ApprovalStore {
     /// the file is re-read and merged before writing. On error the key stays approved in
     /// memory for this run.
     pub fn insert_and_save(&mut self, key: String) -> Result<(), ApprovalError> {
-        self.keys.insert(key);
+        self.insert_all_and_save([key])
+    }
+
+    /// [`ApprovalStore::insert_and_save`] for several keys at once, with one write.
+    pub fn insert_all_and_save(&mut self, keys: impl IntoIterator<Item = String>) -> Result<(), ApprovalError> {
+        self.keys.extend(keys);
         let on_disk = read_keys(&self.path)?;
         self.keys.extend(on_disk);
         write_atomically(&self.path, &self.keys)

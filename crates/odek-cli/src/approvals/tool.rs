@@ -1,5 +1,9 @@
 //! Per-tool approval (spec `config.md` §13.2) behind the MCP client's
-//! [`odek_mcp::approval::ToolApprover`] seam.
+//! [`odek_mcp::approval::ToolApprover`] seam, asked [beyond] once per server: one tool pending is
+//! the spec's prompt; several are one card listing them all ([`tool_approval_card`]), then one
+//! single-key answer per tool in list order where `a` approves that tool and every one after it
+//! ("this server's tools", as listed now) and `N`/Esc declines the rest ([`decision_for_key`]).
+//! Every approval is still one tool's own §13.3 key, so a tool that changes asks again.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,7 +13,7 @@ use odek_contract::quoting::quote;
 use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 
 use super::ApprovalError;
-use super::console::{Console, cut_for_prompt, is_yes, sanitize_for_terminal};
+use super::console::{Console, cut_for_prompt, sanitize_for_terminal, sanitize_terminal_line};
 use super::key::{SchemaDigest, tool_approval_key};
 use super::store::ApprovalStore;
 use crate::config::McpServerConfig;
@@ -66,55 +70,168 @@ impl CliToolApprover {
             ToolApproval::Required(required.to_string())
         }
     }
+
+    /// Asks about the pending tools (all of one server) and returns one decision per tool.
+    fn ask(&self, pending: &[&ToolApprovalRequest]) -> Vec<bool> {
+        if let [only] = pending {
+            let key = self.console.prompt_key(&tool_approval_prompt(only));
+            return vec![decision_for_key(key) == ToolDecision::Approve];
+        }
+        let server = pending.first().map(|request| request.server.as_str()).unwrap_or_default();
+        let mut prompt = tool_approval_card(server, pending);
+        let mut rest = None;
+        let mut decisions = Vec::with_capacity(pending.len());
+        for (index, request) in pending.iter().enumerate() {
+            if let Some(all) = rest {
+                decisions.push(all);
+                continue;
+            }
+            prompt.push_str(&tool_decision_prompt(index + 1, pending.len(), &request.tool));
+            let decision = decision_for_key(self.console.prompt_key(&prompt));
+            prompt.clear();
+            decisions.push(matches!(decision, ToolDecision::Approve | ToolDecision::ApproveRest));
+            match decision {
+                ToolDecision::ApproveRest => rest = Some(true),
+                ToolDecision::DeclineRest => rest = Some(false),
+                ToolDecision::Approve | ToolDecision::Decline => {}
+            }
+        }
+        decisions
+    }
 }
 
 impl ToolApprover for CliToolApprover {
     fn approve_tool(&self, request: &ToolApprovalRequest) -> ToolApproval {
-        if self.approve_all {
-            return ToolApproval::Approved;
-        }
-        let Some(server) = self.servers.get(&request.server) else {
-            return Self::not_approved(request);
-        };
-        if server.auto_approve_effective {
-            return ToolApproval::Approved;
-        }
-        let key = tool_approval_key(
-            &self.cwd,
-            &server.name,
-            &server.entry,
-            &request.tool,
-            &request.input_schema,
-            &request.description,
-        );
-        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        if store.contains(&key) {
-            return ToolApproval::Approved;
-        }
-        if !self.console.is_interactive() {
-            return Self::not_approved(request);
-        }
-        let answer = self.console.prompt(&tool_approval_prompt(request));
-        if !answer.as_deref().is_some_and(is_yes) {
-            return ToolApproval::Declined;
-        }
-        if let Err(err) = store.insert_and_save(key) {
-            self.console.warn(&err.to_string());
-        }
-        ToolApproval::Approved
+        self.approve_tools(std::slice::from_ref(request)).pop().unwrap_or_else(|| Self::not_approved(request))
     }
+
+    /// `ODEK_APPROVE_MCP=1`, then each server's effective `auto_approve`, then the persisted
+    /// keys; what is left is asked on one card, or — without a terminal — is `Required` at
+    /// startup (the answers stop there) and `Declined` on a re-list. The store stays locked from
+    /// the lookups through the answers and the one save.
+    fn approve_tools(&self, requests: &[ToolApprovalRequest]) -> Vec<ToolApproval> {
+        if self.approve_all {
+            return vec![ToolApproval::Approved; requests.len()];
+        }
+        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut answers: Vec<Option<ToolApproval>> = vec![None; requests.len()];
+        let mut pending: Vec<(usize, String)> = Vec::new();
+        for (index, request) in requests.iter().enumerate() {
+            match self.servers.get(&request.server) {
+                None => answers[index] = Some(Self::not_approved(request)),
+                Some(server) if server.auto_approve_effective => answers[index] = Some(ToolApproval::Approved),
+                Some(server) => {
+                    let key = tool_approval_key(
+                        &self.cwd,
+                        &server.name,
+                        &server.entry,
+                        &request.tool,
+                        &request.input_schema,
+                        &request.description,
+                    );
+                    if store.contains(&key) {
+                        answers[index] = Some(ToolApproval::Approved);
+                    } else {
+                        pending.push((index, key));
+                    }
+                }
+            }
+        }
+        // At startup a tool nobody can approve fails the server: asking about the others first
+        // would only be thrown away.
+        let blocked = answers.iter().any(|answer| matches!(answer, Some(ToolApproval::Required(_))));
+        if !pending.is_empty() && !blocked && self.console.is_interactive() {
+            let asked: Vec<&ToolApprovalRequest> = pending.iter().map(|(index, _)| &requests[*index]).collect();
+            let decisions = self.ask(&asked);
+            let mut approved_keys = Vec::new();
+            for ((index, key), approved) in pending.into_iter().zip(decisions) {
+                answers[index] = Some(if approved {
+                    approved_keys.push(key);
+                    ToolApproval::Approved
+                } else {
+                    ToolApproval::Declined
+                });
+            }
+            if !approved_keys.is_empty()
+                && let Err(err) = store.insert_all_and_save(approved_keys)
+            {
+                self.console.warn(&err.to_string());
+            }
+        }
+        let mut out = Vec::with_capacity(requests.len());
+        for (request, answer) in requests.iter().zip(answers) {
+            let answer = answer.unwrap_or_else(|| Self::not_approved(request));
+            let stop = matches!(answer, ToolApproval::Required(_));
+            out.push(answer);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// One answer on the tool approval card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolDecision {
+    /// `y`: this tool.
+    Approve,
+    /// `n`, and any key without a meaning (Enter, space…): not this tool; the next is asked.
+    Decline,
+    /// `a`: this tool and every listed tool after it.
+    ApproveRest,
+    /// `N`, Esc, Ctrl-D or end of input: not this tool, nor any after it.
+    DeclineRest,
+}
+
+/// The answer a key stands for (see [`ToolDecision`]); only `y`/`Y` and `a`/`A` approve.
+pub fn decision_for_key(key: Option<char>) -> ToolDecision {
+    match key {
+        Some('y' | 'Y') => ToolDecision::Approve,
+        Some('a' | 'A') => ToolDecision::ApproveRest,
+        None | Some('N' | '\u{1b}' | '\u{4}') => ToolDecision::DeclineRest,
+        Some(_) => ToolDecision::Decline,
+    }
+}
+
+/// [beyond] The card for several pending tools of one server: each tool numbered with its raw
+/// name, its description (terminal-sanitised on one line, cut to 200 bytes) and its schema
+/// digest, then the key legend. The first [`tool_decision_prompt`] follows on the same screen.
+pub fn tool_approval_card(server: &str, requests: &[&ToolApprovalRequest]) -> String {
+    let mut card = format!("\nMCP server {} wants to register {} tools:\n", quote(server), requests.len());
+    for (index, request) in requests.iter().enumerate() {
+        let description = cut_for_prompt(&sanitize_terminal_line(&request.description));
+        card.push_str(&format!(
+            "  {}. {}\n     description: {description}\n     schema: {}\n",
+            index + 1,
+            quote(&request.tool),
+            schema_line(&request.input_schema)
+        ));
+    }
+    card.push_str("[y] approve  [n] decline  [a] approve this and every tool after it  [N] decline this and every tool after it\n");
+    card
+}
+
+/// The question for one tool of the card: `Tool <i> of <n> "<tool>"? [y/n/a/N] `.
+pub fn tool_decision_prompt(position: usize, total: usize, tool: &str) -> String {
+    format!("Tool {position} of {total} {}? [y/n/a/N] ", quote(tool))
+}
+
+/// `sha256:<first 16 hex> (<n> bytes)` of a schema, as both prompts show it.
+fn schema_line(schema: &serde_json::Value) -> String {
+    let digest = SchemaDigest::of(schema);
+    let short_hash = digest.hex.get(..16).unwrap_or(&digest.hex);
+    format!("sha256:{short_hash} ({} bytes)", digest.len)
 }
 
 /// The §13.2 prompt: server and raw tool name, the terminal-sanitised description cut to 200
 /// bytes, the schema digest, and `Approve? [y/N] `.
 pub fn tool_approval_prompt(request: &ToolApprovalRequest) -> String {
     let description = cut_for_prompt(&sanitize_for_terminal(&request.description));
-    let schema = SchemaDigest::of(&request.input_schema);
-    let short_hash = schema.hex.get(..16).unwrap_or(&schema.hex);
     format!(
-        "\nMCP server {} wants to register tool {}\n  description: {description}\n  schema: sha256:{short_hash} ({} bytes)\nApprove? [y/N] ",
+        "\nMCP server {} wants to register tool {}\n  description: {description}\n  schema: {}\nApprove? [y/N] ",
         quote(&request.server),
         quote(&request.tool),
-        schema.len
+        schema_line(&request.input_schema)
     )
 }

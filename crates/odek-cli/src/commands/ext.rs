@@ -13,6 +13,7 @@ use odek_agent::mcp_tool::mcp_outcome;
 use odek_agent::run::framing::{outcome_text, tool_message};
 use odek_agent::tool::ToolError;
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
+use odek_mcp::hub::report_optional_failure;
 use odek_mcp::observer::terminal_safe;
 use odek_mcp::{
     CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
@@ -94,18 +95,114 @@ pub(crate) fn validated(server: &McpServerConfig, observer: &dyn McpObserver) ->
 }
 
 /// Startup exactly as a run does it: validate every enabled server, approve project servers,
-/// then start them all; the first failure is fatal.
+/// then start them all; the first failure is fatal. `ext call --jsonl` starts this way, up front
+/// (a request line may name any server, and a sequence is meant to reuse the same processes).
 async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
     start_hub(&Setup::load()?, observer).await
 }
 
 /// Validates, approves and starts every enabled server of `setup`.
 pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    let servers = setup.enabled_servers();
-    let specs = servers.iter().map(|server| validated(server, observer.as_ref())).collect::<Result<Vec<_>, _>>()?;
+    start_servers(setup, setup.enabled_servers(), observer).await
+}
+
+/// [beyond] Startup for one `ext call <server>__<tool>`: as [`start_for_calls`], but only for
+/// the server the name belongs to ([`servers_for_call`]), so no other server is spawned or
+/// asked about.
+async fn start_for_call(tool: &str, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
+    let setup = Setup::load()?;
+    let servers = servers_for_call(&setup, tool)?;
+    start_servers(&setup, servers, observer).await
+}
+
+/// The servers one `ext call <server>__<tool>` starts: the one named before the first
+/// `__` (server names cannot contain `__`), or — for an exposed name shortened to 64 characters,
+/// whose head may end inside the server name — every enabled server that head could belong to.
+/// That server is treated as required: the operator asked for it, so its own error is the answer.
+/// A name that fits no enabled server fails before anything is started.
+fn servers_for_call(setup: &Setup, tool: &str) -> Result<Vec<McpServerConfig>, CommandError> {
+    use odek_contract::names::QUALIFIER;
+    use odek_contract::quoting::quote;
+    let configured = &setup.loaded.config.mcp_servers;
+    let prefix = tool.split_once(QUALIFIER).map_or(tool, |(server, _)| server);
+    let mut chosen: Vec<McpServerConfig> = match configured.iter().find(|server| server.name == prefix) {
+        Some(server) if !server.entry.is_enabled() => {
+            return Err(CommandError::Fatal(format!(
+                "ext call: tool {}: MCP server {} is disabled (enabled: false)",
+                quote(tool),
+                quote(&server.name)
+            )));
+        }
+        Some(server) => vec![server.clone()],
+        None => configured
+            .iter()
+            .filter(|server| server.entry.is_enabled() && could_be_shortened_from(tool, &server.name))
+            .cloned()
+            .collect(),
+    };
+    if chosen.is_empty() {
+        let names: Vec<String> = configured.iter().map(|server| quote(&server.name)).collect();
+        let listing = if names.is_empty() {
+            "no MCP servers are configured".to_owned()
+        } else {
+            format!("configured servers: {}", names.join(", "))
+        };
+        return Err(CommandError::Fatal(format!(
+            "ext call: tool {} names no configured MCP server {}; {listing}",
+            quote(tool),
+            quote(prefix)
+        )));
+    }
+    for server in &mut chosen {
+        server.entry.required = Some(true);
+    }
+    Ok(chosen)
+}
+
+/// Whether `tool` is a shortened exposed name (spec `mcp-client.md` §3: 55 characters, `_`, 8
+/// hex digits) whose head is consistent with `<server>__`.
+fn could_be_shortened_from(tool: &str, server: &str) -> bool {
+    use odek_contract::names::{MAX_NAME_BYTES, QUALIFIER};
+    const HEAD_CHARS: usize = 55;
+    if tool.len() != MAX_NAME_BYTES || !tool.is_ascii() {
+        return false;
+    }
+    let (head, hash) = tool.split_at(HEAD_CHARS);
+    let hash_ok = hash.strip_prefix('_').is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    let qualified = format!("{server}{QUALIFIER}");
+    hash_ok && (head.starts_with(&qualified) || qualified.starts_with(head))
+}
+
+/// Spec `mcp-client.md` §1 steps 2–5 for `servers`: validate them all, approve the project ones,
+/// then start them; a failure is fatal. [beyond] A `required: false` server that fails
+/// validation or is not approved is reported (`mcp_server_failed` when it failed, and the
+/// warning) and left out; one that fails to start is left out by the hub the same way.
+async fn start_servers(
+    setup: &Setup,
+    servers: Vec<McpServerConfig>,
+    observer: Arc<dyn McpObserver>,
+) -> Result<McpHub, CommandError> {
+    let mut startable = Vec::with_capacity(servers.len());
+    let mut specs = Vec::with_capacity(servers.len());
+    for server in servers {
+        match validated(&server, observer.as_ref()) {
+            Ok(spec) => {
+                specs.push(spec);
+                startable.push(server);
+            }
+            Err(error) if !server.entry.is_required() => {
+                report_optional_failure(observer.as_ref(), &server.name, &error, Some(error.error_class()));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
     let approvals = setup.approvals();
-    approvals.approve_project_servers(&servers)?;
-    let approver = Arc::new(approvals.tool_approver(&servers)?);
+    for skipped in approvals.approve_startup_servers(&startable)? {
+        report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.error.failure_class());
+        specs.retain(|spec| spec.name != skipped.name);
+        startable.retain(|server| server.name != skipped.name);
+    }
+    let approver = Arc::new(approvals.tool_approver(&startable)?);
     Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
 }
 
@@ -116,7 +213,7 @@ pub(crate) fn cancel_on_interrupt() -> CancellationToken {
 }
 
 async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), CommandError> {
-    let hub = start_for_calls(Arc::new(StderrObserver)).await?;
+    let hub = start_for_call(tool, Arc::new(StderrObserver)).await?;
     let options = CallOptions { deadline: None, cancel: Some(cancel_on_interrupt()) };
     let descriptor = descriptor_of(&hub, tool);
     let outcome = hub.call(tool, arguments, &options).await;
@@ -130,7 +227,8 @@ async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), C
         return if failed { Err(CommandError::Reported) } else { Ok(()) };
     }
     let output = outcome?;
-    writeln!(stdout, "{}", output.text)?;
+    // What the model would see is redacted (a server may echo a `secret_env` value back).
+    writeln!(stdout, "{}", odek_contract::redaction::redact(&output.text))?;
     stdout.flush()?;
     Ok(())
 }
@@ -246,7 +344,7 @@ async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken, 
         Ok(output) => CallRecord {
             tool: Some(request.tool),
             ok: true,
-            text: Some(output.text),
+            text: Some(odek_contract::redaction::redact(&output.text).into_owned()),
             error: None,
             duration_ms,
             observed_chars: output.observed_chars,
@@ -256,7 +354,7 @@ async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken, 
             tool: Some(request.tool),
             ok: false,
             text: None,
-            error: Some(err.to_string()),
+            error: Some(odek_contract::redaction::redact(&err.to_string()).into_owned()),
             duration_ms,
             observed_chars: None,
             model_view: view,
@@ -307,6 +405,10 @@ struct ServerReport {
     /// `ok`, `failed` or `disabled`.
     status: &'static str,
     origin: &'static str,
+    /// [beyond] `false` for a `required: false` server: its failure is a warning, as in a run.
+    required: bool,
+    /// [beyond] The names of the variables `secret_env` hands the server; never their values.
+    secret_env: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     protocol_version: Option<String>,
     tool_count: usize,
@@ -336,7 +438,9 @@ impl From<odek_mcp::Limits> for LimitsReport {
     }
 }
 
-/// Starts every configured server independently and reports each; exit 1 if any failed.
+/// Starts every configured server independently and reports each; exit 1 if a required server
+/// failed ([beyond] a `required: false` server's failure is reported and warned about, and does
+/// not change the exit code, as it would not fail a run).
 async fn list(json: bool) -> Result<(), CommandError> {
     let setup = Setup::load()?;
     let observer = Arc::new(ListObserver::default());
@@ -352,6 +456,8 @@ async fn list(json: bool) -> Result<(), CommandError> {
                 ServerOrigin::Global => "global",
                 ServerOrigin::Project => "project",
             },
+            required: server.entry.is_required(),
+            secret_env: server.entry.secret_env.keys().cloned().collect(),
             protocol_version: None,
             tool_count: 0,
             tools: Vec::new(),
@@ -416,9 +522,13 @@ async fn list(json: bool) -> Result<(), CommandError> {
     drop(stdout);
     let mut failed = false;
     for report in &reports {
-        if let Some(error) = &report.error {
-            eprintln!("odek: {}", terminal_safe(error));
-            failed = true;
+        match &report.error {
+            Some(error) if report.required => {
+                eprintln!("odek: {}", terminal_safe(error));
+                failed = true;
+            }
+            Some(error) => eprintln!("odek: warning: {} (required: false)", terminal_safe(error)),
+            None => {}
         }
     }
     if failed { Err(CommandError::Reported) } else { Ok(()) }
@@ -429,16 +539,20 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
         writeln!(out, "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json)")?;
     }
     for report in reports {
+        let origin =
+            if report.required { report.origin.to_owned() } else { format!("{}, required: false", report.origin) };
         match report.status {
             "ok" => writeln!(
                 out,
-                "{} ({}): ok, protocol {}, {} tool(s)",
+                "{} ({origin}): ok, protocol {}, {} tool(s)",
                 report.name,
-                report.origin,
                 report.protocol_version.as_deref().filter(|v| !v.is_empty()).unwrap_or("(none)"),
                 report.tool_count
             )?,
-            status => writeln!(out, "{} ({}): {status}", report.name, report.origin)?,
+            status => writeln!(out, "{} ({origin}): {status}", report.name)?,
+        }
+        if !report.secret_env.is_empty() {
+            writeln!(out, "  secret_env: {}", report.secret_env.join(", "))?;
         }
         if let Some(limits) = &report.limits {
             writeln!(

@@ -120,8 +120,9 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         )));
     };
     let parent = setup.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone()));
-    let (env, warnings) = build_server_env(name, &env, parent);
+    let (mut env, warnings) = build_server_env(name, &env, parent);
     print_warnings(&warnings);
+    odek_mcp::env_allowlist::apply_secret_env(&mut env, &spec.secret_env);
     Ok(CheckOptions {
         server: name.to_owned(),
         command,

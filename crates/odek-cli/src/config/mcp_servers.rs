@@ -2,18 +2,27 @@
 //! of §13.4.
 //!
 //! Each file may spell the map `mcp_servers` or, Claude-style, `mcpServers` (same per-server
-//! fields), or both; one file naming the same server under both keys is fatal. Across files a
-//! project entry replaces the same-named global entry as a whole and makes the server
-//! project-defined. Start at [`merge_mcp_servers`].
+//! fields), or both; one file naming the same server under both keys is fatal. [beyond] The
+//! project's `./.mcp.json` adds its `mcpServers` to the project's servers; a name in both project
+//! files is fatal too. Across files a project entry replaces the same-named global entry as a
+//! whole and makes the server project-defined. Start at [`merge_mcp_servers`].
+//!
+//! Also the [beyond] `secret_env` rules of the global file: names a process environment can hold
+//! ([`check_secret_env`]) and every value registered for redaction
+//! ([`register_secret_env_values`]).
 
 use std::collections::BTreeMap;
 
+use odek_contract::quoting::quote;
 use odek_mcp::server_config::ServerEntry;
 
 use super::ConfigError;
 
 /// The keys under which a file may define MCP servers.
 pub const SERVER_MAP_KEYS: &[&str] = &["mcp_servers", "mcpServers"];
+
+/// The one key odek reads from `./.mcp.json`.
+pub const MCP_JSON_MAP_KEY: &str = "mcpServers";
 
 /// Which file a server's entry came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +59,68 @@ pub(crate) fn servers_of_file(
         servers.insert(name, entry);
     }
     Ok(servers)
+}
+
+/// The project's servers: `./odek.json`'s, then `./.mcp.json`'s. A name in both is fatal (as it
+/// is for the two map keys of one file): which entry would win is not something a project should
+/// leave to a precedence rule the operator has to remember.
+pub(crate) fn join_project_servers(
+    mcp_json_display: &str,
+    mut odek_json: BTreeMap<String, ServerEntry>,
+    mcp_json: BTreeMap<String, ServerEntry>,
+) -> Result<BTreeMap<String, ServerEntry>, ConfigError> {
+    for (name, entry) in mcp_json {
+        if odek_json.contains_key(&name) {
+            return Err(ConfigError::DefinedInBothProjectFiles { path: mcp_json_display.to_owned(), name });
+        }
+        odek_json.insert(name, entry);
+    }
+    Ok(odek_json)
+}
+
+/// [beyond] The global file's `secret_env`: every name must be a valid variable name
+/// (`[A-Za-z_][A-Za-z0-9_]*`, fatal otherwise); an empty value — typically a `${VAR}` that is unset
+/// — warns (for an enabled server) and the name is not passed, so a server never starts with an
+/// empty token unannounced. The warning names the variable, never a value.
+pub(crate) fn check_secret_env(
+    display: &str,
+    servers: &BTreeMap<String, ServerEntry>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    for (server, entry) in servers {
+        for (name, value) in &entry.secret_env {
+            if !is_variable_name(name) {
+                return Err(ConfigError::SecretEnvName {
+                    path: display.to_owned(),
+                    server: server.clone(),
+                    name: name.clone(),
+                });
+            }
+            if value.is_empty() && entry.is_enabled() {
+                warnings.push(format!(
+                    "{display}: mcp server {}: secret_env {name} is empty (is its variable set?); not passed to the server",
+                    quote(server)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Every `secret_env` value becomes a known secret, wherever it came from (`${VAR}` or a literal),
+/// so a server, a tool result or the model repeating it is redacted everywhere odek writes.
+pub(crate) fn register_secret_env_values(servers: &BTreeMap<String, ServerEntry>) {
+    for value in servers.values().flat_map(|entry| entry.secret_env.values()) {
+        if !value.is_empty() {
+            odek_contract::redaction::register_secret(value.expose());
+        }
+    }
 }
 
 /// Merges by name, in ascending byte order of name: project entries replace global ones
@@ -101,7 +172,9 @@ fn launches_something(entry: &ServerEntry) -> bool {
 }
 
 /// Field-by-field identity for §13.4. Absent and empty strings are the same (both mean "not
-/// set"); `artifact_roots` compare as sorted lists, as in the approval key.
+/// set"); `artifact_roots` compare as sorted lists, as in the approval key. [beyond] The
+/// `secret_env` names count too: a project entry can have none, so a global entry that hands
+/// its server secrets never auto-approves a project look-alike.
 fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
     non_empty(&a.command) == non_empty(&b.command)
         && a.args == b.args
@@ -112,6 +185,7 @@ fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
         && a.max_response_bytes == b.max_response_bytes
         && a.max_result_chars == b.max_result_chars
         && sorted(&a.artifact_roots) == sorted(&b.artifact_roots)
+        && a.secret_env.keys().eq(b.secret_env.keys())
 }
 
 fn non_empty(value: &Option<String>) -> Option<&str> {
@@ -126,6 +200,8 @@ fn sorted(values: &[String]) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
+    use odek_mcp::SecretValue;
+
     use super::*;
 
     fn stdio(command: &str) -> ServerEntry {
@@ -164,6 +240,7 @@ mod tests {
             ("bytes", Box::new(|e| e.max_response_bytes = 5)),
             ("chars", Box::new(|e| e.max_result_chars = 5000)),
             ("roots", Box::new(|e| e.artifact_roots.push("/c".into()))),
+            ("secret_env", Box::new(|e| _ = e.secret_env.insert("T".into(), SecretValue::new("v")))),
         ];
         for (what, change) in variants {
             let mut project = stdio("fs-server");

@@ -1,7 +1,9 @@
 //! Config loading for the `odek` binary (spec `config.md` §1–§12): `~/.odek/secrets.env`,
-//! then the global `~/.odek/config.json`, then the untrusted project `./odek.json`, merged into
-//! one [`Config`] by [`load_config`]; then the `ODEK_*` environment layer and the CLI flags on
-//! top, with the API key resolved, by [`resolve_effective`].
+//! then the global `~/.odek/config.json`, then the untrusted project `./odek.json` and, [beyond],
+//! the project's `./.mcp.json` (its `mcpServers`, the format other agent CLIs use, read as
+//! project-level servers under the same rules), merged into one [`Config`] by [`load_config`];
+//! then the `ODEK_*` environment layer and the CLI flags on top, with the API key resolved, by
+//! [`resolve_effective`].
 //!
 //! Start at [`load_config`], then [`resolve_effective`]. Every input comes from a
 //! [`ConfigSources`] (home, working directory, an environment snapshot), so tests never touch the
@@ -15,8 +17,9 @@
 //! spec's warnings use. Warnings that the spec words with `~/.odek/…` keep that spelling.
 //!
 //! Processing order for each file: bounded read (5 MiB) → JSON object check → (project only)
-//! §9 restrictions strip operator-only keys, `auto_approve` and prices → `${VAR}` substitution →
-//! typed decode of the known keys (a wrong type names the key) → range checks → merge.
+//! `secret_env` refused, §9 restrictions strip operator-only keys, `auto_approve` and prices →
+//! server entry keys checked (typo warnings, `type`, `headers`) → `${VAR}` substitution → typed
+//! decode of the known keys (a wrong type names the key) → range checks → merge.
 
 mod api_key;
 mod core_keys;
@@ -30,6 +33,7 @@ mod mcp_servers;
 mod planning;
 mod project_restrictions;
 mod secrets_env;
+mod server_keys;
 mod subagent;
 mod substitution;
 mod tools;
@@ -53,13 +57,16 @@ pub use self::env_layer::{EnvLayer, env_bool, env_count, read_env_layer};
 pub use self::error::ConfigError;
 pub use self::file::MAX_CONFIG_BYTES;
 pub use self::limits::{BudgetLimits, ModelPrice, PRICE_KEYS};
-pub use self::mcp_servers::{McpServerConfig, SERVER_MAP_KEYS, ServerOrigin, project_server_auto_approved};
+pub use self::mcp_servers::{
+    MCP_JSON_MAP_KEY, McpServerConfig, SERVER_MAP_KEYS, ServerOrigin, project_server_auto_approved,
+};
 pub use self::planning::{
     DEFAULT_PLAN_MAX_RENDER_CHARS, DEFAULT_PLAN_MAX_STEPS, PLAN_MAX_RENDER_CHARS_RANGE, PLAN_MAX_STEPS_RANGE,
     PlanningConfig,
 };
 pub use self::project_restrictions::{OPERATOR_ONLY_KEYS, OPERATOR_ONLY_NESTED_KEYS, is_sandbox_knob};
 pub use self::secrets_env::{SecretsEnv, load_secrets_env, parse_secrets_text};
+pub use self::server_keys::{SERVER_ENTRY_KEYS, SUPPORTED_SERVER_TYPES, likely_typo_of};
 pub use self::subagent::{
     BudgetInherit, DEFAULT_PROFILE, DEFAULT_SUBAGENT_MAX_DEPTH, DEFAULT_SUBAGENT_MAX_ITERATIONS, NO_PROFILE, Profile,
     Profiles, SUBAGENT_MAX_CONCURRENCY, SUBAGENT_MAX_DEPTH, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS,
@@ -71,15 +78,21 @@ use self::core_keys::{CoreFile, check_counts_not_negative};
 use self::dangerous::{DangerousFile, validate_dangerous};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_limited, render_mode};
 use self::limits::{LimitsFile, check_limits_not_negative, merge_limits};
-use self::mcp_servers::{merge_mcp_servers, servers_of_file};
+use self::mcp_servers::{
+    check_secret_env, join_project_servers, merge_mcp_servers, register_secret_env_values, servers_of_file,
+};
 use self::planning::{PlanningFile, merge_planning};
-use self::project_restrictions::strip_operator_only;
+use self::project_restrictions::{refuse_project_secret_env, strip_operator_only};
+use self::server_keys::check_server_entries;
 use self::subagent::{ProfileFile, SubagentFile, validate_profiles, validate_subagent};
 use self::substitution::{Trust, substitute_config_vars};
 use self::tools::{ToolsFile, merge_tools};
 
 /// How the project file is named in every message.
 pub const PROJECT_DISPLAY: &str = "./odek.json";
+
+/// How the project's `.mcp.json` is named in every message.
+pub const MCP_JSON_DISPLAY: &str = "./.mcp.json";
 
 /// Where config comes from. Tests build one by hand; `main` uses [`ConfigSources::from_process`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,6 +143,11 @@ impl ConfigSources {
     /// `./odek.json`.
     pub fn project_config_path(&self) -> PathBuf {
         self.cwd.join("odek.json")
+    }
+
+    /// `./.mcp.json`.
+    pub fn mcp_json_path(&self) -> PathBuf {
+        self.cwd.join(".mcp.json")
     }
 }
 
@@ -206,17 +224,29 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     if global.core.sandbox == Some(true) {
         return Err(ConfigError::SandboxUnavailable);
     }
+    check_secret_env(&global_display, &global.servers, &mut warnings)?;
+    register_secret_env_values(&global.servers);
     let project_path = sources.project_config_path();
     let project = match read_config_object(&project_path, PROJECT_DISPLAY, Trust::Project, &mut warnings)? {
         Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &secrets.names, &mut warnings)?,
         None => ParsedFile::default(),
     };
+    let mcp_json_servers =
+        match read_config_object(&sources.mcp_json_path(), MCP_JSON_DISPLAY, Trust::Project, &mut warnings)? {
+            Some(mut top) => {
+                // Only the server map: the rest of the file belongs to whichever CLI wrote it.
+                top.retain(|key, _| key == MCP_JSON_MAP_KEY);
+                parse_config_file(MCP_JSON_DISPLAY, top, Trust::Project, &env, &secrets.names, &mut warnings)?.servers
+            }
+            None => BTreeMap::new(),
+        };
+    let project_servers = join_project_servers(MCP_JSON_DISPLAY, project.servers, mcp_json_servers)?;
 
     let mut core = CoreConfig::default();
     core.apply_file(&global.core);
     core.apply_file(&project.core);
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
-    let mcp_servers = merge_mcp_servers(&global.servers, project.servers);
+    let mcp_servers = merge_mcp_servers(&global.servers, project_servers);
     // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
     let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
     let tools = merge_tools(global.policy.tools.as_ref(), project.policy.tools.as_ref());
@@ -306,10 +336,12 @@ fn parse_config_file(
     warnings: &mut Vec<String>,
 ) -> Result<ParsedFile, ConfigError> {
     if trust == Trust::Project {
-        strip_operator_only(&mut top, warnings);
+        refuse_project_secret_env(display, &top)?;
+        strip_operator_only(display, &mut top, warnings);
     }
+    check_server_entries(display, &mut top, warnings);
     let mut root = Value::Object(top);
-    let expansions = substitute_config_vars(&mut root, env, trust, secret_names, warnings);
+    let expansions = substitute_config_vars(display, &mut root, env, trust, secret_names, warnings);
     decode_config_file(display, &root).map_err(|err| match err {
         ConfigError::KeyType { path, key, detail } => {
             ConfigError::KeyType { path, key, detail: expansions.mask(&detail) }

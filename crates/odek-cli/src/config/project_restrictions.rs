@@ -1,16 +1,17 @@
-//! What an untrusted `./odek.json` may not do (spec `config.md` §9), applied to the parsed JSON
-//! before anything else looks at it: each violation is removed with one warning and the rest of
-//! the file still applies.
+//! What an untrusted project file (`./odek.json`, and [beyond] `./.mcp.json`) may not do (spec
+//! `config.md` §9), applied to the parsed JSON before anything else looks at it: each violation
+//! is removed with one warning and the rest of the file still applies.
 //!
 //! Handled here: operator-only keys (top level and the nested `skills.dirs`,
 //! `skills.embedding`, `tools.enabled`), sandbox knobs, `mcp_servers.<name>.auto_approve`, and
-//! prices in `limits`. The limit clamp (lower only) needs both files and lives in
+//! prices in `limits`; and, fatal rather than stripped, [beyond] `secret_env` in any server entry
+//! ([`refuse_project_secret_env`]). The limit clamp (lower only) needs both files and lives in
 //! [`super::limits`].
 
 use odek_contract::quoting::quote;
 use serde_json::{Map, Value};
 
-use super::PROJECT_DISPLAY;
+use super::ConfigError;
 use super::limits::PRICE_KEYS;
 use super::mcp_servers::SERVER_MAP_KEYS;
 
@@ -48,8 +49,27 @@ pub fn is_sandbox_knob(key: &str) -> bool {
     key == "sandbox" || key.starts_with("sandbox_")
 }
 
-/// Removes everything §9 forbids from the project file's top-level object, in place.
-pub(crate) fn strip_operator_only(top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+/// [beyond] A project file may not give a server `secret_env` (the operator's way to hand a
+/// server a key): its presence in any server entry, even empty, is fatal before anything is
+/// expanded, so the project learns nothing and starts nothing.
+pub(crate) fn refuse_project_secret_env(display: &str, top: &Map<String, Value>) -> Result<(), ConfigError> {
+    for map_key in SERVER_MAP_KEYS {
+        let Some(Value::Object(servers)) = top.get(*map_key) else {
+            continue;
+        };
+        for (name, entry) in servers {
+            if entry.get("secret_env").is_some() {
+                return Err(ConfigError::ProjectSecretEnv { path: display.to_owned(), name: name.clone() });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes everything §9 forbids from a project file's top-level object, in place; `display` is
+/// the file as messages name it.
+pub(crate) fn strip_operator_only(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    let operator_only_warning = |key: &str| format!("{display}: {} is operator-only and was ignored", quote(key));
     let forbidden: Vec<String> =
         top.keys().filter(|key| OPERATOR_ONLY_KEYS.contains(&key.as_str()) || is_sandbox_knob(key)).cloned().collect();
     for key in forbidden {
@@ -81,15 +101,10 @@ pub(crate) fn strip_operator_only(top: &mut Map<String, Value>, warnings: &mut V
     if let Some(Value::Object(limits)) = top.get_mut("limits") {
         for key in PRICE_KEYS {
             if limits.remove(*key).is_some() {
-                warnings
-                    .push(format!("{PROJECT_DISPLAY}: limits.{key} sets a price; prices are operator-only; ignored"));
+                warnings.push(format!("{display}: limits.{key} sets a price; prices are operator-only; ignored"));
             }
         }
     }
-}
-
-fn operator_only_warning(key: &str) -> String {
-    format!("{PROJECT_DISPLAY}: {} is operator-only and was ignored", quote(key))
 }
 
 #[cfg(test)]
@@ -112,7 +127,7 @@ mod tests {
             unreachable!()
         };
         let mut warnings = Vec::new();
-        strip_operator_only(&mut top, &mut warnings);
+        strip_operator_only("./odek.json", &mut top, &mut warnings);
         assert_eq!(
             Value::Object(top),
             json!({
@@ -136,5 +151,18 @@ mod tests {
                 "./odek.json: limits.model_prices sets a price; prices are operator-only; ignored",
             ]
         );
+    }
+
+    #[test]
+    fn secret_env_in_a_project_file_is_fatal_even_when_empty() {
+        for entry in [json!({"secret_env": {}}), json!({"secret_env": null}), json!({"secret_env": {"T": "${T}"}})] {
+            let Value::Object(top) = json!({"mcpServers": {"gh": entry}}) else { unreachable!() };
+            assert_eq!(
+                refuse_project_secret_env("./.mcp.json", &top).unwrap_err().to_string(),
+                "config ./.mcp.json: mcp server \"gh\": secret_env is allowed only in ~/.odek/config.json"
+            );
+        }
+        let Value::Object(top) = json!({"mcp_servers": {"gh": {"env": {"secret_env": "x"}}}}) else { unreachable!() };
+        assert!(refuse_project_secret_env("./odek.json", &top).is_ok());
     }
 }

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use odek_contract::secret_names::is_secret_looking;
 use serde_json::Value;
 
-use super::PROJECT_DISPLAY;
 use super::mcp_servers::SERVER_MAP_KEYS;
 
 /// Which file is being expanded: the project file may not read secret-looking variables.
@@ -64,10 +63,11 @@ impl Expansions {
 }
 
 /// Expands every string value of a parsed config file in place and returns what it expanded. In
-/// the project file a secret-looking NAME, or [beyond] a name `secrets.env` set (`secret_names`:
-/// odek knows those values are secrets whatever they are called), expands to `""` and warns once
-/// per name (first occurrence order).
+/// a project file (named `display` in warnings) a secret-looking NAME, or [beyond] a name
+/// `secrets.env` set (`secret_names`: odek knows those values are secrets whatever they are
+/// called), expands to `""` and warns once per name (first occurrence order).
 pub(crate) fn substitute_config_vars(
+    display: &str,
     root: &mut Value,
     env: &BTreeMap<String, String>,
     trust: Trust,
@@ -113,7 +113,7 @@ pub(crate) fn substitute_config_vars(
             } else {
                 "variable from secrets.env in project config"
             };
-            warnings.push(format!("{PROJECT_DISPLAY}: ${{{name}}} not expanded ({why})"));
+            warnings.push(format!("{display}: ${{{name}}} not expanded ({why})"));
         }
     }
     expansions

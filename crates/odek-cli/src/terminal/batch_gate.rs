@@ -76,7 +76,9 @@ fn ask(prompt: &str) -> Option<u8> {
     key
 }
 
-fn read_key() -> Option<u8> {
+/// One byte from the terminal on stdin, in non-canonical mode without echo (the mode restored
+/// after); `None` on any failure. The MCP tool approval card reads its keys here too.
+pub(crate) fn read_key() -> Option<u8> {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
     let original = tcgetattr(fd).ok()?;

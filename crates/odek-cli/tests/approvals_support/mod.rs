@@ -1,6 +1,9 @@
-//! Shared pieces of the approvals tests: a scripted console and a temp home/project pair.
+//! Shared pieces of the approvals tests: a scripted console, a temp home/project pair, and
+//! ([`pty`]) the real binary driven through a pseudo-terminal.
 
 #![allow(dead_code)] // Each test file uses a different subset.
+
+pub mod pty;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;

@@ -1,0 +1,208 @@
+//! The keys of one `mcp_servers.<name>` entry as written, checked at the JSON level before the
+//! entry is decoded: a warning for an unknown key that looks like a typo of a known one (edit
+//! distance ≤ 2, [`likely_typo_of`]), and the two keys of the `.mcp.json` format other agent
+//! CLIs write that odek reads its own way, `type` and `headers` ([`check_foreign_keys`]). Every
+//! other unknown key stays silently ignored (the additive rule).
+//!
+//! Start at [`check_server_entries`]; it runs on every file (global, `./odek.json`,
+//! `./.mcp.json`) with the file's display path.
+
+use odek_contract::quoting::quote;
+use serde_json::{Map, Value};
+
+use super::mcp_servers::SERVER_MAP_KEYS;
+
+/// Every key odek reads in a server entry.
+pub const SERVER_ENTRY_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "url",
+    "token_env",
+    "timeout_seconds",
+    "max_response_bytes",
+    "max_result_chars",
+    "artifact_roots",
+    "enabled",
+    "auto_approve",
+    "exclude_tools",
+    "required",
+    "secret_env",
+    "type",
+    "headers",
+];
+
+/// The `type` values odek can serve: a child process, or a Streamable HTTP `url`.
+pub const SUPPORTED_SERVER_TYPES: &[&str] = &["stdio", "http"];
+
+/// Largest edit distance at which an unknown key is taken for a typo.
+const MAX_TYPO_DISTANCE: usize = 2;
+
+/// Checks every server entry of every server map of `top`: typo warnings, then the `type` and
+/// `headers` rules. An entry whose `type` odek cannot serve is removed (with its warning).
+pub(crate) fn check_server_entries(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    for map_key in SERVER_MAP_KEYS {
+        let Some(Value::Object(servers)) = top.get_mut(*map_key) else {
+            continue;
+        };
+        servers.retain(|name, entry| {
+            let Value::Object(fields) = entry else {
+                return true;
+            };
+            warn_about_typos(display, name, fields, warnings);
+            check_foreign_keys(display, name, fields, warnings)
+        });
+    }
+}
+
+/// One warning per unknown key within [`MAX_TYPO_DISTANCE`] of a known key, naming the closest.
+fn warn_about_typos(display: &str, name: &str, fields: &Map<String, Value>, warnings: &mut Vec<String>) {
+    for key in fields.keys() {
+        if let Some(known) = likely_typo_of(key) {
+            warnings.push(format!(
+                "{display}: mcp server {}: unknown key {} (did you mean {}?)",
+                quote(name),
+                quote(key),
+                quote(known)
+            ));
+        }
+    }
+}
+
+/// The known key an unknown `key` is most likely a typo of: the first of [`SERVER_ENTRY_KEYS`]
+/// at the smallest edit distance, if that is at most 2. `None` for a known key.
+pub fn likely_typo_of(key: &str) -> Option<&'static str> {
+    if SERVER_ENTRY_KEYS.contains(&key) {
+        return None;
+    }
+    let mut best: Option<(usize, &'static str)> = None;
+    for known in SERVER_ENTRY_KEYS {
+        if let Some(distance) = edit_distance_within(key, known, MAX_TYPO_DISTANCE)
+            && best.is_none_or(|(best_distance, _)| distance < best_distance)
+        {
+            best = Some((distance, known));
+        }
+    }
+    best.map(|(_, known)| known)
+}
+
+/// The optimal-string-alignment distance of `a` and `b` (insertions, deletions, substitutions
+/// and transpositions of adjacent characters each count 1), or `None` when it exceeds `limit`.
+/// A length difference beyond `limit` answers at once, so a huge key costs nothing.
+fn edit_distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
+    let a: Vec<char> = a.chars().take(b.len() + limit + 1).collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let width = b.len() + 1;
+    let mut rows = vec![0_usize; (a.len() + 1) * width];
+    for (j, cell) in rows.iter_mut().take(width).enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        rows[i * width] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[(i - 1) * width + j] + 1)
+                .min(rows[i * width + j - 1] + 1)
+                .min(rows[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[(i - 2) * width + j - 2] + 1);
+            }
+            rows[i * width + j] = best;
+        }
+    }
+    let distance = rows[a.len() * width + b.len()];
+    (distance <= limit).then_some(distance)
+}
+
+/// `type` and `headers`, as `.mcp.json` files of other agent CLIs write them. `type` `stdio` or
+/// `http` is accepted (the entry's `command` or `url` says the same); any other `type` (`sse`,
+/// the legacy transport) is one odek cannot serve, so the entry is dropped with a warning
+/// (returns false). `headers` are not sent by this build: ignored with a warning that names no
+/// header (their values are often credentials).
+fn check_foreign_keys(display: &str, name: &str, fields: &mut Map<String, Value>, warnings: &mut Vec<String>) -> bool {
+    if fields.get("headers").is_some_and(|headers| !headers.is_null()) {
+        warnings.push(format!("{display}: mcp server {}: headers are not sent by this build; ignored", quote(name)));
+    }
+    fields.remove("headers");
+    match fields.get("type") {
+        None | Some(Value::Null) => true,
+        Some(Value::String(kind)) if SUPPORTED_SERVER_TYPES.contains(&kind.as_str()) => true,
+        Some(other) => {
+            let shown = match other {
+                Value::String(kind) => quote(kind),
+                other => other.to_string().chars().take(64).collect(),
+            };
+            warnings.push(format!(
+                "{display}: mcp server {}: type {shown} is not supported (only \"stdio\" and \"http\"); server ignored",
+                quote(name)
+            ));
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn typos_within_two_edits_name_the_closest_key() {
+        for (typo, known) in [
+            ("comand", "command"),
+            ("Command", "command"),
+            ("agrs", "args"),
+            ("envs", "env"),
+            ("timeout_second", "timeout_seconds"),
+            ("secretenv", "secret_env"),
+            ("requried", "required"),
+            ("tpye", "type"),
+            ("autoApprove", "auto_approve"),
+            ("enabeld", "enabled"),
+        ] {
+            assert_eq!(likely_typo_of(typo), Some(known), "{typo}");
+        }
+        for quiet in ["command", "type", "cwd", "description", "disabled", "timeout", "alwaysAllow", "", "x"] {
+            assert_eq!(likely_typo_of(quiet), None, "{quiet}");
+        }
+        assert_eq!(likely_typo_of(&"c".repeat(100_000)), None);
+    }
+
+    #[test]
+    fn edit_distance_counts_transpositions_once() {
+        assert_eq!(edit_distance_within("abcd", "abdc", 2), Some(1));
+        assert_eq!(edit_distance_within("kitten", "sitting", 3), Some(3));
+        assert_eq!(edit_distance_within("kitten", "sitting", 2), None);
+        assert_eq!(edit_distance_within("é", "e", 2), Some(1));
+    }
+
+    #[test]
+    fn unsupported_types_drop_the_entry_and_headers_are_ignored() {
+        let Value::Object(mut top) = json!({"mcpServers": {
+            "local": {"type": "stdio", "command": "x", "comand": "y"},
+            "remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer s3cret"}},
+            "legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+            "odd": {"type": 7, "command": "x"}
+        }}) else {
+            unreachable!()
+        };
+        let mut warnings = Vec::new();
+        check_server_entries("./.mcp.json", &mut top, &mut warnings);
+        let names: Vec<&String> = top["mcpServers"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["local", "remote"]);
+        assert!(top["mcpServers"]["remote"].get("headers").is_none());
+        assert_eq!(
+            warnings,
+            [
+                "./.mcp.json: mcp server \"legacy\": type \"sse\" is not supported (only \"stdio\" and \"http\"); server ignored",
+                "./.mcp.json: mcp server \"local\": unknown key \"comand\" (did you mean \"command\"?)",
+                "./.mcp.json: mcp server \"odd\": type 7 is not supported (only \"stdio\" and \"http\"); server ignored",
+                "./.mcp.json: mcp server \"remote\": headers are not sent by this build; ignored",
+            ]
+        );
+        assert!(!warnings.concat().contains("s3cret"));
+    }
+}

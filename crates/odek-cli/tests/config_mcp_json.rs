@@ -1,0 +1,201 @@
+//! [beyond] A project's `./.mcp.json` (`mcpServers`, the format other agent CLIs use) read as
+//! project-level servers under exactly the rules of `./odek.json`, and the typo warnings for
+//! unknown server keys in every file. Loading rules through `load_config`, then end to end with
+//! the real `odek` binary and the fixture server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod config_support;
+
+use std::process::{Command, Stdio};
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use config_support::Fixture;
+use odek_cli::config::{ConfigSources, ServerOrigin, load_config};
+use serde_json::json;
+
+fn mcp_json(fixture: Fixture, text: &str) -> Fixture {
+    std::fs::write(fixture.cwd.join(".mcp.json"), text).unwrap();
+    fixture
+}
+
+#[test]
+fn its_servers_are_project_servers_and_nothing_else_of_it_applies() {
+    let fixture = mcp_json(
+        Fixture::new().global(r#"{"mcp_servers": {"g": {"command": "g-mcp"}}}"#),
+        r#"{"model": "from-mcp-json", "mcp_servers": {"ignored": {"command": "x"}},
+            "mcpServers": {"fs": {"type": "stdio", "command": "fs-mcp", "args": ["--root", "."], "env": {"LOG": "1"}}}}"#,
+    );
+    let loaded = fixture.load().unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(loaded.config.core.model, odek_cli::config::DEFAULT_MODEL, "only mcpServers is read");
+    let servers = &loaded.config.mcp_servers;
+    let names: Vec<&str> = servers.iter().map(|server| server.name.as_str()).collect();
+    assert_eq!(names, ["fs", "g"]);
+    assert_eq!(servers[0].origin, ServerOrigin::Project);
+    assert!(!servers[0].auto_approve_effective);
+    assert_eq!(servers[0].entry.command.as_deref(), Some("fs-mcp"));
+    assert_eq!(servers[0].entry.args, ["--root", "."]);
+    assert_eq!(servers[0].entry.env.get("LOG").map(String::as_str), Some("1"));
+    assert_eq!(servers[1].origin, ServerOrigin::Global);
+
+    // A .mcp.json entry replaces the global one of the same name, as ./odek.json's would.
+    let fixture = mcp_json(
+        Fixture::new().global(r#"{"mcp_servers": {"fs": {"command": "global"}}}"#),
+        r#"{"mcpServers": {"fs": {"command": "project"}}}"#,
+    );
+    let servers = fixture.servers();
+    assert_eq!((servers[0].origin, servers[0].entry.command.as_deref()), (ServerOrigin::Project, Some("project")));
+}
+
+#[test]
+fn a_name_in_both_project_files_is_fatal() {
+    let fixture = mcp_json(
+        Fixture::new().project(r#"{"mcp_servers": {"fs": {"command": "a"}}}"#),
+        r#"{"mcpServers": {"fs": {"command": "b"}}}"#,
+    );
+    assert_eq!(fixture.error(), "config ./.mcp.json: mcp server \"fs\" is also defined in ./odek.json");
+}
+
+#[test]
+fn the_project_restrictions_and_substitution_rule_apply() {
+    let fixture = mcp_json(
+        Fixture::new()
+            .env("GITHUB_TOKEN", "ghp_secret_value_123456")
+            .env("WORKDIR", "/srv")
+            .global(r#"{"mcp_servers": {"same": {"command": "same-mcp", "auto_approve": true}}}"#),
+        r#"{"mcpServers": {
+            "fs": {"command": "fs-mcp", "args": ["${WORKDIR}", "--token=${GITHUB_TOKEN}"], "env": {"HOME_DIR": "${WORKDIR}"}, "auto_approve": true},
+            "same": {"command": "same-mcp"}}}"#,
+    );
+    let loaded = fixture.load().unwrap();
+    assert_eq!(
+        loaded.warnings,
+        [
+            "./.mcp.json: \"mcpServers.fs.auto_approve\" is operator-only and was ignored",
+            "./.mcp.json: ${GITHUB_TOKEN} not expanded (secret-looking variable in project config)",
+        ]
+    );
+    let fs = &loaded.config.mcp_servers[0];
+    assert_eq!(fs.entry.args, ["/srv", "--token="]);
+    assert_eq!(fs.entry.env.get("HOME_DIR").map(String::as_str), Some("${WORKDIR}"), "env is passed literally");
+    assert!(!fs.entry.auto_approve && !fs.auto_approve_effective);
+    assert!(loaded.config.mcp_servers[1].auto_approve_effective, "§13.4 identity with the global entry");
+}
+
+#[test]
+fn a_fifo_named_mcp_json_does_not_block_red() {
+    let fixture = Fixture::new();
+    nix::unistd::mkfifo(&fixture.cwd.join(".mcp.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let sources = ConfigSources { home: fixture.home.clone(), cwd: fixture.cwd, env: Default::default() };
+    let (sender, receiver) = channel();
+    std::thread::spawn(move || sender.send(load_config(&sources).map(|_| ()).map_err(|err| err.to_string())));
+    let outcome = receiver.recv_timeout(Duration::from_secs(30)).expect("loading blocked on a FIFO");
+    assert_eq!(outcome.unwrap_err(), "config ./.mcp.json: not a regular file");
+}
+
+#[test]
+fn it_is_read_through_the_same_bounds_and_parse_rules() {
+    let big = format!("{{\"mcpServers\": {{}}, \"pad\": \"{}\"}}", "x".repeat(5 * 1024 * 1024));
+    let size = big.len();
+    assert_eq!(
+        mcp_json(Fixture::new(), &big).error(),
+        format!("config ./.mcp.json: file too large ({size} bytes, max 5242880)")
+    );
+    assert!(mcp_json(Fixture::new(), "{nope").error().starts_with("config ./.mcp.json: key must be a string"));
+    assert_eq!(mcp_json(Fixture::new(), "[]").error(), "config ./.mcp.json: top level must be a JSON object");
+    assert_eq!(
+        mcp_json(Fixture::new(), r#"{"mcpServers": {"fs": {"command": "x", "args": "not a list"}}}"#).error(),
+        "config ./.mcp.json: mcpServers.fs.args: invalid type: string \"not a list\", expected a sequence"
+    );
+}
+
+#[test]
+fn remote_entries_type_and_headers() {
+    let fixture = mcp_json(
+        Fixture::new(),
+        r#"{"mcpServers": {
+            "remote": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer s3cr3t-header"}},
+            "legacy": {"type": "sse", "url": "https://mcp.example/sse"}}}"#,
+    );
+    let loaded = fixture.load().unwrap();
+    assert_eq!(
+        loaded.warnings,
+        [
+            "./.mcp.json: mcp server \"legacy\": type \"sse\" is not supported (only \"stdio\" and \"http\"); server ignored",
+            "./.mcp.json: mcp server \"remote\": headers are not sent by this build; ignored",
+        ]
+    );
+    let names: Vec<&str> = loaded.config.mcp_servers.iter().map(|server| server.name.as_str()).collect();
+    assert_eq!(names, ["remote"]);
+    assert_eq!(loaded.config.mcp_servers[0].entry.url.as_deref(), Some("https://mcp.example/mcp"));
+}
+
+#[test]
+fn unknown_keys_near_a_known_one_warn_in_every_file() {
+    let fixture = mcp_json(
+        Fixture::new()
+            .global(r#"{"mcp_servers": {"g": {"comand": "g-mcp", "command": "g-mcp", "description": "quiet"}}}"#)
+            .project(r#"{"mcp_servers": {"p": {"command": "p-mcp", "agrs": ["-v"], "cwd": "/quiet"}}}"#),
+        r#"{"mcpServers": {"m": {"command": "m-mcp", "requried": false, "alwaysAllow": ["quiet"]}}}"#,
+    );
+    let loaded = fixture.load().unwrap();
+    assert_eq!(
+        loaded.warnings,
+        [
+            format!(
+                "{}: mcp server \"g\": unknown key \"comand\" (did you mean \"command\"?)",
+                fixture.global_display()
+            ),
+            "./odek.json: mcp server \"p\": unknown key \"agrs\" (did you mean \"args\"?)".to_owned(),
+            "./.mcp.json: mcp server \"m\": unknown key \"requried\" (did you mean \"required\"?)".to_owned(),
+        ]
+    );
+    let m = loaded.config.mcp_servers.iter().find(|server| server.name == "m").unwrap();
+    assert!(m.entry.is_required(), "a misspelt key is not applied");
+}
+
+/// The real binary in the fixture's project directory, without a terminal.
+fn odek(fixture: &Fixture, args: &[&str], approve: bool) -> std::process::Output {
+    let mut command = Command::new(odek_test_support::odek_binary());
+    command
+        .args(args)
+        .current_dir(&fixture.cwd)
+        .env_clear()
+        .env("HOME", &fixture.home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null());
+    if approve {
+        command.env("ODEK_APPROVE_MCP", "1");
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn a_mcp_json_server_needs_approval_before_it_is_spawned_red() {
+    let fixture = Fixture::new();
+    let marker = fixture.cwd.join("spawned");
+    let text = json!({"mcpServers": {
+        "fx": {"type": "stdio", "command": odek_test_support::fixture_server(), "args": ["--conformant"]},
+        "marker": {"command": "sh", "args": ["-c", format!("touch '{}'", marker.display())]},
+    }})
+    .to_string();
+    let fixture = mcp_json(fixture, &text);
+    let output = odek(&fixture, &["ext", "call", "marker__x"], false);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "odek: project-level MCP server \"marker\" (sh \"-c touch '{}'\") requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively\n",
+            marker.display()
+        )
+    );
+    assert!(!marker.exists(), "an unapproved .mcp.json server was started");
+
+    let output = odek(&fixture, &["ext", "call", "fx__echo", r#"{"text":"from .mcp.json"}"#], true);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "from .mcp.json\n");
+    let output = odek(&fixture, &["ext", "list"], true);
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("fx (project): ok, protocol 2025-03-26, 5 tool(s)\n"));
+}

@@ -1,0 +1,265 @@
+//! [beyond] `"required": false` servers (`mcp_servers.<name>.required`) and `odek ext call`
+//! starting only the server it names, end to end: the real `odek` binary, real server processes
+//! (the fixture server, a command that does not exist, one that exits before answering) and the
+//! scripted model server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod run_support;
+
+use odek_test_support::openai::{Reply, ScriptedServer};
+use run_support::*;
+use serde_json::{Value, json};
+
+const CONTINUING: &str = "; continuing without it (required: false)";
+
+fn events(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
+fn server_events(events: &[Value]) -> Vec<(String, String, String)> {
+    events
+        .iter()
+        .filter(|event| event["type"].as_str().is_some_and(|kind| kind.starts_with("mcp_server_")))
+        .map(|event| {
+            (
+                event["type"].as_str().unwrap().to_owned(),
+                event["data"]["server"].as_str().unwrap().to_owned(),
+                event["data"]["error_class"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The warning line a run prints for an optional server, found by its start.
+fn warning_for<'a>(stderr: &'a str, server: &str) -> &'a str {
+    let start = format!("odek: warning: mcp server \"{server}\": ");
+    stderr.lines().find(|line| line.starts_with(&start)).unwrap_or_else(|| panic!("no warning for {server}: {stderr}"))
+}
+
+/// A server whose command leaves `marker` behind if it is ever started, then exits 1.
+fn marking_server(marker: &std::path::Path) -> Value {
+    json!({"command": "sh", "args": ["-c", format!("touch '{}'; exit 1", marker.display())]})
+}
+
+#[test]
+fn a_run_goes_on_without_the_optional_servers_that_fail() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", "fixture__echo", r#"{"text":"still here"}"#)]),
+        Reply::text("done"),
+    ]);
+    let sandbox = Sandbox::new();
+    let fixture = sandbox.fixture_server();
+    let with = |extra: Value| {
+        let mut entry = fixture.clone();
+        entry.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        entry
+    };
+    sandbox.global_config(&json!({
+        "base_url": server.base_url(),
+        "model": "test-model",
+        "mcp_servers": {
+            "fixture": fixture,
+            "missing": {"command": "/nonexistent/odek-no-such-server", "required": false},
+            "quits": {"command": "false", "required": false},
+            "shadow": with(json!({"args": ["--mode", "shadow-builtin"], "required": false})),
+            "silent": with(json!({"args": ["--mode", "no-initialize-reply"], "timeout_seconds": 1, "required": false})),
+        }
+    }));
+    let sink = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--events-jsonl", path_str(&sink), "go"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(stdout(&output), "done\n");
+
+    let missing = warning_for(&err, "missing");
+    assert!(missing.starts_with("odek: warning: mcp server \"missing\": mcpclient missing: start: "), "{missing}");
+    assert!(missing.ends_with(CONTINUING), "{missing}");
+    let quits = warning_for(&err, "quits");
+    assert!(quits.starts_with("odek: warning: mcp server \"quits\": mcpclient quits: initialize: "), "{quits}");
+    assert!(quits.ends_with(CONTINUING), "{quits}");
+    assert_eq!(
+        warning_for(&err, "shadow"),
+        format!("odek: warning: mcp server \"shadow\": tool \"shell\" shadows a built-in tool{CONTINUING}")
+    );
+    assert!(warning_for(&err, "silent").ends_with(&format!("context deadline exceeded{CONTINUING}")), "{err}");
+    assert!(err.contains("odek: connected MCP server \"fixture\" ("), "{err}");
+
+    assert_eq!(
+        server_events(&events(&sink)),
+        [
+            ("mcp_server_started".to_owned(), "fixture".to_owned(), String::new()),
+            ("mcp_server_failed".to_owned(), "missing".to_owned(), "spawn_failed".to_owned()),
+            ("mcp_server_failed".to_owned(), "quits".to_owned(), "connection_closed".to_owned()),
+            ("mcp_server_failed".to_owned(), "shadow".to_owned(), "invalid_tool".to_owned()),
+            ("mcp_server_failed".to_owned(), "silent".to_owned(), "deadline_exceeded".to_owned()),
+        ]
+    );
+    let requests = server.requests();
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"fixture__echo"));
+    assert!(tools.iter().all(|name| !name.starts_with("shadow__") && !name.starts_with("silent__")), "{tools:?}");
+    assert!(tool_contents(&requests[1])[0].contains("still here"));
+}
+
+#[test]
+fn a_required_server_that_fails_still_fails_the_run() {
+    for required in [json!(true), Value::Null] {
+        let server = ScriptedServer::start(vec![Reply::text("never")]);
+        let sandbox = Sandbox::new();
+        let mut missing = json!({"command": "/nonexistent/odek-no-such-server"});
+        if !required.is_null() {
+            missing["required"] = required.clone();
+        }
+        sandbox.global_config(&json!({
+            "base_url": server.base_url(),
+            "mcp_servers": {"fixture": sandbox.fixture_server(), "missing": missing}
+        }));
+        let output = sandbox.odek(&["run", "go"]);
+        assert_eq!(output.status.code(), Some(1), "{required}");
+        let err = stderr(&output);
+        assert!(
+            err.lines().last().unwrap().starts_with("odek: mcp server \"missing\": mcpclient missing: start: "),
+            "{err}"
+        );
+        assert!(!err.contains("continuing without it"), "{err}");
+        assert!(server.requests().is_empty(), "no model call after a failed required server");
+    }
+}
+
+#[test]
+fn an_optional_project_server_nobody_approved_is_never_spawned_red() {
+    let server = ScriptedServer::start(vec![Reply::text("done")]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), true);
+    let marker = sandbox.project.join("spawned");
+    let mut entry = marking_server(&marker);
+    entry["required"] = json!(false);
+    sandbox.write("odek.json", &json!({"mcp_servers": {"proj": entry}}).to_string());
+    let sink = sandbox.project.join("events.jsonl");
+    let output = sandbox.odek(&["run", "--events-jsonl", path_str(&sink), "go"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(
+        warning_for(&err, "proj"),
+        format!(
+            "odek: warning: mcp server \"proj\": project-level MCP server \"proj\" (sh \"-c touch '{}'; exit 1\") requires explicit approval; set ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively{CONTINUING}",
+            marker.display()
+        )
+    );
+    assert!(!marker.exists(), "an unapproved project server was started");
+    assert!(server_events(&events(&sink)).contains(&(
+        "mcp_server_failed".to_owned(),
+        "proj".to_owned(),
+        "approval_required".to_owned()
+    )));
+}
+
+#[test]
+fn ext_call_starts_only_the_server_it_names() {
+    let sandbox = Sandbox::new();
+    let marker = sandbox.project.join("spawned");
+    sandbox.global_config(&json!({"mcp_servers": {
+        "fixture": sandbox.fixture_server(),
+        "missing": {"command": "/nonexistent/odek-no-such-server"},
+        "other": marking_server(&marker),
+    }}));
+    // A project server that needs approval nobody can give: not asked for, as it is not started.
+    sandbox.write("odek.json", &json!({"mcp_servers": {"proj": {"command": "/nonexistent/proj"}}}).to_string());
+    let output = sandbox.odek(&["ext", "call", "fixture__echo", r#"{"text":"hi"}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "hi\n");
+    assert_eq!(stderr(&output), "odek: connected MCP server \"fixture\" (26 tools)\n");
+    assert!(!marker.exists(), "another server was started");
+}
+
+#[test]
+fn ext_call_of_a_server_that_is_not_configured_starts_nothing() {
+    let sandbox = Sandbox::new();
+    let marker = sandbox.project.join("spawned");
+    sandbox.global_config(&json!({"mcp_servers": {
+        "fixture": sandbox.fixture_server(),
+        "other": marking_server(&marker),
+        "off": {"command": "x", "enabled": false},
+    }}));
+    let output = sandbox.odek(&["ext", "call", "nope__echo"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "odek: ext call: tool \"nope__echo\" names no configured MCP server \"nope\"; configured servers: \"fixture\", \"off\", \"other\"\n"
+    );
+    let output = sandbox.odek(&["ext", "call", "off__echo"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "odek: ext call: tool \"off__echo\": MCP server \"off\" is disabled (enabled: false)\n"
+    );
+    assert!(!marker.exists(), "a server was started");
+
+    let empty = Sandbox::new();
+    let output = empty.odek(&["ext", "call", "fixture__echo"]);
+    assert_eq!(
+        stderr(&output),
+        "odek: ext call: tool \"fixture__echo\" names no configured MCP server \"fixture\"; no MCP servers are configured\n"
+    );
+}
+
+#[test]
+fn ext_call_treats_the_named_optional_server_as_required() {
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({"mcp_servers": {
+        "missing": {"command": "/nonexistent/odek-no-such-server", "required": false},
+    }}));
+    let output = sandbox.odek(&["ext", "call", "missing__anything"]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.starts_with("odek: mcp server \"missing\": mcpclient missing: start: "), "{err}");
+    assert!(!err.contains("continuing"), "{err}");
+}
+
+#[test]
+fn ext_list_reports_an_optional_failure_without_failing() {
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({"mcp_servers": {
+        "fixture": sandbox.fixture_server(),
+        "missing": {"command": "/nonexistent/odek-no-such-server", "required": false},
+    }}));
+    let output = sandbox.odek(&["ext", "list", "--json"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let listing: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let servers = listing["servers"].as_array().unwrap();
+    assert_eq!((servers[0]["name"].as_str(), servers[0]["status"].as_str()), (Some("fixture"), Some("ok")));
+    assert_eq!(servers[0]["required"], true);
+    assert_eq!((servers[1]["name"].as_str(), servers[1]["status"].as_str()), (Some("missing"), Some("failed")));
+    assert_eq!(servers[1]["required"], false);
+    let line = err.lines().find(|line| line.contains("\"missing\"")).unwrap();
+    assert!(line.starts_with("odek: warning: mcp server \"missing\": mcpclient missing: start: "), "{line}");
+    assert!(line.ends_with(" (required: false)"), "{line}");
+
+    let output = sandbox.odek(&["ext", "list"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).contains("\nmissing (global, required: false): failed\n"), "{}", stdout(&output));
+}
+
+#[test]
+fn ext_call_finds_the_server_of_a_shortened_exposed_name() {
+    let sandbox = Sandbox::new();
+    let long = "s".repeat(60);
+    let marker = sandbox.project.join("spawned");
+    sandbox.global_config(
+        &json!({"mcp_servers": {long.as_str(): sandbox.fixture_server(), "other": marking_server(&marker)}}),
+    );
+    let exposed = odek_contract::names::qualify_tool_name(&long, "echo").into_string();
+    assert_eq!(exposed.len(), 64);
+    assert!(!exposed.contains("__"), "the head ends inside the server name: {exposed}");
+    let output = sandbox.odek(&["ext", "call", &exposed, r#"{"text":"found"}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "found\n");
+    assert!(!marker.exists(), "another server was started");
+}
