@@ -174,7 +174,7 @@ fn ext_call_starts_only_the_server_it_names() {
     let output = sandbox.odek(&["ext", "call", "fixture__echo", r#"{"text":"hi"}"#]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "hi\n");
-    assert_eq!(stderr(&output), "odek: connected MCP server \"fixture\" (26 tools)\n");
+    assert_eq!(stderr(&output), "odek: connected MCP server \"fixture\" (28 tools)\n");
     assert!(!marker.exists(), "another server was started");
 }
 
