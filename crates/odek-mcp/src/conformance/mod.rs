@@ -25,9 +25,7 @@ use serde_json::Value;
 pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
 pub use report::{Report, Verdict};
 
-use crate::discovery::{
-    ListedTool, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, ToolHints, declared_output_schema, initialize_params, json_string,
-};
+use crate::discovery::{ListedTool, Listing, cursor_params, initialize_params, json_string};
 use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
 
 /// Concurrent calls of the load check, by default.
@@ -198,7 +196,7 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         restarts: &mut observations.restarts,
     };
     session.revive().await;
-    let tools = list_all_tools(&mut session.probe, timeout)
+    let tools = list_all_tools(&mut session.probe, &options.server, timeout)
         .await
         .map(|tools| tools.into_iter().filter(|tool| !options.exclude_tools.contains(&tool.name)).collect());
     observations.tools = Some(tools.clone());
@@ -383,61 +381,22 @@ fn is_error_result(answer: &Answer) -> bool {
     answer.result_value().get("isError") == Some(&Value::Bool(true))
 }
 
-/// Every `tools/list` page, with the client's stop rules (repeated cursor, 100 pages, 64 MiB).
-async fn list_all_tools(probe: &mut Probe, timeout: Duration) -> Result<Vec<ListedTool>, String> {
-    let mut tools = Vec::new();
+/// Every `tools/list` page through the client's own [`Listing`], so the caps and stop rules
+/// (repeated cursor, pages, bytes, tools) and the parse are exactly odek's.
+async fn list_all_tools(probe: &mut Probe, server: &str, timeout: Duration) -> Result<Vec<ListedTool>, String> {
+    let mut listing = Listing::new(server);
     let mut cursor: Option<String> = None;
-    let mut seen = std::collections::HashSet::new();
-    let mut total_bytes = 0usize;
-    for _ in 0..MAX_TOOL_PAGES {
-        let params = cursor.as_deref().map(|cursor| format!("{{\"cursor\":{}}}", json_string(cursor)));
+    loop {
+        let params = cursor.as_deref().map(cursor_params);
         let answer = probe
             .request("tools/list", params.map_or(RequestParams::Absent, RequestParams::Json), timeout)
             .await
             .map_err(|failure| failure.to_string())?;
-        total_bytes = total_bytes.saturating_add(answer.result_json().len());
-        if total_bytes > MAX_TOOL_LIST_BYTES {
-            return Err(format!("the tool list exceeds {MAX_TOOL_LIST_BYTES} bytes across pages"));
+        match listing.add_page(answer.result_json()).map_err(|error| format!("odek refuses the server: {error}"))? {
+            Some(next) => cursor = Some(next),
+            None => return Ok(listing.into_tools()),
         }
-        let page: Value =
-            crate::call::parse_object(answer.result_json()).map_err(|error| format!("parse tools/list: {error}"))?;
-        match page.get("tools") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(listed)) => {
-                for tool in listed {
-                    tools.push(listed_tool(tool)?);
-                }
-            }
-            Some(_) => return Err("parse tools/list: \"tools\" is not an array".to_owned()),
-        }
-        let next = match page.get("nextCursor") {
-            Some(Value::String(next)) if !next.is_empty() => next.clone(),
-            _ => return Ok(tools),
-        };
-        if !seen.insert(next.clone()) {
-            return Err(format!("the server repeated cursor {}", json_string(&next)));
-        }
-        cursor = Some(next);
     }
-    Err(format!("more than {MAX_TOOL_PAGES} pages"))
-}
-
-fn listed_tool(tool: &Value) -> Result<ListedTool, String> {
-    let text = |key: &str| match tool.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(text)) => Ok(text.clone()),
-        Some(_) => Err(format!("parse tools/list: a tool's {key:?} is not a string")),
-    };
-    Ok(ListedTool {
-        name: text("name")?,
-        description: text("description")?,
-        input_schema: match tool.get("inputSchema") {
-            None | Some(Value::Null) => serde_json::json!({"type": "object"}),
-            Some(schema) => schema.clone(),
-        },
-        output_schema: declared_output_schema(tool.get("outputSchema").cloned()),
-        hints: ToolHints::of_annotations(tool.get("annotations")),
-    })
 }
 
 /// Every check, in report order.

@@ -59,9 +59,14 @@ pub(crate) enum Mode {
     UnansweredCall,
     CrossedIds,
     DuplicateTool,
+    ManyTools,
+    HeavyTools,
+    AnnotatedTools,
+    ClosedSchema,
+    FormattedArguments,
 }
 
-const MODES: [(Mode, &str); 30] = [
+const MODES: [(Mode, &str); 35] = [
     (Mode::InvalidToolName, "invalid-tool-name"),
     (Mode::DunderToolName, "dunder-tool-name"),
     (Mode::ShadowBuiltin, "shadow-builtin"),
@@ -92,6 +97,11 @@ const MODES: [(Mode, &str); 30] = [
     (Mode::UnansweredCall, "unanswered-call"),
     (Mode::CrossedIds, "crossed-ids"),
     (Mode::DuplicateTool, "duplicate-tool"),
+    (Mode::ManyTools, "many-tools"),
+    (Mode::HeavyTools, "heavy-tools"),
+    (Mode::AnnotatedTools, "annotated-tools"),
+    (Mode::ClosedSchema, "closed-schema"),
+    (Mode::FormattedArguments, "formatted-arguments"),
 ];
 
 /// odek's default `max_response_bytes`, plus one: the length of oversized-reply's answer line.
@@ -374,7 +384,11 @@ async fn report_reply(pending: PendingReply, what: &'static str) {
 }
 
 async fn list_tools(fixture: &Fixture, context: &Arc<CallContext>, request: Request) -> Reply {
-    let mut page = list_tools_page(fixture, context, request).await;
+    let cursor = request.params.as_ref().and_then(|params| params.get("cursor")).and_then(Value::as_str);
+    if let Some(page) = crate::catalogue_modes::listing_page(fixture, cursor) {
+        return page;
+    }
+    let mut page = crate::catalogue_modes::with_annotations(list_tools_page(fixture, context, request).await);
     if fixture.has(Mode::DuplicateTool) {
         page = with_first_tool_twice(page);
     }
