@@ -68,6 +68,7 @@ pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &A
             evidence: None,
         });
     }
+    results.push(tools_exercised(observations));
     results.push(concurrent_calls_answered(observations, options));
     results.push(exits_on_stdin_close(observations));
     results
@@ -412,7 +413,7 @@ fn call_answers(call: &CallObservation, options: &CheckOptions) -> CheckResult {
         Ok(answer) => {
             let mut reason = format!("answered in {} ms with {}", millis(answer.elapsed), source(call));
             if let Some(message) = error_result_text(answer) {
-                reason.push_str(&format!(" (isError: {})", cut(&message, 80)));
+                reason.push_str(&format!(" (isError: {message})"));
             }
             check("calls", NAME, Status::Pass, reason)
         }
@@ -420,7 +421,7 @@ fn call_answers(call: &CallObservation, options: &CheckOptions) -> CheckResult {
             "calls",
             NAME,
             Status::Pass,
-            format!("answered with JSON-RPC error {code} ({}) to {}", cut(message, 80), source(call)),
+            format!("answered with JSON-RPC error {code} ({message}) to {}", source(call)),
         ),
         Err(Failure::Timeout(_)) => with_evidence(
             check(
@@ -456,9 +457,20 @@ fn success(call: &CallObservation) -> Option<&Answer> {
     call.outcome.as_ref().ok().filter(|answer| error_result_text(answer).is_none())
 }
 
-/// A successful call with one extra, unknown argument still succeeds (the additive rule).
+/// A successful call with one extra, unknown argument still succeeds (the additive rule). A
+/// tool whose schema declares `additionalProperties: false` only gets a warning: odek gives the
+/// model that schema, so the model is told not to send unknown arguments.
 fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
     const NAME: &str = "unknown_arguments_tolerated";
+    const FIX: &str = "ignore arguments you do not know";
+    let (status, closed) = if call.closed_schema {
+        (
+            Status::Warn,
+            "; a warning, not a failure: the tool's schema declares additionalProperties: false, which odek shows the model, so the model is told not to send unknown arguments — still, ",
+        )
+    } else {
+        (Status::Fail, "; ")
+    };
     let result = match &call.with_unknown_argument {
         None => check("calls", NAME, Status::Skip, "the call did not succeed, so there is nothing to compare"),
         Some(Ok(answer)) => match error_result_text(answer) {
@@ -472,8 +484,8 @@ fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
                 check(
                     "calls",
                     NAME,
-                    Status::Fail,
-                    "an extra unknown argument turned the result into isError; ignore arguments you do not know",
+                    status,
+                    format!("an extra unknown argument turned the result into isError{closed}{FIX}"),
                 ),
                 message,
             ),
@@ -481,11 +493,37 @@ fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
         Some(Err(failure)) => check(
             "calls",
             NAME,
-            Status::Fail,
-            format!("with an extra unknown argument the call failed: {failure}; ignore arguments you do not know"),
+            status,
+            format!("with an extra unknown argument the call failed: {failure}{closed}{FIX}"),
         ),
     };
     for_tool(result, &call.tool)
+}
+
+/// At least one call succeeded (a result without `isError`): a run in which none did checked
+/// nothing of the calls, which is a warning (`no tool was exercised`), not a pass.
+fn tools_exercised(observations: &Observations) -> CheckResult {
+    const NAME: &str = "tools_exercised";
+    let succeeded: HashSet<&str> =
+        observations.calls.iter().filter(|call| success(call).is_some()).map(|call| call.tool.as_str()).collect();
+    if !succeeded.is_empty() {
+        return check("calls", NAME, Status::Pass, format!("{} tool(s) answered a call successfully", succeeded.len()));
+    }
+    let why = if observations.plan.is_empty() {
+        "the server lists no tool".to_owned()
+    } else if observations.calls.is_empty() {
+        format!("none of the {} listed tool(s) was called (see the plan)", observations.plan.len())
+    } else {
+        format!("none of the {} call(s) made succeeded", observations.calls.len())
+    };
+    check(
+        "calls",
+        NAME,
+        Status::Warn,
+        format!(
+            "no tool was exercised: {why}; give --call <tool> '<json>' examples (or --calls all for a configured server) so the checks can see real results"
+        ),
+    )
 }
 
 /// The result decodes as `{"content":[…],"isError":bool}`.
@@ -784,6 +822,7 @@ mod tests {
             examples: Vec::new(),
             skip_calls: Vec::new(),
             exclude_tools: Vec::new(),
+            calls: super::super::CallPolicy::All,
             concurrency: 1,
             client_version: "0".into(),
         };

@@ -9,6 +9,11 @@
 //! [`CheckResult`]s, one function per check in `checks`. [`run_conformance`] does both. The
 //! report's text and JSON forms are in `report`. Not here: config loading and the exit code
 //! (the binary's).
+//!
+//! Which tools are called is decided up front, by [`plan_calls`]: never one annotated
+//! `destructiveHint: true`, only `readOnlyHint: true` ones under [`CallPolicy::ReadOnly`] (the
+//! default for a configured server, which runs with its real credentials) — unless the author
+//! named the tool with a `--call` example, an explicit request that wins over the hints.
 
 mod arguments;
 mod checks;
@@ -23,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
-pub use report::{Report, Verdict};
+pub use report::{MAX_REASON_BYTES, Report, Verdict, render_plan};
 
 use crate::discovery::{ListedTool, Listing, cursor_params, initialize_params, json_string};
 use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
@@ -59,9 +64,40 @@ pub struct CheckOptions {
     /// Raw tool names dropped from the listing before any check, as odek drops a configured
     /// server's `exclude_tools`.
     pub exclude_tools: Vec<String>,
+    /// Which tools may be called (a tool with a `--call` example always is).
+    pub calls: CallPolicy,
     pub concurrency: usize,
     /// Sent as `clientInfo.version`.
     pub client_version: String,
+}
+
+/// Which listed tools the check may call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CallPolicy {
+    /// Only tools annotated `readOnlyHint: true`.
+    ReadOnly,
+    /// Every tool not annotated `destructiveHint: true`.
+    All,
+}
+
+impl CallPolicy {
+    /// The `--calls` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallPolicy::ReadOnly => "read-only",
+            CallPolicy::All => "all",
+        }
+    }
+}
+
+/// What the check does with one listed tool, and why; decided before any call is made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedCall {
+    pub tool: String,
+    /// Whether it is called.
+    pub call: bool,
+    pub reason: String,
 }
 
 /// pass / warn / fail, and skip for a check that could not apply.
@@ -116,6 +152,8 @@ pub struct CallObservation {
     /// The arguments sent, and whether the author supplied them.
     pub arguments: Value,
     pub from_example: bool,
+    /// The tool's schema declares `additionalProperties: false` (odek shows the model that).
+    pub closed_schema: bool,
     pub outcome: Result<Answer, Failure>,
     /// The same call with [`UNKNOWN_ARGUMENT`] added, made when the first one succeeded.
     pub with_unknown_argument: Option<Result<Answer, Failure>>,
@@ -145,6 +183,8 @@ pub struct Observations {
     pub ping: Option<Result<Answer, Failure>>,
     pub tools: Option<Result<Vec<ListedTool>, String>>,
     pub calls: Vec<CallObservation>,
+    /// Every listed tool (and example tool), called or not, with the reason.
+    pub plan: Vec<PlannedCall>,
     pub skipped_calls: Vec<SkippedCall>,
     /// `--call` examples naming a tool the server does not list.
     pub unknown_examples: Vec<String>,
@@ -155,15 +195,16 @@ pub struct Observations {
     pub restarts: Vec<String>,
 }
 
-/// Observes and judges: the whole check run.
-pub async fn run_conformance(options: &CheckOptions) -> Report {
-    let observations = observe(options).await;
+/// Observes and judges: the whole check run. `announce` sees the call plan before the first
+/// call is made (the binary prints it).
+pub async fn run_conformance(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Report {
+    let observations = observe(options, announce).await;
     let results = judge(&observations, options);
-    Report::new(options, results, observations.restarts)
+    Report::new(options, results, observations.restarts).with_plan(observations.plan)
 }
 
 /// Runs the server through every step and records what it did.
-pub async fn observe(options: &CheckOptions) -> Observations {
+pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Observations {
     let mut observations = Observations::default();
     let launch = Launch {
         server: options.server.clone(),
@@ -208,33 +249,22 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         // Without a list, the author's examples are still called, so the call checks run.
         Err(_) => example_tools(options),
     };
-    for tool in listed.iter().take(MAX_CALLED_TOOLS) {
-        if options.skip_calls.contains(&tool.name) {
-            observations
-                .skipped_calls
-                .push(SkippedCall { tool: tool.name.clone(), reason: "skipped with --skip-call".into() });
+    let decisions = plan_calls(&listed, options);
+    observations.plan = decisions.iter().map(|(planned, _)| planned.clone()).collect();
+    announce(&observations.plan);
+    for ((planned, calls), tool) in decisions.into_iter().zip(&listed) {
+        let Some((argument_sets, from_example)) = calls else {
+            observations.skipped_calls.push(SkippedCall { tool: planned.tool, reason: planned.reason });
             continue;
-        }
-        let (argument_sets, from_example) = match argument_sets(tool, options) {
-            Ok(sets) => sets,
-            Err(reason) => {
-                observations.skipped_calls.push(SkippedCall { tool: tool.name.clone(), reason });
-                continue;
-            }
         };
+        let closed_schema = has_closed_schema(&tool.input_schema);
         for arguments in argument_sets {
             session.revive().await;
             session.step(format!("tools/call {}", tool.name));
-            observations
-                .calls
-                .push(observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await);
+            let mut call = observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await;
+            call.closed_schema = closed_schema;
+            observations.calls.push(call);
         }
-    }
-    for tool in listed.iter().skip(MAX_CALLED_TOOLS) {
-        observations.skipped_calls.push(SkippedCall {
-            tool: tool.name.clone(),
-            reason: format!("only the first {MAX_CALLED_TOOLS} tools are called"),
-        });
     }
 
     session.revive().await;
@@ -290,9 +320,32 @@ fn example_tools(options: &CheckOptions) -> Vec<ListedTool> {
     tools
 }
 
-/// The argument sets to call `tool` with, and whether the author supplied them: every `--call`
-/// example for it, else one set derived from its schema. `Err` says why it cannot be called.
-fn argument_sets(tool: &ListedTool, options: &CheckOptions) -> Result<(Vec<Value>, bool), String> {
+/// The argument sets of a call, and whether the author supplied them.
+type Calls = (Vec<Value>, bool);
+
+/// For each listed tool, in order: whether it is called and why, with the argument sets when it
+/// is. The rules, first match wins: `--skip-call` skips; past the first [`MAX_CALLED_TOOLS`] is
+/// skipped; a `--call` example is called (the author asked for it); `destructiveHint: true` is
+/// never called; under [`CallPolicy::ReadOnly`] only `readOnlyHint: true` is called; a tool
+/// whose required arguments cannot be derived is skipped.
+pub fn plan_calls(listed: &[ListedTool], options: &CheckOptions) -> Vec<(PlannedCall, Option<Calls>)> {
+    listed
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            let (reason, calls) = plan_call(index, tool, options);
+            (PlannedCall { tool: tool.name.clone(), call: calls.is_some(), reason }, calls)
+        })
+        .collect()
+}
+
+fn plan_call(index: usize, tool: &ListedTool, options: &CheckOptions) -> (String, Option<Calls>) {
+    if options.skip_calls.contains(&tool.name) {
+        return ("skipped with --skip-call".to_owned(), None);
+    }
+    if index >= MAX_CALLED_TOOLS {
+        return (format!("only the first {MAX_CALLED_TOOLS} tools are called"), None);
+    }
     let examples: Vec<Value> = options
         .examples
         .iter()
@@ -300,11 +353,40 @@ fn argument_sets(tool: &ListedTool, options: &CheckOptions) -> Result<(Vec<Value
         .map(|(_, arguments)| arguments.clone())
         .collect();
     if !examples.is_empty() {
-        return Ok((examples, true));
+        return ("a --call example names it".to_owned(), Some((examples, true)));
     }
-    arguments_from_schema(&tool.input_schema)
-        .map(|arguments| (vec![arguments], false))
-        .map_err(|reason| format!("{reason}; pass an example with --call {} '<json>'", tool.name))
+    let read_only = tool.hints.read_only == Some(true);
+    if tool.hints.destructive == Some(true) {
+        return (
+            format!(
+                "annotated destructiveHint: true, so never called (give a --call {} '<json>' example to call it anyway)",
+                tool.name
+            ),
+            None,
+        );
+    }
+    if options.calls == CallPolicy::ReadOnly && !read_only {
+        return (
+            "not annotated readOnlyHint: true, and only read-only tools are called under --calls read-only (the default for a configured server, which runs with its real credentials); pass --calls all to call it".to_owned(),
+            None,
+        );
+    }
+    match arguments_from_schema(&tool.input_schema) {
+        Ok(arguments) => {
+            let reason = if read_only {
+                "annotated readOnlyHint: true"
+            } else {
+                "not annotated destructiveHint: true (under --calls all)"
+            };
+            (format!("{reason}; arguments derived from the schema"), Some((vec![arguments], false)))
+        }
+        Err(reason) => (format!("{reason}; pass an example with --call {} '<json>'", tool.name), None),
+    }
+}
+
+/// Whether a schema is closed to arguments it does not list.
+fn has_closed_schema(schema: &Value) -> bool {
+    schema.get("additionalProperties") == Some(&Value::Bool(false))
 }
 
 /// One call, and when it succeeded the same call with [`UNKNOWN_ARGUMENT`] added.
@@ -324,7 +406,14 @@ async fn observe_call(
         }
         _ => None,
     };
-    CallObservation { tool: tool.to_owned(), arguments, from_example, outcome, with_unknown_argument }
+    CallObservation {
+        tool: tool.to_owned(),
+        arguments,
+        from_example,
+        closed_schema: false,
+        outcome,
+        with_unknown_argument,
+    }
 }
 
 /// The live probe, and how to replace it when a step killed the connection.

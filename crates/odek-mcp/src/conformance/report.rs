@@ -1,12 +1,18 @@
-//! The report of one check run: every [`CheckResult`], the notes, and the verdict; as text for a
-//! terminal (one line per check, evidence indented below, a verdict line last) and as one JSON
-//! object for CI. The exit code of the verdict is [`Verdict::exit_code`].
+//! The report of one check run: every [`CheckResult`], the call plan, the notes, and the
+//! verdict; as text for a terminal (one line per check, evidence indented below, the plan before
+//! the calls, a verdict line last) and as one JSON object for CI. The exit code of the verdict is
+//! [`Verdict::exit_code`].
 
 use odek_contract::redaction::redact;
 use serde::Serialize;
 
-use super::{CheckOptions, CheckResult, Status};
+use super::probe::cut;
+use super::{CallPolicy, CheckOptions, CheckResult, PlannedCall, Status};
 use crate::observer::terminal_safe;
+
+/// Longest reason kept, in bytes (4 KiB): room for a server's whole error message, but not for
+/// whatever a hostile server writes.
+pub const MAX_REASON_BYTES: usize = 4096;
 
 /// The overall outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -48,6 +54,10 @@ pub struct Report {
     pub verdict: Verdict,
     pub counts: Counts,
     pub checks: Vec<CheckResult>,
+    /// Which tools could be called (`--calls`).
+    pub call_policy: CallPolicy,
+    /// Every listed tool, whether it was called and why, in list order.
+    pub plan: Vec<PlannedCall>,
     /// What happened besides the checks (restarts after a step killed the connection).
     pub notes: Vec<String>,
 }
@@ -55,10 +65,10 @@ pub struct Report {
 impl Report {
     /// The report of these results. Every text that can carry a secret (the command line, and
     /// reasons and evidence quoting the server) passes through odek's redaction, so the report
-    /// is safe to keep as a CI log.
+    /// is safe to keep as a CI log. Reasons are cut to [`MAX_REASON_BYTES`].
     pub fn new(options: &CheckOptions, mut checks: Vec<CheckResult>, notes: Vec<String>) -> Report {
         for check in &mut checks {
-            check.reason = redact(&check.reason).into_owned();
+            check.reason = cut(&redact(&check.reason), MAX_REASON_BYTES);
             check.evidence = check.evidence.as_deref().map(|evidence| redact(evidence).into_owned());
         }
         let mut counts = Counts::default();
@@ -79,7 +89,29 @@ impl Report {
         };
         let command =
             std::iter::once(&options.command).chain(&options.args).map(|part| redact(part).into_owned()).collect();
-        Report { server: options.server.clone(), command, verdict, counts, checks, notes }
+        Report {
+            server: options.server.clone(),
+            command,
+            verdict,
+            counts,
+            checks,
+            call_policy: options.calls,
+            plan: Vec::new(),
+            notes,
+        }
+    }
+
+    /// The report with its call plan (tool names and reasons redacted like reasons).
+    pub fn with_plan(mut self, plan: Vec<PlannedCall>) -> Report {
+        self.plan = plan
+            .into_iter()
+            .map(|planned| PlannedCall {
+                tool: redact(&planned.tool).into_owned(),
+                call: planned.call,
+                reason: cut(&redact(&planned.reason), MAX_REASON_BYTES),
+            })
+            .collect();
+        self
     }
 
     /// The verdict line, e.g. `verdict: fail (2 failed, 1 warning, 20 passed, 3 skipped)`.
@@ -93,11 +125,17 @@ impl Report {
         format!("verdict: {word} ({fail} failed, {warn} warning(s), {pass} passed, {skip} skipped)")
     }
 
-    /// The terminal form: a header, one line per check grouped by phase, the notes, the verdict.
+    /// The terminal form: a header, one line per check grouped by phase with the call plan
+    /// before the calls, the notes, the verdict.
     pub fn render_text(&self) -> String {
         let mut out = format!("odek ext check: server {:?}: {}\n", self.server, terminal_safe(&self.command.join(" ")));
         let mut group = "";
+        let mut plan_shown = false;
         for result in &self.checks {
+            if !plan_shown && matches!(result.group, "calls" | "load" | "shutdown") {
+                out.push_str(&render_plan(self.call_policy, &self.plan));
+                plan_shown = true;
+            }
             if result.group != group {
                 group = result.group;
                 out.push_str(group);
@@ -108,11 +146,14 @@ impl Report {
                 "  {:<4}  {}{tool}: {}\n",
                 result.status.as_str(),
                 result.check,
-                terminal_safe(&result.reason)
+                one_line(&result.reason)
             ));
             if let Some(evidence) = &result.evidence {
                 out.push_str(&format!("        evidence: {}\n", one_line(evidence)));
             }
+        }
+        if !plan_shown {
+            out.push_str(&render_plan(self.call_policy, &self.plan));
         }
         for note in &self.notes {
             out.push_str(&format!("note: {}\n", terminal_safe(note)));
@@ -121,6 +162,24 @@ impl Report {
         out.push('\n');
         out
     }
+}
+
+/// The call plan for a terminal: `plan (--calls <policy>): <n> of <m> tool(s) called`, then
+/// `  call  <tool>: <reason>` or `  skip  <tool>: <reason>` per tool, redacted and one line each;
+/// nothing when no tool was listed. The report shows it before the calls, and `odek ext check`
+/// prints it on stderr before making them.
+pub fn render_plan(call_policy: CallPolicy, plan: &[PlannedCall]) -> String {
+    if plan.is_empty() {
+        return String::new();
+    }
+    let called = plan.iter().filter(|planned| planned.call).count();
+    let mut out = format!("plan (--calls {}): {called} of {} tool(s) called\n", call_policy.as_str(), plan.len());
+    for planned in plan {
+        let word = if planned.call { "call" } else { "skip" };
+        let reason = cut(&redact(&planned.reason), MAX_REASON_BYTES);
+        out.push_str(&format!("  {word}  {}: {}\n", one_line(&redact(&planned.tool)), one_line(&reason)));
+    }
+    out
 }
 
 /// Evidence on one terminal line: line feeds shown as `\n`, other controls made harmless.
@@ -149,6 +208,7 @@ mod tests {
             examples: Vec::new(),
             skip_calls: Vec::new(),
             exclude_tools: Vec::new(),
+            calls: CallPolicy::All,
             concurrency: 1,
             client_version: "0".into(),
         }

@@ -160,10 +160,13 @@ fn formatted_schema() -> Value {
     })
 }
 
+/// Whether a text fits one `format`.
+type FormatCheck = fn(&str) -> bool;
+
 /// formatted-arguments: isError naming the first argument not in its format.
 fn formatted_lookup(arguments: &Value) -> ToolResponse {
     let text = |name: &str| arguments.get(name).and_then(Value::as_str).unwrap_or_default();
-    let checks: [(&str, fn(&str) -> bool); 6] = [
+    let checks: [(&str, FormatCheck); 6] = [
         ("url", is_uri),
         ("when", is_date_time),
         ("day", is_date),
