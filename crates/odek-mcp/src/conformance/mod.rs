@@ -493,3 +493,84 @@ pub fn judge(observations: &Observations, options: &CheckOptions) -> Vec<CheckRe
     let roots = ArtifactRoots::new(&options.artifact_roots);
     checks::all(observations, options, &roots)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::ToolHints;
+
+    fn tool(name: &str, read_only: Option<bool>, destructive: Option<bool>) -> ListedTool {
+        ListedTool {
+            name: name.into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            hints: ToolHints { read_only, destructive },
+            ..ListedTool::default()
+        }
+    }
+
+    fn options(calls: CallPolicy) -> CheckOptions {
+        CheckOptions {
+            server: "srv".into(),
+            command: "/bin/srv".into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            timeout: Duration::from_secs(1),
+            max_response_bytes: 1024,
+            max_result_chars: 1000,
+            artifact_roots: Vec::new(),
+            examples: vec![("named".into(), serde_json::json!({"x": 1}))],
+            skip_calls: vec!["skipped".into()],
+            exclude_tools: Vec::new(),
+            calls,
+            concurrency: 1,
+            client_version: "0".into(),
+        }
+    }
+
+    fn called(listed: &[ListedTool], options: &CheckOptions) -> Vec<(String, bool)> {
+        plan_calls(listed, options).into_iter().map(|(planned, _)| (planned.tool, planned.call)).collect()
+    }
+
+    #[test]
+    fn the_plan_never_calls_destructive_tools_and_honours_the_policy_red() {
+        let listed = [
+            tool("reader", Some(true), None),
+            tool("plain", None, None),
+            tool("writer", Some(false), Some(false)),
+            tool("wiper", None, Some(true)),
+            tool("contradictory", Some(true), Some(true)),
+            tool("named", None, Some(true)),
+            tool("skipped", Some(true), None),
+        ];
+        let expect = |plain: bool| {
+            vec![
+                ("reader".to_owned(), true),
+                ("plain".to_owned(), plain),
+                ("writer".to_owned(), plain),
+                ("wiper".to_owned(), false),
+                ("contradictory".to_owned(), false),
+                ("named".to_owned(), true),
+                ("skipped".to_owned(), false),
+            ]
+        };
+        assert_eq!(called(&listed, &options(CallPolicy::All)), expect(true));
+        assert_eq!(called(&listed, &options(CallPolicy::ReadOnly)), expect(false));
+        let plan = plan_calls(&listed, &options(CallPolicy::ReadOnly));
+        assert_eq!(plan[5].1, Some((vec![serde_json::json!({"x": 1})], true)), "the --call example is what is sent");
+        assert_eq!(plan[6].0.reason, "skipped with --skip-call");
+    }
+
+    #[test]
+    fn the_plan_skips_tools_past_the_call_cap_and_unfillable_ones() {
+        let mut listed: Vec<ListedTool> =
+            (0..MAX_CALLED_TOOLS + 1).map(|n| tool(&format!("t{n}"), None, None)).collect();
+        listed[0].input_schema = serde_json::json!({"type": "object", "properties": {"x": false}, "required": ["x"]});
+        let plan = plan_calls(&listed, &options(CallPolicy::All));
+        assert_eq!(
+            plan[0].0.reason,
+            "required argument \"x\": its schema is false; pass an example with --call t0 '<json>'"
+        );
+        assert!(!plan[0].0.call && plan[1].0.call);
+        assert_eq!(plan[MAX_CALLED_TOOLS].0.reason, "only the first 128 tools are called");
+    }
+}

@@ -252,6 +252,50 @@ mod tests {
     }
 
     #[test]
+    fn the_plan_is_shown_before_the_calls() {
+        let mut calls = result("call_answers", Status::Pass);
+        calls.group = "calls";
+        let plan = vec![
+            PlannedCall { tool: "get".into(), call: true, reason: "annotated readOnlyHint: true".into() },
+            PlannedCall { tool: "rm".into(), call: false, reason: "annotated destructiveHint: true".into() },
+        ];
+        let mut read_only = options();
+        read_only.calls = CallPolicy::ReadOnly;
+        let report = Report::new(&read_only, vec![result("tools_list_answers", Status::Pass), calls], Vec::new())
+            .with_plan(plan);
+        assert_eq!(
+            report.render_text(),
+            "odek ext check: server \"srv\": /bin/srv --x\n\
+             tools\n  \
+             pass  tools_list_answers: why\n\
+             plan (--calls read-only): 1 of 2 tool(s) called\n  \
+             call  get: annotated readOnlyHint: true\n  \
+             skip  rm: annotated destructiveHint: true\n\
+             calls\n  \
+             pass  call_answers: why\n\
+             verdict: pass (0 failed, 0 warning(s), 2 passed, 0 skipped)\n"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["call_policy"], "read-only");
+        assert_eq!(
+            json["plan"][1],
+            serde_json::json!({"tool": "rm", "call": false, "reason": "annotated destructiveHint: true"})
+        );
+    }
+
+    #[test]
+    fn reasons_are_kept_whole_up_to_a_generous_cap() {
+        let mut long = result("call_answers", Status::Pass);
+        long.reason = format!("{}\nsecond line", "r".repeat(300));
+        let report = Report::new(&options(), vec![long.clone()], Vec::new());
+        assert_eq!(report.checks[0].reason, long.reason, "not cut at 100 characters");
+        assert!(report.render_text().contains("\\nsecond line\n"), "one line per check");
+        long.reason = "r".repeat(MAX_REASON_BYTES * 2);
+        let report = Report::new(&options(), vec![long], Vec::new());
+        assert_eq!(report.checks[0].reason.len(), MAX_REASON_BYTES + '\u{2026}'.len_utf8());
+    }
+
+    #[test]
     fn secrets_in_the_command_line_and_evidence_are_redacted_red() {
         let token = format!("ghp_{}", "a".repeat(36));
         let mut leaky = options();
