@@ -234,6 +234,7 @@ fn filesystem_server_with_builtin_tool_names_starts_and_is_callable_qualified_re
         assert!(tools.contains(&tool), "{tools:?}");
     }
     assert!(run.stderr_lines().contains(&"odek: connected MCP server \"fs\" (14 tools)"), "{}", run.stderr);
+    assert_eq!(fs["warnings"], json!([]), "no description trips the prompt-injection screen");
 
     let note = project.artifacts.join("note.txt").display().to_string();
     let (run, records) = project.call_jsonl(&[
