@@ -96,6 +96,11 @@ pub struct ExtCheckArgs {
     /// Never call TOOL (for tools with side effects; repeatable)
     #[arg(long = "skip-call", value_name = "TOOL")]
     pub skip_calls: Vec<String>,
+    /// Which tools to call: read-only (only tools annotated readOnlyHint: true; the default for a
+    /// configured server) or all (every tool not annotated destructiveHint: true; the default
+    /// after --). A tool annotated destructiveHint: true is only called with a --call example
+    #[arg(long = "calls", value_name = "WHICH", value_parser = ["read-only", "all"])]
+    pub call_policy: Option<String>,
     /// Concurrent calls in the load check
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = odek_mcp::conformance::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,

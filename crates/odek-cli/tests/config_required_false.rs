@@ -62,7 +62,7 @@ fn a_run_goes_on_without_the_optional_servers_that_fail() {
             "fixture": fixture,
             "missing": {"command": "/nonexistent/odek-no-such-server", "required": false},
             "quits": {"command": "false", "required": false},
-            "shadow": with(json!({"args": ["--mode", "shadow-builtin"], "required": false})),
+            "badname": with(json!({"args": ["--mode", "invalid-tool-name"], "required": false})),
             "silent": with(json!({"args": ["--mode", "no-initialize-reply"], "timeout_seconds": 1, "required": false})),
         }
     }));
@@ -79,8 +79,11 @@ fn a_run_goes_on_without_the_optional_servers_that_fail() {
     assert!(quits.starts_with("odek: warning: mcp server \"quits\": mcpclient quits: initialize: "), "{quits}");
     assert!(quits.ends_with(CONTINUING), "{quits}");
     assert_eq!(
-        warning_for(&err, "shadow"),
-        format!("odek: warning: mcp server \"shadow\": tool \"shell\" shadows a built-in tool{CONTINUING}")
+        warning_for(&err, "badname"),
+        format!(
+            "odek: warning: mcp server \"badname\": mcpclient badname: tools/list: tool name \"read file\" contains invalid character ' '; \
+             to use the server without that tool, add it to its \"exclude_tools\": [\"read file\"]{CONTINUING}"
+        )
     );
     assert!(warning_for(&err, "silent").ends_with(&format!("context deadline exceeded{CONTINUING}")), "{err}");
     assert!(err.contains("odek: connected MCP server \"fixture\" ("), "{err}");
@@ -88,10 +91,10 @@ fn a_run_goes_on_without_the_optional_servers_that_fail() {
     assert_eq!(
         server_events(&events(&sink)),
         [
+            ("mcp_server_failed".to_owned(), "badname".to_owned(), "invalid_tool".to_owned()),
             ("mcp_server_started".to_owned(), "fixture".to_owned(), String::new()),
             ("mcp_server_failed".to_owned(), "missing".to_owned(), "spawn_failed".to_owned()),
             ("mcp_server_failed".to_owned(), "quits".to_owned(), "connection_closed".to_owned()),
-            ("mcp_server_failed".to_owned(), "shadow".to_owned(), "invalid_tool".to_owned()),
             ("mcp_server_failed".to_owned(), "silent".to_owned(), "deadline_exceeded".to_owned()),
         ]
     );
@@ -103,7 +106,7 @@ fn a_run_goes_on_without_the_optional_servers_that_fail() {
         .map(|tool| tool["function"]["name"].as_str().unwrap())
         .collect();
     assert!(tools.contains(&"fixture__echo"));
-    assert!(tools.iter().all(|name| !name.starts_with("shadow__") && !name.starts_with("silent__")), "{tools:?}");
+    assert!(tools.iter().all(|name| !name.starts_with("badname__") && !name.starts_with("silent__")), "{tools:?}");
     assert!(tool_contents(&requests[1])[0].contains("still here"));
 }
 

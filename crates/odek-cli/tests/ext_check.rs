@@ -33,6 +33,7 @@ const ALWAYS_REPORTED: &[&str] = &[
     "tool_schemas_accepted",
     "tool_descriptions_clean",
     "exposed_names_fit",
+    "tools_exercised",
     "concurrent_calls_answered",
     "exits_on_stdin_close",
 ];
@@ -83,6 +84,51 @@ impl Sandbox {
             .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stdout)));
         (report, output.status.code().unwrap())
     }
+}
+
+impl Sandbox {
+    /// Writes `~/.odek/config.json` (private) with these `mcp_servers`.
+    fn configure(&self, servers: &Value) {
+        let dir = self.home.join(".odek");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.json");
+        std::fs::write(&path, json!({ "mcp_servers": servers }).to_string()).unwrap();
+        set_private(&path);
+    }
+
+    /// A configured fixture named `fx` with these extra fixture arguments.
+    fn configure_fixture(&self, fixture_args: &[&str]) {
+        let mut args = vec![json!("--conformant"), json!("--artifact-dir"), json!(self.artifacts)];
+        args.extend(fixture_args.iter().map(|arg| json!(arg)));
+        self.configure(&json!({"fx": {
+            "command": odek_test_support::fixture_server(),
+            "args": args,
+            "artifact_roots": [self.artifacts],
+            "timeout_seconds": 5,
+        }}));
+    }
+}
+
+/// The report on stdout and the exit code.
+fn json_report(output: &Output) -> (Value, i32) {
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!("{err}: {}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    });
+    (report, output.status.code().unwrap())
+}
+
+/// `(tool, called)` for every entry of the report's plan, in order.
+fn plan(report: &Value) -> Vec<(String, bool)> {
+    report["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| (entry["tool"].as_str().unwrap().to_owned(), entry["call"].as_bool().unwrap()))
+        .collect()
+}
+
+fn called(report: &Value) -> BTreeSet<String> {
+    plan(report).into_iter().filter(|(_, call)| *call).map(|(tool, _)| tool).collect()
 }
 
 fn checks(report: &Value) -> &Vec<Value> {
@@ -209,7 +255,6 @@ fn broken_tool_lists_fail_their_checks() {
     for (mode, failing) in [
         ("repeat-cursor", "tools_list_answers"),
         ("invalid-tool-name", "tool_names_valid"),
-        ("shadow-builtin", "tool_names_valid"),
         ("duplicate-tool", "tool_names_unique"),
         ("bad-schema", "tool_schemas_accepted"),
         ("big-schema", "tool_schemas_accepted"),
@@ -220,6 +265,181 @@ fn broken_tool_lists_fail_their_checks() {
         assert_eq!(with_status(&report, "fail"), names(&[failing]), "{mode}: {report:#}");
         assert_eq!(code, 1, "{mode}");
     }
+}
+
+#[test]
+fn a_tool_named_like_a_builtin_passes_the_name_check() {
+    // [beyond] odek exposes it as <server>__shell: nothing is shadowed, the server is not refused.
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "shadow-builtin"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(find(&report, "tool_names_valid", None)["status"], "pass");
+    assert_eq!(find(&report, "call_answers", Some("shell"))["status"], "pass");
+}
+
+#[test]
+fn every_invalid_name_is_reported_with_the_exclude_tools_way_out() {
+    let (report, code) =
+        Sandbox::new().check_fixture(&[], &["--mode", "invalid-tool-name,dunder-tool-name", "--extra-tool", "fs.read"]);
+    assert_eq!(with_status(&report, "fail"), names(&["tool_names_valid"]), "{report:#}");
+    assert_eq!(code, 1);
+    let check = find(&report, "tool_names_valid", None);
+    assert_eq!(
+        check["reason"],
+        "3 tool name(s) break the naming rules; odek rejects the whole server: mcpclient odek-fixture-server: tools/list: tool name \"read file\" contains invalid character ' ' (and 2 more: tool name \"a__b\" cannot contain \"__\"; tool name \"fs.read\" contains invalid character '.'); to use the server without these 3 tools, add them to its \"exclude_tools\": [\"read file\",\"a__b\",\"fs.read\"]"
+    );
+}
+
+#[test]
+fn protocol_2024_11_05_is_supported() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--protocol-version", "2024-11-05"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(find(&report, "protocol_version_supported", None)["reason"], "protocol 2024-11-05");
+}
+
+#[test]
+fn destructive_tools_are_never_called_red() {
+    let sandbox = Sandbox::new();
+    let marker = sandbox.artifacts.join("destructive_delete-was-called");
+    for check_args in [&[][..], &["--calls", "all"][..]] {
+        let (report, code) = sandbox.check_fixture(check_args, &["--mode", "annotated-tools"]);
+        assert_eq!(code, 0, "{report:#}");
+        assert!(!marker.exists(), "destructive_delete was called with {check_args:?}");
+        let planned = plan(&report);
+        assert!(planned.contains(&("destructive_delete".to_owned(), false)), "{planned:?}");
+        assert!(planned.contains(&("open_world_write".to_owned(), true)), "{planned:?}");
+        assert!(planned.contains(&("read_only_lookup".to_owned(), true)), "{planned:?}");
+        let entry =
+            report["plan"].as_array().unwrap().iter().find(|entry| entry["tool"] == "destructive_delete").unwrap();
+        assert_eq!(
+            entry["reason"],
+            "annotated destructiveHint: true, so never called (give a --call destructive_delete '<json>' example to call it anyway)"
+        );
+        assert_eq!(find(&report, "call_answers", Some("destructive_delete"))["status"], "skip");
+    }
+    // A --call example for it is the author's explicit request.
+    let (report, code) = sandbox.check_fixture(&["--call", "destructive_delete", "{}"], &["--mode", "annotated-tools"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(marker.exists(), "the named tool was called");
+    assert_eq!(find(&report, "call_answers", Some("destructive_delete"))["status"], "pass");
+}
+
+#[test]
+fn a_configured_server_gets_only_read_only_calls_red() {
+    let sandbox = Sandbox::new();
+    sandbox.configure_fixture(&["--mode", "annotated-tools"]);
+    let output = sandbox.odek(&["ext", "check", "--json", "fx"]);
+    let (report, code) = json_report(&output);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["call_policy"], "read-only");
+    assert_eq!(called(&report), names(&["read_only_lookup"]), "{report:#}");
+    assert!(!sandbox.artifacts.join("destructive_delete-was-called").exists());
+    let entry = report["plan"].as_array().unwrap().iter().find(|entry| entry["tool"] == "echo").unwrap();
+    assert!(
+        entry["reason"].as_str().unwrap().starts_with(
+            "not annotated readOnlyHint: true, and only read-only tools are called under --calls read-only"
+        ),
+        "{entry}"
+    );
+    // The plan is on stderr before the calls are made.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("plan (--calls read-only): 1 of 8 tool(s) called\n"), "{stderr}");
+    assert!(
+        stderr.contains("  call  read_only_lookup: annotated readOnlyHint: true; arguments derived from the schema\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("  skip  open_world_write: not annotated readOnlyHint: true"), "{stderr}");
+
+    // --calls all calls every tool not annotated destructive.
+    let (report, code) = json_report(&sandbox.odek(&["ext", "check", "--json", "--calls", "all", "fx"]));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        called(&report),
+        names(&[
+            "echo",
+            "large_result",
+            "artifact_result",
+            "slow",
+            "error_result",
+            "read_only_lookup",
+            "open_world_write"
+        ])
+    );
+    assert!(!sandbox.artifacts.join("destructive_delete-was-called").exists());
+}
+
+#[test]
+fn a_run_in_which_no_call_succeeds_warns_red() {
+    let sandbox = Sandbox::new();
+    sandbox.configure_fixture(&[]);
+    // No fixture tool says it is read-only: nothing is called, which is no pass.
+    let (report, code) = json_report(&sandbox.odek(&["ext", "check", "--json", "fx"]));
+    assert_eq!(with_status(&report, "warn"), names(&["tools_exercised"]), "{report:#}");
+    assert_eq!(with_status(&report, "fail"), BTreeSet::new(), "{report:#}");
+    assert_eq!((report["verdict"].as_str(), code), (Some("warn"), 2));
+    let reason = find(&report, "tools_exercised", None)["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.starts_with("no tool was exercised: none of the 5 listed tool(s) was called (see the plan)"),
+        "{reason}"
+    );
+
+    // Every call failing is no pass either.
+    let fixture = odek_test_support::fixture_server();
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--",
+        fixture.to_str().unwrap(),
+        "--conformant",
+        "--hide",
+        "echo",
+        "--hide",
+        "large_result",
+        "--hide",
+        "artifact_result",
+        "--hide",
+        "slow",
+    ]);
+    let (report, code) = json_report(&output);
+    assert_eq!(with_status(&report, "warn"), names(&["tools_exercised"]), "{report:#}");
+    assert_eq!(code, 2);
+    let reason = find(&report, "tools_exercised", None)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.starts_with("no tool was exercised: none of the 1 call(s) made succeeded"), "{reason}");
+}
+
+#[test]
+fn a_closed_schema_turns_the_unknown_argument_failure_into_a_warning() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "closed-schema"]);
+    assert_eq!(with_status(&report, "warn"), names(&["unknown_arguments_tolerated"]), "{report:#}");
+    assert_eq!(with_status(&report, "fail"), BTreeSet::new(), "{report:#}");
+    assert_eq!(code, 2);
+    let check = find(&report, "unknown_arguments_tolerated", Some("strict_lookup"));
+    assert_eq!(check["status"], "warn");
+    assert!(
+        check["reason"].as_str().unwrap().contains("the tool's schema declares additionalProperties: false, which odek shows the model, so the model is told not to send unknown arguments"),
+        "{check}"
+    );
+    // Without additionalProperties: false the same rejection is a failure.
+    let (report, _) = Sandbox::new().check_fixture(&[], &["--mode", "strict-arguments"]);
+    assert_eq!(find(&report, "unknown_arguments_tolerated", Some("echo"))["status"], "fail");
+}
+
+#[test]
+fn derived_arguments_honour_formats_enums_and_consts() {
+    let (report, code) = Sandbox::new().check_fixture(&[], &["--mode", "formatted-arguments"]);
+    assert_eq!(code, 0, "{report:#}");
+    let check = find(&report, "call_answers", Some("formatted_lookup"));
+    let reason = check["reason"].as_str().unwrap();
+    assert!(reason.ends_with("with arguments derived from the schema"), "the fixture rejected them: {check}");
+}
+
+#[test]
+fn failure_reasons_keep_the_whole_message() {
+    let message = format!("the tool failed because {}", "of a long explanation ".repeat(20));
+    let example = json!({ "message": message }).to_string();
+    let (report, _) = Sandbox::new().check_fixture(&["--call", "error_result", &example], &[]);
+    let reason = find(&report, "call_answers", Some("error_result"))["reason"].as_str().unwrap().to_owned();
+    assert!(reason.ends_with(&format!("(isError: {message})")), "{reason}");
 }
 
 #[test]
@@ -375,7 +595,8 @@ fn configured_servers_are_checked_with_their_config() {
     let path = dir.join("config.json");
     std::fs::write(&path, config.to_string()).unwrap();
     set_private(&path);
-    let output = sandbox.odek(&["ext", "check", "--json", "fx"]);
+    // The fixture's tools carry no annotations: --calls all, or a configured server calls none.
+    let output = sandbox.odek(&["ext", "check", "--json", "--calls", "all", "fx"]);
     let report: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
     assert_eq!(output.status.code(), Some(0), "{report:#}");
@@ -491,52 +712,84 @@ fn third_party_everything_server_passes() {
 }
 
 #[test]
-fn third_party_filesystem_server_fails_only_for_shadowing_builtins() {
-    let Some(servers) =
-        interop_support::Servers::installed("third_party_filesystem_server_fails_only_for_shadowing_builtins")
-    else {
+fn third_party_filesystem_server_passes_without_calling_its_destructive_tools() {
+    let Some(servers) = interop_support::Servers::installed(
+        "third_party_filesystem_server_passes_without_calling_its_destructive_tools",
+    ) else {
         return;
     };
     let sandbox = Sandbox::new();
     let script = servers.filesystem();
     let scratch = sandbox.artifacts.to_str().unwrap();
-    let mut args = vec!["ext", "check", "--json", "--name", "filesystem"];
-    for tool in ["write_file", "edit_file", "create_directory", "move_file"] {
-        args.extend_from_slice(&["--skip-call", tool]);
-    }
-    args.extend_from_slice(&["--", "node", script.to_str().unwrap(), scratch]);
-    let output = sandbox.odek(&args);
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_only_failures(&report, output.status.code().unwrap(), &["tool_names_valid"]);
-    assert_eq!(
-        find(&report, "tool_names_valid", None)["evidence"],
-        r#"tool "read_file" shadows a built-in tool; tool "write_file" shadows a built-in tool; tool "search_files" shadows a built-in tool"#
-    );
-
-    // The operator's fix, `exclude_tools`, is honoured by the configured form.
-    let dir = sandbox.home.join(".odek");
-    std::fs::create_dir(&dir).unwrap();
-    let config = json!({"mcp_servers": {"filesystem": {
-        "command": "node",
-        "args": [script, scratch],
-        "exclude_tools": ["read_file", "write_file", "search_files"],
-    }}});
-    let path = dir.join("config.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    set_private(&path);
+    std::fs::write(sandbox.artifacts.join("keep.txt"), "kept\n").unwrap();
+    // [beyond] read_file, write_file and search_files no longer fail the name check (odek
+    // exposes them qualified), and no --skip-call is needed: write_file, edit_file and
+    // move_file are annotated destructiveHint: true, so they are never called.
     let output = sandbox.odek(&[
         "ext",
         "check",
         "--json",
-        "--skip-call",
-        "edit_file",
-        "--skip-call",
-        "create_directory",
-        "--skip-call",
-        "move_file",
+        "--name",
         "filesystem",
+        "--",
+        "node",
+        script.to_str().unwrap(),
+        scratch,
     ]);
-    assert_clean_pass(&output);
+    let report = assert_clean_pass(&output);
+    assert_eq!(find(&report, "tool_names_valid", None)["reason"], "14 valid name(s)");
+    let skipped: BTreeSet<String> =
+        plan(&report).into_iter().filter(|(_, call)| !*call).map(|(tool, _)| tool).collect();
+    assert_eq!(skipped, names(&["write_file", "edit_file", "move_file"]));
+    assert_eq!(find(&report, "call_answers", Some("read_file"))["status"], "pass");
+    assert_eq!(std::fs::read_to_string(sandbox.artifacts.join("keep.txt")).unwrap(), "kept\n");
+
+    // Configured (real credentials): only the tools annotated readOnlyHint: true are called,
+    // and no exclude_tools is needed.
+    sandbox.configure(&json!({"filesystem": {"command": "node", "args": [script, scratch]}}));
+    let report = assert_clean_pass(&sandbox.odek(&["ext", "check", "--json", "filesystem"]));
+    let skipped: BTreeSet<String> =
+        plan(&report).into_iter().filter(|(_, call)| !*call).map(|(tool, _)| tool).collect();
+    assert_eq!(skipped, names(&["write_file", "edit_file", "create_directory", "move_file"]));
+}
+
+#[test]
+fn third_party_everything_server_configured_gets_only_its_read_only_calls() {
+    let Some(servers) =
+        interop_support::Servers::installed("third_party_everything_server_configured_gets_only_its_read_only_calls")
+    else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    sandbox.configure(&json!({"everything": {
+        "command": "node",
+        "args": [servers.everything()],
+        "timeout_seconds": 30,
+    }}));
+    let output = sandbox.odek(&[
+        "ext",
+        "check",
+        "--json",
+        "--call",
+        "trigger-long-running-operation",
+        r#"{"duration":1,"steps":2}"#,
+        "everything",
+    ]);
+    let report = assert_clean_pass(&output);
+    // The server annotates every tool; the four not marked readOnlyHint: true are not called.
+    let skipped: BTreeSet<String> =
+        plan(&report).into_iter().filter(|(_, call)| !*call).map(|(tool, _)| tool).collect();
+    assert_eq!(
+        skipped,
+        names(&[
+            "toggle-simulated-logging",
+            "toggle-subscriber-updates",
+            "gzip-file-as-resource",
+            "simulate-research-query"
+        ])
+    );
+    assert_eq!(find(&report, "call_answers", Some("get-sum"))["status"], "pass");
+    assert_eq!(find(&report, "tools_exercised", None)["status"], "pass");
 }
 
 fn set_private(path: &Path) {

@@ -1,6 +1,7 @@
 //! Interop: the real `odek` binary against real third-party MCP servers, pinned and installed by
 //! `.ci/install-interop` — `@modelcontextprotocol/server-everything` and `server-filesystem`
-//! (TypeScript SDK) and `tests/interop/python_server.py` (Python SDK, mcp 1.x).
+//! (TypeScript SDK) and `tests/interop/python_server.py` and `python_names_server.py` (Python
+//! SDK, mcp 1.x; the second has tools named like odek's built-ins).
 //!
 //! Each test lists and calls tools through `odek ext list --json`, `odek ext call` and
 //! `odek ext call --jsonl`, and asserts what a user sees. On the way they exercise what these
@@ -259,25 +260,92 @@ fn everything_server_ignoring_stdin_eof_while_logging_is_killed_and_odek_finishe
 }
 
 #[test]
-fn filesystem_server_shadowing_a_builtin_is_refused_red() {
-    let Some(servers) = Servers::installed("filesystem_server_shadowing_a_builtin_is_refused_red") else {
+fn filesystem_server_with_builtin_tool_names_starts_and_is_callable_qualified_red() {
+    let Some(servers) =
+        Servers::installed("filesystem_server_with_builtin_tool_names_starts_and_is_callable_qualified_red")
+    else {
         return;
     };
     let project = Project::new();
     let allowed = project.artifacts.display().to_string();
+    std::fs::write(project.artifacts.join("note.txt"), "hello from the filesystem server\n").unwrap();
     let project =
         project.configure(&json!({ "mcp_servers": { "fs": Servers::node_entry(&servers.filesystem(), &[&allowed]) } }));
 
-    // Its tools read_file, write_file and search_files have built-in names: the spec refuses a
-    // server that shadows one, whole.
+    // [beyond] Its tools read_file, write_file and search_files have built-in names. The
+    // reference refuses the whole server; odek exposes every MCP tool as <server>__<tool>, so
+    // nothing is shadowed and no exclude_tools is needed.
     let (run, reports) = project.list_json();
-    run.assert_code(1);
+    run.assert_code(0);
     let fs = report(&reports, "fs");
-    assert_eq!(fs["status"], "failed");
-    assert_eq!(fs["error"], "mcp server \"fs\": tool \"read_file\" shadows a built-in tool");
-    let lines = run.stderr_lines();
-    assert!(lines.contains(&"[fs] Secure MCP Filesystem Server running on stdio"), "{lines:?}");
-    assert!(lines.contains(&"odek: mcp server \"fs\": tool \"read_file\" shadows a built-in tool"), "{lines:?}");
+    assert_eq!(fs["status"], "ok");
+    let tools = strings(&fs["tools"]);
+    assert_eq!(tools.len(), 14, "{tools:?}");
+    for tool in ["fs__read_file", "fs__write_file", "fs__search_files"] {
+        assert!(tools.contains(&tool), "{tools:?}");
+    }
+    assert!(run.stderr_lines().contains(&"odek: connected MCP server \"fs\" (14 tools)"), "{}", run.stderr);
+    assert_eq!(fs["warnings"], json!([]), "no description trips the prompt-injection screen");
+
+    let note = project.artifacts.join("note.txt").display().to_string();
+    let (run, records) = project.call_jsonl(&[
+        json!({"tool": "fs__read_file", "arguments": {"path": note}}),
+        json!({"tool": "fs__search_files", "arguments": {"path": allowed, "pattern": "*.txt"}}),
+        json!({"tool": "read_file", "arguments": {"path": note}}),
+    ]);
+    run.assert_code(0);
+    assert_eq!(ok_text(&records[0]), "hello from the filesystem server\n");
+    assert_eq!(ok_text(&records[1]), note);
+    assert_eq!(error_text(&records[2]), "tool \"read_file\" not found", "the raw name is not an MCP tool");
+}
+
+/// The Python SDK server with tools named like odek's built-ins.
+fn python_names_project(servers: &Servers) -> Project {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/python_names_server.py");
+    Project::new().configure(&json!({ "mcp_servers": { "py": {
+        "command": servers.python().display().to_string(),
+        "args": [script.display().to_string()],
+        "timeout_seconds": 30,
+    }}}))
+}
+
+#[test]
+fn python_sdk_server_with_builtin_tool_names_starts_and_is_callable_qualified_red() {
+    let Some(servers) =
+        Servers::installed("python_sdk_server_with_builtin_tool_names_starts_and_is_callable_qualified_red")
+    else {
+        return;
+    };
+    let project = python_names_project(&servers);
+    let (run, reports) = project.list_json();
+    run.assert_code(0);
+    let py = report(&reports, "py");
+    assert_eq!(py["status"], "ok");
+    assert_eq!(strings(&py["tools"]), ["py__read_file", "py__shell", "py__log_lines"]);
+    assert_eq!(py["warnings"], json!([]));
+
+    let note = project.artifacts.join("note.txt");
+    std::fs::write(&note, "read through py__read_file\n").unwrap();
+    let (run, records) = project.call_jsonl(&[
+        json!({"tool": "py__read_file", "arguments": {"path": note.display().to_string()}}),
+        json!({"tool": "py__shell", "arguments": {"command": "ls"}}),
+    ]);
+    run.assert_code(0);
+    assert_eq!(ok_text(&records[0]), "read through py__read_file\n");
+    assert_eq!(ok_text(&records[1]), "would run: ls");
+}
+
+#[test]
+fn python_sdk_multi_line_log_message_is_forwarded_line_by_line() {
+    let Some(servers) = Servers::installed("python_sdk_multi_line_log_message_is_forwarded_line_by_line") else {
+        return;
+    };
+    let project = python_names_project(&servers);
+    let run = project.odek(&["ext", "call", "py__log_lines", "{}"]);
+    run.assert_code(0);
+    assert_eq!(run.stdout, "logged\n");
+    let logged: Vec<&str> = run.stderr_lines().into_iter().filter(|line| line.starts_with("[py] info: ")).collect();
+    assert_eq!(logged, ["[py] info: first line", "[py] info: second line", "[py] info: third line"], "{}", run.stderr);
 }
 
 #[test]
@@ -290,7 +358,8 @@ fn filesystem_server_tools_answer_through_odek_with_excluded_tools() {
     std::fs::write(project.artifacts.join("note.txt"), "hello from the filesystem server\n").unwrap();
     let outside = project.artifacts.parent().unwrap().join("outside.txt");
     std::fs::write(&outside, "not for the model\n").unwrap();
-    // [beyond] exclude_tools drops the shadowing tools so the rest of the server is usable.
+    // [beyond] exclude_tools drops listed tools before any check: an operator who does not want
+    // the model to have some of a server's tools leaves them out.
     let mut entry = Servers::node_entry(&servers.filesystem(), &[&allowed]);
     entry["exclude_tools"] = json!(["read_file", "write_file", "search_files"]);
     let project = project.configure(&json!({ "mcp_servers": { "fs": entry } }));

@@ -15,16 +15,6 @@ pub const MAX_NAME_BYTES: usize = 64;
 /// Separator between server and tool in an exposed name; reserved in raw names.
 pub const QUALIFIER: &str = "__";
 
-/// Every built-in tool name the binary knows, registered in a run or not. An MCP tool with one
-/// of these raw names is refused (shadowing); `plan` stays reserved when planning is off.
-pub const BUILTIN_TOOL_NAMES: &[&str] =
-    &["artifact_read", "delegate_tasks", "patch", "plan", "read_file", "search_files", "shell", "write_file"];
-
-/// Whether `name` is a built-in tool name.
-pub fn is_builtin_tool_name(name: &str) -> bool {
-    BUILTIN_TOOL_NAMES.contains(&name)
-}
-
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
@@ -66,6 +56,8 @@ pub fn validate_tool_name(name: &str) -> Result<(), ContractError> {
 }
 
 /// The name the model, the tool filter and events see for an MCP tool. Never sent on the wire.
+/// [beyond] It always contains `__` (or is a 64-character shortened form), which no built-in
+/// tool name does, so an MCP tool never shadows a built-in whatever its raw name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ExposedName(String);
 
@@ -165,12 +157,5 @@ mod tests {
         let digest = hex::encode(Sha256::digest(full.as_bytes()));
         assert_eq!(exposed.as_str(), format!("{}_{}", &full[..55], &digest[..8]));
         assert_eq!(exposed.as_str().len(), 64);
-    }
-
-    #[test]
-    fn builtins_are_known() {
-        assert!(is_builtin_tool_name("shell"));
-        assert!(is_builtin_tool_name("plan"));
-        assert!(!is_builtin_tool_name("echo"));
     }
 }

@@ -26,7 +26,7 @@ use crate::call::{decode_literal, push_call_params};
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::frame_scan::index_frame;
 use crate::observer::McpObserver;
-use crate::server_lines::{RAW_SERVER_LINE_BYTES, ServerLineSink, clean_server_line};
+use crate::server_lines::{ServerLineSink, log_message_lines};
 
 /// Messages the writer queue holds before senders wait.
 pub const WRITER_QUEUE: usize = 32;
@@ -781,12 +781,9 @@ fn log_message(shared: &Shared, params: Option<&str>) {
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    // Cut before cleaning: a log message can be as large as a response line.
-    let mut line = format!("{level}: ").into_bytes();
-    let room = RAW_SERVER_LINE_BYTES.saturating_sub(line.len());
-    let cut = data.len() > room;
-    line.extend_from_slice(&data.as_bytes()[..data.len().min(room)]);
-    shared.lines.send(clean_server_line(&line, cut));
+    for line in log_message_lines(&level, &data) {
+        shared.lines.send(line);
+    }
 }
 
 /// Owns the child process: publishes its exit, and when odek closes the connection runs the

@@ -1,35 +1,46 @@
 //! The handshake and tool discovery (spec `mcp-client.md` §6) and what happens to each listed
-//! tool before it may be registered: name rules and shadowing (§3), then the registration checks
-//! on schemas and descriptions (§4), [beyond] with each declared `outputSchema` compiled.
-//! Start at [`handshake`] and [`check_tool_names`].
+//! tool before it may be registered: name rules (§3), then the registration checks on schemas
+//! and descriptions (§4), [beyond] with each declared `outputSchema` compiled. Start at
+//! [`handshake`] and [`check_tool_names`].
+//!
+//! [beyond] A listing is capped per server — pages, bytes and tools ([`Listing`]) — and checked
+//! while each page is read, so a server cannot make odek hold more than the caps allow. A raw
+//! name equal to a built-in tool's is not refused: every MCP tool is exposed as
+//! `<server>__<tool>`, so nothing is shadowed.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use odek_contract::canonical_json::to_canonical_string;
-use odek_contract::names::{ExposedName, is_builtin_tool_name, qualify_tool_name, validate_tool_name};
+use odek_contract::names::{ExposedName, qualify_tool_name, validate_tool_name};
 use odek_contract::prompt_injection::{detects_prompt_injection, schema_has_prompt_injection};
 use odek_contract::quoting::quote;
 use odek_contract::render::clean_field_to;
 use odek_contract::untrusted::wrap_untrusted;
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::call::parse_object;
 use crate::connection::{CallOptions, Connection, Params};
-use crate::error::McpError;
+use crate::error::{McpError, RejectedName};
 use crate::observer::McpObserver;
 use crate::output_schema::{OutputSchema, compile_output_schema};
 
 /// The MCP protocol version odek sends.
 pub const PROTOCOL_VERSION: &str = "2025-03-26";
-/// Versions accepted without a warning.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
+/// Versions accepted without a warning. [beyond] `2024-11-05` is among them: what odek uses of
+/// the protocol (tools, pagination, progress, log messages) is the same in it.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// Most `tools/list` pages read from one server.
 pub const MAX_TOOL_PAGES: usize = 100;
-/// Largest sum of `tools/list` results across pages (64 MiB) [beyond].
-pub const MAX_TOOL_LIST_BYTES: usize = 64 * 1024 * 1024;
+/// [beyond] Largest sum of `tools/list` results across pages, in bytes (4 MiB). Real servers
+/// list well under 1 MiB; the cap bounds what a paginating server can make odek hold.
+pub const MAX_TOOL_LIST_BYTES: usize = 4 * 1024 * 1024;
+/// [beyond] Most tools one server may list, all pages together (1,000). Counted while a page is
+/// parsed: odek never builds more than this many tools of one listing.
+pub const MAX_TOOLS_PER_SERVER: usize = 1000;
 /// Largest canonical JSON of an input schema (256 KiB).
 pub const MAX_SCHEMA_BYTES: usize = 262_144;
 /// Longest reason an `outputSchema` was ignored shown in its warning, in runes.
@@ -150,9 +161,45 @@ pub fn initialize_params(client_version: &str) -> String {
 #[derive(Deserialize)]
 struct ToolsPage {
     #[serde(default)]
-    tools: Option<Vec<WireTool>>,
+    tools: Option<CappedTools>,
     #[serde(default, rename = "nextCursor")]
     next_cursor: Option<Value>,
+}
+
+/// A page's `tools` array: at most [`MAX_TOOLS_PER_SERVER`] tools are built; the rest are only
+/// counted (skipped without being decoded), so a page of a million tiny tools costs a counter.
+struct CappedTools {
+    kept: Vec<WireTool>,
+    listed: usize,
+}
+
+impl<'de> Deserialize<'de> for CappedTools {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CappedVisitor;
+        impl<'de> Visitor<'de> for CappedVisitor {
+            type Value = CappedTools;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("an array of tools")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CappedTools, A::Error> {
+                let mut kept = Vec::new();
+                while kept.len() < MAX_TOOLS_PER_SERVER {
+                    match seq.next_element::<WireTool>()? {
+                        Some(tool) => kept.push(tool),
+                        None => return Ok(CappedTools { listed: kept.len(), kept }),
+                    }
+                }
+                let mut listed = kept.len();
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    listed = listed.saturating_add(1);
+                }
+                Ok(CappedTools { kept, listed })
+            }
+        }
+        deserializer.deserialize_seq(CappedVisitor)
+    }
 }
 
 #[derive(Deserialize)]
@@ -170,64 +217,111 @@ struct WireTool {
     annotations: Option<Value>,
 }
 
-/// Every page of `tools/list`, concatenated in page order; stops on a repeated cursor, when
-/// more than 100 pages would be needed, or [beyond] when the pages together exceed 64 MiB (one
-/// page is bounded by `max_response_bytes`; this bounds what a paginating server can make odek
-/// hold).
+/// Every page of `tools/list`, concatenated in page order, within the caps of [`Listing`].
 pub async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool>, McpError> {
     let server = connection.server().to_owned();
-    let mut total_bytes = 0usize;
-    let mut tools = Vec::new();
+    let mut listing = Listing::new(&server);
     let mut cursor: Option<String> = None;
-    let mut seen = HashSet::new();
-    for page_number in 1..=MAX_TOOL_PAGES {
-        let params = cursor.as_deref().map(|cursor| format!("{{\"cursor\":{}}}", json_string(cursor)));
+    loop {
+        let params = cursor.as_deref().map(cursor_params);
         let frame = connection
             .request("tools/list", params.as_deref().map_or(Params::Absent, Params::Json), &CallOptions::default())
             .await
             .map_err(|failure| McpError::Request { server: server.clone(), method: "tools/list", failure })?;
-        total_bytes = total_bytes.saturating_add(frame.result_json().len());
-        if total_bytes > MAX_TOOL_LIST_BYTES {
-            return Err(McpError::ToolListTooLarge { server });
+        match listing.add_page(frame.result_json())? {
+            Some(next) => cursor = Some(next),
+            None => return Ok(listing.into_tools()),
         }
-        let page: ToolsPage = parse_object(frame.result_json())
-            .map_err(|error| McpError::ToolsListParse { server: server.clone(), error })?;
-        tools.extend(page.tools.unwrap_or_default().into_iter().map(|tool| ListedTool {
-            name: tool.name.unwrap_or_default(),
-            description: tool.description.unwrap_or_default(),
-            input_schema: match tool.input_schema {
-                None | Some(Value::Null) => serde_json::json!({"type": "object"}),
-                Some(schema) => schema,
-            },
-            output_schema: declared_output_schema(tool.output_schema),
-            hints: ToolHints::of_annotations(tool.annotations.as_ref()),
-        }));
-        let next = match page.next_cursor {
-            Some(Value::String(next)) if !next.is_empty() => next,
-            _ => return Ok(tools),
-        };
-        if !seen.insert(next.clone()) {
-            return Err(McpError::RepeatedCursor { server, cursor: next });
-        }
-        if page_number == MAX_TOOL_PAGES {
-            break;
-        }
-        cursor = Some(next);
     }
-    Err(McpError::TooManyPages { server })
 }
 
-/// Spec §3: every raw name in list order (the first failure rejects the server), then
-/// shadowing of built-in tool names.
+/// The `params` of a `tools/list` request for the page after `cursor`.
+pub fn cursor_params(cursor: &str) -> String {
+    format!("{{\"cursor\":{}}}", json_string(cursor))
+}
+
+/// One listing in progress, page by page (spec §6 with the [beyond] caps): it stops on a
+/// repeated cursor, when more than [`MAX_TOOL_PAGES`] pages would be needed, when the pages
+/// together exceed [`MAX_TOOL_LIST_BYTES`] (checked before a page is parsed; one page is
+/// already bounded by `max_response_bytes`) or list more than [`MAX_TOOLS_PER_SERVER`] tools
+/// (checked while a page is parsed). The client and `odek ext check` both list through it, so
+/// they refuse exactly the same servers.
+#[derive(Debug)]
+pub struct Listing {
+    server: String,
+    pages: usize,
+    bytes: usize,
+    tools: Vec<ListedTool>,
+    seen: HashSet<String>,
+}
+
+impl Listing {
+    pub fn new(server: &str) -> Listing {
+        Listing { server: server.to_owned(), pages: 0, bytes: 0, tools: Vec::new(), seen: HashSet::new() }
+    }
+
+    /// Takes one page's `result` JSON. `Ok(Some(cursor))`: request the page after `cursor`;
+    /// `Ok(None)`: the listing is complete ([`Listing::into_tools`]).
+    pub fn add_page(&mut self, result_json: &[u8]) -> Result<Option<String>, McpError> {
+        self.pages += 1;
+        let server = || self.server.clone();
+        self.bytes = self.bytes.saturating_add(result_json.len());
+        if self.bytes > MAX_TOOL_LIST_BYTES {
+            return Err(McpError::ToolListTooLarge { server: server(), page: self.pages, observed: self.bytes });
+        }
+        let page: ToolsPage =
+            parse_object(result_json).map_err(|error| McpError::ToolsListParse { server: server(), error })?;
+        let tools = page.tools.unwrap_or(CappedTools { kept: Vec::new(), listed: 0 });
+        if self.tools.len().saturating_add(tools.listed) > MAX_TOOLS_PER_SERVER {
+            return Err(McpError::TooManyTools { server: server(), page: self.pages });
+        }
+        self.tools.extend(tools.kept.into_iter().map(listed_tool));
+        let next = match page.next_cursor {
+            Some(Value::String(next)) if !next.is_empty() => next,
+            _ => return Ok(None),
+        };
+        if !self.seen.insert(next.clone()) {
+            return Err(McpError::RepeatedCursor { server: server(), cursor: next });
+        }
+        if self.pages >= MAX_TOOL_PAGES {
+            return Err(McpError::TooManyPages { server: server() });
+        }
+        Ok(Some(next))
+    }
+
+    /// The tools of every page so far, in page order.
+    pub fn into_tools(self) -> Vec<ListedTool> {
+        self.tools
+    }
+}
+
+fn listed_tool(tool: WireTool) -> ListedTool {
+    ListedTool {
+        name: tool.name.unwrap_or_default(),
+        description: tool.description.unwrap_or_default(),
+        input_schema: match tool.input_schema {
+            None | Some(Value::Null) => serde_json::json!({"type": "object"}),
+            Some(schema) => schema,
+        },
+        output_schema: declared_output_schema(tool.output_schema),
+        hints: ToolHints::of_annotations(tool.annotations.as_ref()),
+    }
+}
+
+/// Spec §3: every raw name, in list order. [beyond] Every offender is collected, so the error
+/// names them all and the `exclude_tools` entry that would let the server start. A raw name
+/// equal to a built-in tool's is accepted: the exposed name is always qualified.
 pub fn check_tool_names(server: &str, tools: &[ListedTool]) -> Result<(), McpError> {
-    for tool in tools {
-        validate_tool_name(&tool.name)
-            .map_err(|error| McpError::InvalidToolName { server: server.to_owned(), error })?;
+    let rejected: Vec<RejectedName> = tools
+        .iter()
+        .filter_map(|tool| {
+            validate_tool_name(&tool.name).err().map(|error| RejectedName { name: tool.name.clone(), error })
+        })
+        .collect();
+    if rejected.is_empty() {
+        return Ok(());
     }
-    if let Some(tool) = tools.iter().find(|tool| is_builtin_tool_name(&tool.name)) {
-        return Err(McpError::ShadowsBuiltin { server: server.to_owned(), tool: tool.name.clone() });
-    }
-    Ok(())
+    Err(McpError::InvalidToolNames { server: server.to_owned(), rejected })
 }
 
 /// Spec §4: schema shape, size and injection checks skip a tool with a warning; an injected
@@ -320,21 +414,131 @@ mod tests {
     }
 
     #[test]
-    fn first_invalid_name_rejects_the_server() {
-        let err = check_tool_names("invalid", &[tool("ok"), tool("read file"), tool("a__b")]).unwrap_err();
+    fn an_invalid_name_rejects_the_server_and_says_how_to_proceed() {
+        let err = check_tool_names("invalid", &[tool("ok"), tool("read file")]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "mcpclient invalid: tools/list: tool name \"read file\" contains invalid character ' '"
+            "mcpclient invalid: tools/list: tool name \"read file\" contains invalid character ' '; to use the server without that tool, add it to its \"exclude_tools\": [\"read file\"]"
         );
         assert_eq!(err.error_class(), "invalid_tool");
+        assert!(err.is_name_rejection());
     }
 
     #[test]
-    fn names_are_checked_before_shadowing() {
-        let err = check_tool_names("s", &[tool("shell"), tool("x y")]).unwrap_err();
-        assert!(err.to_string().contains("invalid character"), "{err}");
-        let err = check_tool_names("s", &[tool("echo"), tool("shell")]).unwrap_err();
-        assert_eq!(err.to_string(), "mcp server \"s\": tool \"shell\" shadows a built-in tool");
+    fn every_invalid_name_is_listed_at_once() {
+        let tools = [tool("ok"), tool("read file"), tool("a__b"), tool("fs.read"), tool("")];
+        let err = check_tool_names("s", &tools).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "mcpclient s: tools/list: tool name \"read file\" contains invalid character ' ' (and 3 more: tool name \"a__b\" cannot contain \"__\"; tool name \"fs.read\" contains invalid character '.'; tool name is empty); to use the server without these 4 tools, add them to its \"exclude_tools\": [\"read file\",\"a__b\",\"fs.read\",\"\"]"
+        );
+    }
+
+    #[test]
+    fn many_invalid_names_are_all_in_the_exclude_list() {
+        let tools: Vec<ListedTool> = (0..40).map(|n| tool(&format!("t.{n}"))).collect();
+        let text = check_tool_names("s", &tools).unwrap_err().to_string();
+        assert!(text.contains("(and 39 more: "), "{text}");
+        assert!(text.contains("; 23 more not shown); "), "{text}");
+        assert!(text.ends_with(r#""t.38","t.39"]"#), "{text}");
+    }
+
+    #[test]
+    fn builtin_names_are_accepted_and_exposed_qualified() {
+        let tools: Vec<ListedTool> =
+            ["read_file", "shell", "plan", "write_file", "search_files", "patch"].map(tool).into();
+        assert_eq!(check_tool_names("fs", &tools), Ok(()));
+        let registered = registration_checks("fs", tools, &crate::observer::StderrObserver);
+        let exposed: Vec<&str> = registered.iter().map(|tool| tool.exposed.as_str()).collect();
+        assert_eq!(
+            exposed,
+            ["fs__read_file", "fs__shell", "fs__plan", "fs__write_file", "fs__search_files", "fs__patch"]
+        );
+    }
+
+    fn page(tools: usize, next: Option<&str>) -> Vec<u8> {
+        let tools: Vec<Value> = (0..tools).map(|n| serde_json::json!({"name": format!("t{n}")})).collect();
+        let mut page = serde_json::json!({"tools": tools});
+        if let Some(next) = next {
+            page["nextCursor"] = Value::from(next);
+        }
+        serde_json::to_vec(&page).unwrap()
+    }
+
+    #[test]
+    fn a_listing_stops_past_the_tool_cap_red() {
+        let mut listing = Listing::new("many");
+        let err = listing.add_page(&page(MAX_TOOLS_PER_SERVER + 1, None)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "mcpclient many: tools/list: the server lists more than 1000 tools (the cap per server); refused at page 1"
+        );
+        assert_eq!(err.error_class(), "protocol_error");
+
+        let mut listing = Listing::new("many");
+        assert_eq!(listing.add_page(&page(600, Some("2"))).unwrap().as_deref(), Some("2"));
+        let err = listing.add_page(&page(401, None)).unwrap_err();
+        assert!(matches!(err, McpError::TooManyTools { page: 2, .. }), "{err}");
+
+        let mut listing = Listing::new("many");
+        assert_eq!(listing.add_page(&page(600, Some("2"))).unwrap().as_deref(), Some("2"));
+        assert_eq!(listing.add_page(&page(400, None)).unwrap(), None);
+        assert_eq!(listing.into_tools().len(), MAX_TOOLS_PER_SERVER);
+    }
+
+    #[test]
+    fn tools_past_the_cap_are_counted_not_built() {
+        // Past the cap, elements are skipped unparsed: even a malformed one only counts.
+        let mut tools: Vec<Value> =
+            (0..MAX_TOOLS_PER_SERVER).map(|n| serde_json::json!({"name": format!("t{n}")})).collect();
+        tools.push(serde_json::json!({"name": 5}));
+        let page: ToolsPage = serde_json::from_value(serde_json::json!({"tools": tools})).unwrap();
+        let capped = page.tools.unwrap();
+        assert_eq!((capped.kept.len(), capped.listed), (MAX_TOOLS_PER_SERVER, MAX_TOOLS_PER_SERVER + 1));
+    }
+
+    #[test]
+    fn a_listing_stops_past_the_byte_cap_red() {
+        let description = "d".repeat(64 * 1024);
+        let heavy = |next: &str| {
+            let tools: Vec<Value> =
+                (0..20).map(|n| serde_json::json!({"name": format!("t{n}"), "description": description})).collect();
+            serde_json::to_vec(&serde_json::json!({"tools": tools, "nextCursor": next})).unwrap()
+        };
+        let mut listing = Listing::new("heavy");
+        let mut outcome = Ok(None);
+        for page in 1..=4 {
+            outcome = listing.add_page(&heavy(&format!("c{page}")));
+            if outcome.is_err() {
+                break;
+            }
+        }
+        let err = outcome.unwrap_err();
+        assert!(matches!(err, McpError::ToolListTooLarge { page: 4, .. }), "{err}");
+        assert!(
+            err.to_string().starts_with(
+                "mcpclient heavy: tools/list: the tool list exceeds 4194304 bytes (the cap per server); page 4 brought it to "
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn listings_keep_the_page_rules() {
+        let mut listing = Listing::new("s");
+        assert_eq!(listing.add_page(br#"{"tools":null}"#).unwrap(), None);
+        let mut listing = Listing::new("s");
+        assert_eq!(listing.add_page(&page(1, Some("a"))).unwrap().as_deref(), Some("a"));
+        let err = listing.add_page(&page(1, Some("a"))).unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient s: tools/list: server repeated cursor \"a\"");
+        let mut listing = Listing::new("s");
+        for n in 1..MAX_TOOL_PAGES {
+            assert!(listing.add_page(&page(0, Some(&n.to_string()))).unwrap().is_some());
+        }
+        let err = listing.add_page(&page(0, Some("last"))).unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient s: tools/list: more than 100 pages");
+        let err = Listing::new("s").add_page(b"[]").unwrap_err();
+        assert_eq!(err.to_string(), "mcpclient s: parse tools/list: expected a JSON object, found an array");
     }
 
     #[test]

@@ -5,6 +5,8 @@
 use odek_contract::quoting::quote;
 use thiserror::Error;
 
+use crate::discovery::{MAX_TOOL_LIST_BYTES, MAX_TOOLS_PER_SERVER};
+
 /// Why a request never got its answer: the cause part of the dispatched / not-dispatched wording.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
@@ -67,13 +69,21 @@ pub enum McpError {
     RepeatedCursor { server: String, cursor: String },
     #[error("mcpclient {server}: tools/list: more than 100 pages")]
     TooManyPages { server: String },
-    /// [beyond] The pages of one listing together exceed 64 MiB.
-    #[error("mcpclient {server}: tools/list: the tool list exceeds 67108864 bytes across pages")]
-    ToolListTooLarge { server: String },
-    #[error("mcpclient {server}: tools/list: {error}")]
-    InvalidToolName { server: String, error: odek_contract::ContractError },
-    #[error("mcp server {}: tool {} shadows a built-in tool", quote(server), quote(tool))]
-    ShadowsBuiltin { server: String, tool: String },
+    /// [beyond] The pages of one listing together exceed [`MAX_TOOL_LIST_BYTES`].
+    #[error(
+        "mcpclient {server}: tools/list: the tool list exceeds {MAX_TOOL_LIST_BYTES} bytes (the cap per server); page {page} brought it to {observed} bytes"
+    )]
+    ToolListTooLarge { server: String, page: usize, observed: usize },
+    /// [beyond] One listing names more than [`MAX_TOOLS_PER_SERVER`] tools.
+    #[error(
+        "mcpclient {server}: tools/list: the server lists more than {MAX_TOOLS_PER_SERVER} tools (the cap per server); refused at page {page}"
+    )]
+    TooManyTools { server: String, page: usize },
+    /// Every listed tool whose raw name breaks the §3 rules, in list order (never empty): the
+    /// first one's rule text exactly as the spec words it, then [beyond] the others and the
+    /// `exclude_tools` entry that would let the server start.
+    #[error("mcpclient {server}: tools/list: {}", invalid_tool_names_text(rejected))]
+    InvalidToolNames { server: String, rejected: Vec<RejectedName> },
     #[error(
         "mcp server {}: tool {} maps to exposed name {}, already used by server {}",
         quote(server),
@@ -116,6 +126,48 @@ pub enum McpError {
     Startup { server: String, source: Box<McpError> },
 }
 
+/// A raw tool name the §3 rules reject, and the rule it breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedName {
+    pub name: String,
+    pub error: odek_contract::ContractError,
+}
+
+/// Rejected names after the first whose rule text is spelled out; the rest are counted (every
+/// one is still in the `exclude_tools` list).
+pub const MAX_DETAILED_REJECTED_NAMES: usize = 16;
+
+/// `<first rule text>[ (and <n> more: <rule text>; …)]; to use the server without <it|these n
+/// tools>, add <it|them> to its "exclude_tools": [<names as JSON>]`.
+fn invalid_tool_names_text(rejected: &[RejectedName]) -> String {
+    let Some((first, others)) = rejected.split_first() else { return String::new() };
+    let mut text = first.error.to_string();
+    if !others.is_empty() {
+        let mut details: Vec<String> =
+            others.iter().take(MAX_DETAILED_REJECTED_NAMES).map(|other| other.error.to_string()).collect();
+        if others.len() > MAX_DETAILED_REJECTED_NAMES {
+            details.push(format!("{} more not shown", others.len() - MAX_DETAILED_REJECTED_NAMES));
+        }
+        text.push_str(&format!(" (and {} more: {})", others.len(), details.join("; ")));
+    }
+    // A name listed twice is excluded by one entry.
+    let mut names: Vec<&str> = Vec::with_capacity(rejected.len());
+    let mut seen = std::collections::HashSet::new();
+    for rejected in rejected {
+        if seen.insert(rejected.name.as_str()) {
+            names.push(rejected.name.as_str());
+        }
+    }
+    let (which, pronoun) = if names.len() == 1 {
+        ("that tool".to_owned(), "it")
+    } else {
+        (format!("these {} tools", names.len()), "them")
+    };
+    let names = serde_json::to_string(&names).unwrap_or_default();
+    text.push_str(&format!("; to use the server without {which}, add {pronoun} to its \"exclude_tools\": {names}"));
+    text
+}
+
 fn startup_text(server: &str, source: &McpError) -> String {
     let prefix = format!("mcp server {}: ", quote(server));
     let inner = source.to_string();
@@ -154,10 +206,9 @@ impl McpError {
             | McpError::RepeatedCursor { .. }
             | McpError::TooManyPages { .. }
             | McpError::ToolListTooLarge { .. }
+            | McpError::TooManyTools { .. }
             | McpError::ResultParse { .. } => "protocol_error",
-            McpError::InvalidToolName { .. }
-            | McpError::ShadowsBuiltin { .. }
-            | McpError::ExposedNameCollision { .. } => "invalid_tool",
+            McpError::InvalidToolNames { .. } | McpError::ExposedNameCollision { .. } => "invalid_tool",
             McpError::RestartFailed { source, .. }
             | McpError::RestartRejected { source, .. }
             | McpError::RefreshFailed { source, .. }
@@ -171,10 +222,7 @@ impl McpError {
 
     /// True for the name failures that disable a server when they happen on restart.
     pub fn is_name_rejection(&self) -> bool {
-        matches!(
-            self,
-            McpError::InvalidToolName { .. } | McpError::ShadowsBuiltin { .. } | McpError::ExposedNameCollision { .. }
-        )
+        matches!(self, McpError::InvalidToolNames { .. } | McpError::ExposedNameCollision { .. })
     }
 }
 
@@ -215,9 +263,17 @@ mod tests {
 
     #[test]
     fn startup_prefix_is_applied_once() {
-        let inner = McpError::ShadowsBuiltin { server: "fx".into(), tool: "shell".into() };
+        let inner = McpError::ExposedNameCollision {
+            server: "fx".into(),
+            tool: "echo".into(),
+            exposed: "fx__echo".into(),
+            other: "fy".into(),
+        };
         let wrapped = McpError::at_startup("fx", inner);
-        assert_eq!(wrapped.to_string(), "mcp server \"fx\": tool \"shell\" shadows a built-in tool");
+        assert_eq!(
+            wrapped.to_string(),
+            "mcp server \"fx\": tool \"echo\" maps to exposed name \"fx__echo\", already used by server \"fy\""
+        );
         let spawn = McpError::at_startup("fx", McpError::Spawn { server: "fx".into(), error: "boom".into() });
         assert_eq!(spawn.to_string(), "mcp server \"fx\": mcpclient fx: start: boom");
         assert_eq!(McpError::at_startup("fx", spawn.clone()), spawn);

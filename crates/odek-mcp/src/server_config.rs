@@ -44,8 +44,8 @@ pub struct ServerEntry {
     pub enabled: Option<bool>,
     pub auto_approve: bool,
     /// [beyond] Raw tool names to leave out of this server's `tools/list` before any check:
-    /// the operator's way to use a server with a tool that shadows a built-in (which would
-    /// otherwise reject the whole server) or a tool they don't want offered.
+    /// the operator's way to use a server with a tool whose name breaks the naming rules
+    /// (which would otherwise reject the whole server) or a tool they don't want offered.
     pub exclude_tools: Vec<String>,
     /// [beyond] `false`: a failure of this server at startup is a warning and the run goes on
     /// without it. Absent means required (the contract's fail-closed rule).

@@ -2,6 +2,7 @@
 //! `mcp-client.md` §5 "Stderr" and §8). Each line is cleaned (control characters, secret
 //! redaction, a 4096-byte cut) and printed as `[<server>] <line>` through a bounded queue of 256
 //! that drops and counts when full, so a flooding server never blocks and never grows memory.
+//! [beyond] A multi-line log message is forwarded line by line ([`log_message_lines`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,15 @@ pub const SERVER_LINE_QUEUE: usize = 256;
 /// Raw bytes read of one stderr line before the rest is discarded: room for redaction to see a
 /// secret that straddles the 4096-byte cut.
 pub const RAW_SERVER_LINE_BYTES: usize = 2 * MAX_SERVER_LINE_BYTES;
+
+/// [beyond] Most lines one `notifications/message` is forwarded as. A message with more lines
+/// forwards its first 32 and then one `<level>: … <n> more line(s)` line; well under the queue
+/// bound, so one message alone never fills it.
+pub const MAX_LOG_MESSAGE_LINES: usize = 32;
+/// [beyond] Bytes of a log message's data looked at (64 KiB): redacted as one text, so a secret
+/// spread over lines (a PEM key) is seen whole, then split into lines. Lines past it are only
+/// counted.
+pub const LOG_MESSAGE_WINDOW_BYTES: usize = 64 * 1024;
 
 /// The bounded queue in front of the observer. Cheap to clone; the printer thread ends when the
 /// last clone is dropped.
@@ -98,6 +108,81 @@ pub fn clean_server_line(raw: &[u8], already_cut: bool) -> String {
     line
 }
 
+/// [beyond] A `notifications/message` as forwarded lines, spec §8 applied per line: the data is
+/// split on `\n`, `\r\n` and `\r` (a final line terminator ends the last line, it does not
+/// start an empty one), and each line becomes `<level>: <line>`, cleaned, redacted and cut as a
+/// stderr line is. At most [`MAX_LOG_MESSAGE_LINES`] lines, then `<level>: … <n> more line(s)`.
+/// Redaction first runs over the first [`LOG_MESSAGE_WINDOW_BYTES`] of the data as a whole; a
+/// line the window cuts ends with `…`.
+pub fn log_message_lines(level: &str, data: &str) -> Vec<String> {
+    let level = &level[..floor_char_boundary(level, RAW_SERVER_LINE_BYTES)];
+    let window_end = floor_char_boundary(data, LOG_MESSAGE_WINDOW_BYTES);
+    let (window, rest) = data.split_at(window_end);
+    let redacted = odek_contract::redaction::redact(window);
+    let pieces = split_log_lines(&redacted);
+    let mut lines = Vec::with_capacity(pieces.len().min(MAX_LOG_MESSAGE_LINES) + 1);
+    for (index, piece) in pieces.iter().take(MAX_LOG_MESSAGE_LINES).enumerate() {
+        let cut_by_window = !rest.is_empty() && index + 1 == pieces.len();
+        let piece_end = floor_char_boundary(piece, RAW_SERVER_LINE_BYTES);
+        let raw = format!("{level}: {}", &piece[..piece_end]);
+        lines.push(clean_server_line(raw.as_bytes(), cut_by_window || piece_end < piece.len()));
+    }
+    let more = pieces.len().saturating_sub(MAX_LOG_MESSAGE_LINES) + lines_started_in(rest);
+    if more > 0 {
+        lines.push(clean_server_line(format!("{level}: \u{2026} {more} more line(s)").as_bytes(), false));
+    }
+    lines
+}
+
+/// `text` split on `\n`, `\r\n` and `\r`; a terminator at the very end adds no empty line,
+/// and empty text is one empty line.
+fn split_log_lines(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\n' => {
+                pieces.push(&text[start..at]);
+                at += 1;
+                start = at;
+            }
+            b'\r' => {
+                pieces.push(&text[start..at]);
+                at += if bytes.get(at + 1) == Some(&b'\n') { 2 } else { 1 };
+                start = at;
+            }
+            _ => at += 1,
+        }
+    }
+    if start < bytes.len() || pieces.is_empty() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
+/// Lines that begin inside `rest`, the data after the window (whose first bytes continue the
+/// window's last line).
+fn lines_started_in(rest: &str) -> usize {
+    if rest.is_empty() {
+        return 0;
+    }
+    split_log_lines(rest).len() - 1
+}
+
+/// The largest index `<= max` that is a character boundary of `text`.
+fn floor_char_boundary(text: &str, max: usize) -> usize {
+    if text.len() <= max {
+        return text.len();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +200,54 @@ mod tests {
         assert!(cleaned.ends_with('\u{2026}'));
         assert_eq!(cleaned.len(), 4096 + '\u{2026}'.len_utf8());
         assert_eq!(clean_server_line(b"short", true), "short\u{2026}");
+    }
+
+    #[test]
+    fn multi_line_log_messages_are_forwarded_line_by_line() {
+        assert_eq!(
+            log_message_lines("info", "one\ntwo\r\nthree\rfour\n"),
+            ["info: one", "info: two", "info: three", "info: four"]
+        );
+        assert_eq!(log_message_lines("warning", ""), ["warning: "]);
+        assert_eq!(log_message_lines("info", "a\n\nb"), ["info: a", "info: ", "info: b"]);
+        assert_eq!(log_message_lines("info", "tab\there \u{1b}[31m"), ["info: tab\there \u{FFFD}[31m"]);
+        assert_eq!(log_message_lines("in\nfo", "x"), ["in\u{FFFD}fo: x"]);
+    }
+
+    #[test]
+    fn log_messages_forward_at_most_32_lines_then_a_count() {
+        let data: Vec<String> = (1..=40).map(|n| format!("line {n}")).collect();
+        let lines = log_message_lines("debug", &data.join("\n"));
+        assert_eq!(lines.len(), MAX_LOG_MESSAGE_LINES + 1);
+        assert_eq!(lines[31], "debug: line 32");
+        assert_eq!(lines[32], "debug: \u{2026} 8 more line(s)");
+        let exactly: Vec<String> = (1..=32).map(|n| format!("l{n}")).collect();
+        assert_eq!(log_message_lines("info", &exactly.join("\n")).len(), 32);
+    }
+
+    #[test]
+    fn log_message_lines_are_cut_and_the_window_is_bounded() {
+        let long = "x".repeat(10_000);
+        let lines = log_message_lines("info", &format!("{long}\nshort"));
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), MAX_SERVER_LINE_BYTES + '\u{2026}'.len_utf8());
+        assert_eq!(lines[1], "info: short");
+        // Past the 64 KiB window lines are only counted; the line the window cuts ends with `…`.
+        let data = format!("{}\n{}\nafter 1\nafter 2\n", "a".repeat(100), "b".repeat(LOG_MESSAGE_WINDOW_BYTES));
+        let lines = log_message_lines("info", &data);
+        assert_eq!(lines.len(), 3, "{:?}", lines.iter().map(String::len).collect::<Vec<_>>());
+        assert!(lines[1].starts_with("info: bbbb") && lines[1].ends_with('\u{2026}'));
+        assert_eq!(lines[2], "info: \u{2026} 2 more line(s)");
+    }
+
+    #[test]
+    fn a_secret_spread_over_log_lines_is_redacted_red() {
+        let key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----";
+        let lines = log_message_lines("error", &format!("loaded key\n{key}\ndone"));
+        assert_eq!(lines, ["error: loaded key", "error: [REDACTED]", "error: done"]);
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB";
+        let lines = log_message_lines("info", &format!("first\ntoken {token}"));
+        assert_eq!(lines, ["info: first", "info: token [REDACTED]"]);
     }
 
     #[test]

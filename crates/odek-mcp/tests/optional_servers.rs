@@ -22,11 +22,11 @@ fn missing_command() -> ServerEntry {
 
 #[tokio::test]
 async fn a_failed_optional_server_is_left_out_and_never_started_again() {
-    let shadow = optional(fixture_entry(&["--mode", "shadow-builtin"]));
+    let badname = optional(fixture_entry(&["--mode", "invalid-tool-name"]));
     let specs = vec![
         spec("b-missing", &optional(missing_command())),
         spec("a-fx", &fixture_entry(&[])),
-        spec("c-shadow", &shadow),
+        spec("c-badname", &badname),
     ];
     let (hub, recorder) = start(specs).await;
     let events = recorder.events();
@@ -35,7 +35,7 @@ async fn a_failed_optional_server_is_left_out_and_never_started_again() {
         events[1..],
         [
             McpEvent::ServerFailed { server: "b-missing".into(), error_class: "spawn_failed" },
-            McpEvent::ServerFailed { server: "c-shadow".into(), error_class: "invalid_tool" },
+            McpEvent::ServerFailed { server: "c-badname".into(), error_class: "invalid_tool" },
         ]
     );
     let warnings = recorder.warnings();
@@ -44,11 +44,12 @@ async fn a_failed_optional_server_is_left_out_and_never_started_again() {
     assert!(warnings[0].ends_with("; continuing without it (required: false)"));
     assert_eq!(
         warnings[1],
-        "mcp server \"c-shadow\": tool \"shell\" shadows a built-in tool; continuing without it (required: false)"
+        "mcp server \"c-badname\": mcpclient c-badname: tools/list: tool name \"read file\" contains invalid character ' '; \
+         to use the server without that tool, add it to its \"exclude_tools\": [\"read file\"]; continuing without it (required: false)"
     );
     assert!(hub.tools().iter().all(|tool| tool.exposed.as_str().starts_with("a-fx__")));
     assert_eq!(call(&hub, "a-fx__echo", r#"{"text":"ok"}"#).await.unwrap(), "ok");
-    assert_eq!(call(&hub, "c-shadow__echo", "{}").await.unwrap_err(), "tool \"c-shadow__echo\" not found");
+    assert_eq!(call(&hub, "c-badname__echo", "{}").await.unwrap_err(), "tool \"c-badname__echo\" not found");
     assert_eq!(recorder.events().len(), 3, "a call does not start a failed optional server");
     hub.shutdown().await;
 }

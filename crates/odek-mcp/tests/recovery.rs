@@ -215,6 +215,63 @@ async fn server_log_messages_are_forwarded_cleaned() {
 }
 
 #[tokio::test]
+async fn multi_line_log_messages_are_forwarded_line_by_line() {
+    let fixture = Fixture::new(&[]);
+    let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+    let data = "Traceback (most recent call last):\r\n  File \"x.py\", line 1\n\tboom\rdone\n";
+    let args = serde_json::json!({"level": "error", "data": data}).to_string();
+    assert_eq!(call(&hub, "fx__log_message", &args).await.unwrap(), "logged");
+    recorder.wait_for_line(|line| line == "[fx] error: done").await;
+    let lines: Vec<String> = recorder.lines().into_iter().filter(|line| line.starts_with("[fx] error: ")).collect();
+    assert_eq!(
+        lines,
+        [
+            "[fx] error: Traceback (most recent call last):",
+            "[fx] error:   File \"x.py\", line 1",
+            "[fx] error: \tboom",
+            "[fx] error: done",
+        ]
+    );
+
+    // At most 32 lines of one message, then a count of the rest.
+    let many: Vec<String> = (1..=50).map(|n| format!("row {n}")).collect();
+    let args = serde_json::json!({"level": "debug", "data": many.join("\n")}).to_string();
+    assert_eq!(call(&hub, "fx__log_message", &args).await.unwrap(), "logged");
+    recorder.wait_for_line(|line| line == "[fx] debug: \u{2026} 18 more line(s)").await;
+    let rows = recorder.lines().into_iter().filter(|line| line.starts_with("[fx] debug: row ")).count();
+    assert_eq!(rows, 32);
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn restart_into_a_listing_over_the_tool_cap_fails_red() {
+    let message = "mcpclient fx: restart failed: mcpclient fx: tools/list: the server lists more than 1000 tools (the cap per server); refused at page 1";
+    let (_fixture, hub, recorder) = restart_fails("--mode many-tools", message).await;
+    assert_eq!(
+        events_after_start(&recorder),
+        vec![McpEvent::ServerFailed { server: "fx".into(), error_class: "protocol_error" }]
+    );
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn relist_with_an_invalid_name_disables_the_server_with_the_way_out() {
+    let fixture = Fixture::new(&[]);
+    let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+    assert_eq!(call(&hub, "fx__mutate_tools", r#"{"add":"fs.read"}"#).await.unwrap(), "ok");
+    wait_stale(&hub).await;
+    hub.refresh_stale().await;
+    assert_eq!(
+        recorder.warnings(),
+        vec![
+            "mcp server \"fx\": tool list refresh failed: mcpclient fx: tools/list: tool name \"fs.read\" contains invalid character '.'; to use the server without that tool, add it to its \"exclude_tools\": [\"fs.read\"]; server disabled"
+        ]
+    );
+    assert_eq!(call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(), "tool \"fx__echo\" not found");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
 async fn server_that_ignores_stdin_eof_is_killed_on_shutdown() {
     let fixture = Fixture::new(&["--mode", "ignore-stdin-eof"]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
@@ -349,7 +406,7 @@ async fn restart_error_forged_artifact_line_red() {
 
 #[tokio::test]
 async fn restart_rejected_disables_server() {
-    let message = "mcp server \"fx\": restart rejected: mcpclient fx: tools/list: tool name \"read file\" contains invalid character ' '; server disabled";
+    let message = "mcp server \"fx\": restart rejected: mcpclient fx: tools/list: tool name \"read file\" contains invalid character ' '; to use the server without that tool, add it to its \"exclude_tools\": [\"read file\"]; server disabled";
     let (fixture, hub, recorder) = restart_fails("--mode invalid-tool-name", message).await;
     assert_eq!(
         events_after_start(&recorder),

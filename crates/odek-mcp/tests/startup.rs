@@ -56,17 +56,21 @@ async fn unsupported_protocol_version_warns_and_continues() {
     let odd = fixture_entry(&["--protocol-version", "1999-01-01"]);
     let missing = fixture_entry(&["--protocol-version", "none"]);
     let later = fixture_entry(&["--protocol-version", "2025-11-25"]);
-    let (hub, recorder) = start(vec![spec("odd", &odd), spec("missing", &missing), spec("later", &later)]).await;
+    // [beyond] 2024-11-05 is accepted without a warning: what odek uses of the protocol is in it.
+    let earlier = fixture_entry(&["--protocol-version", "2024-11-05"]);
+    let specs = vec![spec("odd", &odd), spec("missing", &missing), spec("later", &later), spec("earlier", &earlier)];
+    let (hub, recorder) = start(specs).await;
     let mut warnings = recorder.warnings();
     warnings.sort();
     assert_eq!(
         warnings,
         vec![
-            "mcp server \"missing\": unsupported protocol version \"\" (supported: 2025-03-26, 2025-06-18, 2025-11-25); continuing",
-            "mcp server \"odd\": unsupported protocol version \"1999-01-01\" (supported: 2025-03-26, 2025-06-18, 2025-11-25); continuing",
+            "mcp server \"missing\": unsupported protocol version \"\" (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25); continuing",
+            "mcp server \"odd\": unsupported protocol version \"1999-01-01\" (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25); continuing",
         ]
     );
     assert_eq!(support::call(&hub, "odd__echo", r#"{"text":"still works"}"#).await.unwrap(), "still works");
+    assert_eq!(support::call(&hub, "earlier__echo", r#"{"text":"works too"}"#).await.unwrap(), "works too");
     hub.shutdown().await;
 }
 
@@ -95,8 +99,7 @@ async fn initialize_without_reply_times_out_outcome_unknown() {
 #[tokio::test]
 async fn invalid_tool_name_rejects_the_server() {
     let entry = fixture_entry(&["--mode", "invalid-tool-name"]);
-    let message =
-        "mcp server \"invalid\": mcpclient invalid: tools/list: tool name \"read file\" contains invalid character ' '";
+    let message = "mcp server \"invalid\": mcpclient invalid: tools/list: tool name \"read file\" contains invalid character ' '; to use the server without that tool, add it to its \"exclude_tools\": [\"read file\"]";
     start_fails("invalid", &entry, message, "invalid_tool").await;
 }
 
@@ -105,14 +108,61 @@ async fn qualifier_in_tool_name_rejects_the_server_red() {
     let (err, _) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "dunder-tool-name"]))]).await;
     assert_eq!(
         err.to_string(),
-        "mcp server \"fx\": mcpclient fx: tools/list: tool name \"a__b\" cannot contain \"__\""
+        "mcp server \"fx\": mcpclient fx: tools/list: tool name \"a__b\" cannot contain \"__\"; to use the server without that tool, add it to its \"exclude_tools\": [\"a__b\"]"
     );
 }
 
 #[tokio::test]
-async fn shadowing_a_builtin_rejects_the_server_red() {
-    let (err, _) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "shadow-builtin"]))]).await;
-    assert_eq!(err.to_string(), "mcp server \"fx\": tool \"shell\" shadows a built-in tool");
+async fn every_invalid_tool_name_is_named_at_once_with_the_way_out() {
+    let entry = fixture_entry(&[
+        "--mode",
+        "invalid-tool-name,dunder-tool-name",
+        "--extra-tool",
+        "fs.read",
+        "--extra-tool",
+        "ok",
+    ]);
+    let message = "mcp server \"fx\": mcpclient fx: tools/list: tool name \"read file\" contains invalid character ' ' (and 2 more: tool name \"a__b\" cannot contain \"__\"; tool name \"fs.read\" contains invalid character '.'); to use the server without these 3 tools, add them to its \"exclude_tools\": [\"read file\",\"a__b\",\"fs.read\"]";
+    start_fails("fx", &entry, message, "invalid_tool").await;
+
+    // Following the advice starts the server.
+    let mut entry = entry;
+    entry.exclude_tools = vec!["read file".into(), "a__b".into(), "fs.read".into()];
+    let (hub, _) = start(vec![spec("fx", &entry)]).await;
+    assert_eq!(support::call(&hub, "fx__ok", r#"{"text":"started"}"#).await.unwrap(), "started");
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_named_like_a_builtin_is_exposed_qualified_red() {
+    // [beyond] The reference refuses the server; odek exposes the tool as fx__shell, which
+    // cannot be confused with the built-in shell.
+    let (hub, recorder) = start(vec![spec("fx", &fixture_entry(&["--mode", "shadow-builtin"]))]).await;
+    let names: Vec<String> = hub.tools().into_iter().map(|tool| tool.exposed.into_string()).collect();
+    assert!(names.contains(&"fx__shell".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|name| name == "shell"), "{names:?}");
+    assert_eq!(support::call(&hub, "fx__shell", "{}").await.unwrap(), "shell called");
+    assert_eq!(support::call(&hub, "shell", "{}").await.unwrap_err(), "tool \"shell\" not found");
+    assert!(recorder.warnings().is_empty(), "{:?}", recorder.warnings());
+    hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_listing_over_the_tool_cap_is_refused_red() {
+    // A million tiny tools over 100 pages: refused at the first page, before any is registered.
+    let message = "mcp server \"fx\": mcpclient fx: tools/list: the server lists more than 1000 tools (the cap per server); refused at page 1";
+    start_fails("fx", &fixture_entry(&["--mode", "many-tools"]), message, "protocol_error").await;
+}
+
+#[tokio::test]
+async fn a_listing_over_the_byte_cap_is_refused_red() {
+    let (err, _) = start_err(vec![spec("fx", &fixture_entry(&["--mode", "heavy-tools"]))]).await;
+    let text = err.to_string();
+    assert!(
+        text.starts_with("mcp server \"fx\": mcpclient fx: tools/list: the tool list exceeds 4194304 bytes (the cap per server); page 6 brought it to "),
+        "{text}"
+    );
+    assert_eq!(err.error_class(), "protocol_error");
 }
 
 #[tokio::test]
@@ -244,7 +294,8 @@ async fn schema_injection_skipped_red() {
 #[tokio::test]
 async fn nameless_tool_rejected() {
     let entry = fixture_entry(&["--mode", "nameless-tool"]);
-    start_fails("fx", &entry, "mcp server \"fx\": mcpclient fx: tools/list: tool name is empty", "invalid_tool").await;
+    let message = "mcp server \"fx\": mcpclient fx: tools/list: tool name is empty (and 1 more: tool name is empty); to use the server without that tool, add it to its \"exclude_tools\": [\"\"]";
+    start_fails("fx", &entry, message, "invalid_tool").await;
 }
 
 #[tokio::test]

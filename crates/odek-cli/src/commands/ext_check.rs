@@ -1,12 +1,15 @@
 //! `odek ext check`: resolves what to start (a configured server, or a command after `--`), with
 //! odek's environment rules and the server's limits, hands it to the conformance checks in
 //! `odek_mcp::conformance`, prints the report (text or `--json`) and maps the verdict to the exit
-//! code: 0 all pass, 1 any failure, 2 warnings only.
+//! code: 0 all pass, 1 any failure, 2 warnings only. Which tools are called (`--calls`) defaults
+//! to read-only ones for a configured server — it runs with the operator's real credentials —
+//! and to every non-destructive one for a command after `--`; the plan goes to stderr before
+//! the first call.
 
 use std::io::Write;
 use std::time::Duration;
 
-use odek_mcp::conformance::{CheckOptions, Verdict, run_conformance};
+use odek_mcp::conformance::{CallPolicy, CheckOptions, PlannedCall, Verdict, render_plan, run_conformance};
 use odek_mcp::env_allowlist::{build_server_env, process_env};
 use odek_mcp::observer::terminal_safe;
 use odek_mcp::server_config::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESULT_CHARS, DEFAULT_TIMEOUT_SECONDS};
@@ -20,7 +23,11 @@ const FALLBACK_SERVER_NAME: &str = "server";
 
 pub(crate) async fn check(args: ExtCheckArgs) -> Result<(), CommandError> {
     let options = check_options(&args)?;
-    let report = run_conformance(&options).await;
+    let policy = options.calls;
+    let announce = move |plan: &[PlannedCall]| {
+        let _ = std::io::stderr().write_all(render_plan(policy, plan).as_bytes());
+    };
+    let report = run_conformance(&options, &announce).await;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut stdout, &report)?;
@@ -64,6 +71,7 @@ fn check_options(args: &ExtCheckArgs) -> Result<CheckOptions, CommandError> {
                 examples: Vec::new(),
                 skip_calls: Vec::new(),
                 exclude_tools: Vec::new(),
+                calls: CallPolicy::All,
                 concurrency: args.concurrency,
                 client_version: env!("CARGO_PKG_VERSION").to_owned(),
             }
@@ -83,6 +91,11 @@ fn check_options(args: &ExtCheckArgs) -> Result<CheckOptions, CommandError> {
     options.artifact_roots.extend(args.artifact_roots.iter().cloned());
     options.examples = examples;
     options.skip_calls.extend(args.skip_calls.iter().cloned());
+    match args.call_policy.as_deref() {
+        Some("all") => options.calls = CallPolicy::All,
+        Some("read-only") => options.calls = CallPolicy::ReadOnly,
+        _ => {}
+    }
     options.concurrency = args.concurrency.max(1);
     Ok(options)
 }
@@ -135,6 +148,8 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         examples: Vec::new(),
         skip_calls: Vec::new(),
         exclude_tools: spec.exclude_tools,
+        // Real credentials: only tools that say they change nothing, unless --calls all.
+        calls: CallPolicy::ReadOnly,
         concurrency: odek_mcp::conformance::DEFAULT_CONCURRENCY,
         client_version: env!("CARGO_PKG_VERSION").to_owned(),
     })

@@ -112,6 +112,27 @@
 //!     bad-output-schema         Also lists "bad_output_schema" (no arguments), whose outputSchema
 //!                               {"type":12} is not a valid JSON Schema.
 //!
+//!     Catalogue modes (odek's listing caps and ext check's call plan):
+//!     many-tools                tools/list lists 100 pages of 10000 tools named t<page>_<n>
+//!                               (no description, no schema) instead of the fixture's tools:
+//!                               a million in all, over odek's 1000-tool cap at page 1.
+//!     heavy-tools               tools/list lists 8 pages of 100 tools with 8 KiB descriptions
+//!                               instead of the fixture's tools: 800 tools, about 6.4 MB, over
+//!                               odek's 4 MiB listing cap at page 6.
+//!     annotated-tools           Also lists read_only_lookup (annotations readOnlyHint true,
+//!                               destructiveHint false; answers "looked up"), destructive_delete
+//!                               (destructiveHint true; creates the file
+//!                               destructive_delete-was-called in the artifact dir, answers
+//!                               "deleted") and open_world_write (both hints false; answers
+//!                               "written"). No arguments.
+//!     closed-schema             Also lists strict_lookup {q} (readOnlyHint true), whose schema
+//!                               has additionalProperties false and which answers isError
+//!                               "unknown argument "<name>"" to any other argument, else "found".
+//!     formatted-arguments       Also lists formatted_lookup (readOnlyHint true), whose required
+//!                               arguments have format uri, date-time, date, email and uuid, an
+//!                               enum ["fast","slow"] and a const 3; answers "all arguments valid",
+//!                               or isError naming the first argument that does not fit.
+//!
 //! TOOLS (arguments with defaults; unknown arguments are ignored)
 //!     echo {text}               Returns text.
 //!     large_result {chars=5000, char="x", items=1}
@@ -238,6 +259,8 @@
 // The crate root is this file, so modules live beside it, in the directory of the same name.
 #[path = "odek-fixture-server/bad_artifact.rs"]
 mod bad_artifact;
+#[path = "odek-fixture-server/catalogue_modes.rs"]
+mod catalogue_modes;
 #[path = "odek-fixture-server/contract_tools.rs"]
 mod contract_tools;
 #[path = "odek-fixture-server/misbehaviour_tools.rs"]
@@ -414,6 +437,7 @@ async fn serve(options: Options) -> Result<(), String> {
         server = misbehaviour_tools::register(server, &fixture);
     }
     server = modes::register_tools(server, &fixture);
+    server = catalogue_modes::register_tools(server, &fixture);
     for name in options.extra_tools {
         let def = ToolDef::new(name, "An extra tool (--extra-tool) that returns its text argument.", echo_schema());
         server = server.tool(def, bind(&fixture, contract_tools::echo));

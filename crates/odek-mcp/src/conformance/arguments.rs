@@ -1,8 +1,9 @@
 //! Arguments for a tool the author gave no example for, derived from its input schema: every
 //! required property gets the simplest value its schema allows (`const`, first `enum` value,
-//! `default`, first `examples` entry, or a value of its `type` within `minimum`/`minLength`/
-//! `minItems`); optional properties are left out. Local `$ref`s (`#/$defs/…`,
-//! `#/definitions/…`) are followed. It does not try to satisfy `pattern`, `format` or
+//! `default`, first `examples` entry, a sample of its string `format` — uri, date-time, date,
+//! time, email, uuid, hostname, ipv4, ipv6, duration — or a value of its `type` within
+//! `minimum`/`minLength`/`minItems`); optional properties are left out. Local `$ref`s
+//! (`#/$defs/…`, `#/definitions/…`) are followed. It does not try to satisfy `pattern` or
 //! cross-property constraints: a tool needing those wants a `--call` example.
 //!
 //! Start at [`arguments_from_schema`].
@@ -65,10 +66,11 @@ fn value_for(schema: &Value, root: &Value, depth: usize) -> Result<Value, String
             kinds.iter().filter_map(Value::as_str).find(|kind| *kind != "null").unwrap_or("null")
         }
         _ if object.contains_key("properties") || object.contains_key("required") => "object",
-        _ => return Ok(json!(PLACEHOLDER_TEXT)),
+        _ => return Ok(json!(format_sample(object).unwrap_or(PLACEHOLDER_TEXT))),
     };
     match kind {
         "object" => object_value(object, root, depth),
+        "string" if format_sample(object).is_some() => Ok(json!(format_sample(object))),
         "string" => {
             let min = object.get("minLength").and_then(Value::as_u64).unwrap_or(0);
             let mut text = PLACEHOLDER_TEXT.to_owned();
@@ -107,6 +109,24 @@ fn object_value(object: &Map<String, Value>, root: &Value, depth: usize) -> Resu
         value.insert(name.to_owned(), filled);
     }
     Ok(Value::Object(value))
+}
+
+/// A valid value of the schema's string `format`, for the formats servers commonly validate.
+/// Hosts are `example.com` (reserved for examples, RFC 2606).
+fn format_sample(object: &Map<String, Value>) -> Option<&'static str> {
+    Some(match object.get("format").and_then(Value::as_str)? {
+        "uri" | "uri-reference" | "iri" | "iri-reference" | "url" => "https://example.com/odek-check",
+        "date-time" => "2025-01-01T00:00:00Z",
+        "date" => "2025-01-01",
+        "time" => "00:00:00Z",
+        "email" | "idn-email" => "odek-check@example.com",
+        "uuid" => "00000000-0000-4000-8000-000000000000",
+        "hostname" | "idn-hostname" => "example.com",
+        "ipv4" => "127.0.0.1",
+        "ipv6" => "::1",
+        "duration" => "PT1S",
+        _ => return None,
+    })
 }
 
 /// 1, moved into `[minimum, maximum]` (exclusive bounds nudged by one).
@@ -168,6 +188,41 @@ mod tests {
         let looping = json!({"type":"object","properties":{"x":{"$ref":"#"}},"required":["x"]});
         assert!(arguments_from_schema(&looping).unwrap_err().contains("deeper than 16"));
         assert!(arguments_from_schema(&json!("not an object")).is_err());
+    }
+
+    #[test]
+    fn string_formats_enums_and_consts_are_honoured() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "format": "uri"},
+                "when": {"type": "string", "format": "date-time"},
+                "day": {"type": ["string", "null"], "format": "date"},
+                "email": {"format": "email"},
+                "id": {"type": "string", "format": "uuid", "minLength": 1},
+                "host": {"type": "string", "format": "hostname"},
+                "odd": {"type": "string", "format": "x-custom"},
+                "mode": {"type": "string", "enum": ["fast", "slow"]},
+                "codes": {"type": "array", "minItems": 1, "items": {"type": "integer", "enum": [7, 8]}},
+                "level": {"const": 3}
+            },
+            "required": ["url", "when", "day", "email", "id", "host", "odd", "mode", "codes", "level"]
+        });
+        assert_eq!(
+            arguments_from_schema(&schema).unwrap(),
+            json!({
+                "url": "https://example.com/odek-check",
+                "when": "2025-01-01T00:00:00Z",
+                "day": "2025-01-01",
+                "email": "odek-check@example.com",
+                "id": "00000000-0000-4000-8000-000000000000",
+                "host": "example.com",
+                "odd": "odek-check",
+                "mode": "fast",
+                "codes": [7],
+                "level": 3
+            })
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use odek_contract::artifact_ref::ArtifactRoots;
 use odek_contract::envelope::probe_envelope;
 use odek_contract::error::ContractError;
-use odek_contract::names::{is_builtin_tool_name, qualify_tool_name, validate_tool_name};
+use odek_contract::names::{qualify_tool_name, validate_tool_name};
 use odek_contract::quoting::quote;
 use odek_contract::tool_result::{ResultContext, decode_tool_result};
 use serde_json::Value;
@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
 use super::{CallObservation, CheckOptions, CheckResult, Observations, Status};
 use crate::call::decode_call_result;
-use crate::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, registration_checks_quiet};
+use crate::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, check_tool_names, registration_checks_quiet};
 use crate::error::McpError;
 
 /// Every check in report order.
@@ -36,7 +36,7 @@ pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &A
         Some(Ok(tools)) => Some(tools.as_slice()),
         _ => None,
     };
-    results.push(tool_names_valid(listed));
+    results.push(tool_names_valid(listed, &options.server));
     results.push(tool_names_unique(listed));
     results.push(tool_schemas_accepted(listed, &options.server));
     results.push(tool_descriptions_clean(listed, &options.server));
@@ -68,6 +68,7 @@ pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &A
             evidence: None,
         });
     }
+    results.push(tools_exercised(observations));
     results.push(concurrent_calls_answered(observations, options));
     results.push(exits_on_stdin_close(observations));
     results
@@ -281,33 +282,29 @@ fn no_list(name: &'static str) -> CheckResult {
     check("tools", name, Status::Skip, "no tool list")
 }
 
-/// Names follow the contract (1–64 of `[A-Za-z0-9_-]`, no `__`) and shadow no built-in tool.
-fn tool_names_valid(listed: Option<&[ListedTool]>) -> CheckResult {
+/// Names follow the contract (1–64 of `[A-Za-z0-9_-]`, no `__`). A name equal to a built-in
+/// tool's is fine: odek exposes it as `<server>__<tool>`.
+fn tool_names_valid(listed: Option<&[ListedTool]>, server: &str) -> CheckResult {
     const NAME: &str = "tool_names_valid";
     let Some(tools) = listed else { return no_list(NAME) };
-    let mut problems = Vec::new();
-    for tool in tools {
-        if let Err(error) = validate_tool_name(&tool.name) {
-            problems.push(error.to_string());
-        } else if is_builtin_tool_name(&tool.name) {
-            problems.push(format!("tool {} shadows a built-in tool", quote(&tool.name)));
+    let Err(error) = check_tool_names(server, tools) else {
+        return check("tools", NAME, Status::Pass, format!("{} valid name(s)", tools.len()));
+    };
+    let problems: Vec<String> = match &error {
+        McpError::InvalidToolNames { rejected, .. } => {
+            rejected.iter().map(|rejected| rejected.error.to_string()).collect()
         }
-    }
-    match problems.first() {
-        None => check("tools", NAME, Status::Pass, format!("{} valid name(s)", tools.len())),
-        Some(first) => with_evidence(
-            check(
-                "tools",
-                NAME,
-                Status::Fail,
-                format!(
-                    "{} tool name(s) break the naming rules; odek rejects the whole server: {first}",
-                    problems.len()
-                ),
-            ),
-            problems.join("; "),
+        other => vec![other.to_string()],
+    };
+    with_evidence(
+        check(
+            "tools",
+            NAME,
+            Status::Fail,
+            format!("{} tool name(s) break the naming rules; odek rejects the whole server: {error}", problems.len()),
         ),
-    }
+        problems.join("; "),
+    )
 }
 
 /// No name is listed twice.
@@ -416,7 +413,7 @@ fn call_answers(call: &CallObservation, options: &CheckOptions) -> CheckResult {
         Ok(answer) => {
             let mut reason = format!("answered in {} ms with {}", millis(answer.elapsed), source(call));
             if let Some(message) = error_result_text(answer) {
-                reason.push_str(&format!(" (isError: {})", cut(&message, 80)));
+                reason.push_str(&format!(" (isError: {message})"));
             }
             check("calls", NAME, Status::Pass, reason)
         }
@@ -424,7 +421,7 @@ fn call_answers(call: &CallObservation, options: &CheckOptions) -> CheckResult {
             "calls",
             NAME,
             Status::Pass,
-            format!("answered with JSON-RPC error {code} ({}) to {}", cut(message, 80), source(call)),
+            format!("answered with JSON-RPC error {code} ({message}) to {}", source(call)),
         ),
         Err(Failure::Timeout(_)) => with_evidence(
             check(
@@ -460,9 +457,20 @@ fn success(call: &CallObservation) -> Option<&Answer> {
     call.outcome.as_ref().ok().filter(|answer| error_result_text(answer).is_none())
 }
 
-/// A successful call with one extra, unknown argument still succeeds (the additive rule).
+/// A successful call with one extra, unknown argument still succeeds (the additive rule). A
+/// tool whose schema declares `additionalProperties: false` only gets a warning: odek gives the
+/// model that schema, so the model is told not to send unknown arguments.
 fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
     const NAME: &str = "unknown_arguments_tolerated";
+    const FIX: &str = "ignore arguments you do not know";
+    let (status, closed) = if call.closed_schema {
+        (
+            Status::Warn,
+            "; a warning, not a failure: the tool's schema declares additionalProperties: false, which odek shows the model, so the model is told not to send unknown arguments — still, ",
+        )
+    } else {
+        (Status::Fail, "; ")
+    };
     let result = match &call.with_unknown_argument {
         None => check("calls", NAME, Status::Skip, "the call did not succeed, so there is nothing to compare"),
         Some(Ok(answer)) => match error_result_text(answer) {
@@ -476,8 +484,8 @@ fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
                 check(
                     "calls",
                     NAME,
-                    Status::Fail,
-                    "an extra unknown argument turned the result into isError; ignore arguments you do not know",
+                    status,
+                    format!("an extra unknown argument turned the result into isError{closed}{FIX}"),
                 ),
                 message,
             ),
@@ -485,11 +493,37 @@ fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
         Some(Err(failure)) => check(
             "calls",
             NAME,
-            Status::Fail,
-            format!("with an extra unknown argument the call failed: {failure}; ignore arguments you do not know"),
+            status,
+            format!("with an extra unknown argument the call failed: {failure}{closed}{FIX}"),
         ),
     };
     for_tool(result, &call.tool)
+}
+
+/// At least one call succeeded (a result without `isError`): a run in which none did checked
+/// nothing of the calls, which is a warning (`no tool was exercised`), not a pass.
+fn tools_exercised(observations: &Observations) -> CheckResult {
+    const NAME: &str = "tools_exercised";
+    let succeeded: HashSet<&str> =
+        observations.calls.iter().filter(|call| success(call).is_some()).map(|call| call.tool.as_str()).collect();
+    if !succeeded.is_empty() {
+        return check("calls", NAME, Status::Pass, format!("{} tool(s) answered a call successfully", succeeded.len()));
+    }
+    let why = if observations.plan.is_empty() {
+        "the server lists no tool".to_owned()
+    } else if observations.calls.is_empty() {
+        format!("none of the {} listed tool(s) was called (see the plan)", observations.plan.len())
+    } else {
+        format!("none of the {} call(s) made succeeded", observations.calls.len())
+    };
+    check(
+        "calls",
+        NAME,
+        Status::Warn,
+        format!(
+            "no tool was exercised: {why}; give --call <tool> '<json>' examples (or --calls all for a configured server) so the checks can see real results"
+        ),
+    )
 }
 
 /// The result decodes as `{"content":[…],"isError":bool}`.
@@ -710,18 +744,26 @@ mod tests {
 
     #[test]
     fn names_are_judged_by_the_client_rules() {
-        let tools = [tool("ok"), tool("read file"), tool("shell")];
-        let result = tool_names_valid(Some(&tools));
+        let tools = [tool("ok"), tool("read file"), tool("shell"), tool("a.b")];
+        let result = tool_names_valid(Some(&tools), "srv");
         assert_eq!(result.status, Status::Fail);
         assert_eq!(
             result.reason,
-            "2 tool name(s) break the naming rules; odek rejects the whole server: tool name \"read file\" contains invalid character ' '"
+            "2 tool name(s) break the naming rules; odek rejects the whole server: mcpclient srv: tools/list: tool name \"read file\" contains invalid character ' ' (and 1 more: tool name \"a.b\" contains invalid character '.'); to use the server without these 2 tools, add them to its \"exclude_tools\": [\"read file\",\"a.b\"]"
         );
         assert_eq!(
             result.evidence.as_deref(),
-            Some("tool name \"read file\" contains invalid character ' '; tool \"shell\" shadows a built-in tool")
+            Some(
+                "tool name \"read file\" contains invalid character ' '; tool name \"a.b\" contains invalid character '.'"
+            )
         );
-        assert_eq!(tool_names_valid(None).status, Status::Skip);
+        let builtin_names = [tool("read_file"), tool("shell"), tool("plan")];
+        assert_eq!(
+            tool_names_valid(Some(&builtin_names), "srv").status,
+            Status::Pass,
+            "built-in names are not shadowed"
+        );
+        assert_eq!(tool_names_valid(None, "srv").status, Status::Skip);
         assert_eq!(tool_names_unique(Some(&[tool("a"), tool("b"), tool("a")])).status, Status::Fail);
         assert_eq!(tool_names_unique(Some(&[tool("a"), tool("b")])).status, Status::Pass);
     }
@@ -780,6 +822,7 @@ mod tests {
             examples: Vec::new(),
             skip_calls: Vec::new(),
             exclude_tools: Vec::new(),
+            calls: super::super::CallPolicy::All,
             concurrency: 1,
             client_version: "0".into(),
         };

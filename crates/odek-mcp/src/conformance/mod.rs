@@ -9,6 +9,11 @@
 //! [`CheckResult`]s, one function per check in `checks`. [`run_conformance`] does both. The
 //! report's text and JSON forms are in `report`. Not here: config loading and the exit code
 //! (the binary's).
+//!
+//! Which tools are called is decided up front, by [`plan_calls`]: never one annotated
+//! `destructiveHint: true`, only `readOnlyHint: true` ones under [`CallPolicy::ReadOnly`] (the
+//! default for a configured server, which runs with its real credentials) — unless the author
+//! named the tool with a `--call` example, an explicit request that wins over the hints.
 
 mod arguments;
 mod checks;
@@ -23,11 +28,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
-pub use report::{Report, Verdict};
+pub use report::{MAX_REASON_BYTES, Report, Verdict, render_plan};
 
-use crate::discovery::{
-    ListedTool, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, ToolHints, declared_output_schema, initialize_params, json_string,
-};
+use crate::discovery::{ListedTool, Listing, cursor_params, initialize_params, json_string};
 use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
 
 /// Concurrent calls of the load check, by default.
@@ -61,9 +64,40 @@ pub struct CheckOptions {
     /// Raw tool names dropped from the listing before any check, as odek drops a configured
     /// server's `exclude_tools`.
     pub exclude_tools: Vec<String>,
+    /// Which tools may be called (a tool with a `--call` example always is).
+    pub calls: CallPolicy,
     pub concurrency: usize,
     /// Sent as `clientInfo.version`.
     pub client_version: String,
+}
+
+/// Which listed tools the check may call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CallPolicy {
+    /// Only tools annotated `readOnlyHint: true`.
+    ReadOnly,
+    /// Every tool not annotated `destructiveHint: true`.
+    All,
+}
+
+impl CallPolicy {
+    /// The `--calls` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallPolicy::ReadOnly => "read-only",
+            CallPolicy::All => "all",
+        }
+    }
+}
+
+/// What the check does with one listed tool, and why; decided before any call is made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedCall {
+    pub tool: String,
+    /// Whether it is called.
+    pub call: bool,
+    pub reason: String,
 }
 
 /// pass / warn / fail, and skip for a check that could not apply.
@@ -118,6 +152,8 @@ pub struct CallObservation {
     /// The arguments sent, and whether the author supplied them.
     pub arguments: Value,
     pub from_example: bool,
+    /// The tool's schema declares `additionalProperties: false` (odek shows the model that).
+    pub closed_schema: bool,
     pub outcome: Result<Answer, Failure>,
     /// The same call with [`UNKNOWN_ARGUMENT`] added, made when the first one succeeded.
     pub with_unknown_argument: Option<Result<Answer, Failure>>,
@@ -147,6 +183,8 @@ pub struct Observations {
     pub ping: Option<Result<Answer, Failure>>,
     pub tools: Option<Result<Vec<ListedTool>, String>>,
     pub calls: Vec<CallObservation>,
+    /// Every listed tool (and example tool), called or not, with the reason.
+    pub plan: Vec<PlannedCall>,
     pub skipped_calls: Vec<SkippedCall>,
     /// `--call` examples naming a tool the server does not list.
     pub unknown_examples: Vec<String>,
@@ -157,15 +195,16 @@ pub struct Observations {
     pub restarts: Vec<String>,
 }
 
-/// Observes and judges: the whole check run.
-pub async fn run_conformance(options: &CheckOptions) -> Report {
-    let observations = observe(options).await;
+/// Observes and judges: the whole check run. `announce` sees the call plan before the first
+/// call is made (the binary prints it).
+pub async fn run_conformance(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Report {
+    let observations = observe(options, announce).await;
     let results = judge(&observations, options);
-    Report::new(options, results, observations.restarts)
+    Report::new(options, results, observations.restarts).with_plan(observations.plan)
 }
 
 /// Runs the server through every step and records what it did.
-pub async fn observe(options: &CheckOptions) -> Observations {
+pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Observations {
     let mut observations = Observations::default();
     let launch = Launch {
         server: options.server.clone(),
@@ -198,7 +237,7 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         restarts: &mut observations.restarts,
     };
     session.revive().await;
-    let tools = list_all_tools(&mut session.probe, timeout)
+    let tools = list_all_tools(&mut session.probe, &options.server, timeout)
         .await
         .map(|tools| tools.into_iter().filter(|tool| !options.exclude_tools.contains(&tool.name)).collect());
     observations.tools = Some(tools.clone());
@@ -210,33 +249,22 @@ pub async fn observe(options: &CheckOptions) -> Observations {
         // Without a list, the author's examples are still called, so the call checks run.
         Err(_) => example_tools(options),
     };
-    for tool in listed.iter().take(MAX_CALLED_TOOLS) {
-        if options.skip_calls.contains(&tool.name) {
-            observations
-                .skipped_calls
-                .push(SkippedCall { tool: tool.name.clone(), reason: "skipped with --skip-call".into() });
+    let decisions = plan_calls(&listed, options);
+    observations.plan = decisions.iter().map(|(planned, _)| planned.clone()).collect();
+    announce(&observations.plan);
+    for ((planned, calls), tool) in decisions.into_iter().zip(&listed) {
+        let Some((argument_sets, from_example)) = calls else {
+            observations.skipped_calls.push(SkippedCall { tool: planned.tool, reason: planned.reason });
             continue;
-        }
-        let (argument_sets, from_example) = match argument_sets(tool, options) {
-            Ok(sets) => sets,
-            Err(reason) => {
-                observations.skipped_calls.push(SkippedCall { tool: tool.name.clone(), reason });
-                continue;
-            }
         };
+        let closed_schema = has_closed_schema(&tool.input_schema);
         for arguments in argument_sets {
             session.revive().await;
             session.step(format!("tools/call {}", tool.name));
-            observations
-                .calls
-                .push(observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await);
+            let mut call = observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await;
+            call.closed_schema = closed_schema;
+            observations.calls.push(call);
         }
-    }
-    for tool in listed.iter().skip(MAX_CALLED_TOOLS) {
-        observations.skipped_calls.push(SkippedCall {
-            tool: tool.name.clone(),
-            reason: format!("only the first {MAX_CALLED_TOOLS} tools are called"),
-        });
     }
 
     session.revive().await;
@@ -292,9 +320,32 @@ fn example_tools(options: &CheckOptions) -> Vec<ListedTool> {
     tools
 }
 
-/// The argument sets to call `tool` with, and whether the author supplied them: every `--call`
-/// example for it, else one set derived from its schema. `Err` says why it cannot be called.
-fn argument_sets(tool: &ListedTool, options: &CheckOptions) -> Result<(Vec<Value>, bool), String> {
+/// The argument sets of a call, and whether the author supplied them.
+type Calls = (Vec<Value>, bool);
+
+/// For each listed tool, in order: whether it is called and why, with the argument sets when it
+/// is. The rules, first match wins: `--skip-call` skips; past the first [`MAX_CALLED_TOOLS`] is
+/// skipped; a `--call` example is called (the author asked for it); `destructiveHint: true` is
+/// never called; under [`CallPolicy::ReadOnly`] only `readOnlyHint: true` is called; a tool
+/// whose required arguments cannot be derived is skipped.
+pub fn plan_calls(listed: &[ListedTool], options: &CheckOptions) -> Vec<(PlannedCall, Option<Calls>)> {
+    listed
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            let (reason, calls) = plan_call(index, tool, options);
+            (PlannedCall { tool: tool.name.clone(), call: calls.is_some(), reason }, calls)
+        })
+        .collect()
+}
+
+fn plan_call(index: usize, tool: &ListedTool, options: &CheckOptions) -> (String, Option<Calls>) {
+    if options.skip_calls.contains(&tool.name) {
+        return ("skipped with --skip-call".to_owned(), None);
+    }
+    if index >= MAX_CALLED_TOOLS {
+        return (format!("only the first {MAX_CALLED_TOOLS} tools are called"), None);
+    }
     let examples: Vec<Value> = options
         .examples
         .iter()
@@ -302,11 +353,40 @@ fn argument_sets(tool: &ListedTool, options: &CheckOptions) -> Result<(Vec<Value
         .map(|(_, arguments)| arguments.clone())
         .collect();
     if !examples.is_empty() {
-        return Ok((examples, true));
+        return ("a --call example names it".to_owned(), Some((examples, true)));
     }
-    arguments_from_schema(&tool.input_schema)
-        .map(|arguments| (vec![arguments], false))
-        .map_err(|reason| format!("{reason}; pass an example with --call {} '<json>'", tool.name))
+    let read_only = tool.hints.read_only == Some(true);
+    if tool.hints.destructive == Some(true) {
+        return (
+            format!(
+                "annotated destructiveHint: true, so never called (give a --call {} '<json>' example to call it anyway)",
+                tool.name
+            ),
+            None,
+        );
+    }
+    if options.calls == CallPolicy::ReadOnly && !read_only {
+        return (
+            "not annotated readOnlyHint: true, and only read-only tools are called under --calls read-only (the default for a configured server, which runs with its real credentials); pass --calls all to call it".to_owned(),
+            None,
+        );
+    }
+    match arguments_from_schema(&tool.input_schema) {
+        Ok(arguments) => {
+            let reason = if read_only {
+                "annotated readOnlyHint: true"
+            } else {
+                "not annotated destructiveHint: true (under --calls all)"
+            };
+            (format!("{reason}; arguments derived from the schema"), Some((vec![arguments], false)))
+        }
+        Err(reason) => (format!("{reason}; pass an example with --call {} '<json>'", tool.name), None),
+    }
+}
+
+/// Whether a schema is closed to arguments it does not list.
+fn has_closed_schema(schema: &Value) -> bool {
+    schema.get("additionalProperties") == Some(&Value::Bool(false))
 }
 
 /// One call, and when it succeeded the same call with [`UNKNOWN_ARGUMENT`] added.
@@ -326,7 +406,14 @@ async fn observe_call(
         }
         _ => None,
     };
-    CallObservation { tool: tool.to_owned(), arguments, from_example, outcome, with_unknown_argument }
+    CallObservation {
+        tool: tool.to_owned(),
+        arguments,
+        from_example,
+        closed_schema: false,
+        outcome,
+        with_unknown_argument,
+    }
 }
 
 /// The live probe, and how to replace it when a step killed the connection.
@@ -383,65 +470,107 @@ fn is_error_result(answer: &Answer) -> bool {
     answer.result_value().get("isError") == Some(&Value::Bool(true))
 }
 
-/// Every `tools/list` page, with the client's stop rules (repeated cursor, 100 pages, 64 MiB).
-async fn list_all_tools(probe: &mut Probe, timeout: Duration) -> Result<Vec<ListedTool>, String> {
-    let mut tools = Vec::new();
+/// Every `tools/list` page through the client's own [`Listing`], so the caps and stop rules
+/// (repeated cursor, pages, bytes, tools) and the parse are exactly odek's.
+async fn list_all_tools(probe: &mut Probe, server: &str, timeout: Duration) -> Result<Vec<ListedTool>, String> {
+    let mut listing = Listing::new(server);
     let mut cursor: Option<String> = None;
-    let mut seen = std::collections::HashSet::new();
-    let mut total_bytes = 0usize;
-    for _ in 0..MAX_TOOL_PAGES {
-        let params = cursor.as_deref().map(|cursor| format!("{{\"cursor\":{}}}", json_string(cursor)));
+    loop {
+        let params = cursor.as_deref().map(cursor_params);
         let answer = probe
             .request("tools/list", params.map_or(RequestParams::Absent, RequestParams::Json), timeout)
             .await
             .map_err(|failure| failure.to_string())?;
-        total_bytes = total_bytes.saturating_add(answer.result_json().len());
-        if total_bytes > MAX_TOOL_LIST_BYTES {
-            return Err(format!("the tool list exceeds {MAX_TOOL_LIST_BYTES} bytes across pages"));
+        match listing.add_page(answer.result_json()).map_err(|error| format!("odek refuses the server: {error}"))? {
+            Some(next) => cursor = Some(next),
+            None => return Ok(listing.into_tools()),
         }
-        let page: Value =
-            crate::call::parse_object(answer.result_json()).map_err(|error| format!("parse tools/list: {error}"))?;
-        match page.get("tools") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(listed)) => {
-                for tool in listed {
-                    tools.push(listed_tool(tool)?);
-                }
-            }
-            Some(_) => return Err("parse tools/list: \"tools\" is not an array".to_owned()),
-        }
-        let next = match page.get("nextCursor") {
-            Some(Value::String(next)) if !next.is_empty() => next.clone(),
-            _ => return Ok(tools),
-        };
-        if !seen.insert(next.clone()) {
-            return Err(format!("the server repeated cursor {}", json_string(&next)));
-        }
-        cursor = Some(next);
     }
-    Err(format!("more than {MAX_TOOL_PAGES} pages"))
-}
-
-fn listed_tool(tool: &Value) -> Result<ListedTool, String> {
-    let text = |key: &str| match tool.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(text)) => Ok(text.clone()),
-        Some(_) => Err(format!("parse tools/list: a tool's {key:?} is not a string")),
-    };
-    Ok(ListedTool {
-        name: text("name")?,
-        description: text("description")?,
-        input_schema: match tool.get("inputSchema") {
-            None | Some(Value::Null) => serde_json::json!({"type": "object"}),
-            Some(schema) => schema.clone(),
-        },
-        output_schema: declared_output_schema(tool.get("outputSchema").cloned()),
-        hints: ToolHints::of_annotations(tool.get("annotations")),
-    })
 }
 
 /// Every check, in report order.
 pub fn judge(observations: &Observations, options: &CheckOptions) -> Vec<CheckResult> {
     let roots = ArtifactRoots::new(&options.artifact_roots);
     checks::all(observations, options, &roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::ToolHints;
+
+    fn tool(name: &str, read_only: Option<bool>, destructive: Option<bool>) -> ListedTool {
+        ListedTool {
+            name: name.into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            hints: ToolHints { read_only, destructive },
+            ..ListedTool::default()
+        }
+    }
+
+    fn options(calls: CallPolicy) -> CheckOptions {
+        CheckOptions {
+            server: "srv".into(),
+            command: "/bin/srv".into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            timeout: Duration::from_secs(1),
+            max_response_bytes: 1024,
+            max_result_chars: 1000,
+            artifact_roots: Vec::new(),
+            examples: vec![("named".into(), serde_json::json!({"x": 1}))],
+            skip_calls: vec!["skipped".into()],
+            exclude_tools: Vec::new(),
+            calls,
+            concurrency: 1,
+            client_version: "0".into(),
+        }
+    }
+
+    fn called(listed: &[ListedTool], options: &CheckOptions) -> Vec<(String, bool)> {
+        plan_calls(listed, options).into_iter().map(|(planned, _)| (planned.tool, planned.call)).collect()
+    }
+
+    #[test]
+    fn the_plan_never_calls_destructive_tools_and_honours_the_policy_red() {
+        let listed = [
+            tool("reader", Some(true), None),
+            tool("plain", None, None),
+            tool("writer", Some(false), Some(false)),
+            tool("wiper", None, Some(true)),
+            tool("contradictory", Some(true), Some(true)),
+            tool("named", None, Some(true)),
+            tool("skipped", Some(true), None),
+        ];
+        let expect = |plain: bool| {
+            vec![
+                ("reader".to_owned(), true),
+                ("plain".to_owned(), plain),
+                ("writer".to_owned(), plain),
+                ("wiper".to_owned(), false),
+                ("contradictory".to_owned(), false),
+                ("named".to_owned(), true),
+                ("skipped".to_owned(), false),
+            ]
+        };
+        assert_eq!(called(&listed, &options(CallPolicy::All)), expect(true));
+        assert_eq!(called(&listed, &options(CallPolicy::ReadOnly)), expect(false));
+        let plan = plan_calls(&listed, &options(CallPolicy::ReadOnly));
+        assert_eq!(plan[5].1, Some((vec![serde_json::json!({"x": 1})], true)), "the --call example is what is sent");
+        assert_eq!(plan[6].0.reason, "skipped with --skip-call");
+    }
+
+    #[test]
+    fn the_plan_skips_tools_past_the_call_cap_and_unfillable_ones() {
+        let mut listed: Vec<ListedTool> =
+            (0..MAX_CALLED_TOOLS + 1).map(|n| tool(&format!("t{n}"), None, None)).collect();
+        listed[0].input_schema = serde_json::json!({"type": "object", "properties": {"x": false}, "required": ["x"]});
+        let plan = plan_calls(&listed, &options(CallPolicy::All));
+        assert_eq!(
+            plan[0].0.reason,
+            "required argument \"x\": its schema is false; pass an example with --call t0 '<json>'"
+        );
+        assert!(!plan[0].0.call && plan[1].0.call);
+        assert_eq!(plan[MAX_CALLED_TOOLS].0.reason, "only the first 128 tools are called");
+    }
 }

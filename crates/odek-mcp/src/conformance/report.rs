@@ -1,12 +1,18 @@
-//! The report of one check run: every [`CheckResult`], the notes, and the verdict; as text for a
-//! terminal (one line per check, evidence indented below, a verdict line last) and as one JSON
-//! object for CI. The exit code of the verdict is [`Verdict::exit_code`].
+//! The report of one check run: every [`CheckResult`], the call plan, the notes, and the
+//! verdict; as text for a terminal (one line per check, evidence indented below, the plan before
+//! the calls, a verdict line last) and as one JSON object for CI. The exit code of the verdict is
+//! [`Verdict::exit_code`].
 
 use odek_contract::redaction::redact;
 use serde::Serialize;
 
-use super::{CheckOptions, CheckResult, Status};
+use super::probe::cut;
+use super::{CallPolicy, CheckOptions, CheckResult, PlannedCall, Status};
 use crate::observer::terminal_safe;
+
+/// Longest reason kept, in bytes (4 KiB): room for a server's whole error message, but not for
+/// whatever a hostile server writes.
+pub const MAX_REASON_BYTES: usize = 4096;
 
 /// The overall outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -48,6 +54,10 @@ pub struct Report {
     pub verdict: Verdict,
     pub counts: Counts,
     pub checks: Vec<CheckResult>,
+    /// Which tools could be called (`--calls`).
+    pub call_policy: CallPolicy,
+    /// Every listed tool, whether it was called and why, in list order.
+    pub plan: Vec<PlannedCall>,
     /// What happened besides the checks (restarts after a step killed the connection).
     pub notes: Vec<String>,
 }
@@ -55,10 +65,10 @@ pub struct Report {
 impl Report {
     /// The report of these results. Every text that can carry a secret (the command line, and
     /// reasons and evidence quoting the server) passes through odek's redaction, so the report
-    /// is safe to keep as a CI log.
+    /// is safe to keep as a CI log. Reasons are cut to [`MAX_REASON_BYTES`].
     pub fn new(options: &CheckOptions, mut checks: Vec<CheckResult>, notes: Vec<String>) -> Report {
         for check in &mut checks {
-            check.reason = redact(&check.reason).into_owned();
+            check.reason = cut(&redact(&check.reason), MAX_REASON_BYTES);
             check.evidence = check.evidence.as_deref().map(|evidence| redact(evidence).into_owned());
         }
         let mut counts = Counts::default();
@@ -79,7 +89,29 @@ impl Report {
         };
         let command =
             std::iter::once(&options.command).chain(&options.args).map(|part| redact(part).into_owned()).collect();
-        Report { server: options.server.clone(), command, verdict, counts, checks, notes }
+        Report {
+            server: options.server.clone(),
+            command,
+            verdict,
+            counts,
+            checks,
+            call_policy: options.calls,
+            plan: Vec::new(),
+            notes,
+        }
+    }
+
+    /// The report with its call plan (tool names and reasons redacted like reasons).
+    pub fn with_plan(mut self, plan: Vec<PlannedCall>) -> Report {
+        self.plan = plan
+            .into_iter()
+            .map(|planned| PlannedCall {
+                tool: redact(&planned.tool).into_owned(),
+                call: planned.call,
+                reason: cut(&redact(&planned.reason), MAX_REASON_BYTES),
+            })
+            .collect();
+        self
     }
 
     /// The verdict line, e.g. `verdict: fail (2 failed, 1 warning, 20 passed, 3 skipped)`.
@@ -93,11 +125,17 @@ impl Report {
         format!("verdict: {word} ({fail} failed, {warn} warning(s), {pass} passed, {skip} skipped)")
     }
 
-    /// The terminal form: a header, one line per check grouped by phase, the notes, the verdict.
+    /// The terminal form: a header, one line per check grouped by phase with the call plan
+    /// before the calls, the notes, the verdict.
     pub fn render_text(&self) -> String {
         let mut out = format!("odek ext check: server {:?}: {}\n", self.server, terminal_safe(&self.command.join(" ")));
         let mut group = "";
+        let mut plan_shown = false;
         for result in &self.checks {
+            if !plan_shown && matches!(result.group, "calls" | "load" | "shutdown") {
+                out.push_str(&render_plan(self.call_policy, &self.plan));
+                plan_shown = true;
+            }
             if result.group != group {
                 group = result.group;
                 out.push_str(group);
@@ -108,11 +146,14 @@ impl Report {
                 "  {:<4}  {}{tool}: {}\n",
                 result.status.as_str(),
                 result.check,
-                terminal_safe(&result.reason)
+                one_line(&result.reason)
             ));
             if let Some(evidence) = &result.evidence {
                 out.push_str(&format!("        evidence: {}\n", one_line(evidence)));
             }
+        }
+        if !plan_shown {
+            out.push_str(&render_plan(self.call_policy, &self.plan));
         }
         for note in &self.notes {
             out.push_str(&format!("note: {}\n", terminal_safe(note)));
@@ -121,6 +162,24 @@ impl Report {
         out.push('\n');
         out
     }
+}
+
+/// The call plan for a terminal: `plan (--calls <policy>): <n> of <m> tool(s) called`, then
+/// `  call  <tool>: <reason>` or `  skip  <tool>: <reason>` per tool, redacted and one line each;
+/// nothing when no tool was listed. The report shows it before the calls, and `odek ext check`
+/// prints it on stderr before making them.
+pub fn render_plan(call_policy: CallPolicy, plan: &[PlannedCall]) -> String {
+    if plan.is_empty() {
+        return String::new();
+    }
+    let called = plan.iter().filter(|planned| planned.call).count();
+    let mut out = format!("plan (--calls {}): {called} of {} tool(s) called\n", call_policy.as_str(), plan.len());
+    for planned in plan {
+        let word = if planned.call { "call" } else { "skip" };
+        let reason = cut(&redact(&planned.reason), MAX_REASON_BYTES);
+        out.push_str(&format!("  {word}  {}: {}\n", one_line(&redact(&planned.tool)), one_line(&reason)));
+    }
+    out
 }
 
 /// Evidence on one terminal line: line feeds shown as `\n`, other controls made harmless.
@@ -149,6 +208,7 @@ mod tests {
             examples: Vec::new(),
             skip_calls: Vec::new(),
             exclude_tools: Vec::new(),
+            calls: CallPolicy::All,
             concurrency: 1,
             client_version: "0".into(),
         }
@@ -189,6 +249,50 @@ mod tests {
              note: restarted\n\
              verdict: fail (1 failed, 0 warning(s), 1 passed, 0 skipped)\n"
         );
+    }
+
+    #[test]
+    fn the_plan_is_shown_before_the_calls() {
+        let mut calls = result("call_answers", Status::Pass);
+        calls.group = "calls";
+        let plan = vec![
+            PlannedCall { tool: "get".into(), call: true, reason: "annotated readOnlyHint: true".into() },
+            PlannedCall { tool: "rm".into(), call: false, reason: "annotated destructiveHint: true".into() },
+        ];
+        let mut read_only = options();
+        read_only.calls = CallPolicy::ReadOnly;
+        let report = Report::new(&read_only, vec![result("tools_list_answers", Status::Pass), calls], Vec::new())
+            .with_plan(plan);
+        assert_eq!(
+            report.render_text(),
+            "odek ext check: server \"srv\": /bin/srv --x\n\
+             tools\n  \
+             pass  tools_list_answers: why\n\
+             plan (--calls read-only): 1 of 2 tool(s) called\n  \
+             call  get: annotated readOnlyHint: true\n  \
+             skip  rm: annotated destructiveHint: true\n\
+             calls\n  \
+             pass  call_answers: why\n\
+             verdict: pass (0 failed, 0 warning(s), 2 passed, 0 skipped)\n"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["call_policy"], "read-only");
+        assert_eq!(
+            json["plan"][1],
+            serde_json::json!({"tool": "rm", "call": false, "reason": "annotated destructiveHint: true"})
+        );
+    }
+
+    #[test]
+    fn reasons_are_kept_whole_up_to_a_generous_cap() {
+        let mut long = result("call_answers", Status::Pass);
+        long.reason = format!("{}\nsecond line", "r".repeat(300));
+        let report = Report::new(&options(), vec![long.clone()], Vec::new());
+        assert_eq!(report.checks[0].reason, long.reason, "not cut at 100 characters");
+        assert!(report.render_text().contains("\\nsecond line\n"), "one line per check");
+        long.reason = "r".repeat(MAX_REASON_BYTES * 2);
+        let report = Report::new(&options(), vec![long], Vec::new());
+        assert_eq!(report.checks[0].reason.len(), MAX_REASON_BYTES + '\u{2026}'.len_utf8());
     }
 
     #[test]

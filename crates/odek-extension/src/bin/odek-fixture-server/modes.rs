@@ -60,9 +60,14 @@ pub(crate) enum Mode {
     CrossedIds,
     DuplicateTool,
     BadOutputSchema,
+    ManyTools,
+    HeavyTools,
+    AnnotatedTools,
+    ClosedSchema,
+    FormattedArguments,
 }
 
-const MODES: [(Mode, &str); 31] = [
+const MODES: [(Mode, &str); 36] = [
     (Mode::InvalidToolName, "invalid-tool-name"),
     (Mode::DunderToolName, "dunder-tool-name"),
     (Mode::ShadowBuiltin, "shadow-builtin"),
@@ -94,6 +99,11 @@ const MODES: [(Mode, &str); 31] = [
     (Mode::CrossedIds, "crossed-ids"),
     (Mode::DuplicateTool, "duplicate-tool"),
     (Mode::BadOutputSchema, "bad-output-schema"),
+    (Mode::ManyTools, "many-tools"),
+    (Mode::HeavyTools, "heavy-tools"),
+    (Mode::AnnotatedTools, "annotated-tools"),
+    (Mode::ClosedSchema, "closed-schema"),
+    (Mode::FormattedArguments, "formatted-arguments"),
 ];
 
 /// odek's default `max_response_bytes`, plus one: the length of oversized-reply's answer line.
@@ -380,7 +390,11 @@ async fn report_reply(pending: PendingReply, what: &'static str) {
 }
 
 async fn list_tools(fixture: &Fixture, context: &Arc<CallContext>, request: Request) -> Reply {
-    let mut page = list_tools_page(fixture, context, request).await;
+    let cursor = request.params.as_ref().and_then(|params| params.get("cursor")).and_then(Value::as_str);
+    if let Some(page) = crate::catalogue_modes::listing_page(fixture, cursor) {
+        return page;
+    }
+    let mut page = crate::catalogue_modes::with_annotations(list_tools_page(fixture, context, request).await);
     if fixture.has(Mode::DuplicateTool) {
         page = with_first_tool_twice(page);
     }
