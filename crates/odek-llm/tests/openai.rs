@@ -589,28 +589,19 @@ async fn a_streamed_call_without_a_response_head_is_idle_red() {
     );
 }
 
-/// `: ping` comments restarted the idle timer: a provider that only kept the connection alive
-/// held the call forever.
+/// `: ping` comments and empty chunks restarted the idle timer: a provider that only kept the
+/// connection alive held the call forever.
 #[tokio::test]
-async fn keep_alive_comments_do_not_restart_the_idle_timer_red() {
-    let server = RawServer::start(Behaviour::KeepAliveOnly);
-    let provider = server.provider(Duration::from_millis(300));
-    let err = within_ten_seconds(call(&provider, true)).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("{}: stream idle for more than 300 ms (no data from the provider)", server.endpoint())
-    );
-}
-
-#[tokio::test]
-async fn empty_chunks_do_not_restart_the_idle_timer_red() {
-    let server = RawServer::start(Behaviour::EmptyChunks);
-    let provider = server.provider(Duration::from_millis(300));
-    let err = within_ten_seconds(call(&provider, true)).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("{}: stream idle for more than 300 ms (no data from the provider)", server.endpoint())
-    );
+async fn keep_alive_comments_and_empty_chunks_do_not_restart_the_idle_timer_red() {
+    for behaviour in [Behaviour::KeepAliveOnly, Behaviour::EmptyChunks] {
+        let server = RawServer::start(behaviour);
+        let provider = server.provider(Duration::from_millis(300));
+        let err = within_ten_seconds(call(&provider, true)).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}: stream idle for more than 300 ms (no data from the provider)", server.endpoint())
+        );
+    }
 }
 
 /// The bound is between chunks that carry data, not on the whole answer.
