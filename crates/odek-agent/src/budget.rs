@@ -213,10 +213,14 @@ impl Budget {
 
     /// When the runtime budget runs out (`None` without one): the moment the whole elapsed
     /// seconds reach the max, so the check is also enforced while a model call or a tool batch
-    /// is in flight, not only before the next call.
+    /// is in flight, not only before the next call. A limit too far away for the clock to
+    /// represent (`--max-runtime 18446744073709551615`) can never be reached: no deadline.
     pub fn runtime_deadline(&self) -> Option<Instant> {
         let max = self.limits.max_runtime_seconds;
-        (max > 0).then(|| self.started + std::time::Duration::from_secs(max))
+        if max == 0 {
+            return None;
+        }
+        self.started.checked_add(std::time::Duration::from_secs(max))
     }
 
     /// The runtime error at (or after) [`Budget::runtime_deadline`].
@@ -416,6 +420,19 @@ mod tests {
 
     fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
         Usage { input_tokens, output_tokens }
+    }
+
+    /// `started + max` overflowed the clock and panicked for a limit as large as the flag or the
+    /// config accepts.
+    #[test]
+    fn a_runtime_limit_beyond_the_clock_is_no_deadline_red() {
+        for max_runtime_seconds in [u64::MAX, i64::MAX as u64] {
+            let budget = Budget::new(BudgetLimits { max_runtime_seconds, ..BudgetLimits::default() }, Instant::now());
+            assert_eq!(budget.runtime_deadline(), None);
+            assert!(budget.check_runtime().is_ok());
+        }
+        let budget = Budget::new(BudgetLimits { max_runtime_seconds: 5, ..BudgetLimits::default() }, Instant::now());
+        assert!(budget.runtime_deadline().is_some());
     }
 
     #[test]
