@@ -221,3 +221,32 @@ async fn ninety_iterations_run_to_a_final_answer() {
     assert_eq!(outcome.usage.input_tokens, 900);
     assert_eq!(tool_messages(&messages).len(), 89);
 }
+
+/// With one call at a time, a call still waiting for its slot when the batch was cancelled
+/// started anyway once the slot freed up, and ran its side effect after the stop.
+#[tokio::test]
+async fn a_call_waiting_for_its_slot_never_starts_once_the_batch_is_cancelled_red() {
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    let stopper = FnTool::new("stopper", move |_| {
+        let stop = stop.clone();
+        Box::pin(async move {
+            stop.cancel();
+            Ok(ToolOutcome::text("stopped the run"))
+        })
+    });
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let marker = Arc::clone(&ran);
+    let late = FnTool::new("late", move |_| {
+        marker.store(true, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { Ok(ToolOutcome::text("ran late")) })
+    });
+    let provider = QueueProvider::new(vec![calls(&[("a", "stopper", "{}"), ("b", "late", "{}")]), answer("never")]);
+    let mut one_at_a_time = settings(3);
+    one_at_a_time.max_tool_parallel = 1;
+    let mut agent = agent(provider, vec![stopper, late], one_at_a_time);
+    let mut messages = start();
+    let err = agent.run(&mut messages, &cancel).await.unwrap_err();
+    assert!(matches!(err, RunError::Cancelled), "{err}");
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "the queued call ran after the cancellation");
+}

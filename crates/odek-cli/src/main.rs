@@ -15,12 +15,12 @@ fn main() -> ExitCode {
             Ok(()) => args,
             Err(err) => {
                 let shown = odek_contract::quoting::quote(&directory.to_string_lossy());
-                eprintln!("odek: -C {}: {err}", printable(&shown));
+                final_line(&format!("odek: -C {}: {err}", printable(&shown)));
                 return ExitCode::from(1);
             }
         },
         Err(error) => {
-            eprintln!("odek: {error}");
+            final_line(&format!("odek: {error}"));
             return ExitCode::from(1);
         }
     };
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("odek: start async runtime: {err}");
+            final_line(&format!("odek: start async runtime: {err}"));
             return ExitCode::from(1);
         }
     };
@@ -58,15 +58,15 @@ fn report(outcome: Result<(), CommandError>) -> u8 {
         Err(CommandError::Reported) => 1,
         Err(CommandError::Exit(code)) => code,
         Err(CommandError::Budget(error)) => {
-            eprintln!("odek: {}", printable(&error));
+            final_line(&format!("odek: {}", printable(&error)));
             4
         }
         Err(CommandError::Verbatim(line)) => {
-            eprintln!("{}", printable(&line));
+            final_line(&printable(&line));
             1
         }
         Err(CommandError::Fatal(error)) => {
-            eprintln!("odek: {}", printable(&error));
+            final_line(&format!("odek: {}", printable(&error)));
             1
         }
         // 128 + the signal for SIGTERM and SIGHUP; SIGINT keeps the command's own code.
@@ -75,6 +75,13 @@ fn report(outcome: Result<(), CommandError>) -> u8 {
             signal.exit_code().unwrap_or(code)
         }
     }
+}
+
+/// Writes the final error line to stderr. A failed write is ignored: after a hangup the terminal
+/// is gone and writes fail with EIO, where `eprintln!` would panic and turn the exit into 101.
+fn final_line(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// A final error line as it may reach the terminal: errors can quote server text (it must not

@@ -199,3 +199,37 @@ fn sigterm_stops_ext_call_and_exits_143_red() {
     assert!(text.contains("(SIGTERM)"), "{text}");
     assert!(odek_test_support::processes_mentioning(&sandbox.artifacts).is_empty(), "the MCP server outlived odek");
 }
+
+/// A second stop signal ends odek at once, without waiting for a clean-up that may hang (here
+/// an MCP server that ignores stdin EOF and SIGTERM, whose shutdown would take its full grace):
+/// the operator is never left with SIGKILL as the only way out.
+#[test]
+fn a_second_stop_signal_exits_at_once() {
+    let server = two_step_server();
+    let sandbox = Sandbox::new();
+    let mut stubborn = sandbox.fixture_server();
+    stubborn["args"].as_array_mut().unwrap().extend([json!("--mode"), json!("ignore-stdin-eof")]);
+    sandbox.global_config(&json!({"base_url": server.base_url(), "model": "test-model",
+                                  "mcp_servers": {"fixture": stubborn}}));
+    let mut child = sandbox.spawn(&["run", "--quiet", "work", "for", "a", "while"]);
+    let lines = stderr_lines(&mut child);
+    let mut seen = Vec::new();
+    wait_for_file(&sandbox.project.join("sleep.pid"));
+    signal(&child, Signal::SIGTERM);
+    // Two signals sent at once would merge into one: wait until the first was acted on (the
+    // cancelled shell's sleep is gone), while odek still waits for the server to exit.
+    let sleep = read_pid(&sandbox.project.join("sleep.pid"));
+    let deadline = Instant::now() + DEADLINE;
+    while !process_dead(sleep) {
+        assert!(Instant::now() < deadline, "the first SIGTERM stopped nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&child, Signal::SIGTERM);
+    let (code, text) = finish(child, &lines, &mut seen);
+    assert_eq!(code, Some(143), "{text}");
+    let left = odek_test_support::processes_mentioning(&sandbox.artifacts);
+    assert!(!left.is_empty(), "odek waited for the stubborn server's shutdown instead of exiting at once");
+    for pid in left {
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+}

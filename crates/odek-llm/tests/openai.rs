@@ -491,6 +491,8 @@ enum Behaviour {
     KeepAliveOnly,
     /// Sends an SSE head, then chunks that carry nothing (`{"choices":[{"delta":{}}]}`) forever.
     EmptyChunks,
+    /// Sends an SSE head, then the same finish reason and usage over and over, never `[DONE]`.
+    RepeatedFinish,
     /// Sends an SSE head, then a word every 100 ms (each gap shorter than the idle bound, the
     /// whole answer longer), then the finish reason and `[DONE]`.
     SlowWords,
@@ -521,7 +523,7 @@ impl RawServer {
                             while std::io::Read::read(&mut reader, &mut sink).is_ok_and(|read| read > 0) {}
                             return;
                         }
-                        Behaviour::KeepAliveOnly | Behaviour::EmptyChunks => Vec::new(),
+                        Behaviour::KeepAliveOnly | Behaviour::EmptyChunks | Behaviour::RepeatedFinish => Vec::new(),
                         Behaviour::SlowWords => (0..8).map(|i| chunk(&format!("w{i} "))).collect(),
                     };
                     if stream.write_all(head.as_bytes()).is_err() {
@@ -544,6 +546,11 @@ impl RawServer {
                         Behaviour::EmptyChunks => {
                             format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {}}]}))
                         }
+                        Behaviour::RepeatedFinish => format!(
+                            "data: {}\n\n",
+                            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                                   "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+                        ),
                         _ => ": ping\n\n".to_owned(),
                     };
                     while stream.write_all(filler.as_bytes()).is_ok() {
@@ -589,11 +596,11 @@ async fn a_streamed_call_without_a_response_head_is_idle_red() {
     );
 }
 
-/// `: ping` comments and empty chunks restarted the idle timer: a provider that only kept the
-/// connection alive held the call forever.
+/// `: ping` comments, empty chunks and a finish reason and usage repeated forever restarted the
+/// idle timer: a provider that only kept the connection alive held the call forever.
 #[tokio::test]
 async fn keep_alive_comments_and_empty_chunks_do_not_restart_the_idle_timer_red() {
-    for behaviour in [Behaviour::KeepAliveOnly, Behaviour::EmptyChunks] {
+    for behaviour in [Behaviour::KeepAliveOnly, Behaviour::EmptyChunks, Behaviour::RepeatedFinish] {
         let server = RawServer::start(behaviour);
         let provider = server.provider(Duration::from_millis(300));
         let err = within_ten_seconds(call(&provider, true)).await.unwrap_err();

@@ -368,9 +368,16 @@ impl Agent {
                 });
             }
 
-            let approved = self.approval_gate(&batch, &risks, &mut always_approved).await;
-            // The runtime budget ran out while the batch was running: its calls were cancelled.
+            let mut approved = self.approval_gate(&batch, &risks, &mut always_approved).await;
+            // The runtime budget ran out while the batch was running (its calls were cancelled),
+            // or while the gate waited for an answer (none of them starts).
             let mut expired = None;
+            if approved.is_some()
+                && let Err(exceeded) = self.budget.check_runtime()
+            {
+                expired = Some(exceeded);
+                approved = None;
+            }
             let finished = match approved {
                 Some(approved) => {
                     let (finished, ran_out) = self.execute_batch(&batch, approved, cancel).await;
@@ -384,7 +391,11 @@ impl Agent {
                 None => batch
                     .iter()
                     .map(|_| Finished {
-                        output: "error: batch approval denied".to_owned(),
+                        output: if expired.is_some() {
+                            outcome_text(&Err(ToolError::new("cancelled")))
+                        } else {
+                            "error: batch approval denied".to_owned()
+                        },
                         failed: true,
                         observed_chars: None,
                         duration: Duration::ZERO,
@@ -435,14 +446,23 @@ impl Agent {
         if self.budget.any_exhausted(totals) {
             return Err(RunError::MaxIterations(max_iterations));
         }
-        match partial_summary(self.provider.as_ref(), &self.settings.model, messages, ITERATION_SUMMARY_PREFIX).await {
-            Ok((answer, usage)) => {
+        let summary = self
+            .until_runtime_deadline(partial_summary(
+                self.provider.as_ref(),
+                &self.settings.model,
+                messages,
+                ITERATION_SUMMARY_PREFIX,
+            ))
+            .await;
+        match summary {
+            Some(Ok((answer, usage))) => {
                 totals.add(usage);
                 messages.push(Message::assistant(answer.clone()));
                 self.persist(max_iterations, messages, totals)?;
                 Ok(RunOutcome { answer, usage: totals, iterations: max_iterations })
             }
-            Err(_) => Err(RunError::MaxIterations(max_iterations)),
+            Some(Err(_)) => Err(RunError::MaxIterations(max_iterations)),
+            None => Err(self.exhausted(max_iterations, self.budget.runtime_expired(), messages, totals).await),
         }
     }
 
@@ -476,14 +496,23 @@ impl Agent {
         messages: &mut Vec<Message>,
         mut totals: Usage,
     ) -> Result<RunOutcome, RunError> {
-        match partial_summary(self.provider.as_ref(), &self.settings.model, messages, TIME_SUMMARY_PREFIX).await {
-            Ok((answer, usage)) => {
+        let summary = self
+            .until_runtime_deadline(partial_summary(
+                self.provider.as_ref(),
+                &self.settings.model,
+                messages,
+                TIME_SUMMARY_PREFIX,
+            ))
+            .await;
+        match summary {
+            Some(Ok((answer, usage))) => {
                 totals.add(usage);
                 messages.push(Message::assistant(answer.clone()));
                 self.persist(completed.max(1), messages, totals)?;
                 Ok(RunOutcome { answer, usage: totals, iterations: completed })
             }
-            Err(_) => Err(RunError::TimeBudget(completed)),
+            Some(Err(_)) => Err(RunError::TimeBudget(completed)),
+            None => Err(self.exhausted(completed.max(1), self.budget.runtime_expired(), messages, totals).await),
         }
     }
 
@@ -707,6 +736,10 @@ impl Agent {
             let permits = Arc::clone(&permits);
             let task = async move {
                 let _permit = permits.acquire_owned().await;
+                // A call still waiting for its slot when the batch was cancelled never starts.
+                if ctx.cancel.is_cancelled() {
+                    return (Err(ToolError::new("cancelled")), Duration::ZERO);
+                }
                 let started = Instant::now();
                 let outcome = tool.call(&arguments, &ctx).await;
                 (outcome, started.elapsed())

@@ -5,11 +5,14 @@
 //!
 //! [beyond] Everything a child supplied (status, error, summary, file names, denials, raw
 //! output) goes through the same forged-line indentation as a tool result
-//! (`results-and-artifacts.md` §5.3), so no line a child wrote starts with `- artifact `.
+//! (`results-and-artifacts.md` §5.3), so no line a child wrote starts with `- artifact `, and
+//! its multi-line texts cannot forge an artifact preview block either.
 
 use std::borrow::Cow;
 
 use odek_contract::render::sanitise;
+
+use super::artifacts::fence_child_text;
 use odek_contract::truncation::runes_with_ellipsis;
 use serde_json::Value;
 
@@ -47,7 +50,7 @@ pub fn render_results(sections: &[TaskSection<'_>], artifact_read: bool) -> Stri
 
 fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, artifact_read: bool) {
     let result = section.result;
-    let text = |key: &str| sanitise(result.get(key).and_then(Value::as_str).unwrap_or_default());
+    let text = |key: &str| fence_child_text(result.get(key).and_then(Value::as_str).unwrap_or_default());
     let number_of = |key: &str| result.get(key).and_then(Value::as_f64).unwrap_or(0.0);
     let goal = section.goal.split_whitespace().collect::<Vec<_>>().join(" ");
     out.push_str(&format!("─── Task {number}: {} ───\n", runes_with_ellipsis(&goal, TITLE_GOAL_RUNES)));
@@ -126,7 +129,7 @@ fn render_section(out: &mut String, number: usize, section: &TaskSection<'_>, ar
     if !section.parsed && !section.raw_stdout.is_empty() {
         let shown = &section.raw_stdout[..section.raw_stdout.len().min(RAW_OUTPUT_SHOWN_BYTES)];
         out.push_str("raw output:\n");
-        out.push_str(&sanitise(&String::from_utf8_lossy(shown)));
+        out.push_str(&fence_child_text(&String::from_utf8_lossy(shown)));
         if section.raw_stdout.len() > RAW_OUTPUT_SHOWN_BYTES {
             out.push_str("\n... [result truncated]");
         }

@@ -97,7 +97,7 @@ impl Tool for ShellTool {
                     "command": {"type": "string", "description": "The command line to run with bash -c."},
                     "timeout_seconds": {
                         "type": "integer", "minimum": 1, "maximum": cap,
-                        "description": format!("Kill the command (and everything it started) after this many seconds (default {default}; at most {cap}, a larger value is lowered to {cap}). On timeout the call fails with the output so far.")
+                        "description": format!("Kill the command's process group (and what still holds its output) after this many seconds (default {default}; at most {cap}, a larger value is lowered to {cap}). On timeout the call fails with the output so far.")
                     },
                     "workdir": {"type": "string", "description": "Directory to run in, relative to the working directory (default: the working directory)."}
                 },
@@ -273,6 +273,10 @@ async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolCon
         process.env_remove(name);
     }
     let pipe_inode = nix::sys::stat::fstat(&reader).ok().map(|stat| stat.st_ino);
+    // A call cancelled before it got here (the batch's deadline, a stop signal) has no side effect.
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::new("cancelled"));
+    }
     let mut child = process.spawn().map_err(spawn_error)?;
     // The parent's copies of the write end must close, or the pipe never reaches EOF.
     drop(process);

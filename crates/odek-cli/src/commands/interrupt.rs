@@ -3,6 +3,9 @@
 //! saved at its last completed step — and the first one received is remembered, so the command
 //! can end with the conventional exit ([`StopSignal::exit_code`], mapped in `main.rs`).
 //!
+//! A second stop signal, of any of the three kinds, ends the process at once with
+//! `128 + <signal>`, clean-up or not.
+//!
 //! Start at [`cancel_on_stop_signals`]. The handlers stay installed for the life of the process
 //! (tokio never removes them), as the Ctrl-C handler always did.
 
@@ -62,15 +65,25 @@ impl StopSignal {
 }
 
 /// A token cancelled by the first SIGINT, SIGTERM or SIGHUP this process receives. A signal
-/// whose handler cannot be installed keeps its default action.
+/// whose handler cannot be installed keeps its default action. Every call returns the same
+/// token: the handlers are installed once, so one signal is never counted twice.
 pub(crate) fn cancel_on_stop_signals() -> CancellationToken {
+    static TOKEN: std::sync::OnceLock<CancellationToken> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(install_handlers).clone()
+}
+
+fn install_handlers() -> CancellationToken {
     let token = CancellationToken::new();
     for stop in StopSignal::ALL {
         let Ok(mut stream) = signal(stop.kind()) else { continue };
         let trigger = token.clone();
         tokio::spawn(async move {
-            if stream.recv().await.is_some() {
-                let _ = RECEIVED.compare_exchange(0, stop.number(), Ordering::AcqRel, Ordering::Acquire);
+            while stream.recv().await.is_some() {
+                if RECEIVED.compare_exchange(0, stop.number(), Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    // A second stop signal: the operator means it; a stuck clean-up must not
+                    // leave SIGKILL as the only way out.
+                    std::process::exit(128 + stop.number());
+                }
                 trigger.cancel();
             }
         });

@@ -47,12 +47,16 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
 }
 
 /// A failure after a stop signal is the signal's failure (a command that finished despite the
-/// signal keeps its success). The error line names the signal unless it was SIGINT, whose line
+/// signal keeps its success, and a budget stop keeps exit 4). The error line names the signal unless it was SIGINT, whose line
 /// stays what a cancelled run always printed.
 fn stopped_by_signal(error: CommandError) -> CommandError {
     let Some(signal) = interrupt::received_stop_signal() else {
         return error;
     };
+    // Exit 4 means the budget and only the budget (spec README §4), signal or not.
+    if matches!(error, CommandError::Budget(_)) {
+        return error;
+    }
     let error = match error {
         CommandError::Fatal(text) if signal != interrupt::StopSignal::Interrupt => {
             CommandError::Fatal(format!("{text} ({})", signal.name()))

@@ -39,14 +39,21 @@ impl StreamAccumulator {
         if let Some(message) = wire::provider_error_in(chunk) {
             return Err(WireError::Provider(message));
         }
+        // Progress is a change to the answer: a chunk repeating the same usage, finish reason
+        // or tool-call id every few seconds must not hold the call open forever.
         if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
-            self.usage = Some(wire::usage_from(usage));
-            self.progress += 1;
+            let usage = wire::usage_from(usage);
+            if self.usage != Some(usage) {
+                self.usage = Some(usage);
+                self.progress += 1;
+            }
         }
         let Some(choice) = wire::first_choice(chunk) else {
             return Ok(());
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str)
+            && self.finish_reason.as_deref() != Some(reason)
+        {
             self.finish_reason = Some(reason.to_owned());
             self.progress += 1;
         }
@@ -96,29 +103,39 @@ impl StreamAccumulator {
         }
         self.last_index = Some(index);
         let call = self.tool_calls.entry(index).or_default();
-        if let Some(id) = id {
+        let mut changed = false;
+        if let Some(id) = id
+            && call.id != id
+        {
             id.clone_into(&mut call.id);
+            changed = true;
         }
         let function = fragment.get("function");
         let name = function.and_then(|function| function.get("name")).and_then(Value::as_str);
         let arguments = function.and_then(|function| function.get("arguments"));
-        if id.is_some()
-            || name.is_some_and(|name| !name.is_empty())
-            || arguments.is_some_and(|piece| !piece.is_null() && piece.as_str() != Some(""))
-        {
-            self.progress += 1;
-        }
-        if let Some(name) = name {
+        if let Some(name) = name.filter(|name| !name.is_empty()) {
             if call.name.is_empty() {
                 name.clone_into(&mut call.name);
+                changed = true;
             } else if call.name != name {
                 call.name.push_str(name);
+                changed = true;
             }
         }
         match arguments {
-            Some(Value::String(piece)) => call.arguments.push_str(piece),
-            Some(Value::Null) | None => {}
-            Some(whole) => call.arguments = whole.to_string(),
+            Some(Value::String(piece)) if !piece.is_empty() => {
+                call.arguments.push_str(piece);
+                changed = true;
+            }
+            Some(Value::String(_) | Value::Null) | None => {}
+            Some(whole) => {
+                let whole = whole.to_string();
+                changed |= call.arguments != whole;
+                call.arguments = whole;
+            }
+        }
+        if changed {
+            self.progress += 1;
         }
         Ok(())
     }

@@ -37,7 +37,10 @@ pub use registry::{
     ArtifactRegistry, MAX_ALIAS_SUFFIX, MAX_LIVE_ENTRIES, RegisteredArtifact, RegistrationCall, TaskRegistration,
     shared_registry,
 };
-pub use render::{render_artifact_block, render_dropped_line, render_inline_skipped_line, render_registered_artifact};
+pub use render::{
+    fence_child_text, render_artifact_block, render_dropped_line, render_inline_skipped_line,
+    render_registered_artifact,
+};
 pub use scan::{
     FinishedArtifact, MAX_SUMMARY_RUNES, ScanLimits, ScanReport, append_artifact_flags, media_type_for_name,
     scan_artifact_root, scan_artifact_root_with,
