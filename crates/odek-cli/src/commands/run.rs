@@ -494,7 +494,8 @@ async fn run_agent(
     terminal_mcp: Arc<dyn McpObserver>,
     started: std::time::Instant,
 ) -> Result<odek_agent::run::RunOutcome, RunFailure> {
-    // Listening from here on: a stop signal during MCP startup still ends in a clean stop.
+    // Listening from here on: a stop signal during MCP startup is acted on once startup ends
+    // (each handshake is bounded by its server's timeout); a second signal exits at once.
     let cancel = cancel_on_interrupt();
     // Building the HTTP client (TLS roots) is CPU work: do it while the MCP servers start.
     let provider_plan = effective.clone();

@@ -489,7 +489,8 @@ async fn execute(
         stream.started(std::process::id(), depth, timeout_seconds, max_iterations, &profile, max_risk);
     }
 
-    // Listening from here on: a stop signal during MCP startup still ends in a clean stop.
+    // Listening from here on: a stop signal during MCP startup is acted on once startup ends
+    // (each handshake is bounded by its server's timeout); a second signal exits at once.
     let interrupt = cancel_on_interrupt();
     let replay = task.replay.clone().map(Arc::new);
     let provider = match build_provider(&config.core, api_key.as_deref(), replay.as_deref(), None) {
