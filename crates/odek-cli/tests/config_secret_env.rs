@@ -41,6 +41,44 @@ fn secret_env_in_a_project_file_is_refused_red() {
     );
 }
 
+/// A project file could read the variable a global `secret_env` takes its value from, under a
+/// name that does not look secret (`BRAVE_KEY`), into its args: shown in the approval prompt
+/// and error, and passed to the server once approved.
+#[test]
+fn a_project_file_cannot_read_what_a_global_secret_env_reads_red() {
+    let global =
+        r#"{"mcp_servers": {"brave": {"command": "brave-mcp", "secret_env": {"BRAVE_API_KEY": "${BRAVE_KEY}"}}}}"#;
+    let project = r#"{"mcp_servers": {"echo": {"command": "sh", "args": ["-c", "echo ${BRAVE_KEY} ${PLAIN}"]}}}"#;
+    let fixture = config_support::Fixture::new()
+        .env("BRAVE_KEY", ENV_TOKEN)
+        .env("PLAIN", "plain-value")
+        .global(global)
+        .project(project);
+    let loaded = fixture.load().unwrap();
+    let echo = loaded.config.mcp_servers.iter().find(|server| server.name == "echo").unwrap();
+    assert_eq!(echo.entry.args, ["-c", "echo  plain-value"]);
+    assert_eq!(
+        loaded.warnings,
+        ["./odek.json: ${BRAVE_KEY} not expanded (variable a global secret_env reads, in project config)"]
+    );
+    std::fs::remove_file(fixture.cwd.join("odek.json")).unwrap();
+    std::fs::write(fixture.cwd.join(".mcp.json"), project.replace("mcp_servers", "mcpServers")).unwrap();
+    let loaded = fixture.load().unwrap();
+    let echo = loaded.config.mcp_servers.iter().find(|server| server.name == "echo").unwrap();
+    assert_eq!(echo.entry.args, ["-c", "echo  plain-value"], "./.mcp.json follows the same rule");
+
+    // End to end: the approval-required error never shows the value.
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&serde_json::from_str::<Value>(global).unwrap());
+    sandbox.write("odek.json", project);
+    let output = sandbox.command(&["ext", "list"]).env("BRAVE_KEY", ENV_TOKEN).output().unwrap();
+    let err = stderr(&output);
+    assert!(err.contains("project-level MCP server \"echo\" (sh \"-c echo  \")"), "{err}");
+    for text in [stdout(&output), err] {
+        assert!(!text.contains(ENV_TOKEN), "{text}");
+    }
+}
+
 #[test]
 fn values_come_from_the_environment_secrets_env_or_a_literal() {
     let fixture = config_support::Fixture::new()
