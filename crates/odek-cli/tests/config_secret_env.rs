@@ -310,3 +310,40 @@ fn ext_call_never_prints_a_secret_the_server_echoes_red() {
         }
     }
 }
+
+/// A server that fails `initialize` with an error quoting the token it was handed.
+fn echoing_failure(required: bool) -> Value {
+    json!({
+        "command": "sh",
+        "args": ["-c", "exec \"$0\" --initialize-error-message \"bad token $GH_TOKEN\"", odek_test_support::fixture_server()],
+        "secret_env": {"GH_TOKEN": "${MY_GH_TOKEN}"},
+        "required": required,
+    })
+}
+
+/// `ext list` printed a failing server's error as it came, on stdout (text and `--json`) and on
+/// stderr, so a server echoing its `secret_env` token put the token on the operator's screen.
+#[test]
+fn ext_list_never_prints_a_token_a_failing_server_echoes_red() {
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({"mcp_servers": {
+        "echoer": echoing_failure(true),
+        "optional": echoing_failure(false),
+    }}));
+    for json_flag in [false, true] {
+        let mut args = vec!["ext", "list"];
+        if json_flag {
+            args.push("--json");
+        }
+        let output = sandbox.command(&args).env("MY_GH_TOKEN", ENV_TOKEN).output().unwrap();
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert_eq!(output.status.code(), Some(1), "{err}");
+        assert!(err.contains("bad token [REDACTED]"), "the failure is still reported: {err}");
+        assert!(out.contains("bad token [REDACTED]"), "{out}");
+        let warning = err.lines().find(|line| line.starts_with("odek: warning: mcp server \"optional\"")).unwrap();
+        assert!(warning.ends_with("; continuing without it (required: false)"), "worded as a run: {warning}");
+        for text in [&out, &err] {
+            assert!(!text.contains(ENV_TOKEN), "the token was printed: {text}");
+        }
+    }
+}
