@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_project_typo_is_never_taken_for_an_operator_only_key() {
-        let Value::Object(top) = json!({"mcp_servers": {"p": {"command": "x", "autoApprove": true, "agrs": []}}})
+        let Value::Object(mut top) = json!({"mcp_servers": {"p": {"command": "x", "autoApprove": true, "agrs": []}}})
         else {
             unreachable!()
         };
@@ -266,7 +266,7 @@ mod tests {
         check_server_entries("./odek.json", &mut top.clone(), Trust::Project, &mut project);
         assert_eq!(project, ["./odek.json: mcp server \"p\": unknown key \"agrs\" (did you mean \"args\"?)"]);
         let mut operator = Vec::new();
-        check_server_entries("/h/.odek/config.json", &mut top.clone(), Trust::Operator, &mut operator);
+        check_server_entries("/h/.odek/config.json", &mut top, Trust::Operator, &mut operator);
         assert_eq!(operator.len(), 2, "{operator:?}");
         assert!(operator[1].ends_with("unknown key \"autoApprove\" (did you mean \"auto_approve\"?)"), "{operator:?}");
     }
