@@ -203,7 +203,13 @@ async fn start_servers(
         }
     }
     let approvals = setup.approvals();
-    for skipped in approvals.approve_startup_servers(&startable)? {
+    // The prompts block on the terminal: off the async workers, so the stop-signal handlers
+    // keep running and a signal ends the wait.
+    let (asking, candidates) = (approvals.clone(), startable.clone());
+    let skipped = tokio::task::spawn_blocking(move || asking.approve_startup_servers(&candidates))
+        .await
+        .map_err(|err| CommandError::Fatal(format!("mcp approval: server approval prompt failed: {err}")))??;
+    for skipped in skipped {
         report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.failure_class);
         specs.retain(|spec| spec.name != skipped.name);
         startable.retain(|server| server.name != skipped.name);
