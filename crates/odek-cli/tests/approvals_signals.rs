@@ -85,11 +85,13 @@ fn expected_code(stop: Signal) -> i32 {
 fn a_signal_at_the_tool_card_ends_the_run(stop: Signal) {
     let model = ScriptedServer::start(vec![Reply::text("never asked")]);
     let fixture = Fixture::new();
-    let mut odek = spawn_run(&fixture, &model, json!({"fixture": fixture_entry()}), None);
+    let servers = json!({"one": fixture_entry(), "two": fixture_entry()});
+    let mut odek = spawn_run(&fixture, &model, servers, None);
     odek.wait_for(FIRST_QUESTION);
     let run = stop_at_prompt(odek, stop);
     assert_eq!(run.status.code(), Some(expected_code(stop)), "{}", run.stderr);
     assert!(run.stderr.contains("odek: context canceled"), "{}", run.stderr);
+    assert_eq!(run.stdout.matches(" wants to register ").count(), 1, "the other card was shown: {}", run.stdout);
     assert!(model.requests().is_empty(), "the run went on to the model");
     assert!(!fixture.tool_approvals_path().exists(), "an approval was persisted");
 }

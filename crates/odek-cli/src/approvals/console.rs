@@ -8,7 +8,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use crate::terminal::batch_gate::{read_key, read_stdin_byte};
+use crate::terminal::batch_gate::{read_key, read_stdin_byte, stop_signal_received};
 
 /// Longest answer line read from stdin (bytes); the rest of a longer line is not read.
 pub const MAX_ANSWER_BYTES: usize = 4096;
@@ -47,6 +47,9 @@ impl Console for StdConsole {
     /// The line is read from fd 0 a byte at a time ([`read_answer_line`]), so nothing past it is
     /// taken from the terminal, and a stop signal ends the wait with no answer.
     fn prompt(&self, text: &str) -> Option<String> {
+        if stop_signal_received() {
+            return None;
+        }
         {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(text.as_bytes()).ok()?;
@@ -87,7 +90,7 @@ fn read_answer_line() -> Option<String> {
             break;
         }
     }
-    if line.is_empty() || crate::commands::interrupt::received_stop_signal().is_some() {
+    if line.is_empty() || stop_signal_received() {
         return None;
     }
     Some(String::from_utf8_lossy(&line).into_owned())

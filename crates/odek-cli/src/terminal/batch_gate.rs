@@ -102,6 +102,10 @@ const KEY_REST_MAX: Duration = Duration::from_millis(250);
 /// cannot answer the next question. `None` on any failure, at end of input, or once a stop
 /// signal arrived. The MCP tool approval card reads its keys here too.
 pub(crate) fn read_key(show_prompt: impl FnOnce() -> std::io::Result<()>) -> Option<u8> {
+    // After a stop signal a question (another server's card) is not even shown.
+    if stop_signal_received() {
+        return None;
+    }
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
     let original = tcgetattr(fd).ok()?;
@@ -127,7 +131,7 @@ pub(crate) fn read_stdin_byte() -> Option<u8> {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
     loop {
-        if crate::commands::interrupt::received_stop_signal().is_some() {
+        if stop_signal_received() {
             return None;
         }
         match wait_readable(fd, STOP_POLL_SLICE) {
@@ -142,6 +146,11 @@ pub(crate) fn read_stdin_byte() -> Option<u8> {
             Ok(_) | Err(_) => return None,
         }
     }
+}
+
+/// Whether SIGINT, SIGTERM or SIGHUP arrived: then no question waits for an answer.
+pub(crate) fn stop_signal_received() -> bool {
+    crate::commands::interrupt::received_stop_signal().is_some()
 }
 
 /// What one bounded wait on fd 0 found.
