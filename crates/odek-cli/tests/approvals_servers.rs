@@ -106,6 +106,30 @@ fn without_a_terminal_approval_is_required() {
     );
 }
 
+/// A known secret in a project server's launch fields (however it got there) is shown neither
+/// by the §13.1 prompt nor by the approval-required error.
+#[test]
+fn the_prompt_and_the_required_error_redact_known_secrets_red() {
+    const SECRET: &str = "tok-approval-prompt-7d1e4a90c2";
+    odek_contract::redaction::register_secret(SECRET);
+    let mut entry = stdio_entry(SECRET, &["-c", &format!("echo {SECRET}")]);
+    entry.env.insert("MODE".into(), SECRET.into());
+    entry.artifact_roots = vec![format!("/srv/{SECRET}")];
+    let server = project_server("leaky", entry);
+    let prompt = server_approval_prompt(&server);
+    assert!(prompt.contains("  args:    -c echo [REDACTED]\n"), "{prompt}");
+    assert!(prompt.contains("    MODE=[REDACTED]\n"), "{prompt}");
+    let err = Fixture::new()
+        .approvals(ScriptedConsole::non_interactive())
+        .approve_project_servers(std::slice::from_ref(&server))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("project-level MCP server \"leaky\" ([REDACTED] \"-c echo [REDACTED]\")"), "{err}");
+    for text in [&prompt, &err] {
+        assert!(!text.contains(SECRET), "{text}");
+    }
+}
+
 #[test]
 fn every_server_is_approved_in_order_and_the_first_refusal_stops() {
     let fixture = Fixture::new();

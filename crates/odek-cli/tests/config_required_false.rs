@@ -250,6 +250,27 @@ fn ext_list_reports_an_optional_failure_without_failing() {
     assert!(stdout(&output).contains("\nmissing (global, required: false): failed\n"), "{}", stdout(&output));
 }
 
+/// `ext call` took the server name to be everything before the first `__`, so `fx___echo`
+/// (server `fx_`, tool `echo`) named a server `fx` and `fx_` could not be reached.
+#[test]
+fn ext_call_reaches_a_server_whose_name_ends_in_an_underscore() {
+    let sandbox = Sandbox::new();
+    let marker = sandbox.project.join("spawned");
+    sandbox.global_config(&json!({"mcp_servers": {"fx_": sandbox.fixture_server(), "other": marking_server(&marker)}}));
+    let output = sandbox.odek(&["ext", "call", "fx___echo", r#"{"text":"reached"}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "reached\n");
+    assert!(!marker.exists(), "another server was started");
+
+    // `fx___echo` is also a name `fx` could expose (its tool `_echo`): both are started, and the
+    // catalogue decides.
+    sandbox.global_config(&json!({"mcp_servers": {"fx_": sandbox.fixture_server(), "fx": sandbox.fixture_server()}}));
+    let output = sandbox.odek(&["ext", "call", "fx___echo", r#"{"text":"both"}"#]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "both\n");
+    assert!(stderr(&output).contains("odek: connected MCP server \"fx\""), "{}", stderr(&output));
+}
+
 #[test]
 fn ext_call_finds_the_server_of_a_shortened_exposed_name() {
     let sandbox = Sandbox::new();

@@ -41,6 +41,44 @@ fn secret_env_in_a_project_file_is_refused_red() {
     );
 }
 
+/// A project file could read the variable a global `secret_env` takes its value from, under a
+/// name that does not look secret (`BRAVE_KEY`), into its args: shown in the approval prompt
+/// and error, and passed to the server once approved.
+#[test]
+fn a_project_file_cannot_read_what_a_global_secret_env_reads_red() {
+    let global =
+        r#"{"mcp_servers": {"brave": {"command": "brave-mcp", "secret_env": {"BRAVE_API_KEY": "${BRAVE_KEY}"}}}}"#;
+    let project = r#"{"mcp_servers": {"echo": {"command": "sh", "args": ["-c", "echo ${BRAVE_KEY} ${PLAIN}"]}}}"#;
+    let fixture = config_support::Fixture::new()
+        .env("BRAVE_KEY", ENV_TOKEN)
+        .env("PLAIN", "plain-value")
+        .global(global)
+        .project(project);
+    let loaded = fixture.load().unwrap();
+    let echo = loaded.config.mcp_servers.iter().find(|server| server.name == "echo").unwrap();
+    assert_eq!(echo.entry.args, ["-c", "echo  plain-value"]);
+    assert_eq!(
+        loaded.warnings,
+        ["./odek.json: ${BRAVE_KEY} not expanded (variable a global secret_env reads, in project config)"]
+    );
+    std::fs::remove_file(fixture.cwd.join("odek.json")).unwrap();
+    std::fs::write(fixture.cwd.join(".mcp.json"), project.replace("mcp_servers", "mcpServers")).unwrap();
+    let loaded = fixture.load().unwrap();
+    let echo = loaded.config.mcp_servers.iter().find(|server| server.name == "echo").unwrap();
+    assert_eq!(echo.entry.args, ["-c", "echo  plain-value"], "./.mcp.json follows the same rule");
+
+    // End to end: the approval-required error never shows the value.
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&serde_json::from_str::<Value>(global).unwrap());
+    sandbox.write("odek.json", project);
+    let output = sandbox.command(&["ext", "list"]).env("BRAVE_KEY", ENV_TOKEN).output().unwrap();
+    let err = stderr(&output);
+    assert!(err.contains("project-level MCP server \"echo\" (sh \"-c echo  \")"), "{err}");
+    for text in [stdout(&output), err] {
+        assert!(!text.contains(ENV_TOKEN), "{text}");
+    }
+}
+
 #[test]
 fn values_come_from_the_environment_secrets_env_or_a_literal() {
     let fixture = config_support::Fixture::new()
@@ -269,6 +307,43 @@ fn ext_call_never_prints_a_secret_the_server_echoes_red() {
     for text in &outputs {
         for token in [ENV_TOKEN, LITERAL_TOKEN, FILE_TOKEN] {
             assert!(!text.contains(token), "{token} printed: {text}");
+        }
+    }
+}
+
+/// A server that fails `initialize` with an error quoting the token it was handed.
+fn echoing_failure(required: bool) -> Value {
+    json!({
+        "command": "sh",
+        "args": ["-c", "exec \"$0\" --initialize-error-message \"bad token $GH_TOKEN\"", odek_test_support::fixture_server()],
+        "secret_env": {"GH_TOKEN": "${MY_GH_TOKEN}"},
+        "required": required,
+    })
+}
+
+/// `ext list` printed a failing server's error as it came, on stdout (text and `--json`) and on
+/// stderr, so a server echoing its `secret_env` token put the token on the operator's screen.
+#[test]
+fn ext_list_never_prints_a_token_a_failing_server_echoes_red() {
+    let sandbox = Sandbox::new();
+    sandbox.global_config(&json!({"mcp_servers": {
+        "echoer": echoing_failure(true),
+        "optional": echoing_failure(false),
+    }}));
+    for json_flag in [false, true] {
+        let mut args = vec!["ext", "list"];
+        if json_flag {
+            args.push("--json");
+        }
+        let output = sandbox.command(&args).env("MY_GH_TOKEN", ENV_TOKEN).output().unwrap();
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert_eq!(output.status.code(), Some(1), "{err}");
+        assert!(err.contains("bad token [REDACTED]"), "the failure is still reported: {err}");
+        assert!(out.contains("bad token [REDACTED]"), "{out}");
+        let warning = err.lines().find(|line| line.starts_with("odek: warning: mcp server \"optional\"")).unwrap();
+        assert!(warning.ends_with("; continuing without it (required: false)"), "worded as a run: {warning}");
+        for text in [&out, &err] {
+            assert!(!text.contains(ENV_TOKEN), "the token was printed: {text}");
         }
     }
 }

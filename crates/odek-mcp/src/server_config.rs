@@ -139,11 +139,16 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
     let mut warnings = Vec::new();
     let transport = match (&entry.url, &entry.command) {
         (Some(url), command) if !url.is_empty() => {
-            if command.as_deref().is_some_and(|c| !c.is_empty()) {
-                warnings.push(format!(
-                    "mcp server {}: url is set; command, args and env are ignored",
-                    odek_contract::quoting::quote(name)
-                ));
+            let has_command = command.as_deref().is_some_and(|c| !c.is_empty());
+            // [beyond] `secret_env` only reaches a child process: say so rather than drop it silently.
+            let ignored = match (has_command, !entry.secret_env.is_empty()) {
+                (true, false) => Some("command, args and env are ignored"),
+                (true, true) => Some("command, args, env and secret_env are ignored"),
+                (false, true) => Some("secret_env is ignored"),
+                (false, false) => None,
+            };
+            if let Some(ignored) = ignored {
+                warnings.push(format!("mcp server {}: url is set; {ignored}", odek_contract::quoting::quote(name)));
             }
             Transport::Http { url: url.clone(), token_env: entry.token_env.clone().unwrap_or_default() }
         }
@@ -224,4 +229,30 @@ pub fn effective_limits(name: &str, entry: &ServerEntry, warnings: &mut Vec<Stri
 
 fn or_default(value: i64, default: i64) -> i64 {
     if value == 0 { default } else { value }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_warns_about_every_launch_field_it_overrides() {
+        let url = ServerEntry { url: Some("https://mcp.example/mcp".into()), ..ServerEntry::default() };
+        let secret_env = BTreeMap::from([("TOKEN".to_owned(), SecretValue::new("v"))]);
+        for (entry, want) in [
+            (url.clone(), None),
+            (
+                ServerEntry { command: Some("x".into()), ..url.clone() },
+                Some("mcp server \"web\": url is set; command, args and env are ignored"),
+            ),
+            (
+                ServerEntry { command: Some("x".into()), secret_env: secret_env.clone(), ..url.clone() },
+                Some("mcp server \"web\": url is set; command, args, env and secret_env are ignored"),
+            ),
+            (ServerEntry { secret_env, ..url }, Some("mcp server \"web\": url is set; secret_env is ignored")),
+        ] {
+            let (_, warnings) = validate_server("web", &entry).unwrap();
+            assert_eq!(warnings.first().map(String::as_str), want, "{warnings:?}");
+        }
+    }
 }

@@ -6,11 +6,12 @@
 //! Also the terminal sanitiser for server-supplied text shown in prompts: escape sequences
 //! cannot repaint or hide what the operator is approving.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
-use std::os::fd::AsFd;
+use std::io::{IsTerminal, Write};
+
+use crate::terminal::batch_gate::{read_key, read_stdin_byte, stop_signal_received};
 
 /// Longest answer line read from stdin (bytes); the rest of a longer line is not read.
-pub const MAX_ANSWER_BYTES: u64 = 4096;
+pub const MAX_ANSWER_BYTES: usize = 4096;
 
 /// Longest description shown in a tool prompt (bytes, `...` included).
 pub const MAX_PROMPT_DESCRIPTION_BYTES: usize = 200;
@@ -20,10 +21,10 @@ pub trait Console: Send + Sync {
     /// True when stdin is a terminal, i.e. a prompt can be answered.
     fn is_interactive(&self) -> bool;
     /// Prints `text` on stdout exactly as given (no newline added) and reads one answer line.
-    /// `None` on end of input or a read error (treated as "no").
+    /// `None` on end of input, a read error or a stop signal (treated as "no").
     fn prompt(&self, text: &str) -> Option<String>;
     /// Prints `text` on stdout exactly as given and reads one key, without waiting for Enter.
-    /// `None` on end of input or a read error (treated as "no"). The default, for consoles that
+    /// `None` on end of input, a read error or a stop signal (treated as "no"). The default, for consoles that
     /// cannot read single keys, reads an answer line and takes its first character.
     fn prompt_key(&self, text: &str) -> Option<char> {
         self.prompt(text).and_then(|answer| answer.chars().next())
@@ -43,32 +44,56 @@ impl Console for StdConsole {
         std::io::stdin().is_terminal()
     }
 
+    /// The line is read from fd 0 a byte at a time ([`read_answer_line`]), so nothing past it is
+    /// taken from the terminal, and a stop signal ends the wait with no answer.
     fn prompt(&self, text: &str) -> Option<String> {
+        if stop_signal_received() {
+            return None;
+        }
         {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(text.as_bytes()).ok()?;
             stdout.flush().ok()?;
         }
-        let mut answer = String::new();
-        let read = std::io::stdin().lock().take(MAX_ANSWER_BYTES).read_line(&mut answer).ok()?;
-        (read > 0).then_some(answer)
+        read_answer_line()
     }
 
-    /// Keys typed before the prompt was shown are discarded first: an approval is never answered
-    /// by type-ahead (the rest of an earlier answer line, keys pressed while a server started).
-    /// The key is read the way the batch approval card reads it, and echoed (`-` when it is not
-    /// printable) so the record on screen shows every answer.
+    /// Read the way the batch approval card reads its key ([`read_key`]): type-ahead (the rest
+    /// of an earlier answer line, keys pressed while a server started) is discarded before, the
+    /// rest of a multi-byte key after, so an approval is only ever answered by the key pressed
+    /// for it. The key is echoed (`-` when it is not printable) so the record on screen shows
+    /// every answer.
     fn prompt_key(&self, text: &str) -> Option<char> {
-        let _ = nix::sys::termios::tcflush(std::io::stdin().as_fd(), nix::sys::termios::FlushArg::TCIFLUSH);
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(text.as_bytes()).ok()?;
-        stdout.flush().ok()?;
-        let key = crate::terminal::batch_gate::read_key().map(char::from);
+        let key = read_key(|| {
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()
+        })
+        .map(char::from);
         let echo = key.filter(char::is_ascii_graphic).unwrap_or('-');
         let _ = writeln!(stdout, "{echo}");
         let _ = stdout.flush();
         key
     }
+}
+
+/// One answer line from stdin: the bytes up to and including `\n`, at most [`MAX_ANSWER_BYTES`]
+/// (the rest of a longer line is not read), decoded lossily. `None` when nothing was read before
+/// end of input, an error or a stop signal — and after a stop signal whatever was typed is no
+/// answer either.
+fn read_answer_line() -> Option<String> {
+    let mut line = Vec::new();
+    while line.len() < MAX_ANSWER_BYTES {
+        let Some(byte) = read_stdin_byte() else { break };
+        line.push(byte);
+        if byte == b'\n' {
+            break;
+        }
+    }
+    if line.is_empty() || stop_signal_received() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&line).into_owned())
 }
 
 /// `y` or `yes`, case-insensitive, surrounding whitespace ignored. Anything else is "no".

@@ -74,28 +74,14 @@ pub enum ApprovalError {
     Save { path: String, detail: String },
 }
 
-impl ApprovalError {
-    /// The `error_class` of `mcp_server_failed` when a [beyond] `required: false` server is left
-    /// out for this reason: `approval_required` when nobody could be asked; `None` for an
-    /// operator's "no", which is a decision rather than a failure.
-    pub fn failure_class(&self) -> Option<&'static str> {
-        match self {
-            ApprovalError::ServerNotApproved { .. } => None,
-            ApprovalError::ServerApprovalRequired { .. } | ApprovalError::ToolApprovalRequired { .. } => {
-                Some("approval_required")
-            }
-            ApprovalError::LoadParse { .. } | ApprovalError::LoadRead { .. } | ApprovalError::Save { .. } => {
-                Some("error")
-            }
-        }
-    }
-}
-
 /// A [beyond] `required: false` project server that was not approved; it is left out of the run.
 #[derive(Debug)]
 pub struct SkippedServer {
     pub name: String,
     pub error: ApprovalError,
+    /// The `error_class` of its `mcp_server_failed`: `approval_required` when nobody could be
+    /// asked; `None` for an operator's "no", which is a decision rather than a failure (no event).
+    pub failure_class: Option<&'static str>,
 }
 
 /// `ODEK_APPROVE_MCP` approves everything only when it is exactly `1` (no trimming, no `true`).
@@ -185,18 +171,18 @@ impl McpApprovals {
             if store.contains(&key) {
                 continue;
             }
-            let refusal = if !self.console.is_interactive() {
-                server_approval_required(server)
+            let (refusal, failure_class) = if !self.console.is_interactive() {
+                (server_approval_required(server), Some("approval_required"))
             } else if self.console.prompt(&server_approval_prompt(server)).as_deref().is_some_and(is_yes) {
                 if let Err(err) = store.insert_and_save(key) {
                     self.console.warn(&err.to_string());
                 }
                 continue;
             } else {
-                ApprovalError::ServerNotApproved { name: server.name.clone() }
+                (ApprovalError::ServerNotApproved { name: server.name.clone() }, None)
             };
             if skip_optional && !server.entry.is_required() {
-                skipped.push(SkippedServer { name: server.name.clone(), error: refusal });
+                skipped.push(SkippedServer { name: server.name.clone(), error: refusal, failure_class });
             } else {
                 return Err(refusal);
             }
@@ -222,35 +208,45 @@ fn server_approval_required(server: &McpServerConfig) -> ApprovalError {
         ServerLaunch::Stdio { command, args } => (command, args.join(" ")),
         ServerLaunch::Http { url, .. } => (url, String::new()),
     };
-    ApprovalError::ServerApprovalRequired { name: server.name.clone(), target: sanitize_terminal_line(target), args }
+    ApprovalError::ServerApprovalRequired {
+        name: server.name.clone(),
+        target: shown_value(target),
+        args: odek_contract::redaction::redact(&args).into_owned(),
+    }
+}
+
+/// A project-supplied value as a server prompt or error shows it: known secrets redacted (a
+/// value `${VAR}` filled may be one), then [`sanitize_terminal_line`].
+fn shown_value(text: &str) -> String {
+    sanitize_terminal_line(&odek_contract::redaction::redact(text))
 }
 
 /// The §13.1 prompt, ending `Approve? [y/N] `. It shows exactly what the server key hashes
 /// (besides the directory and name): the launch fields of the transport in use, the env
 /// overrides sorted by name, the limit fields that are set (non-zero), and the artifact roots.
-/// Every project-supplied value goes through [`sanitize_terminal_line`] so it can neither repaint
-/// the prompt nor forge a line of it.
+/// Every project-supplied value goes through [`shown_value`]: redacted, and sanitised so it can
+/// neither repaint the prompt nor forge a line of it.
 pub fn server_approval_prompt(server: &McpServerConfig) -> String {
     let entry = &server.entry;
     let mut text = format!("\nProject-level MCP server {} wants to run:\n", quote(&server.name));
     match ServerLaunch::of(entry) {
         ServerLaunch::Stdio { command, args } => {
-            text.push_str(&format!("  command: {}\n", sanitize_terminal_line(command)));
+            text.push_str(&format!("  command: {}\n", shown_value(command)));
             if !args.is_empty() {
-                text.push_str(&format!("  args:    {}\n", sanitize_terminal_line(&args.join(" "))));
+                text.push_str(&format!("  args:    {}\n", shown_value(&args.join(" "))));
             }
         }
         ServerLaunch::Http { url, token_env } => {
-            text.push_str(&format!("  url: {}\n", sanitize_terminal_line(url)));
+            text.push_str(&format!("  url: {}\n", shown_value(url)));
             if !token_env.is_empty() {
-                text.push_str(&format!("  token_env: {}\n", sanitize_terminal_line(token_env)));
+                text.push_str(&format!("  token_env: {}\n", shown_value(token_env)));
             }
         }
     }
     if !entry.env.is_empty() {
         text.push_str("  env:\n");
         for (name, value) in &entry.env {
-            text.push_str(&format!("    {}\n", sanitize_terminal_line(&format!("{name}={value}"))));
+            text.push_str(&format!("    {}\n", shown_value(&format!("{name}={value}"))));
         }
     }
     for (label, value) in [
@@ -263,7 +259,7 @@ pub fn server_approval_prompt(server: &McpServerConfig) -> String {
         }
     }
     if !entry.artifact_roots.is_empty() {
-        let roots = sanitize_terminal_line(&entry.artifact_roots.join(", "));
+        let roots = shown_value(&entry.artifact_roots.join(", "));
         text.push_str(&format!("  artifact_roots: {roots}\n"));
     }
     text.push_str("Approve? [y/N] ");

@@ -13,7 +13,7 @@ use odek_agent::mcp_tool::mcp_outcome;
 use odek_agent::run::framing::{outcome_text, tool_message};
 use odek_agent::tool::ToolError;
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
-use odek_mcp::hub::report_optional_failure;
+use odek_mcp::hub::{optional_failure_warning, report_optional_failure};
 use odek_mcp::observer::terminal_safe;
 use odek_mcp::{
     CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
@@ -60,7 +60,7 @@ impl Setup {
         let sources = ConfigSources::from_process()?;
         let loaded = load_config(&sources)?;
         for warning in &loaded.warnings {
-            eprintln!("odek: warning: {}", terminal_safe(warning));
+            eprintln!("odek: warning: {}", terminal_safe(&odek_contract::redaction::redact(warning)));
         }
         Ok(Setup { sources, loaded })
     }
@@ -115,32 +115,38 @@ async fn start_for_call(tool: &str, observer: Arc<dyn McpObserver>) -> Result<Mc
     start_servers(&setup, servers, observer).await
 }
 
-/// The servers one `ext call <server>__<tool>` starts: the one named before the first
-/// `__` (server names cannot contain `__`), or — for an exposed name shortened to 64 characters,
-/// whose head may end inside the server name — every enabled server that head could belong to.
-/// That server is treated as required: the operator asked for it, so its own error is the answer.
-/// A name that fits no enabled server fails before anything is started.
+/// The servers one `ext call <server>__<tool>` starts: every enabled server whose
+/// `<name>__` begins the exposed name (a name may end in `_`, so `fx___echo` can be `fx_`'s
+/// `echo` as well as `fx`'s `_echo`), or — for an exposed name shortened to 64 characters, whose
+/// head may end inside the server name — every enabled server that head could belong to.
+/// Those servers are treated as required: the operator asked for one of them, so its own error
+/// is the answer. A name that fits no enabled server fails before anything is started.
 fn servers_for_call(setup: &Setup, tool: &str) -> Result<Vec<McpServerConfig>, CommandError> {
     use odek_contract::names::QUALIFIER;
     use odek_contract::quoting::quote;
     let configured = &setup.loaded.config.mcp_servers;
-    let prefix = tool.split_once(QUALIFIER).map_or(tool, |(server, _)| server);
-    let mut chosen: Vec<McpServerConfig> = match configured.iter().find(|server| server.name == prefix) {
-        Some(server) if !server.entry.is_enabled() => {
+    let prefixed: Vec<&McpServerConfig> = configured
+        .iter()
+        .filter(|server| tool.strip_prefix(server.name.as_str()).is_some_and(|rest| rest.starts_with(QUALIFIER)))
+        .collect();
+    let mut chosen: Vec<McpServerConfig> =
+        prefixed.iter().filter(|server| server.entry.is_enabled()).map(|server| (*server).clone()).collect();
+    if chosen.is_empty() {
+        if let Some(disabled) = prefixed.first() {
             return Err(CommandError::Fatal(format!(
                 "ext call: tool {}: MCP server {} is disabled (enabled: false)",
                 quote(tool),
-                quote(&server.name)
+                quote(&disabled.name)
             )));
         }
-        Some(server) => vec![server.clone()],
-        None => configured
+        chosen = configured
             .iter()
             .filter(|server| server.entry.is_enabled() && could_be_shortened_from(tool, &server.name))
             .cloned()
-            .collect(),
-    };
+            .collect();
+    }
     if chosen.is_empty() {
+        let prefix = tool.split_once(QUALIFIER).map_or(tool, |(server, _)| server);
         let names: Vec<String> = configured.iter().map(|server| quote(&server.name)).collect();
         let listing = if names.is_empty() {
             "no MCP servers are configured".to_owned()
@@ -197,8 +203,14 @@ async fn start_servers(
         }
     }
     let approvals = setup.approvals();
-    for skipped in approvals.approve_startup_servers(&startable)? {
-        report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.error.failure_class());
+    // The prompts block on the terminal: off the async workers, so the stop-signal handlers
+    // keep running and a signal ends the wait.
+    let (asking, candidates) = (approvals.clone(), startable.clone());
+    let skipped = tokio::task::spawn_blocking(move || asking.approve_startup_servers(&candidates))
+        .await
+        .map_err(|err| CommandError::Fatal(format!("mcp approval: server approval prompt failed: {err}")))??;
+    for skipped in skipped {
+        report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.failure_class);
         specs.retain(|spec| spec.name != skipped.name);
         startable.retain(|server| server.name != skipped.name);
     }
@@ -362,7 +374,8 @@ async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken, 
     }
 }
 
-/// Collects each server's warnings for the listing while still printing them on stderr.
+/// Collects each server's warnings for the listing while still printing them on stderr; every
+/// text is redacted first (a server's error or warning may echo a `secret_env` value).
 #[derive(Default)]
 struct ListObserver {
     warnings: Mutex<BTreeMap<String, Vec<String>>>,
@@ -389,13 +402,20 @@ impl McpObserver for ListObserver {
     }
 
     fn warning(&self, server: &str, text: &str) {
-        StderrObserver.warning(server, text);
-        self.add(server, text);
+        let text = odek_contract::redaction::redact(text);
+        StderrObserver.warning(server, &text);
+        self.add(server, &text);
     }
 
     fn server_line(&self, server: &str, line: &str) {
-        StderrObserver.server_line(server, line);
+        StderrObserver.server_line(server, &odek_contract::redaction::redact(line));
     }
+}
+
+/// An error as `odek ext list` shows it, on stdout and stderr: redacted, since a failing server
+/// may quote its own token back (`secret_env` values are known secrets).
+fn listed_error(error: &dyn std::fmt::Display) -> String {
+    odek_contract::redaction::redact(&error.to_string()).into_owned()
 }
 
 /// One server in `odek ext list`.
@@ -467,8 +487,8 @@ async fn list(json: bool) -> Result<(), CommandError> {
             error: None,
         };
         if server.entry.is_enabled() {
-            let prepared = validated(server, observer.as_ref()).map_err(|err| err.to_string()).and_then(|spec| {
-                approvals.approve_project_servers(std::slice::from_ref(server)).map_err(|err| err.to_string())?;
+            let prepared = validated(server, observer.as_ref()).map_err(|err| listed_error(&err)).and_then(|spec| {
+                approvals.approve_project_servers(std::slice::from_ref(server)).map_err(|err| listed_error(&err))?;
                 Ok(spec)
             });
             match prepared {
@@ -502,7 +522,7 @@ async fn list(json: bool) -> Result<(), CommandError> {
             report.protocol_version = None;
             report.tool_count = 0;
             report.tools.clear();
-            report.error = Some(error.to_string());
+            report.error = Some(listed_error(error));
         }
     }
     hub.shutdown().await;
@@ -527,7 +547,10 @@ async fn list(json: bool) -> Result<(), CommandError> {
                 eprintln!("odek: {}", terminal_safe(error));
                 failed = true;
             }
-            Some(error) => eprintln!("odek: warning: {} (required: false)", terminal_safe(error)),
+            // Worded as a run words it, on one line.
+            Some(error) => {
+                eprintln!("odek: warning: {}", terminal_safe(&optional_failure_warning(&report.name, error)));
+            }
             None => {}
         }
     }

@@ -17,6 +17,7 @@ use odek_contract::quoting::quote;
 use odek_mcp::server_config::ServerEntry;
 
 use super::ConfigError;
+use super::substitution::is_variable_name;
 
 /// The keys under which a file may define MCP servers.
 pub const SERVER_MAP_KEYS: &[&str] = &["mcp_servers", "mcpServers"];
@@ -105,12 +106,6 @@ pub(crate) fn check_secret_env(
         }
     }
     Ok(())
-}
-
-fn is_variable_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Every `secret_env` value becomes a known secret, wherever it came from (`${VAR}` or a literal),

@@ -16,10 +16,12 @@
 //! (`/home/u/.odek/config.json`); the project file always as `./odek.json`, the spelling the
 //! spec's warnings use. Warnings that the spec words with `~/.odek/…` keep that spelling.
 //!
-//! Processing order for each file: bounded read (5 MiB) → JSON object check → (project only)
-//! `secret_env` refused, §9 restrictions strip operator-only keys, `auto_approve` and prices →
-//! server entry keys checked (typo warnings, `type`, `headers`) → `${VAR}` substitution → typed
-//! decode of the known keys (a wrong type names the key) → range checks → merge.
+//! Processing order for each file: bounded read (5 MiB) → JSON object check → (`./.mcp.json`
+//! only) remote entries dropped → (project only) `secret_env` refused, §9 restrictions strip
+//! operator-only keys, `auto_approve` and prices → server entry keys checked (typo warnings,
+//! `type`, `headers`) → `${VAR}` substitution (in project files not of the variables a global
+//! `secret_env` reads) → typed decode of the known keys (a wrong type names the key) → range
+//! checks → merge.
 
 mod api_key;
 mod core_keys;
@@ -83,9 +85,9 @@ use self::mcp_servers::{
 };
 use self::planning::{PlanningFile, merge_planning};
 use self::project_restrictions::{refuse_project_secret_env, strip_operator_only};
-use self::server_keys::check_server_entries;
+use self::server_keys::{check_server_entries, drop_remote_servers};
 use self::subagent::{ProfileFile, SubagentFile, validate_profiles, validate_subagent};
-use self::substitution::{Trust, substitute_config_vars};
+use self::substitution::{ProtectedNames, Trust, secret_env_references, substitute_config_vars};
 use self::tools::{ToolsFile, merge_tools};
 
 /// How the project file is named in every message.
@@ -217,8 +219,12 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
 
     let global_path = sources.global_config_path();
     let global_display = global_path.display().to_string();
+    let mut protected = ProtectedNames { secrets_env: secrets.names.clone(), secret_env: Vec::new() };
     let global = match read_config_object(&global_path, &global_display, Trust::Operator, &mut warnings)? {
-        Some(top) => parse_config_file(&global_display, top, Trust::Operator, &env, &secrets.names, &mut warnings)?,
+        Some(top) => {
+            protected.secret_env = secret_env_references(&top);
+            parse_config_file(&global_display, top, Trust::Operator, &env, &protected, &mut warnings)?
+        }
         None => ParsedFile::default(),
     };
     if global.core.sandbox == Some(true) {
@@ -228,7 +234,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     register_secret_env_values(&global.servers);
     let project_path = sources.project_config_path();
     let project = match read_config_object(&project_path, PROJECT_DISPLAY, Trust::Project, &mut warnings)? {
-        Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &secrets.names, &mut warnings)?,
+        Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?,
         None => ParsedFile::default(),
     };
     let mcp_json_servers =
@@ -236,7 +242,8 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
             Some(mut top) => {
                 // Only the server map: the rest of the file belongs to whichever CLI wrote it.
                 top.retain(|key, _| key == MCP_JSON_MAP_KEY);
-                parse_config_file(MCP_JSON_DISPLAY, top, Trust::Project, &env, &secrets.names, &mut warnings)?.servers
+                drop_remote_servers(MCP_JSON_DISPLAY, &mut top, &mut warnings);
+                parse_config_file(MCP_JSON_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?.servers
             }
             None => BTreeMap::new(),
         };
@@ -332,16 +339,16 @@ fn parse_config_file(
     mut top: Map<String, Value>,
     trust: Trust,
     env: &BTreeMap<String, String>,
-    secret_names: &[String],
+    protected: &ProtectedNames,
     warnings: &mut Vec<String>,
 ) -> Result<ParsedFile, ConfigError> {
     if trust == Trust::Project {
         refuse_project_secret_env(display, &top)?;
         strip_operator_only(display, &mut top, warnings);
     }
-    check_server_entries(display, &mut top, warnings);
+    check_server_entries(display, &mut top, trust, warnings);
     let mut root = Value::Object(top);
-    let expansions = substitute_config_vars(display, &mut root, env, trust, secret_names, warnings);
+    let expansions = substitute_config_vars(display, &mut root, env, trust, protected, warnings);
     decode_config_file(display, &root).map_err(|err| match err {
         ConfigError::KeyType { path, key, detail } => {
             ConfigError::KeyType { path, key, detail: expansions.mask(&detail) }

@@ -11,8 +11,10 @@ use odek_contract::quoting::quote;
 use serde_json::{Map, Value};
 
 use super::mcp_servers::SERVER_MAP_KEYS;
+use super::substitution::Trust;
 
-/// Every key odek reads in a server entry.
+/// Every key odek reads in a server entry: the fields of `ServerEntry`, then `type` and `headers`
+/// (read here, never decoded).
 pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "command",
     "args",
@@ -35,12 +37,21 @@ pub const SERVER_ENTRY_KEYS: &[&str] = &[
 /// The `type` values odek can serve: a child process, or a Streamable HTTP `url`.
 pub const SUPPORTED_SERVER_TYPES: &[&str] = &["stdio", "http"];
 
+/// Keys a project file's typo is never taken for: the project may not set them (`auto_approve`
+/// is stripped, §13.4), so suggesting one would only invite a key that is thrown away.
+const OPERATOR_ONLY_SERVER_KEYS: &[&str] = &["auto_approve"];
+
 /// Largest edit distance at which an unknown key is taken for a typo.
 const MAX_TYPO_DISTANCE: usize = 2;
 
 /// Checks every server entry of every server map of `top`: typo warnings, then the `type` and
 /// `headers` rules. An entry whose `type` odek cannot serve is removed (with its warning).
-pub(crate) fn check_server_entries(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+pub(crate) fn check_server_entries(
+    display: &str,
+    top: &mut Map<String, Value>,
+    trust: Trust,
+    warnings: &mut Vec<String>,
+) {
     for map_key in SERVER_MAP_KEYS {
         let Some(Value::Object(servers)) = top.get_mut(*map_key) else {
             continue;
@@ -49,16 +60,51 @@ pub(crate) fn check_server_entries(display: &str, top: &mut Map<String, Value>, 
             let Value::Object(fields) = entry else {
                 return true;
             };
-            warn_about_typos(display, name, fields, warnings);
+            warn_about_typos(display, name, fields, trust, warnings);
             check_foreign_keys(display, name, fields, warnings)
         });
     }
 }
 
-/// One warning per unknown key within [`MAX_TYPO_DISTANCE`] of a known key, naming the closest.
-fn warn_about_typos(display: &str, name: &str, fields: &Map<String, Value>, warnings: &mut Vec<String>) {
+/// [beyond] Removes the remote entries of `./.mcp.json` (`"type": "http"`, or a `url` where
+/// `type` is absent or `stdio`), each with a warning: this build has no HTTP transport, and an
+/// entry another agent CLI reads would otherwise stop every run in the directory (servers are
+/// required by default). Entries of another `type` are left to [`check_server_entries`].
+pub(crate) fn drop_remote_servers(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    for map_key in SERVER_MAP_KEYS {
+        let Some(Value::Object(servers)) = top.get_mut(*map_key) else {
+            continue;
+        };
+        servers.retain(|name, entry| {
+            let remote = match entry.get("type") {
+                Some(Value::String(kind)) if kind == "http" => true,
+                None | Some(Value::Null) => has_url(entry),
+                Some(Value::String(kind)) if kind == "stdio" => has_url(entry),
+                Some(_) => false,
+            };
+            if remote {
+                warnings.push(format!(
+                    "{display}: mcp server {}: remote servers (type \"http\") are not supported by this build yet; server ignored",
+                    quote(name)
+                ));
+            }
+            !remote
+        });
+    }
+}
+
+/// Whether an entry has a non-empty `url` (which, when set, is the transport the entry uses).
+fn has_url(entry: &Value) -> bool {
+    entry.get("url").and_then(Value::as_str).is_some_and(|url| !url.is_empty())
+}
+
+/// One warning per unknown key within [`MAX_TYPO_DISTANCE`] of a known key, naming the closest
+/// (in a project file, never one of [`OPERATOR_ONLY_SERVER_KEYS`]).
+fn warn_about_typos(display: &str, name: &str, fields: &Map<String, Value>, trust: Trust, warnings: &mut Vec<String>) {
     for key in fields.keys() {
-        if let Some(known) = likely_typo_of(key) {
+        let suggestion =
+            likely_typo_of(key).filter(|known| trust == Trust::Operator || !OPERATOR_ONLY_SERVER_KEYS.contains(known));
+        if let Some(known) = suggestion {
             warnings.push(format!(
                 "{display}: mcp server {}: unknown key {} (did you mean {}?)",
                 quote(name),
@@ -171,6 +217,60 @@ mod tests {
         assert_eq!(likely_typo_of(&"c".repeat(100_000)), None);
     }
 
+    /// A field added to (or renamed in) `ServerEntry` and not to [`SERVER_ENTRY_KEYS`] would be
+    /// taken for a typo of a known key.
+    #[test]
+    fn server_entry_keys_are_the_entry_fields_then_type_and_headers() {
+        use odek_mcp::server_config::ServerEntry;
+        // The pattern has no `..`: a field added to `ServerEntry` (or one removed) breaks the build
+        // here.
+        macro_rules! entry_fields {
+            ($($field:ident),* $(,)?) => {{
+                let ServerEntry { $($field: _),* } = ServerEntry::default();
+                vec![$(stringify!($field)),*]
+            }};
+        }
+        let mut fields = entry_fields!(
+            command,
+            args,
+            env,
+            url,
+            token_env,
+            timeout_seconds,
+            max_response_bytes,
+            max_result_chars,
+            artifact_roots,
+            enabled,
+            auto_approve,
+            exclude_tools,
+            required,
+            secret_env,
+        );
+        // Each is the key serde reads: a value no field type accepts is refused under it.
+        for field in &fields {
+            let refused = serde_json::from_value::<ServerEntry>(json!({ *field: [[{}]] }));
+            assert!(refused.is_err(), "{field} is not a key ServerEntry reads");
+        }
+        assert!(serde_json::from_value::<ServerEntry>(json!({"not_a_field": [[{}]]})).is_ok());
+        fields.extend(["type", "headers"]);
+        assert_eq!(SERVER_ENTRY_KEYS, fields);
+    }
+
+    #[test]
+    fn a_project_typo_is_never_taken_for_an_operator_only_key() {
+        let Value::Object(mut top) = json!({"mcp_servers": {"p": {"command": "x", "autoApprove": true, "agrs": []}}})
+        else {
+            unreachable!()
+        };
+        let mut project = Vec::new();
+        check_server_entries("./odek.json", &mut top.clone(), Trust::Project, &mut project);
+        assert_eq!(project, ["./odek.json: mcp server \"p\": unknown key \"agrs\" (did you mean \"args\"?)"]);
+        let mut operator = Vec::new();
+        check_server_entries("/h/.odek/config.json", &mut top, Trust::Operator, &mut operator);
+        assert_eq!(operator.len(), 2, "{operator:?}");
+        assert!(operator[1].ends_with("unknown key \"autoApprove\" (did you mean \"auto_approve\"?)"), "{operator:?}");
+    }
+
     #[test]
     fn edit_distance_counts_transpositions_once() {
         assert_eq!(edit_distance_within("abcd", "abdc", 2), Some(1));
@@ -190,7 +290,7 @@ mod tests {
             unreachable!()
         };
         let mut warnings = Vec::new();
-        check_server_entries("./.mcp.json", &mut top, &mut warnings);
+        check_server_entries("./.mcp.json", &mut top, Trust::Project, &mut warnings);
         let names: Vec<&String> = top["mcpServers"].as_object().unwrap().keys().collect();
         assert_eq!(names, ["local", "remote"]);
         assert!(top["mcpServers"]["remote"].get("headers").is_none());

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use odek_contract::secret_names::is_secret_looking;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::mcp_servers::SERVER_MAP_KEYS;
 
@@ -17,6 +17,55 @@ use super::mcp_servers::SERVER_MAP_KEYS;
 pub(crate) enum Trust {
     Operator,
     Project,
+}
+
+/// [beyond] The variables a project file may not expand besides the secret-looking ones: odek
+/// knows their values are secrets whatever they are called.
+#[derive(Debug, Default)]
+pub(crate) struct ProtectedNames {
+    /// The names `secrets.env` set.
+    pub(crate) secrets_env: Vec<String>,
+    /// The names a `${NAME}` in a global `secret_env` value reads ([`secret_env_references`]).
+    pub(crate) secret_env: Vec<String>,
+}
+
+impl ProtectedNames {
+    /// Why a project file may not expand `name`, or `None` when it may.
+    fn refusal(&self, name: &str) -> Option<&'static str> {
+        if is_secret_looking(name) {
+            Some("secret-looking variable in project config")
+        } else if self.secrets_env.iter().any(|known| known == name) {
+            Some("variable from secrets.env in project config")
+        } else if self.secret_env.iter().any(|known| known == name) {
+            Some("variable a global secret_env reads, in project config")
+        } else {
+            None
+        }
+    }
+}
+
+/// Every NAME a `${NAME}` in a `secret_env` value of `top` (the global file, before
+/// substitution) reads, in order of first use. Those values are handed to servers as secrets,
+/// so a project file must not read the same variables into its args or url.
+pub(crate) fn secret_env_references(top: &Map<String, Value>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let entries = SERVER_MAP_KEYS
+        .iter()
+        .filter_map(|map_key| top.get(*map_key).and_then(Value::as_object))
+        .flat_map(|servers| servers.values());
+    for entry in entries {
+        let Some(Value::Object(secret_env)) = entry.get("secret_env") else {
+            continue;
+        };
+        for text in secret_env.values().filter_map(Value::as_str) {
+            for name in referenced_names(text) {
+                if !names.iter().any(|known| known == name) {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+    }
+    names
 }
 
 /// Values shorter than this (in runes) are not taken back out of messages: they would match
@@ -63,22 +112,21 @@ impl Expansions {
 }
 
 /// Expands every string value of a parsed config file in place and returns what it expanded. In
-/// a project file (named `display` in warnings) a secret-looking NAME, or [beyond] a name
-/// `secrets.env` set (`secret_names`: odek knows those values are secrets whatever they are
-/// called), expands to `""` and warns once per name (first occurrence order).
+/// a project file (named `display` in warnings) a secret-looking NAME, or [beyond] one of the
+/// `protected` names, expands to `""` and warns once per name (first occurrence order).
 pub(crate) fn substitute_config_vars(
     display: &str,
     root: &mut Value,
     env: &BTreeMap<String, String>,
     trust: Trust,
-    secret_names: &[String],
+    protected: &ProtectedNames,
     warnings: &mut Vec<String>,
 ) -> Expansions {
     let mut refused = Vec::new();
     let mut expansions = Expansions::default();
     let mut expand = |text: &mut String| {
         if text.contains("${") {
-            *text = expand_vars(text, env, trust, secret_names, &mut refused, &mut expansions);
+            *text = expand_vars(text, env, trust, protected, &mut refused, &mut expansions);
         }
     };
     let Value::Object(top) = root else {
@@ -107,12 +155,9 @@ pub(crate) fn substitute_config_vars(
     }
     let mut seen = BTreeSet::new();
     for name in refused {
-        if seen.insert(name.clone()) {
-            let why = if is_secret_looking(&name) {
-                "secret-looking variable in project config"
-            } else {
-                "variable from secrets.env in project config"
-            };
+        if seen.insert(name.clone())
+            && let Some(why) = protected.refusal(&name)
+        {
             warnings.push(format!("{display}: ${{{name}}} not expanded ({why})"));
         }
     }
@@ -134,7 +179,7 @@ fn expand_vars(
     text: &str,
     env: &BTreeMap<String, String>,
     trust: Trust,
-    secret_names: &[String],
+    protected: &ProtectedNames,
     refused: &mut Vec<String>,
     expansions: &mut Expansions,
 ) -> String {
@@ -145,9 +190,7 @@ fn expand_vars(
         let after = &rest[start + 2..];
         match var_name_then_brace(after) {
             Some(name) => {
-                if trust == Trust::Project
-                    && (is_secret_looking(name) || secret_names.iter().any(|known| known == name))
-                {
+                if trust == Trust::Project && protected.refusal(name).is_some() {
                     refused.push(name.to_owned());
                 } else if let Some(value) = env.get(name) {
                     out.push_str(value);
@@ -165,15 +208,45 @@ fn expand_vars(
     out
 }
 
+/// The NAMEs of the `${NAME}` references of `text`, as [`expand_vars`] would expand them.
+fn referenced_names(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        match var_name_then_brace(after) {
+            Some(name) => {
+                names.push(name);
+                rest = &after[name.len() + 1..];
+            }
+            None => rest = &rest[start + 1..],
+        }
+    }
+    names
+}
+
 /// The NAME of `NAME}` at the start of `text`, if it is a valid name closed by `}`.
 fn var_name_then_brace(text: &str) -> Option<&str> {
+    let len = variable_name_len(text);
+    (len > 0 && text.as_bytes().get(len) == Some(&b'}')).then(|| &text[..len])
+}
+
+/// Whether `name` is a variable name, `[A-Za-z_][A-Za-z0-9_]*`: what `${NAME}` expands and what
+/// a `secret_env` key may be.
+pub(crate) fn is_variable_name(name: &str) -> bool {
+    !name.is_empty() && variable_name_len(name) == name.len()
+}
+
+/// Length in bytes of the longest variable name at the start of `text` (0 when there is none):
+/// the one rule behind [`is_variable_name`] and `${NAME}`.
+fn variable_name_len(text: &str) -> usize {
     let bytes = text.as_bytes();
-    let first = *bytes.first()?;
-    if !(first.is_ascii_alphabetic() || first == b'_') {
-        return None;
+    match bytes.first() {
+        Some(first) if first.is_ascii_alphabetic() || *first == b'_' => {
+            bytes.iter().position(|&b| !(b.is_ascii_alphanumeric() || b == b'_')).unwrap_or(bytes.len())
+        }
+        _ => 0,
     }
-    let len = bytes.iter().position(|&b| !(b.is_ascii_alphanumeric() || b == b'_')).unwrap_or(bytes.len());
-    (bytes.get(len) == Some(&b'}')).then(|| &text[..len])
 }
 
 #[cfg(test)]
@@ -189,7 +262,10 @@ mod tests {
 
     fn expand(text: &str, trust: Trust) -> (String, Vec<String>) {
         let mut refused = Vec::new();
-        (expand_vars(text, &env(), trust, &[], &mut refused, &mut Expansions::default()), refused)
+        (
+            expand_vars(text, &env(), trust, &ProtectedNames::default(), &mut refused, &mut Expansions::default()),
+            refused,
+        )
     }
 
     #[test]
@@ -232,5 +308,44 @@ mod tests {
         let (text, refused) = expand("t=${GITHUB_TOKEN};h=${HOME}", Trust::Project);
         assert_eq!(text, "t=;h=/home/u");
         assert_eq!(refused, vec!["GITHUB_TOKEN".to_owned()]);
+    }
+
+    #[test]
+    fn variable_names() {
+        for name in ["A", "_", "a_1", "GITHUB_TOKEN"] {
+            assert!(is_variable_name(name), "{name}");
+        }
+        for name in ["", "1A", "A-B", "A B", "É", "A}"] {
+            assert!(!is_variable_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn secret_env_references_are_the_names_its_values_read() {
+        let Value::Object(top) = serde_json::json!({
+            "mcp_servers": {"a": {"secret_env": {"K": "${BRAVE_KEY}", "L": "x${A}y${BRAVE_KEY}", "M": "$NOT ${1X}"}}},
+            "mcpServers": {"b": {"secret_env": {"K": "${OTHER}"}, "args": ["${ARGS_ONLY}"]}, "c": "junk"},
+            "other": {"secret_env": {"K": "${NOT_A_SERVER}"}}
+        }) else {
+            unreachable!()
+        };
+        assert_eq!(secret_env_references(&top), ["BRAVE_KEY", "A", "OTHER"]);
+    }
+
+    #[test]
+    fn project_refuses_the_variables_a_global_secret_env_reads() {
+        let protected = ProtectedNames { secrets_env: Vec::new(), secret_env: vec!["HOME".into()] };
+        let mut refused = Vec::new();
+        let text = expand_vars(
+            "h=${HOME};a=${A_1}",
+            &env(),
+            Trust::Project,
+            &protected,
+            &mut refused,
+            &mut Expansions::default(),
+        );
+        assert_eq!(text, "h=;a=x");
+        assert_eq!(refused, ["HOME"]);
+        assert_eq!(protected.refusal("HOME"), Some("variable a global secret_env reads, in project config"));
     }
 }

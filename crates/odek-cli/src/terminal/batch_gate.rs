@@ -2,12 +2,20 @@
 //! batch on one card, answered with a single keystroke — `y` runs the batch, `n` denies it (the
 //! default for any other key), `a` also approves these exact commands for the rest of the run
 //! (not offered when a call is unclassifiable).
+//!
+//! Also how every approval reads the terminal ([`read_key`], [`read_stdin_byte`]): straight from
+//! fd 0, a byte at a time, never through std's buffered stdin (one buffered read would keep the
+//! rest of an arrow key's escape sequence for the next question), and waiting in short slices so
+//! a stop signal ends the wait.
 
-use std::io::{IsTerminal, Read, Write};
-use std::os::fd::AsFd;
+use std::io::{IsTerminal, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, poll};
+use nix::sys::termios::{FlushArg, LocalFlags, SetArg, SpecialCharacterIndices, tcflush, tcgetattr, tcsetattr};
 use odek_agent::run::{ApprovalItem, BatchApprover, GateAnswer};
 use odek_llm::BoxFuture;
 
@@ -68,27 +76,117 @@ impl BatchApprover for TerminalBatchGate {
 /// Prints the prompt and reads one key without waiting for Enter; `None` on any failure.
 fn ask(prompt: &str) -> Option<u8> {
     let mut stderr = std::io::stderr().lock();
-    stderr.write_all(prompt.as_bytes()).ok()?;
-    stderr.flush().ok()?;
-    let key = read_key();
+    let key = read_key(|| {
+        stderr.write_all(prompt.as_bytes())?;
+        stderr.flush()
+    });
     let echo = key.map_or('-', char::from);
     let _ = writeln!(stderr, "{}", if echo.is_ascii_graphic() { echo } else { '-' });
     key
 }
 
-/// One byte from the terminal on stdin, in non-canonical mode without echo (the mode restored
-/// after); `None` on any failure. The MCP tool approval card reads its keys here too.
-pub(crate) fn read_key() -> Option<u8> {
+/// How long one wait for input lasts before a stop signal is looked for again.
+const STOP_POLL_SLICE: u16 = 100;
+
+/// After a key, how long the terminal may stay quiet before the key is taken as complete: the
+/// rest of an escape sequence or of a multi-byte character arrives within it.
+const KEY_REST_QUIET: u16 = 30;
+
+/// At most this long is spent discarding the rest of a key (a held key repeats forever).
+const KEY_REST_MAX: Duration = Duration::from_millis(250);
+
+/// Shows a prompt (`show_prompt`) and reads the one key that answers it, from the terminal on
+/// stdin in non-canonical mode without echo (the mode restored after). Keys typed before the
+/// prompt was shown are discarded first, so type-ahead never answers it; after the key, the
+/// rest of a multi-byte key (an arrow's `ESC [ A`, a UTF-8 character) is discarded too, so it
+/// cannot answer the next question. `None` on any failure, at end of input, or once a stop
+/// signal arrived. The MCP tool approval card reads its keys here too.
+pub(crate) fn read_key(show_prompt: impl FnOnce() -> std::io::Result<()>) -> Option<u8> {
+    // After a stop signal a question (another server's card) is not even shown.
+    if stop_signal_received() {
+        return None;
+    }
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
     let original = tcgetattr(fd).ok()?;
     let mut raw = original.clone();
     raw.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO);
+    raw.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+    raw.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
     tcsetattr(fd, SetArg::TCSANOW, &raw).ok()?;
-    let mut byte = [0_u8; 1];
-    let read = stdin.lock().read(&mut byte);
+    let _ = tcflush(fd, FlushArg::TCIFLUSH);
+    let key = show_prompt().ok().and_then(|()| read_stdin_byte());
+    if key.is_some() {
+        discard_rest_of_key(fd);
+    }
     let _ = tcsetattr(fd, SetArg::TCSANOW, &original);
-    matches!(read, Ok(1)).then_some(byte[0])
+    key
+}
+
+/// One byte read from fd 0 itself (never through std's buffer), waiting in slices of
+/// [`STOP_POLL_SLICE`] ms; `None` at end of input, on an error, or once a stop signal
+/// (SIGINT, SIGTERM, SIGHUP) arrived — the wait ends then, as the default action once ended
+/// the whole process.
+pub(crate) fn read_stdin_byte() -> Option<u8> {
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd();
+    loop {
+        if stop_signal_received() {
+            return None;
+        }
+        match wait_readable(fd, STOP_POLL_SLICE) {
+            Readiness::Quiet => continue,
+            Readiness::Closed => return None,
+            Readiness::Readable => {}
+        }
+        let mut byte = [0_u8; 1];
+        match nix::unistd::read(fd, &mut byte) {
+            Ok(1) => return Some(byte[0]),
+            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Ok(_) | Err(_) => return None,
+        }
+    }
+}
+
+/// Whether SIGINT, SIGTERM or SIGHUP arrived: then no question waits for an answer.
+pub(crate) fn stop_signal_received() -> bool {
+    crate::commands::interrupt::received_stop_signal().is_some()
+}
+
+/// What one bounded wait on fd 0 found.
+enum Readiness {
+    Readable,
+    Quiet,
+    Closed,
+}
+
+fn wait_readable(fd: BorrowedFd<'_>, timeout_ms: u16) -> Readiness {
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    match poll(&mut fds, timeout_ms) {
+        Ok(0) | Err(Errno::EINTR) => Readiness::Quiet,
+        Ok(_) => match fds[0].revents() {
+            Some(events) if events.contains(PollFlags::POLLIN) => Readiness::Readable,
+            _ => Readiness::Closed,
+        },
+        Err(_) => Readiness::Closed,
+    }
+}
+
+/// Reads and drops what follows a key until the terminal is quiet for [`KEY_REST_QUIET`] ms
+/// (at most [`KEY_REST_MAX`]), then flushes the input queue.
+fn discard_rest_of_key(fd: BorrowedFd<'_>) {
+    let deadline = Instant::now() + KEY_REST_MAX;
+    let mut buffer = [0_u8; 64];
+    while Instant::now() < deadline {
+        match wait_readable(fd, KEY_REST_QUIET) {
+            Readiness::Readable => match nix::unistd::read(fd, &mut buffer) {
+                Ok(1..) | Err(Errno::EINTR | Errno::EAGAIN) => {}
+                Ok(0) | Err(_) => break,
+            },
+            Readiness::Quiet | Readiness::Closed => break,
+        }
+    }
+    let _ = tcflush(fd, FlushArg::TCIFLUSH);
 }
 
 #[cfg(test)]
