@@ -41,8 +41,18 @@ pub struct CallView<'a> {
 
 /// A tool's compiled `outputSchema`.
 pub trait OutputCheck {
-    /// `Err` with the first failure when `structured` does not match the schema.
-    fn check(&self, structured: &Value) -> Result<(), SchemaMismatch>;
+    /// `Err` with the first failure when `structured` does not match the schema, or when it
+    /// could not be checked.
+    fn check(&self, structured: &Value) -> Result<(), OutputCheckFailure>;
+}
+
+/// Why `structuredContent` did not pass its schema check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputCheckFailure {
+    /// It does not match.
+    Mismatch(SchemaMismatch),
+    /// Checking it would pass the work bounds; the reason says which.
+    Unchecked(String),
 }
 
 /// Where and why `structuredContent` failed its schema.
@@ -95,7 +105,7 @@ pub fn model_view(
         return Err(ModelViewError::ToolError(render_error_view(call, &texts, &trailer, ctx)));
     }
     if let (Some(structured), Some(schema)) = (&call.structured, output_schema) {
-        schema.check(structured).map_err(|mismatch| ModelViewError::Rejected(mismatch_error(&mismatch)))?;
+        schema.check(structured).map_err(|failure| ModelViewError::Rejected(check_failure_error(failure)))?;
     }
     decode_tool_result_with_trailer(&texts, &trailer, ctx).map_err(ModelViewError::Rejected)
 }
@@ -148,10 +158,15 @@ fn render_error_view(call: &CallView<'_>, texts: &[&str], trailer: &str, ctx: &R
     cap_with_trailer(&sanitise(&joined), trailer, server, tool, limit).text
 }
 
-fn mismatch_error(mismatch: &SchemaMismatch) -> ContractError {
-    ContractError::StructuredContentMismatch {
-        quoted_pointer: quote(&clean_field_to(&mismatch.pointer, MAX_MISMATCH_POINTER_RUNES)),
-        detail: clean_field_to(&mismatch.message, MAX_MISMATCH_MESSAGE_RUNES),
+fn check_failure_error(failure: OutputCheckFailure) -> ContractError {
+    match failure {
+        OutputCheckFailure::Mismatch(mismatch) => ContractError::StructuredContentMismatch {
+            quoted_pointer: quote(&clean_field_to(&mismatch.pointer, MAX_MISMATCH_POINTER_RUNES)),
+            detail: clean_field_to(&mismatch.message, MAX_MISMATCH_MESSAGE_RUNES),
+        },
+        OutputCheckFailure::Unchecked(reason) => {
+            ContractError::StructuredContentUnchecked { reason: clean_field_to(&reason, MAX_MISMATCH_MESSAGE_RUNES) }
+        }
     }
 }
 
@@ -181,8 +196,8 @@ mod tests {
     struct Always(Option<SchemaMismatch>);
 
     impl OutputCheck for Always {
-        fn check(&self, _: &Value) -> Result<(), SchemaMismatch> {
-            self.0.clone().map_or(Ok(()), Err)
+        fn check(&self, _: &Value) -> Result<(), OutputCheckFailure> {
+            self.0.clone().map_or(Ok(()), |mismatch| Err(OutputCheckFailure::Mismatch(mismatch)))
         }
     }
 

@@ -150,8 +150,101 @@ pub fn decode_checked_call_result(
     context: &ResultContext<'_>,
     output_schema: Option<&dyn OutputCheck>,
 ) -> Result<ToolOutput, McpError> {
-    let parse_error = |error| McpError::ResultParse { server: context.server.to_owned(), error };
-    let result = read_call_result(result_json).map_err(parse_error)?;
+    let result = read_call_result(result_json).map_err(|error| parse_error(context, error))?;
+    decode_read_result(result, result_json, context, output_schema)
+}
+
+/// [`decode_checked_call_result`] when it cannot block: `None` when the result holds work that
+/// belongs off the async workers ([`decode_may_block`]), for the caller to run elsewhere. The
+/// decision is made on the decoded members, never on a byte search of the line.
+pub fn decode_unless_blocking(
+    result_json: &[u8],
+    context: &ResultContext<'_>,
+    output_schema: Option<&dyn OutputCheck>,
+) -> Option<Result<ToolOutput, McpError>> {
+    let result = match read_call_result(result_json) {
+        Ok(result) => result,
+        Err(error) => return Some(Err(parse_error(context, error))),
+    };
+    if decode_may_block(&result, output_schema.is_some()) {
+        return None;
+    }
+    Some(decode_read_result(result, result_json, context, output_schema))
+}
+
+/// Whether decoding a successful result may do blocking work: artifact refs are stat'ed and
+/// hashed (only an envelope carries them, and an envelope is a text starting with `{`), and a
+/// `structuredContent` is checked against a declared schema (bounded, but up to
+/// [`crate::output_schema::MAX_CHECK_STEPS`] steps).
+pub fn decode_may_block(result: &CallResult<'_>, schema_declared: bool) -> bool {
+    if result.is_error == Some(true) {
+        return false;
+    }
+    (schema_declared && result.structured.is_some())
+        || result.content.iter().any(|item| item.is_text() && item.text.is_some_and(text_may_be_an_envelope))
+}
+
+/// Whether a text literal, decoded, starts like an envelope (§2 steps 1-2: whitespace, one
+/// BOM, then `{`). Reads only as far as the first other character.
+fn text_may_be_an_envelope(literal: &str) -> bool {
+    let mut chars = JsonStringChars { rest: literal.strip_prefix('"').unwrap_or(literal) };
+    let mut first = chars.next();
+    while first.is_some_and(char::is_whitespace) {
+        first = chars.next();
+    }
+    if first == Some('\u{feff}') {
+        first = chars.next();
+    }
+    first == Some('{')
+}
+
+/// The characters of a JSON string literal's body (after its opening quote), escapes decoded;
+/// ends at the closing quote or at anything malformed.
+struct JsonStringChars<'a> {
+    rest: &'a str,
+}
+
+impl Iterator for JsonStringChars<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        let mut chars = self.rest.chars();
+        let decoded = match chars.next()? {
+            '"' => return None,
+            '\\' => match chars.next()? {
+                'n' => '\n',
+                't' => '\t',
+                'r' => '\r',
+                'f' => '\u{c}',
+                'b' => '\u{8}',
+                'u' => {
+                    let rest = chars.as_str();
+                    let unit = u32::from_str_radix(rest.get(..4)?, 16).ok()?;
+                    chars = rest[4..].chars();
+                    // A surrogate (half of a pair) never decodes to whitespace, a BOM or `{`.
+                    char::from_u32(unit).unwrap_or('\u{fffd}')
+                }
+                other => other,
+            },
+            other => other,
+        };
+        self.rest = chars.as_str();
+        Some(decoded)
+    }
+}
+
+fn parse_error(context: &ResultContext<'_>, error: String) -> McpError {
+    McpError::ResultParse { server: context.server.to_owned(), error }
+}
+
+/// The decode of a result already read.
+fn decode_read_result(
+    result: CallResult<'_>,
+    result_json: &[u8],
+    context: &ResultContext<'_>,
+    output_schema: Option<&dyn OutputCheck>,
+) -> Result<ToolOutput, McpError> {
+    let parse_error = |error| parse_error(context, error);
     let text_only = result.structured.is_none() && result.content.iter().all(ContentItem::is_text);
     if !text_only || (result.is_error == Some(true) && result.content.len() > 1) {
         let view = call_view(&result, result_json).map_err(parse_error)?;
@@ -391,8 +484,11 @@ mod tests {
     struct Reject;
 
     impl OutputCheck for Reject {
-        fn check(&self, _: &Value) -> Result<(), odek_contract::model_view::SchemaMismatch> {
-            Err(odek_contract::model_view::SchemaMismatch { pointer: "/a".into(), message: "wrong".into() })
+        fn check(&self, _: &Value) -> Result<(), odek_contract::model_view::OutputCheckFailure> {
+            Err(odek_contract::model_view::OutputCheckFailure::Mismatch(odek_contract::model_view::SchemaMismatch {
+                pointer: "/a".into(),
+                message: "wrong".into(),
+            }))
         }
     }
 
@@ -413,6 +509,20 @@ mod tests {
         let deep = format!(r#"{{"content":[],"structuredContent":{}1{}}}"#, "[".repeat(200), "]".repeat(200));
         let err = decode_call_result(deep.as_bytes(), &limits(&roots)).unwrap_err();
         assert!(err.to_string().starts_with("mcpclient fx: parse result: structuredContent: recursion limit"), "{err}");
+    }
+
+    /// Whether decoding may block is read from the decoded members: an escaped key or an
+    /// escaped brace does not hide a schema check or an envelope.
+    #[test]
+    fn the_blocking_decision_reads_decoded_members_red() {
+        let may_block = |json: &[u8], schema| decode_may_block(&read_call_result(json).unwrap(), schema);
+        assert!(!may_block(br#"{"content":[{"type":"text","text":"plain {"}]}"#, true));
+        assert!(may_block(br#"{"content":[{"type":"text","text":" \n\u00a0\ufeff{\"schema\":1}"}]}"#, false));
+        assert!(may_block(br#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"\u007b"}]}"#, false));
+        assert!(!may_block(br#"{"content":[{"type":"text","text":"\ufeff\ufeff{"}]}"#, false), "one BOM is stripped");
+        assert!(may_block(br#"{"content":[],"structured\u0043ontent":{}}"#, true));
+        assert!(!may_block(br#"{"content":[],"structuredContent":{}}"#, false));
+        assert!(!may_block(br#"{"content":[{"type":"text","text":"{"}],"structuredContent":{},"isError":true}"#, true));
     }
 
     /// The fast path for text items only gives the model view's text.
