@@ -1,7 +1,8 @@
-"""A minimal MCP server over stdio for the hub tests: it lists one tool, "probe", with the
-outputSchema of the JSON file named by its first argument, and answers every tools/call with
-that file's "result" line, written as given (its bytes, not re-encoded, so a test can send
-escaped keys). Standard library only; one request at a time."""
+"""A minimal MCP server over stdio for the odek-mcp tests: it lists one tool, "probe", described
+by the JSON file named by its first argument ("outputSchema" and "annotations" when given), and
+answers every tools/call with that file's "result" line, written as given (its bytes, not
+re-encoded, so a test can send escaped keys). When the file names a "callLog", every tools/call
+appends its arguments there as one line. Standard library only; one request at a time."""
 
 import json
 import sys
@@ -10,8 +11,9 @@ with open(sys.argv[1], encoding="utf-8") as spec_file:
     spec = json.load(spec_file)
 
 tool = {"name": "probe", "description": "A probe tool.", "inputSchema": {"type": "object"}}
-if "outputSchema" in spec:
-    tool["outputSchema"] = spec["outputSchema"]
+for member in ("outputSchema", "annotations"):
+    if member in spec:
+        tool[member] = spec[member]
 
 
 def send(line):
@@ -34,6 +36,9 @@ for raw in sys.stdin:
     elif method == "tools/list":
         result = json.dumps({"tools": [tool]})
     elif method == "tools/call":
+        if "callLog" in spec:
+            with open(spec["callLog"], "a", encoding="utf-8") as log:
+                log.write(json.dumps(message.get("params", {}).get("arguments")) + "\n")
         result = spec["result"]
     elif method == "ping":
         result = "{}"
