@@ -18,7 +18,9 @@ use odek_contract::truncation::{result_floor, rune_count};
 use odek_fuzz::{artifact_tree, check_tool_output, expand_placeholders};
 use odek_mcp::McpError;
 use odek_mcp::call::{decode_call_result, parse_object};
-use odek_mcp::frame_scan::{CallResult, ContentItem, FrameIndex, Scan, index_frame, scan_call_result, scan_frame};
+use odek_mcp::frame_scan::{
+    CallResult, ContentItem, FrameIndex, ItemMembers, Scan, index_frame, scan_call_result, scan_frame,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -104,22 +106,22 @@ fn literal(raw: Option<&RawValue>) -> Option<&str> {
 
 fn reference_call_result(json: &[u8]) -> Option<CallResult<'_>> {
     let wire: ReferenceResult<'_> = parse_object(json).ok()?;
-    let content = wire
-        .content
-        .unwrap_or_default()
-        .into_iter()
-        .map(|item| ContentItem {
-            kind: item.kind.map(|kind| kind.0),
-            text: literal(item.text),
+    let mut result = CallResult::default();
+    for item in wire.content.unwrap_or_default() {
+        let members = ItemMembers {
             data: literal(item.data),
             mime_type: literal(item.mime_type),
             uri: literal(item.uri),
             name: literal(item.name),
             size: literal(item.size),
             resource: literal(item.resource),
-        })
-        .collect();
-    Some(CallResult { content, is_error: wire.is_error, structured: literal(wire.structured) })
+        };
+        let members = (members != ItemMembers::default()).then(|| Box::new(members));
+        result.push_item(ContentItem { kind: item.kind.map(|kind| kind.0), text: literal(item.text), members });
+    }
+    result.is_error = wire.is_error;
+    result.structured = literal(wire.structured);
+    Some(result)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -157,8 +159,12 @@ fuzz_target!(|data: &[u8]| {
     if let Some(scanned) = scan_call_result(line) {
         assert_eq!(Some(&scanned), reference.as_ref());
     }
-    // [beyond] At most one content line per item, plus one for structuredContent.
-    let most_content_lines = reference.as_ref().map_or(0, |result| result.content.len() + 1);
+    // [beyond] At most one content line per non-text item kept, one for the items past them,
+    // and one for structuredContent: a text item cannot forge one.
+    let most_content_lines = reference.as_ref().map_or(0, |result| {
+        let non_text = result.content.iter().filter(|item| !item.is_text()).count();
+        non_text + usize::from(result.omitted_items > 0) + usize::from(result.structured.is_some())
+    });
 
     // Decoding for the model.
     let tree = artifact_tree();

@@ -28,6 +28,18 @@ pub const MAX_LABEL_RUNES: usize = 256;
 /// Prefix of the line of `structuredContent` shown as compact JSON.
 pub const STRUCTURED_LINE_PREFIX: &str = "- structured content ";
 
+/// Prefix of the line that counts the non-text items past [`MAX_CONTENT_ITEM_LINES`].
+pub const MORE_ITEMS_LINE_PREFIX: &str = "- \u{2026} ";
+
+/// Most non-text items of one result given a metadata line (4096); the rest are counted in one
+/// `- … <n> more item(s)` line, and are not even kept while the result is read (a line of
+/// millions of `{}` items must not cost memory per item).
+pub const MAX_CONTENT_ITEM_LINES: usize = 4096;
+
+/// Metadata lines of non-text items kept whole ahead of the text when the view is capped (64,
+/// like the artifact refs of one envelope); lines past them follow the text's fate.
+pub const MAX_KEPT_CONTENT_LINES: usize = 64;
+
 /// One content item of a `tools/call` result. Strings are the decoded JSON strings of the
 /// item's members (borrowed from the response when unescaped); a member that is absent, `null`
 /// or not of the expected JSON type reads as `None`.
@@ -80,7 +92,8 @@ pub struct EmbeddedResource<'a> {
 ///
 /// - `- image (<media type>, <n> bytes)` and `- audio (…)`: `<n>` is the decoded size; `invalid
 ///   base64 data` or `no data` instead when that is what the item holds.
-/// - `- resource link "<uri>" (name "<name>", <media type>, <size> bytes)`.
+/// - `- resource link "<uri>" (name "<name>", <media type>, <size> bytes)`; `(no uri, …)` in
+///   place of a missing uri.
 /// - `- resource "<uri>" (<media type>, embedded text of <n> chars)` (or `embedded blob of <n>
 ///   bytes`, `invalid base64 blob`, `no contents`).
 /// - `- content of type "<type>"`, or `- content without a type`.
@@ -110,8 +123,10 @@ fn render_media_line(head: &str, media: &Media<'_>) -> String {
 
 fn render_resource_link_line(link: &ResourceLink<'_>) -> String {
     let mut line = "- resource link".to_owned();
-    push_uri(&mut line, link.uri.as_deref());
-    let mut parts = Vec::with_capacity(3);
+    let mut parts = Vec::with_capacity(4);
+    if !push_uri(&mut line, link.uri.as_deref()) {
+        parts.push("no uri".to_owned());
+    }
     if let Some(name) = link.name.as_deref().filter(|name| !name.is_empty()) {
         parts.push(format!("name {}", quote(&clean_field_to(name, MAX_LABEL_RUNES))));
     }
@@ -143,6 +158,11 @@ fn render_unknown_content_line(kind: Option<&str>) -> String {
         Some(kind) => format!("- content of type {}", quote(&clean_field_to(kind, MAX_LABEL_RUNES))),
         None => "- content without a type".to_owned(),
     }
+}
+
+/// `- … <n> more item(s)`: the non-text items past [`MAX_CONTENT_ITEM_LINES`].
+pub fn render_more_items_line(more: usize) -> String {
+    format!("{MORE_ITEMS_LINE_PREFIX}{more} more item(s)")
 }
 
 /// `- structured content <compact JSON>`: canonical JSON (keys sorted), one line because a line
@@ -177,10 +197,11 @@ fn label(media_type: Option<&str>) -> Option<String> {
     media_type.filter(|media_type| !media_type.is_empty()).map(|media_type| clean_field_to(media_type, MAX_LABEL_RUNES))
 }
 
-fn push_uri(line: &mut String, uri: Option<&str>) {
-    if let Some(uri) = uri.filter(|uri| !uri.is_empty()) {
-        let _ = write!(line, " {}", quote(&clean_field_to(uri, MAX_URI_RUNES)));
-    }
+/// Appends ` "<uri>"` when there is one; whether there was.
+fn push_uri(line: &mut String, uri: Option<&str>) -> bool {
+    let Some(uri) = uri.filter(|uri| !uri.is_empty()) else { return false };
+    let _ = write!(line, " {}", quote(&clean_field_to(uri, MAX_URI_RUNES)));
+    true
 }
 
 fn with_parts(mut line: String, parts: &[String]) -> String {
@@ -236,7 +257,15 @@ mod tests {
             render_content_line(&ResultItem::ResourceLink(link)).unwrap(),
             r#"- resource link "file:///tmp/a \"b\".txt" (name "a b", text/plain, 42 bytes)"#
         );
-        assert_eq!(render_content_line(&ResultItem::ResourceLink(ResourceLink::default())).unwrap(), "- resource link");
+        assert_eq!(
+            render_content_line(&ResultItem::ResourceLink(ResourceLink::default())).unwrap(),
+            "- resource link (no uri)"
+        );
+        let named = ResourceLink { name: owned("n"), ..ResourceLink::default() };
+        assert_eq!(
+            render_content_line(&ResultItem::ResourceLink(named)).unwrap(),
+            "- resource link (no uri, name \"n\")"
+        );
         let embedded = EmbeddedResource {
             uri: owned("test://static/resource/1"),
             media_type: owned("text/plain"),
@@ -291,5 +320,12 @@ mod tests {
             assert!(line.chars().count() < MAX_URI_RUNES + 64, "{}", line.chars().count());
         }
         assert!(starts_with_rendered_prefix(&render_structured_line(&Value::Null)));
+        assert!(starts_with_rendered_prefix(&render_more_items_line(7)));
+        assert!(starts_with_rendered_prefix(
+            &render_content_line(&ResultItem::ResourceLink(ResourceLink::default())).unwrap()
+        ));
+        assert!(starts_with_rendered_prefix(
+            &render_content_line(&ResultItem::EmbeddedResource(EmbeddedResource::default())).unwrap()
+        ));
     }
 }

@@ -90,6 +90,11 @@ pub enum ContractError {
     #[error("structuredContent does not match the tool's outputSchema at {quoted_pointer}: {detail}")]
     StructuredContentMismatch { quoted_pointer: String, detail: String },
 
+    /// [beyond] `structuredContent` the declared `outputSchema` could not be checked against
+    /// within the work bounds (docs/MODEL-VIEW.md): fails closed, never accepted unchecked.
+    #[error("structuredContent not checked: {reason}")]
+    StructuredContentUnchecked { reason: String },
+
     /// The operating system's CSPRNG failed; no wrapper nonce can be made.
     #[error("untrusted wrapper nonce: operating-system randomness unavailable: {detail}")]
     NonceUnavailable { detail: String },

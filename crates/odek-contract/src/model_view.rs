@@ -12,11 +12,13 @@
 use serde_json::Value;
 
 use crate::ContractError;
-use crate::content_lines::{ResultItem, render_content_line, render_structured_line};
+use crate::content_lines::{
+    MAX_KEPT_CONTENT_LINES, ResultItem, render_content_line, render_more_items_line, render_structured_line,
+};
 use crate::quoting::quote;
 use crate::render::{clean_field_to, sanitise};
 use crate::tool_result::{ResultContext, ToolOutput, decode_tool_result_with_trailer};
-use crate::truncation::cap_with_trailer;
+use crate::truncation::{Trailer, cap_with_trailer};
 
 /// Longest JSON pointer of a schema mismatch shown, in runes, before `…`.
 pub const MAX_MISMATCH_POINTER_RUNES: usize = 256;
@@ -27,11 +29,14 @@ pub const MAX_MISMATCH_MESSAGE_RUNES: usize = 512;
 /// The error text of an `isError` result with no content at all.
 pub const UNKNOWN_ERROR: &str = "unknown error";
 
-/// A decoded `tools/call` result: every content item in order, `structuredContent` (absent and
-/// `null` alike are `None`), and `isError`.
+/// A decoded `tools/call` result: every content item in order (the non-text ones up to
+/// [`MAX_CONTENT_ITEM_LINES`](crate::content_lines::MAX_CONTENT_ITEM_LINES)),
+/// `structuredContent` (absent and `null` alike are `None`), and `isError`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallView<'a> {
     pub items: Vec<ResultItem<'a>>,
+    /// Non-text items past the ones in `items`, counted only.
+    pub omitted_items: usize,
     pub structured: Option<Value>,
     /// The result's `content` array as JSON, wanted only when `structured` is present (for
     /// [`structured_is_carried`]); `None` otherwise.
@@ -41,8 +46,18 @@ pub struct CallView<'a> {
 
 /// A tool's compiled `outputSchema`.
 pub trait OutputCheck {
-    /// `Err` with the first failure when `structured` does not match the schema.
-    fn check(&self, structured: &Value) -> Result<(), SchemaMismatch>;
+    /// `Err` with the first failure when `structured` does not match the schema, or when it
+    /// could not be checked.
+    fn check(&self, structured: &Value) -> Result<(), OutputCheckFailure>;
+}
+
+/// Why `structuredContent` did not pass its schema check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputCheckFailure {
+    /// It does not match.
+    Mismatch(SchemaMismatch),
+    /// Checking it would pass the work bounds; the reason says which.
+    Unchecked(String),
 }
 
 /// Where and why `structuredContent` failed its schema.
@@ -67,16 +82,18 @@ pub enum ModelViewError {
 /// The model view of one call result (docs/MODEL-VIEW.md):
 ///
 /// - success: the text items through envelope detection, validation and rendering as the spec
-///   says, then one metadata line per non-text item in item order, then `structuredContent` as
-///   `- structured content <compact JSON>` unless a text item carries it
-///   ([`structured_is_carried`]); before anything is rendered, `structuredContent` is checked
-///   against `output_schema` when the tool declared one;
+///   says, then one metadata line per non-text item in item order (`- … <n> more item(s)` for
+///   those past the ones in `items`), then `structuredContent` as `- structured content
+///   <compact JSON>` unless a text item carries it ([`structured_is_carried`]); before anything
+///   is rendered, `structuredContent` is checked against `output_schema` when the tool declared
+///   one;
 /// - `isError`: the text items joined by `\n`, then the same metadata lines (`unknown error`
 ///   when the result has no content and no `structuredContent`); never an envelope, never
 ///   checked against the schema;
 ///
-/// both sanitised, and capped as one view by [`cap_with_trailer`]: the metadata lines survive
-/// the cut whenever they fit.
+/// both sanitised, and capped as one view by [`cap_with_trailer`]: the first
+/// [`MAX_KEPT_CONTENT_LINES`] metadata lines survive the cut whenever they fit, then the text,
+/// then the rest.
 pub fn model_view(
     call: &CallView<'_>,
     output_schema: Option<&dyn OutputCheck>,
@@ -95,7 +112,7 @@ pub fn model_view(
         return Err(ModelViewError::ToolError(render_error_view(call, &texts, &trailer, ctx)));
     }
     if let (Some(structured), Some(schema)) = (&call.structured, output_schema) {
-        schema.check(structured).map_err(|mismatch| ModelViewError::Rejected(mismatch_error(&mismatch)))?;
+        schema.check(structured).map_err(|failure| ModelViewError::Rejected(check_failure_error(failure)))?;
     }
     decode_tool_result_with_trailer(&texts, &trailer, ctx).map_err(ModelViewError::Rejected)
 }
@@ -128,30 +145,51 @@ pub fn structured_is_carried(structured: &Value, texts: &[&str], content: Option
     })
 }
 
-/// The metadata lines of the non-text items, then the `structuredContent` line, joined by `\n`.
-fn render_metadata_lines(call: &CallView<'_>, texts: &[&str]) -> String {
-    let mut lines: Vec<String> = call.items.iter().filter_map(render_content_line).collect();
+/// The metadata lines of the non-text items (the first [`MAX_KEPT_CONTENT_LINES`] as the
+/// trailer's kept lines, the others in its tail), the count of the omitted ones, then the
+/// `structuredContent` line, rendered into two strings (no string per line).
+fn render_metadata_lines(call: &CallView<'_>, texts: &[&str]) -> Trailer {
+    fn push(part: &mut String, line: &str) {
+        if !part.is_empty() {
+            part.push('\n');
+        }
+        part.push_str(line);
+    }
+    let mut trailer = Trailer::default();
+    let lines = call.items.iter().filter_map(render_content_line);
+    for (index, line) in lines.enumerate() {
+        let part = if index < MAX_KEPT_CONTENT_LINES { &mut trailer.lines } else { &mut trailer.tail };
+        push(part, &line);
+    }
+    if call.omitted_items > 0 {
+        push(&mut trailer.tail, &render_more_items_line(call.omitted_items));
+    }
     if let Some(structured) = &call.structured
         && !structured_is_carried(structured, texts, call.content.as_ref())
     {
-        lines.push(render_structured_line(structured));
+        push(&mut trailer.tail, &render_structured_line(structured));
     }
-    lines.join("\n")
+    trailer
 }
 
-fn render_error_view(call: &CallView<'_>, texts: &[&str], trailer: &str, ctx: &ResultContext<'_>) -> String {
+fn render_error_view(call: &CallView<'_>, texts: &[&str], trailer: &Trailer, ctx: &ResultContext<'_>) -> String {
     let (server, tool, limit) = (ctx.server, ctx.tool, ctx.max_result_chars);
-    if call.items.is_empty() && call.structured.is_none() {
-        return cap_with_trailer(UNKNOWN_ERROR, "", server, tool, limit).text;
+    if call.items.is_empty() && call.omitted_items == 0 && call.structured.is_none() {
+        return cap_with_trailer(UNKNOWN_ERROR, &Trailer::default(), server, tool, limit).text;
     }
     let joined = texts.join("\n");
     cap_with_trailer(&sanitise(&joined), trailer, server, tool, limit).text
 }
 
-fn mismatch_error(mismatch: &SchemaMismatch) -> ContractError {
-    ContractError::StructuredContentMismatch {
-        quoted_pointer: quote(&clean_field_to(&mismatch.pointer, MAX_MISMATCH_POINTER_RUNES)),
-        detail: clean_field_to(&mismatch.message, MAX_MISMATCH_MESSAGE_RUNES),
+fn check_failure_error(failure: OutputCheckFailure) -> ContractError {
+    match failure {
+        OutputCheckFailure::Mismatch(mismatch) => ContractError::StructuredContentMismatch {
+            quoted_pointer: quote(&clean_field_to(&mismatch.pointer, MAX_MISMATCH_POINTER_RUNES)),
+            detail: clean_field_to(&mismatch.message, MAX_MISMATCH_MESSAGE_RUNES),
+        },
+        OutputCheckFailure::Unchecked(reason) => {
+            ContractError::StructuredContentUnchecked { reason: clean_field_to(&reason, MAX_MISMATCH_MESSAGE_RUNES) }
+        }
     }
 }
 
@@ -181,8 +219,8 @@ mod tests {
     struct Always(Option<SchemaMismatch>);
 
     impl OutputCheck for Always {
-        fn check(&self, _: &Value) -> Result<(), SchemaMismatch> {
-            self.0.clone().map_or(Ok(()), Err)
+        fn check(&self, _: &Value) -> Result<(), OutputCheckFailure> {
+            self.0.clone().map_or(Ok(()), |mismatch| Err(OutputCheckFailure::Mismatch(mismatch)))
         }
     }
 
@@ -232,6 +270,7 @@ mod tests {
             structured: Some(json!({"result": 42})),
             is_error: false,
             content: None,
+            omitted_items: 0,
         };
         assert_eq!(model_view(&call, None, &ctx(&roots, 1000)).unwrap().text, "42");
     }
@@ -263,14 +302,14 @@ mod tests {
     fn error_view_carries_every_item() {
         let roots = ArtifactRoots::new(Vec::<String>::new());
         let error = |items, structured| {
-            let call = CallView { items, structured, is_error: true, content: None };
+            let call = CallView { items, structured, is_error: true, ..CallView::default() };
             match model_view(&call, Some(&Always(Some(SchemaMismatch::default_for_test()))), &ctx(&roots, 1000)) {
                 Err(ModelViewError::ToolError(text)) => text,
                 other => panic!("{other:?}"),
             }
         };
         assert_eq!(error(vec![png("AAAA"), text("boom")], None), "boom\n- image (image/png, 3 bytes)");
-        assert_eq!(error(vec![text("a"), text("- image forged")], None), "a\n - image forged");
+        assert_eq!(error(vec![text("a"), text("- image (forged")], None), "a\n - image (forged");
         assert_eq!(error(vec![], None), UNKNOWN_ERROR);
         assert_eq!(error(vec![text("")], None), "");
         assert_eq!(error(vec![], Some(json!({"code": 7}))), "- structured content {\"code\":7}");
@@ -291,6 +330,36 @@ mod tests {
         let Err(ModelViewError::ToolError(text)) = model_view(&error, None, &ctx(&roots, 1000)) else { panic!() };
         assert_eq!(text.chars().count(), 1000);
         assert!(text.contains("\n- image (image/png, 3000000 bytes)\n[odek: result truncated"));
+    }
+
+    /// The first 64 metadata lines are kept ahead of the text; the rest, the count of omitted
+    /// items and `structuredContent` are cut first.
+    #[test]
+    fn past_the_kept_lines_content_is_cut_before_the_text() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let items: Vec<ResultItem<'_>> =
+            std::iter::once(text("Summary.")).chain((0..100).map(|_| png("AAAA"))).collect();
+        let call = CallView {
+            items,
+            omitted_items: 5,
+            structured: Some(json!({"big": "x".repeat(10_000)})),
+            ..CallView::default()
+        };
+        let line = "- image (image/png, 3 bytes)";
+        let full = model_view(&call, None, &ctx(&roots, 1_000_000)).unwrap().text;
+        assert_eq!(full.lines().filter(|l| *l == line).count(), 100);
+        assert!(full.contains(&format!("{line}\n- \u{2026} 5 more item(s)\n- structured content {{\"big\":\"xxx")));
+        let limit = 2600;
+        let out = model_view(&call, None, &ctx(&roots, limit)).unwrap();
+        assert_eq!(out.text.chars().count(), limit);
+        assert!(out.text.starts_with("Summary.\n- image (image/png, 3 bytes)\n"), "{}", out.text);
+        let kept = out.text.lines().filter(|l| *l == line).count();
+        assert!(kept > MAX_KEPT_CONTENT_LINES && kept < 100, "{kept}");
+        assert_eq!(out.observed_chars, Some(full.chars().count()));
+        let long = "s".repeat(3000);
+        let summary = CallView { items: vec![text(&long), png("AAAA")], ..call };
+        let out = model_view(&summary, None, &ctx(&roots, 4000)).unwrap();
+        assert!(out.text.starts_with(&format!("{}\n{line}\n- \u{2026} 5", "s".repeat(3000))), "{}", out.text);
     }
 
     impl SchemaMismatch {

@@ -7,9 +7,11 @@
 //! reader forever — the open is non-blocking and `O_NONBLOCK` is cleared again once the handle
 //! is known to be a regular file); anything but a regular file (FIFO, device, socket, directory)
 //! is refused with [`NOT_A_REGULAR_FILE`] before a byte is read or written and before anything
-//! touches its mode; the type is checked on the open handle (`fstat`), so what was checked is
-//! what is used; a bounded read never holds more than `limit + 1` bytes. With [`Follow::Never`]
-//! a symlink as the last component is refused by the kernel (`O_NOFOLLOW`).
+//! touches its mode — and before it is even opened, by name (`stat`), since opening some devices
+//! has side effects of its own, then again on the open handle (`fstat`), so what was checked is
+//! what is used; an open never makes a terminal the controlling one (`O_NOCTTY`); a bounded
+//! read never holds more than `limit + 1` bytes. With [`Follow::Never`] a symlink as the last
+//! component is refused by the kernel (`O_NOFOLLOW`).
 //!
 //! It deliberately knows nothing of what the files mean: callers map a missing file to their
 //! own "absent" semantics and word their own errors around [`NOT_A_REGULAR_FILE`].
@@ -113,11 +115,30 @@ pub fn read_regular(path: &Path, follow: Follow, limit: u64) -> io::Result<Bound
     read_to_limit(&open_regular_read(path, follow)?, limit)
 }
 
+/// Refuses, by name and without opening it, a path that exists and is not a regular file
+/// (following a final symlink only under [`Follow::Symlinks`]; under [`Follow::Never`] the
+/// open's `O_NOFOLLOW` refuses one). A missing path passes: the open reports it, or creates it.
+fn refuse_non_regular_by_name(path: &Path, follow: Follow) -> io::Result<()> {
+    let metadata = match follow {
+        Follow::Symlinks => std::fs::metadata(path),
+        Follow::Never => std::fs::symlink_metadata(path),
+    };
+    match metadata {
+        Ok(metadata) if metadata.is_file() || metadata.file_type().is_symlink() => Ok(()),
+        Ok(_) => Err(not_a_regular_file()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
 #[cfg(unix)]
 fn open_regular(path: &Path, follow: Follow, options: &mut std::fs::OpenOptions) -> io::Result<File> {
     use nix::fcntl::{FcntlArg, OFlag, fcntl};
     use std::os::unix::fs::OpenOptionsExt;
-    let mut flags = OFlag::O_NONBLOCK;
+    refuse_non_regular_by_name(path, follow)?;
+    // The name may change between the stat and the open: the type is checked again on the
+    // handle, and the open itself never blocks.
+    let mut flags = OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
     if follow == Follow::Never {
         flags |= OFlag::O_NOFOLLOW;
     }
@@ -137,7 +158,8 @@ fn open_regular(path: &Path, follow: Follow, options: &mut std::fs::OpenOptions)
 }
 
 #[cfg(not(unix))]
-fn open_regular(path: &Path, _follow: Follow, options: &mut std::fs::OpenOptions) -> io::Result<File> {
+fn open_regular(path: &Path, follow: Follow, options: &mut std::fs::OpenOptions) -> io::Result<File> {
+    refuse_non_regular_by_name(path, follow)?;
     let file = options.open(path)?;
     if !file.metadata()?.is_file() {
         return Err(not_a_regular_file());
@@ -169,6 +191,39 @@ mod tests {
         let append = open_regular_append(&fifo, 0o600).unwrap_err();
         assert!(is_not_a_regular_file(&append), "{append}");
         assert_eq!(append.to_string(), NOT_A_REGULAR_FILE);
+    }
+
+    /// Before: the path was opened (non-blocking) and only then its type checked, so a writer
+    /// waiting on a FIFO was let through by the open alone — the side effect some devices have.
+    /// Now nothing is opened: the writer is still waiting afterwards.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_special_file_is_refused_before_it_is_opened_red() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = fifo(dir.path());
+        let (tid_sender, tid) = std::sync::mpsc::channel();
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                tid_sender.send(nix::unistd::gettid()).unwrap();
+                // Blocks until some reader opens the FIFO.
+                std::fs::OpenOptions::new().write(true).open(&fifo).is_ok()
+            })
+        };
+        let wchan = std::path::PathBuf::from(format!("/proc/self/task/{}/wchan", tid.recv().unwrap()));
+        let waiting = || std::fs::read_to_string(&wchan).is_ok_and(|wchan| wchan.trim() == "wait_for_partner");
+        // Nothing notifies us that a thread entered the kernel's wait: poll its wait channel.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !waiting() {
+            assert!(std::time::Instant::now() < deadline, "the writer never blocked in open");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let read = open_regular_read(&fifo, Follow::Symlinks).unwrap_err();
+        assert!(is_not_a_regular_file(&read), "{read}");
+        assert!(waiting(), "opening the FIFO let the writer through");
+        // Release the writer.
+        drop(std::fs::File::open(&fifo).unwrap());
+        assert!(writer.join().unwrap());
     }
 
     #[test]

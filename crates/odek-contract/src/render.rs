@@ -10,18 +10,29 @@
 use std::borrow::Cow;
 
 use crate::artifact_ref::{ArtifactRef, short_digest};
-use crate::content_lines::STRUCTURED_LINE_PREFIX;
+use crate::content_lines::{MORE_ITEMS_LINE_PREFIX, STRUCTURED_LINE_PREFIX};
 use crate::quoting::quote;
 
 /// Prefix of every metadata line; a server-supplied line with this prefix is indented.
 pub const ARTIFACT_LINE_PREFIX: &str = "- artifact ";
 
 /// [beyond] Every prefix that starts a line odek renders itself: the artifact line of §5.1 and
-/// the metadata lines of non-text content (docs/MODEL-VIEW.md). A server-supplied line that
-/// starts with one of them is indented by [`sanitise`]. `- resource ` covers both the
-/// `- resource link ` and the embedded `- resource ` line.
-pub const RENDERED_LINE_PREFIXES: [&str; 6] =
-    [ARTIFACT_LINE_PREFIX, "- image ", "- audio ", "- resource ", "- content ", STRUCTURED_LINE_PREFIX];
+/// the metadata lines of non-text content (docs/MODEL-VIEW.md), each as exactly as odek writes
+/// it, so an ordinary bullet (`- resource usage: 40%`, `- content negotiation`) is left alone.
+/// A server-supplied line that starts with one of them is indented by [`sanitise`].
+pub const RENDERED_LINE_PREFIXES: [&str; 11] = [
+    ARTIFACT_LINE_PREFIX,
+    "- image (",
+    "- audio (",
+    "- resource \"",
+    "- resource (",
+    "- resource link \"",
+    "- resource link (",
+    "- content of type \"",
+    "- content without a type",
+    STRUCTURED_LINE_PREFIX,
+    MORE_ITEMS_LINE_PREFIX,
+];
 
 /// Longest cleaned field, in runes, before `…` is appended.
 pub const MAX_FIELD_RUNES: usize = 4096;
@@ -254,7 +265,31 @@ mod tests {
         );
         assert!(matches!(sanitise("- item\n- imagery\n- structured\n-image x"), Cow::Borrowed(_)));
         assert!(matches!(sanitise("list:\n- one\n- two"), Cow::Borrowed(_)));
-        assert_eq!(sanitise("- one\n- image x"), "- one\n - image x");
+        assert_eq!(sanitise("- one\n- image (x"), "- one\n - image (x");
+        assert_eq!(
+            sanitise(
+                "- resource (no contents)\n- resource link (no uri)\n- content without a type\n- \u{2026} 3 more item(s)"
+            ),
+            " - resource (no contents)\n - resource link (no uri)\n - content without a type\n - \u{2026} 3 more item(s)"
+        );
+    }
+
+    /// Before: `- resource ` and `- content ` indented every bullet that merely began with the
+    /// word; only the exact forms odek renders are indented now.
+    #[test]
+    fn ordinary_bullets_are_left_alone() {
+        for text in [
+            "- resource usage: 40%",
+            "- content negotiation is on",
+            "- image processing done",
+            "- audio levels normal",
+            "- resource link checker ran",
+            "- content of type unknown",
+            "- structured contentious",
+        ] {
+            assert!(matches!(sanitise(text), Cow::Borrowed(_)), "{text}");
+            assert!(!starts_with_rendered_prefix(text), "{text}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::artifact_ref::{ArtifactRef, ArtifactRoots, check_unique_ids, validate
 use crate::envelope::{Envelope, RawArtifactRef, check_artifact_count, probe_envelope};
 use crate::error::ContractError;
 use crate::render::{render_envelope, sanitise};
-use crate::truncation::{Capped, cap_envelope, cap_text, cap_with_trailer};
+use crate::truncation::{Capped, Trailer, cap_envelope, cap_text, cap_with_trailer};
 
 /// What the pipeline needs to know about the call.
 #[derive(Debug, Clone, Copy)]
@@ -44,16 +44,16 @@ pub struct ToolOutput {
 /// type is `text`, in order. Errors are the spec's bare texts (malformed envelope, ref cap,
 /// `artifact ref rejected: …`, duplicate id); the caller adds `mcpclient <server>: tool <tool>: `.
 pub fn decode_tool_result(text_items: &[&str], ctx: &ResultContext<'_>) -> Result<ToolOutput, ContractError> {
-    decode_tool_result_with_trailer(text_items, "", ctx)
+    decode_tool_result_with_trailer(text_items, &Trailer::default(), ctx)
 }
 
-/// [`decode_tool_result`] followed by `trailer`, metadata lines odek rendered (lines joined by
-/// `\n`, empty for none): the text part as the spec decodes it, then the trailer, capped as
-/// one view by [`cap_with_trailer`] so the trailer survives whenever it fits (docs/MODEL-VIEW.md).
-/// An empty trailer gives exactly [`decode_tool_result`].
+/// [`decode_tool_result`] followed by `trailer`, what odek rendered for the rest of the result:
+/// the text part as the spec decodes it, then the trailer, capped as one view by
+/// [`cap_with_trailer`] (docs/MODEL-VIEW.md). An empty trailer gives exactly
+/// [`decode_tool_result`].
 pub fn decode_tool_result_with_trailer(
     text_items: &[&str],
-    trailer: &str,
+    trailer: &Trailer,
     ctx: &ResultContext<'_>,
 ) -> Result<ToolOutput, ContractError> {
     let joined: Cow<'_, str> = match text_items {
@@ -110,11 +110,11 @@ fn merge_envelope_items<'t>(text_items: &[&'t str]) -> Result<Option<(Envelope, 
 
 /// §1 step 5 (+ §3 extras): validate every ref against roots resolved once, reject repeated ids,
 /// render and cap; then append sanitised extras and cap the whole again. The trailer follows the
-/// artifact lines when there are no extras, else the extras.
+/// artifact lines when there are no extras (its lines kept with them), else the extras.
 fn finish_envelope(
     envelope: Envelope,
     extras: &[&str],
-    trailer: &str,
+    trailer: &Trailer,
     ctx: &ResultContext<'_>,
 ) -> Result<ToolOutput, ContractError> {
     let artifacts = validate_all(&envelope.artifacts, ctx.roots)?;
@@ -125,11 +125,11 @@ fn finish_envelope(
             cap_envelope(&sanitised, &artifacts, server, tool, limit)
         } else {
             let mut lines = render_envelope("", &artifacts);
-            if !lines.is_empty() {
+            if !lines.is_empty() && !trailer.lines.is_empty() {
                 lines.push('\n');
             }
-            lines.push_str(trailer);
-            cap_with_trailer(&sanitised, &lines, server, tool, limit)
+            lines.push_str(&trailer.lines);
+            cap_with_trailer(&sanitised, &Trailer { lines, tail: trailer.tail.clone() }, server, tool, limit)
         };
         return Ok(ToolOutput { text: capped.text, artifacts, observed_chars: capped.observed });
     }

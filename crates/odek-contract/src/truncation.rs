@@ -99,16 +99,35 @@ pub fn cap_text(text: Cow<'_, str>, server: &str, tool: &str, limit: usize) -> C
 ///    body is cut to `limit − runes(N)` runes. Output = body + `N`, never more than `limit`.
 pub fn cap_envelope(sanitised_text: &str, refs: &[ArtifactRef], server: &str, tool: &str, limit: usize) -> Capped {
     let lines = render_envelope("", refs);
-    cap_with_trailer(sanitised_text, &lines, server, tool, limit)
+    cap_with_trailer(sanitised_text, &Trailer { lines, tail: String::new() }, server, tool, limit)
 }
 
-/// §6.3's rule for any text followed by metadata lines odek rendered (`trailer`, lines joined by
-/// `\n`; [beyond] the artifact lines, and the content lines of docs/MODEL-VIEW.md): the
-/// rendering is `text`, then `\n` and `trailer` when both are non-empty. The trailer survives
-/// the cut whenever it fits; the text is cut first. With an empty trailer this is exactly
-/// §6.2 ([`cap_text`]).
-pub fn cap_with_trailer(text: &str, trailer: &str, server: &str, tool: &str, limit: usize) -> Capped {
-    let rendered = render_with_trailer(text, trailer);
+/// [beyond] What follows the text part of a view, as odek rendered it (docs/MODEL-VIEW.md):
+/// each part is lines joined by `\n`, empty for none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trailer {
+    /// Metadata lines kept whole ahead of the text (§6.3's artifact lines, and the first
+    /// content lines): bounded in number and length.
+    pub lines: String,
+    /// What comes last and is cut first: the content lines past the kept ones and
+    /// `structuredContent` — content, unbounded, never worth more than the text.
+    pub tail: String,
+}
+
+impl Trailer {
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.tail.is_empty()
+    }
+}
+
+/// §6.3's rule for any text followed by a [`Trailer`]: the rendering is the text, the trailer's
+/// lines and its tail, each non-empty part after a `\n`. Cut, the lines survive whenever they
+/// fit (if they do not, the body is cut to `limit − runes(notice)` runes, §6.3's last resort);
+/// then the text is kept as far as it fits; the tail takes what room is left, cut at its end.
+/// With an empty tail this is exactly §6.3, and with an empty trailer exactly §6.2
+/// ([`cap_text`]).
+pub fn cap_with_trailer(text: &str, trailer: &Trailer, server: &str, tool: &str, limit: usize) -> Capped {
+    let rendered = render_parts(&[text, &trailer.lines, &trailer.tail]);
     if rendered.len() <= limit {
         return Capped { text: rendered, observed: None };
     }
@@ -121,27 +140,33 @@ pub fn cap_with_trailer(text: &str, trailer: &str, server: &str, tool: &str, lim
     if notice_runes > limit {
         return Capped { text: first_runes(&notice, limit).to_owned(), observed: Some(observed) };
     }
-    let text_runes = rune_count(text);
-    let metadata_runes = observed.saturating_sub(text_runes);
-    let budget = limit.saturating_sub(metadata_runes).saturating_sub(notice_runes);
-    let mut body = render_with_trailer(first_runes(text, budget), trailer);
-    let body_room = limit - notice_runes;
-    if rune_count(&body) > body_room {
-        let kept = first_runes(&body, body_room).len();
-        body.truncate(kept);
-    }
+    let room = limit - notice_runes;
+    let lines_runes = rune_count(&trailer.lines);
+    let mut body = if lines_runes > room {
+        first_runes(&trailer.lines, room).to_owned()
+    } else {
+        // A part after another costs its `\n` too.
+        let separator = |before: bool| usize::from(before);
+        let mut left = room - lines_runes;
+        let text_room = left.saturating_sub(separator(!trailer.lines.is_empty()));
+        let kept_text = first_runes(text, text_room);
+        left -= rune_count(kept_text) + separator(!kept_text.is_empty() && !trailer.lines.is_empty());
+        let tail_room = left.saturating_sub(separator(!kept_text.is_empty() || !trailer.lines.is_empty()));
+        render_parts(&[kept_text, &trailer.lines, first_runes(&trailer.tail, tail_room)])
+    };
     body.push_str(&notice);
     Capped { text: body, observed: Some(observed) }
 }
 
-/// `text`, then `\n` and `trailer` when both are non-empty (§5.1's layout).
-fn render_with_trailer(text: &str, trailer: &str) -> String {
-    let mut out = String::with_capacity(text.len() + trailer.len() + 1);
-    out.push_str(text);
-    if !out.is_empty() && !trailer.is_empty() {
-        out.push('\n');
+/// The non-empty parts joined by `\n` (§5.1's layout).
+fn render_parts(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|part| part.len() + 1).sum());
+    for part in parts.iter().filter(|part| !part.is_empty()) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(part);
     }
-    out.push_str(trailer);
     out
 }
 
@@ -185,6 +210,51 @@ mod tests {
         let capped = apply_result_limit(&text, "s", "t", 1000);
         assert_eq!(capped.observed, Some(1001));
         assert_eq!(rune_count(&capped.text), 1000);
+    }
+
+    /// Before: the metadata lines did not fit with the structured line among them, so the text
+    /// was dropped and the view was a cut `- structured content {…`.
+    #[test]
+    fn a_long_structured_line_is_cut_after_the_text_red() {
+        let summary = "Sunny in Paris.";
+        let trailer = Trailer {
+            lines: "- image (image/png, 3 bytes)".to_owned(),
+            tail: format!("- structured content {{\"x\":\"{}\"}}", "y".repeat(300_000)),
+        };
+        let capped = cap_with_trailer(summary, &trailer, "s", "t", 200_000);
+        assert_eq!(rune_count(&capped.text), 200_000);
+        assert!(
+            capped.text.starts_with("Sunny in Paris.\n- image (image/png, 3 bytes)\n- structured content {\"x\":\"yyy")
+        );
+        assert!(capped.text.ends_with("if any]"));
+        let observed = summary.len() + 1 + trailer.lines.len() + 1 + trailer.tail.len();
+        assert_eq!(capped.observed, Some(observed));
+        // A long text keeps the lines, and the tail goes first.
+        let text = "t".repeat(5000);
+        let capped = cap_with_trailer(&text, &trailer, "s", "t", 1000);
+        assert_eq!(rune_count(&capped.text), 1000);
+        assert!(capped.text.contains("t\n- image (image/png, 3 bytes)\n[odek: result truncated"), "{}", capped.text);
+        // Lines that do not fit are cut, as §6.3 says.
+        let lines = Trailer { lines: "- image (".to_owned() + &"x".repeat(900) + ")", tail: String::new() };
+        let capped = cap_with_trailer("text", &lines, "s", "t", 400);
+        assert!(capped.text.starts_with("- image (xxx"), "{}", capped.text);
+        assert_eq!(rune_count(&capped.text), 400);
+    }
+
+    #[test]
+    fn the_tail_fills_only_the_room_left() {
+        let trailer = Trailer { lines: String::new(), tail: "z".repeat(600) };
+        for text in ["", "short", &"t".repeat(300)] {
+            let capped = cap_with_trailer(text, &trailer, "s", "t", 500);
+            assert_eq!(rune_count(&capped.text), 500, "{text:?}");
+            assert!(capped.text.starts_with(text));
+        }
+        assert_eq!(cap_with_trailer("a", &trailer, "s", "t", 1000).text, format!("a\n{}", "z".repeat(600)));
+        let empty = Trailer::default();
+        assert_eq!(
+            cap_with_trailer(&"x".repeat(5000), &empty, "s", "t", 1000),
+            apply_result_limit(&"x".repeat(5000), "s", "t", 1000)
+        );
     }
 
     #[test]

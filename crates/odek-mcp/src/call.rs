@@ -16,12 +16,13 @@ use odek_contract::model_view::{CallView, ModelViewError, OutputCheck, model_vie
 use odek_contract::tool_result::{ResultContext, ToolOutput, decode_tool_result};
 use odek_contract::truncation::apply_result_limit;
 use serde::Deserialize;
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::discovery::json_string;
 use crate::error::McpError;
-use crate::frame_scan::{CallResult, ContentItem, scan_call_result};
+use crate::frame_scan::{CallResult, ContentItem, ItemMembers, scan_call_result};
 
 /// The model's argument string as sent: parsed and re-serialised with sorted keys; empty ⇒
 /// `null`; not JSON ⇒ the text as a JSON string.
@@ -70,11 +71,40 @@ struct WireContent<'a> {
 #[derive(Deserialize)]
 struct WireCallResult<'a> {
     #[serde(borrow, default)]
-    content: Option<Vec<WireContent<'a>>>,
+    content: Option<WireItems<'a>>,
     #[serde(default, rename = "isError")]
     is_error: Option<bool>,
     #[serde(borrow, default, rename = "structuredContent")]
     structured: Option<&'a RawValue>,
+}
+
+/// The `content` array, read item by item into [`CallResult::push_item`], which keeps what the
+/// scanner keeps.
+struct WireItems<'a>(CallResult<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for WireItems<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Items<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Items<'a> {
+            type Value = WireItems<'a>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("an array of content items")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireItems<'a>, A::Error> {
+                let mut result = CallResult::default();
+                // Each item through `parse_object`: serde would read an array as a struct by position.
+                while let Some(raw) = seq.next_element::<&'a RawValue>()? {
+                    let item = parse_object::<WireContent<'a>>(raw.get().as_bytes())
+                        .map_err(|error| serde::de::Error::custom(format!("content item: {error}")))?;
+                    result.push_item(content_item(item));
+                }
+                Ok(WireItems(result))
+            }
+        }
+        deserializer.deserialize_seq(Items(std::marker::PhantomData))
+    }
 }
 
 /// The result's members: by the routing scanner when it can, else by serde_json (whose reading
@@ -88,22 +118,26 @@ fn read_call_result(json: &[u8]) -> Result<CallResult<'_>, String> {
 
 fn serde_call_result(json: &[u8]) -> Result<CallResult<'_>, String> {
     let wire: WireCallResult<'_> = parse_object(json)?;
-    let content = wire
-        .content
-        .unwrap_or_default()
-        .into_iter()
-        .map(|item| ContentItem {
-            kind: item.kind.map(|kind| kind.0),
-            text: raw_literal(item.text),
-            data: raw_literal(item.data),
-            mime_type: raw_literal(item.mime_type),
-            uri: raw_literal(item.uri),
-            name: raw_literal(item.name),
-            size: raw_literal(item.size),
-            resource: raw_literal(item.resource),
-        })
-        .collect();
-    Ok(CallResult { content, is_error: wire.is_error, structured: raw_literal(wire.structured) })
+    let mut result = wire.content.map(|items| items.0).unwrap_or_default();
+    result.is_error = wire.is_error;
+    result.structured = raw_literal(wire.structured);
+    Ok(result)
+}
+
+fn content_item(item: WireContent<'_>) -> ContentItem<'_> {
+    let mut content = ContentItem { kind: item.kind.map(|kind| kind.0), text: raw_literal(item.text), members: None };
+    let members = ItemMembers {
+        data: raw_literal(item.data),
+        mime_type: raw_literal(item.mime_type),
+        uri: raw_literal(item.uri),
+        name: raw_literal(item.name),
+        size: raw_literal(item.size),
+        resource: raw_literal(item.resource),
+    };
+    if members != ItemMembers::default() {
+        content.members = Some(Box::new(members));
+    }
+    content
 }
 
 /// A member's raw JSON text; `null` reads as absent.
@@ -150,8 +184,101 @@ pub fn decode_checked_call_result(
     context: &ResultContext<'_>,
     output_schema: Option<&dyn OutputCheck>,
 ) -> Result<ToolOutput, McpError> {
-    let parse_error = |error| McpError::ResultParse { server: context.server.to_owned(), error };
-    let result = read_call_result(result_json).map_err(parse_error)?;
+    let result = read_call_result(result_json).map_err(|error| parse_error(context, error))?;
+    decode_read_result(result, result_json, context, output_schema)
+}
+
+/// [`decode_checked_call_result`] when it cannot block: `None` when the result holds work that
+/// belongs off the async workers ([`decode_may_block`]), for the caller to run elsewhere. The
+/// decision is made on the decoded members, never on a byte search of the line.
+pub fn decode_unless_blocking(
+    result_json: &[u8],
+    context: &ResultContext<'_>,
+    output_schema: Option<&dyn OutputCheck>,
+) -> Option<Result<ToolOutput, McpError>> {
+    let result = match read_call_result(result_json) {
+        Ok(result) => result,
+        Err(error) => return Some(Err(parse_error(context, error))),
+    };
+    if decode_may_block(&result, output_schema.is_some()) {
+        return None;
+    }
+    Some(decode_read_result(result, result_json, context, output_schema))
+}
+
+/// Whether decoding a successful result may do blocking work: artifact refs are stat'ed and
+/// hashed (only an envelope carries them, and an envelope is a text starting with `{`), and a
+/// `structuredContent` is checked against a declared schema (bounded, but up to
+/// [`crate::output_schema::MAX_CHECK_STEPS`] steps).
+pub fn decode_may_block(result: &CallResult<'_>, schema_declared: bool) -> bool {
+    if result.is_error == Some(true) {
+        return false;
+    }
+    (schema_declared && result.structured.is_some())
+        || result.content.iter().any(|item| item.is_text() && item.text.is_some_and(text_may_be_an_envelope))
+}
+
+/// Whether a text literal, decoded, starts like an envelope (§2 steps 1-2: whitespace, one
+/// BOM, then `{`). Reads only as far as the first other character.
+fn text_may_be_an_envelope(literal: &str) -> bool {
+    let mut chars = JsonStringChars { rest: literal.strip_prefix('"').unwrap_or(literal) };
+    let mut first = chars.next();
+    while first.is_some_and(char::is_whitespace) {
+        first = chars.next();
+    }
+    if first == Some('\u{feff}') {
+        first = chars.next();
+    }
+    first == Some('{')
+}
+
+/// The characters of a JSON string literal's body (after its opening quote), escapes decoded;
+/// ends at the closing quote or at anything malformed.
+struct JsonStringChars<'a> {
+    rest: &'a str,
+}
+
+impl Iterator for JsonStringChars<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        let mut chars = self.rest.chars();
+        let decoded = match chars.next()? {
+            '"' => return None,
+            '\\' => match chars.next()? {
+                'n' => '\n',
+                't' => '\t',
+                'r' => '\r',
+                'f' => '\u{c}',
+                'b' => '\u{8}',
+                'u' => {
+                    let rest = chars.as_str();
+                    let unit = u32::from_str_radix(rest.get(..4)?, 16).ok()?;
+                    chars = rest[4..].chars();
+                    // A surrogate (half of a pair) never decodes to whitespace, a BOM or `{`.
+                    char::from_u32(unit).unwrap_or('\u{fffd}')
+                }
+                other => other,
+            },
+            other => other,
+        };
+        self.rest = chars.as_str();
+        Some(decoded)
+    }
+}
+
+fn parse_error(context: &ResultContext<'_>, error: String) -> McpError {
+    McpError::ResultParse { server: context.server.to_owned(), error }
+}
+
+/// The decode of a result already read.
+fn decode_read_result(
+    result: CallResult<'_>,
+    result_json: &[u8],
+    context: &ResultContext<'_>,
+    output_schema: Option<&dyn OutputCheck>,
+) -> Result<ToolOutput, McpError> {
+    let parse_error = |error| parse_error(context, error);
     let text_only = result.structured.is_none() && result.content.iter().all(ContentItem::is_text);
     if !text_only || (result.is_error == Some(true) && result.content.len() > 1) {
         let view = call_view(&result, result_json).map_err(parse_error)?;
@@ -207,17 +334,39 @@ fn contract_error(context: &ResultContext<'_>, error: &odek_contract::ContractEr
 }
 
 /// Every item and `structuredContent` decoded for [`model_view`], with the `content` array as
-/// JSON when `structuredContent` is present (it may mirror it). A text item whose `text` is not
-/// a string, and `structuredContent` nested too deep for serde_json, are parse errors; any
-/// other member of another item that is not what MCP says reads as absent.
+/// JSON when `structuredContent` could mirror it. A text item whose `text` is not a string, and
+/// `structuredContent` nested too deep for serde_json, are parse errors; any other member of
+/// another item that is not what MCP says reads as absent.
 fn call_view<'a>(result: &CallResult<'a>, result_json: &[u8]) -> Result<CallView<'a>, String> {
     let items = result.content.iter().map(result_item).collect::<Result<_, _>>()?;
     let structured = result
         .structured
         .map(|raw| serde_json::from_str::<Value>(raw).map_err(|err| format!("structuredContent: {err}")))
         .transpose()?;
-    let content = if structured.is_some() { content_value(result_json) } else { None };
-    Ok(CallView { items, structured, content, is_error: result.is_error == Some(true) })
+    let content = match &structured {
+        Some(structured) if may_mirror_content(structured, result) => content_value(result_json),
+        _ => None,
+    };
+    Ok(CallView {
+        items,
+        omitted_items: result.omitted_items,
+        structured,
+        content,
+        is_error: result.is_error == Some(true),
+    })
+}
+
+/// Whether `structured` could be a mirror of the whole `content` array
+/// ([`odek_contract::model_view::structured_is_carried`]): an object of one member whose value is
+/// an array of as many items. Only then is the array read a second time, as JSON; a result with
+/// items past the kept ones is never read so.
+fn may_mirror_content(structured: &Value, result: &CallResult<'_>) -> bool {
+    let wrapped = match structured {
+        Value::Object(members) if members.len() == 1 => members.values().next(),
+        _ => None,
+    };
+    result.omitted_items == 0
+        && wrapped.and_then(Value::as_array).is_some_and(|items| items.len() == result.content.len())
 }
 
 /// The result's `content` member as JSON (`None` when it cannot be read as such).
@@ -232,18 +381,19 @@ fn content_value(result_json: &[u8]) -> Option<Value> {
 }
 
 fn result_item<'a>(item: &ContentItem<'a>) -> Result<ResultItem<'a>, String> {
-    let media = || Media { media_type: string_member(item.mime_type), data: string_member(item.data) };
+    let members = item.members();
+    let media = || Media { media_type: string_member(members.mime_type), data: string_member(members.data) };
     Ok(match item.kind.as_deref() {
         Some("text") => ResultItem::Text(decode_literal(item_literal(item)?)?),
         Some("image") => ResultItem::Image(media()),
         Some("audio") => ResultItem::Audio(media()),
         Some("resource_link") => ResultItem::ResourceLink(ResourceLink {
-            uri: string_member(item.uri),
-            name: string_member(item.name),
-            media_type: string_member(item.mime_type),
-            size: item.size.and_then(|literal| literal.parse::<u64>().ok()),
+            uri: string_member(members.uri),
+            name: string_member(members.name),
+            media_type: string_member(members.mime_type),
+            size: members.size.and_then(|literal| literal.parse::<u64>().ok()),
         }),
-        Some("resource") => ResultItem::EmbeddedResource(item.resource.map(embedded_resource).unwrap_or_default()),
+        Some("resource") => ResultItem::EmbeddedResource(members.resource.map(embedded_resource).unwrap_or_default()),
         _ => ResultItem::Unknown { kind: item.kind.clone() },
     })
 }
@@ -355,7 +505,7 @@ mod tests {
             [
                 "- audio (audio/wav, 3 bytes)",
                 r#"- resource link "file:///x.txt" (name "x.txt", text/plain, 12 bytes)"#,
-                "- resource link",
+                "- resource link (no uri)",
                 r#"- resource "test://r" (text/plain, embedded text of 11 chars)"#,
                 r#"- resource "test://b" (embedded blob of 3 bytes)"#,
                 "- resource (no contents)",
@@ -391,8 +541,11 @@ mod tests {
     struct Reject;
 
     impl OutputCheck for Reject {
-        fn check(&self, _: &Value) -> Result<(), odek_contract::model_view::SchemaMismatch> {
-            Err(odek_contract::model_view::SchemaMismatch { pointer: "/a".into(), message: "wrong".into() })
+        fn check(&self, _: &Value) -> Result<(), odek_contract::model_view::OutputCheckFailure> {
+            Err(odek_contract::model_view::OutputCheckFailure::Mismatch(odek_contract::model_view::SchemaMismatch {
+                pointer: "/a".into(),
+                message: "wrong".into(),
+            }))
         }
     }
 
@@ -413,6 +566,39 @@ mod tests {
         let deep = format!(r#"{{"content":[],"structuredContent":{}1{}}}"#, "[".repeat(200), "]".repeat(200));
         let err = decode_call_result(deep.as_bytes(), &limits(&roots)).unwrap_err();
         assert!(err.to_string().starts_with("mcpclient fx: parse result: structuredContent: recursion limit"), "{err}");
+    }
+
+    /// Non-text items past the cap are counted, not kept (scanner and serde alike); every text
+    /// item is kept wherever it sits.
+    #[test]
+    fn items_past_the_cap_are_counted_in_one_line() {
+        let roots = ArtifactRoots::new(Vec::<String>::new());
+        let context = ResultContext { server: "fx", tool: "t", max_result_chars: 1_000_000, roots: &roots };
+        let items = vec!["{}"; 4100].join(",");
+        for key in ["content", "\\u0063ontent"] {
+            let json = format!(r#"{{"{key}":[{items},{{"type":"text","text":"last words"}}]}}"#);
+            let result = read_call_result(json.as_bytes()).unwrap();
+            assert_eq!((result.content.len(), result.omitted_items), (4097, 4));
+            let text = decode_call_result(json.as_bytes(), &context).unwrap().text;
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines[0], "last words");
+            assert_eq!(lines.iter().filter(|line| **line == "- content without a type").count(), 4096);
+            assert_eq!(lines.last(), Some(&"- \u{2026} 4 more item(s)"), "{key}");
+        }
+    }
+
+    /// Whether decoding may block is read from the decoded members: an escaped key or an
+    /// escaped brace does not hide a schema check or an envelope.
+    #[test]
+    fn the_blocking_decision_reads_decoded_members_red() {
+        let may_block = |json: &[u8], schema| decode_may_block(&read_call_result(json).unwrap(), schema);
+        assert!(!may_block(br#"{"content":[{"type":"text","text":"plain {"}]}"#, true));
+        assert!(may_block(br#"{"content":[{"type":"text","text":" \n\u00a0\ufeff{\"schema\":1}"}]}"#, false));
+        assert!(may_block(br#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"\u007b"}]}"#, false));
+        assert!(!may_block(br#"{"content":[{"type":"text","text":"\ufeff\ufeff{"}]}"#, false), "one BOM is stripped");
+        assert!(may_block(br#"{"content":[],"structured\u0043ontent":{}}"#, true));
+        assert!(!may_block(br#"{"content":[],"structuredContent":{}}"#, false));
+        assert!(!may_block(br#"{"content":[{"type":"text","text":"{"}],"structuredContent":{},"isError":true}"#, true));
     }
 
     /// The fast path for text items only gives the model view's text.
@@ -480,7 +666,18 @@ mod tests {
     #[test]
     fn malformed_results_are_parse_errors() {
         let roots = ArtifactRoots::new(Vec::<String>::new());
-        for json in [&b"[]"[..], br#"{"content":"x"}"#, b"null"] {
+        for json in [
+            &b"[]"[..],
+            br#"{"content":"x"}"#,
+            b"null",
+            br#"{"content":[["text","\"hi\""]]}"#,
+            br#"{"content":[[]]}"#,
+            br#"{"content":[1]}"#,
+            br#"{"content":[{"type":7}]}"#,
+            br#"{"content":[{"type":"image","data":"a","data":"b"}]}"#,
+            br#"{"content":[],"isError":"yes"}"#,
+            br#"{"content":[],"content":[]}"#,
+        ] {
             let err = decode_call_result(json, &limits(&roots)).unwrap_err();
             assert!(err.to_string().starts_with("mcpclient fx: parse result: "), "{err}");
         }

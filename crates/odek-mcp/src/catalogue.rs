@@ -132,7 +132,6 @@ mod tests {
             description: String::new(),
             raw_description: String::new(),
             input_schema: serde_json::json!({"type":"object"}),
-            output_schema: None,
             compiled_output_schema: None,
             hints: crate::discovery::ToolHints::default(),
         }

@@ -96,10 +96,8 @@ pub struct ToolDescriptor {
     /// The server's own description, for approval prompts and change detection.
     pub raw_description: String,
     pub input_schema: Value,
-    /// The declared `outputSchema` (a JSON object), if any.
-    pub output_schema: Option<Value>,
-    /// [beyond] `output_schema` compiled at registration; `None` when undeclared or when it did
-    /// not compile (docs/MODEL-VIEW.md).
+    /// [beyond] The declared `outputSchema`, compiled at registration; `None` when undeclared or
+    /// when it did not compile (docs/MODEL-VIEW.md).
     pub compiled_output_schema: Option<Arc<OutputSchema>>,
     pub hints: ToolHints,
 }
@@ -380,7 +378,6 @@ pub fn registration_checks_quiet(server: &str, tools: Vec<ListedTool>) -> (Vec<T
             description,
             raw_description: tool.description,
             input_schema: tool.input_schema,
-            output_schema: tool.output_schema,
             compiled_output_schema,
             hints: tool.hints,
         });

@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use odek_contract::content_lines::MAX_CONTENT_ITEM_LINES;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -94,19 +95,50 @@ pub fn scan_frame(line: &[u8]) -> Scan {
 /// A `tools/call` result as the call pipeline reads it (spec §10, docs/MODEL-VIEW.md).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CallResult<'a> {
+    /// Every text item, and the non-text items up to [`MAX_CONTENT_ITEM_LINES`], in order.
     pub content: Vec<ContentItem<'a>>,
+    /// Non-text items past [`MAX_CONTENT_ITEM_LINES`]: read and counted, never kept, so a line of
+    /// millions of tiny items costs no memory per item.
+    pub omitted_items: usize,
     pub is_error: Option<bool>,
     /// `structuredContent` as its raw JSON text (`None` when absent or `null`).
     pub structured: Option<&'a str>,
+    /// Non-text items in `content`.
+    non_text_kept: usize,
 }
 
-/// One content item: its `type`, and the members the model view reads as raw JSON literals
-/// (`None` when absent or `null`).
+impl<'a> CallResult<'a> {
+    /// Appends an item read in order, or only counts it past the cap: the one way `content` is
+    /// filled.
+    pub fn push_item(&mut self, mut item: ContentItem<'a>) {
+        if item.is_text() {
+            // Only a text item's `text` is ever read.
+            item.members = None;
+        } else if self.non_text_kept >= MAX_CONTENT_ITEM_LINES {
+            self.omitted_items += 1;
+            return;
+        } else {
+            self.non_text_kept += 1;
+        }
+        self.content.push(item);
+    }
+}
+
+/// One content item: its `type` and `text`, and the members only a non-text item's metadata line
+/// reads, each a raw JSON literal (`None` when absent or `null`). Small (48 bytes): a text item
+/// never carries the rest.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContentItem<'a> {
     /// `type` (`None` when absent or `null`; any other non-string is a parse error).
     pub kind: Option<Cow<'a, str>>,
     pub text: Option<&'a str>,
+    /// `None` for a text item, and for an item that gives none of them.
+    pub members: Option<Box<ItemMembers<'a>>>,
+}
+
+/// The members of a non-text item the model view reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ItemMembers<'a> {
     pub data: Option<&'a str>,
     pub mime_type: Option<&'a str>,
     pub uri: Option<&'a str>,
@@ -115,10 +147,20 @@ pub struct ContentItem<'a> {
     pub resource: Option<&'a str>,
 }
 
-impl ContentItem<'_> {
+impl<'a> ContentItem<'a> {
     /// Whether the item's `type` is `text`.
     pub fn is_text(&self) -> bool {
         self.kind.as_deref() == Some("text")
+    }
+
+    /// The non-text members (all absent when none was given).
+    pub fn members(&self) -> ItemMembers<'a> {
+        self.members.as_deref().cloned().unwrap_or_default()
+    }
+
+    /// The non-text members, to fill in while the item is read.
+    pub fn members_mut(&mut self) -> &mut ItemMembers<'a> {
+        self.members.get_or_insert_with(Box::default)
     }
 }
 
@@ -299,7 +341,7 @@ impl<'l> Scanner<'l> {
                     let mut seen_type = false;
                     let mut seen = [false; 7];
                     scanner.object(|scanner, key| {
-                        let (slot, seen) = match key {
+                        let index = match key {
                             b"type" => {
                                 once(&mut seen_type)?;
                                 if scanner.peek() == Some(b'n') {
@@ -309,23 +351,33 @@ impl<'l> Scanner<'l> {
                                 item.kind = Some(Cow::Borrowed(text(kind)?));
                                 return Ok(());
                             }
-                            b"text" => (&mut item.text, &mut seen[0]),
-                            b"data" => (&mut item.data, &mut seen[1]),
-                            b"mimeType" => (&mut item.mime_type, &mut seen[2]),
-                            b"uri" => (&mut item.uri, &mut seen[3]),
-                            b"name" => (&mut item.name, &mut seen[4]),
-                            b"size" => (&mut item.size, &mut seen[5]),
-                            b"resource" => (&mut item.resource, &mut seen[6]),
+                            b"text" => 0,
+                            b"data" => 1,
+                            b"mimeType" => 2,
+                            b"uri" => 3,
+                            b"name" => 4,
+                            b"size" => 5,
+                            b"resource" => 6,
                             _ => return scanner.value(),
                         };
-                        once(seen)?;
+                        once(&mut seen[index])?;
                         let start = scanner.at;
                         scanner.value()?;
                         let literal = text(start..scanner.at)?;
-                        *slot = (literal != "null").then_some(literal);
+                        let Some(literal) = (literal != "null").then_some(literal) else { return Ok(()) };
+                        let slot = match index {
+                            0 => &mut item.text,
+                            1 => &mut item.members_mut().data,
+                            2 => &mut item.members_mut().mime_type,
+                            3 => &mut item.members_mut().uri,
+                            4 => &mut item.members_mut().name,
+                            5 => &mut item.members_mut().size,
+                            _ => &mut item.members_mut().resource,
+                        };
+                        *slot = Some(literal);
                         Ok(())
                     })?;
-                    result.content.push(item);
+                    result.push_item(item);
                     Ok(())
                 })
             }

@@ -9,11 +9,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use odek_contract::artifact_ref::ArtifactRoots;
-use odek_contract::envelope::ARTIFACT_REF_SCHEMA;
 use odek_contract::model_view::OutputCheck;
 use odek_contract::names::ExposedName;
 use odek_contract::quoting::quote;
@@ -21,7 +20,7 @@ use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 use odek_contract::truncation::apply_result_limit;
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use crate::call::{decode_checked_call_result, encode_arguments};
+use crate::call::{decode_checked_call_result, decode_unless_blocking, encode_arguments};
 use crate::catalogue::{Catalogue, Route};
 use crate::connection::{CallOptions, Connection, Params, SpawnParams, cancelled};
 use crate::discovery::{
@@ -428,30 +427,38 @@ impl McpHub {
                 McpError::Request { server: name.clone(), method: "tools/call", failure }
             })?;
         let output_schema = route.output_schema.clone();
-        if carries_artifact_refs(frame.result_json()) || (output_schema.is_some() && carries_structured(&frame)) {
-            // Validation stats, resolves and hashes files, or walks a schema over a value of up to
-            // max_response_bytes: keep it off the async workers.
-            let (server_name, tool, limit, roots) =
-                (name.clone(), raw_tool.to_owned(), server.spec.limits.max_result_chars, server.roots.clone());
-            return tokio::task::spawn_blocking(move || {
-                let context =
-                    ResultContext { server: &server_name, tool: &tool, max_result_chars: limit, roots: &roots };
-                decode_checked_call_result(frame.result_json(), &context, as_check(output_schema.as_deref()))
-            })
-            .await
-            .unwrap_or_else(|join| {
-                Err(McpError::ToolResult {
+        let context = result_context(server, raw_tool);
+        if let Some(decoded) = decode_unless_blocking(frame.result_json(), &context, as_check(output_schema.as_deref()))
+        {
+            return decoded;
+        }
+        // Artifact validation stats and hashes files, and a schema check walks a value of up to
+        // max_response_bytes: off the async workers, and never past the caller's bounds (the
+        // check's own work is bounded; an abandoned one finishes alone).
+        let (server_name, tool, limit, roots) =
+            (name.clone(), raw_tool.to_owned(), server.spec.limits.max_result_chars, server.roots.clone());
+        let decoding = tokio::task::spawn_blocking(move || {
+            let context = ResultContext { server: &server_name, tool: &tool, max_result_chars: limit, roots: &roots };
+            decode_checked_call_result(frame.result_json(), &context, as_check(output_schema.as_deref()))
+        });
+        let abandoned = |cause| McpError::Request {
+            server: name.clone(),
+            method: "tools/call",
+            failure: RequestFailure::OutcomeUnknown(cause),
+        };
+        tokio::select! {
+            biased;
+            () = cancelled(options.cancel.as_ref()) => Err(abandoned(Cause::Canceled)),
+            decoded = until(options.deadline, decoding) => match decoded {
+                None => Err(abandoned(Cause::DeadlineExceeded)),
+                Some(Ok(decoded)) => decoded,
+                Some(Err(join)) => Err(McpError::ToolResult {
                     server: name.clone(),
                     tool: raw_tool.to_owned(),
-                    detail: format!("artifact validation failed: {join}"),
-                })
-            });
+                    detail: format!("decoding the result failed: {join}"),
+                }),
+            },
         }
-        decode_checked_call_result(
-            frame.result_json(),
-            &result_context(server, raw_tool),
-            as_check(output_schema.as_deref()),
-        )
     }
 
     /// The usual case without waiting: the slot is free (no restart or re-list under way) and
@@ -657,20 +664,6 @@ fn bound_error(error: McpError, context: &ResultContext<'_>) -> McpError {
         return error;
     }
     McpError::Bounded { class: error.error_class(), text: bounded.text }
-}
-
-/// Whether a `tools/call` result may hold an envelope with refs to validate.
-fn carries_artifact_refs(result_json: &[u8]) -> bool {
-    static SCHEMA: LazyLock<memchr::memmem::Finder<'static>> =
-        LazyLock::new(|| memchr::memmem::Finder::new(ARTIFACT_REF_SCHEMA.as_bytes()));
-    SCHEMA.find(result_json).is_some()
-}
-
-/// Whether a `tools/call` result may carry `structuredContent` (to check against a schema).
-fn carries_structured(frame: &crate::connection::ResultFrame) -> bool {
-    static MEMBER: LazyLock<memchr::memmem::Finder<'static>> =
-        LazyLock::new(|| memchr::memmem::Finder::new(b"structuredContent"));
-    MEMBER.find(frame.result_json()).is_some()
 }
 
 fn as_check(schema: Option<&OutputSchema>) -> Option<&dyn OutputCheck> {

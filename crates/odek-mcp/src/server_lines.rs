@@ -112,26 +112,43 @@ pub fn clean_server_line(raw: &[u8], already_cut: bool) -> String {
 /// split on `\n`, `\r\n` and `\r` (a final line terminator ends the last line, it does not
 /// start an empty one), and each line becomes `<level>: <line>`, cleaned, redacted and cut as a
 /// stderr line is. At most [`MAX_LOG_MESSAGE_LINES`] lines, then `<level>: … <n> more line(s)`.
-/// Redaction first runs over the first [`LOG_MESSAGE_WINDOW_BYTES`] of the data as a whole; a
-/// line the window cuts ends with `…`.
+///
+/// Redaction first runs over the first [`LOG_MESSAGE_WINDOW_BYTES`] of the data as a whole, so it
+/// never sees what lies past the window: the line the window cuts is not printed (its tail may
+/// hold the rest of a secret), nor is anything from a private key whose END is past the window
+/// on; both count among the `<n> more`, as do the lines past the window.
 pub fn log_message_lines(level: &str, data: &str) -> Vec<String> {
     let level = &level[..floor_char_boundary(level, RAW_SERVER_LINE_BYTES)];
     let window_end = floor_char_boundary(data, LOG_MESSAGE_WINDOW_BYTES);
     let (window, rest) = data.split_at(window_end);
     let redacted = odek_contract::redaction::redact(window);
-    let pieces = split_log_lines(&redacted);
+    let mut pieces = split_log_lines(&redacted);
+    let mut withheld = 0;
+    if !rest.is_empty() && !window.ends_with(['\n', '\r']) {
+        pieces.pop();
+        withheld += 1;
+    }
+    if let Some(first) = pieces.iter().position(|piece| opens_unterminated_private_key(piece)) {
+        withheld += pieces.len() - first;
+        pieces.truncate(first);
+    }
     let mut lines = Vec::with_capacity(pieces.len().min(MAX_LOG_MESSAGE_LINES) + 1);
-    for (index, piece) in pieces.iter().take(MAX_LOG_MESSAGE_LINES).enumerate() {
-        let cut_by_window = !rest.is_empty() && index + 1 == pieces.len();
+    for piece in pieces.iter().take(MAX_LOG_MESSAGE_LINES) {
         let piece_end = floor_char_boundary(piece, RAW_SERVER_LINE_BYTES);
         let raw = format!("{level}: {}", &piece[..piece_end]);
-        lines.push(clean_server_line(raw.as_bytes(), cut_by_window || piece_end < piece.len()));
+        lines.push(clean_server_line(raw.as_bytes(), piece_end < piece.len()));
     }
-    let more = pieces.len().saturating_sub(MAX_LOG_MESSAGE_LINES) + lines_started_in(rest);
+    let more = pieces.len().saturating_sub(MAX_LOG_MESSAGE_LINES) + withheld + lines_past_the_window(window, rest);
     if more > 0 {
         lines.push(clean_server_line(format!("{level}: \u{2026} {more} more line(s)").as_bytes(), false));
     }
     lines
+}
+
+/// Whether a line of redacted text still holds a private key's BEGIN line: redaction replaces a
+/// whole key, so one left is a key whose END it did not see.
+fn opens_unterminated_private_key(line: &str) -> bool {
+    line.match_indices("-----BEGIN ").any(|(at, _)| line[at..].contains("PRIVATE KEY"))
 }
 
 /// `text` split on `\n`, `\r\n` and `\r`; a terminator at the very end adds no empty line,
@@ -162,13 +179,22 @@ fn split_log_lines(text: &str) -> Vec<&str> {
     pieces
 }
 
-/// Lines that begin inside `rest`, the data after the window (whose first bytes continue the
-/// window's last line).
-fn lines_started_in(rest: &str) -> usize {
-    if rest.is_empty() {
-        return 0;
-    }
-    split_log_lines(rest).len() - 1
+/// Lines that begin in `rest`, the data after `window`: its first bytes start a line only when
+/// the window ended one (a `\r\n` the window splits ends it once).
+fn lines_past_the_window(window: &str, rest: &str) -> usize {
+    let rest = if window.ends_with('\r') { rest.strip_prefix('\n').unwrap_or(rest) } else { rest };
+    let starts_a_line = !rest.is_empty() && window.ends_with(['\n', '\r']);
+    usize::from(starts_a_line) + lines_started_in(rest)
+}
+
+/// Lines that begin inside `text` after its first one: every line terminator (`\r\n` counted
+/// once) except one at the very end. Counted in place, so a flood of line feeds costs no memory.
+fn lines_started_in(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let terminators = memchr::memchr2_iter(b'\n', b'\r', bytes)
+        .filter(|&at| !(bytes[at] == b'\n' && at > 0 && bytes[at - 1] == b'\r'))
+        .count();
+    terminators - usize::from(text.ends_with(['\n', '\r']))
 }
 
 /// The largest index `<= max` that is a character boundary of `text`.
@@ -232,12 +258,53 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0].len(), MAX_SERVER_LINE_BYTES + '\u{2026}'.len_utf8());
         assert_eq!(lines[1], "info: short");
-        // Past the 64 KiB window lines are only counted; the line the window cuts ends with `…`.
+        // Past the 64 KiB window lines are only counted; the line the window cuts is counted, not
+        // printed (its tail is past the window).
         let data = format!("{}\n{}\nafter 1\nafter 2\n", "a".repeat(100), "b".repeat(LOG_MESSAGE_WINDOW_BYTES));
         let lines = log_message_lines("info", &data);
-        assert_eq!(lines.len(), 3, "{:?}", lines.iter().map(String::len).collect::<Vec<_>>());
-        assert!(lines[1].starts_with("info: bbbb") && lines[1].ends_with('\u{2026}'));
-        assert_eq!(lines[2], "info: \u{2026} 2 more line(s)");
+        assert_eq!(lines, [format!("info: {}", "a".repeat(100)), "info: \u{2026} 3 more line(s)".to_owned()]);
+        // A window that ends exactly at a line's end cuts nothing.
+        let data = format!("{}\n{}\nafter\r\n", "a".repeat(LOG_MESSAGE_WINDOW_BYTES - 7), "b".repeat(5));
+        let lines = log_message_lines("info", &data);
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1..], ["info: bbbbb".to_owned(), "info: \u{2026} 1 more line(s)".to_owned()]);
+    }
+
+    #[test]
+    fn lines_past_the_window_are_counted_in_place() {
+        assert_eq!(lines_started_in(""), 0);
+        assert_eq!(lines_started_in("tail"), 0);
+        assert_eq!(lines_started_in("tail\n"), 0);
+        assert_eq!(lines_started_in("tail\nnext"), 1);
+        assert_eq!(lines_started_in("a\r\nb\rc\n\nd\r\n"), 4);
+        assert_eq!(lines_started_in(&"\n".repeat(10 << 20)), (10 << 20) - 1);
+        // The `\r\n` the window splits is one terminator.
+        let data = format!("{}\r\nnext", "a".repeat(LOG_MESSAGE_WINDOW_BYTES - 1));
+        assert_eq!(log_message_lines("info", &data)[1], "info: \u{2026} 1 more line(s)");
+    }
+
+    /// Before: redaction saw only the window, and the cut line was printed with the head of a
+    /// token whose tail was past it (19 of its 36 characters).
+    #[test]
+    fn a_token_straddling_the_window_is_never_printed_red() {
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let head = LOG_MESSAGE_WINDOW_BYTES - "first\n".len() - "token ".len() - 19;
+        let data = format!("first\n{}token {token} tail\nlast", "x".repeat(head));
+        let lines = log_message_lines("info", &data);
+        assert_eq!(lines, ["info: first", "info: \u{2026} 2 more line(s)"]);
+        assert!(lines.iter().all(|line| !line.contains("ghp_")), "{lines:?}");
+    }
+
+    /// Before: a private key whose END was past the window printed its BEGIN line and body.
+    #[test]
+    fn a_private_key_whose_end_is_past_the_window_is_withheld_red() {
+        let body: String = (0..2000).map(|n| format!("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC{n:06}\n")).collect();
+        let data = format!("loaded\nkey: -----BEGIN RSA PRIVATE KEY-----\n{body}-----END RSA PRIVATE KEY-----\ndone");
+        let lines = log_message_lines("error", &data);
+        assert_eq!(lines, ["error: loaded".to_owned(), "error: \u{2026} 2003 more line(s)".to_owned()]);
+        // A whole key inside the window is redacted, not withheld.
+        let small = "loaded\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\ndone";
+        assert_eq!(log_message_lines("error", small), ["error: loaded", "error: [REDACTED]", "error: done"]);
     }
 
     #[test]

@@ -7,16 +7,18 @@ use std::collections::HashSet;
 use odek_contract::artifact_ref::ArtifactRoots;
 use odek_contract::envelope::probe_envelope;
 use odek_contract::error::ContractError;
+use odek_contract::model_view::OutputCheck;
 use odek_contract::names::{qualify_tool_name, validate_tool_name};
 use odek_contract::quoting::quote;
-use odek_contract::tool_result::{ResultContext, decode_tool_result};
+use odek_contract::tool_result::{ResultContext, ToolOutput, decode_tool_result};
 use serde_json::Value;
 
 use super::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
-use super::{CallObservation, CheckOptions, CheckResult, Observations, Status};
-use crate::call::decode_call_result;
+use super::{CallObservation, CheckOptions, CheckResult, Observations, Status, is_error_result};
+use crate::call::{decode_call_result, decode_checked_call_result};
 use crate::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, check_tool_names, registration_checks_quiet};
 use crate::error::McpError;
+use crate::output_schema::OutputSchema;
 
 /// Every check in report order.
 pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoots) -> Vec<CheckResult> {
@@ -36,10 +38,13 @@ pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &A
         Some(Ok(tools)) => Some(tools.as_slice()),
         _ => None,
     };
+    // The client's registration checks, once: their warnings and the schemas they compile.
+    let registration = listed.map(|tools| registration_checks_quiet(&options.server, tools.to_vec()));
+    let warnings = registration.as_ref().map(|(_, warnings)| warnings.as_slice());
     results.push(tool_names_valid(listed, &options.server));
     results.push(tool_names_unique(listed));
-    results.push(tool_schemas_accepted(listed, &options.server));
-    results.push(tool_descriptions_clean(listed, &options.server));
+    results.push(tool_schemas_accepted(warnings));
+    results.push(tool_descriptions_clean(warnings));
     results.push(exposed_names_fit(listed, &options.server));
     if !options.examples.is_empty() {
         results.push(call_examples_name_listed_tools(observations));
@@ -51,12 +56,16 @@ pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &A
             max_result_chars: options.max_result_chars,
             roots,
         };
-        results.push(call_answers(call, options));
-        results.push(unknown_arguments_tolerated(call));
-        results.push(result_decodes(call, &context));
+        let output_schema = registration.as_ref().and_then(|(registered, _)| {
+            registered.iter().find(|tool| tool.raw_name == call.tool)?.compiled_output_schema.clone()
+        });
+        let checked = CheckedCall { call, context, output_schema: output_schema.as_deref() };
+        results.push(call_answers(&checked, options));
+        results.push(unknown_arguments_tolerated(&checked));
+        results.push(result_decodes(&checked));
         results.push(envelope_well_formed(call));
         results.push(artifacts_validate(call, &context));
-        results.push(result_within_caps(call, &context));
+        results.push(result_within_caps(&checked));
     }
     for skipped in &observations.skipped_calls {
         results.push(CheckResult {
@@ -72,6 +81,35 @@ pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &A
     results.push(concurrent_calls_answered(observations, options));
     results.push(exits_on_stdin_close(observations));
     results
+}
+
+/// One call with what the client would decode it with: its context and the tool's compiled
+/// `outputSchema`.
+struct CheckedCall<'a> {
+    call: &'a CallObservation,
+    context: ResultContext<'a>,
+    output_schema: Option<&'a OutputSchema>,
+}
+
+impl CheckedCall<'_> {
+    /// The result as the client decodes it for the model, schema check included.
+    fn decode(&self, answer: &Answer) -> Result<ToolOutput, McpError> {
+        let schema = self.output_schema.map(|schema| schema as &dyn OutputCheck);
+        decode_checked_call_result(answer.result_json(), &self.context, schema)
+    }
+
+    /// The error text the model would get for an `isError: true` result (the client's own
+    /// error view: an image first still has its text); `None` for any other result.
+    fn error_result_text(&self, answer: &Answer) -> Option<String> {
+        if !is_error_result(answer) {
+            return None;
+        }
+        Some(match decode_call_result(answer.result_json(), &self.context) {
+            Err(McpError::ToolReturnedError { message, .. }) => message,
+            Err(other) => other.to_string(),
+            Ok(output) => output.text,
+        })
+    }
 }
 
 fn check(group: &'static str, check: &'static str, status: Status, reason: impl Into<String>) -> CheckResult {
@@ -325,26 +363,41 @@ fn tool_names_unique(listed: Option<&[ListedTool]>) -> CheckResult {
     }
 }
 
-/// Input schemas are JSON objects, at most 262144 bytes, free of prompt-injection patterns.
-fn tool_schemas_accepted(listed: Option<&[ListedTool]>, server: &str) -> CheckResult {
+/// Input schemas are JSON objects, at most 262144 bytes, free of prompt-injection patterns; a
+/// declared `outputSchema` compiles (else odek ignores it: a warning).
+fn tool_schemas_accepted(warnings: Option<&[String]>) -> CheckResult {
     const NAME: &str = "tool_schemas_accepted";
-    let Some(tools) = listed else { return no_list(NAME) };
-    let (_, warnings) = registration_checks_quiet(server, tools.to_vec());
+    let Some(warnings) = warnings else { return no_list(NAME) };
     let skipped: Vec<&String> = warnings.iter().filter(|warning| warning.ends_with("; skipping")).collect();
-    match skipped.first() {
-        None => check("tools", NAME, Status::Pass, "every input schema is accepted"),
-        Some(first) => with_evidence(
+    if let Some(first) = skipped.first() {
+        return with_evidence(
             check("tools", NAME, Status::Fail, format!("odek skips {} tool(s) for their input schema", skipped.len())),
+            first.as_str(),
+        );
+    }
+    let ignored: Vec<&String> =
+        warnings.iter().filter(|warning| warning.contains(": outputSchema ignored (")).collect();
+    match ignored.first() {
+        None => check("tools", NAME, Status::Pass, "every input schema is accepted, every outputSchema compiles"),
+        Some(first) => with_evidence(
+            check(
+                "tools",
+                NAME,
+                Status::Warn,
+                format!(
+                    "odek ignores the outputSchema of {} tool(s), so their structuredContent is not checked; declare a schema odek can compile and bound (local $refs only, no $dynamicRef or unevaluated*)",
+                    ignored.len()
+                ),
+            ),
             first.as_str(),
         ),
     }
 }
 
 /// Descriptions are free of prompt-injection patterns (else odek withholds them).
-fn tool_descriptions_clean(listed: Option<&[ListedTool]>, server: &str) -> CheckResult {
+fn tool_descriptions_clean(warnings: Option<&[String]>) -> CheckResult {
     const NAME: &str = "tool_descriptions_clean";
-    let Some(tools) = listed else { return no_list(NAME) };
-    let (_, warnings) = registration_checks_quiet(server, tools.to_vec());
+    let Some(warnings) = warnings else { return no_list(NAME) };
     let withheld: Vec<&String> = warnings.iter().filter(|warning| warning.ends_with("description withheld")).collect();
     match withheld.first() {
         None => check("tools", NAME, Status::Pass, "no prompt-injection patterns"),
@@ -407,12 +460,13 @@ fn source(call: &CallObservation) -> &'static str {
 }
 
 /// The call is answered within the timeout.
-fn call_answers(call: &CallObservation, options: &CheckOptions) -> CheckResult {
+fn call_answers(checked: &CheckedCall<'_>, options: &CheckOptions) -> CheckResult {
     const NAME: &str = "call_answers";
+    let call = checked.call;
     let result = match &call.outcome {
         Ok(answer) => {
             let mut reason = format!("answered in {} ms with {}", millis(answer.elapsed), source(call));
-            if let Some(message) = error_result_text(answer) {
+            if let Some(message) = checked.error_result_text(answer) {
                 reason.push_str(&format!(" (isError: {message})"));
             }
             check("calls", NAME, Status::Pass, reason)
@@ -442,25 +496,17 @@ fn call_answers(call: &CallObservation, options: &CheckOptions) -> CheckResult {
     for_tool(result, &call.tool)
 }
 
-/// The `text` of the first item of an `isError: true` result.
-fn error_result_text(answer: &Answer) -> Option<String> {
-    let result = answer.result_value();
-    if result.get("isError") != Some(&Value::Bool(true)) {
-        return None;
-    }
-    let text = result.pointer("/content/0/text").and_then(Value::as_str).unwrap_or_default();
-    Some(text.to_owned())
-}
-
 /// The successful result, when the call produced one.
 fn success(call: &CallObservation) -> Option<&Answer> {
-    call.outcome.as_ref().ok().filter(|answer| error_result_text(answer).is_none())
+    call.outcome.as_ref().ok().filter(|answer| !is_error_result(answer))
 }
 
 /// A successful call with one extra, unknown argument still succeeds (the additive rule). A
 /// tool whose schema declares `additionalProperties: false` only gets a warning: odek gives the
-/// model that schema, so the model is told not to send unknown arguments.
-fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
+/// model that schema, so the model is told not to send unknown arguments. Only a tool annotated
+/// `readOnlyHint: true` is called a second time to see it.
+fn unknown_arguments_tolerated(checked: &CheckedCall<'_>) -> CheckResult {
+    let call = checked.call;
     const NAME: &str = "unknown_arguments_tolerated";
     const FIX: &str = "ignore arguments you do not know";
     let (status, closed) = if call.closed_schema {
@@ -472,8 +518,14 @@ fn unknown_arguments_tolerated(call: &CallObservation) -> CheckResult {
         (Status::Fail, "; ")
     };
     let result = match &call.with_unknown_argument {
+        None if success(call).is_some() && !call.read_only => check(
+            "calls",
+            NAME,
+            Status::Skip,
+            "not annotated readOnlyHint: true, so the call is not repeated with an unknown argument (it may act on the world again)",
+        ),
         None => check("calls", NAME, Status::Skip, "the call did not succeed, so there is nothing to compare"),
-        Some(Ok(answer)) => match error_result_text(answer) {
+        Some(Ok(answer)) => match checked.error_result_text(answer) {
             None => check(
                 "calls",
                 NAME,
@@ -526,12 +578,13 @@ fn tools_exercised(observations: &Observations) -> CheckResult {
     )
 }
 
-/// The result decodes as `{"content":[…],"isError":bool}`.
-fn result_decodes(call: &CallObservation, context: &ResultContext<'_>) -> CheckResult {
+/// The result decodes as `{"content":[…],"isError":bool}`, and its `structuredContent` passes the
+/// tool's own `outputSchema` (a run fails the call otherwise).
+fn result_decodes(checked: &CheckedCall<'_>) -> CheckResult {
     const NAME: &str = "result_decodes";
-    let result = match &call.outcome {
+    let result = match &checked.call.outcome {
         Err(_) => check("calls", NAME, Status::Skip, "no result"),
-        Ok(answer) => match decode_call_result(answer.result_json(), context) {
+        Ok(answer) => match checked.decode(answer) {
             Err(McpError::ResultParse { error, .. }) => with_evidence(
                 check(
                     "calls",
@@ -543,10 +596,32 @@ fn result_decodes(call: &CallObservation, context: &ResultContext<'_>) -> CheckR
                 ),
                 String::from_utf8_lossy(answer.result_json()),
             ),
+            // Envelope and artifact failures have their own checks; what only the schema rejects
+            // is this one's.
+            Err(error @ McpError::ToolResult { .. })
+                if checked.output_schema.is_some()
+                    && decode_call_result(answer.result_json(), &checked.context).is_ok() =>
+            {
+                check(
+                    "calls",
+                    NAME,
+                    Status::Fail,
+                    format!(
+                        "{error}; odek fails the call: return structuredContent that matches the declared outputSchema"
+                    ),
+                )
+            }
+            _ if checked.output_schema.is_some() && has_structured_content(answer) => {
+                check("calls", NAME, Status::Pass, "decodes; structuredContent matches the declared outputSchema")
+            }
             _ => check("calls", NAME, Status::Pass, "decodes"),
         },
     };
-    for_tool(result, &call.tool)
+    for_tool(result, &checked.call.tool)
+}
+
+fn has_structured_content(answer: &Answer) -> bool {
+    answer.result_value().get("structuredContent").is_some_and(|structured| !structured.is_null())
 }
 
 /// The texts of a result's text items, as the pipeline joins them.
@@ -620,12 +695,13 @@ fn artifacts_validate(call: &CallObservation, context: &ResultContext<'_>) -> Ch
 }
 
 /// The text the model would see fits in `max_result_chars` without truncation.
-fn result_within_caps(call: &CallObservation, context: &ResultContext<'_>) -> CheckResult {
+fn result_within_caps(checked: &CheckedCall<'_>) -> CheckResult {
     const NAME: &str = "result_within_caps";
+    let (call, context) = (checked.call, &checked.context);
     let Some(answer) = success(call) else {
         return for_tool(check("calls", NAME, Status::Skip, "no successful result"), &call.tool);
     };
-    let result = match decode_call_result(answer.result_json(), context) {
+    let result = match checked.decode(answer) {
         Ok(output) => match output.observed_chars {
             None => check(
                 "calls",

@@ -13,7 +13,9 @@
 //! Which tools are called is decided up front, by [`plan_calls`]: never one annotated
 //! `destructiveHint: true`, only `readOnlyHint: true` ones under [`CallPolicy::ReadOnly`] (the
 //! default for a configured server, which runs with its real credentials) — unless the author
-//! named the tool with a `--call` example, an explicit request that wins over the hints.
+//! named the tool with a `--call` example, an explicit request that wins over the hints. Only a
+//! tool annotated `readOnlyHint: true` is called more than once (the same call with an unknown
+//! argument, and the load burst): any other tool may act on the world each time.
 
 mod arguments;
 mod checks;
@@ -41,6 +43,8 @@ pub const UNKNOWN_ARGUMENT: &str = "odek_check_unknown_argument";
 pub const MAX_CALLED_TOOLS: usize = 128;
 /// Restarts after a step killed the connection, at most.
 pub const MAX_RESTARTS: usize = 8;
+/// Why a tool not annotated `readOnlyHint: true` is called once only, in the plan.
+const CALLED_ONCE: &str = "called once: not annotated readOnlyHint: true, so neither repeated with an unknown argument nor used for the load burst";
 
 /// What to check and with which limits.
 #[derive(Debug, Clone)]
@@ -154,8 +158,11 @@ pub struct CallObservation {
     pub from_example: bool,
     /// The tool's schema declares `additionalProperties: false` (odek shows the model that).
     pub closed_schema: bool,
+    /// The tool is annotated `readOnlyHint: true`: only such a call is repeated.
+    pub read_only: bool,
     pub outcome: Result<Answer, Failure>,
-    /// The same call with [`UNKNOWN_ARGUMENT`] added, made when the first one succeeded.
+    /// The same call with [`UNKNOWN_ARGUMENT`] added, made when the first one succeeded and the
+    /// tool is read-only.
     pub with_unknown_argument: Option<Result<Answer, Failure>>,
 }
 
@@ -258,10 +265,12 @@ pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) 
             continue;
         };
         let closed_schema = has_closed_schema(&tool.input_schema);
+        let read_only = tool.hints.read_only == Some(true);
         for arguments in argument_sets {
             session.revive().await;
             session.step(format!("tools/call {}", tool.name));
-            let mut call = observe_call(&mut session.probe, &tool.name, arguments, from_example, timeout).await;
+            let mut call =
+                observe_call(&mut session.probe, &tool.name, arguments, from_example, read_only, timeout).await;
             call.closed_schema = closed_schema;
             observations.calls.push(call);
         }
@@ -269,10 +278,11 @@ pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) 
 
     session.revive().await;
     session.step("the concurrent calls".to_owned());
+    // The burst repeats a call many times: only one of a read-only tool, else pings.
     let burst = observations
         .calls
         .iter()
-        .find(|call| call.outcome.as_ref().is_ok_and(|answer| !is_error_result(answer)))
+        .find(|call| call.read_only && call.outcome.as_ref().is_ok_and(|answer| !is_error_result(answer)))
         .map(|call| (call.tool.clone(), call.arguments.clone()));
     let concurrency = options.concurrency.max(1);
     observations.load = Some(match burst {
@@ -352,10 +362,15 @@ fn plan_call(index: usize, tool: &ListedTool, options: &CheckOptions) -> (String
         .filter(|(name, _)| name == &tool.name)
         .map(|(_, arguments)| arguments.clone())
         .collect();
-    if !examples.is_empty() {
-        return ("a --call example names it".to_owned(), Some((examples, true)));
-    }
     let read_only = tool.hints.read_only == Some(true);
+    if !examples.is_empty() {
+        let reason = if read_only {
+            "a --call example names it".to_owned()
+        } else {
+            format!("a --call example names it; {CALLED_ONCE}")
+        };
+        return (reason, Some((examples, true)));
+    }
     if tool.hints.destructive == Some(true) {
         return (
             format!(
@@ -374,11 +389,13 @@ fn plan_call(index: usize, tool: &ListedTool, options: &CheckOptions) -> (String
     match arguments_from_schema(&tool.input_schema) {
         Ok(arguments) => {
             let reason = if read_only {
-                "annotated readOnlyHint: true"
+                "annotated readOnlyHint: true; arguments derived from the schema".to_owned()
             } else {
-                "not annotated destructiveHint: true (under --calls all)"
+                format!(
+                    "not annotated destructiveHint: true (under --calls all); arguments derived from the schema; {CALLED_ONCE}"
+                )
             };
-            (format!("{reason}; arguments derived from the schema"), Some((vec![arguments], false)))
+            (reason, Some((vec![arguments], false)))
         }
         Err(reason) => (format!("{reason}; pass an example with --call {} '<json>'", tool.name), None),
     }
@@ -389,17 +406,19 @@ fn has_closed_schema(schema: &Value) -> bool {
     schema.get("additionalProperties") == Some(&Value::Bool(false))
 }
 
-/// One call, and when it succeeded the same call with [`UNKNOWN_ARGUMENT`] added.
+/// One call, and when it succeeded and the tool is read-only, the same call with
+/// [`UNKNOWN_ARGUMENT`] added.
 async fn observe_call(
     probe: &mut Probe,
     tool: &str,
     arguments: Value,
     from_example: bool,
+    read_only: bool,
     timeout: Duration,
 ) -> CallObservation {
     let outcome = call_tool(probe, tool, &arguments, timeout).await;
     let with_unknown_argument = match (&outcome, &arguments) {
-        (Ok(answer), Value::Object(members)) if !is_error_result(answer) => {
+        (Ok(answer), Value::Object(members)) if read_only && !is_error_result(answer) => {
             let mut extended = members.clone();
             extended.insert(UNKNOWN_ARGUMENT.to_owned(), Value::Bool(true));
             Some(call_tool(probe, tool, &Value::Object(extended), timeout).await)
@@ -411,6 +430,7 @@ async fn observe_call(
         arguments,
         from_example,
         closed_schema: false,
+        read_only,
         outcome,
         with_unknown_argument,
     }
