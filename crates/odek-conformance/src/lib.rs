@@ -32,7 +32,7 @@ use serde_json::Value;
 pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
 pub use report::{MAX_REASON_BYTES, Report, Verdict, render_plan};
 
-use crate::discovery::{ListedTool, Listing, cursor_params, initialize_params, json_string};
+use odek_mcp::discovery::{ListedTool, Listing, cursor_params, initialize_params, json_string};
 use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
 
 /// Concurrent calls of the load check, by default.
@@ -517,7 +517,7 @@ pub fn judge(observations: &Observations, options: &CheckOptions) -> Vec<CheckRe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::ToolHints;
+    use odek_mcp::discovery::ToolHints;
 
     fn tool(name: &str, read_only: Option<bool>, destructive: Option<bool>) -> ListedTool {
         ListedTool {

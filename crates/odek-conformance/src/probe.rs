@@ -18,12 +18,12 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
-use crate::call::decode_literal;
-use crate::connection::{EXIT_GRACE, PROGRESS_CAP, Params, encode_request};
-use crate::frame_scan::index_frame;
-use crate::observer::StderrObserver;
-use crate::server_lines::{ServerLineSink, forward_stderr};
+use odek_mcp::bounded_lines::{BoundedLineReader, LineError, Overflow};
+use odek_mcp::call::decode_literal;
+use odek_mcp::connection::{EXIT_GRACE, PROGRESS_CAP, Params, encode_request};
+use odek_mcp::frame_scan::index_frame;
+use odek_mcp::observer::StderrObserver;
+use odek_mcp::server_lines::{ServerLineSink, forward_stderr};
 
 /// Lines the stdout reader may queue ahead of the probe before it waits: with lines of up to
 /// `max_response_bytes`, the probe holds at most this many plus one.
@@ -469,7 +469,7 @@ fn is_json_rpc(line: &[u8]) -> bool {
         #[serde(borrow)]
         jsonrpc: Option<std::borrow::Cow<'a, str>>,
     }
-    crate::call::parse_object::<Version<'_>>(line).is_ok_and(|version| version.jsonrpc.as_deref() == Some("2.0"))
+    odek_mcp::call::parse_object::<Version<'_>>(line).is_ok_and(|version| version.jsonrpc.as_deref() == Some("2.0"))
 }
 
 /// The integer `progressToken` of a progress notification's params.

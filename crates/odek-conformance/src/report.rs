@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::probe::cut;
 use super::{CallPolicy, CheckOptions, CheckResult, PlannedCall, Status};
-use crate::observer::terminal_safe;
+use odek_mcp::observer::terminal_safe;
 
 /// Longest reason kept, in bytes (4 KiB): room for a server's whole error message, but not for
 /// whatever a hostile server writes.

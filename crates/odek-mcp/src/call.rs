@@ -161,7 +161,7 @@ fn first_chars(text: &str, n: usize) -> &str {
 
 /// Decodes a JSON string literal (already validated as part of its frame), borrowing when it
 /// has no escapes; any other JSON value is an error.
-pub(crate) fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
+pub fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
     if !literal.contains('\\')
         && let Some(inner) = literal.strip_prefix('"').and_then(|rest| rest.strip_suffix('"'))
     {

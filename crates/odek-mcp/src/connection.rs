@@ -544,7 +544,7 @@ pub enum Params<'a> {
 }
 
 /// One request line, written into a single buffer sized up front (no intermediate strings).
-pub(crate) fn encode_request(id: i64, method: &'static str, params: Params<'_>) -> Vec<u8> {
+pub fn encode_request(id: i64, method: &'static str, params: Params<'_>) -> Vec<u8> {
     let params_len = match params {
         Params::Absent => 0,
         Params::Json(json) => json.len(),

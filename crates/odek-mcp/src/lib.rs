@@ -10,7 +10,6 @@ pub mod approval;
 pub mod bounded_lines;
 pub mod call;
 mod catalogue;
-pub mod conformance;
 pub mod connection;
 pub mod discovery;
 pub mod env_allowlist;
