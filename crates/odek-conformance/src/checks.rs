@@ -15,10 +15,10 @@ use serde_json::Value;
 
 use super::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
 use super::{CallObservation, CheckOptions, CheckResult, Observations, Status, is_error_result};
-use odek_mcp::call::{decode_call_result, decode_checked_call_result};
+use odek_mcp::McpError;
+use odek_mcp::OutputSchema;
 use odek_mcp::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, check_tool_names, registration_checks_quiet};
-use odek_mcp::error::McpError;
-use odek_mcp::output_schema::OutputSchema;
+use odek_mcp::{decode_call_result, decode_checked_call_result};
 
 /// Every check in report order.
 pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoots) -> Vec<CheckResult> {
@@ -145,7 +145,7 @@ fn initialize_answers(observations: &Observations) -> CheckResult {
         return check("handshake", NAME, Status::Skip, "initialize was not sent");
     };
     match &initialize.outcome {
-        Ok(answer) => match odek_mcp::call::parse_object::<serde_json::Map<String, Value>>(answer.result_json()) {
+        Ok(answer) => match odek_mcp::wire::parse_object::<serde_json::Map<String, Value>>(answer.result_json()) {
             Ok(_) => check("handshake", NAME, Status::Pass, format!("answered in {} ms", millis(answer.elapsed))),
             Err(error) => with_evidence(
                 check("handshake", NAME, Status::Fail, format!("the initialize result must be a JSON object: {error}")),

@@ -32,8 +32,9 @@ use serde_json::Value;
 pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
 pub use report::{MAX_REASON_BYTES, Report, Verdict, render_plan};
 
-use odek_mcp::discovery::{ListedTool, Listing, cursor_params, initialize_params, json_string};
-use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
+use odek_mcp::discovery::{ListedTool, ListingError, initialize_params, list_pages};
+use odek_mcp::wire::{INITIALIZED, Params, tool_call_prefix};
+use probe::{Answer, Exit, Failure, Launch, Pages, Probe, Transcript};
 
 /// Concurrent calls of the load check, by default.
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -231,7 +232,7 @@ pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) 
     let timeout = options.timeout;
     let init = initialize_params(&options.client_version);
 
-    let initialize = probe.request("initialize", RequestParams::Json(init.clone()), timeout).await;
+    let initialize = probe.request("initialize", Params::Json(&init), timeout).await;
     observations.initialize = Some(InitializeObservation { outcome: initialize });
     observations.ping = Some(probe.initialized_then_ping(timeout).await);
 
@@ -287,12 +288,12 @@ pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) 
     let concurrency = options.concurrency.max(1);
     observations.load = Some(match burst {
         Some((tool, arguments)) => {
-            let params = vec![call_params(&tool, &arguments); concurrency];
-            let outcomes = session.probe.requests("tools/call", &params, timeout).await;
+            let call = CallParams::new(&tool, &arguments);
+            let outcomes = session.probe.requests("tools/call", &vec![call.params(); concurrency], timeout).await;
             LoadObservation { what: format!("tools/call {tool}"), outcomes }
         }
         None => {
-            let outcomes = session.probe.requests("ping", &vec![RequestParams::Absent; concurrency], timeout).await;
+            let outcomes = session.probe.requests("ping", &vec![Params::Absent; concurrency], timeout).await;
             LoadObservation { what: "ping".to_owned(), outcomes }
         }
     });
@@ -467,22 +468,34 @@ impl Session<'_> {
         self.probe.transcript = transcript;
         self.restarts.push(format!("the server was restarted after {} closed the connection", self.last_step));
         self.probe.step = "initialize after a restart".to_owned();
-        let _ = self.probe.request("initialize", RequestParams::Json(self.init.to_owned()), self.timeout).await;
-        let _ = self.probe.notify(probe::INITIALIZED).await;
+        let _ = self.probe.request("initialize", Params::Json(self.init), self.timeout).await;
+        let _ = self.probe.notify(INITIALIZED).await;
         self.probe.step.clone_from(&self.last_step);
     }
 }
 
-/// `tools/call` params as odek sends them: arguments with sorted keys, a progress token.
-fn call_params(tool: &str, arguments: &Value) -> RequestParams {
-    RequestParams::ToolCall {
-        prefix: format!("{{\"name\":{},\"arguments\":", json_string(tool)),
-        arguments: odek_contract::canonical_json::to_canonical_string(arguments),
+/// `tools/call` params as odek sends them: the tool's prefix, arguments with sorted keys, and
+/// (added by the encoder) a progress token.
+struct CallParams {
+    prefix: String,
+    arguments: String,
+}
+
+impl CallParams {
+    fn new(tool: &str, arguments: &Value) -> CallParams {
+        CallParams {
+            prefix: tool_call_prefix(tool),
+            arguments: odek_contract::canonical_json::to_canonical_string(arguments),
+        }
+    }
+
+    fn params(&self) -> Params<'_> {
+        Params::ToolCall { prefix: &self.prefix, arguments: &self.arguments }
     }
 }
 
 async fn call_tool(probe: &mut Probe, tool: &str, arguments: &Value, timeout: Duration) -> Result<Answer, Failure> {
-    probe.request("tools/call", call_params(tool, arguments), timeout).await
+    probe.request("tools/call", CallParams::new(tool, arguments).params(), timeout).await
 }
 
 /// Whether a result says `isError: true`.
@@ -490,22 +503,13 @@ fn is_error_result(answer: &Answer) -> bool {
     answer.result_value().get("isError") == Some(&Value::Bool(true))
 }
 
-/// Every `tools/list` page through the client's own [`Listing`], so the caps and stop rules
-/// (repeated cursor, pages, bytes, tools) and the parse are exactly odek's.
+/// Every `tools/list` page through the client's own listing loop ([`list_pages`]), so the caps
+/// and stop rules (repeated cursor, pages, bytes, tools) and the parse are exactly odek's.
 async fn list_all_tools(probe: &mut Probe, server: &str, timeout: Duration) -> Result<Vec<ListedTool>, String> {
-    let mut listing = Listing::new(server);
-    let mut cursor: Option<String> = None;
-    loop {
-        let params = cursor.as_deref().map(cursor_params);
-        let answer = probe
-            .request("tools/list", params.map_or(RequestParams::Absent, RequestParams::Json), timeout)
-            .await
-            .map_err(|failure| failure.to_string())?;
-        match listing.add_page(answer.result_json()).map_err(|error| format!("odek refuses the server: {error}"))? {
-            Some(next) => cursor = Some(next),
-            None => return Ok(listing.into_tools()),
-        }
-    }
+    list_pages(server, &mut Pages { probe, timeout }).await.map_err(|error| match error {
+        ListingError::Request(failure) => failure.to_string(),
+        ListingError::Refused(error) => format!("odek refuses the server: {error}"),
+    })
 }
 
 /// Every check, in report order.

@@ -5,7 +5,7 @@
 use odek_contract::quoting::quote;
 use thiserror::Error;
 
-use crate::discovery::{MAX_TOOL_LIST_BYTES, MAX_TOOLS_PER_SERVER};
+use crate::caps::{MAX_TOOL_LIST_BYTES, MAX_TOOLS_PER_SERVER};
 
 /// Why a request never got its answer: the cause part of the dispatched / not-dispatched wording.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub struct RejectedName {
 
 /// Rejected names after the first whose rule text is spelled out; the rest are counted (every
 /// one is still in the `exclude_tools` list).
-pub const MAX_DETAILED_REJECTED_NAMES: usize = 16;
+pub(crate) const MAX_DETAILED_REJECTED_NAMES: usize = 16;
 
 /// `<first rule text>[ (and <n> more: <rule text>; …)]; to use the server without <it|these n
 /// tools>, add <it|them> to its "exclude_tools": [<names as JSON>]`.
@@ -221,7 +221,7 @@ impl McpError {
     }
 
     /// True for the name failures that disable a server when they happen on restart.
-    pub fn is_name_rejection(&self) -> bool {
+    pub(crate) fn is_name_rejection(&self) -> bool {
         matches!(self, McpError::InvalidToolNames { .. } | McpError::ExposedNameCollision { .. })
     }
 }

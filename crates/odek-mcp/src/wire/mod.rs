@@ -1,0 +1,302 @@
+//! The MCP wire format as odek writes and reads it (spec `mcp-client.md` §6–§9): one JSON-RPC
+//! message per line. Here are the lines odek writes (its requests with their ids and
+//! `tools/call` params, its notifications, its answers to server requests), the reading of a
+//! stdout line into a [`Message`] through the validating scanner of [`frame_scan`], error
+//! objects, progress tokens, and the JSON helpers every reader of a frame uses.
+//!
+//! A leaf: it imports nothing else of the crate. The client's connection and `odek ext check`'s
+//! probe both write and read through it, so they send and accept exactly the same frames. It
+//! does not route, wait or decide what a result means: that is the connection's and the call
+//! pipeline's. Start at [`encode_request`] and [`Message::read`].
+
+pub mod frame_scan;
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::Deserialize;
+
+/// `notifications/initialized`, the line that ends the handshake (spec §6 step 4).
+pub const INITIALIZED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+/// The `params` member of a request line.
+#[derive(Debug, Clone, Copy)]
+pub enum Params<'a> {
+    /// No `params` key.
+    Absent,
+    /// Ready-made JSON.
+    Json(&'a str),
+    /// `tools/call`: the tool's [`tool_call_prefix`] and the encoded arguments; the request id
+    /// becomes the progress token.
+    ToolCall { prefix: &'a str, arguments: &'a str },
+}
+
+/// One request line, written into a single buffer sized up front (no intermediate strings).
+/// `method` is one of odek's own constants, written unescaped.
+pub fn encode_request(id: i64, method: &'static str, params: Params<'_>) -> Vec<u8> {
+    let params_len = match params {
+        Params::Absent => 0,
+        Params::Json(json) => json.len(),
+        Params::ToolCall { prefix, arguments } => prefix.len() + arguments.len() + 48,
+    };
+    let mut out = Vec::with_capacity(64 + method.len() + params_len);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    push_integer(&mut out, id);
+    // Methods are odek's own constants: plain ASCII that needs no escaping.
+    out.extend_from_slice(b",\"method\":\"");
+    out.extend_from_slice(method.as_bytes());
+    out.push(b'"');
+    match params {
+        Params::Absent => {}
+        Params::Json(json) => {
+            out.extend_from_slice(b",\"params\":");
+            out.extend_from_slice(json.as_bytes());
+        }
+        Params::ToolCall { prefix, arguments } => {
+            out.extend_from_slice(b",\"params\":");
+            push_call_params(&mut out, prefix, arguments, id);
+        }
+    }
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// `{"name":<raw tool name as JSON>,"arguments":` — the start of every `tools/call` params,
+/// computed once per tool.
+pub fn tool_call_prefix(raw_name: &str) -> String {
+    format!("{{\"name\":{},\"arguments\":", json_string(raw_name))
+}
+
+/// Appends `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`
+/// from the tool's [`tool_call_prefix`].
+fn push_call_params(out: &mut Vec<u8>, prefix: &str, encoded_arguments: &str, request_id: i64) {
+    out.extend_from_slice(prefix.as_bytes());
+    out.extend_from_slice(encoded_arguments.as_bytes());
+    out.extend_from_slice(b",\"_meta\":{\"progressToken\":");
+    push_integer(out, request_id);
+    out.extend_from_slice(b"}}");
+}
+
+/// Appends `value` in decimal, as JSON writes an integer.
+fn push_integer(out: &mut Vec<u8>, value: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value.unsigned_abs();
+    loop {
+        at -= 1;
+        // `rest % 10` is below 10, so the cast cannot truncate.
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// `notifications/cancelled` for request `id` that odek gave up on (spec §9); `reason` is
+/// `timeout` or `cancelled`.
+pub fn encode_cancelled(id: i64, reason: &str) -> Vec<u8> {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id},\"reason\":\"{reason}\"}}}}\n"
+    )
+    .into_bytes()
+}
+
+/// Spec §8: the answer to a request from the server, its id echoed verbatim: `ping` gets an
+/// empty result, any other method `-32601`.
+pub fn server_request_reply(id: &str, method: &str) -> Vec<u8> {
+    let reply = if method == "ping" {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n")
+    } else {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"method not found\"}}}}\n")
+    };
+    reply.into_bytes()
+}
+
+/// One stdout line read as JSON-RPC (spec §7–§8), borrowing from the line. A member that is
+/// `null` reads as absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message<'l> {
+    /// A non-empty string `method` with a string or number `id`: a request from the server, to
+    /// be answered with [`server_request_reply`]. Never a response, whatever its id.
+    Request { method: Cow<'l, str>, id: &'l str },
+    /// A non-empty string `method` without an `id`.
+    Notification { method: Cow<'l, str>, params: Option<&'l str> },
+    /// A non-empty string `method` whose `id` is neither a string nor a number: neither a
+    /// request nor a notification, so it is ignored.
+    Unanswerable,
+    /// Anything else: a response, matched by its `id` ([`integer_id`]); an `error` takes
+    /// precedence over `result` (where that member sits in the line, for a [`ResultFrame`]).
+    Response { id: Option<&'l str>, error: Option<&'l str>, result: Option<Range<usize>> },
+}
+
+impl Message<'_> {
+    /// The message of one line, or `None` when the line is skipped: blank, not JSON, not a
+    /// JSON object, or a known member given twice (spec §7).
+    pub fn read(line: &[u8]) -> Option<Message<'_>> {
+        let index = frame_scan::index_frame(line)?;
+        let text = |range: &Option<Range<usize>>| {
+            range.clone().and_then(|range| std::str::from_utf8(&line[range]).ok()).filter(|text| *text != "null")
+        };
+        let id = text(&index.id);
+        if let Some(method) = text(&index.method).and_then(|raw| decode_literal(raw).ok())
+            && !method.is_empty()
+        {
+            return Some(match id {
+                None => Message::Notification { method, params: text(&index.params) },
+                Some(id)
+                    if id.starts_with('"') || id.starts_with('-') || id.starts_with(|c: char| c.is_ascii_digit()) =>
+                {
+                    Message::Request { method, id }
+                }
+                Some(_) => Message::Unanswerable,
+            });
+        }
+        Some(Message::Response { id, error: text(&index.error), result: index.result })
+    }
+}
+
+/// Spec §7: a response's id must be a JSON integer (not a string, not fractional).
+pub fn integer_id(id: &str) -> Option<i64> {
+    serde_json::from_str::<i64>(id).ok()
+}
+
+/// A successful response: the whole line and where its `result` sits in it, so a large result
+/// is decoded in place instead of copied.
+#[derive(Debug)]
+pub struct ResultFrame {
+    line: Vec<u8>,
+    result: Range<usize>,
+}
+
+impl ResultFrame {
+    /// The frame of `line` whose `result` is at `result` (an empty range: none).
+    pub fn new(line: Vec<u8>, result: Range<usize>) -> ResultFrame {
+        ResultFrame { line, result }
+    }
+
+    /// The raw JSON text of `result` (`null` when absent).
+    pub fn result_json(&self) -> &[u8] {
+        match self.line.get(self.result.clone()) {
+            Some(result) if !result.is_empty() => result,
+            _ => b"null",
+        }
+    }
+}
+
+/// A JSON-RPC error object as odek reports it: `code` 0 when it is not an integer, `message`
+/// as-is when a string, as compact JSON when another value, empty when absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl RpcError {
+    /// The error object of a response, from its raw JSON; what does not read as one is
+    /// code 0 with an empty message.
+    pub fn read(raw: &str) -> RpcError {
+        #[derive(Deserialize, Default)]
+        struct WireError {
+            #[serde(default)]
+            code: Option<serde_json::Value>,
+            #[serde(default)]
+            message: Option<serde_json::Value>,
+        }
+        let error: WireError = serde_json::from_str(raw).unwrap_or_default();
+        let code = error.code.as_ref().and_then(serde_json::Value::as_i64).unwrap_or(0);
+        let message = match error.message {
+            Some(serde_json::Value::String(message)) => message,
+            Some(other) if !other.is_null() => other.to_string(),
+            _ => String::new(),
+        };
+        RpcError { code, message }
+    }
+}
+
+/// The integer `progressToken` of a `notifications/progress`'s params (spec §9); any other
+/// token matches no request.
+pub fn progress_token(params: &str) -> Option<i64> {
+    #[derive(Deserialize)]
+    struct Progress {
+        #[serde(rename = "progressToken")]
+        progress_token: serde_json::Value,
+    }
+    serde_json::from_str::<Progress>(params).ok()?.progress_token.as_i64()
+}
+
+/// A JSON string in a borrowed frame: borrows from the line when it has no escapes.
+#[derive(Deserialize)]
+pub(crate) struct Text<'a>(#[serde(borrow)] pub(crate) Cow<'a, str>);
+
+/// Decodes a JSON string literal (already validated as part of its frame), borrowing when it
+/// has no escapes; any other JSON value is an error.
+pub fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
+    if !literal.contains('\\')
+        && let Some(inner) = literal.strip_prefix('"').and_then(|rest| rest.strip_suffix('"'))
+    {
+        return Ok(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<Text<'_>>(literal).map(|text| text.0).map_err(|err| err.to_string())
+}
+
+/// Decodes a JSON object into `T`; any other JSON value is an error (serde would otherwise
+/// accept an array for a struct).
+pub fn parse_object<'a, T: Deserialize<'a>>(json: &'a [u8]) -> Result<T, String> {
+    let first = json.iter().copied().find(|byte| !byte.is_ascii_whitespace());
+    if first != Some(b'{') {
+        let found = match first {
+            Some(b'[') => "an array",
+            Some(b'"') => "a string",
+            Some(b'n') => "null",
+            Some(b't' | b'f') => "a boolean",
+            None => "nothing",
+            Some(_) => "a number",
+        };
+        return Err(format!("expected a JSON object, found {found}"));
+    }
+    serde_json::from_slice(json).map_err(|err| err.to_string())
+}
+
+/// A JSON string literal.
+pub fn json_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_call_request_is_one_line() {
+        let line = encode_request(
+            42,
+            "tools/call",
+            Params::ToolCall { prefix: r#"{"name":"echo","arguments":"#, arguments: r#"{"text":"hi"}"# },
+        );
+        assert_eq!(
+            line,
+            b"{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},\"_meta\":{\"progressToken\":42}}}\n"
+        );
+    }
+
+    #[test]
+    fn integers_are_written_as_json_writes_them() {
+        for value in [0, 7, 10, 99, 1_000_000, -1, -45, i64::MAX, i64::MIN] {
+            let mut out = Vec::new();
+            push_integer(&mut out, value);
+            assert_eq!(out, serde_json::to_vec(&value).unwrap());
+        }
+    }
+
+    #[test]
+    fn params_carry_the_progress_token() {
+        let mut params = Vec::new();
+        push_call_params(&mut params, r#"{"name":"echo","arguments":"#, r#"{"text":"hi"}"#, 7);
+        assert_eq!(params, br#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#);
+    }
+}
