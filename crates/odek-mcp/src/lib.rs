@@ -6,9 +6,9 @@
 //! checks and the result decoding — so a server is judged by what the client does with it.
 //!
 //! Start at [`McpHub::start`] (startup of every server of a run) and [`McpHub::call`] (one tool
-//! call through the whole pipeline). The modules below form the dependency order: `wire`,
-//! `bounded_lines`, `observer`, `caps` and `approval` import nothing else of the crate; each
-//! other module imports only modules listed before it in that order, never one that imports it.
+//! call through the whole pipeline). Imports go one way: `wire`, `bounded_lines`, `observer`,
+//! `caps` and `approval` import nothing else of the crate, and no module imports back from a
+//! module that imports it (`hub` on top, then `discovery`, `connection`, `process`, `call`).
 
 /// The seam that asks whether a new or changed tool may be offered to the model.
 pub mod approval;
