@@ -63,7 +63,7 @@ pub struct ToolHints {
 
 impl ToolHints {
     /// The hints of a tool's `annotations` value; a malformed value never fails the listing.
-    pub fn of_annotations(annotations: Option<&Value>) -> ToolHints {
+    pub(crate) fn of_annotations(annotations: Option<&Value>) -> ToolHints {
         let hint = |key: &str| annotations.and_then(|value| value.get(key)).and_then(Value::as_bool);
         ToolHints { read_only: hint("readOnlyHint"), destructive: hint("destructiveHint") }
     }

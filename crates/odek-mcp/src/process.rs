@@ -89,3 +89,45 @@ pub fn kill_process_group(pid: Option<u32>) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+    use crate::observer::StderrObserver;
+
+    fn command<'a>(command: &'a str, args: &'a [String], env: &'a BTreeMap<String, String>) -> ServerCommand<'a> {
+        ServerCommand { command, args, env }
+    }
+
+    #[test]
+    fn exit_statuses_are_codes_or_128_plus_the_signal() {
+        assert_eq!(exit_status(&ExitStatus::from_raw(0)), 0);
+        assert_eq!(exit_status(&ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_status(&ExitStatus::from_raw(9)), 137);
+    }
+
+    #[tokio::test]
+    async fn a_command_that_cannot_start_says_why() {
+        let env = BTreeMap::new();
+        let error = spawn_server("s", command("/nonexistent/odek-no-such-server", &[], &env), Arc::new(StderrObserver))
+            .err()
+            .unwrap();
+        assert!(matches!(error, SpawnError::Start(_)));
+        assert_eq!(error.to_string(), "No such file or directory (os error 2)");
+    }
+
+    /// The server leads its own process group, so the group kill reaches what it started.
+    #[tokio::test]
+    async fn the_group_kill_ends_the_server_and_its_children() {
+        let env = BTreeMap::new();
+        let args = ["-c".to_owned(), "/bin/sleep 30 & /bin/sleep 30".to_owned()];
+        let mut process = spawn_server("s", command("/bin/sh", &args, &env), Arc::new(StderrObserver)).unwrap();
+        kill_process_group(process.child.id());
+        let status = tokio::time::timeout(std::time::Duration::from_secs(10), process.child.wait()).await.unwrap();
+        assert_eq!(exit_status(&status.unwrap()), 137);
+        // Every holder of stderr is gone, so forwarding reaches EOF.
+        tokio::time::timeout(std::time::Duration::from_secs(10), process.stderr_task).await.unwrap().unwrap();
+    }
+}

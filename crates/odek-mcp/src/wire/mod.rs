@@ -117,8 +117,8 @@ pub fn server_request_reply(id: &str, method: &str) -> Vec<u8> {
     reply.into_bytes()
 }
 
-/// One stdout line read as JSON-RPC (spec §7–§8), borrowing from the line. A member that is
-/// `null` reads as absent.
+/// One stdout line read as JSON-RPC (spec §7–§8), borrowing from the line. An `id`, `method`,
+/// `error` or `params` that is `null` reads as absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message<'l> {
     /// A non-empty string `method` with a string or number `id`: a request from the server, to
@@ -291,6 +291,93 @@ mod tests {
             push_integer(&mut out, value);
             assert_eq!(out, serde_json::to_vec(&value).unwrap());
         }
+    }
+
+    /// The exact lines of spec §6 step 4, §8 and §9.
+    #[test]
+    fn odek_s_own_lines_are_the_spec_s() {
+        assert_eq!(INITIALIZED, b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        assert_eq!(server_request_reply("\"a\"", "ping"), b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}\n");
+        assert_eq!(
+            server_request_reply("7", "sampling/createMessage"),
+            b"{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32601,\"message\":\"method not found\"}}\n"
+        );
+        assert_eq!(
+            encode_cancelled(3, "timeout"),
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3,\"reason\":\"timeout\"}}\n"
+        );
+        assert_eq!(
+            encode_request(2, "tools/list", Params::Absent),
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n"
+        );
+        assert_eq!(tool_call_prefix("a\"b"), r#"{"name":"a\"b","arguments":"#);
+    }
+
+    /// Spec §8: a method with a string or number id is a request, without one (or with `null`)
+    /// a notification, with any other id neither; everything else is a response.
+    #[test]
+    fn lines_read_as_requests_notifications_and_responses() {
+        let read = |line: &'static str| Message::read(line.as_bytes());
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#),
+            Some(Message::Request { method: "ping".into(), id: "\"x\"" })
+        );
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":-4,"method":"roots/list"}"#),
+            Some(Message::Request { method: "roots/list".into(), id: "-4" })
+        );
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":null,"method":"notifications/progress","params":{"progressToken":2}}"#),
+            Some(Message::Notification {
+                method: "notifications/progress".into(),
+                params: Some(r#"{"progressToken":2}"#)
+            })
+        );
+        for id in ["true", "{}", "[1]"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            assert_eq!(Message::read(line.as_bytes()), Some(Message::Unanswerable), "{line}");
+        }
+        let line = r#"{"jsonrpc":"2.0","id":5,"method":"","result":{"a":1}}"#;
+        let Some(Message::Response { id: Some("5"), error: None, result: Some(result) }) = read(line) else {
+            panic!("{line}")
+        };
+        assert_eq!(&line[result], r#"{"a":1}"#);
+        let Some(Message::Response { id: Some("1"), error: Some(r#"{"code":-1}"#), .. }) =
+            read(r#"{"id":1,"error":{"code":-1},"result":null}"#)
+        else {
+            panic!("an error response")
+        };
+        for skipped in ["", "  ", "not json", "[1,2]", r#"{"id":1,"id":2}"#] {
+            assert_eq!(Message::read(skipped.as_bytes()), None, "{skipped:?}");
+        }
+    }
+
+    #[test]
+    fn ids_error_objects_and_progress_tokens() {
+        assert_eq!(integer_id("12"), Some(12));
+        for not_integer in ["\"12\"", "1.5", "null", "1e3", "99999999999999999999"] {
+            assert_eq!(integer_id(not_integer), None, "{not_integer}");
+        }
+        assert_eq!(
+            RpcError::read(r#"{"code":-32000,"message":"boom"}"#),
+            RpcError { code: -32000, message: "boom".into() }
+        );
+        assert_eq!(
+            RpcError::read(r#"{"code":"x","message":{"a":1}}"#),
+            RpcError { code: 0, message: r#"{"a":1}"#.into() }
+        );
+        assert_eq!(RpcError::read("7"), RpcError { code: 0, message: String::new() });
+        assert_eq!(progress_token(r#"{"progressToken":9,"progress":1}"#), Some(9));
+        assert_eq!(progress_token(r#"{"progressToken":"9"}"#), None);
+        assert_eq!(progress_token(r#"{"progress":1}"#), None);
+    }
+
+    /// A frame never slices outside its line, whatever range it is given.
+    #[test]
+    fn result_frames_read_null_outside_their_line() {
+        assert_eq!(ResultFrame::new(b"{\"result\":1}".to_vec(), 10..11).result_json(), b"1");
+        assert_eq!(ResultFrame::new(b"{}".to_vec(), 0..0).result_json(), b"null");
+        assert_eq!(ResultFrame::new(b"{}".to_vec(), 1..40).result_json(), b"null");
     }
 
     #[test]
