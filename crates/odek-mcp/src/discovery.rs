@@ -1,9 +1,9 @@
 //! The handshake and tool discovery (spec `mcp-client.md` §6) and what happens to each listed
 //! tool before it may be registered: name rules (§3), then the registration checks on schemas
 //! and descriptions (§4), [beyond] with each declared `outputSchema` compiled. Start at
-//! [`handshake`] and [`check_tool_names`].
+//! `handshake` and [`check_tool_names`].
 //!
-//! [beyond] A listing is capped per server — pages, bytes and tools ([`Listing`]) — and checked
+//! [beyond] A listing is capped per server — pages, bytes and tools (`Listing`) — and checked
 //! while each page is read, so a server cannot make odek hold more than the caps allow. A raw
 //! name equal to a built-in tool's is not refused: every MCP tool is exposed as
 //! `<server>__<tool>`, so nothing is shadowed.
@@ -216,7 +216,7 @@ pub(crate) async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool
     })
 }
 
-/// Where the pages of one listing come from: the client's [`Connection`], or the recording
+/// Where the pages of one listing come from: the client's connection, or the recording
 /// session of `odek ext check`.
 pub trait PageSource {
     /// Why a page's request failed.
@@ -241,8 +241,8 @@ pub enum ListingError<F> {
     Refused(McpError),
 }
 
-/// Every page of `tools/list` from `source` through one [`Listing`]: the one listing loop of
-/// the client and of `odek ext check`.
+/// Every page of `tools/list` from `source`, in page order, through one `Listing` (its caps and
+/// stop rules): the one listing loop of the client and of `odek ext check`.
 pub async fn list_pages<S: PageSource>(
     server: &str,
     source: &mut S,

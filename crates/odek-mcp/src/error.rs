@@ -69,12 +69,12 @@ pub enum McpError {
     RepeatedCursor { server: String, cursor: String },
     #[error("mcpclient {server}: tools/list: more than 100 pages")]
     TooManyPages { server: String },
-    /// [beyond] The pages of one listing together exceed [`MAX_TOOL_LIST_BYTES`].
+    /// [beyond] The pages of one listing together exceed `MAX_TOOL_LIST_BYTES`.
     #[error(
         "mcpclient {server}: tools/list: the tool list exceeds {MAX_TOOL_LIST_BYTES} bytes (the cap per server); page {page} brought it to {observed} bytes"
     )]
     ToolListTooLarge { server: String, page: usize, observed: usize },
-    /// [beyond] One listing names more than [`MAX_TOOLS_PER_SERVER`] tools.
+    /// [beyond] One listing names more than `MAX_TOOLS_PER_SERVER` tools.
     #[error(
         "mcpclient {server}: tools/list: the server lists more than {MAX_TOOLS_PER_SERVER} tools (the cap per server); refused at page {page}"
     )]

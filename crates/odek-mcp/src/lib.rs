@@ -6,35 +6,29 @@
 //! checks and the result decoding — so a server is judged by what the client does with it.
 //!
 //! Start at [`McpHub::start`] (startup of every server of a run) and [`McpHub::call`] (one tool
-//! call through the whole pipeline). Imports go one way: `wire`, `bounded_lines`, `observer`,
+//! call through the whole pipeline). The public modules are those other crates reach into by
+//! path: `wire` (the frames odek writes and reads), `process` (starting a server and killing its
+//! group), `discovery` (the listing and the registration checks), `bounded_lines`, `observer`,
+//! `server_lines`, `server_config`, `env_allowlist`, `approval` and `hub`; everything else is
+//! re-exported below or private. Imports go one way: `wire`, `bounded_lines`, `observer`,
 //! `caps` and `approval` import nothing else of the crate, and no module imports back from a
-//! module that imports it (`hub` on top, then `discovery`, `connection`, `process`, `call`).
+//! module that imports it (`hub` is on top).
 
-/// The seam that asks whether a new or changed tool may be offered to the model.
 pub mod approval;
-/// The bounded line reader: never holds more than its limit of one line.
 pub mod bounded_lines;
 mod call;
 mod caps;
 mod catalogue;
 mod connection;
-/// The handshake, the listing and the checks a listed tool passes before registration.
 pub mod discovery;
-/// The environment a server runs with: the allowlist, overrides and secrets.
 pub mod env_allowlist;
 mod error;
-/// Startup, routing and recovery of every server of a run.
 pub mod hub;
-/// Events, warnings and server lines the client reports.
 pub mod observer;
 mod output_schema;
-/// Starting a server process and ending its process group.
 pub mod process;
-/// Configured servers: the config entry, its validation and limits.
 pub mod server_config;
-/// A server's stderr and log messages, cleaned and forwarded through a bounded queue.
 pub mod server_lines;
-/// The JSON-RPC frames odek writes and reads, and the JSON helpers they need.
 pub mod wire;
 
 /// Approves every tool: for tests, benchmarks and embedders that vet servers themselves.

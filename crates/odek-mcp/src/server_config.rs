@@ -2,7 +2,7 @@
 //! the validated [`ServerSpec`] the client runs with (limits defaulted, clamped and floored).
 //!
 //! Start at [`validate_server`]; the limit rules of spec `mcp-client.md` §2 live in
-//! [`effective_limits`].
+//! `effective_limits`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
