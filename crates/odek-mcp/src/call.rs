@@ -1,6 +1,7 @@
-//! One `tools/call` on the wire and back (spec `mcp-client.md` §9–§10): argument encoding, the
-//! params with their progress token, and decoding of the result into the model-facing text via
-//! the contract's model view (docs/MODEL-VIEW.md). Start at [`decode_checked_call_result`].
+//! The answer to one `tools/call` (spec `mcp-client.md` §10): the decoding of its result into
+//! the model-facing text via the contract's model view (docs/MODEL-VIEW.md). The request side —
+//! the arguments, the params with their progress token — is `wire`'s. Start at
+//! [`decode_checked_call_result`].
 //!
 //! A result of text items only (the usual shape) keeps the measured fast path: no vectors for
 //! one item, and an escaped plain text capped while it is decoded. Every other shape is read
@@ -9,7 +10,6 @@
 
 use std::borrow::Cow;
 
-use odek_contract::canonical_json::canonicalize_text;
 use odek_contract::content_lines::{EmbeddedResource, Media, ResourceLink, ResultItem};
 use odek_contract::escaped_text::{Channel, cap_escaped_text};
 use odek_contract::model_view::{CallView, ModelViewError, OutputCheck, model_view};
@@ -22,16 +22,7 @@ use serde_json::value::RawValue;
 
 use crate::error::McpError;
 use crate::wire::frame_scan::{CallResult, ContentItem, ItemMembers, scan_call_result};
-use crate::wire::{Text, decode_literal, json_string, parse_object};
-
-/// The model's argument string as sent: parsed and re-serialised with sorted keys; empty ⇒
-/// `null`; not JSON ⇒ the text as a JSON string.
-pub(crate) fn encode_arguments(arguments: &str) -> String {
-    if arguments.is_empty() {
-        return "null".to_owned();
-    }
-    canonicalize_text(arguments).unwrap_or_else(|| json_string(arguments))
-}
+use crate::wire::{Text, decode_literal, parse_object};
 
 #[derive(Deserialize)]
 struct WireContent<'a> {
@@ -407,14 +398,6 @@ mod tests {
     use odek_contract::artifact_ref::ArtifactRoots;
 
     use super::*;
-
-    #[test]
-    fn arguments_are_canonical() {
-        assert_eq!(encode_arguments(""), "null");
-        assert_eq!(encode_arguments(r#"{"b":1,"a":{"d":2,"c":3}}"#), r#"{"a":{"c":3,"d":2},"b":1}"#);
-        assert_eq!(encode_arguments("not json"), r#""not json""#);
-        assert_eq!(encode_arguments("[1, 2]"), "[1,2]");
-    }
 
     fn limits(roots: &ArtifactRoots) -> ResultContext<'_> {
         ResultContext { server: "fx", tool: "t", max_result_chars: 1000, roots }

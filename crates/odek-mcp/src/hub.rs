@@ -20,7 +20,7 @@ use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 use odek_contract::truncation::apply_result_limit;
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use crate::call::{decode_checked_call_result, decode_unless_blocking, encode_arguments};
+use crate::call::{decode_checked_call_result, decode_unless_blocking};
 use crate::catalogue::{Catalogue, Route};
 use crate::connection::{CallOptions, Connection, SpawnParams, cancelled};
 use crate::discovery::{
@@ -31,7 +31,7 @@ use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
 use crate::server_config::{Limits, ServerSpec, Transport};
-use crate::wire::Params;
+use crate::wire::{Params, encode_arguments};
 
 /// Restarts allowed per server per run.
 pub(crate) const MAX_RESTARTS: u32 = 3;

@@ -1,6 +1,6 @@
 //! The MCP wire format as odek writes and reads it (spec `mcp-client.md` §6–§9): one JSON-RPC
 //! message per line. Here are the lines odek writes (its requests with their ids and
-//! `tools/call` params, its notifications, its answers to server requests), the reading of a
+//! `tools/call` params and arguments, its notifications, its answers to server requests), the reading of a
 //! stdout line into a [`Message`] through the validating scanner of [`frame_scan`], error
 //! objects, progress tokens, and the JSON helpers every reader of a frame uses.
 //!
@@ -14,6 +14,7 @@ pub mod frame_scan;
 use std::borrow::Cow;
 use std::ops::Range;
 
+use odek_contract::canonical_json::canonicalize_text;
 use serde::Deserialize;
 
 /// `notifications/initialized`, the line that ends the handshake (spec §6 step 4).
@@ -59,6 +60,15 @@ pub fn encode_request(id: i64, method: &'static str, params: Params<'_>) -> Vec<
     }
     out.extend_from_slice(b"}\n");
     out
+}
+
+/// The model's argument string as sent: parsed and re-serialised with sorted keys; empty ⇒
+/// `null`; not JSON ⇒ the text as a JSON string.
+pub fn encode_arguments(arguments: &str) -> String {
+    if arguments.is_empty() {
+        return "null".to_owned();
+    }
+    canonicalize_text(arguments).unwrap_or_else(|| json_string(arguments))
 }
 
 /// `{"name":<raw tool name as JSON>,"arguments":` — the start of every `tools/call` params,
@@ -378,6 +388,14 @@ mod tests {
         assert_eq!(ResultFrame::new(b"{\"result\":1}".to_vec(), 10..11).result_json(), b"1");
         assert_eq!(ResultFrame::new(b"{}".to_vec(), 0..0).result_json(), b"null");
         assert_eq!(ResultFrame::new(b"{}".to_vec(), 1..40).result_json(), b"null");
+    }
+
+    #[test]
+    fn arguments_are_canonical() {
+        assert_eq!(encode_arguments(""), "null");
+        assert_eq!(encode_arguments(r#"{"b":1,"a":{"d":2,"c":3}}"#), r#"{"a":{"c":3,"d":2},"b":1}"#);
+        assert_eq!(encode_arguments("not json"), r#""not json""#);
+        assert_eq!(encode_arguments("[1, 2]"), "[1,2]");
     }
 
     #[test]
