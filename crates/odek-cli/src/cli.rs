@@ -102,7 +102,7 @@ pub struct ExtCheckArgs {
     #[arg(long = "calls", value_name = "WHICH", value_parser = ["read-only", "all"])]
     pub call_policy: Option<String>,
     /// Concurrent calls in the load check
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = odek_mcp::conformance::DEFAULT_CONCURRENCY)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = odek_conformance::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
     /// The server name used for exposed names (default: the command's file name)
     #[arg(long, value_name = "NAME", conflicts_with = "server")]

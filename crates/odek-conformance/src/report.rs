@@ -6,9 +6,11 @@
 use odek_contract::redaction::redact;
 use serde::Serialize;
 
-use super::probe::cut;
-use super::{CallPolicy, CheckOptions, CheckResult, PlannedCall, Status};
-use crate::observer::terminal_safe;
+use crate::checks::{CheckResult, Status};
+use crate::observe::PlannedCall;
+use crate::options::{CallPolicy, CheckOptions};
+use crate::probe::cut;
+use odek_mcp::observer::terminal_safe;
 
 /// Longest reason kept, in bytes (4 KiB): room for a server's whole error message, but not for
 /// whatever a hostile server writes.
