@@ -1,13 +1,11 @@
-//! Test support: a JSON-RPC peer over blocking pipes, either to the built fixture binary
-//! ([`Fixture`]) or to an in-process [`odek_extension::Server`] ([`InProcess`]).
+//! A JSON-RPC client over blocking pipes ([`Peer`]), the way an MCP client talks to a server
+//! on stdio: the SDK's tests drive an in-process server with it, the fixture server's tests the
+//! built binary.
 //!
 //! Every read has a deadline ([`READ_DEADLINE`]); a test that waits for a line that never comes
 //! fails instead of hanging. Lines longer than [`LONG_LINE_BYTES`] are counted, not kept.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
@@ -93,10 +91,10 @@ impl Peer {
 
     /// Writes one line (a `\n` is appended).
     pub fn send_raw(&mut self, line: &str) {
-        let input = self.input.as_mut().expect("stdin already closed");
-        input.write_all(line.as_bytes()).unwrap();
-        input.write_all(b"\n").unwrap();
-        input.flush().unwrap();
+        let Some(input) = self.input.as_mut() else { panic!("stdin already closed") };
+        let written =
+            input.write_all(line.as_bytes()).and_then(|()| input.write_all(b"\n")).and_then(|()| input.flush());
+        written.unwrap_or_else(|error| panic!("write to the server: {error}"));
     }
 
     pub fn send(&mut self, message: &Value) {
@@ -186,108 +184,5 @@ impl Peer {
             .as_str()
             .unwrap_or_else(|| panic!("no text item: {response}"))
             .to_owned()
-    }
-}
-
-/// The fixture binary, running with piped stdio.
-pub struct Fixture {
-    pub peer: Peer,
-    pub child: Child,
-    pub stderr: Receiver<Line>,
-}
-
-impl Fixture {
-    pub fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_odek-fixture-server"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn odek-fixture-server");
-        let stdin: ChildStdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        Self { peer: Peer::new(Box::new(stdin), line_channel(stdout)), stderr: line_channel(stderr), child }
-    }
-
-    /// Spawns and initializes.
-    pub fn started(args: &[&str]) -> Self {
-        let mut fixture = Self::spawn(args);
-        fixture.peer.initialize();
-        fixture
-    }
-
-    /// The next stderr line.
-    pub fn stderr_line(&self) -> String {
-        match self.stderr.recv_timeout(READ_DEADLINE) {
-            Ok(Line::Text(text)) => text,
-            other => panic!("expected a stderr line, got {other:?}"),
-        }
-    }
-
-    /// Reads stdout to EOF (each line within [`READ_DEADLINE`]), then reaps the process: a
-    /// process that closed stdout by exiting is reaped at once.
-    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
-        while self.peer.next_line().is_some() {}
-        self.child.wait().unwrap()
-    }
-}
-
-impl std::ops::Deref for Fixture {
-    type Target = Peer;
-    fn deref(&self) -> &Peer {
-        &self.peer
-    }
-}
-
-impl std::ops::DerefMut for Fixture {
-    fn deref_mut(&mut self) -> &mut Peer {
-        &mut self.peer
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// An in-process server on `std::io::pipe()`s, on its own runtime thread.
-pub struct InProcess {
-    pub peer: Peer,
-    done: Receiver<Result<(), odek_extension::Error>>,
-}
-
-impl InProcess {
-    pub fn start(server: odek_extension::Server) -> Self {
-        let (server_input, client_output) = std::io::pipe().unwrap();
-        let (client_input, server_output) = std::io::pipe().unwrap();
-        let (done_sender, done) = mpsc::channel();
-        thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-            let outcome = runtime.block_on(server.run(server_input, server_output));
-            let _ = done_sender.send(outcome);
-        });
-        Self { peer: Peer::new(Box::new(client_output), line_channel(client_input)), done }
-    }
-
-    /// Waits for `Server::run` to return.
-    pub fn finished(&self) -> Result<(), odek_extension::Error> {
-        self.done.recv_timeout(READ_DEADLINE).expect("server did not stop")
-    }
-}
-
-impl std::ops::Deref for InProcess {
-    type Target = Peer;
-    fn deref(&self) -> &Peer {
-        &self.peer
-    }
-}
-
-impl std::ops::DerefMut for InProcess {
-    fn deref_mut(&mut self) -> &mut Peer {
-        &mut self.peer
     }
 }
