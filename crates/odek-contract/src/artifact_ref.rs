@@ -262,7 +262,7 @@ fn verify_declared_digest(declared: &str, resolved_path: &Path, quoted_id: &str)
 
 /// The first [`SHORT_DIGEST_CHARS`] characters of a digest (all of it when shorter).
 pub fn short_digest(digest: &str) -> &str {
-    crate::truncation::first_runes(digest, SHORT_DIGEST_CHARS)
+    crate::runes::first_runes(digest, SHORT_DIGEST_CHARS)
 }
 
 /// Rule 18: exactly 64 characters of `0-9a-f`.

@@ -17,19 +17,13 @@ use serde_json::Value;
 
 use crate::canonical_json::to_canonical_string;
 use crate::quoting::quote;
-use crate::render::clean_field_to;
+use crate::render::{MORE_ITEMS_LINE_PREFIX, STRUCTURED_LINE_PREFIX, clean_field_to};
 
 /// Longest uri shown, in runes, before `…`.
 pub const MAX_URI_RUNES: usize = 1024;
 
 /// Longest media type, name or content type shown, in runes, before `…`.
 pub const MAX_LABEL_RUNES: usize = 256;
-
-/// Prefix of the line of `structuredContent` shown as compact JSON.
-pub const STRUCTURED_LINE_PREFIX: &str = "- structured content ";
-
-/// Prefix of the line that counts the non-text items past [`MAX_CONTENT_ITEM_LINES`].
-pub const MORE_ITEMS_LINE_PREFIX: &str = "- \u{2026} ";
 
 /// Most non-text items of one result given a metadata line (4096); the rest are counted in one
 /// `- … <n> more item(s)` line, and are not even kept while the result is read (a line of

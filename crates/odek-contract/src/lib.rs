@@ -22,6 +22,7 @@ pub mod quoting;
 pub mod redaction;
 pub mod regular_file;
 pub mod render;
+pub mod runes;
 pub mod secret_names;
 pub mod tool_result;
 pub mod truncation;

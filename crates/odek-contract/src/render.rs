@@ -10,11 +10,17 @@
 use std::borrow::Cow;
 
 use crate::artifact_ref::{ArtifactRef, short_digest};
-use crate::content_lines::{MORE_ITEMS_LINE_PREFIX, STRUCTURED_LINE_PREFIX};
 use crate::quoting::quote;
 
 /// Prefix of every metadata line; a server-supplied line with this prefix is indented.
 pub const ARTIFACT_LINE_PREFIX: &str = "- artifact ";
+
+/// [beyond] Prefix of the line of `structuredContent` shown as compact JSON (`content_lines`).
+pub const STRUCTURED_LINE_PREFIX: &str = "- structured content ";
+
+/// [beyond] Prefix of the line that counts the non-text items past
+/// [`MAX_CONTENT_ITEM_LINES`](crate::content_lines::MAX_CONTENT_ITEM_LINES) (`content_lines`).
+pub const MORE_ITEMS_LINE_PREFIX: &str = "- \u{2026} ";
 
 /// [beyond] Every prefix that starts a line odek renders itself: the artifact line of §5.1 and
 /// the metadata lines of non-text content (docs/MODEL-VIEW.md), each as exactly as odek writes

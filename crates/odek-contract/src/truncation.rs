@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use crate::artifact_ref::ArtifactRef;
 use crate::quoting::quote;
 use crate::render::render_envelope;
+use crate::runes::{first_runes, rune_count};
 
 /// The notice appended to a cut result, leading line feed included. Free of angle brackets so
 /// it cannot be confused with the untrusted-content wrapper.
@@ -25,30 +26,6 @@ pub fn truncation_notice(server: &str, tool: &str, observed: usize, limit: usize
 pub fn result_floor(server: &str) -> usize {
     let widest_tool = "t".repeat(64);
     rune_count(&truncation_notice(server, &widest_tool, 1_000_000, 2_147_483_647)) + 64
-}
-
-/// Number of Unicode scalar values in `text`.
-pub fn rune_count(text: &str) -> usize {
-    text.chars().count()
-}
-
-/// The first `n` runes of `text` (all of it when shorter).
-pub fn first_runes(text: &str, n: usize) -> &str {
-    match text.char_indices().nth(n) {
-        Some((byte_index, _)) => &text[..byte_index],
-        None => text,
-    }
-}
-
-/// `text` when it has at most `n` runes, else its first `n` runes followed by `…` (the display
-/// cut of goals, headlines and summaries).
-pub fn runes_with_ellipsis(text: &str, n: usize) -> std::borrow::Cow<'_, str> {
-    let head = first_runes(text, n);
-    if head.len() == text.len() {
-        std::borrow::Cow::Borrowed(text)
-    } else {
-        std::borrow::Cow::Owned(format!("{head}…"))
-    }
 }
 
 /// Text after the cap, and the observed rune count when the cap cut it (spec §6.4).

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use odek_contract::envelope::{ARTIFACT_REF_SCHEMA, RawArtifactRef};
 use odek_contract::quoting::quote;
-use odek_contract::truncation::first_runes;
+use odek_contract::runes::first_runes;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
 
