@@ -17,15 +17,23 @@ pub mod error;
 pub mod escaped_text;
 pub mod model_view;
 pub mod names;
+#[cfg(feature = "client")]
 pub mod prompt_injection;
 pub mod quoting;
+#[cfg(feature = "client")]
 pub mod redaction;
+#[cfg(feature = "client")]
 pub mod regular_file;
 pub mod render;
 pub mod runes;
 pub mod secret_names;
 pub mod tool_result;
 pub mod truncation;
+#[cfg(feature = "client")]
 pub mod untrusted;
 
 pub use error::ContractError;
+
+/// The MCP protocol version of `odek-extension/v1`: the one odek sends in `initialize`, and the
+/// one a server answers by default.
+pub const PROTOCOL_VERSION: &str = "2025-03-26";
