@@ -29,7 +29,7 @@ use crate::tools::{BoxFuture, ToolDef, ToolResponse, ToolResult, ToolSet, tool_h
 use crate::transport::{Outgoing, WriterExit, spawn_writer};
 
 /// The MCP protocol version of the odek-extension/v1 contract, answered by default.
-pub const PROTOCOL_VERSION: &str = "2025-03-26";
+pub use odek_contract::PROTOCOL_VERSION;
 
 /// Default for [`Server::max_line_bytes`]: 64 MiB, odek's absolute response ceiling.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -546,7 +546,7 @@ impl Shared {
         let handler = match self.tools_snapshot().get(&name) {
             Some(entry) => Arc::clone(&entry.handler),
             None => {
-                return ToolResponse::error(format!("unknown tool {}", crate::error::json_quote(&name)));
+                return ToolResponse::error(format!("unknown tool {}", odek_contract::quoting::quote(&name)));
             }
         };
         handler(Arc::clone(context), arguments).await

@@ -19,7 +19,7 @@ use crate::context::CallContext;
 use crate::jsonrpc::RpcError;
 
 /// Longest tool name odek accepts, in bytes.
-pub const MAX_TOOL_NAME_BYTES: usize = 64;
+pub use odek_contract::names::MAX_NAME_BYTES as MAX_TOOL_NAME_BYTES;
 
 /// A boxed, sendable future, the return type of type-erased handlers.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -148,24 +148,10 @@ where
     Arc::new(move |context, arguments| Box::pin(handler(context, arguments)))
 }
 
-/// Checks a tool name against the contract: 1–64 bytes of `[A-Za-z0-9_-]`, no `__`. The checks
-/// run in the order odek applies them, so the error is the one odek would report.
+/// Checks a tool name against the contract: 1–64 bytes of `[A-Za-z0-9_-]`, no `__`. It is odek's
+/// own check ([`odek_contract::names::validate_tool_name`]), so the error is the one odek reports.
 pub fn validate_tool_name(name: &str) -> Result<(), Error> {
-    if name.is_empty() {
-        return Err(Error::EmptyToolName);
-    }
-    if name.len() > MAX_TOOL_NAME_BYTES {
-        return Err(Error::ToolNameTooLong { name: name.into() });
-    }
-    if name.contains("__") {
-        return Err(Error::ToolNameContainsQualifier { name: name.into() });
-    }
-    if let Some(character) =
-        name.chars().find(|character| !(character.is_ascii_alphanumeric() || matches!(character, '_' | '-')))
-    {
-        return Err(Error::ToolNameInvalidCharacter { name: name.into(), character });
-    }
-    Ok(())
+    odek_contract::names::validate_tool_name(name).map_err(Error::ToolName)
 }
 
 /// Deserialises tool arguments into `T`. `null` (no arguments) is read as `{}`, and unknown
@@ -324,6 +310,10 @@ mod tests {
             "tool name \"read file\" contains invalid character ' '"
         );
         assert_eq!(validate_tool_name("").unwrap_err().to_string(), "tool name is empty");
+        assert_eq!(
+            validate_tool_name("a\tb").unwrap_err().to_string(),
+            "tool name \"a\\tb\" contains invalid character '\\t'"
+        );
     }
 
     #[test]
