@@ -28,6 +28,8 @@
 //! Not here: an MCP client, HTTP transports, and odek's own validation of artifact refs.
 
 mod bounded_lines;
+mod builtins;
+mod connection;
 mod context;
 mod envelope;
 mod error;
@@ -37,20 +39,29 @@ mod tools;
 mod transport;
 mod typed;
 
+/// The contract crate the SDK is built on (without its `client` feature): the schema ids, caps,
+/// name rules, artifact-ref shapes and `file://` encoding odek itself checks with.
+pub use odek_contract as contract;
+
+// Serving: the builder, its defaults, and what an interceptor sees and answers.
+pub use builtins::{Reply, Request};
+pub use server::{
+    CancelPolicy, DEFAULT_EOF_GRACE, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, PROTOCOL_VERSION, Server,
+};
+// Tools: definitions, results, the name rule, handlers and the runtime tool set.
+pub use context::{ToolHandler, ToolSet, tool_handler};
+pub use tools::{
+    BoxFuture, Content, MAX_TOOL_NAME_BYTES, ToolDef, ToolResponse, ToolResult, arguments, validate_tool_name,
+};
+pub use typed::{input_schema_for, typed_def, typed_handler};
+// What a handler can do while it runs.
 pub use context::{CallContext, PendingReply};
+pub use transport::{Chunk, RawStream};
+// Results too large for the model: envelopes and artifact refs.
 pub use envelope::{
     ARTIFACT_REF_SCHEMA, ArtifactRef, ArtifactRoot, Envelope, MAX_ARTIFACT_BYTES, MAX_ARTIFACTS_PER_RESULT,
     TOOL_RESULT_SCHEMA, file_uri, measure_file,
 };
+// Errors and JSON-RPC ids.
 pub use error::Error;
 pub use jsonrpc::{RequestId, RpcError, codes};
-pub use server::{
-    CancelPolicy, DEFAULT_EOF_GRACE, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, PROTOCOL_VERSION, Reply, Request,
-    Server,
-};
-pub use tools::{
-    BoxFuture, Content, MAX_TOOL_NAME_BYTES, ToolDef, ToolHandler, ToolResponse, ToolResult, ToolSet, arguments,
-    tool_handler, validate_tool_name,
-};
-pub use transport::{Chunk, RawStream};
-pub use typed::{input_schema_for, typed_def, typed_handler};
