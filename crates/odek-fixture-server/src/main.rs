@@ -256,6 +256,7 @@
 //!     the artifact dir cannot be prepared or stdout fails.
 //! ```
 
+mod artifact_files;
 mod bad_artifact;
 mod catalogue_modes;
 mod contract_tools;
