@@ -35,7 +35,7 @@ use crate::quoting::quote;
 pub const MAX_ARTIFACT_BYTES: u64 = 67_108_864;
 
 /// Hex characters of a digest shown to the model and in mismatch errors.
-pub const SHORT_DIGEST_CHARS: usize = 12;
+pub(crate) const SHORT_DIGEST_CHARS: usize = 12;
 
 /// Read buffer of one hashing pass, in bytes (256 KiB: large enough that syscalls and copies
 /// stay well under the hash's own cost).
@@ -322,13 +322,13 @@ fn verify_declared_digest(declared: &str, resolved_path: &Path, quoted_id: &str)
     Ok(())
 }
 
-/// The first [`SHORT_DIGEST_CHARS`] characters of a digest (all of it when shorter).
+/// The first `SHORT_DIGEST_CHARS` characters of a digest (all of it when shorter).
 pub fn short_digest(digest: &str) -> &str {
     crate::runes::first_runes(digest, SHORT_DIGEST_CHARS)
 }
 
 /// Rule 18: exactly 64 characters of `0-9a-f`.
-pub fn is_lowercase_sha256_hex(digest: &str) -> bool {
+pub(crate) fn is_lowercase_sha256_hex(digest: &str) -> bool {
     digest.len() == 64 && digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 

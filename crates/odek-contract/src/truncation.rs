@@ -44,7 +44,7 @@ pub fn apply_result_limit(text: &str, server: &str, tool: &str, limit: usize) ->
 }
 
 /// [`apply_result_limit`] that reuses an owned text instead of copying it when nothing is cut.
-pub fn cap_text(text: Cow<'_, str>, server: &str, tool: &str, limit: usize) -> Capped {
+pub(crate) fn cap_text(text: Cow<'_, str>, server: &str, tool: &str, limit: usize) -> Capped {
     // Fast path: a text with no more bytes than the limit cannot have more runes.
     if text.len() <= limit {
         return Capped { text: text.into_owned(), observed: None };
@@ -82,7 +82,7 @@ pub fn cap_envelope(sanitised_text: &str, refs: &[ArtifactRef], server: &str, to
 /// [beyond] What follows the text part of a view, as odek rendered it (docs/MODEL-VIEW.md):
 /// each part is lines joined by `\n`, empty for none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Trailer {
+pub(crate) struct Trailer {
     /// Metadata lines kept whole ahead of the text (§6.3's artifact lines, and the first
     /// content lines): bounded in number and length.
     pub lines: String,
@@ -92,7 +92,7 @@ pub struct Trailer {
 }
 
 impl Trailer {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.tail.is_empty()
     }
 }
@@ -103,7 +103,7 @@ impl Trailer {
 /// then the text is kept as far as it fits; the tail takes what room is left, cut at its end.
 /// With an empty tail this is exactly §6.3, and with an empty trailer exactly §6.2
 /// ([`cap_text`]).
-pub fn cap_with_trailer(text: &str, trailer: &Trailer, server: &str, tool: &str, limit: usize) -> Capped {
+pub(crate) fn cap_with_trailer(text: &str, trailer: &Trailer, server: &str, tool: &str, limit: usize) -> Capped {
     let rendered = render_parts(&[text, &trailer.lines, &trailer.tail]);
     if rendered.len() <= limit {
         return Capped { text: rendered, observed: None };

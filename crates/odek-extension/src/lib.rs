@@ -25,7 +25,12 @@
 //! closes. Each `tools/call` runs in its own task, and one writer thread owns stdout, so a slow
 //! call never delays another and lines are always written whole.
 //!
-//! Not here: an MCP client, HTTP transports, and odek's own validation of artifact refs.
+//! Built on [`contract`] (odek-contract without its `client` feature): the schema ids, caps, the
+//! tool-name rule, the wire form of an artifact ref and its `file://` encoding are the ones odek
+//! decodes and checks with, not copies.
+//!
+//! Not here: an MCP client, HTTP transports, odek's own validation of artifact refs, and the
+//! contract fixture server (its own crate, `odek-fixture-server`, built on this one).
 
 mod bounded_lines;
 mod builtins;
