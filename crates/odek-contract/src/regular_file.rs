@@ -124,13 +124,15 @@ pub fn read_capped(path: &Path, follow: Follow, limit: u64) -> io::Result<Bounde
 /// Refuses, by name and without opening it, a path that exists and is not a regular file
 /// (following a final symlink only under [`Follow::Symlinks`]; under [`Follow::Never`] the
 /// open's `O_NOFOLLOW` refuses one). A missing path passes: the open reports it, or creates it.
+/// A directory passes too: opening one never blocks, and a write open keeps its OS error
+/// (`Is a directory`), which the events sink reports as the spec says.
 fn refuse_non_regular_by_name(path: &Path, follow: Follow) -> io::Result<()> {
     let metadata = match follow {
         Follow::Symlinks => std::fs::metadata(path),
         Follow::Never => std::fs::symlink_metadata(path),
     };
     match metadata {
-        Ok(metadata) if metadata.is_file() || metadata.file_type().is_symlink() => Ok(()),
+        Ok(metadata) if metadata.is_file() || metadata.is_dir() || metadata.file_type().is_symlink() => Ok(()),
         Ok(_) => Err(not_a_regular_file()),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(err),
@@ -240,6 +242,8 @@ mod tests {
         assert_eq!(std::fs::metadata("/dev/null").unwrap().permissions().mode(), before);
         let dir = tempfile::tempdir().unwrap();
         assert!(is_not_a_regular_file(&open_regular_read(dir.path(), Follow::Symlinks).unwrap_err()));
+        // A write open of a directory keeps its OS error, as the events sink's spec says.
+        assert_eq!(open_regular_append(dir.path(), 0o600).unwrap_err().raw_os_error(), Some(nix::libc::EISDIR));
     }
 
     #[test]
