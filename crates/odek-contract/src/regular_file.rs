@@ -16,7 +16,7 @@
 //! It deliberately knows nothing of what the files mean: callers map a missing file to their
 //! own "absent" semantics and word their own errors around [`NOT_A_REGULAR_FILE`].
 //!
-//! Start at [`open_regular_read`], [`read_to_limit`] and [`open_regular_append`].
+//! Start at [`read_capped`], [`open_regular_read`], [`read_to_limit`] and [`open_regular_append`].
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -91,8 +91,13 @@ pub enum Bounded {
 }
 
 /// Reads at most `limit + 1` bytes of `file`; more than `limit` is [`Bounded::TooLarge`]. A file
-/// that grows while it is read is still cut off at the bound.
+/// whose size is already over `limit` is refused without reading it, and one that grows while it
+/// is read is still cut off at the bound.
 pub fn read_to_limit(file: &File, limit: u64) -> io::Result<Bounded> {
+    let reported = file.metadata()?.len();
+    if reported > limit {
+        return Ok(Bounded::TooLarge { size: reported });
+    }
     let bytes = read_past_limit(file, limit)?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > limit {
@@ -110,8 +115,9 @@ pub fn read_past_limit(file: &File, limit: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// [`open_regular_read`] then [`read_to_limit`].
-pub fn read_regular(path: &Path, follow: Follow, limit: u64) -> io::Result<Bounded> {
+/// The capped read of a file by name: [`open_regular_read`] then [`read_to_limit`], so it never
+/// blocks, refuses anything but a regular file and never holds more than `limit + 1` bytes.
+pub fn read_capped(path: &Path, follow: Follow, limit: u64) -> io::Result<Bounded> {
     read_to_limit(&open_regular_read(path, follow)?, limit)
 }
 
@@ -249,8 +255,8 @@ mod tests {
         let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL).unwrap();
         assert_eq!(flags & nix::libc::O_NONBLOCK, 0);
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(read_regular(&path, Follow::Never, 4).unwrap(), Bounded::Contents(b"one\n".to_vec()));
-        assert_eq!(read_regular(&path, Follow::Never, 3).unwrap(), Bounded::TooLarge { size: 4 });
+        assert_eq!(read_capped(&path, Follow::Never, 4).unwrap(), Bounded::Contents(b"one\n".to_vec()));
+        assert_eq!(read_capped(&path, Follow::Never, 3).unwrap(), Bounded::TooLarge { size: 4 });
     }
 
     #[test]

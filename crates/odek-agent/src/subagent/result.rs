@@ -4,7 +4,7 @@
 //! [`SubagentResult::from_run`] and [`RunEnd`].
 
 use odek_contract::envelope::RawArtifactRef;
-use odek_contract::truncation::{rune_count, runes_with_ellipsis};
+use odek_contract::runes::{rune_count, runes_with_ellipsis};
 use odek_contract::untrusted::{UNTRUSTED_CLOSE_PREFIX, UNTRUSTED_OPEN_PREFIX};
 use odek_llm::{Message, Role, Usage};
 use serde::Serialize;

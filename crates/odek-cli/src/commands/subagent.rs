@@ -27,7 +27,7 @@ use odek_agent::subagent::task::{
 use odek_agent::tool::ToolContext;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
-use odek_contract::truncation::runes_with_ellipsis;
+use odek_contract::runes::runes_with_ellipsis;
 use odek_contract::untrusted::new_nonce;
 use odek_llm::{Message, StreamObserver, Thinking, Usage};
 use odek_mcp::McpObserver;
