@@ -88,7 +88,9 @@ fn final_line(line: &str) {
 /// drive the terminal) and config values, which `${VAR}` may have filled with a secret (an
 /// invalid `thinking` or `provider` is quoted back), so known secrets are redacted.
 fn printable(line: &str) -> String {
-    odek_mcp::observer::terminal_safe(&odek_contract::redaction::redact(line)).into_owned()
+    let redacted = odek_contract::redaction::redact(line);
+    odek_contract::terminal_text::sanitise_for_terminal(&redacted, odek_contract::terminal_text::Layout::Lines)
+        .into_owned()
 }
 
 /// Logs go to stderr, filtered by `ODEK_LOG` (default: warnings from odek crates).

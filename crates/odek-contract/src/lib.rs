@@ -23,6 +23,7 @@ pub mod redaction;
 pub mod regular_file;
 pub mod render;
 pub mod secret_names;
+pub mod terminal_text;
 pub mod tool_result;
 pub mod truncation;
 pub mod untrusted;

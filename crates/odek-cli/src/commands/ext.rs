@@ -12,9 +12,9 @@ use std::time::Instant;
 use odek_agent::mcp_tool::mcp_outcome;
 use odek_agent::run::framing::{outcome_text, tool_message};
 use odek_agent::tool::ToolError;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
 use odek_mcp::hub::{optional_failure_warning, report_optional_failure};
-use odek_mcp::observer::terminal_safe;
 use odek_mcp::{
     CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
     validate_server,
@@ -29,6 +29,7 @@ use super::CommandError;
 use crate::approvals::{McpApprovals, StdConsole};
 use crate::cli::ExtCommand;
 use crate::config::{ConfigSources, LoadedConfig, McpServerConfig, ServerOrigin, load_config};
+use crate::terminal::print_warning;
 
 /// The argument text of a call given no arguments.
 const NO_ARGUMENTS: &str = "{}";
@@ -60,7 +61,7 @@ impl Setup {
         let sources = ConfigSources::from_process()?;
         let loaded = load_config(&sources)?;
         for warning in &loaded.warnings {
-            eprintln!("odek: warning: {}", terminal_safe(&odek_contract::redaction::redact(warning)));
+            print_warning(&odek_contract::redaction::redact(warning));
         }
         Ok(Setup { sources, loaded })
     }
@@ -544,12 +545,12 @@ async fn list(json: bool) -> Result<(), CommandError> {
     for report in &reports {
         match &report.error {
             Some(error) if report.required => {
-                eprintln!("odek: {}", terminal_safe(error));
+                eprintln!("odek: {}", sanitise_for_terminal(error, Layout::Lines));
                 failed = true;
             }
             // Worded as a run words it, on one line.
             Some(error) => {
-                eprintln!("odek: warning: {}", terminal_safe(&optional_failure_warning(&report.name, error)));
+                print_warning(&optional_failure_warning(&report.name, error));
             }
             None => {}
         }
@@ -557,7 +558,10 @@ async fn list(json: bool) -> Result<(), CommandError> {
     if failed { Err(CommandError::Reported) } else { Ok(()) }
 }
 
+/// The text listing. The server's protocol version and the configured values are shown as
+/// terminal-safe text: a server answers what it likes, and a project's `odek.json` is not ours.
 fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Result<()> {
+    let line = |text: &str| sanitise_for_terminal(text, Layout::Line).into_owned();
     if reports.is_empty() {
         writeln!(out, "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json)")?;
     }
@@ -569,13 +573,13 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
                 out,
                 "{} ({origin}): ok, protocol {}, {} tool(s)",
                 report.name,
-                report.protocol_version.as_deref().filter(|v| !v.is_empty()).unwrap_or("(none)"),
+                line(report.protocol_version.as_deref().filter(|v| !v.is_empty()).unwrap_or("(none)")),
                 report.tool_count
             )?,
             status => writeln!(out, "{} ({origin}): {status}", report.name)?,
         }
         if !report.secret_env.is_empty() {
-            writeln!(out, "  secret_env: {}", report.secret_env.join(", "))?;
+            writeln!(out, "  secret_env: {}", line(&report.secret_env.join(", ")))?;
         }
         if let Some(limits) = &report.limits {
             writeln!(
@@ -588,7 +592,7 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
             let roots = if report.artifact_roots.is_empty() {
                 "(none: every artifact ref is rejected)".to_owned()
             } else {
-                report.artifact_roots.join(", ")
+                line(&report.artifact_roots.join(", "))
             };
             writeln!(out, "  artifact_roots: {roots}")?;
         }
@@ -596,10 +600,10 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
             writeln!(out, "  tool: {tool}")?;
         }
         for warning in &report.warnings {
-            writeln!(out, "  warning: {}", terminal_safe(warning))?;
+            writeln!(out, "  warning: {}", sanitise_for_terminal(warning, Layout::Lines))?;
         }
         if let Some(error) = &report.error {
-            writeln!(out, "  error: {}", terminal_safe(error))?;
+            writeln!(out, "  error: {}", sanitise_for_terminal(error, Layout::Lines))?;
         }
     }
     Ok(())

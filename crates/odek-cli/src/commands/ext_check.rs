@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use odek_mcp::conformance::{CallPolicy, CheckOptions, PlannedCall, Verdict, render_plan, run_conformance};
 use odek_mcp::env_allowlist::{build_server_env, process_env};
-use odek_mcp::observer::terminal_safe;
 use odek_mcp::server_config::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESULT_CHARS, DEFAULT_TIMEOUT_SECONDS};
 use odek_mcp::{Transport, validate_server};
 
 use super::{CommandError, Setup};
 use crate::cli::ExtCheckArgs;
+use crate::terminal::print_warnings;
 
 /// The server name when the command's file name does not make a valid one.
 const FALLBACK_SERVER_NAME: &str = "server";
@@ -153,12 +153,6 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         concurrency: odek_mcp::conformance::DEFAULT_CONCURRENCY,
         client_version: env!("CARGO_PKG_VERSION").to_owned(),
     })
-}
-
-fn print_warnings(warnings: &[String]) {
-    for warning in warnings {
-        eprintln!("odek: warning: {}", terminal_safe(warning));
-    }
 }
 
 /// A valid server name from the command's file name: characters outside `[A-Za-z0-9_-]` become

@@ -36,8 +36,8 @@ use super::ext::{Setup, cancel_on_interrupt, start_hub};
 use crate::cli::{ContinueArgs, LoopArgs, RunArgs};
 use crate::config::{CliOverrides, resolve_effective};
 use crate::terminal::batch_gate::TerminalBatchGate;
-use crate::terminal::colour_allowed;
 use crate::terminal::status::{StatusDisplay, StatusMode};
+use crate::terminal::{colour_allowed, print_warning, print_warnings};
 
 /// Provider ids `--provider` accepts.
 const OPENAI_PROVIDER: &str = "openai";
@@ -61,7 +61,7 @@ pub async fn run(args: RunArgs) -> Result<(), CommandError> {
         Some(session)
     } else {
         if !refs.is_empty() {
-            eprintln!("odek: warning: --external-ref is only persisted with --session; ignoring");
+            print_warning("--external-ref is only persisted with --session; ignoring");
         }
         None
     };
@@ -181,9 +181,7 @@ impl Effective {
         }
         let effective = resolve_effective(&setup.loaded, &overrides)?;
         // The loader's own warnings were printed by `Setup::load`.
-        for warning in effective.warnings.iter().skip(setup.loaded.warnings.len()) {
-            eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
-        }
+        print_warnings(effective.warnings.get(setup.loaded.warnings.len()..).unwrap_or_default());
         let mut config = effective.config;
         if flags.replay.is_some() && config.core.provider.is_empty() {
             REPLAY_PROVIDER.clone_into(&mut config.core.provider);
@@ -340,7 +338,7 @@ pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
         output_price_per_million: output_price,
     };
     if let Some(warning) = budget_limits.cost_warning(&config.core.model) {
-        eprintln!("odek: warning: {warning}");
+        print_warning(&warning);
     }
     budget_limits
 }
@@ -348,12 +346,6 @@ pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
 /// The built-in tools' settings from the merged config.
 pub(crate) fn builtin_settings(config: &crate::config::Config) -> BuiltinSettings {
     BuiltinSettings { shell_timeout_seconds: config.limits.shell_timeout_seconds }
-}
-
-fn print_warnings(warnings: &[String]) {
-    for warning in warnings {
-        eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
-    }
 }
 
 /// Local endpoints (llama.cpp, Ollama, vLLM on this machine) may run without a key.

@@ -27,6 +27,7 @@ use odek_agent::subagent::task::{
 use odek_agent::tool::ToolContext;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_contract::truncation::runes_with_ellipsis;
 use odek_contract::untrusted::new_nonce;
 use odek_llm::{Message, StreamObserver, Thinking, Usage};
@@ -39,6 +40,7 @@ use super::run::{budget_limits, build_provider, builtin_settings};
 use crate::config::{
     CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS, resolve_effective,
 };
+use crate::terminal::print_warnings;
 
 /// The environment variable carrying the current delegation depth (`0` when unset).
 pub const DEPTH_VARIABLE: &str = "ODEK_SUBAGENT_DEPTH";
@@ -156,7 +158,7 @@ impl Output {
 /// A setup error: `odek: <msg>` on stderr, the §7 result on stdout, exit 3.
 fn setup_failure(message: &str, output: &Output) -> CommandError {
     let message = redact(message);
-    eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&message));
+    eprintln!("odek: {}", sanitise_for_terminal(&message, Layout::Lines));
     output.setup_result(&SubagentResult::setup_error(&message));
     CommandError::Exit(3)
 }
@@ -241,9 +243,7 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
     };
     let effective =
         resolve_effective(&setup.loaded, &overrides).map_err(|err| Prepare::Setup(err.to_string(), legacy()))?;
-    for warning in effective.warnings.iter().skip(setup.loaded.warnings.len()) {
-        eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
-    }
+    print_warnings(effective.warnings.get(setup.loaded.warnings.len()..).unwrap_or_default());
     let config = effective.config;
     let api_key = handed_key.or(effective.api_key);
 
@@ -481,7 +481,7 @@ async fn execute(
         output,
     } = prepared;
     if !flags.quiet {
-        eprintln!("🔧 Sub-agent: {}", odek_mcp::observer::terminal_safe(&display_goal(&task.goal)));
+        eprintln!("🔧 Sub-agent: {}", sanitise_for_terminal(&display_goal(&task.goal), Layout::Lines));
     }
     if let Output::Framed(stream) = &output {
         let depth = std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0);
@@ -690,7 +690,7 @@ fn report_end(result: &SubagentResult, quiet: bool) {
             result.duration_seconds, result.tokens_used, result.iterations
         ),
     };
-    eprintln!("{}", odek_mcp::observer::terminal_safe(&line));
+    eprintln!("{}", sanitise_for_terminal(&line, Layout::Lines));
 }
 
 #[cfg(test)]
