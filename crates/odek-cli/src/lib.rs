@@ -13,4 +13,6 @@ pub mod approvals;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod interrupt;
+pub mod outcome;
 pub mod terminal;

@@ -5,14 +5,14 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use clap::Subcommand;
 use odek_agent::session::{IndexEntry, Session, SessionError, SessionId, SessionStore};
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_contract::truncation::runes_with_ellipsis;
 use odek_llm::{Message, Role};
 
-use super::CommandError;
+use crate::cli::SessionCommand;
 use crate::config::ConfigSources;
+use crate::outcome::CommandError;
 use crate::terminal::print_warning;
 
 /// Lines of a tool result (and of a system message) `show` prints before cutting.
@@ -21,38 +21,6 @@ const SHOWN_RESULT_LINES: usize = 6;
 const SHOWN_LINE_CHARS: usize = 200;
 /// Characters of a tool call's argument summary.
 const SHOWN_ARGUMENT_CHARS: usize = 120;
-
-#[derive(Debug, Subcommand)]
-pub enum SessionCommand {
-    /// List saved sessions, newest first
-    List {
-        /// Print one JSON document instead of text
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show a session's metadata and conversation
-    Show {
-        /// The session ID
-        id: String,
-        /// Print the session file instead
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete a session and its sub-agent artifacts
-    Delete {
-        /// The session ID
-        id: String,
-    },
-    /// Delete old sessions; a session is removed only when every given criterion selects it
-    Trim {
-        /// Keep the <n> most recently updated sessions
-        #[arg(long, value_name = "n")]
-        keep: Option<usize>,
-        /// Remove sessions last updated more than <days> days ago (e.g. 30d)
-        #[arg(long, value_name = "days")]
-        older_than: Option<String>,
-    },
-}
 
 pub async fn run(command: SessionCommand) -> Result<(), CommandError> {
     let store = open_store()?;

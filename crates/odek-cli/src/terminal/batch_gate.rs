@@ -152,7 +152,7 @@ pub(crate) fn read_stdin_byte() -> Option<u8> {
 
 /// Whether SIGINT, SIGTERM or SIGHUP arrived: then no question waits for an answer.
 pub(crate) fn stop_signal_received() -> bool {
-    crate::commands::interrupt::received_stop_signal().is_some()
+    crate::interrupt::received_stop_signal().is_some()
 }
 
 /// What one bounded wait on fd 0 found.

@@ -2,7 +2,7 @@
 //! verdict; as text for a terminal (one line per check, evidence indented below, the plan before
 //! the calls, a verdict line last) and as one JSON object for CI. Every text from the server
 //! reaches the terminal form through odek's terminal-safe text
-//! ([`odek_contract::terminal_text`]). The exit code of the verdict is [`Verdict::exit_code`].
+//! ([`odek_contract::terminal_text`]). The binary chooses the exit code of a [`Verdict`].
 
 use odek_contract::redaction::redact;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
@@ -25,17 +25,6 @@ pub enum Verdict {
     Warn,
     /// At least one check failed.
     Fail,
-}
-
-impl Verdict {
-    /// 0 all pass, 1 any fail, 2 warnings only.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Verdict::Pass => 0,
-            Verdict::Fail => 1,
-            Verdict::Warn => 2,
-        }
-    }
 }
 
 /// Checks per status.
@@ -218,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_and_exit_codes() {
+    fn verdicts() {
         let verdict = |statuses: &[Status]| {
             let checks = statuses.iter().map(|status| result("c", *status)).collect();
             Report::new(&options(), checks, Vec::new()).verdict
@@ -226,11 +215,6 @@ mod tests {
         assert_eq!(verdict(&[Status::Pass, Status::Skip]), Verdict::Pass);
         assert_eq!(verdict(&[Status::Pass, Status::Warn]), Verdict::Warn);
         assert_eq!(verdict(&[Status::Warn, Status::Fail]), Verdict::Fail);
-        assert_eq!(
-            [Verdict::Pass, Verdict::Fail, Verdict::Warn].map(Verdict::exit_code),
-            [0, 1, 2],
-            "0 all pass, 1 any fail, 2 warnings only"
-        );
     }
 
     #[test]
