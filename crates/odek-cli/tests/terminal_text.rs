@@ -73,14 +73,20 @@ fn a_servers_stderr_and_log_lines_never_reach_the_terminal_raw_red() {
     assert!(err.contains(&format!("[fx] warning: {SHOWN}\n")), "{err}");
 }
 
-#[test]
-fn a_tool_name_in_the_call_records_never_reaches_the_terminal_raw_red() {
+/// A model that calls a tool named [`HOSTILE`], then answers `done`; the sandbox uses it.
+fn hostile_tool_call() -> (ScriptedServer, Sandbox) {
     let server = ScriptedServer::start(vec![
         Reply::tool_calls(vec![("c1", HOSTILE, r#"{"command":"ls"}"#)]),
         Reply::text("done"),
     ]);
     let sandbox = Sandbox::new();
     sandbox.configure(&server.base_url(), false);
+    (server, sandbox)
+}
+
+#[test]
+fn a_tool_name_in_the_call_records_never_reaches_the_terminal_raw_red() {
+    let (_server, sandbox) = hostile_tool_call();
     let output = sandbox.odek(&["run", "go"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let err = stderr(&output);
@@ -94,12 +100,7 @@ fn a_tool_name_in_the_call_records_never_reaches_the_terminal_raw_red() {
 /// of [`HOSTILE`] rather than for any ESC).
 #[test]
 fn a_tool_name_in_the_live_status_line_never_reaches_the_terminal_raw_red() {
-    let server = ScriptedServer::start(vec![
-        Reply::tool_calls(vec![("c1", HOSTILE, r#"{"command":"ls"}"#)]),
-        Reply::text("done"),
-    ]);
-    let sandbox = Sandbox::new();
-    sandbox.configure(&server.base_url(), false);
+    let (_server, sandbox) = hostile_tool_call();
     let pty = nix::pty::openpty(None, None).unwrap();
     let mut terminal = std::fs::File::from(pty.master);
     let mut command = sandbox.command(&["run", "go"]);

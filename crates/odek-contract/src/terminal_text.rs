@@ -10,6 +10,7 @@
 //! redacts: a caller whose text may hold a secret redacts it first ([`crate::redaction`]).
 
 use std::borrow::Cow;
+use std::ops::RangeInclusive;
 
 /// What every warning line starts with.
 pub const WARNING_PREFIX: &str = "odek: warning: ";
@@ -103,16 +104,7 @@ fn is_bidi_control(c: char) -> bool {
 fn escape_sequence_len(bytes: &[u8]) -> Option<usize> {
     match *bytes.get(1)? {
         // CSI: parameter and intermediate bytes, then one final byte.
-        b'[' => {
-            for (index, &byte) in bytes.iter().enumerate().skip(2) {
-                match byte {
-                    0x20..=0x3f => {}
-                    0x40..=0x7e => return Some(index + 1),
-                    _ => return None,
-                }
-            }
-            None
-        }
+        b'[' => sequence_end(bytes, 0x20..=0x3f, 0x40..=0x7e),
         // OSC, DCS, SOS, PM, APC: a string ended by BEL or ST (ESC \).
         b']' | b'P' | b'X' | b'^' | b'_' => {
             for (index, &byte) in bytes.iter().enumerate().skip(2) {
@@ -125,20 +117,22 @@ fn escape_sequence_len(bytes: &[u8]) -> Option<usize> {
             None
         }
         // nF: intermediate bytes, then one final byte.
-        0x20..=0x2f => {
-            for (index, &byte) in bytes.iter().enumerate().skip(2) {
-                match byte {
-                    0x20..=0x2f => {}
-                    0x30..=0x7e => return Some(index + 1),
-                    _ => return None,
-                }
-            }
-            None
-        }
+        0x20..=0x2f => sequence_end(bytes, 0x20..=0x2f, 0x30..=0x7e),
         // Fp, Fe, Fs: ESC and one byte.
         0x30..=0x7e => Some(2),
         _ => None,
     }
+}
+
+/// The end of a sequence whose bytes after ESC and its introducer are all in `middle` but the
+/// last, which is in `last`; `None` for any other byte, or at the end of the text.
+fn sequence_end(bytes: &[u8], middle: RangeInclusive<u8>, last: RangeInclusive<u8>) -> Option<usize> {
+    for (index, byte) in bytes.iter().enumerate().skip(2) {
+        if !middle.contains(byte) {
+            return last.contains(byte).then_some(index + 1);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
