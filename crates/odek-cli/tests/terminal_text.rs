@@ -125,6 +125,34 @@ fn a_tool_name_in_the_live_status_line_never_reaches_the_terminal_raw_red() {
     }
 }
 
+/// The final answer is the model's text: shown terminal-safe when stdout is a terminal, and
+/// printed exactly as it is when stdout is a pipe (it is the command's output).
+#[test]
+fn a_final_answer_on_a_terminal_never_drives_it_red() {
+    let answer = format!("{HOSTILE}\n\tsecond line");
+    let server = ScriptedServer::start(vec![Reply::text(answer.clone()), Reply::text(answer.clone())]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let piped = sandbox.odek(&["run", "go"]);
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
+    assert_eq!(stdout(&piped), format!("{answer}\n"), "a pipe gets the answer as it is");
+
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut terminal = std::fs::File::from(pty.master);
+    let mut command = sandbox.command(&["run", "go"]);
+    command.stdout(Stdio::from(pty.slave));
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let _ = terminal.read_to_end(&mut seen);
+        seen
+    });
+    let output = run_support::output_within(command, std::time::Duration::from_secs(60));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The terminal turns each LF into CR LF on output.
+    let seen = String::from_utf8_lossy(&reader.join().unwrap()).replace("\r\n", "\n");
+    assert_eq!(seen, format!("{SHOWN}\n\tsecond line\n"));
+}
+
 #[test]
 fn a_session_title_never_reaches_the_terminal_raw_red() {
     let sandbox = Sandbox::new();

@@ -24,6 +24,7 @@ use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
 use odek_contract::redaction::redact;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
 use odek_mcp::{McpEvent, McpObserver, StderrObserver};
 
@@ -352,6 +353,10 @@ async fn execute(
             "output_tokens": outcome.usage.output_tokens,
         });
         writeln!(stdout, "{result}")?;
+    } else if std::io::IsTerminal::is_terminal(&stdout) {
+        // Piped, the answer is the output exactly; on a terminal it is the model's text shown to
+        // the operator, which a prompt injection may have filled with escape sequences.
+        writeln!(stdout, "{}", sanitise_for_terminal(&answer, Layout::Block))?;
     } else {
         writeln!(stdout, "{answer}")?;
     }
