@@ -50,6 +50,7 @@ pub mod regular_file;
 pub mod render;
 pub mod runes;
 pub mod secret_names;
+pub mod terminal_text;
 pub mod tool_result;
 pub mod truncation;
 #[cfg(feature = "client")]
