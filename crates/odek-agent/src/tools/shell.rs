@@ -234,8 +234,10 @@ impl Drop for GroupGuard {
 /// of a command after its process group was killed (a `setsid` or job-control background job
 /// that inherited stdout). Linux only (`/proc`); elsewhere the group kill is all there is.
 /// Processes that vanish while the table is read are skipped.
-fn kill_pipe_holders(pipe: u64) {
-    let Ok(processes) = std::fs::read_dir("/proc") else { return };
+/// Returns the pids it signalled.
+fn kill_pipe_holders(pipe: u64) -> Vec<i32> {
+    let mut killed = Vec::new();
+    let Ok(processes) = std::fs::read_dir("/proc") else { return killed };
     let own = std::process::id();
     let wanted = format!("pipe:[{pipe}]");
     for process in processes.flatten() {
@@ -249,7 +251,26 @@ fn kill_pipe_holders(pipe: u64) {
         });
         if holds && let Ok(pid) = i32::try_from(pid) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            killed.push(pid);
         }
+    }
+    killed
+}
+
+/// Longest wait for the pipe holders a call killed to be gone, so "they were stopped" is true
+/// when the call returns (a SIGKILLed process closes its files a moment before it is a zombie).
+const HOLDERS_GONE_GRACE: Duration = Duration::from_millis(500);
+
+/// Waits, at most [`HOLDERS_GONE_GRACE`], until none of `pids` is running (gone, or a zombie
+/// waiting for its parent). Blocking: run it off the runtime.
+fn wait_until_gone(pids: &[i32]) {
+    let deadline = std::time::Instant::now() + HOLDERS_GONE_GRACE;
+    let running = |pid: &i32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    };
+    while pids.iter().any(running) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -308,7 +329,7 @@ async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolCon
         group.kill();
         let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
         if let Some(pipe) = pipe_inode {
-            let _ = tokio::task::spawn_blocking(move || kill_pipe_holders(pipe)).await;
+            let _ = tokio::task::spawn_blocking(move || wait_until_gone(&kill_pipe_holders(pipe))).await;
         }
         drained = tokio::time::timeout(DRAIN_GRACE, &mut reader_task).await.is_ok();
         if !drained {
