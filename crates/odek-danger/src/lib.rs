@@ -1,10 +1,12 @@
-//! Danger classes, the shell-command and file-write classifiers and the policy that turns a
-//! class into allow / prompt / deny (spec `loop-and-sessions.md` §11, `config.md` §8).
+//! odek's danger classifier (spec `loop-and-sessions.md` §11, `config.md` §8): the danger
+//! classes, the shell-command and file-write classifiers, and the policy that turns a class into
+//! allow / prompt / deny. It knows nothing of the agent loop, tools or configuration files; the
+//! loop and the binary depend on it.
 //!
 //! Start at [`classify_command`] / [`classify_write`] (what a call risks) and
 //! [`DangerPolicy::decide`] (what the configuration says about it). The shell grammar lives in
 //! `shell_syntax`, the per-program rules in `command_class`. The batch approval card and the
-//! `args_summary` event field belong to the loop; this module only supplies [`argv0`] and the
+//! `args_summary` event field belong to the loop; this crate only supplies [`argv0`] and the
 //! classes. Everything here fails closed: what cannot be understood is `unknown`.
 
 mod command_class;
@@ -100,7 +102,7 @@ impl DangerClass {
 
     /// Ordering used to pick the highest class of a compound command. `unread_exec` never comes
     /// out of the classifiers; it sorts with `code_execution` (running code nobody read).
-    pub(crate) fn severity(self) -> u8 {
+    pub fn severity(self) -> u8 {
         self.rank().unwrap_or(5)
     }
 }
@@ -393,7 +395,7 @@ fn home_from_env() -> PathBuf {
 }
 
 /// `.` and `..` removed without touching the file system (`..` at `/` stays at `/`).
-pub(crate) fn normalize_lexically(path: &Path) -> PathBuf {
+pub fn normalize_lexically(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use odek_agent::danger::{DangerClass, classify_command, classify_command_in, classify_write};
+use odek_danger::{DangerClass, classify_command, classify_command_in, classify_write};
 
 fn class_in(command: &str, cwd: &Path) -> DangerClass {
     let odek_home = cwd.join("home/.odek");

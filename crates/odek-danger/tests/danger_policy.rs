@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use odek_agent::danger::{
+use odek_danger::{
     Action, DangerClass, DangerPolicy, Decision, NonInteractive, PolicySettings, denial_output, denylist_matches,
 };
 

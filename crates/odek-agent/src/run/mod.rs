@@ -28,12 +28,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Budget, BudgetExceeded, LimitName};
-use crate::danger::DangerClass;
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use framing::{outcome_text, tool_message};
 use hints::HintTracker;
+use odek_danger::DangerClass;
 use side_calls::{
     BUDGET_SUMMARY_PREFIX, ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX, compaction_digest, digest_body,
     partial_summary,
@@ -680,7 +680,7 @@ impl Agent {
                 approved[index] = true;
                 continue;
             }
-            if policy.decide(risk.class, &risk.resource, true, false) == crate::danger::Decision::Prompt {
+            if policy.decide(risk.class, &risk.resource, true, false) == odek_danger::Decision::Prompt {
                 items.push(ApprovalItem { tool: call.function.name.clone(), risk: risk.clone() });
                 indices.push(index);
             }

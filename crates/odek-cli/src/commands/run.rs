@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use odek_agent::budget::{Budget, BudgetLimits, resolve_price};
-use odek_agent::danger::DangerPolicy;
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::observer::LoopObserver;
 use odek_agent::plan::{PlanBoard, PlanCaps};
@@ -25,6 +24,7 @@ use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
 use odek_agent::tools::BuiltinSettings;
 use odek_contract::redaction::redact;
+use odek_danger::DangerPolicy;
 use odek_llm::{
     LlmError, Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, ReplayScript,
     Thinking, Usage,

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_agent::observer::{LoopEvent, LoopObserver, SilentObserver};
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
@@ -29,6 +28,7 @@ use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
 use odek_contract::truncation::runes_with_ellipsis;
 use odek_contract::untrusted::new_nonce;
+use odek_danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_llm::{Message, StreamObserver, Thinking, Usage};
 use odek_mcp::McpObserver;
 use tokio_util::sync::CancellationToken;
