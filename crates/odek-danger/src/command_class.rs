@@ -4,7 +4,7 @@
 //! pipeline rules (`curl … | sh`, fork bombs). The class of the line is the highest of its
 //! parts, with that part's reason. Programs not listed are `unknown`.
 //!
-//! Entry point: [`classify`].
+//! Entry points: [`classify_command`] and [`classify_command_in`].
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -12,8 +12,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::shell_syntax::{self, Command, Pipeline, RedirectKind, Script, Word};
-use super::{Classification, DangerClass, Places, classify_target, normalize_lexically};
+use crate::class::{Classification, DangerClass};
+use crate::file_write::{Places, classify_target, normalize_lexically};
+use crate::shell_syntax::{self, Command, Pipeline, RedirectKind, Script, Word};
 
 /// Longest command line classified (longer ⇒ `unknown`), in bytes.
 const MAX_COMMAND_BYTES: usize = 256 * 1024;
@@ -77,6 +78,18 @@ impl Verdict {
         self.raise(Verdict::new(class, reason));
         self
     }
+}
+
+/// Classifies a shell command line without knowing where it runs: relative paths count as
+/// inside the working directory, absolute ones outside it. Prefer [`classify_command_in`].
+pub fn classify_command(command: &str) -> Classification {
+    classify(command, &Places::unanchored())
+}
+
+/// Classifies a shell command line run in `cwd` (paths it writes are classified like
+/// [`classify_write`](crate::classify_write)). The overall class is the highest of its parts.
+pub fn classify_command_in(command: &str, cwd: &Path, odek_home: &Path) -> Classification {
+    classify(command, &Places::anchored(cwd, odek_home))
 }
 
 /// Classifies a command line (see the module doc).
