@@ -11,6 +11,7 @@
 
 mod args;
 mod builtins;
+mod directory;
 mod files;
 mod forms;
 mod git;

@@ -12,6 +12,7 @@ use crate::file_write::{Places, classify_target, normalize_lexically};
 use crate::shell_syntax::{self, Command, Pipeline, RedirectKind, Script, Word};
 
 use super::args::{assignment_name, code_loading_assignment, option_values, positionals, skip_assignments};
+use super::directory::DirEffect;
 use super::verdict::Verdict;
 use DangerClass::{Blocked, CodeExecution, LocalWrite, Safe, SystemWrite, Unknown};
 
@@ -25,6 +26,9 @@ pub(super) struct Classifier<'a> {
     /// The directory relative paths are written to, after the line's own `cd`s ("" = the
     /// working directory); `None` once a `cd` went somewhere computed at run time.
     pub(super) current_dir: RefCell<Option<PathBuf>>,
+    /// One entry per substitution being walked whose `cd`s are recorded (innermost last):
+    /// what they did to `current_dir` so far.
+    recorded_cds: RefCell<Vec<DirEffect>>,
 }
 
 impl<'a> Classifier<'a> {
@@ -34,6 +38,7 @@ impl<'a> Classifier<'a> {
             functions: Vec::new(),
             nesting: Cell::new(0),
             current_dir: RefCell::new(Some(PathBuf::new())),
+            recorded_cds: RefCell::default(),
         }
     }
 
@@ -41,16 +46,33 @@ impl<'a> Classifier<'a> {
     /// directory loses track (later relative writes are `unknown`).
     pub(super) fn change_directory(&self, program: &str, args: &[Word]) {
         let target = positionals(args, &[]).first().copied().cloned();
-        let next = match (program, target) {
-            ("popd", _) => None,
-            (_, None) => Some(self.places.home().to_path_buf()),
-            (_, Some(word)) if word.text == "-" => None,
-            (_, Some(word)) => self.expand(&word).map(|text| {
-                let current = self.current_dir.borrow().clone().unwrap_or_default();
-                normalize_lexically(&current.join(text))
-            }),
+        let effect = match (program, target) {
+            ("popd", _) => DirEffect::Set(None),
+            (_, None) => DirEffect::Set(Some(self.places.home().to_path_buf())),
+            (_, Some(word)) if word.text == "-" => DirEffect::Set(None),
+            (_, Some(word)) => match self.expand(&word) {
+                Some(text) => DirEffect::Append(PathBuf::from(text)),
+                None => DirEffect::Set(None),
+            },
         };
+        self.apply_cd(effect);
+    }
+
+    /// Moves `current_dir` and adds the move to every recording in progress.
+    fn apply_cd(&self, effect: DirEffect) {
+        let next = effect.apply(self.current_dir.borrow_mut().take());
         *self.current_dir.borrow_mut() = next;
+        for recorded in self.recorded_cds.borrow_mut().iter_mut() {
+            *recorded = std::mem::take(recorded).then(effect.clone());
+        }
+    }
+
+    /// A substitution of a command's words: its verdict and what its `cd`s did.
+    fn recorded_substitution(&self, substitution: &Script) -> (Verdict, DirEffect) {
+        self.recorded_cds.borrow_mut().push(DirEffect::Keep);
+        let verdict = self.script(substitution);
+        let effect = self.recorded_cds.borrow_mut().pop().unwrap_or_default();
+        (verdict, effect)
     }
 
     /// A whole line (the top level, or the text of `bash -c` / `eval`).
@@ -75,6 +97,7 @@ impl<'a> Classifier<'a> {
             functions: self.functions.clone(),
             nesting: self.nesting.clone(),
             current_dir: self.current_dir.clone(),
+            recorded_cds: RefCell::default(),
         };
         let verdict = inner.line(text);
         self.nesting.set(self.nesting.get() - 1);
@@ -118,8 +141,16 @@ impl<'a> Classifier<'a> {
 
     fn command(&self, command: &Command) -> Verdict {
         let mut verdict = Verdict::nothing();
-        for word in command.words.iter().chain(command.redirects.iter().map(|redirect| &redirect.target)) {
+        let mut word_substitutions = Vec::new();
+        for word in &command.words {
             for substitution in &word.substitutions {
+                let (substitution_verdict, cds) = self.recorded_substitution(substitution);
+                word_substitutions.push((substitution_verdict.fetches, cds));
+                verdict.raise(substitution_verdict);
+            }
+        }
+        for redirect in &command.redirects {
+            for substitution in &redirect.target.substitutions {
                 verdict.raise(self.script(substitution));
             }
         }
@@ -135,7 +166,17 @@ impl<'a> Classifier<'a> {
             }
         }
         let program = self.simple(&command.words);
-        let downloads_code = command.words.iter().any(|word| word.substitutions.iter().any(|s| self.script(s).fetches));
+        // The words' substitutions are looked at once more, in order, up to the first that
+        // downloads: their `cd`s move `current_dir` again, as walking them again would, but
+        // without the walk, which doubled the work at every level of `$( $( … ) )`.
+        let mut downloads_code = false;
+        for (fetches, cds) in word_substitutions {
+            self.apply_cd(cds);
+            if fetches {
+                downloads_code = true;
+                break;
+            }
+        }
         if program.runs_code && downloads_code {
             verdict.raise(Verdict::new(Blocked, "runs code downloaded from the network"));
         }
