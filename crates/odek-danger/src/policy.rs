@@ -129,7 +129,8 @@ pub fn denial_output(reason: &str, class: DangerClass) -> String {
 
 /// Whether a denylist entry matches a command, by string prefix or token prefix, on the raw
 /// line with whitespace collapsed and on every simple command inside it (after `;`, `&&`, `|`,
-/// inside `$( … )`), with environment assignments and wrappers (`sudo`, `env`, `nohup`,
+/// inside `$( … )` and groups, at any depth), with environment assignments, the shell keywords
+/// that lead into a command (`{`, `!`, `if`, `do`, …) and wrappers (`sudo`, `env`, `nohup`,
 /// `timeout`, …) stripped and the program also tried by its base name. Extra spaces, quotes,
 /// `FOO=1` prefixes or `/bin/` paths therefore do not slip past an entry.
 pub fn denylist_matches(entry: &str, command: &str) -> bool {

@@ -62,6 +62,21 @@ pub(super) fn assignment_name(word: &Word) -> Option<&str> {
         .then_some(name)
 }
 
+/// The words after the shell keywords that can stand before a command (`{`, `!`, `if`, `then`,
+/// `do`, `while`, …): the command the keywords lead into.
+pub(super) fn skip_keywords(words: &[Word]) -> &[Word] {
+    let start = words
+        .iter()
+        .take_while(|word| {
+            matches!(
+                word.text.as_str(),
+                "{" | "!" | "if" | "then" | "else" | "elif" | "do" | "while" | "until" | "}" | "fi" | "done" | "esac"
+            )
+        })
+        .count();
+    &words[start..]
+}
+
 pub(super) fn base_name(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }

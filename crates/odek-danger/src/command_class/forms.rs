@@ -1,12 +1,15 @@
-//! The denylist's view of a line: every simple command as a token list, as written, with its
-//! wrappers taken off and with the program's base name, down nested lines and substitutions.
+//! The denylist's view of a line: every simple command as a token list, as written, after the
+//! shell keywords that lead into it, with its wrappers taken off and with the program's base
+//! name, down groups, substitutions (as deep as the parser goes) and nested lines (`bash -c`,
+//! `eval`: at most `MAX_NESTING` deep, each one parsed again).
 
 use crate::shell_syntax::{self, Script};
 
-use super::args::{base_name, skip_assignments, texts};
+use super::args::{base_name, skip_assignments, skip_keywords, texts};
 use super::walker::MAX_NESTING;
 use super::wrappers::{inline_script, wrapped_command};
 
+/// `depth`: how many nested lines deep `script` is.
 pub(super) fn collect_forms(script: &Script, forms: &mut Vec<Vec<String>>, depth: usize) {
     if depth > MAX_NESTING {
         return;
@@ -14,13 +17,17 @@ pub(super) fn collect_forms(script: &Script, forms: &mut Vec<Vec<String>>, depth
     for stage in script.pipelines.iter().flat_map(|pipeline| &pipeline.stages) {
         for word in stage.words.iter().chain(stage.redirects.iter().map(|r| &r.target)) {
             for substitution in &word.substitutions {
-                collect_forms(substitution, forms, depth + 1);
+                collect_forms(substitution, forms, depth);
             }
         }
         if let Some(group) = &stage.group {
-            collect_forms(group, forms, depth + 1);
+            collect_forms(group, forms, depth);
         }
-        let mut words = skip_assignments(&stage.words);
+        let written = skip_assignments(&stage.words);
+        let mut words = skip_assignments(skip_keywords(written));
+        if words.len() != written.len() {
+            forms.push(texts(written));
+        }
         loop {
             forms.push(texts(words));
             let Some(program) = words.first() else { break };
@@ -42,6 +49,6 @@ pub(super) fn collect_forms(script: &Script, forms: &mut Vec<Vec<String>>, depth
         }
     }
     for substitution in &script.heredoc_substitutions {
-        collect_forms(substitution, forms, depth + 1);
+        collect_forms(substitution, forms, depth);
     }
 }

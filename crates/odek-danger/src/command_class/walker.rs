@@ -11,7 +11,9 @@ use crate::class::DangerClass;
 use crate::file_write::{Places, classify_target, normalize_lexically};
 use crate::shell_syntax::{self, Command, Pipeline, RedirectKind, Script, Word};
 
-use super::args::{assignment_name, code_loading_assignment, option_values, positionals, skip_assignments};
+use super::args::{
+    assignment_name, code_loading_assignment, option_values, positionals, skip_assignments, skip_keywords,
+};
 use super::directory::DirEffect;
 use super::verdict::Verdict;
 use DangerClass::{Blocked, CodeExecution, LocalWrite, Safe, SystemWrite, Unknown};
@@ -194,15 +196,7 @@ impl<'a> Classifier<'a> {
             }
             words = &words[1..];
         }
-        while let Some(first) = words.first() {
-            match first.text.as_str() {
-                "{" | "!" | "if" | "then" | "else" | "elif" | "do" | "while" | "until" | "}" | "fi" | "done"
-                | "esac" => {
-                    words = &words[1..];
-                }
-                _ => break,
-            }
-        }
+        let words = skip_keywords(words);
         let Some(program) = words.first() else {
             return verdict;
         };
