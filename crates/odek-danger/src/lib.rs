@@ -5,17 +5,18 @@
 //!
 //! Start at [`classify_command`] / [`classify_write`] (what a call risks) and
 //! [`DangerPolicy::decide`] (what the configuration says about it). The classes are in `class`,
-//! the shell grammar in `shell_syntax`, the per-program rules in `command_class`, the path rules
-//! in `file_write`, the policy in `policy`. The batch approval card and the `args_summary` event
-//! field belong to the loop; this crate only supplies [`argv0`] and the classes. Everything here
-//! fails closed: what cannot be understood is `unknown`.
+//! the shell grammar in [`shell_syntax`] (public, for the fuzz target), the per-program rules
+//! in `command_class`, the path rules in `file_write`, the policy in `policy`. The batch
+//! approval card and the `args_summary` event field belong to the loop; this crate only
+//! supplies [`argv0`] and the classes. Everything here fails closed: what cannot be understood
+//! is `unknown`.
 
 mod args_summary;
 mod class;
 mod command_class;
 mod file_write;
 mod policy;
-mod shell_syntax;
+pub mod shell_syntax;
 
 pub use args_summary::argv0;
 pub use class::{Action, Classification, DangerClass, NonInteractive};
