@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use odek_agent::budget::{clamp_to_share, share_spawn_gate};
 use odek_agent::observer::{LoopEvent, LoopObserver, SilentObserver};
 use odek_agent::run::trim::context_window;
 use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
@@ -20,9 +21,7 @@ use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
 use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
 use odek_agent::subagent::result::{RunEnd, SubagentResult, exit_code_for};
 use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
-use odek_agent::subagent::task::{
-    TaskFile, TaskReplay, clamp_to_share, is_parent_task_file, read_task_file, share_spawn_gate,
-};
+use odek_agent::subagent::task::{TaskFile, TaskReplay, is_parent_task_file, read_task_file};
 use odek_agent::tool::ToolContext;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
