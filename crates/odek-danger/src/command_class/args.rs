@@ -1,6 +1,11 @@
 //! Argument rules shared by every program family: options given alone or in clusters, option
 //! values, positionals, `NAME=value` assignments (and the variables that change what programs
-//! load), remote `host:path` specs, and classifying a program by its subcommand.
+//! load), remote `host:path` specs, program names (base names, shells, Python), and
+//! classifying a program by its subcommand.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use crate::class::DangerClass;
 use crate::shell_syntax::Word;
@@ -75,6 +80,17 @@ pub(super) fn skip_keywords(words: &[Word]) -> &[Word] {
         })
         .count();
     &words[start..]
+}
+
+/// A shell that takes `-c <script>`.
+pub(super) fn is_shell(program: &str) -> bool {
+    matches!(program, "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "yash" | "tcsh" | "csh")
+}
+
+/// `python`, `python3.12`, `pypy3`, ….
+pub(super) fn is_python(program: &str) -> bool {
+    static PYTHON: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"^(python|pypy)[0-9.]*$").ok());
+    PYTHON.as_ref().is_some_and(|re| re.is_match(program))
 }
 
 pub(super) fn base_name(program: &str) -> &str {

@@ -4,14 +4,10 @@
 //! runners).
 //! A program no family knows is `unknown`.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use crate::class::DangerClass;
 use crate::shell_syntax::Word;
 
-use super::args::{base_name, option_values};
+use super::args::{base_name, is_python, is_shell, option_values};
 use super::infra::infra_command;
 use super::interpreters::interpreter_like;
 use super::packages::package_command;
@@ -95,15 +91,6 @@ const DESTRUCTIVE_TOOLS: &[&str] = &[
     "mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "wipefs", "blkdiscard",
     "shred", "wipe", "srm", "badblocks", "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "killall5",
 ];
-
-pub(super) fn is_shell(program: &str) -> bool {
-    matches!(program, "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "yash" | "tcsh" | "csh")
-}
-
-pub(super) fn is_python(program: &str) -> bool {
-    static PYTHON: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"^(python|pypy)[0-9.]*$").ok());
-    PYTHON.as_ref().is_some_and(|re| re.is_match(program))
-}
 
 impl Classifier<'_> {
     /// One program and its arguments (the walker already took off assignments and keywords).

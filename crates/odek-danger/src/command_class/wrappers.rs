@@ -6,10 +6,9 @@ use crate::class::DangerClass;
 use crate::shell_syntax::Word;
 
 use super::args::{
-    assignment_name, base_name, code_loading_assignment, has_any, has_flag, is_short_cluster, joined, option_values,
-    wrapped_after_options,
+    assignment_name, base_name, code_loading_assignment, has_any, has_flag, is_shell, is_short_cluster, joined,
+    option_values, wrapped_after_options,
 };
-use super::programs::is_shell;
 use super::verdict::Verdict;
 use super::walker::Classifier;
 use DangerClass::{Safe, SystemWrite, Unknown};
