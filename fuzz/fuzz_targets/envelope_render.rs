@@ -12,7 +12,8 @@ use odek_contract::ContractError;
 use odek_contract::redaction::redact;
 use odek_contract::render::{ARTIFACT_LINE_PREFIX, count_artifact_lines};
 use odek_contract::tool_result::{ResultContext, cap_error_text, decode_tool_result};
-use odek_contract::truncation::{result_floor, rune_count};
+use odek_contract::runes::rune_count;
+use odek_contract::truncation::result_floor;
 use odek_contract::untrusted::wrap_untrusted;
 use odek_fuzz::{
     PART_SEPARATOR, artifact_tree, assert_no_seeded_secret, check_tool_output, expand_placeholders,

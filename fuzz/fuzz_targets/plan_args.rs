@@ -10,7 +10,7 @@
 use libfuzzer_sys::fuzz_target;
 use odek_agent::plan::render::TRUNCATION_LINE;
 use odek_agent::plan::{PlanBoard, PlanCaps, parse_plan_message, plan_message};
-use odek_contract::truncation::rune_count;
+use odek_contract::runes::rune_count;
 use odek_fuzz::PART_SEPARATOR;
 
 fuzz_target!(|data: &[u8]| {

@@ -14,13 +14,14 @@ use std::ops::Range;
 use libfuzzer_sys::fuzz_target;
 use odek_contract::render::{ARTIFACT_LINE_PREFIX, starts_with_rendered_prefix};
 use odek_contract::tool_result::ResultContext;
-use odek_contract::truncation::{result_floor, rune_count};
+use odek_contract::runes::rune_count;
+use odek_contract::truncation::result_floor;
 use odek_fuzz::{artifact_tree, check_tool_output, expand_placeholders};
-use odek_mcp::McpError;
-use odek_mcp::call::{decode_call_result, parse_object};
-use odek_mcp::frame_scan::{
+use odek_mcp::wire::frame_scan::{
     CallResult, ContentItem, FrameIndex, ItemMembers, Scan, index_frame, scan_call_result, scan_frame,
 };
+use odek_mcp::wire::parse_object;
+use odek_mcp::{McpError, decode_call_result};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

@@ -14,7 +14,8 @@ use odek_contract::render::{
     ARTIFACT_LINE_PREFIX, MAX_FIELD_RUNES, clean_field, render_artifact_line, render_envelope, sanitise,
     starts_with_rendered_prefix,
 };
-use odek_contract::truncation::{apply_result_limit, cap_envelope, first_runes, rune_count, truncation_notice};
+use odek_contract::runes::{first_runes, rune_count};
+use odek_contract::truncation::{apply_result_limit, cap_envelope, truncation_notice};
 use odek_fuzz::parts;
 
 fuzz_target!(|data: &[u8]| {

@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 use odek_contract::artifact_ref::ArtifactRoots;
 use odek_contract::render::{ARTIFACT_LINE_PREFIX, render_artifact_line};
 use odek_contract::tool_result::ToolOutput;
-use odek_contract::truncation::rune_count;
+use odek_contract::runes::rune_count;
 
 /// Separates the parts of one input.
 pub const PART_SEPARATOR: u8 = 0xFF;

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use odek_contract::prompt_injection::detects_prompt_injection;
 use odek_contract::quoting::quote;
-use odek_contract::regular_file::{Bounded, Follow, open_regular_read, read_past_limit, read_regular};
+use odek_contract::regular_file::{Bounded, Follow, open_regular_read, read_capped, read_past_limit};
 use odek_contract::untrusted::wrap_untrusted;
 use thiserror::Error;
 
@@ -376,7 +376,7 @@ enum SmallText {
 
 /// Reads a whole small text file (lossy UTF-8) through a `limit + 1` byte bound.
 fn read_small_text(path: &Path, follow: Follow, limit: u64) -> io::Result<SmallText> {
-    match read_regular(path, follow, limit) {
+    match read_capped(path, follow, limit) {
         Ok(Bounded::Contents(bytes)) => Ok(SmallText::Text(String::from_utf8_lossy(&bytes).into_owned())),
         Ok(Bounded::TooLarge { size }) => Ok(SmallText::TooLarge { size }),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(SmallText::Missing),

@@ -1,11 +1,14 @@
 //! Command-line parsing: clap does the work, this module turns its errors into odek's exact
 //! console texts (spec README §5, `config.md` §10): `unknown command "<cmd>"` with usage,
-//! `unknown flag "<flag>"`, `<flag> requires a value`, always exit 1.
+//! `unknown flag "<flag>"`, `<flag> requires a value`, each a usage error (exit 1, chosen by
+//! [`crate::outcome::exit_code`]).
 
 use std::ffi::OsString;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::outcome::CommandError;
 
 /// A fast, secure, single-binary agent runtime.
 #[derive(Debug, Parser)]
@@ -35,9 +38,41 @@ pub enum Command {
     Ext(ExtCommand),
     /// List, show, delete and trim saved sessions
     #[command(subcommand)]
-    Session(crate::commands::session::SessionCommand),
+    Session(SessionCommand),
     /// Run one focused task as a sub-agent (what delegate_tasks starts; never prompts)
     Subagent(SubagentArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// List saved sessions, newest first
+    List {
+        /// Print one JSON document instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's metadata and conversation
+    Show {
+        /// The session ID
+        id: String,
+        /// Print the session file instead
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session and its sub-agent artifacts
+    Delete {
+        /// The session ID
+        id: String,
+    },
+    /// Delete old sessions; a session is removed only when every given criterion selects it
+    Trim {
+        /// Keep the <n> most recently updated sessions
+        #[arg(long, value_name = "n")]
+        keep: Option<usize>,
+        /// Remove sessions last updated more than <days> days ago (e.g. 30d)
+        #[arg(long, value_name = "days")]
+        older_than: Option<String>,
+    },
 }
 
 /// `odek subagent` parses its own flags: its setup errors are results on stdout with exit 3.
@@ -102,7 +137,7 @@ pub struct ExtCheckArgs {
     #[arg(long = "calls", value_name = "WHICH", value_parser = ["read-only", "all"])]
     pub call_policy: Option<String>,
     /// Concurrent calls in the load check
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = odek_mcp::conformance::DEFAULT_CONCURRENCY)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = odek_conformance::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
     /// The server name used for exposed names (default: the command's file name)
     #[arg(long, value_name = "NAME", conflicts_with = "server")]
@@ -277,11 +312,12 @@ const COMMANDS: &[&str] = &["ext", "run", "continue", "session", "subagent"];
 #[derive(Debug)]
 pub enum Parsed {
     Command(Box<Command>),
-    /// Help, version or an error: print and exit.
+    /// Help, version or an error: print, then end with `outcome` (a usage error is
+    /// [`CommandError::Reported`]: its text is `stderr`).
     Exit {
         stdout: String,
         stderr: String,
-        code: u8,
+        outcome: Result<(), CommandError>,
     },
 }
 
@@ -295,7 +331,7 @@ pub fn parse_args(args: &[OsString]) -> Parsed {
         return Parsed::Exit {
             stdout: String::new(),
             stderr: format!("odek: unknown command {}\n\n{usage}", odek_contract::quoting::quote(first)),
-            code: 1,
+            outcome: Err(CommandError::Reported),
         };
     }
     // Everything after `subagent` is its own (help included): see `commands::subagent`.
@@ -306,7 +342,7 @@ pub fn parse_args(args: &[OsString]) -> Parsed {
     if args.get(1).and_then(|arg| arg.to_str()) == Some("continue")
         && let Some(stderr) = pinned_flag_error(args)
     {
-        return Parsed::Exit { stdout: String::new(), stderr, code: 1 };
+        return Parsed::Exit { stdout: String::new(), stderr, outcome: Err(CommandError::Reported) };
     }
     match Cli::try_parse_from(args) {
         Ok(cli) => Parsed::Command(Box::new(cli.command)),
@@ -318,10 +354,10 @@ fn from_clap_error(error: &clap::Error) -> Parsed {
     let rendered = error.render().to_string();
     match error.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            Parsed::Exit { stdout: rendered, stderr: String::new(), code: 0 }
+            Parsed::Exit { stdout: rendered, stderr: String::new(), outcome: Ok(()) }
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            Parsed::Exit { stdout: String::new(), stderr: rendered, code: 1 }
+            Parsed::Exit { stdout: String::new(), stderr: rendered, outcome: Err(CommandError::Reported) }
         }
         kind => {
             let message = match (kind, context_string(error, ContextKind::InvalidArg)) {
@@ -338,7 +374,11 @@ fn from_clap_error(error: &clap::Error) -> Parsed {
                 }
                 _ => first_line(&rendered),
             };
-            Parsed::Exit { stdout: String::new(), stderr: format!("odek: {message}\n"), code: 1 }
+            Parsed::Exit {
+                stdout: String::new(),
+                stderr: format!("odek: {message}\n"),
+                outcome: Err(CommandError::Reported),
+            }
         }
     }
 }
@@ -378,7 +418,7 @@ mod tests {
 
     fn exit(parsed: Parsed) -> (String, String, u8) {
         match parsed {
-            Parsed::Exit { stdout, stderr, code } => (stdout, stderr, code),
+            Parsed::Exit { stdout, stderr, outcome } => (stdout, stderr, crate::outcome::exit_code(&outcome)),
             Parsed::Command(command) => panic!("expected exit, got {command:?}"),
         }
     }

@@ -8,9 +8,17 @@
 //!
 //! Neither module prints: warnings come back as data and prompts go through
 //! [`approvals::Console`], so `main.rs` owns stdout and stderr.
+//!
+//! - [`commands`] runs one parsed command ([`cli`]) and returns its typed outcome;
+//!   [`outcome::exit_code`] is the one place an exit code is chosen.
+//! - [`terminal`] is what `odek run` shows on stderr (status line, call records, the batch
+//!   approval card) and the warning printer; [`interrupt`] turns SIGINT, SIGTERM and SIGHUP into
+//!   a cancelled run.
 
 pub mod approvals;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod interrupt;
+pub mod outcome;
 pub mod terminal;

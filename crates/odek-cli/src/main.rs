@@ -1,78 +1,67 @@
-//! The `odek` binary: parses the command line, runs the command from the library, and maps the
-//! outcome to an exit code in one place ([`exit_code`]). Everything else lives in `odek_cli`.
+//! The `odek` binary: parses the command line, runs the command from the library, prints what
+//! the outcome still has to say ([`report`]) and exits with the code the one mapping chooses
+//! ([`odek_cli::outcome::exit_code`]). Everything else lives in `odek_cli`.
 
 use std::process::ExitCode;
 
 use odek_cli::cli::{Parsed, parse_args, take_directory_flags};
-use odek_cli::commands::{self, CommandError};
+use odek_cli::commands;
+use odek_cli::outcome::{CommandError, exit_code};
 
 fn main() -> ExitCode {
     init_tracing();
+    let outcome = run();
+    report(&outcome);
+    ExitCode::from(exit_code(&outcome))
+}
+
+/// Everything between the arguments and the outcome.
+fn run() -> Result<(), CommandError> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let args = match take_directory_flags(&args) {
         Ok((None, args)) => args,
-        Ok((Some(directory), args)) => match std::env::set_current_dir(&directory) {
-            Ok(()) => args,
-            Err(err) => {
+        Ok((Some(directory), args)) => {
+            std::env::set_current_dir(&directory).map_err(|err| {
                 let shown = odek_contract::quoting::quote(&directory.to_string_lossy());
-                final_line(&format!("odek: -C {}: {err}", printable(&shown)));
-                return ExitCode::from(1);
-            }
-        },
-        Err(error) => {
-            final_line(&format!("odek: {error}"));
-            return ExitCode::from(1);
+                CommandError::Fatal(format!("-C {shown}: {err}"))
+            })?;
+            args
         }
+        Err(error) => return Err(CommandError::Fatal(error)),
     };
     let command = match parse_args(&args) {
         Parsed::Command(command) => command,
-        Parsed::Exit { stdout, stderr, code } => {
+        Parsed::Exit { stdout, stderr, outcome } => {
             print!("{stdout}");
             eprint!("{stderr}");
-            return ExitCode::from(code);
+            return outcome;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            final_line(&format!("odek: start async runtime: {err}"));
-            return ExitCode::from(1);
-        }
-    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| CommandError::Fatal(format!("start async runtime: {err}")))?;
     let outcome = runtime.block_on(commands::run(*command));
     // Server processes are reaped by the commands; don't wait on stray blocking tasks (an
     // approval prompt abandoned mid-read) at exit.
     runtime.shutdown_background();
-    exit_code(outcome)
+    outcome
 }
 
-/// The single mapping from a command's outcome to the process exit code (spec README §4).
-fn exit_code(outcome: Result<(), CommandError>) -> ExitCode {
-    ExitCode::from(report(outcome))
+/// Prints what the outcome still has to say: the final error line, if any.
+fn report(outcome: &Result<(), CommandError>) {
+    if let Err(error) = outcome {
+        report_error(error);
+    }
 }
 
-/// Prints what the outcome still has to say and returns its exit code.
-fn report(outcome: Result<(), CommandError>) -> u8 {
-    match outcome {
-        Ok(()) => 0,
-        Err(CommandError::Reported) => 1,
-        Err(CommandError::Exit(code)) => code,
-        Err(CommandError::Budget(error)) => {
-            final_line(&format!("odek: {}", printable(&error)));
-            4
-        }
-        Err(CommandError::Verbatim(line)) => {
-            final_line(&printable(&line));
-            1
-        }
-        Err(CommandError::Fatal(error)) => {
-            final_line(&format!("odek: {}", printable(&error)));
-            1
-        }
-        // 128 + the signal for SIGTERM and SIGHUP; SIGINT keeps the command's own code.
-        Err(CommandError::Stopped { signal, error }) => {
-            let code = report(Err(*error));
-            signal.exit_code().unwrap_or(code)
+fn report_error(error: &CommandError) {
+    match error {
+        CommandError::Fatal(error) | CommandError::Budget(error) => final_line(&format!("odek: {}", printable(error))),
+        CommandError::Verbatim(line) => final_line(&printable(line)),
+        CommandError::Stopped { error, .. } => report_error(error),
+        // Printed by the command already.
+        CommandError::Reported | CommandError::Check(_) | CommandError::Subagent(_) | CommandError::StoppedAgain(_) => {
         }
     }
 }
@@ -88,7 +77,8 @@ fn final_line(line: &str) {
 /// drive the terminal) and config values, which `${VAR}` may have filled with a secret (an
 /// invalid `thinking` or `provider` is quoted back), so known secrets are redacted.
 fn printable(line: &str) -> String {
-    odek_mcp::observer::terminal_safe(&odek_contract::redaction::redact(line)).into_owned()
+    use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
+    sanitise_for_terminal(&odek_contract::redaction::redact(line), Layout::Lines).into_owned()
 }
 
 /// Logs go to stderr, filtered by `ODEK_LOG` (default: warnings from odek crates).

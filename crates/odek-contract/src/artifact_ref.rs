@@ -3,6 +3,11 @@
 //! regular file inside a configured root, is within the absolute size cap and matches its
 //! declared size and digest. Start at [`validate_artifact_ref`].
 //!
+//! Also here, for both sides of the wire: [`file_uri`], the inverse of the uri rules 6-10 (a
+//! server writes refs with it, the child of a delegated task too), and [`hash_capped`], the one
+//! hashing pass over an artifact (rule 19, read-time verification, a child's scan, the SDK's
+//! measuring).
+//!
 //! Deliberately not here: read-time verification (§8), which re-checks a registered ref before
 //! its content is returned, and rendering (`render`). Validation never returns file content.
 //!
@@ -15,7 +20,10 @@
 use std::collections::HashSet;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
 
 use sha2::{Digest, Sha256};
 
@@ -27,10 +35,14 @@ use crate::quoting::quote;
 pub const MAX_ARTIFACT_BYTES: u64 = 67_108_864;
 
 /// Hex characters of a digest shown to the model and in mismatch errors.
-pub const SHORT_DIGEST_CHARS: usize = 12;
+pub(crate) const SHORT_DIGEST_CHARS: usize = 12;
 
-/// Read buffer for hashing, in bytes.
-const HASH_BUFFER_BYTES: usize = 64 * 1024;
+/// Read buffer of one hashing pass, in bytes (256 KiB: large enough that syscalls and copies
+/// stay well under the hash's own cost).
+const HASH_BUFFER_BYTES: usize = 256 * 1024;
+
+/// Bytes a path component keeps unencoded in a `file://` uri: RFC 3986's unreserved characters.
+const URI_COMPONENT_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// A server's configured `artifact_roots`. Blank entries are dropped here; the rest are made
 /// absolute and symlink-resolved each time refs are validated, so a root created or re-pointed
@@ -142,8 +154,7 @@ fn check_rules(
         // Rule 5: fail closed without roots, before the uri is even parsed.
         return Err(ContractError::ArtifactNoRoots { quoted_id });
     }
-    let raw_path = parse_plain_file_uri(&raw.uri).map_err(|problem| problem.into_error(&quoted_id))?;
-    let decoded = decode_clean_absolute_path(raw_path, &quoted_id)?;
+    let decoded = decode_file_uri(&raw.uri, &quoted_id)?;
     let resolved_path = resolve_within_roots(&decoded, within_roots, &quoted_id)?;
     let file_size = stat_regular_file(&resolved_path, &quoted_id)?;
     let size_bytes = check_declared_size(raw.size_bytes, file_size, &quoted_id)?;
@@ -177,6 +188,57 @@ fn check_required_fields(raw: &RawArtifactRef) -> Result<String, ContractError> 
         return Err(ContractError::ArtifactMissingMediaType { quoted_id });
     }
     Ok(quoted_id)
+}
+
+/// Rules 6-10: the percent-decoded path a plain `file://` uri names, absolute and clean. Every
+/// uri [`file_uri`] writes passes.
+fn decode_file_uri(uri: &str, quoted_id: &str) -> Result<Vec<u8>, ContractError> {
+    let raw_path = parse_plain_file_uri(uri).map_err(|problem| problem.into_error(quoted_id))?;
+    decode_clean_absolute_path(raw_path, quoted_id)
+}
+
+/// The `file://` uri of `path`: `file://`, then each component of the path after a `/`, every
+/// byte outside RFC 3986's unreserved set (`A-Z a-z 0-9 - . _ ~`) percent-encoded, non-UTF-8
+/// bytes included (`/a b/r\xff` is `file:///a%20b/r%FF`). Symlinks are not resolved: validation
+/// resolves them (rule 11).
+///
+/// The path must be absolute ([`ContractError::FileUriNotAbsolute`]) and hold no `..`
+/// ([`ContractError::FileUriNotClean`]). It is read as [`Path::components`] reads it, so a
+/// repeated or trailing `/` and a `.` segment are dropped and the uri is always clean. What it
+/// returns, rules 6-10 always accept, and they decode it to the path it was made from (equal as
+/// a [`Path`]; byte for byte when the path was clean): the round-trip test below checks it for
+/// arbitrary byte paths, `%`, `#`, `?`, spaces and non-UTF-8 bytes included. Off Unix, a
+/// component that is not Unicode is written lossily.
+pub fn file_uri(path: &Path) -> Result<String, ContractError> {
+    let quoted_path = || quote(&path.to_string_lossy());
+    if !path.is_absolute() {
+        return Err(ContractError::FileUriNotAbsolute { quoted_path: quoted_path() });
+    }
+    if path.components().any(|component| matches!(component, Component::CurDir | Component::ParentDir)) {
+        return Err(ContractError::FileUriNotClean { quoted_path: quoted_path() });
+    }
+    let mut uri = String::from("file://");
+    for component in path.components() {
+        if let Component::Normal(name) = component {
+            uri.push('/');
+            uri.extend(percent_encoding::percent_encode(&component_bytes(name), URI_COMPONENT_KEEP));
+        }
+    }
+    if uri.len() == "file://".len() {
+        uri.push('/');
+    }
+    Ok(uri)
+}
+
+#[cfg(unix)]
+fn component_bytes(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, [u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    std::borrow::Cow::Borrowed(name.as_bytes())
+}
+
+#[cfg(not(unix))]
+fn component_bytes(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, [u8]> {
+    std::borrow::Cow::Owned(name.to_string_lossy().into_owned().into_bytes())
 }
 
 /// Rules 9-10 on the percent-decoded path (so `%2e%2e` is `..` and `%2F` a separator).
@@ -260,13 +322,13 @@ fn verify_declared_digest(declared: &str, resolved_path: &Path, quoted_id: &str)
     Ok(())
 }
 
-/// The first [`SHORT_DIGEST_CHARS`] characters of a digest (all of it when shorter).
+/// The first `SHORT_DIGEST_CHARS` characters of a digest (all of it when shorter).
 pub fn short_digest(digest: &str) -> &str {
-    crate::truncation::first_runes(digest, SHORT_DIGEST_CHARS)
+    crate::runes::first_runes(digest, SHORT_DIGEST_CHARS)
 }
 
 /// Rule 18: exactly 64 characters of `0-9a-f`.
-pub fn is_lowercase_sha256_hex(digest: &str) -> bool {
+pub(crate) fn is_lowercase_sha256_hex(digest: &str) -> bool {
     digest.len() == 64 && digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -291,51 +353,59 @@ fn hash_file_within_cap(resolved_path: &Path, quoted_id: &str) -> Result<String,
     let file = open_no_follow(resolved_path).map_err(hash_io)?;
     let metadata = file.metadata().map_err(hash_io)?;
     check_regular_within_cap(&metadata, quoted_id)?;
-    match hash_within_cap(file, MAX_ARTIFACT_BYTES) {
-        Ok(HashOutcome::Digest(digest)) => Ok(digest),
-        Ok(HashOutcome::OverCap { read }) => {
-            Err(ContractError::ArtifactGrewWhileHashing { quoted_id: quoted_id.to_owned(), read })
-        }
-        Err(err) => Err(hash_io(err)),
+    let pass = hash_capped(file, MAX_ARTIFACT_BYTES, 0..0).map_err(hash_io)?;
+    if pass.read > MAX_ARTIFACT_BYTES {
+        return Err(ContractError::ArtifactGrewWhileHashing { quoted_id: quoted_id.to_owned(), read: pass.read });
     }
+    Ok(pass.digest)
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum HashOutcome {
-    /// Lowercase hex SHA-256 of everything read.
-    Digest(String),
-    /// More than `cap` bytes were available; `read` is `cap + 1`.
-    OverCap { read: u64 },
+/// What one [`hash_capped`] pass read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CappedHash {
+    /// Lowercase hex SHA-256 of every byte read.
+    pub digest: String,
+    /// Bytes read: at most `cap + 1`, so more than `cap` means the content goes on past the cap
+    /// (and `digest` covers only its start).
+    pub read: u64,
+    /// The bytes of the window that were read.
+    pub window: Vec<u8>,
 }
 
-/// Hashes `reader` through a fixed buffer, reading at most `cap + 1` bytes.
-fn hash_within_cap(reader: impl Read, cap: u64) -> io::Result<HashOutcome> {
+/// Hashes `reader` in one pass through one fixed buffer, reading at most `cap + 1` bytes, and
+/// keeps the bytes of `window` (offsets into the content; `0..0` keeps none). Memory: the buffer
+/// plus the window. A content that grows while it is read is still cut off at the bound.
+pub fn hash_capped(reader: impl Read, cap: u64, window: Range<u64>) -> io::Result<CappedHash> {
     let mut limited = reader.take(cap.saturating_add(1));
     let mut hasher = Sha256::new();
     let mut buffer = vec![0_u8; HASH_BUFFER_BYTES];
+    let window_len = usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(usize::MAX);
+    let mut kept = Vec::with_capacity(window_len.min(HASH_BUFFER_BYTES));
     let mut read: u64 = 0;
     loop {
-        match limited.read(&mut buffer) {
+        let n = match limited.read(&mut buffer) {
             Ok(0) => break,
-            Ok(n) => {
-                hasher.update(&buffer[..n]);
-                read = read.saturating_add(n as u64);
-            }
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
             Err(err) => return Err(err),
+        };
+        let chunk = &buffer[..n];
+        hasher.update(chunk);
+        let chunk_start = read;
+        read = read.saturating_add(n as u64);
+        if read > window.start && chunk_start < window.end {
+            let from = usize::try_from(window.start.saturating_sub(chunk_start)).unwrap_or(n);
+            let to = usize::try_from(window.end.saturating_sub(chunk_start)).unwrap_or(n).min(n);
+            kept.extend_from_slice(&chunk[from..to]);
         }
     }
-    if read > cap {
-        return Ok(HashOutcome::OverCap { read });
-    }
-    Ok(HashOutcome::Digest(hex::encode(hasher.finalize())))
+    Ok(CappedHash { digest: hex::encode(hasher.finalize()), read, window: kept })
 }
 
 #[cfg(unix)]
 fn open_no_follow(path: &Path) -> io::Result<File> {
-    use nix::fcntl::OFlag;
     use std::os::unix::fs::OpenOptionsExt;
-    fs::OpenOptions::new().read(true).custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits()).open(path)
+    fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
 }
 
 #[cfg(not(unix))]
@@ -542,13 +612,11 @@ mod tests {
     fn grows_past_cap_while_hashing() {
         // The same routine rule 19 runs with MAX_ARTIFACT_BYTES, with a small cap so the test
         // does not hash 64 MiB: content beyond the cap is detected after reading cap + 1 bytes.
-        let outcome = hash_within_cap(io::repeat(7).take(1000), 100).unwrap();
-        assert_eq!(outcome, HashOutcome::OverCap { read: 101 });
-        let outcome = hash_within_cap(&b"abc"[..], 3).unwrap();
-        assert_eq!(
-            outcome,
-            HashOutcome::Digest("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad".to_owned())
-        );
+        let outcome = hash_capped(io::repeat(7).take(1000), 100, 0..0).unwrap();
+        assert_eq!(outcome.read, 101);
+        let outcome = hash_capped(&b"abc"[..], 3, 0..0).unwrap();
+        assert_eq!(outcome.read, 3);
+        assert_eq!(outcome.digest, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         let err = ContractError::ArtifactGrewWhileHashing { quoted_id: quote("a"), read: MAX_ARTIFACT_BYTES + 1 };
         assert_eq!(
             err.to_string(),
@@ -561,5 +629,134 @@ mod tests {
         assert!(!ArtifactRoots::new(["", "  ", "\t"]).has_configured_root());
         assert!(ArtifactRoots::new(["", "/nonexistent-root"]).has_configured_root());
         assert!(!ArtifactRoots::new(Vec::<String>::new()).has_configured_root());
+    }
+
+    #[test]
+    fn file_uris_are_plain_absolute_and_encoded() {
+        assert_eq!(file_uri(Path::new("/tmp/a b/ü%.txt")).unwrap(), "file:///tmp/a%20b/%C3%BC%25.txt");
+        assert_eq!(file_uri(Path::new("/")).unwrap(), "file:///");
+        assert!(matches!(file_uri(Path::new("rel/x")), Err(ContractError::FileUriNotAbsolute { .. })));
+        assert!(matches!(file_uri(Path::new("/tmp/../etc/x")), Err(ContractError::FileUriNotClean { .. })));
+        assert_eq!(file_uri(Path::new("/a/b c/r%1é.md")).unwrap(), "file:///a/b%20c/r%251%C3%A9.md");
+        assert_eq!(file_uri(Path::new("/a/x-y_z.~1")).unwrap(), "file:///a/x-y_z.~1");
+        assert_eq!(file_uri(Path::new("/a//b/./c/")).unwrap(), "file:///a/b/c");
+        assert_eq!(file_uri(Path::new("rel")).unwrap_err().to_string(), "artifact path \"rel\" is not absolute");
+        assert_eq!(
+            file_uri(Path::new("/a/../b")).unwrap_err().to_string(),
+            "artifact path \"/a/../b\" is not clean (contains .. or . elements)"
+        );
+    }
+
+    /// The next value of a xorshift64* sequence: the same paths on every run.
+    #[cfg(unix)]
+    fn next_random(state: &mut u64) -> u64 {
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A path of random bytes, weighted towards what a uri treats specially: `%`, `#`, `?`,
+    /// spaces, `/` (so `//` and a trailing `/` occur), `.` and `..` segments, controls and
+    /// non-UTF-8 bytes; about one in eight is relative.
+    #[cfg(unix)]
+    fn random_path(state: &mut u64) -> Vec<u8> {
+        const SPECIAL: &[u8] = b"%#?/ .:@\\+&=;,~-_";
+        let mut path = if next_random(state).is_multiple_of(8) { Vec::new() } else { vec![b'/'] };
+        for _ in 0..next_random(state) % 5 {
+            match next_random(state) % 10 {
+                0 => path.extend_from_slice(b"."),
+                1 => path.extend_from_slice(b".."),
+                _ => {
+                    for _ in 0..1 + next_random(state) % 8 {
+                        let roll = next_random(state);
+                        path.push(match roll % 4 {
+                            0 => SPECIAL[(roll >> 8) as usize % SPECIAL.len()],
+                            1 => (roll >> 8) as u8 | 0x80,
+                            2 => (roll >> 8) as u8 % 0x20,
+                            _ => b'a' + (roll >> 8) as u8 % 26,
+                        });
+                    }
+                }
+            }
+            path.push(b'/');
+            if next_random(state).is_multiple_of(3) {
+                path.pop();
+            }
+        }
+        path
+    }
+
+    /// `path` as [`Path::components`] reads an absolute path: `/`, then the segments that are
+    /// neither empty nor `.`, joined by `/`.
+    #[cfg(unix)]
+    fn components_of(path: &[u8]) -> Vec<u8> {
+        let segments: Vec<&[u8]> =
+            path.split(|&b| b == b'/').filter(|segment| !matches!(*segment, b"" | b".")).collect();
+        let mut clean = b"/".to_vec();
+        clean.extend_from_slice(&segments.join(&b'/'));
+        clean
+    }
+
+    /// Property: for any byte path, `file_uri` either refuses it for the documented reason or
+    /// writes a uri of only unreserved characters, `/` and `%XX` escapes that rules 6-10 accept
+    /// and decode to the same path.
+    #[cfg(unix)]
+    #[test]
+    fn file_uris_round_trip_through_the_decoder() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut round_trips = 0;
+        for _ in 0..20_000 {
+            let bytes = random_path(&mut state);
+            let path = Path::new(OsStr::from_bytes(&bytes));
+            let shown = String::from_utf8_lossy(&bytes).into_owned();
+            match file_uri(path) {
+                Ok(uri) => {
+                    let rest = uri.strip_prefix("file://").unwrap();
+                    assert!(
+                        rest.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~/%".contains(&b)),
+                        "{shown:?} -> {uri}"
+                    );
+                    let decoded =
+                        decode_file_uri(&uri, "\"t\"").unwrap_or_else(|err| panic!("{shown:?} -> {uri}: {err}"));
+                    assert_eq!(Path::new(OsStr::from_bytes(&decoded)), path, "{shown:?} -> {uri}");
+                    assert_eq!(decoded, components_of(&bytes), "{shown:?} -> {uri}");
+                    round_trips += 1;
+                }
+                Err(ContractError::FileUriNotAbsolute { .. }) => assert!(!bytes.starts_with(b"/"), "{shown:?}"),
+                Err(ContractError::FileUriNotClean { .. }) => {
+                    assert!(bytes.split(|&b| b == b'/').any(|segment| segment == b".."), "{shown:?}");
+                }
+                Err(other) => panic!("{shown:?}: {other}"),
+            }
+        }
+        assert!(round_trips > 10_000, "{round_trips}");
+        let non_utf8 = Path::new(OsStr::from_bytes(b"/d/r\xff\xfe.txt"));
+        assert_eq!(file_uri(non_utf8).unwrap(), "file:///d/r%FF%FE.txt");
+    }
+
+    #[test]
+    fn one_pass_keeps_only_the_window_and_hashes_everything() {
+        let content: Vec<u8> = (0..HASH_BUFFER_BYTES * 3).map(|i| (i % 251) as u8).collect();
+        let expected = hex::encode(Sha256::digest(&content));
+        let start = HASH_BUFFER_BYTES as u64 - 10;
+        let pass = hash_capped(&content[..], 1 << 30, start..start + HASH_BUFFER_BYTES as u64 + 20).unwrap();
+        assert_eq!(pass.digest, expected);
+        assert_eq!(pass.read, content.len() as u64);
+        assert_eq!(pass.window, &content[HASH_BUFFER_BYTES - 10..2 * HASH_BUFFER_BYTES + 10]);
+        let end = content.len() as u64;
+        let tail = hash_capped(&content[..], 1 << 30, end - 3..end + 97).unwrap();
+        assert_eq!(tail.window, &content[content.len() - 3..]);
+        let past = hash_capped(&content[..], 1 << 30, end..end + 100).unwrap();
+        assert!(past.window.is_empty());
+    }
+
+    #[test]
+    fn one_pass_stops_after_cap_plus_one() {
+        let pass = hash_capped(io::repeat(1).take(1000), 100, 0..10).unwrap();
+        assert_eq!(pass.read, 101);
+        assert_eq!(pass.window, vec![1; 10]);
     }
 }

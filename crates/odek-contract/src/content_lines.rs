@@ -1,13 +1,13 @@
 //! [beyond] The metadata lines that stand in for the non-text content of a `tools/call` result
 //! in the model view (docs/MODEL-VIEW.md): images, audio, resource links, embedded resources,
 //! items of an unknown type, and `structuredContent` that no text item carries. Start at
-//! [`render_content_line`].
+//! `render_content_line`.
 //!
 //! What this module guarantees: a line never holds a byte of an image's or an audio clip's
 //! data, nor of an embedded resource's text or blob; sizes of base64 data are computed from its
 //! length and padding without decoding it. Every server string is cleaned like the artifact
 //! fields of `results-and-artifacts.md` §5.2 (so a line is one line) and cut at a rune cap, and
-//! every line starts with a prefix of [`RENDERED_LINE_PREFIXES`](crate::render::RENDERED_LINE_PREFIXES),
+//! every line starts with a prefix of `render::RENDERED_LINE_PREFIXES`,
 //! never with `- artifact ` (those lines are counted as verified artifacts).
 
 use std::borrow::Cow;
@@ -17,19 +17,13 @@ use serde_json::Value;
 
 use crate::canonical_json::to_canonical_string;
 use crate::quoting::quote;
-use crate::render::clean_field_to;
+use crate::render::{MORE_ITEMS_LINE_PREFIX, STRUCTURED_LINE_PREFIX, clean_field_to};
 
 /// Longest uri shown, in runes, before `…`.
-pub const MAX_URI_RUNES: usize = 1024;
+pub(crate) const MAX_URI_RUNES: usize = 1024;
 
 /// Longest media type, name or content type shown, in runes, before `…`.
-pub const MAX_LABEL_RUNES: usize = 256;
-
-/// Prefix of the line of `structuredContent` shown as compact JSON.
-pub const STRUCTURED_LINE_PREFIX: &str = "- structured content ";
-
-/// Prefix of the line that counts the non-text items past [`MAX_CONTENT_ITEM_LINES`].
-pub const MORE_ITEMS_LINE_PREFIX: &str = "- \u{2026} ";
+pub(crate) const MAX_LABEL_RUNES: usize = 256;
 
 /// Most non-text items of one result given a metadata line (4096); the rest are counted in one
 /// `- … <n> more item(s)` line, and are not even kept while the result is read (a line of
@@ -38,7 +32,7 @@ pub const MAX_CONTENT_ITEM_LINES: usize = 4096;
 
 /// Metadata lines of non-text items kept whole ahead of the text when the view is capped (64,
 /// like the artifact refs of one envelope); lines past them follow the text's fate.
-pub const MAX_KEPT_CONTENT_LINES: usize = 64;
+pub(crate) const MAX_KEPT_CONTENT_LINES: usize = 64;
 
 /// One content item of a `tools/call` result. Strings are the decoded JSON strings of the
 /// item's members (borrowed from the response when unescaped); a member that is absent, `null`
@@ -99,7 +93,7 @@ pub struct EmbeddedResource<'a> {
 /// - `- content of type "<type>"`, or `- content without a type`.
 ///
 /// Parts the item does not give are left out (with their comma; empty parentheses too).
-pub fn render_content_line(item: &ResultItem<'_>) -> Option<String> {
+pub(crate) fn render_content_line(item: &ResultItem<'_>) -> Option<String> {
     Some(match item {
         ResultItem::Text(_) => return None,
         ResultItem::Image(media) => render_media_line("- image", media),
@@ -161,13 +155,13 @@ fn render_unknown_content_line(kind: Option<&str>) -> String {
 }
 
 /// `- … <n> more item(s)`: the non-text items past [`MAX_CONTENT_ITEM_LINES`].
-pub fn render_more_items_line(more: usize) -> String {
+pub(crate) fn render_more_items_line(more: usize) -> String {
     format!("{MORE_ITEMS_LINE_PREFIX}{more} more item(s)")
 }
 
 /// `- structured content <compact JSON>`: canonical JSON (keys sorted), one line because a line
 /// feed inside a JSON string is written `\n`.
-pub fn render_structured_line(structured: &Value) -> String {
+pub(crate) fn render_structured_line(structured: &Value) -> String {
     let mut line = STRUCTURED_LINE_PREFIX.to_owned();
     line.push_str(&to_canonical_string(structured));
     line
@@ -175,7 +169,7 @@ pub fn render_structured_line(structured: &Value) -> String {
 
 /// The decoded length of standard base64 (RFC 4648 §4, `+` and `/`), from the length and the
 /// padding alone; `None` when `data` is not base64. Unpadded data is accepted.
-pub fn base64_decoded_len(data: &str) -> Option<u64> {
+pub(crate) fn base64_decoded_len(data: &str) -> Option<u64> {
     let bytes = data.as_bytes();
     let unpadded = bytes.strip_suffix(b"==").or_else(|| bytes.strip_suffix(b"=")).unwrap_or(bytes);
     if unpadded.len() != bytes.len() && !bytes.len().is_multiple_of(4) {

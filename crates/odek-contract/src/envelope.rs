@@ -72,7 +72,7 @@ pub fn probe_envelope(text: &str) -> Result<Option<Envelope>, ContractError> {
 }
 
 /// The §2 step 5 cap, shared with multi-item merging (§3), which checks the running total.
-pub fn check_artifact_count(count: usize) -> Result<(), ContractError> {
+pub(crate) fn check_artifact_count(count: usize) -> Result<(), ContractError> {
     if count > MAX_ARTIFACT_REFS {
         return Err(ContractError::TooManyArtifacts { count });
     }

@@ -95,6 +95,12 @@ pub enum ContractError {
     #[error("structuredContent not checked: {reason}")]
     StructuredContentUnchecked { reason: String },
 
+    // Writing a `file://` uri for an artifact (`artifact_ref::file_uri`).
+    #[error("artifact path {quoted_path} is not absolute")]
+    FileUriNotAbsolute { quoted_path: String },
+    #[error("artifact path {quoted_path} is not clean (contains .. or . elements)")]
+    FileUriNotClean { quoted_path: String },
+
     /// The operating system's CSPRNG failed; no wrapper nonce can be made.
     #[error("untrusted wrapper nonce: operating-system randomness unavailable: {detail}")]
     NonceUnavailable { detail: String },

@@ -7,8 +7,9 @@
 //! Start at [`cap_escaped_text`].
 
 use crate::render::RENDERED_LINE_PREFIXES;
+use crate::runes::{first_runes, rune_count};
 use crate::tool_result::ResultContext;
-use crate::truncation::{Capped, first_runes, rune_count, truncation_notice};
+use crate::truncation::{Capped, truncation_notice};
 
 /// Which channel the text belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,10 +21,10 @@ use crate::tool_result::{ResultContext, ToolOutput, decode_tool_result_with_trai
 use crate::truncation::{Trailer, cap_with_trailer};
 
 /// Longest JSON pointer of a schema mismatch shown, in runes, before `…`.
-pub const MAX_MISMATCH_POINTER_RUNES: usize = 256;
+pub(crate) const MAX_MISMATCH_POINTER_RUNES: usize = 256;
 
 /// Longest validator message of a schema mismatch shown, in runes, before `…`.
-pub const MAX_MISMATCH_MESSAGE_RUNES: usize = 512;
+pub(crate) const MAX_MISMATCH_MESSAGE_RUNES: usize = 512;
 
 /// The error text of an `isError` result with no content at all.
 pub const UNKNOWN_ERROR: &str = "unknown error";
@@ -91,8 +91,8 @@ pub enum ModelViewError {
 ///   when the result has no content and no `structuredContent`); never an envelope, never
 ///   checked against the schema;
 ///
-/// both sanitised, and capped as one view by [`cap_with_trailer`]: the first
-/// [`MAX_KEPT_CONTENT_LINES`] metadata lines survive the cut whenever they fit, then the text,
+/// both sanitised, and capped as one view by `cap_with_trailer`: the first
+/// `MAX_KEPT_CONTENT_LINES` metadata lines survive the cut whenever they fit, then the text,
 /// then the rest.
 pub fn model_view(
     call: &CallView<'_>,

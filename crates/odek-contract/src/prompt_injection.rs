@@ -2,7 +2,7 @@
 //! `mcp-client.md` §4). The rules are case-insensitive and word-bounded; a match withholds a
 //! description or skips a tool. Start at [`detects_prompt_injection`].
 //!
-//! [beyond] Text is normalised before matching ([`normalize_for_detection`]): Unicode spaces and
+//! [beyond] Text is normalised before matching (`normalize_for_detection`): Unicode spaces and
 //! characters that render blank (the Braille blank, the Hangul fillers) become ASCII spaces,
 //! invisible format characters (zero-width, soft hyphen, bidi controls, the Unicode `Cf`
 //! category) are removed or read as spaces, and whitespace runs collapse to one space, so
@@ -27,7 +27,7 @@ use crate::redaction::go_to_rust_pattern;
 /// 4. a tag opener or closer for `system`, `untrusted_content…` or `untrusted_input…`;
 /// 5. `reveal|print|output|send|exfiltrate`, then within 40 characters
 ///    `api key|secret|password|credential|token|system prompt` (plurals accepted).
-pub const PROMPT_INJECTION_RULES: &[&str] = &[
+pub(crate) const PROMPT_INJECTION_RULES: &[&str] = &[
     r"\b(?:ignore|disregard|forget)\b(?:\W+\w+){0,3}?\W+(?:previous|prior|above|earlier|your)\b(?:\W+\w+){0,3}?\W+(?:instructions?|prompts?|rules?)\b",
     r"\byou\s+are\s+now\b",
     r"\bnew\s+instructions\s*:",
@@ -56,7 +56,7 @@ pub fn compile_detector() {
     LazyLock::force(&DETECTOR);
 }
 
-/// Whether `text` matches any prompt-injection rule, after [`normalize_for_detection`]. A text
+/// Whether `text` matches any prompt-injection rule, after `normalize_for_detection`. A text
 /// with invisible characters is tried three ways — with them removed (`ig\u{200B}nore` reads as
 /// `ignore`), read as spaces (`ignore\u{200B}previous` reads as two words), and each one
 /// removed only where it splits a word of the rules (`ig\u{200B}nore\u{200B}previous` reads as
@@ -74,7 +74,7 @@ pub fn detects_prompt_injection(text: &str) -> bool {
 
 /// What [`normalize_for_detection`] does with an invisible character.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Invisible {
+pub(crate) enum Invisible {
     /// Drop it: it joins the letters around it.
     Remove,
     /// Read it as a space: it separates the words around it.
@@ -132,7 +132,7 @@ fn longest_rule_word() -> usize {
 /// blank ([`renders_blank`]) becomes one ASCII space, every invisible character ([`is_invisible`])
 /// is handled as `invisible` says, and each run of spaces collapses to one. Text that needs none
 /// of this (plain ASCII, single spaces) is returned borrowed.
-pub fn normalize_for_detection(text: &str, invisible: Invisible) -> Cow<'_, str> {
+pub(crate) fn normalize_for_detection(text: &str, invisible: Invisible) -> Cow<'_, str> {
     if !needs_normalizing(text) {
         return Cow::Borrowed(text);
     }
@@ -184,7 +184,7 @@ fn splits_a_rule_word(before: &str, after: &str) -> bool {
 
 /// Characters that are not whitespace yet render as a blank: the Braille pattern blank and the
 /// Hangul fillers (U+2800, U+3164, U+115F, U+1160, U+FFA0).
-pub fn renders_blank(c: char) -> bool {
+pub(crate) fn renders_blank(c: char) -> bool {
     matches!(c, '\u{2800}' | '\u{3164}' | '\u{115F}' | '\u{1160}' | '\u{FFA0}')
 }
 
@@ -202,7 +202,7 @@ fn needs_normalizing(text: &str) -> bool {
 /// space/joiners, the soft hyphen, bidi embeddings, overrides and isolates, word joiner and
 /// invisible operators, the BOM, Arabic/Syriac marks, tag characters — plus the combining
 /// grapheme joiner and the variation selectors, which are just as invisible.
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     let code = u32::from(c);
     if code < 0xAD {
         return false;

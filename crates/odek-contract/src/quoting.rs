@@ -16,7 +16,7 @@ pub fn quote(text: &str) -> String {
 }
 
 /// The single character `c` in single quotes with the same escaping as [`quote`].
-pub fn quote_char(c: char) -> String {
+pub(crate) fn quote_char(c: char) -> String {
     let mut out = String::with_capacity(8);
     out.push('\'');
     push_escaped(&mut out, c);

@@ -17,7 +17,7 @@ use regex::{NoExpand, Regex, RegexBuilder, RegexSet};
 pub const REDACTED: &str = "[REDACTED]";
 
 /// Known values (and encodings) shorter than this, in runes, are not redacted.
-pub const MIN_SECRET_RUNES: usize = 8;
+pub(crate) const MIN_SECRET_RUNES: usize = 8;
 
 /// Passes of the whole pipeline before giving up on reaching a fixpoint. A replacement can
 /// create a new match for an earlier rule (`[REDACTED]` next to text creates a word boundary);

@@ -16,7 +16,7 @@
 //! It deliberately knows nothing of what the files mean: callers map a missing file to their
 //! own "absent" semantics and word their own errors around [`NOT_A_REGULAR_FILE`].
 //!
-//! Start at [`open_regular_read`], [`read_to_limit`] and [`open_regular_append`].
+//! Start at [`read_capped`], [`open_regular_read`], [`read_to_limit`] and [`open_regular_append`].
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -91,8 +91,13 @@ pub enum Bounded {
 }
 
 /// Reads at most `limit + 1` bytes of `file`; more than `limit` is [`Bounded::TooLarge`]. A file
-/// that grows while it is read is still cut off at the bound.
+/// whose size is already over `limit` is refused without reading it, and one that grows while it
+/// is read is still cut off at the bound.
 pub fn read_to_limit(file: &File, limit: u64) -> io::Result<Bounded> {
+    let reported = file.metadata()?.len();
+    if reported > limit {
+        return Ok(Bounded::TooLarge { size: reported });
+    }
     let bytes = read_past_limit(file, limit)?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > limit {
@@ -110,21 +115,24 @@ pub fn read_past_limit(file: &File, limit: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// [`open_regular_read`] then [`read_to_limit`].
-pub fn read_regular(path: &Path, follow: Follow, limit: u64) -> io::Result<Bounded> {
+/// The capped read of a file by name: [`open_regular_read`] then [`read_to_limit`], so it never
+/// blocks, refuses anything but a regular file and never holds more than `limit + 1` bytes.
+pub fn read_capped(path: &Path, follow: Follow, limit: u64) -> io::Result<Bounded> {
     read_to_limit(&open_regular_read(path, follow)?, limit)
 }
 
 /// Refuses, by name and without opening it, a path that exists and is not a regular file
 /// (following a final symlink only under [`Follow::Symlinks`]; under [`Follow::Never`] the
 /// open's `O_NOFOLLOW` refuses one). A missing path passes: the open reports it, or creates it.
+/// A directory passes too: opening one never blocks, and a write open keeps its OS error
+/// (`Is a directory`), which the events sink reports as the spec says.
 fn refuse_non_regular_by_name(path: &Path, follow: Follow) -> io::Result<()> {
     let metadata = match follow {
         Follow::Symlinks => std::fs::metadata(path),
         Follow::Never => std::fs::symlink_metadata(path),
     };
     match metadata {
-        Ok(metadata) if metadata.is_file() || metadata.file_type().is_symlink() => Ok(()),
+        Ok(metadata) if metadata.is_file() || metadata.is_dir() || metadata.file_type().is_symlink() => Ok(()),
         Ok(_) => Err(not_a_regular_file()),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(err),
@@ -234,6 +242,8 @@ mod tests {
         assert_eq!(std::fs::metadata("/dev/null").unwrap().permissions().mode(), before);
         let dir = tempfile::tempdir().unwrap();
         assert!(is_not_a_regular_file(&open_regular_read(dir.path(), Follow::Symlinks).unwrap_err()));
+        // A write open of a directory keeps its OS error, as the events sink's spec says.
+        assert_eq!(open_regular_append(dir.path(), 0o600).unwrap_err().raw_os_error(), Some(nix::libc::EISDIR));
     }
 
     #[test]
@@ -245,8 +255,8 @@ mod tests {
         let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL).unwrap();
         assert_eq!(flags & nix::libc::O_NONBLOCK, 0);
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(read_regular(&path, Follow::Never, 4).unwrap(), Bounded::Contents(b"one\n".to_vec()));
-        assert_eq!(read_regular(&path, Follow::Never, 3).unwrap(), Bounded::TooLarge { size: 4 });
+        assert_eq!(read_capped(&path, Follow::Never, 4).unwrap(), Bounded::Contents(b"one\n".to_vec()));
+        assert_eq!(read_capped(&path, Follow::Never, 3).unwrap(), Bounded::TooLarge { size: 4 });
     }
 
     #[test]

@@ -3,24 +3,30 @@
 //! through, and counting metadata lines. Start at [`render_envelope`].
 //!
 //! The invariant this module keeps: after [`sanitise`], only lines odek rendered itself start
-//! with `- artifact ` or any other prefix of [`RENDERED_LINE_PREFIXES`] (the metadata lines of
+//! with `- artifact ` or any other prefix of `RENDERED_LINE_PREFIXES` (the metadata lines of
 //! non-text content, `content_lines`). No path, basename, uri or file content of an artifact is
 //! ever rendered.
 
 use std::borrow::Cow;
 
 use crate::artifact_ref::{ArtifactRef, short_digest};
-use crate::content_lines::{MORE_ITEMS_LINE_PREFIX, STRUCTURED_LINE_PREFIX};
 use crate::quoting::quote;
 
 /// Prefix of every metadata line; a server-supplied line with this prefix is indented.
 pub const ARTIFACT_LINE_PREFIX: &str = "- artifact ";
 
+/// [beyond] Prefix of the line of `structuredContent` shown as compact JSON (`content_lines`).
+pub(crate) const STRUCTURED_LINE_PREFIX: &str = "- structured content ";
+
+/// [beyond] Prefix of the line that counts the non-text items past
+/// [`MAX_CONTENT_ITEM_LINES`](crate::content_lines::MAX_CONTENT_ITEM_LINES) (`content_lines`).
+pub(crate) const MORE_ITEMS_LINE_PREFIX: &str = "- \u{2026} ";
+
 /// [beyond] Every prefix that starts a line odek renders itself: the artifact line of §5.1 and
 /// the metadata lines of non-text content (docs/MODEL-VIEW.md), each as exactly as odek writes
 /// it, so an ordinary bullet (`- resource usage: 40%`, `- content negotiation`) is left alone.
 /// A server-supplied line that starts with one of them is indented by [`sanitise`].
-pub const RENDERED_LINE_PREFIXES: [&str; 11] = [
+pub(crate) const RENDERED_LINE_PREFIXES: [&str; 11] = [
     ARTIFACT_LINE_PREFIX,
     "- image (",
     "- audio (",
@@ -78,7 +84,7 @@ fn is_replaced_in_fields(c: char) -> bool {
 
 /// §5.3: every `\n`-separated line that starts with `- artifact ` gets one leading space;
 /// nothing else changes. [beyond] The same holds for every other prefix of
-/// [`RENDERED_LINE_PREFIXES`]. One scan; borrowed when no line needs it.
+/// `RENDERED_LINE_PREFIXES`. One scan; borrowed when no line needs it.
 pub fn sanitise(text: &str) -> Cow<'_, str> {
     // Every rendered prefix starts with `- `: `contains` takes std's vectorised short-needle
     // path, the one scan of the common case.

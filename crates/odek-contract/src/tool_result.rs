@@ -51,7 +51,7 @@ pub fn decode_tool_result(text_items: &[&str], ctx: &ResultContext<'_>) -> Resul
 /// the text part as the spec decodes it, then the trailer, capped as one view by
 /// [`cap_with_trailer`] (docs/MODEL-VIEW.md). An empty trailer gives exactly
 /// [`decode_tool_result`].
-pub fn decode_tool_result_with_trailer(
+pub(crate) fn decode_tool_result_with_trailer(
     text_items: &[&str],
     trailer: &Trailer,
     ctx: &ResultContext<'_>,

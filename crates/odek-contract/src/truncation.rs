@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use crate::artifact_ref::ArtifactRef;
 use crate::quoting::quote;
 use crate::render::render_envelope;
+use crate::runes::{first_runes, rune_count};
 
 /// The notice appended to a cut result, leading line feed included. Free of angle brackets so
 /// it cannot be confused with the untrusted-content wrapper.
@@ -27,30 +28,6 @@ pub fn result_floor(server: &str) -> usize {
     rune_count(&truncation_notice(server, &widest_tool, 1_000_000, 2_147_483_647)) + 64
 }
 
-/// Number of Unicode scalar values in `text`.
-pub fn rune_count(text: &str) -> usize {
-    text.chars().count()
-}
-
-/// The first `n` runes of `text` (all of it when shorter).
-pub fn first_runes(text: &str, n: usize) -> &str {
-    match text.char_indices().nth(n) {
-        Some((byte_index, _)) => &text[..byte_index],
-        None => text,
-    }
-}
-
-/// `text` when it has at most `n` runes, else its first `n` runes followed by `…` (the display
-/// cut of goals, headlines and summaries).
-pub fn runes_with_ellipsis(text: &str, n: usize) -> std::borrow::Cow<'_, str> {
-    let head = first_runes(text, n);
-    if head.len() == text.len() {
-        std::borrow::Cow::Borrowed(text)
-    } else {
-        std::borrow::Cow::Owned(format!("{head}…"))
-    }
-}
-
 /// Text after the cap, and the observed rune count when the cap cut it (spec §6.4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capped {
@@ -67,7 +44,7 @@ pub fn apply_result_limit(text: &str, server: &str, tool: &str, limit: usize) ->
 }
 
 /// [`apply_result_limit`] that reuses an owned text instead of copying it when nothing is cut.
-pub fn cap_text(text: Cow<'_, str>, server: &str, tool: &str, limit: usize) -> Capped {
+pub(crate) fn cap_text(text: Cow<'_, str>, server: &str, tool: &str, limit: usize) -> Capped {
     // Fast path: a text with no more bytes than the limit cannot have more runes.
     if text.len() <= limit {
         return Capped { text: text.into_owned(), observed: None };
@@ -105,7 +82,7 @@ pub fn cap_envelope(sanitised_text: &str, refs: &[ArtifactRef], server: &str, to
 /// [beyond] What follows the text part of a view, as odek rendered it (docs/MODEL-VIEW.md):
 /// each part is lines joined by `\n`, empty for none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Trailer {
+pub(crate) struct Trailer {
     /// Metadata lines kept whole ahead of the text (§6.3's artifact lines, and the first
     /// content lines): bounded in number and length.
     pub lines: String,
@@ -115,7 +92,7 @@ pub struct Trailer {
 }
 
 impl Trailer {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.tail.is_empty()
     }
 }
@@ -126,7 +103,7 @@ impl Trailer {
 /// then the text is kept as far as it fits; the tail takes what room is left, cut at its end.
 /// With an empty tail this is exactly §6.3, and with an empty trailer exactly §6.2
 /// ([`cap_text`]).
-pub fn cap_with_trailer(text: &str, trailer: &Trailer, server: &str, tool: &str, limit: usize) -> Capped {
+pub(crate) fn cap_with_trailer(text: &str, trailer: &Trailer, server: &str, tool: &str, limit: usize) -> Capped {
     let rendered = render_parts(&[text, &trailer.lines, &trailer.tail]);
     if rendered.len() <= limit {
         return Capped { text: rendered, observed: None };

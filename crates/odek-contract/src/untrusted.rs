@@ -7,7 +7,7 @@
 use crate::error::ContractError;
 
 /// Bytes of randomness in a nonce (rendered as twice as many hex digits).
-pub const NONCE_BYTES: usize = 8;
+pub(crate) const NONCE_BYTES: usize = 8;
 
 const TAG: &str = "untrusted_content";
 /// How every wrapper opens (`<untrusted_content_<nonce> …`) and closes; the body is escaped, so
@@ -86,7 +86,7 @@ pub fn wrap_untrusted_with_nonce(source: &str, body: &str, nonce: &str) -> Strin
 }
 
 /// `"` → `″`, `<` → `‹`, `>` → `›`, CR and LF → space.
-pub fn escape_source(source: &str) -> String {
+pub(crate) fn escape_source(source: &str) -> String {
     source
         .chars()
         .map(|c| match c {

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use odek_contract::artifact_ref::{ArtifactRef, ArtifactRoots};
 use odek_contract::render::{count_artifact_lines, render_envelope};
+use odek_contract::runes::{first_runes, rune_count};
 use odek_contract::tool_result::{ResultContext, cap_error_text, decode_tool_result};
-use odek_contract::truncation::{apply_result_limit, cap_envelope, first_runes, rune_count, truncation_notice};
+use odek_contract::truncation::{apply_result_limit, cap_envelope, truncation_notice};
 use support::{Fixture, envelope_json, file_uri, raw_ref};
 
 fn artifact(id: &str, summary: &str) -> ArtifactRef {

@@ -1,20 +1,25 @@
-//! What a handler can do while it serves one request: [`CallContext`].
+//! What a tool handler is given and may change: the [`CallContext`] of its request, and the
+//! [`ToolSet`] of the connection. The two live together because each names the other: a
+//! handler ([`ToolHandler`]) takes a context, and a context changes the set of handlers.
 //!
-//! Everything here goes through the connection's single writer, so a handler can never tear a
-//! line another task is writing. The raw-output methods exist for test fixtures that must
-//! misbehave on purpose; a normal extension server uses notifications, requests and results.
+//! Everything a context writes goes through the connection's single writer, so a handler can
+//! never tear a line another task is writing. The raw-output methods exist for test fixtures
+//! that must misbehave on purpose; a normal extension server uses notifications, requests and
+//! results.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, oneshot};
 
 use crate::Error;
+use crate::connection::Connection;
 use crate::jsonrpc::{self, RequestId, RpcError};
-use crate::server::{Reply, Request, Shared};
-use crate::tools::ToolSet;
+use crate::tools::{BoxFuture, ToolDef, ToolResponse, validate_tool_name};
 use crate::transport::{Outgoing, RawStream};
 
 /// The state of one request's cancellation (`notifications/cancelled`).
@@ -51,7 +56,8 @@ impl Cancellation {
 
 /// The context of one client request, handed to tool handlers and interceptors.
 pub struct CallContext {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) connection: Arc<Connection>,
+    pub(crate) tools: Arc<ToolList>,
     pub(crate) request_id: Value,
     pub(crate) method: String,
     pub(crate) progress_token: Option<Value>,
@@ -104,7 +110,7 @@ impl CallContext {
 
     /// Sends a notification `{"jsonrpc":"2.0","method":…,"params":…}`.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
-        self.shared.send(jsonrpc::notification_line(method, params.as_ref())).await
+        self.connection.send(jsonrpc::notification_line(method, params.as_ref())).await
     }
 
     /// Sends `notifications/progress` with this request's progress token. Returns `Ok(false)`
@@ -149,16 +155,16 @@ impl CallContext {
         method: &str,
         params: Option<Value>,
     ) -> Result<PendingReply, Error> {
-        let id = id.unwrap_or_else(|| self.shared.next_request_id());
-        let (token, receiver) = self.shared.register_pending(&id)?;
+        let id = id.unwrap_or_else(|| self.connection.next_request_id());
+        let (token, receiver) = self.connection.register_pending(&id)?;
         let pending = PendingReply {
-            shared: Arc::clone(&self.shared),
+            connection: Arc::clone(&self.connection),
             id: id.clone(),
             token,
             method: method.to_owned(),
             receiver: Some(receiver),
         };
-        self.shared.send(jsonrpc::request_line(&id.to_value(), method, params.as_ref())).await?;
+        self.connection.send(jsonrpc::request_line(&id.to_value(), method, params.as_ref())).await?;
         Ok(pending)
     }
 
@@ -173,31 +179,31 @@ impl CallContext {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        self.shared.send(bytes).await
+        self.connection.send(bytes).await
     }
 
     /// Writes `bytes` to stdout as is, without adding a newline. **For test fixtures only.**
     pub async fn write_raw_bytes(&self, bytes: Vec<u8>) -> Result<(), Error> {
-        self.shared.send(bytes).await
+        self.connection.send(bytes).await
     }
 
     /// Takes stdout exclusively for chunked raw output until the returned stream is dropped.
     /// **For test fixtures only** (e.g. a reply line too large to hold in memory). Do not await
     /// anything that needs stdout (a request, a notification) while holding it: that deadlocks.
     pub async fn raw_stream(&self) -> Result<RawStream, Error> {
-        RawStream::open(&self.shared.outgoing).await
+        RawStream::open(&self.connection.outgoing).await
     }
 
     /// Waits until everything queued so far has been written and flushed.
     pub async fn flush(&self) -> Result<(), Error> {
         let (done, flushed) = oneshot::channel();
-        self.shared.outgoing.send(Outgoing::Flush(done)).await.map_err(|_| Error::ConnectionClosed)?;
+        self.connection.outgoing.send(Outgoing::Flush(done)).await.map_err(|_| Error::ConnectionClosed)?;
         flushed.await.map_err(|_| Error::ConnectionClosed)
     }
 
     /// A snapshot of the current tool set.
     pub fn tools(&self) -> Arc<ToolSet> {
-        self.shared.tools_snapshot()
+        self.tools.snapshot()
     }
 
     /// Changes the tool list atomically (`change` edits the list under a lock that no
@@ -205,28 +211,18 @@ impl CallContext {
     /// added or removed. Requests already running keep the tool snapshot they started with.
     /// `change` must not call back into this context (the lock is not reentrant).
     pub async fn update_tools<R>(&self, change: impl FnOnce(&mut ToolSet) -> R) -> Result<R, Error> {
-        let (outcome, changed) = self.shared.update_tools(change);
+        let (outcome, changed) = self.tools.update(change);
         if changed {
             self.notify_tools_changed().await?;
         }
         Ok(outcome)
-    }
-
-    /// Runs the SDK's own handling of `request` (initialize, ping, tools/list, tools/call,
-    /// method-not-found). Interceptors call this to delegate after (or instead of) their own
-    /// behaviour.
-    pub async fn builtin(self: &Arc<Self>, request: Request) -> Reply {
-        if request.method == "tools/call" {
-            return self.shared.call_tool(self, request.params).await.into();
-        }
-        self.shared.builtin_without_tools(&request.method, request.params)
     }
 }
 
 /// A request sent to the client whose reply has not been awaited yet. Dropping it forgets the
 /// request (a late reply is then ignored).
 pub struct PendingReply {
-    shared: Arc<Shared>,
+    connection: Arc<Connection>,
     id: RequestId,
     token: u64,
     method: String,
@@ -266,12 +262,159 @@ impl PendingReply {
 
 impl Drop for PendingReply {
     fn drop(&mut self) {
-        self.shared.forget_pending(&self.id, self.token);
+        self.connection.forget_pending(&self.id, self.token);
+    }
+}
+
+/// A type-erased tool handler.
+pub type ToolHandler = Arc<dyn Fn(Arc<CallContext>, Value) -> BoxFuture<ToolResponse> + Send + Sync>;
+
+/// Erases an async closure into a [`ToolHandler`].
+pub fn tool_handler<F, Fut>(handler: F) -> ToolHandler
+where
+    F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResponse> + Send + 'static,
+{
+    Arc::new(move |context, arguments| Box::pin(handler(context, arguments)))
+}
+
+pub(crate) struct ToolEntry {
+    pub(crate) def: ToolDef,
+    pub(crate) handler: ToolHandler,
+}
+
+/// The tools a server offers, in `tools/list` order.
+///
+/// Cloning is cheap; the server swaps in a new snapshot on every change, so a `tools/list`
+/// page or a `tools/call` lookup never waits for a mutation.
+#[derive(Clone, Default)]
+pub struct ToolSet {
+    entries: Vec<Arc<ToolEntry>>,
+    index: HashMap<String, usize>,
+    validate_names: bool,
+    /// Bumped by every successful change, so callers can tell whether anything changed.
+    generation: u64,
+}
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl ToolSet {
+    pub(crate) fn new(validate_names: bool) -> Self {
+        Self { validate_names, ..Self::default() }
+    }
+
+    pub(crate) fn set_validation(&mut self, validate_names: bool) {
+        self.validate_names = validate_names;
+    }
+
+    /// Adds a tool at the end of the list. Fails on a duplicate name, or on an invalid name
+    /// unless name validation was turned off with
+    /// [`Server::validate_tool_names`](crate::Server::validate_tool_names).
+    pub fn add<F, Fut>(&mut self, def: ToolDef, handler: F) -> Result<(), Error>
+    where
+        F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResponse> + Send + 'static,
+    {
+        self.add_handler(def, tool_handler(handler))
+    }
+
+    /// [`ToolSet::add`] for an already type-erased handler.
+    pub fn add_handler(&mut self, def: ToolDef, handler: ToolHandler) -> Result<(), Error> {
+        if self.validate_names {
+            validate_tool_name(&def.name)?;
+        }
+        if self.index.contains_key(&def.name) {
+            return Err(Error::DuplicateTool { name: def.name });
+        }
+        self.index.insert(def.name.clone(), self.entries.len());
+        self.entries.push(Arc::new(ToolEntry { def, handler }));
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Removes the tool called `name`; `false` if there was none.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let Some(position) = self.index.remove(name) else {
+            return false;
+        };
+        self.entries.remove(position);
+        for slot in self.index.values_mut() {
+            if *slot > position {
+                *slot -= 1;
+            }
+        }
+        self.generation += 1;
+        true
+    }
+
+    /// Tool names in list order.
+    pub fn names(&self) -> Vec<&str> {
+        self.entries.iter().map(|entry| entry.def.name.as_str()).collect()
+    }
+
+    /// The definition of the tool called `name`, as `tools/list` shows it.
+    pub fn def(&self, name: &str) -> Option<&ToolDef> {
+        self.get(name).map(|entry| &entry.def)
+    }
+
+    /// Whether a tool called `name` exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<ToolEntry>> {
+        self.index.get(name).map(|&position| &self.entries[position])
+    }
+
+    pub(crate) fn entries(&self) -> &[Arc<ToolEntry>] {
+        &self.entries
+    }
+
+    /// Re-checks every name; used at startup when validation is on.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.validate_names {
+            for entry in &self.entries {
+                validate_tool_name(&entry.def.name)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The tool set of one connection: every request keeps the snapshot it started with, and a
+/// change swaps in a new one.
+pub(crate) struct ToolList(RwLock<Arc<ToolSet>>);
+
+impl ToolList {
+    pub(crate) fn new(tools: ToolSet) -> Self {
+        Self(RwLock::new(Arc::new(tools)))
+    }
+
+    pub(crate) fn snapshot(&self) -> Arc<ToolSet> {
+        Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Applies `change` to the tool list; also says whether the list actually changed.
+    pub(crate) fn update<R>(&self, change: impl FnOnce(&mut ToolSet) -> R) -> (R, bool) {
+        let mut tools = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let before = tools.generation();
+        let outcome = change(Arc::make_mut(&mut tools));
+        (outcome, tools.generation() != before)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[tokio::test]
@@ -286,5 +429,22 @@ mod tests {
         early.await.unwrap();
         cancellation.cancelled().await;
         assert_eq!(cancellation.reason.get().map(String::as_str), Some("timeout"));
+    }
+
+    #[test]
+    fn removal_keeps_order_and_index_in_step() {
+        let mut tools = ToolSet::new(true);
+        for name in ["a", "b", "c"] {
+            tools.add(ToolDef::new(name, "", json!({})), |_, _| async { ToolResponse::text("") }).unwrap();
+        }
+        assert!(tools.remove("a"));
+        assert!(!tools.remove("a"));
+        assert_eq!(tools.names(), ["b", "c"]);
+        assert_eq!(tools.get("c").unwrap().def.name, "c");
+        assert!(matches!(
+            tools.add(ToolDef::new("b", "", json!({})), |_, _| async { ToolResponse::NoReply }),
+            Err(Error::DuplicateTool { .. })
+        ));
+        assert!(tools.add(ToolDef::new("bad name", "", json!({})), |_, _| async { ToolResponse::NoReply }).is_err());
     }
 }

@@ -5,32 +5,26 @@
 //! sees one metadata line per ref. [`ArtifactRef::write_file`] and [`ArtifactRef::for_file`]
 //! produce refs whose digest and size are right by construction. This module does not validate
 //! refs the way odek does; it only avoids producing refs odek would reject for their shape.
+//!
+//! The schema ids, the caps, the wire form of a ref, the `file://` encoding and the hashing pass
+//! are odek-contract's, the same the client decodes and checks with.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use odek_contract::ContractError;
+pub use odek_contract::artifact_ref::MAX_ARTIFACT_BYTES;
+use odek_contract::artifact_ref::hash_capped;
+use odek_contract::envelope::RawArtifactRef;
+pub use odek_contract::envelope::{
+    ARTIFACT_REF_SCHEMA, MAX_ARTIFACT_REFS as MAX_ARTIFACTS_PER_RESULT, TOOL_RESULT_SCHEMA,
+};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::Error;
 use crate::tools::{Content, ToolResponse};
-
-/// `schema` of a tool-result envelope.
-pub const TOOL_RESULT_SCHEMA: &str = "odek.tool-result/v1";
-
-/// `schema` of an artifact ref.
-pub const ARTIFACT_REF_SCHEMA: &str = "odek.artifact-ref/v1";
-
-/// Most refs odek accepts in one result (across all envelope items).
-pub const MAX_ARTIFACTS_PER_RESULT: usize = 64;
-
-/// Largest artifact odek accepts, in bytes (64 MiB).
-pub const MAX_ARTIFACT_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Read size while hashing, in bytes.
-const HASH_CHUNK_BYTES: usize = 64 * 1024;
 
 /// An `odek.tool-result/v1` envelope: compact text plus artifact refs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,8 +65,10 @@ impl Envelope {
     }
 }
 
-/// An `odek.artifact-ref/v1` reference to a file.
+/// An `odek.artifact-ref/v1` reference to a file. On the wire it is the contract's
+/// [`RawArtifactRef`]: the same members, an absent digest or summary omitted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(into = "RawArtifactRef", try_from = "RawArtifactRef")]
 pub struct ArtifactRef {
     pub schema: String,
     /// Unique within the envelope.
@@ -89,6 +85,42 @@ pub struct ArtifactRef {
     /// One line shown to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+}
+
+impl From<ArtifactRef> for RawArtifactRef {
+    fn from(artifact: ArtifactRef) -> RawArtifactRef {
+        RawArtifactRef {
+            schema: artifact.schema,
+            id: artifact.id,
+            uri: artifact.uri,
+            media_type: artifact.media_type,
+            sha256: artifact.sha256.unwrap_or_default(),
+            size_bytes: artifact.size_bytes.map(|size| i64::try_from(size).unwrap_or(i64::MAX)),
+            summary: artifact.summary.unwrap_or_default(),
+        }
+    }
+}
+
+impl TryFrom<RawArtifactRef> for ArtifactRef {
+    type Error = String;
+
+    /// An empty digest or summary reads as absent, as odek reads it; a negative size is refused.
+    fn try_from(raw: RawArtifactRef) -> Result<ArtifactRef, String> {
+        let size_bytes = match raw.size_bytes {
+            None => None,
+            Some(size) => Some(u64::try_from(size).map_err(|_| format!("size_bytes {size} is negative"))?),
+        };
+        let present = |text: String| (!text.is_empty()).then_some(text);
+        Ok(ArtifactRef {
+            schema: raw.schema,
+            id: raw.id,
+            uri: raw.uri,
+            media_type: raw.media_type,
+            sha256: present(raw.sha256),
+            size_bytes,
+            summary: present(raw.summary),
+        })
+    }
 }
 
 impl ArtifactRef {
@@ -127,7 +159,7 @@ impl ArtifactRef {
             .and_then(|()| file.flush())
             .map_err(|error| Error::io(format!("write {}", path.display()), error))?;
         Ok(Self {
-            sha256: Some(hex::encode(Sha256::digest(contents))),
+            sha256: Some(digest_of(contents)),
             size_bytes: Some(contents.len() as u64),
             ..Self::new(id, uri, media_type)
         })
@@ -188,7 +220,7 @@ impl ArtifactRoot {
                 .and_then(|()| file.flush())
                 .map_err(|error| Error::io(format!("write {}", path.display()), error))?;
             return Ok(ArtifactRef {
-                sha256: Some(hex::encode(Sha256::digest(contents))),
+                sha256: Some(digest_of(contents)),
                 size_bytes: Some(contents.len() as u64),
                 ..ArtifactRef::new(id, file_uri(&path)?, media_type)
             });
@@ -203,67 +235,26 @@ impl ArtifactRoot {
 /// Size in bytes and lowercase hex SHA-256 of the file at `path`, measured in one pass over the
 /// same bytes (so the two always agree).
 pub fn measure_file(path: &Path) -> Result<(u64, String), Error> {
-    let mut file = File::open(path).map_err(|error| Error::io(format!("open {}", path.display()), error))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0; HASH_CHUNK_BYTES];
-    let mut size = 0u64;
-    loop {
-        let read = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(Error::io(format!("read {}", path.display()), error)),
-        };
-        hasher.update(&buffer[..read]);
-        size += read as u64;
-    }
-    Ok((size, hex::encode(hasher.finalize())))
+    let file = File::open(path).map_err(|error| Error::io(format!("open {}", path.display()), error))?;
+    let pass =
+        hash_capped(file, u64::MAX, 0..0).map_err(|error| Error::io(format!("read {}", path.display()), error))?;
+    Ok((pass.read, pass.digest))
+}
+
+/// Lowercase hex SHA-256 of `contents`, by the same pass that measures files.
+fn digest_of(contents: &[u8]) -> String {
+    // Reading a slice cannot fail.
+    hash_capped(contents, u64::MAX, 0..0).map(|pass| pass.digest).unwrap_or_default()
 }
 
 /// The `file://` URI of an absolute, clean path, percent-encoding every byte outside
-/// `A-Z a-z 0-9 - . _ ~ /`. Symlinks are not resolved (odek resolves them itself).
+/// `A-Z a-z 0-9 - . _ ~ /` ([`odek_contract::artifact_ref::file_uri`], the encoding odek's
+/// decoder is the inverse of). Symlinks are not resolved (odek resolves them itself).
 pub fn file_uri(path: &Path) -> Result<String, Error> {
-    if !path.is_absolute() {
-        return Err(Error::ArtifactPathNotAbsolute { path: path.to_owned() });
-    }
-    if path.components().any(|component| matches!(component, Component::CurDir | Component::ParentDir)) {
-        return Err(Error::ArtifactPathNotClean { path: path.to_owned() });
-    }
-    let mut uri = String::from("file://");
-    for component in path.components() {
-        if let Component::Normal(name) = component {
-            uri.push('/');
-            percent_encode_into(&os_bytes(name), &mut uri);
-        }
-    }
-    if uri.len() == "file://".len() {
-        uri.push('/');
-    }
-    Ok(uri)
-}
-
-#[cfg(unix)]
-fn os_bytes(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, [u8]> {
-    use std::os::unix::ffi::OsStrExt;
-    std::borrow::Cow::Borrowed(name.as_bytes())
-}
-
-#[cfg(not(unix))]
-fn os_bytes(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, [u8]> {
-    std::borrow::Cow::Owned(name.to_string_lossy().into_owned().into_bytes())
-}
-
-fn percent_encode_into(bytes: &[u8], out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &byte in bytes {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-        }
-    }
+    odek_contract::artifact_ref::file_uri(path).map_err(|error| match error {
+        ContractError::FileUriNotAbsolute { .. } => Error::ArtifactPathNotAbsolute { path: path.to_owned() },
+        _ => Error::ArtifactPathNotClean { path: path.to_owned() },
+    })
 }
 
 #[cfg(test)]
@@ -272,11 +263,10 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn file_uris_are_plain_absolute_and_encoded() {
-        assert_eq!(file_uri(Path::new("/tmp/a b/ü%.txt")).unwrap(), "file:///tmp/a%20b/%C3%BC%25.txt");
-        assert_eq!(file_uri(Path::new("/")).unwrap(), "file:///");
+    fn file_uri_errors_name_the_path() {
         assert!(matches!(file_uri(Path::new("rel/x")), Err(Error::ArtifactPathNotAbsolute { .. })));
         assert!(matches!(file_uri(Path::new("/tmp/../etc/x")), Err(Error::ArtifactPathNotClean { .. })));
+        assert_eq!(file_uri(Path::new("/tmp/a b")).unwrap(), "file:///tmp/a%20b");
     }
 
     #[test]

@@ -25,9 +25,16 @@
 //! closes. Each `tools/call` runs in its own task, and one writer thread owns stdout, so a slow
 //! call never delays another and lines are always written whole.
 //!
-//! Not here: an MCP client, HTTP transports, and odek's own validation of artifact refs.
+//! Built on [`contract`] (odek-contract without its `client` feature): the schema ids, caps, the
+//! tool-name rule, the wire form of an artifact ref and its `file://` encoding are the ones odek
+//! decodes and checks with, not copies.
+//!
+//! Not here: an MCP client, HTTP transports, odek's own validation of artifact refs, and the
+//! contract fixture server (its own crate, `odek-fixture-server`, built on this one).
 
 mod bounded_lines;
+mod builtins;
+mod connection;
 mod context;
 mod envelope;
 mod error;
@@ -37,20 +44,29 @@ mod tools;
 mod transport;
 mod typed;
 
+/// The contract crate the SDK is built on (without its `client` feature): the schema ids, caps,
+/// name rules, artifact-ref shapes and `file://` encoding odek itself checks with.
+pub use odek_contract as contract;
+
+// Serving: the builder, its defaults, and what an interceptor sees and answers.
+pub use builtins::{Reply, Request};
+pub use server::{
+    CancelPolicy, DEFAULT_EOF_GRACE, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, PROTOCOL_VERSION, Server,
+};
+// Tools: definitions, results, the name rule, handlers and the runtime tool set.
+pub use context::{ToolHandler, ToolSet, tool_handler};
+pub use tools::{
+    BoxFuture, Content, MAX_TOOL_NAME_BYTES, ToolDef, ToolResponse, ToolResult, arguments, validate_tool_name,
+};
+pub use typed::{input_schema_for, typed_def, typed_handler};
+// What a handler can do while it runs.
 pub use context::{CallContext, PendingReply};
+pub use transport::{Chunk, RawStream};
+// Results too large for the model: envelopes and artifact refs.
 pub use envelope::{
     ARTIFACT_REF_SCHEMA, ArtifactRef, ArtifactRoot, Envelope, MAX_ARTIFACT_BYTES, MAX_ARTIFACTS_PER_RESULT,
     TOOL_RESULT_SCHEMA, file_uri, measure_file,
 };
+// Errors and JSON-RPC ids.
 pub use error::Error;
 pub use jsonrpc::{RequestId, RpcError, codes};
-pub use server::{
-    CancelPolicy, DEFAULT_EOF_GRACE, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, PROTOCOL_VERSION, Reply, Request,
-    Server,
-};
-pub use tools::{
-    BoxFuture, Content, MAX_TOOL_NAME_BYTES, ToolDef, ToolHandler, ToolResponse, ToolResult, ToolSet, arguments,
-    tool_handler, validate_tool_name,
-};
-pub use transport::{Chunk, RawStream};
-pub use typed::{input_schema_for, typed_def, typed_handler};

@@ -8,28 +8,29 @@
 //!
 //! Entry point: [`Server::new`], then [`Server::run_stdio`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::runtime::Handle;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, oneshot};
 
 use crate::Error;
 use crate::bounded_lines::{BoundedLineReader, Line};
-use crate::context::{CallContext, Cancellation};
+use crate::builtins::{Reply, Request, builtin_without_tools};
+use crate::connection::{Connection, Identity};
+use crate::context::{CallContext, Cancellation, ToolList, ToolSet, tool_handler};
 use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
-use crate::tools::{BoxFuture, ToolDef, ToolResponse, ToolResult, ToolSet, tool_handler};
+use crate::tools::{BoxFuture, ToolDef, ToolResponse};
 use crate::transport::{Outgoing, WriterExit, spawn_writer};
 
 /// The MCP protocol version of the odek-extension/v1 contract, answered by default.
-pub const PROTOCOL_VERSION: &str = "2025-03-26";
+pub use odek_contract::PROTOCOL_VERSION;
 
 /// Default for [`Server::max_line_bytes`]: 64 MiB, odek's absolute response ceiling.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -55,46 +56,13 @@ pub enum CancelPolicy {
     Signal,
 }
 
-/// A request as seen by an interceptor.
-#[derive(Clone, Debug)]
-pub struct Request {
-    pub method: String,
-    pub params: Option<Value>,
-}
-
-/// An interceptor's answer to a request.
-#[derive(Clone, Debug)]
-pub enum Reply {
-    /// A `result` member.
-    Result(Value),
-    /// A `tools/call` result.
-    Tool(ToolResult),
-    /// An `error` member.
-    Error(RpcError),
-    /// No reply is sent.
-    NoReply,
-}
-
-impl From<ToolResponse> for Reply {
-    fn from(response: ToolResponse) -> Self {
-        match response {
-            ToolResponse::Result(result) => Self::Tool(result),
-            ToolResponse::RpcError(error) => Self::Error(error),
-            ToolResponse::NoReply => Self::NoReply,
-        }
-    }
-}
-
 type Interceptor = Arc<dyn Fn(Arc<CallContext>, Request) -> BoxFuture<Reply> + Send + Sync>;
 
 type NotificationHook = Arc<dyn Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync>;
 
 #[derive(Clone, Debug)]
 struct Settings {
-    name: String,
-    version: String,
-    protocol_version: Option<String>,
-    page_size: Option<usize>,
+    identity: Identity,
     cancel_policy: CancelPolicy,
     exit_on_eof: bool,
     eof_grace: Duration,
@@ -147,10 +115,12 @@ impl Server {
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self {
             settings: Settings {
-                name: name.into(),
-                version: version.into(),
-                protocol_version: Some(PROTOCOL_VERSION.to_owned()),
-                page_size: None,
+                identity: Identity {
+                    name: name.into(),
+                    version: version.into(),
+                    protocol_version: Some(PROTOCOL_VERSION.to_owned()),
+                    page_size: None,
+                },
                 cancel_policy: CancelPolicy::default(),
                 exit_on_eof: true,
                 eof_grace: DEFAULT_EOF_GRACE,
@@ -167,20 +137,20 @@ impl Server {
 
     /// The `protocolVersion` answered to `initialize`.
     pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
-        self.settings.protocol_version = Some(version.into());
+        self.settings.identity.protocol_version = Some(version.into());
         self
     }
 
     /// Leaves `protocolVersion` out of the `initialize` result (for fixtures).
     pub fn omit_protocol_version(mut self) -> Self {
-        self.settings.protocol_version = None;
+        self.settings.identity.protocol_version = None;
         self
     }
 
     /// Paginates `tools/list` with at most `tools_per_page` tools per page; `0` (the default)
     /// lists everything on one page.
     pub fn page_size(mut self, tools_per_page: usize) -> Self {
-        self.settings.page_size = (tools_per_page > 0).then_some(tools_per_page);
+        self.settings.identity.page_size = (tools_per_page > 0).then_some(tools_per_page);
         self
     }
 
@@ -329,28 +299,35 @@ impl Server {
             return Err(error);
         }
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let Settings {
+            identity,
+            cancel_policy,
+            exit_on_eof,
+            eof_grace,
+            max_line_bytes,
+            max_in_flight,
+            validate_tool_names,
+        } = self.settings;
         let mut tools = self.tools;
-        tools.set_validation(self.settings.validate_tool_names);
+        tools.set_validation(validate_tool_names);
         tools.validate()?;
 
-        let max_in_flight = self.settings.max_in_flight;
         let output_failed = Arc::new(Notify::new());
         let (outgoing, writer_exit) = spawn_writer(Box::new(output), {
             let output_failed = Arc::clone(&output_failed);
             Box::new(move || output_failed.notify_one())
         })?;
         let shared = Arc::new(Shared {
-            settings: self.settings,
-            tools: RwLock::new(Arc::new(tools)),
+            connection: Arc::new(Connection::new(identity, outgoing)),
+            tools: Arc::new(ToolList::new(tools)),
+            cancel_policy,
+            max_line_bytes,
             interceptor: self.interceptor,
             notification_hook: self.notification_hook,
-            outgoing,
-            pending: Mutex::new(PendingRequests::default()),
             in_flight: Mutex::new(HashMap::new()),
             in_flight_count: AtomicUsize::new(0),
             in_flight_permits: Arc::new(Semaphore::new(max_in_flight)),
             idle: Notify::new(),
-            next_request_id: AtomicI64::new(1),
             runtime,
         });
 
@@ -370,14 +347,14 @@ impl Server {
             _ = input_closed_signal => "stdin closed",
             () = output_failed.notified() => "writing stdout failed",
         };
-        shared.close_pending();
-        if !shared.settings.exit_on_eof {
+        shared.connection.close_pending();
+        if !exit_on_eof {
             log_to_stderr(format_args!("{closed}; staying up because exit_on_eof is off"));
             std::future::pending::<()>().await;
         }
-        shared.wait_idle(shared.settings.eof_grace).await;
+        shared.wait_idle(eof_grace).await;
         let exit = tokio::time::timeout(WRITER_SHUTDOWN_WAIT, async {
-            shared.outgoing.send(Outgoing::Shutdown).await.ok()?;
+            shared.connection.outgoing.send(Outgoing::Shutdown).await.ok()?;
             writer_exit.await.ok()
         })
         .await;
@@ -407,111 +384,24 @@ fn stdio() -> Result<(std::io::Stdin, std::io::Stdout), Error> {
     Ok((std::io::stdin(), std::io::stdout()))
 }
 
-/// Where the client's reply to one server-initiated request is delivered.
-pub(crate) type ReplySender = oneshot::Sender<Result<Value, RpcError>>;
-
-/// Waiters for replies to server-initiated requests. Several waiters may share an id (a
-/// fixture pinging with id 0 from concurrent calls); replies resolve them first come, first
-/// served.
-#[derive(Default)]
-struct PendingRequests {
-    waiters: HashMap<RequestId, VecDeque<(u64, ReplySender)>>,
-    next_token: u64,
-    closed: bool,
-}
-
-/// State shared by the reader thread, the request tasks and every [`CallContext`].
-pub(crate) struct Shared {
-    settings: Settings,
-    tools: RwLock<Arc<ToolSet>>,
+/// What the reader thread and the request tasks share beyond the [`Connection`]: the tool
+/// list, the interceptor and notification hook, and the requests in flight.
+struct Shared {
+    connection: Arc<Connection>,
+    tools: Arc<ToolList>,
+    cancel_policy: CancelPolicy,
+    max_line_bytes: usize,
     interceptor: Option<Interceptor>,
     notification_hook: Option<NotificationHook>,
-    pub(crate) outgoing: mpsc::Sender<Outgoing>,
-    pending: Mutex<PendingRequests>,
     in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
     in_flight_count: AtomicUsize,
     /// Bounds concurrent requests; see [`Server::max_in_flight`].
     in_flight_permits: Arc<Semaphore>,
     idle: Notify,
-    next_request_id: AtomicI64,
     runtime: Handle,
 }
 
 impl Shared {
-    pub(crate) async fn send(&self, bytes: Vec<u8>) -> Result<(), Error> {
-        self.outgoing.send(Outgoing::Bytes(bytes)).await.map_err(|_| Error::ConnectionClosed)
-    }
-
-    pub(crate) fn next_request_id(&self) -> RequestId {
-        RequestId::Number(self.next_request_id.fetch_add(1, Ordering::Relaxed))
-    }
-
-    pub(crate) fn tools_snapshot(&self) -> Arc<ToolSet> {
-        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    /// Applies `change` to the tool list; also says whether the list actually changed.
-    pub(crate) fn update_tools<R>(&self, change: impl FnOnce(&mut ToolSet) -> R) -> (R, bool) {
-        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
-        let before = tools.generation();
-        let outcome = change(Arc::make_mut(&mut tools));
-        (outcome, tools.generation() != before)
-    }
-
-    pub(crate) fn register_pending(
-        &self,
-        id: &RequestId,
-    ) -> Result<(u64, oneshot::Receiver<Result<Value, RpcError>>), Error> {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if pending.closed {
-            return Err(Error::ConnectionClosed);
-        }
-        let (sender, receiver) = oneshot::channel();
-        pending.next_token += 1;
-        let token = pending.next_token;
-        pending.waiters.entry(id.clone()).or_default().push_back((token, sender));
-        Ok((token, receiver))
-    }
-
-    pub(crate) fn forget_pending(&self, id: &RequestId, token: u64) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(queue) = pending.waiters.get_mut(id) {
-            queue.retain(|(waiting, _)| *waiting != token);
-            if queue.is_empty() {
-                pending.waiters.remove(id);
-            }
-        }
-    }
-
-    /// Routes a client reply to the oldest waiter with that id; replies to unknown ids (and
-    /// ids that cannot be ours, like `null` or `1.0`) are dropped.
-    fn resolve_pending(&self, id: &Value, outcome: Result<Value, RpcError>) {
-        let Some(id) = RequestId::from_wire(id) else {
-            return;
-        };
-        let waiter = {
-            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(queue) = pending.waiters.get_mut(&id) else {
-                return;
-            };
-            let waiter = queue.pop_front();
-            if queue.is_empty() {
-                pending.waiters.remove(&id);
-            }
-            waiter
-        };
-        if let Some((_, sender)) = waiter {
-            let _ = sender.send(outcome);
-        }
-    }
-
-    /// No reply can arrive once stdin is closed: fail every waiter and refuse new requests.
-    fn close_pending(&self) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.closed = true;
-        pending.waiters.clear();
-    }
-
     async fn wait_idle(&self, grace: Duration) {
         let _ = tokio::time::timeout(grace, async {
             loop {
@@ -529,90 +419,9 @@ impl Shared {
 
     async fn send_reply(&self, id: &Value, reply: Reply) {
         if let Some(line) = reply_line(id, &reply) {
-            let _ = self.send(line).await;
+            let _ = self.connection.send(line).await;
         }
     }
-
-    /// `tools/call`: looks the tool up in the current snapshot and runs its handler. An unknown
-    /// tool is a tool error (`isError`), not a protocol error, so the model can see it.
-    pub(crate) async fn call_tool(&self, context: &Arc<CallContext>, params: Option<Value>) -> ToolResponse {
-        let Some(Value::Object(mut params)) = params else {
-            return ToolResponse::RpcError(RpcError::invalid_params("tools/call params must be an object"));
-        };
-        let Some(Value::String(name)) = params.remove("name") else {
-            return ToolResponse::RpcError(RpcError::invalid_params("tools/call params.name must be a string"));
-        };
-        let arguments = params.remove("arguments").unwrap_or(Value::Null);
-        let handler = match self.tools_snapshot().get(&name) {
-            Some(entry) => Arc::clone(&entry.handler),
-            None => {
-                return ToolResponse::error(format!("unknown tool {}", crate::error::json_quote(&name)));
-            }
-        };
-        handler(Arc::clone(context), arguments).await
-    }
-
-    /// Every built-in method except `tools/call`.
-    pub(crate) fn builtin_without_tools(&self, method: &str, params: Option<Value>) -> Reply {
-        match method {
-            "initialize" => Reply::Result(self.initialize_result()),
-            "ping" => Reply::Result(json!({})),
-            "tools/list" => self.list_tools(params.as_ref()),
-            _ => Reply::Error(RpcError::method_not_found()),
-        }
-    }
-
-    fn initialize_result(&self) -> Value {
-        let mut result = serde_json::Map::new();
-        if let Some(version) = &self.settings.protocol_version {
-            result.insert("protocolVersion".into(), Value::from(version.as_str()));
-        }
-        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}}));
-        result.insert("serverInfo".into(), json!({"name": self.settings.name, "version": self.settings.version}));
-        Value::Object(result)
-    }
-
-    /// One page of `tools/list`. Cursors are opaque to clients; internally they carry the
-    /// offset of the page's first tool.
-    fn list_tools(&self, params: Option<&Value>) -> Reply {
-        let offset = match params.and_then(|params| params.get("cursor")) {
-            None | Some(Value::Null) => 0,
-            Some(cursor) => match cursor.as_str().and_then(decode_cursor) {
-                Some(offset) => offset,
-                None => return Reply::Error(RpcError::invalid_params("invalid cursor")),
-            },
-        };
-        let tools = self.tools_snapshot();
-        let entries = tools.entries();
-        let start = offset.min(entries.len());
-        let end = match self.settings.page_size {
-            Some(size) => start.saturating_add(size).min(entries.len()),
-            None => entries.len(),
-        };
-
-        #[derive(Serialize)]
-        struct Page<'a> {
-            tools: Vec<&'a ToolDef>,
-            #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
-            next_cursor: Option<String>,
-        }
-        let page = Page {
-            tools: entries[start..end].iter().map(|entry| &entry.def).collect(),
-            next_cursor: (end < entries.len()).then(|| encode_cursor(end)),
-        };
-        match serde_json::to_value(&page) {
-            Ok(value) => Reply::Result(value),
-            Err(error) => Reply::Error(RpcError::internal(format!("serialise tools: {error}"))),
-        }
-    }
-}
-
-fn encode_cursor(offset: usize) -> String {
-    format!("offset-{offset}")
-}
-
-fn decode_cursor(cursor: &str) -> Option<usize> {
-    cursor.strip_prefix("offset-")?.parse().ok()
 }
 
 fn reply_line(id: &Value, reply: &Reply) -> Option<Vec<u8>> {
@@ -671,7 +480,7 @@ impl Drop for InFlight {
         // shutting down.
         if self.armed {
             let error = RpcError::internal("request handler stopped without a reply");
-            let _ = self.shared.outgoing.try_send(Outgoing::Bytes(jsonrpc::error_line(&self.id, &error)));
+            let _ = self.shared.connection.outgoing.try_send(Outgoing::Bytes(jsonrpc::error_line(&self.id, &error)));
         }
         if self.shared.in_flight_count.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.shared.idle.notify_waiters();
@@ -686,13 +495,13 @@ fn log_to_stderr(message: std::fmt::Arguments<'_>) {
 }
 
 fn read_loop<R: Read>(shared: &Arc<Shared>, input: R) {
-    let mut reader = BoundedLineReader::new(input, shared.settings.max_line_bytes);
+    let mut reader = BoundedLineReader::new(input, shared.max_line_bytes);
     loop {
         match reader.next_line() {
             Ok(Some(Line::Complete(line))) => handle_line(shared, line),
             Ok(Some(Line::TooLong { bytes })) => log_to_stderr(format_args!(
                 "dropped an incoming line of {bytes} bytes (max_line_bytes={})",
-                shared.settings.max_line_bytes
+                shared.max_line_bytes
             )),
             Ok(None) => return,
             Err(error) => {
@@ -715,7 +524,7 @@ fn handle_line(shared: &Arc<Shared>, line: &[u8]) {
     match message {
         Message::Request { id, method, params } => dispatch_request(shared, id, method, params),
         Message::Notification { method, params } => handle_notification(shared, &method, params),
-        Message::Response { id, outcome } => shared.resolve_pending(&id, outcome),
+        Message::Response { id, outcome } => shared.connection.resolve_pending(&id, outcome),
         Message::Invalid { id } => {
             let error = RpcError::new(codes::INVALID_REQUEST, "invalid request");
             send_blocking(shared, jsonrpc::error_line(&id.unwrap_or(Value::Null), &error));
@@ -724,13 +533,13 @@ fn handle_line(shared: &Arc<Shared>, line: &[u8]) {
 }
 
 fn send_blocking(shared: &Shared, line: Vec<u8>) {
-    let _ = shared.outgoing.blocking_send(Outgoing::Bytes(line));
+    let _ = shared.connection.outgoing.blocking_send(Outgoing::Bytes(line));
 }
 
 fn dispatch_request(shared: &Arc<Shared>, id: Value, method: String, params: Option<Value>) {
     if shared.interceptor.is_none() && method != "tools/call" {
         // Cheap, ordered, no task: initialize, ping, tools/list and unknown methods.
-        let reply = shared.builtin_without_tools(&method, params);
+        let reply = builtin_without_tools(&shared.connection.identity, &shared.tools.snapshot(), &method, params);
         if let Some(line) = reply_line(&id, &reply) {
             send_blocking(shared, line);
         }
@@ -754,24 +563,24 @@ fn dispatch_request(shared: &Arc<Shared>, id: Value, method: String, params: Opt
     // always finds it.
     let in_flight = InFlight::enter(shared, &id, &cancellation, permit);
     let context = Arc::new(CallContext {
-        shared: Arc::clone(shared),
+        connection: Arc::clone(&shared.connection),
+        tools: Arc::clone(&shared.tools),
         request_id: id,
         method: method.clone(),
         progress_token,
         cancellation,
     });
-    shared.runtime.spawn(run_request(context, in_flight, Request { method, params }));
+    shared.runtime.spawn(run_request(Arc::clone(shared), context, in_flight, Request { method, params }));
 }
 
-async fn run_request(context: Arc<CallContext>, mut in_flight: InFlight, request: Request) {
-    let shared = Arc::clone(&context.shared);
+async fn run_request(shared: Arc<Shared>, context: Arc<CallContext>, mut in_flight: InFlight, request: Request) {
     let work = async {
         match &shared.interceptor {
             Some(interceptor) => interceptor(Arc::clone(&context), request).await,
             None => context.builtin(request).await,
         }
     };
-    let reply = match shared.settings.cancel_policy {
+    let reply = match shared.cancel_policy {
         CancelPolicy::AbortHandler => {
             let reply = tokio::select! {
                 biased;

@@ -1,13 +1,10 @@
-//! Tools: definitions, handlers, responses, and the server's mutable tool set.
-//!
-//! Start with [`ToolDef`] and [`ToolResponse`]; [`ToolSet`] is what
-//! [`CallContext::update_tools`](crate::CallContext::update_tools) hands out for runtime changes.
-//! Name rules follow the odek-extension/v1 contract ([`validate_tool_name`]).
+//! What a tool is and answers: its definition ([`ToolDef`]), the name rule
+//! ([`validate_tool_name`], the contract's), decoding its arguments ([`arguments`]) and its
+//! result ([`ToolResponse`], [`ToolResult`], [`Content`]). A leaf: handlers, the tool set and the
+//! call context build on it (`context`).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
@@ -15,11 +12,10 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::Error;
-use crate::context::CallContext;
 use crate::jsonrpc::RpcError;
 
 /// Longest tool name odek accepts, in bytes.
-pub const MAX_TOOL_NAME_BYTES: usize = 64;
+pub use odek_contract::names::MAX_NAME_BYTES as MAX_TOOL_NAME_BYTES;
 
 /// A boxed, sendable future, the return type of type-erased handlers.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -136,36 +132,10 @@ impl From<ToolResult> for ToolResponse {
     }
 }
 
-/// A type-erased tool handler.
-pub type ToolHandler = Arc<dyn Fn(Arc<CallContext>, Value) -> BoxFuture<ToolResponse> + Send + Sync>;
-
-/// Erases an async closure into a [`ToolHandler`].
-pub fn tool_handler<F, Fut>(handler: F) -> ToolHandler
-where
-    F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolResponse> + Send + 'static,
-{
-    Arc::new(move |context, arguments| Box::pin(handler(context, arguments)))
-}
-
-/// Checks a tool name against the contract: 1–64 bytes of `[A-Za-z0-9_-]`, no `__`. The checks
-/// run in the order odek applies them, so the error is the one odek would report.
+/// Checks a tool name against the contract: 1–64 bytes of `[A-Za-z0-9_-]`, no `__`. It is odek's
+/// own check ([`odek_contract::names::validate_tool_name`]), so the error is the one odek reports.
 pub fn validate_tool_name(name: &str) -> Result<(), Error> {
-    if name.is_empty() {
-        return Err(Error::EmptyToolName);
-    }
-    if name.len() > MAX_TOOL_NAME_BYTES {
-        return Err(Error::ToolNameTooLong { name: name.into() });
-    }
-    if name.contains("__") {
-        return Err(Error::ToolNameContainsQualifier { name: name.into() });
-    }
-    if let Some(character) =
-        name.chars().find(|character| !(character.is_ascii_alphanumeric() || matches!(character, '_' | '-')))
-    {
-        return Err(Error::ToolNameInvalidCharacter { name: name.into(), character });
-    }
-    Ok(())
+    odek_contract::names::validate_tool_name(name).map_err(Error::ToolName)
 }
 
 /// Deserialises tool arguments into `T`. `null` (no arguments) is read as `{}`, and unknown
@@ -174,134 +144,6 @@ pub fn validate_tool_name(name: &str) -> Result<(), Error> {
 pub fn arguments<T: DeserializeOwned>(arguments: Value) -> Result<T, ToolResponse> {
     let arguments = if arguments.is_null() { Value::Object(serde_json::Map::new()) } else { arguments };
     serde_json::from_value(arguments).map_err(|error| ToolResponse::error(format!("invalid arguments: {error}")))
-}
-
-pub(crate) struct ToolEntry {
-    pub(crate) def: ToolDef,
-    pub(crate) handler: ToolHandler,
-}
-
-/// The tools a server offers, in `tools/list` order.
-///
-/// Cloning is cheap; the server swaps in a new snapshot on every change, so a `tools/list`
-/// page or a `tools/call` lookup never waits for a mutation.
-#[derive(Clone, Default)]
-pub struct ToolSet {
-    entries: Vec<Arc<ToolEntry>>,
-    index: HashMap<String, usize>,
-    validate_names: bool,
-    /// Bumped by every successful change, so callers can tell whether anything changed.
-    generation: u64,
-}
-
-impl std::fmt::Debug for ToolSet {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_list().entries(self.names()).finish()
-    }
-}
-
-impl ToolSet {
-    pub(crate) fn new(validate_names: bool) -> Self {
-        Self { validate_names, ..Self::default() }
-    }
-
-    pub(crate) fn set_validation(&mut self, validate_names: bool) {
-        self.validate_names = validate_names;
-    }
-
-    /// Adds a tool at the end of the list. Fails on a duplicate name, or on an invalid name
-    /// unless name validation was turned off with
-    /// [`Server::validate_tool_names`](crate::Server::validate_tool_names).
-    pub fn add<F, Fut>(&mut self, def: ToolDef, handler: F) -> Result<(), Error>
-    where
-        F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResponse> + Send + 'static,
-    {
-        self.add_handler(def, tool_handler(handler))
-    }
-
-    /// [`ToolSet::add`] for a tool with typed arguments, as
-    /// [`Server::typed_tool`](crate::Server::typed_tool) adds them: schema derived from `A`,
-    /// unknown argument members ignored.
-    pub fn add_typed<A, F, Fut>(
-        &mut self,
-        name: impl Into<String>,
-        description: impl Into<String>,
-        handler: F,
-    ) -> Result<(), Error>
-    where
-        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
-        F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResponse> + Send + 'static,
-    {
-        self.add_handler(crate::typed::typed_def::<A>(name, description), crate::typed::typed_handler(handler))
-    }
-
-    /// [`ToolSet::add`] for an already type-erased handler.
-    pub fn add_handler(&mut self, def: ToolDef, handler: ToolHandler) -> Result<(), Error> {
-        if self.validate_names {
-            validate_tool_name(&def.name)?;
-        }
-        if self.index.contains_key(&def.name) {
-            return Err(Error::DuplicateTool { name: def.name });
-        }
-        self.index.insert(def.name.clone(), self.entries.len());
-        self.entries.push(Arc::new(ToolEntry { def, handler }));
-        self.generation += 1;
-        Ok(())
-    }
-
-    /// Removes the tool called `name`; `false` if there was none.
-    pub fn remove(&mut self, name: &str) -> bool {
-        let Some(position) = self.index.remove(name) else {
-            return false;
-        };
-        self.entries.remove(position);
-        for slot in self.index.values_mut() {
-            if *slot > position {
-                *slot -= 1;
-            }
-        }
-        self.generation += 1;
-        true
-    }
-
-    /// Tool names in list order.
-    pub fn names(&self) -> Vec<&str> {
-        self.entries.iter().map(|entry| entry.def.name.as_str()).collect()
-    }
-
-    /// The definition of the tool called `name`, as `tools/list` shows it.
-    pub fn def(&self, name: &str) -> Option<&ToolDef> {
-        self.get(name).map(|entry| &entry.def)
-    }
-
-    /// Whether a tool called `name` exists.
-    pub fn contains(&self, name: &str) -> bool {
-        self.index.contains_key(name)
-    }
-
-    pub(crate) fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<ToolEntry>> {
-        self.index.get(name).map(|&position| &self.entries[position])
-    }
-
-    pub(crate) fn entries(&self) -> &[Arc<ToolEntry>] {
-        &self.entries
-    }
-
-    /// Re-checks every name; used at startup when validation is on.
-    pub(crate) fn validate(&self) -> Result<(), Error> {
-        if self.validate_names {
-            for entry in &self.entries {
-                validate_tool_name(&entry.def.name)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -324,6 +166,10 @@ mod tests {
             "tool name \"read file\" contains invalid character ' '"
         );
         assert_eq!(validate_tool_name("").unwrap_err().to_string(), "tool name is empty");
+        assert_eq!(
+            validate_tool_name("a\tb").unwrap_err().to_string(),
+            "tool name \"a\\tb\" contains invalid character '\\t'"
+        );
     }
 
     #[test]
@@ -359,22 +205,5 @@ mod tests {
             arguments::<Args>(json!({"text":5})),
             Err(ToolResponse::Result(ToolResult { is_error: true, .. }))
         ));
-    }
-
-    #[test]
-    fn removal_keeps_order_and_index_in_step() {
-        let mut tools = ToolSet::new(true);
-        for name in ["a", "b", "c"] {
-            tools.add(ToolDef::new(name, "", json!({})), |_, _| async { ToolResponse::text("") }).unwrap();
-        }
-        assert!(tools.remove("a"));
-        assert!(!tools.remove("a"));
-        assert_eq!(tools.names(), ["b", "c"]);
-        assert_eq!(tools.get("c").unwrap().def.name, "c");
-        assert!(matches!(
-            tools.add(ToolDef::new("b", "", json!({})), |_, _| async { ToolResponse::NoReply }),
-            Err(Error::DuplicateTool { .. })
-        ));
-        assert!(tools.add(ToolDef::new("bad name", "", json!({})), |_, _| async { ToolResponse::NoReply }).is_err());
     }
 }

@@ -13,8 +13,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::context::CallContext;
-use crate::tools::{ToolDef, ToolHandler, ToolResponse, arguments, tool_handler};
+use crate::Error;
+use crate::context::{CallContext, ToolHandler, ToolSet, tool_handler};
+use crate::tools::{ToolDef, ToolResponse, arguments};
 
 /// The `inputSchema` for arguments of type `A`: the JSON Schema schemars derives (doc comments
 /// become descriptions), without the `$schema` and `title` members a tool list has no use for.
@@ -78,6 +79,27 @@ where
             }
         }
     })
+}
+
+/// Typed tools added at runtime. Here rather than beside the rest of [`ToolSet`], so the tool
+/// set does not depend on the typed layer built on it.
+impl ToolSet {
+    /// [`ToolSet::add`] for a tool with typed arguments, as
+    /// [`Server::typed_tool`](crate::Server::typed_tool) adds them: schema derived from `A`,
+    /// unknown argument members ignored.
+    pub fn add_typed<A, F, Fut>(
+        &mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Result<(), Error>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResponse> + Send + 'static,
+    {
+        self.add_handler(typed_def::<A>(name, description), typed_handler(handler))
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use odek_contract::regular_file::{Bounded, Follow, read_regular};
+use odek_contract::regular_file::{Bounded, Follow, read_capped};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -129,7 +129,7 @@ impl ReplayScript {
     /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
     pub fn load(path: &Path) -> Result<ReplayScript, LlmError> {
         let fail = |detail: String| LlmError::Replay { path: path.display().to_string(), detail };
-        let bytes = match read_regular(path, Follow::Symlinks, MAX_SCRIPT_BYTES) {
+        let bytes = match read_capped(path, Follow::Symlinks, MAX_SCRIPT_BYTES) {
             Ok(Bounded::Contents(bytes)) => bytes,
             Ok(Bounded::TooLarge { .. }) => {
                 return Err(fail(format!("script is larger than {MAX_SCRIPT_BYTES} bytes")));

@@ -10,7 +10,7 @@ use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Bytes requested from the stream per read (64 KiB).
-pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+pub(crate) const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 /// What happens when a line does not fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

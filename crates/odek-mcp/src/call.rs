@@ -1,6 +1,7 @@
-//! One `tools/call` on the wire and back (spec `mcp-client.md` §9–§10): argument encoding, the
-//! params with their progress token, and decoding of the result into the model-facing text via
-//! the contract's model view (docs/MODEL-VIEW.md). Start at [`decode_checked_call_result`].
+//! The answer to one `tools/call` (spec `mcp-client.md` §10): the decoding of its result into
+//! the model-facing text via the contract's model view (docs/MODEL-VIEW.md). The request side —
+//! the arguments, the params with their progress token — is `wire`'s. Start at
+//! [`decode_checked_call_result`].
 //!
 //! A result of text items only (the usual shape) keeps the measured fast path: no vectors for
 //! one item, and an escaped plain text capped while it is decoded. Every other shape is read
@@ -9,7 +10,6 @@
 
 use std::borrow::Cow;
 
-use odek_contract::canonical_json::canonicalize_text;
 use odek_contract::content_lines::{EmbeddedResource, Media, ResourceLink, ResultItem};
 use odek_contract::escaped_text::{Channel, cap_escaped_text};
 use odek_contract::model_view::{CallView, ModelViewError, OutputCheck, model_view};
@@ -20,32 +20,9 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::discovery::json_string;
 use crate::error::McpError;
-use crate::frame_scan::{CallResult, ContentItem, ItemMembers, scan_call_result};
-
-/// The model's argument string as sent: parsed and re-serialised with sorted keys; empty ⇒
-/// `null`; not JSON ⇒ the text as a JSON string.
-pub fn encode_arguments(arguments: &str) -> String {
-    if arguments.is_empty() {
-        return "null".to_owned();
-    }
-    canonicalize_text(arguments).unwrap_or_else(|| json_string(arguments))
-}
-
-/// Appends `{"name":<raw tool>,"arguments":<args>,"_meta":{"progressToken":<request id>}}`,
-/// from the route's precomputed `{"name":…,"arguments":` prefix.
-pub fn push_call_params(out: &mut Vec<u8>, params_prefix: &str, encoded_arguments: &str, request_id: i64) {
-    out.extend_from_slice(params_prefix.as_bytes());
-    out.extend_from_slice(encoded_arguments.as_bytes());
-    out.extend_from_slice(b",\"_meta\":{\"progressToken\":");
-    crate::connection::push_integer(out, request_id);
-    out.extend_from_slice(b"}}");
-}
-
-/// A text that borrows from the response line when it has no escapes.
-#[derive(Deserialize)]
-struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+use crate::wire::frame_scan::{CallResult, ContentItem, ItemMembers, scan_call_result};
+use crate::wire::{Text, decode_literal, parse_object};
 
 #[derive(Deserialize)]
 struct WireContent<'a> {
@@ -159,17 +136,6 @@ fn first_chars(text: &str, n: usize) -> &str {
     text.char_indices().nth(n).map_or(text, |(end, _)| &text[..end])
 }
 
-/// Decodes a JSON string literal (already validated as part of its frame), borrowing when it
-/// has no escapes; any other JSON value is an error.
-pub(crate) fn decode_literal(literal: &str) -> Result<Cow<'_, str>, String> {
-    if !literal.contains('\\')
-        && let Some(inner) = literal.strip_prefix('"').and_then(|rest| rest.strip_suffix('"'))
-    {
-        return Ok(Cow::Borrowed(inner));
-    }
-    serde_json::from_str::<Text<'_>>(literal).map(|text| text.0).map_err(|err| err.to_string())
-}
-
 /// [`decode_checked_call_result`] for a tool that declared no `outputSchema`.
 pub fn decode_call_result(result_json: &[u8], context: &ResultContext<'_>) -> Result<ToolOutput, McpError> {
     decode_checked_call_result(result_json, context, None)
@@ -191,7 +157,7 @@ pub fn decode_checked_call_result(
 /// [`decode_checked_call_result`] when it cannot block: `None` when the result holds work that
 /// belongs off the async workers ([`decode_may_block`]), for the caller to run elsewhere. The
 /// decision is made on the decoded members, never on a byte search of the line.
-pub fn decode_unless_blocking(
+pub(crate) fn decode_unless_blocking(
     result_json: &[u8],
     context: &ResultContext<'_>,
     output_schema: Option<&dyn OutputCheck>,
@@ -210,7 +176,7 @@ pub fn decode_unless_blocking(
 /// hashed (only an envelope carries them, and an envelope is a text starting with `{`), and a
 /// `structuredContent` is checked against a declared schema (bounded, but up to
 /// [`crate::output_schema::MAX_CHECK_STEPS`] steps).
-pub fn decode_may_block(result: &CallResult<'_>, schema_declared: bool) -> bool {
+pub(crate) fn decode_may_block(result: &CallResult<'_>, schema_declared: bool) -> bool {
     if result.is_error == Some(true) {
         return false;
     }
@@ -427,44 +393,11 @@ fn embedded_resource(literal: &str) -> EmbeddedResource<'_> {
     }
 }
 
-/// Decodes a JSON object into `T`; any other JSON value is an error (serde would otherwise
-/// accept an array for a struct).
-pub fn parse_object<'a, T: Deserialize<'a>>(json: &'a [u8]) -> Result<T, String> {
-    let first = json.iter().copied().find(|byte| !byte.is_ascii_whitespace());
-    if first != Some(b'{') {
-        let found = match first {
-            Some(b'[') => "an array",
-            Some(b'"') => "a string",
-            Some(b'n') => "null",
-            Some(b't' | b'f') => "a boolean",
-            None => "nothing",
-            Some(_) => "a number",
-        };
-        return Err(format!("expected a JSON object, found {found}"));
-    }
-    serde_json::from_slice(json).map_err(|err| err.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use odek_contract::artifact_ref::ArtifactRoots;
 
     use super::*;
-
-    #[test]
-    fn arguments_are_canonical() {
-        assert_eq!(encode_arguments(""), "null");
-        assert_eq!(encode_arguments(r#"{"b":1,"a":{"d":2,"c":3}}"#), r#"{"a":{"c":3,"d":2},"b":1}"#);
-        assert_eq!(encode_arguments("not json"), r#""not json""#);
-        assert_eq!(encode_arguments("[1, 2]"), "[1,2]");
-    }
-
-    #[test]
-    fn params_carry_the_progress_token() {
-        let mut params = Vec::new();
-        push_call_params(&mut params, r#"{"name":"echo","arguments":"#, r#"{"text":"hi"}"#, 7);
-        assert_eq!(params, br#"{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7}}"#);
-    }
 
     fn limits(roots: &ArtifactRoots) -> ResultContext<'_> {
         ResultContext { server: "fx", tool: "t", max_result_chars: 1000, roots }
@@ -641,7 +574,7 @@ mod tests {
         let mut scanned = 0;
         for seed in seeds {
             assert!(scan_call_result(seed).is_some(), "{}", String::from_utf8_lossy(seed));
-            for json in crate::frame_scan::mutations(seed, 4000) {
+            for json in crate::wire::frame_scan::mutations(seed, 4000) {
                 if let Some(result) = scan_call_result(&json) {
                     scanned += 1;
                     assert_eq!(Ok(result), serde_call_result(&json), "{:?}", String::from_utf8_lossy(&json));

@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use odek_contract::names::qualify_tool_name;
 
-use crate::discovery::{ToolDescriptor, json_string};
+use crate::discovery::ToolDescriptor;
 use crate::error::McpError;
 use crate::output_schema::OutputSchema;
+use crate::wire::tool_call_prefix;
 
 #[derive(Debug, Default)]
-pub struct Catalogue {
+pub(crate) struct Catalogue {
     /// Indexed like the hub's servers (ascending name).
     servers: Vec<Vec<ToolDescriptor>>,
     names: Vec<String>,
@@ -23,7 +24,7 @@ pub struct Catalogue {
 /// Where an exposed name leads, with what every call to it needs precomputed (cheap to clone:
 /// `Arc`s).
 #[derive(Debug, Clone)]
-pub struct Route {
+pub(crate) struct Route {
     pub server: usize,
     /// The raw tool name, for the wire and for errors.
     pub raw_name: Arc<str>,
@@ -107,7 +108,7 @@ impl Catalogue {
         for (server, tools) in self.servers.iter().enumerate() {
             for tool in tools {
                 let raw_name: Arc<str> = Arc::from(tool.raw_name.as_str());
-                let params_prefix = format!("{{\"name\":{},\"arguments\":", json_string(&tool.raw_name));
+                let params_prefix = tool_call_prefix(&tool.raw_name);
                 let route = Route {
                     server,
                     raw_name,

@@ -1,44 +1,46 @@
 //! One live stdio connection to an MCP server process (spec `mcp-client.md` §5, §7–§9, §11, §13):
 //! the single writer, the bounded reader that routes responses by integer id, answers to
 //! server-initiated requests, deadlines with progress resets, cancellation, exit detection and
-//! the shutdown sequence. It knows nothing of tools; `server.rs` builds the protocol on top.
+//! the shutdown sequence. It knows nothing of tools: `discovery` and `hub` build the protocol on
+//! top, and the frames it writes and reads are `wire`'s.
 //!
 //! Start at [`Connection::spawn`] and [`Connection::request`].
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::ops::Range;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant as StdInstant};
 
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{OnceCell, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
-use crate::call::{decode_literal, push_call_params};
 use crate::error::{Cause, McpError, RequestFailure};
-use crate::frame_scan::index_frame;
 use crate::observer::McpObserver;
+use crate::process::{ServerCommand, ServerProcess, exit_status, kill_process_group, spawn_server};
 use crate::server_lines::{ServerLineSink, log_message_lines};
+use crate::wire::{
+    Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, integer_id, progress_token,
+    server_request_reply,
+};
 
 /// Messages the writer queue holds before senders wait.
-pub const WRITER_QUEUE: usize = 32;
+pub(crate) const WRITER_QUEUE: usize = 32;
 /// Progress can extend a request at most this long after its first dispatch (3600 s).
 pub const PROGRESS_CAP: Duration = Duration::from_secs(3600);
 /// Shutdown: how long the writer may take to finish (1 s).
-pub const WRITER_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const WRITER_GRACE: Duration = Duration::from_secs(1);
 /// Shutdown: how long the process may take to exit after stdin closes (5 s).
 pub const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// After the process exited, how long stdout may stay open (a grandchild holding it) before
 /// waiting requests are failed anyway (1 s).
-pub const EOF_AFTER_EXIT_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const EOF_AFTER_EXIT_GRACE: Duration = Duration::from_secs(1);
 
 const QUEUED: u8 = 0;
 const DISPATCHED: u8 = 1;
@@ -63,25 +65,10 @@ pub struct CallOptions {
 
 /// How a process ended: exit code, `128 + signal` when killed by a signal, `-1` when unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExitInfo {
+pub(crate) struct ExitInfo {
     pub status: i32,
     /// True when odek caused the exit (shutdown); such an exit never triggers a restart.
     pub caused_by_odek: bool,
-}
-
-/// A successful JSON-RPC response: the whole line and where its `result` sits in it, so a large
-/// result is decoded in place instead of copied.
-#[derive(Debug)]
-pub struct ResultFrame {
-    line: Vec<u8>,
-    result: Range<usize>,
-}
-
-impl ResultFrame {
-    /// The raw JSON text of `result` (`null` when absent).
-    pub fn result_json(&self) -> &[u8] {
-        if self.result.is_empty() { b"null" } else { &self.line[self.result.clone()] }
-    }
 }
 
 /// Why the connection stopped taking requests.
@@ -223,7 +210,7 @@ impl Shared {
 }
 
 /// A running server process and its pipes.
-pub struct Connection {
+pub(crate) struct Connection {
     shared: Arc<Shared>,
     next_id: AtomicI64,
     pid: Option<u32>,
@@ -240,7 +227,7 @@ impl std::fmt::Debug for Connection {
 }
 
 /// Everything a connection needs besides the command line.
-pub struct SpawnParams<'a> {
+pub(crate) struct SpawnParams<'a> {
     pub server: &'a str,
     pub command: &'a str,
     pub args: &'a [String],
@@ -255,29 +242,14 @@ impl Connection {
     /// Spawns the server (no shell, own process group, scrubbed environment, piped stdio) and
     /// starts its writer, reader, stderr and process-owner tasks. No protocol message is sent yet.
     pub fn spawn(params: SpawnParams<'_>) -> Result<Arc<Connection>, McpError> {
-        let mut command = Command::new(params.command);
-        command
-            .args(params.args)
-            .env_clear()
-            .envs(params.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .map_err(|err| McpError::Spawn { server: params.server.to_owned(), error: err.to_string() })?;
+        let command = ServerCommand { command: params.command, args: params.args, env: params.env };
+        let ServerProcess { child, stdin, stdout, lines, stderr_task } =
+            spawn_server(params.server, command, Arc::clone(&params.observer))
+                .map_err(|err| McpError::Spawn { server: params.server.to_owned(), error: err.to_string() })?;
         let pid = child.id();
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.start_kill();
-            return Err(McpError::Spawn { server: params.server.to_owned(), error: "stdio pipes unavailable".into() });
-        };
 
         let (writer_tx, writer_rx) = mpsc::channel(WRITER_QUEUE);
         let (exit_tx, exit_rx) = watch::channel(None);
-        let lines = ServerLineSink::new(params.server, Arc::clone(&params.observer));
         let shared = Arc::new(Shared {
             server: params.server.to_owned(),
             max_response_bytes: params.max_response_bytes,
@@ -285,7 +257,7 @@ impl Connection {
             pending: Mutex::new(PendingMap::default()),
             closed: Mutex::new(None),
             stale: params.stale,
-            lines: lines.clone(),
+            lines,
             writer: writer_tx,
             stop: CancellationToken::new(),
             exit: exit_tx,
@@ -293,7 +265,6 @@ impl Connection {
 
         let writer_task = tokio::spawn(run_writer(Arc::clone(&shared), stdin, writer_rx));
         let reader_task = tokio::spawn(run_reader(Arc::clone(&shared), stdout));
-        let stderr_task = tokio::spawn(crate::server_lines::forward_stderr(stderr, lines));
         let exit_task = tokio::spawn(own_process(Arc::clone(&shared), child));
 
         Ok(Arc::new(Connection {
@@ -320,11 +291,6 @@ impl Connection {
     /// True once the connection can no longer answer requests.
     pub fn is_dead(&self) -> bool {
         self.exit_info().is_some() || self.shared.closed_reason().is_some()
-    }
-
-    /// True when a response line exceeded the limit: the connection is closed for good.
-    pub fn closed_by_oversize(&self) -> bool {
-        matches!(self.shared.closed_reason(), Some(Closed::Oversize { .. }))
     }
 
     /// True when the server itself ended the connection (process exit or stdout EOF not caused
@@ -531,74 +497,6 @@ fn request_deadline(state: &RequestState, caller: Option<Instant>, timeout: Dura
     earliest(caller, own)
 }
 
-/// The `params` member of a request line.
-#[derive(Debug, Clone, Copy)]
-pub enum Params<'a> {
-    /// No `params` key.
-    Absent,
-    /// Ready-made JSON.
-    Json(&'a str),
-    /// `tools/call`: the route's precomputed `{"name":…,"arguments":` prefix and the encoded
-    /// arguments; the request id becomes the progress token.
-    ToolCall { prefix: &'a str, arguments: &'a str },
-}
-
-/// One request line, written into a single buffer sized up front (no intermediate strings).
-pub(crate) fn encode_request(id: i64, method: &'static str, params: Params<'_>) -> Vec<u8> {
-    let params_len = match params {
-        Params::Absent => 0,
-        Params::Json(json) => json.len(),
-        Params::ToolCall { prefix, arguments } => prefix.len() + arguments.len() + 48,
-    };
-    let mut out = Vec::with_capacity(64 + method.len() + params_len);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    push_integer(&mut out, id);
-    // Methods are odek's own constants: plain ASCII that needs no escaping.
-    out.extend_from_slice(b",\"method\":\"");
-    out.extend_from_slice(method.as_bytes());
-    out.push(b'"');
-    match params {
-        Params::Absent => {}
-        Params::Json(json) => {
-            out.extend_from_slice(b",\"params\":");
-            out.extend_from_slice(json.as_bytes());
-        }
-        Params::ToolCall { prefix, arguments } => {
-            out.extend_from_slice(b",\"params\":");
-            push_call_params(&mut out, prefix, arguments, id);
-        }
-    }
-    out.extend_from_slice(b"}\n");
-    out
-}
-
-/// Appends `value` in decimal, as JSON writes an integer.
-pub(crate) fn push_integer(out: &mut Vec<u8>, value: i64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = value.unsigned_abs();
-    loop {
-        at -= 1;
-        // `rest % 10` is below 10, so the cast cannot truncate.
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if value < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-fn encode_cancelled(id: i64, reason: &str) -> Vec<u8> {
-    format!(
-        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id},\"reason\":\"{reason}\"}}}}\n"
-    )
-    .into_bytes()
-}
-
 /// The single writer: one message per write, in queue order; skips requests cancelled while
 /// queued; the first write error is sticky and closes stdin.
 async fn run_writer(shared: Arc<Shared>, mut stdin: ChildStdin, mut queue: mpsc::Receiver<Outgoing>) {
@@ -657,83 +555,40 @@ async fn run_reader(shared: Arc<Shared>, stdout: ChildStdout) {
     }
 }
 
-#[derive(Deserialize, Default)]
-struct WireError {
-    #[serde(default)]
-    code: Option<serde_json::Value>,
-    #[serde(default)]
-    message: Option<serde_json::Value>,
-}
-
-enum Routed {
-    Ignore,
-    Response { id: i64, reply: Result<Range<usize>, RequestFailure> },
-}
-
 /// Spec §7: blank, non-JSON and non-object lines are skipped; a non-empty string `method` makes
 /// it a server message (§8); otherwise it is a response whose id must be a JSON integer.
 fn route_line(shared: &Shared, line: Vec<u8>) {
-    let Some(index) = index_frame(&line) else { return };
-    let text = |range: &Option<Range<usize>>| {
-        range.clone().and_then(|range| std::str::from_utf8(&line[range]).ok()).filter(|text| *text != "null")
-    };
-    let routed = if let Some(method) = text(&index.method).and_then(|raw| decode_literal(raw).ok())
-        && !method.is_empty()
-    {
-        handle_server_message(shared, &method, text(&index.id), text(&index.params));
-        Routed::Ignore
-    } else {
-        match text(&index.id).and_then(|id| serde_json::from_str::<i64>(id).ok()) {
-            None => Routed::Ignore,
-            Some(id) => {
-                let reply = match text(&index.error) {
-                    Some(error) => Err(rpc_failure(error)),
-                    None => Ok(index.result.unwrap_or(0..0)),
-                };
-                Routed::Response { id, reply }
-            }
+    let (id, reply) = match Message::read(&line) {
+        None | Some(Message::Unanswerable) => return,
+        Some(Message::Request { method, id }) => {
+            shared.send_detached(server_request_reply(id, &method));
+            return;
+        }
+        Some(Message::Notification { method, params }) => {
+            handle_notification(shared, &method, params);
+            return;
+        }
+        Some(Message::Response { id, error, result }) => {
+            let Some(id) = id.and_then(integer_id) else { return };
+            let reply = match error {
+                Some(error) => {
+                    let RpcError { code, message } = RpcError::read(error);
+                    Err(RequestFailure::Rpc { code, message })
+                }
+                None => Ok(result.unwrap_or(0..0)),
+            };
+            (id, reply)
         }
     };
-    let Routed::Response { id, reply } = routed else { return };
     let waiting = shared.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
     // Unknown or finished ids (late replies after a timeout) are dropped silently.
     if let Some(waiting) = waiting {
-        let _ = waiting.reply.send(reply.map(|result| ResultFrame { line, result }));
+        let _ = waiting.reply.send(reply.map(|result| ResultFrame::new(line, result)));
     }
 }
 
-fn rpc_failure(raw: &str) -> RequestFailure {
-    let error: WireError = serde_json::from_str(raw).unwrap_or_default();
-    let code = error.code.as_ref().and_then(serde_json::Value::as_i64).unwrap_or(0);
-    let message = match error.message {
-        Some(serde_json::Value::String(message)) => message,
-        Some(other) if !other.is_null() => other.to_string(),
-        _ => String::new(),
-    };
-    RequestFailure::Rpc { code, message }
-}
-
-/// Spec §8: server requests are answered (ping → `{}`, anything else → -32601) with the id
-/// echoed verbatim; notifications update state or are logged; nothing here is a response.
-fn handle_server_message(shared: &Shared, method: &str, id: Option<&str>, params: Option<&str>) {
-    let request_id = id.filter(|text| {
-        text.starts_with('"') || text.starts_with('-') || text.starts_with(|c: char| c.is_ascii_digit())
-    });
-    if let Some(id) = request_id {
-        let reply = if method == "ping" {
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n")
-        } else {
-            format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"method not found\"}}}}\n"
-            )
-        };
-        shared.send_detached(reply.into_bytes());
-        return;
-    }
-    if id.is_some() {
-        // An id of another JSON type: neither a valid request nor a notification.
-        return;
-    }
+/// Spec §8: notifications update state or are logged; nothing here is a response.
+fn handle_notification(shared: &Shared, method: &str, params: Option<&str>) {
     match method {
         "notifications/tools/list_changed" => shared.stale.store(true, Ordering::Release),
         "notifications/progress" => note_progress(shared, params),
@@ -743,17 +598,7 @@ fn handle_server_message(shared: &Shared, method: &str, id: Option<&str>, params
 }
 
 fn note_progress(shared: &Shared, params: Option<&str>) {
-    #[derive(Deserialize)]
-    struct Progress {
-        #[serde(rename = "progressToken")]
-        progress_token: serde_json::Value,
-    }
-    let Some(token) = params
-        .and_then(|raw| serde_json::from_str::<Progress>(raw).ok())
-        .and_then(|progress| progress.progress_token.as_i64())
-    else {
-        return;
-    };
+    let Some(token) = params.and_then(progress_token) else { return };
     let pending = shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(waiting) = pending.get(&token)
         && waiting.state.accepts_progress
@@ -790,27 +635,27 @@ fn log_message(shared: &Shared, params: Option<&str>) {
 /// end of the shutdown sequence (stdin is closed by the writer; the process gets 1 s + 5 s to
 /// exit, then its process group is killed) and reaps it.
 async fn own_process(shared: Arc<Shared>, mut child: Child) {
-    let pid = child.id().and_then(|pid| i32::try_from(pid).ok()).map(nix::unistd::Pid::from_raw);
+    let pid = child.id();
     let status = tokio::select! {
         status = child.wait() => status,
         () = shared.stop.cancelled() => {
             // An exit that already happened was the server's own, not odek's doing.
             if let Ok(Some(status)) = child.try_wait() {
-                kill_group(pid);
+                kill_process_group(pid);
                 publish_exit(&shared, Ok(status), false);
                 return;
             }
             match tokio::time::timeout(WRITER_GRACE + EXIT_GRACE, child.wait()).await {
                 Ok(status) => status,
                 Err(_) => {
-                    kill_group(pid);
+                    kill_process_group(pid);
                     child.wait().await
                 }
             }
         }
     };
     // Whatever the leader left behind in its group goes with it.
-    kill_group(pid);
+    kill_process_group(pid);
     let caused_by_odek = shared.stop.is_cancelled();
     publish_exit(&shared, status, caused_by_odek);
     if shared.closed_reason().is_none() {
@@ -824,46 +669,6 @@ async fn own_process(shared: Arc<Shared>, mut child: Child) {
 }
 
 fn publish_exit(shared: &Shared, status: std::io::Result<std::process::ExitStatus>, caused_by_odek: bool) {
-    let status = match status {
-        Ok(status) => {
-            use std::os::unix::process::ExitStatusExt;
-            status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(-1)
-        }
-        Err(_) => -1,
-    };
+    let status = status.map_or(-1, |status| exit_status(&status));
     shared.exit.send_replace(Some(ExitInfo { status, caused_by_odek }));
-}
-
-/// SIGKILL to the server's process group (it was spawned as the group leader).
-fn kill_group(pid: Option<nix::unistd::Pid>) {
-    if let Some(pid) = pid {
-        let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_call_request_is_one_line() {
-        let line = encode_request(
-            42,
-            "tools/call",
-            Params::ToolCall { prefix: r#"{"name":"echo","arguments":"#, arguments: r#"{"text":"hi"}"# },
-        );
-        assert_eq!(
-            line,
-            b"{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},\"_meta\":{\"progressToken\":42}}}\n"
-        );
-    }
-
-    #[test]
-    fn integers_are_written_as_json_writes_them() {
-        for value in [0, 7, 10, 99, 1_000_000, -1, -45, i64::MAX, i64::MIN] {
-            let mut out = Vec::new();
-            push_integer(&mut out, value);
-            assert_eq!(out, serde_json::to_vec(&value).unwrap());
-        }
-    }
 }

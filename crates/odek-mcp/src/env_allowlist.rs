@@ -11,7 +11,7 @@ use odek_contract::secret_names::is_secret_looking;
 use crate::server_config::SecretValue;
 
 /// Parent variables a server may see (when not secret-looking).
-pub const FORWARDED_VARIABLES: &[&str] = &[
+pub(crate) const FORWARDED_VARIABLES: &[&str] = &[
     "PATH",
     "HOME",
     "USER",

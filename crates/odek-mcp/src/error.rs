@@ -5,7 +5,7 @@
 use odek_contract::quoting::quote;
 use thiserror::Error;
 
-use crate::discovery::{MAX_TOOL_LIST_BYTES, MAX_TOOLS_PER_SERVER};
+use crate::caps::{MAX_TOOL_LIST_BYTES, MAX_TOOLS_PER_SERVER};
 
 /// Why a request never got its answer: the cause part of the dispatched / not-dispatched wording.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,12 +69,12 @@ pub enum McpError {
     RepeatedCursor { server: String, cursor: String },
     #[error("mcpclient {server}: tools/list: more than 100 pages")]
     TooManyPages { server: String },
-    /// [beyond] The pages of one listing together exceed [`MAX_TOOL_LIST_BYTES`].
+    /// [beyond] The pages of one listing together exceed `MAX_TOOL_LIST_BYTES`.
     #[error(
         "mcpclient {server}: tools/list: the tool list exceeds {MAX_TOOL_LIST_BYTES} bytes (the cap per server); page {page} brought it to {observed} bytes"
     )]
     ToolListTooLarge { server: String, page: usize, observed: usize },
-    /// [beyond] One listing names more than [`MAX_TOOLS_PER_SERVER`] tools.
+    /// [beyond] One listing names more than `MAX_TOOLS_PER_SERVER` tools.
     #[error(
         "mcpclient {server}: tools/list: the server lists more than {MAX_TOOLS_PER_SERVER} tools (the cap per server); refused at page {page}"
     )]
@@ -135,7 +135,7 @@ pub struct RejectedName {
 
 /// Rejected names after the first whose rule text is spelled out; the rest are counted (every
 /// one is still in the `exclude_tools` list).
-pub const MAX_DETAILED_REJECTED_NAMES: usize = 16;
+pub(crate) const MAX_DETAILED_REJECTED_NAMES: usize = 16;
 
 /// `<first rule text>[ (and <n> more: <rule text>; …)]; to use the server without <it|these n
 /// tools>, add <it|them> to its "exclude_tools": [<names as JSON>]`.
@@ -221,7 +221,7 @@ impl McpError {
     }
 
     /// True for the name failures that disable a server when they happen on restart.
-    pub fn is_name_rejection(&self) -> bool {
+    pub(crate) fn is_name_rejection(&self) -> bool {
         matches!(self, McpError::InvalidToolNames { .. } | McpError::ExposedNameCollision { .. })
     }
 }

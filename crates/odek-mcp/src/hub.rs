@@ -20,9 +20,9 @@ use odek_contract::tool_result::{ResultContext, ToolOutput, cap_error_text};
 use odek_contract::truncation::apply_result_limit;
 
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
-use crate::call::{decode_checked_call_result, decode_unless_blocking, encode_arguments};
+use crate::call::{decode_checked_call_result, decode_unless_blocking};
 use crate::catalogue::{Catalogue, Route};
-use crate::connection::{CallOptions, Connection, Params, SpawnParams, cancelled};
+use crate::connection::{CallOptions, Connection, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks_quiet,
 };
@@ -31,9 +31,10 @@ use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
 use crate::server_config::{Limits, ServerSpec, Transport};
+use crate::wire::{Params, encode_arguments};
 
 /// Restarts allowed per server per run.
-pub const MAX_RESTARTS: u32 = 3;
+pub(crate) const MAX_RESTARTS: u32 = 3;
 
 /// What the hub needs from its embedder.
 #[derive(Clone)]

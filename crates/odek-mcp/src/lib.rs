@@ -1,32 +1,93 @@
 //! odek's MCP client (spec `mcp-client.md`): validated server configs, the stdio transport with
 //! its bounded line reader and single writer, routing by integer id, deadlines and cancellation,
 //! discovery, crash recovery, and the call pipeline that turns a `tools/call` result into the
-//! exact text the model sees.
+//! exact text the model sees. It also lends `odek ext check` (crate `odek-conformance`) the
+//! pieces a server is checked with — the spawn, the wire frames, the listing, the registration
+//! checks and the result decoding — so a server is judged by what the client does with it.
 //!
 //! Start at [`McpHub::start`] (startup of every server of a run) and [`McpHub::call`] (one tool
-//! call through the whole pipeline).
+//! call through the whole pipeline). The public modules are those other crates reach into by
+//! path: `wire` (the frames odek writes and reads), `process` (starting a server and killing its
+//! group), `discovery` (the listing and the registration checks), `bounded_lines`, `observer`,
+//! `server_lines`, `server_config`, `env_allowlist`, `approval` and `hub`; everything else is
+//! re-exported below or private. Imports go one way: `wire`, `bounded_lines`, `observer`,
+//! `caps` and `approval` import nothing else of the crate, and no module imports back from a
+//! module that imports it (`hub` is on top).
 
 pub mod approval;
 pub mod bounded_lines;
-pub mod call;
+mod call;
+mod caps;
 mod catalogue;
-pub mod conformance;
-pub mod connection;
+mod connection;
 pub mod discovery;
 pub mod env_allowlist;
-pub mod error;
-pub mod frame_scan;
+mod error;
 pub mod hub;
 pub mod observer;
-pub mod output_schema;
+mod output_schema;
+pub mod process;
 pub mod server_config;
 pub mod server_lines;
+pub mod wire;
 
-pub use approval::{ApproveAll, ToolApproval, ToolApprovalRequest, ToolApprover};
+/// Approves every tool: for tests, benchmarks and embedders that vet servers themselves.
+pub use approval::ApproveAll;
+/// The answer to one [`ToolApprovalRequest`].
+pub use approval::ToolApproval;
+/// A tool waiting for approval, as the approver sees it.
+pub use approval::ToolApprovalRequest;
+/// Decides whether tools may be offered to the model.
+pub use approval::ToolApprover;
+/// A `tools/call` result decoded for the model, for a tool without an `outputSchema`.
+pub use call::decode_call_result;
+/// A `tools/call` result decoded for the model, `structuredContent` checked against a schema.
+pub use call::decode_checked_call_result;
+/// The caller's deadline and cancellation of one request.
 pub use connection::CallOptions;
-pub use discovery::{ToolDescriptor, ToolHints};
-pub use error::{Cause, McpError, RequestFailure};
-pub use hub::{HubOptions, McpHub, ServerInfo};
-pub use observer::{McpEvent, McpObserver, StderrObserver};
+/// How long a server may take to exit once its stdin is closed (5 s).
+pub use connection::EXIT_GRACE;
+/// How long progress can extend one request after its dispatch (3600 s).
+pub use connection::PROGRESS_CAP;
+/// A listed tool that passed every check and may be offered to the model.
+pub use discovery::ToolDescriptor;
+/// The `annotations` hints odek acts on.
+pub use discovery::ToolHints;
+/// Why a request failed at the transport.
+pub use error::Cause;
+/// The error of every client operation; its text is the spec's.
+pub use error::McpError;
+/// A listed tool name the name rules reject, and why.
+pub use error::RejectedName;
+/// How one request failed, and whether it may have reached the server.
+pub use error::RequestFailure;
+/// What the hub needs besides the server specs.
+pub use hub::HubOptions;
+/// Every MCP server of a run, started, routed to and shut down together.
+pub use hub::McpHub;
+/// A server's state as `odek ext list` shows it.
+pub use hub::ServerInfo;
+/// The MCP lifecycle events of spec `events.md` §3.
+pub use observer::McpEvent;
+/// Receives events, warnings and server lines.
+pub use observer::McpObserver;
+/// Prints warnings and server lines on stderr.
+pub use observer::StderrObserver;
+/// What a tool call gives the model: the text and the validated artifacts.
 pub use odek_contract::tool_result::ToolOutput;
-pub use server_config::{Limits, SecretValue, ServerEntry, ServerSpec, Transport, validate_server};
+/// A declared `outputSchema`, compiled and bounded.
+pub use output_schema::OutputSchema;
+/// Compiles a declared `outputSchema`, or says why it is ignored.
+pub use output_schema::compile_output_schema;
+/// A server's effective limits: timeout, response bytes, result characters.
+pub use server_config::Limits;
+/// A `secret_env` value that `Debug` never shows.
+pub use server_config::SecretValue;
+/// One `mcp_servers` entry as configured.
+pub use server_config::ServerEntry;
+/// A validated server, ready to start.
+pub use server_config::ServerSpec;
+/// How a server is reached: a command over stdio or a URL.
+pub use server_config::Transport;
+/// Validates one configured server into a [`ServerSpec`] and its warnings.
+pub use server_config::validate_server;

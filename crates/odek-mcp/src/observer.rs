@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use odek_contract::quoting::quote;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal, warning_line};
 
 /// The [beyond] MCP lifecycle events of spec `events.md` §3.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,19 +60,12 @@ impl McpObserver for StderrObserver {
     }
 
     fn warning(&self, _server: &str, text: &str) {
-        let _ = writeln!(std::io::stderr(), "odek: warning: {}", terminal_safe(text));
+        let _ = writeln!(std::io::stderr(), "{}", warning_line(text));
     }
 
+    /// The line is sanitised once more (a no-op for a line the sink cleaned), so no observer
+    /// that forwards here can put raw server text on the terminal.
     fn server_line(&self, server: &str, line: &str) {
-        let _ = writeln!(std::io::stderr(), "[{server}] {line}");
+        let _ = writeln!(std::io::stderr(), "[{server}] {}", sanitise_for_terminal(line, Layout::Line));
     }
-}
-
-/// Text for a terminal: control characters other than line feed and tab become U+FFFD, so
-/// server-supplied text inside a warning cannot drive the terminal.
-pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { '\u{FFFD}' } else { c }).collect()
 }

@@ -17,13 +17,13 @@ mod work_bound;
 use odek_contract::canonical_json::to_canonical_string;
 use odek_contract::model_view::{OutputCheck, OutputCheckFailure, SchemaMismatch};
 use serde_json::Value;
-pub use work_bound::{MAX_CHECK_DEPTH, MAX_CHECK_STEPS};
+pub(crate) use work_bound::{MAX_CHECK_DEPTH, MAX_CHECK_STEPS};
 use work_bound::{Unbounded, WorkGraph};
 
-use crate::discovery::MAX_SCHEMA_BYTES;
+use crate::caps::MAX_SCHEMA_BYTES;
 
 /// Size limit of one compiled `pattern`, and of its lazy DFA cache, in bytes (1 MiB).
-pub const MAX_PATTERN_BYTES: usize = 1 << 20;
+pub(crate) const MAX_PATTERN_BYTES: usize = 1 << 20;
 
 /// A compiled `outputSchema`; compares (and prints) as its source.
 pub struct OutputSchema {

@@ -2,7 +2,7 @@
 //! the validated [`ServerSpec`] the client runs with (limits defaulted, clamped and floored).
 //!
 //! Start at [`validate_server`]; the limit rules of spec `mcp-client.md` §2 live in
-//! [`effective_limits`].
+//! `effective_limits`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,15 +16,15 @@ use crate::error::McpError;
 /// Default per-request timeout (seconds) when `timeout_seconds` is 0 or absent.
 pub const DEFAULT_TIMEOUT_SECONDS: i64 = 30;
 /// Hard cap on `timeout_seconds` (seconds); larger values are clamped with a warning.
-pub const MAX_TIMEOUT_SECONDS: i64 = 3600;
+pub(crate) const MAX_TIMEOUT_SECONDS: i64 = 3600;
 /// Default `max_response_bytes` (10 MiB).
 pub const DEFAULT_MAX_RESPONSE_BYTES: i64 = 10 * 1024 * 1024;
 /// Absolute ceiling of `max_response_bytes` (64 MiB); larger values are an error.
-pub const MAX_RESPONSE_BYTES_CEILING: i64 = 64 * 1024 * 1024;
+pub(crate) const MAX_RESPONSE_BYTES_CEILING: i64 = 64 * 1024 * 1024;
 /// Default `max_result_chars` (runes).
 pub const DEFAULT_MAX_RESULT_CHARS: i64 = 200_000;
 /// Hard cap on `max_result_chars` (runes); larger values are clamped with a warning.
-pub const MAX_RESULT_CHARS_CAP: i64 = 1_000_000;
+pub(crate) const MAX_RESULT_CHARS_CAP: i64 = 1_000_000;
 
 /// A `mcp_servers.<name>` entry exactly as written in a config file. Unknown fields are ignored
 /// (additive rule); absent fields take their defaults. `enabled` and `required` stay `Option`s so
@@ -178,7 +178,11 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
 /// `timeout_seconds` and `max_result_chars` are clamped to their caps with a warning,
 /// `max_response_bytes` above its ceiling is an error, and `max_result_chars` below the result
 /// floor is raised to it with a warning.
-pub fn effective_limits(name: &str, entry: &ServerEntry, warnings: &mut Vec<String>) -> Result<Limits, McpError> {
+pub(crate) fn effective_limits(
+    name: &str,
+    entry: &ServerEntry,
+    warnings: &mut Vec<String>,
+) -> Result<Limits, McpError> {
     for (field, value) in [
         ("timeout_seconds", entry.timeout_seconds),
         ("max_response_bytes", entry.max_response_bytes),

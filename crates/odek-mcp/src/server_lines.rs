@@ -1,5 +1,5 @@
 //! Text a server sends us for humans: stderr lines and `notifications/message` logs (spec
-//! `mcp-client.md` §5 "Stderr" and §8). Each line is cleaned (control characters, secret
+//! `mcp-client.md` §5 "Stderr" and §8). Each line is cleaned (terminal-safe text, secret
 //! redaction, a 4096-byte cut) and printed as `[<server>] <line>` through a bounded queue of 256
 //! that drops and counts when full, so a flooding server never blocks and never grows memory.
 //! [beyond] A multi-line log message is forwarded line by line ([`log_message_lines`]).
@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
+
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 
 use crate::bounded_lines::{BoundedLineReader, Overflow};
 use crate::observer::McpObserver;
@@ -83,14 +85,13 @@ pub async fn forward_stderr<R: AsyncRead + Unpin>(stderr: R, sink: ServerLineSin
     }
 }
 
-/// Control characters other than TAB become U+FFFD (invalid UTF-8 too), secrets are redacted,
-/// and the result is cut to 4096 bytes at a character boundary with `…` appended when anything
-/// was cut (here or by the reader, `already_cut`).
+/// The line made terminal-safe as one line ([`Layout::Line`]: escape sequences removed, control
+/// characters other than TAB and bidirectional controls become U+FFFD, invalid UTF-8 too),
+/// secrets redacted, and the result cut to 4096 bytes at a character boundary with `…` appended
+/// when anything was cut (here or by the reader, `already_cut`).
 pub fn clean_server_line(raw: &[u8], already_cut: bool) -> String {
-    let text: String = String::from_utf8_lossy(raw)
-        .chars()
-        .map(|c| if c.is_control() && c != '\t' { '\u{FFFD}' } else { c })
-        .collect();
+    let decoded = String::from_utf8_lossy(raw);
+    let text = sanitise_for_terminal(&decoded, Layout::Line);
     let redacted = odek_contract::redaction::redact(&text);
     let mut cut = already_cut;
     let mut end = redacted.len();
@@ -215,8 +216,18 @@ mod tests {
 
     #[test]
     fn control_characters_become_replacement_red() {
-        assert_eq!(clean_server_line(b"a\x1b[31mred\tx\r", false), "a\u{FFFD}[31mred\tx\u{FFFD}");
+        assert_eq!(clean_server_line(b"a\x1b[31mred\tx\r", false), "ared\tx\u{FFFD}");
         assert_eq!(clean_server_line(b"bad \xff byte", false), "bad \u{FFFD} byte");
+        assert_eq!(clean_server_line(b"lone \x1b", false), "lone \u{FFFD}");
+    }
+
+    /// Before: only control characters were replaced, so a U+202E reordered the line and the
+    /// rest of an OSC sequence (a window title, a hyperlink) was printed after the U+FFFD.
+    #[test]
+    fn bidi_controls_and_escape_sequences_never_reach_the_terminal_red() {
+        let raw = "\u{202E}evil \u{1b}]0;title\u{7}\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\ done";
+        assert_eq!(clean_server_line(raw.as_bytes(), false), "\u{FFFD}evil link done");
+        assert_eq!(log_message_lines("info", raw), ["info: \u{FFFD}evil link done"]);
     }
 
     #[test]
@@ -236,7 +247,7 @@ mod tests {
         );
         assert_eq!(log_message_lines("warning", ""), ["warning: "]);
         assert_eq!(log_message_lines("info", "a\n\nb"), ["info: a", "info: ", "info: b"]);
-        assert_eq!(log_message_lines("info", "tab\there \u{1b}[31m"), ["info: tab\there \u{FFFD}[31m"]);
+        assert_eq!(log_message_lines("info", "tab\there \u{1b}[31m"), ["info: tab\there "]);
         assert_eq!(log_message_lines("in\nfo", "x"), ["in\u{FFFD}fo: x"]);
     }
 

@@ -13,7 +13,7 @@ use std::process::Command;
 use nix::sys::resource::{UsageWho, getrusage};
 use odek_contract::artifact_ref::ArtifactRoots;
 use odek_contract::tool_result::ResultContext;
-use odek_mcp::call::decode_call_result;
+use odek_mcp::decode_call_result;
 use odek_mcp::server_lines::log_message_lines;
 
 /// Peak resident set one case may reach, in MiB: the 10 MiB line, the test binary, and room.

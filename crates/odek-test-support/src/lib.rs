@@ -1,10 +1,12 @@
 //! Test support shared by odek's crates: where the workspace binaries are, built on demand so a
-//! test run of one crate (`cargo test -p odek-mcp`) works as well as the whole workspace, and a
-//! scripted OpenAI-compatible server ([`openai::ScriptedServer`]) to point providers at.
+//! test run of one crate (`cargo test -p odek-mcp`) works as well as the whole workspace, a
+//! scripted OpenAI-compatible server ([`openai::ScriptedServer`]) to point providers at, and a
+//! JSON-RPC client over pipes ([`peer::Peer`]) to drive an extension server line by line.
 //!
 //! Start at [`fixture_server`], [`odek_binary`] and [`openai::ScriptedServer::start`].
 
 pub mod openai;
+pub mod peer;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +30,7 @@ pub fn binary_dir() -> PathBuf {
 
 /// Path to the `odek-fixture-server` binary, building it first if this test run did not.
 pub fn fixture_server() -> PathBuf {
-    ensure_built("odek-extension", "odek-fixture-server")
+    ensure_built("odek-fixture-server", "odek-fixture-server")
 }
 
 /// Path to the `odek` binary, building it first if this test run did not.

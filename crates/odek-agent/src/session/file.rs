@@ -55,11 +55,7 @@ pub fn read_no_follow(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError>
         _ if is_not_a_regular_file(&err) => ReadError::NotRegularFile,
         _ => ReadError::Io(err),
     })?;
-    let size = file.metadata().map_err(ReadError::Io)?.len();
-    if size > max_bytes {
-        return Err(ReadError::TooLarge(size));
-    }
-    // The file may grow between the size check and the read; the cap holds regardless.
+    // Over the cap by its size, or by growing while it is read: refused either way.
     match read_to_limit(&file, max_bytes).map_err(ReadError::Io)? {
         Bounded::Contents(bytes) => Ok(bytes),
         Bounded::TooLarge { size } => Err(ReadError::TooLarge(size)),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use odek_contract::envelope::RawArtifactRef;
 use odek_contract::quoting::quote;
-use odek_contract::truncation::runes_with_ellipsis;
+use odek_contract::runes::runes_with_ellipsis;
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;

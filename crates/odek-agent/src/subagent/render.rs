@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use odek_contract::render::sanitise;
 
 use super::artifacts::fence_child_text;
-use odek_contract::truncation::runes_with_ellipsis;
+use odek_contract::runes::runes_with_ellipsis;
 use serde_json::Value;
 
 /// Most `files changed` names shown.

@@ -1,10 +1,10 @@
-//! The result object a sub-agent reports (spec `subagents.md` §5) and its exit code (§7): the
-//! summary cut, `files_changed` and `denials` read from the transcript (never from inside an
-//! untrusted wrapper), `tokens_used`, `iterations`, and the status classification. Start at
-//! [`SubagentResult::from_run`] and [`RunEnd`].
+//! The result object a sub-agent reports (spec `subagents.md` §5): the summary cut,
+//! `files_changed` and `denials` read from the transcript (never from inside an untrusted
+//! wrapper), `tokens_used`, `iterations`, and the status classification, which the `odek`
+//! binary maps to §7's exit code. Start at [`SubagentResult::from_run`] and [`RunEnd`].
 
 use odek_contract::envelope::RawArtifactRef;
-use odek_contract::truncation::{rune_count, runes_with_ellipsis};
+use odek_contract::runes::{rune_count, runes_with_ellipsis};
 use odek_contract::untrusted::{UNTRUSTED_CLOSE_PREFIX, UNTRUSTED_OPEN_PREFIX};
 use odek_llm::{Message, Role, Usage};
 use serde::Serialize;
@@ -97,17 +97,6 @@ pub enum RunEnd {
     Cancelled,
     /// Any other error.
     Failed(String),
-}
-
-/// The process exit code for a result (§7; setup errors are 3 and never reach a result).
-pub fn exit_code_for(result: &SubagentResult) -> u8 {
-    match (result.status.as_str(), result.partial_reason.as_str()) {
-        ("success", _) | ("partial", "iteration_budget") => 0,
-        ("partial", "time_budget") => 2,
-        ("budget_exhausted", _) => 4,
-        ("error", _) if result.hard_timeout => 2,
-        _ => 1,
-    }
 }
 
 impl SubagentResult {
@@ -278,17 +267,17 @@ mod tests {
     fn classification_first_match() {
         let classify = |end: RunEnd| {
             let result = SubagentResult::from_run(&end, &[], Usage::default(), 1.0);
-            format!("{}|{}|{}|{}", result.status, result.partial_reason, result.error, exit_code_for(&result))
+            format!("{}|{}|{}", result.status, result.partial_reason, result.error)
         };
-        assert_eq!(classify(RunEnd::Answer("done".into())), "success|||0");
-        assert_eq!(classify(RunEnd::Answer(format!("{TIME_SUMMARY_PREFIX}\n\nx"))), "partial|time_budget||2");
-        assert_eq!(classify(RunEnd::Answer(format!("{ITERATION_SUMMARY_PREFIX}\n\nx"))), "partial|iteration_budget||0");
-        assert_eq!(classify(RunEnd::HardTimeout { seconds: 30 }), "error||timeout after 30s|2");
-        assert_eq!(classify(RunEnd::Cancelled), "error||cancelled|1");
-        assert_eq!(classify(RunEnd::Failed("iteration 1: boom".into())), "error||iteration 1: boom|1");
+        assert_eq!(classify(RunEnd::Answer("done".into())), "success||");
+        assert_eq!(classify(RunEnd::Answer(format!("{TIME_SUMMARY_PREFIX}\n\nx"))), "partial|time_budget|");
+        assert_eq!(classify(RunEnd::Answer(format!("{ITERATION_SUMMARY_PREFIX}\n\nx"))), "partial|iteration_budget|");
+        assert_eq!(classify(RunEnd::HardTimeout { seconds: 30 }), "error||timeout after 30s");
+        assert_eq!(classify(RunEnd::Cancelled), "error||cancelled");
+        assert_eq!(classify(RunEnd::Failed("iteration 1: boom".into())), "error||iteration 1: boom");
         assert_eq!(
             classify(RunEnd::Budget("execution budget exceeded: tool_calls observed 3 (limit 2)".into())),
-            "budget_exhausted|execution_budget|execution budget exceeded: tool_calls observed 3 (limit 2)|4"
+            "budget_exhausted|execution_budget|execution budget exceeded: tool_calls observed 3 (limit 2)"
         );
     }
 

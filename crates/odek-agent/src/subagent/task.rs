@@ -93,10 +93,6 @@ pub enum TaskFileError {
 /// but a regular file (a FIFO, a device) is refused as `stat task file: not a regular file`.
 pub fn read_task_file(path: &Path) -> Result<TaskFile, TaskFileError> {
     let file = open_regular_read(path, Follow::Symlinks).map_err(TaskFileError::Stat)?;
-    let size = file.metadata().map_err(TaskFileError::Stat)?.len();
-    if size > MAX_TASK_FILE_BYTES {
-        return Err(TaskFileError::TooLarge(size));
-    }
     let bytes = match read_to_limit(&file, MAX_TASK_FILE_BYTES).map_err(TaskFileError::Read)? {
         Bounded::Contents(bytes) => bytes,
         Bounded::TooLarge { size } => return Err(TaskFileError::TooLarge(size)),

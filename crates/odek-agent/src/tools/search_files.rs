@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
-use odek_contract::regular_file::{Bounded, Follow, read_regular};
+use odek_contract::regular_file::{Bounded, Follow, read_capped};
 use odek_llm::{BoxFuture, ToolDefinition};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -219,12 +219,9 @@ fn content_regex(pattern: &str, report: &mut Report) -> Result<Regex, ToolError>
 }
 
 fn search_file(path: &Path, shown: &str, regex: &Regex, limit: usize, report: &mut Report) {
-    let Ok(metadata) = std::fs::metadata(path) else { return };
-    if metadata.len() > MAX_FILE_BYTES {
-        return;
-    }
-    // Never blocks: a FIFO swapped in after the walk saw a file is skipped, not waited on.
-    let Ok(Bounded::Contents(bytes)) = read_regular(path, Follow::Symlinks, MAX_FILE_BYTES) else { return };
+    // Never blocks: a FIFO swapped in after the walk saw a file is skipped, not waited on; a
+    // file over the cap is skipped unread.
+    let Ok(Bounded::Contents(bytes)) = read_capped(path, Follow::Symlinks, MAX_FILE_BYTES) else { return };
     if looks_binary(&bytes) {
         return;
     }

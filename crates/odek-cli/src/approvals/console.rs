@@ -1,14 +1,14 @@
 //! The operator's terminal as approvals see it: whether stdin is a terminal, a prompt that
 //! reads one answer line (server approval), a prompt that reads one key (the tool approval card,
 //! in the batch approval card's single-key style), and a sink for warnings. [`StdConsole`] is the
-//! real one; tests script a [`Console`] of their own.
-//!
-//! Also the terminal sanitiser for server-supplied text shown in prompts: escape sequences
-//! cannot repaint or hide what the operator is approving.
+//! real one; tests script a [`Console`] of their own. Server-supplied text in a prompt is
+//! terminal-safe text ([`odek_contract::terminal_text`]), so it cannot repaint or hide what the
+//! operator is approving.
 
 use std::io::{IsTerminal, Write};
 
 use crate::terminal::batch_gate::{read_key, read_stdin_byte, stop_signal_received};
+use crate::terminal::print_warning;
 
 /// Longest answer line read from stdin (bytes); the rest of a longer line is not read.
 pub const MAX_ANSWER_BYTES: usize = 4096;
@@ -31,7 +31,7 @@ pub trait Console: Send + Sync {
     }
     /// Reports a warning (text without the `odek: warning: ` prefix).
     fn warn(&self, text: &str) {
-        eprintln!("odek: warning: {text}");
+        print_warning(text);
     }
 }
 
@@ -102,87 +102,6 @@ pub fn is_yes(answer: &str) -> bool {
     answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes")
 }
 
-/// Terminal sanitisation (spec `config.md` §13.2): complete ANSI escape sequences (CSI, OSC and
-/// the other string sequences, two-character and nF escapes) are removed; any other control
-/// character except tab, CR and LF — a lone or unfinished ESC, C1 controls such as U+009B —
-/// becomes U+FFFD, and so [beyond] do the bidirectional controls that could make a command or
-/// description read differently from what it is (U+061C, U+200E, U+200F, U+202A–U+202E,
-/// U+2066–U+2069).
-pub fn sanitize_for_terminal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if c == '\u{1b}'
-            && let Some(len) = escape_sequence_len(rest.as_bytes())
-        {
-            rest = &rest[len..];
-            continue;
-        }
-        if (c.is_control() && !matches!(c, '\t' | '\r' | '\n')) || is_bidi_control(c) {
-            out.push('\u{fffd}');
-        } else {
-            out.push(c);
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    out
-}
-
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-/// [`sanitize_for_terminal`] for a value shown on one prompt line: CR and LF become U+FFFD as
-/// well, so a value cannot return to the start of its line and overwrite what the operator
-/// reads, nor forge a line of its own. Used for the server prompt, whose fields are all
-/// single-line values; the tool description keeps CR/LF as the spec says.
-pub fn sanitize_terminal_line(text: &str) -> String {
-    sanitize_for_terminal(text).replace(['\r', '\n'], "\u{fffd}")
-}
-
-/// Length in bytes of the complete escape sequence at the start of `bytes` (which starts with
-/// ESC), or `None` when it is not a complete sequence.
-fn escape_sequence_len(bytes: &[u8]) -> Option<usize> {
-    match *bytes.get(1)? {
-        // CSI: parameter and intermediate bytes, then one final byte.
-        b'[' => {
-            for (index, &byte) in bytes.iter().enumerate().skip(2) {
-                match byte {
-                    0x20..=0x3f => {}
-                    0x40..=0x7e => return Some(index + 1),
-                    _ => return None,
-                }
-            }
-            None
-        }
-        // OSC, DCS, SOS, PM, APC: a string ended by BEL or ST (ESC \).
-        b']' | b'P' | b'X' | b'^' | b'_' => {
-            for (index, &byte) in bytes.iter().enumerate().skip(2) {
-                match byte {
-                    0x07 => return Some(index + 1),
-                    0x1b => return (bytes.get(index + 1) == Some(&b'\\')).then_some(index + 2),
-                    _ => {}
-                }
-            }
-            None
-        }
-        // nF: intermediate bytes, then one final byte.
-        0x20..=0x2f => {
-            for (index, &byte) in bytes.iter().enumerate().skip(2) {
-                match byte {
-                    0x20..=0x2f => {}
-                    0x30..=0x7e => return Some(index + 1),
-                    _ => return None,
-                }
-            }
-            None
-        }
-        // Fp, Fe, Fs: ESC and one byte.
-        0x30..=0x7e => Some(2),
-        _ => None,
-    }
-}
-
 /// Cuts `text` to at most [`MAX_PROMPT_DESCRIPTION_BYTES`] bytes; a cut text ends with `...`
 /// (the total, `...` included, stays within the limit, and never splits a character).
 pub fn cut_for_prompt(text: &str) -> String {
@@ -201,16 +120,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bidi_controls_cannot_disguise_a_command_red() {
-        assert_eq!(
-            sanitize_terminal_line("/usr/bin/safe-tool \u{202E}lmx.revres-live"),
-            "/usr/bin/safe-tool \u{FFFD}lmx.revres-live"
-        );
-        assert_eq!(sanitize_for_terminal("a\u{2066}b\u{200F}c"), "a\u{FFFD}b\u{FFFD}c");
-        assert_eq!(sanitize_for_terminal("zero\u{200D}width joiner stays"), "zero\u{200D}width joiner stays");
-    }
-
-    #[test]
     fn yes_answers() {
         for answer in ["y", "Y", "yes", "YES", " Yes \n", "y\r\n"] {
             assert!(is_yes(answer), "{answer:?}");
@@ -218,34 +127,6 @@ mod tests {
         for answer in ["", "n", "no", "yess", "y y", "ja", "\n"] {
             assert!(!is_yes(answer), "{answer:?}");
         }
-    }
-
-    #[test]
-    fn sanitiser_removes_escapes_and_replaces_controls() {
-        for (input, want) in [
-            ("plain text", "plain text"),
-            ("tab\tcr\rlf\n", "tab\tcr\rlf\n"),
-            ("\u{1b}[31mred\u{1b}[0m", "red"),
-            ("\u{1b}[2K\u{1b}[1Ahidden", "hidden"),
-            ("\u{1b}[?25l", ""),
-            ("\u{1b}]0;title\u{7}x", "x"),
-            ("\u{1b}]8;;http://e\u{1b}\\link\u{1b}]8;;\u{1b}\\", "link"),
-            ("\u{1b}Pdcs\u{1b}\\x", "x"),
-            ("\u{1b}(Bx", "x"),
-            ("\u{1b}7x\u{1b}8", "x"),
-            ("\u{1b}", "\u{fffd}"),
-            ("\u{1b}[31", "\u{fffd}[31"),
-            ("\u{1b}]unterminated", "\u{fffd}]unterminated"),
-            ("a\u{0}b\u{7}c\u{8}d\u{7f}e\u{9b}31m", "a\u{fffd}b\u{fffd}c\u{fffd}d\u{fffd}e\u{fffd}31m"),
-            ("é✓\u{1b}[1mß", "é✓ß"),
-        ] {
-            assert_eq!(sanitize_for_terminal(input), want, "{input:?}");
-        }
-    }
-
-    #[test]
-    fn line_sanitiser_also_replaces_cr_and_lf() {
-        assert_eq!(sanitize_terminal_line("a\rb\nc\td\u{1b}[1m"), "a\u{fffd}b\u{fffd}c\td");
     }
 
     #[test]

@@ -24,14 +24,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use odek_contract::quoting::quote;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use thiserror::Error;
 
 use crate::config::{ConfigSources, McpServerConfig, ServerOrigin};
 
-pub use self::console::{
-    Console, MAX_ANSWER_BYTES, MAX_PROMPT_DESCRIPTION_BYTES, StdConsole, cut_for_prompt, is_yes, sanitize_for_terminal,
-    sanitize_terminal_line,
-};
+pub use self::console::{Console, MAX_ANSWER_BYTES, MAX_PROMPT_DESCRIPTION_BYTES, StdConsole, cut_for_prompt, is_yes};
 pub use self::key::{SchemaDigest, server_approval_key, tool_approval_key};
 pub use self::store::{ApprovalStore, MAX_APPROVALS_BYTES};
 pub use self::tool::{
@@ -216,9 +214,9 @@ fn server_approval_required(server: &McpServerConfig) -> ApprovalError {
 }
 
 /// A project-supplied value as a server prompt or error shows it: known secrets redacted (a
-/// value `${VAR}` filled may be one), then [`sanitize_terminal_line`].
+/// value `${VAR}` filled may be one), then terminal-safe on one line.
 fn shown_value(text: &str) -> String {
-    sanitize_terminal_line(&odek_contract::redaction::redact(text))
+    sanitise_for_terminal(&odek_contract::redaction::redact(text), Layout::Line).into_owned()
 }
 
 /// The §13.1 prompt, ending `Approve? [y/N] `. It shows exactly what the server key hashes

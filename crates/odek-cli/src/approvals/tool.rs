@@ -10,10 +10,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use odek_contract::quoting::quote;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 
 use super::ApprovalError;
-use super::console::{Console, cut_for_prompt, sanitize_for_terminal, sanitize_terminal_line};
+use super::console::{Console, cut_for_prompt};
 use super::key::{SchemaDigest, tool_approval_key};
 use super::store::ApprovalStore;
 use crate::config::McpServerConfig;
@@ -200,7 +201,7 @@ pub fn decision_for_key(key: Option<char>) -> ToolDecision {
 pub fn tool_approval_card(server: &str, requests: &[&ToolApprovalRequest]) -> String {
     let mut card = format!("\nMCP server {} wants to register {} tools:\n", quote(server), requests.len());
     for (index, request) in requests.iter().enumerate() {
-        let description = cut_for_prompt(&sanitize_terminal_line(&request.description));
+        let description = cut_for_prompt(&sanitise_for_terminal(&request.description, Layout::Line));
         card.push_str(&format!(
             "  {}. {}\n     description: {description}\n     schema: {}\n",
             index + 1,
@@ -227,7 +228,7 @@ fn schema_line(schema: &serde_json::Value) -> String {
 /// The §13.2 prompt: server and raw tool name, the terminal-sanitised description cut to 200
 /// bytes, the schema digest, and `Approve? [y/N] `.
 pub fn tool_approval_prompt(request: &ToolApprovalRequest) -> String {
-    let description = cut_for_prompt(&sanitize_for_terminal(&request.description));
+    let description = cut_for_prompt(&sanitise_for_terminal(&request.description, Layout::Block));
     format!(
         "\nMCP server {} wants to register tool {}\n  description: {description}\n  schema: {}\nApprove? [y/N] ",
         quote(&request.server),

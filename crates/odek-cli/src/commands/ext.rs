@@ -12,23 +12,22 @@ use std::time::Instant;
 use odek_agent::mcp_tool::mcp_outcome;
 use odek_agent::run::framing::{outcome_text, tool_message};
 use odek_agent::tool::ToolError;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
-use odek_mcp::hub::{optional_failure_warning, report_optional_failure};
-use odek_mcp::observer::terminal_safe;
-use odek_mcp::{
-    CallOptions, HubOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
-    validate_server,
-};
+use odek_mcp::hub::optional_failure_warning;
+use odek_mcp::{CallOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 #[path = "ext_check.rs"]
 mod check;
 
-use super::CommandError;
-use crate::approvals::{McpApprovals, StdConsole};
+use super::setup::{Setup, start_hub, start_servers, validated};
 use crate::cli::ExtCommand;
-use crate::config::{ConfigSources, LoadedConfig, McpServerConfig, ServerOrigin, load_config};
+use crate::config::{McpServerConfig, ServerOrigin};
+use crate::interrupt::cancel_on_stop_signals;
+use crate::outcome::CommandError;
+use crate::terminal::print_warning;
 
 /// The argument text of a call given no arguments.
 const NO_ARGUMENTS: &str = "{}";
@@ -49,61 +48,11 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     }
 }
 
-/// Config loaded and printed warnings: the common start of every `ext` command and of a run.
-pub(crate) struct Setup {
-    pub(crate) sources: ConfigSources,
-    pub(crate) loaded: LoadedConfig,
-}
-
-impl Setup {
-    pub(crate) fn load() -> Result<Setup, CommandError> {
-        let sources = ConfigSources::from_process()?;
-        let loaded = load_config(&sources)?;
-        for warning in &loaded.warnings {
-            eprintln!("odek: warning: {}", terminal_safe(&odek_contract::redaction::redact(warning)));
-        }
-        Ok(Setup { sources, loaded })
-    }
-
-    pub(crate) fn enabled_servers(&self) -> Vec<McpServerConfig> {
-        self.loaded.config.mcp_servers.iter().filter(|server| server.entry.is_enabled()).cloned().collect()
-    }
-
-    pub(crate) fn approvals(&self) -> McpApprovals {
-        McpApprovals::new(&self.sources, &self.loaded.env, Arc::new(StdConsole))
-    }
-
-    fn hub_options(&self, observer: Arc<dyn McpObserver>, approver: Arc<dyn odek_mcp::ToolApprover>) -> HubOptions {
-        HubOptions {
-            observer,
-            approver,
-            client_version: env!("CARGO_PKG_VERSION").to_owned(),
-            parent_env: self.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
-        }
-    }
-}
-
-/// One enabled server validated (spec `mcp-client.md` §1 step 2), its warnings reported;
-/// errors carry the startup prefix.
-pub(crate) fn validated(server: &McpServerConfig, observer: &dyn McpObserver) -> Result<ServerSpec, McpError> {
-    let (spec, warnings) =
-        validate_server(&server.name, &server.entry).map_err(|err| McpError::at_startup(&server.name, err))?;
-    for warning in warnings {
-        observer.warning(&server.name, &warning);
-    }
-    Ok(spec)
-}
-
 /// Startup exactly as a run does it: validate every enabled server, approve project servers,
 /// then start them all; the first failure is fatal. `ext call --jsonl` starts this way, up front
 /// (a request line may name any server, and a sequence is meant to reuse the same processes).
 async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
     start_hub(&Setup::load()?, observer).await
-}
-
-/// Validates, approves and starts every enabled server of `setup`.
-pub(crate) async fn start_hub(setup: &Setup, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    start_servers(setup, setup.enabled_servers(), observer).await
 }
 
 /// [beyond] Startup for one `ext call <server>__<tool>`: as [`start_for_calls`], but only for
@@ -179,54 +128,9 @@ fn could_be_shortened_from(tool: &str, server: &str) -> bool {
     hash_ok && (head.starts_with(&qualified) || qualified.starts_with(head))
 }
 
-/// Spec `mcp-client.md` §1 steps 2–5 for `servers`: validate them all, approve the project ones,
-/// then start them; a failure is fatal. [beyond] A `required: false` server that fails
-/// validation or is not approved is reported (`mcp_server_failed` when it failed, and the
-/// warning) and left out; one that fails to start is left out by the hub the same way.
-async fn start_servers(
-    setup: &Setup,
-    servers: Vec<McpServerConfig>,
-    observer: Arc<dyn McpObserver>,
-) -> Result<McpHub, CommandError> {
-    let mut startable = Vec::with_capacity(servers.len());
-    let mut specs = Vec::with_capacity(servers.len());
-    for server in servers {
-        match validated(&server, observer.as_ref()) {
-            Ok(spec) => {
-                specs.push(spec);
-                startable.push(server);
-            }
-            Err(error) if !server.entry.is_required() => {
-                report_optional_failure(observer.as_ref(), &server.name, &error, Some(error.error_class()));
-            }
-            Err(error) => return Err(error.into()),
-        }
-    }
-    let approvals = setup.approvals();
-    // The prompts block on the terminal: off the async workers, so the stop-signal handlers
-    // keep running and a signal ends the wait.
-    let (asking, candidates) = (approvals.clone(), startable.clone());
-    let skipped = tokio::task::spawn_blocking(move || asking.approve_startup_servers(&candidates))
-        .await
-        .map_err(|err| CommandError::Fatal(format!("mcp approval: server approval prompt failed: {err}")))??;
-    for skipped in skipped {
-        report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.failure_class);
-        specs.retain(|spec| spec.name != skipped.name);
-        startable.retain(|server| server.name != skipped.name);
-    }
-    let approver = Arc::new(approvals.tool_approver(&startable)?);
-    Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
-}
-
-/// Cancels the token on Ctrl-C, SIGTERM or SIGHUP so a call in flight ends with
-/// `context canceled` (see [`super::interrupt`]).
-pub(crate) fn cancel_on_interrupt() -> CancellationToken {
-    super::interrupt::cancel_on_stop_signals()
-}
-
 async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), CommandError> {
     let hub = start_for_call(tool, Arc::new(StderrObserver)).await?;
-    let options = CallOptions { deadline: None, cancel: Some(cancel_on_interrupt()) };
+    let options = CallOptions { deadline: None, cancel: Some(cancel_on_stop_signals()) };
     let descriptor = descriptor_of(&hub, tool);
     let outcome = hub.call(tool, arguments, &options).await;
     hub.shutdown().await;
@@ -299,7 +203,7 @@ struct CallRecord {
 /// are applied before each call, as the loop does before each model turn.
 async fn call_jsonl(model_view: bool) -> Result<(), CommandError> {
     let hub = start_for_calls(Arc::new(StderrObserver)).await?;
-    let cancel = cancel_on_interrupt();
+    let cancel = cancel_on_stop_signals();
     let outcome = answer_lines(&hub, &cancel, model_view).await;
     hub.shutdown().await;
     outcome
@@ -544,12 +448,12 @@ async fn list(json: bool) -> Result<(), CommandError> {
     for report in &reports {
         match &report.error {
             Some(error) if report.required => {
-                eprintln!("odek: {}", terminal_safe(error));
+                eprintln!("odek: {}", sanitise_for_terminal(error, Layout::Lines));
                 failed = true;
             }
             // Worded as a run words it, on one line.
             Some(error) => {
-                eprintln!("odek: warning: {}", terminal_safe(&optional_failure_warning(&report.name, error)));
+                print_warning(&optional_failure_warning(&report.name, error));
             }
             None => {}
         }
@@ -557,7 +461,10 @@ async fn list(json: bool) -> Result<(), CommandError> {
     if failed { Err(CommandError::Reported) } else { Ok(()) }
 }
 
+/// The text listing. The server's protocol version and the configured values are shown as
+/// terminal-safe text: a server answers what it likes, and a project's `odek.json` is not ours.
 fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Result<()> {
+    let line = |text: &str| sanitise_for_terminal(text, Layout::Line).into_owned();
     if reports.is_empty() {
         writeln!(out, "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json)")?;
     }
@@ -569,13 +476,13 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
                 out,
                 "{} ({origin}): ok, protocol {}, {} tool(s)",
                 report.name,
-                report.protocol_version.as_deref().filter(|v| !v.is_empty()).unwrap_or("(none)"),
+                line(report.protocol_version.as_deref().filter(|v| !v.is_empty()).unwrap_or("(none)")),
                 report.tool_count
             )?,
             status => writeln!(out, "{} ({origin}): {status}", report.name)?,
         }
         if !report.secret_env.is_empty() {
-            writeln!(out, "  secret_env: {}", report.secret_env.join(", "))?;
+            writeln!(out, "  secret_env: {}", line(&report.secret_env.join(", ")))?;
         }
         if let Some(limits) = &report.limits {
             writeln!(
@@ -588,7 +495,7 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
             let roots = if report.artifact_roots.is_empty() {
                 "(none: every artifact ref is rejected)".to_owned()
             } else {
-                report.artifact_roots.join(", ")
+                line(&report.artifact_roots.join(", "))
             };
             writeln!(out, "  artifact_roots: {roots}")?;
         }
@@ -596,10 +503,10 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
             writeln!(out, "  tool: {tool}")?;
         }
         for warning in &report.warnings {
-            writeln!(out, "  warning: {}", terminal_safe(warning))?;
+            writeln!(out, "  warning: {}", sanitise_for_terminal(warning, Layout::Lines))?;
         }
         if let Some(error) = &report.error {
-            writeln!(out, "  error: {}", terminal_safe(error))?;
+            writeln!(out, "  error: {}", sanitise_for_terminal(error, Layout::Lines))?;
         }
     }
     Ok(())

@@ -1,22 +1,23 @@
 //! `odek ext check`: resolves what to start (a configured server, or a command after `--`), with
 //! odek's environment rules and the server's limits, hands it to the conformance checks in
-//! `odek_mcp::conformance`, prints the report (text or `--json`) and maps the verdict to the exit
-//! code: 0 all pass, 1 any failure, 2 warnings only. Which tools are called (`--calls`) defaults
-//! to read-only ones for a configured server — it runs with the operator's real credentials —
-//! and to every non-destructive one for a command after `--`; the plan goes to stderr before
-//! the first call.
+//! `odek_conformance`, prints the report (text or `--json`) and returns a verdict that is
+//! not a pass as the outcome ([`CommandError::Check`]: exit 1 any failure, 2 warnings only).
+//! Which tools are called (`--calls`) defaults to read-only ones for a configured server — it
+//! runs with the operator's real credentials — and to every non-destructive one for a command
+//! after `--`; the plan goes to stderr before the first call.
 
 use std::io::Write;
 use std::time::Duration;
 
-use odek_mcp::conformance::{CallPolicy, CheckOptions, PlannedCall, Verdict, render_plan, run_conformance};
+use odek_conformance::{CallPolicy, CheckOptions, PlannedCall, Verdict, render_plan, run_conformance};
 use odek_mcp::env_allowlist::{build_server_env, process_env};
-use odek_mcp::observer::terminal_safe;
 use odek_mcp::server_config::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESULT_CHARS, DEFAULT_TIMEOUT_SECONDS};
 use odek_mcp::{Transport, validate_server};
 
-use super::{CommandError, Setup};
 use crate::cli::ExtCheckArgs;
+use crate::commands::setup::Setup;
+use crate::outcome::CommandError;
+use crate::terminal::print_warnings;
 
 /// The server name when the command's file name does not make a valid one.
 const FALLBACK_SERVER_NAME: &str = "server";
@@ -39,7 +40,7 @@ pub(crate) async fn check(args: ExtCheckArgs) -> Result<(), CommandError> {
     drop(stdout);
     match report.verdict {
         Verdict::Pass => Ok(()),
-        verdict => Err(CommandError::Exit(verdict.exit_code())),
+        verdict => Err(CommandError::Check(verdict)),
     }
 }
 
@@ -150,15 +151,9 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         exclude_tools: spec.exclude_tools,
         // Real credentials: only tools that say they change nothing, unless --calls all.
         calls: CallPolicy::ReadOnly,
-        concurrency: odek_mcp::conformance::DEFAULT_CONCURRENCY,
+        concurrency: odek_conformance::DEFAULT_CONCURRENCY,
         client_version: env!("CARGO_PKG_VERSION").to_owned(),
     })
-}
-
-fn print_warnings(warnings: &[String]) {
-    for warning in warnings {
-        eprintln!("odek: warning: {}", terminal_safe(warning));
-    }
 }
 
 /// A valid server name from the command's file name: characters outside `[A-Za-z0-9_-]` become

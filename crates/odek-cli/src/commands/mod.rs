@@ -1,38 +1,16 @@
-//! The commands of the `odek` binary. Each returns `Ok(())` or a [`CommandError`]; `main.rs`
-//! maps that to the exit code.
+//! The commands of the `odek` binary. Each returns `Ok(())` or a [`CommandError`] (the typed
+//! outcome of [`crate::outcome`], which also chooses the exit code).
 
+mod agent_parts;
 pub mod ext;
-pub mod interrupt;
 pub mod run;
 pub mod session;
+mod setup;
 pub mod subagent;
 
 use crate::cli::Command;
-
-/// How a command failed.
-#[derive(Debug)]
-pub enum CommandError {
-    /// A fatal error to print as `odek: <error>`.
-    Fatal(String),
-    /// The command already printed what went wrong; exit 1 without another message.
-    Reported,
-    /// The typed execution-budget error: printed as `odek: <error>`, exit 4.
-    Budget(String),
-    /// The command printed everything already; exit with this code.
-    Exit(u8),
-    /// A fatal error whose text is the whole line (`odek continue: …`), printed without the
-    /// `odek: ` prefix.
-    Verbatim(String),
-    /// The command failed after a stop signal (SIGINT, SIGTERM, SIGHUP) cancelled it: `error`
-    /// is reported as usual, the exit is the signal's ([`interrupt::StopSignal::exit_code`]).
-    Stopped { signal: interrupt::StopSignal, error: Box<CommandError> },
-}
-
-impl<E: std::fmt::Display> From<E> for CommandError {
-    fn from(error: E) -> Self {
-        CommandError::Fatal(error.to_string())
-    }
-}
+use crate::interrupt::received_stop_signal;
+use crate::outcome::{CommandError, StopSignal};
 
 /// Runs one parsed command.
 pub async fn run(command: Command) -> Result<(), CommandError> {
@@ -50,7 +28,7 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
 /// signal keeps its success, and a budget stop keeps exit 4). The error line names the signal unless it was SIGINT, whose line
 /// stays what a cancelled run always printed.
 fn stopped_by_signal(error: CommandError) -> CommandError {
-    let Some(signal) = interrupt::received_stop_signal() else {
+    let Some(signal) = received_stop_signal() else {
         return error;
     };
     // Exit 4 means the budget and only the budget (spec README §4), signal or not.
@@ -58,7 +36,7 @@ fn stopped_by_signal(error: CommandError) -> CommandError {
         return error;
     }
     let error = match error {
-        CommandError::Fatal(text) if signal != interrupt::StopSignal::Interrupt => {
+        CommandError::Fatal(text) if signal != StopSignal::Interrupt => {
             CommandError::Fatal(format!("{text} ({})", signal.name()))
         }
         other => other,

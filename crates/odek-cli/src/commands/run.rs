@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use odek_agent::budget::{Budget, BudgetLimits};
+use odek_agent::budget::Budget;
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::observer::LoopObserver;
 use odek_agent::plan::{PlanBoard, PlanCaps};
@@ -22,26 +22,21 @@ use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
-use odek_agent::tools::BuiltinSettings;
 use odek_contract::redaction::redact;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_danger::DangerPolicy;
-use odek_llm::{
-    LlmError, Message, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider, ReplayScript,
-    Thinking, Usage,
-};
+use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
 use odek_mcp::{McpEvent, McpObserver, StderrObserver};
 
-use super::CommandError;
-use super::ext::{Setup, cancel_on_interrupt, start_hub};
+use super::agent_parts::{REPLAY_PROVIDER, budget_limits, build_provider, builtin_settings, delegate_settings};
+use super::setup::{Setup, start_hub};
 use crate::cli::{ContinueArgs, LoopArgs, RunArgs};
 use crate::config::{CliOverrides, resolve_effective};
+use crate::interrupt::cancel_on_stop_signals;
+use crate::outcome::CommandError;
 use crate::terminal::batch_gate::TerminalBatchGate;
-use crate::terminal::colour_allowed;
 use crate::terminal::status::{StatusDisplay, StatusMode};
-
-/// Provider ids `--provider` accepts.
-const OPENAI_PROVIDER: &str = "openai";
-const REPLAY_PROVIDER: &str = "replay";
+use crate::terminal::{colour_allowed, print_warning, print_warnings};
 
 pub async fn run(args: RunArgs) -> Result<(), CommandError> {
     let setup = Setup::load()?;
@@ -61,7 +56,7 @@ pub async fn run(args: RunArgs) -> Result<(), CommandError> {
         Some(session)
     } else {
         if !refs.is_empty() {
-            eprintln!("odek: warning: --external-ref is only persisted with --session; ignoring");
+            print_warning("--external-ref is only persisted with --session; ignoring");
         }
         None
     };
@@ -181,9 +176,7 @@ impl Effective {
         }
         let effective = resolve_effective(&setup.loaded, &overrides)?;
         // The loader's own warnings were printed by `Setup::load`.
-        for warning in effective.warnings.iter().skip(setup.loaded.warnings.len()) {
-            eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
-        }
+        print_warnings(effective.warnings.get(setup.loaded.warnings.len()..).unwrap_or_default());
         let mut config = effective.config;
         if flags.replay.is_some() && config.core.provider.is_empty() {
             REPLAY_PROVIDER.clone_into(&mut config.core.provider);
@@ -253,45 +246,6 @@ impl Effective {
     }
 }
 
-/// The provider `core.provider` names: the OpenAI-compatible client (a key is required unless
-/// the endpoint is loopback) or the replay script; wrapped to record when `record` is set.
-pub(crate) fn build_provider(
-    core: &crate::config::CoreConfig,
-    api_key: Option<&str>,
-    replay: Option<&TaskReplay>,
-    record: Option<&std::path::Path>,
-) -> Result<Arc<dyn Provider>, CommandError> {
-    let provider: Box<dyn Provider> = match core.provider.as_str() {
-        "" | OPENAI_PROVIDER => {
-            let key = api_key.unwrap_or_default().to_owned();
-            if key.is_empty() && !is_loopback(&core.base_url) {
-                return Err(CommandError::Fatal(format!(
-                    "no API key for {}: set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json",
-                    core.base_url
-                )));
-            }
-            Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
-        }
-        REPLAY_PROVIDER => {
-            let replay = replay.ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
-            // A script handed down in a task file was not parsed from a file here.
-            replay.script.validate().map_err(|detail| LlmError::Replay { path: replay.source.clone(), detail })?;
-            Box::new(ReplayProvider::from_script(replay.source.clone(), replay.script.clone()))
-        }
-        other => {
-            return Err(CommandError::Fatal(format!(
-                "unknown provider {} (want openai or replay)",
-                odek_contract::quoting::quote(other)
-            )));
-        }
-    };
-    let provider: Box<dyn Provider> = match record {
-        Some(path) => Box::new(RecordingProvider::new(provider, path)?),
-        None => provider,
-    };
-    Ok(Arc::from(provider))
-}
-
 /// A `--max-*` integer flag: positive, or the spec's fatal error.
 fn positive_integer(flag: &str, value: Option<&str>) -> Result<Option<u64>, CommandError> {
     let Some(value) = value else { return Ok(None) };
@@ -319,39 +273,6 @@ fn positive_usd(value: Option<&str>) -> Result<Option<f64>, CommandError> {
 /// The run's budget: the merged `limits` (flags included) and the model's prices (§3).
 fn run_budget(config: &crate::config::Config, started: std::time::Instant) -> Budget {
     Budget::new(budget_limits(config), started)
-}
-
-/// The merged `limits` with the model's prices resolved; warns when a cost cap has no prices.
-pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
-    let budget_limits = BudgetLimits::from(config);
-    if let Some(warning) = budget_limits.cost_warning(&config.core.model) {
-        eprintln!("odek: warning: {warning}");
-    }
-    budget_limits
-}
-
-/// The built-in tools' settings from the merged config.
-pub(crate) fn builtin_settings(config: &crate::config::Config) -> BuiltinSettings {
-    BuiltinSettings { shell_timeout_seconds: config.limits.shell_timeout_seconds }
-}
-
-fn print_warnings(warnings: &[String]) {
-    for warning in warnings {
-        eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
-    }
-}
-
-/// Local endpoints (llama.cpp, Ollama, vLLM on this machine) may run without a key.
-fn is_loopback(base_url: &str) -> bool {
-    let rest = base_url.split_once("://").map_or(base_url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    let host = if let Some(v6) = host_port.strip_prefix('[') {
-        v6.split(']').next().unwrap_or_default()
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    matches!(host.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
 }
 
 /// The `plan` tool's caps from the run's resolved `planning` section (`plan.md` §9).
@@ -432,6 +353,10 @@ async fn execute(
             "output_tokens": outcome.usage.output_tokens,
         });
         writeln!(stdout, "{result}")?;
+    } else if std::io::IsTerminal::is_terminal(&stdout) {
+        // Piped, the answer is the output exactly; on a terminal it is the model's text shown to
+        // the operator, which a prompt injection may have filled with escape sequences.
+        writeln!(stdout, "{}", sanitise_for_terminal(&answer, Layout::Block))?;
     } else {
         writeln!(stdout, "{answer}")?;
     }
@@ -481,7 +406,7 @@ async fn run_agent(
 ) -> Result<odek_agent::run::RunOutcome, RunFailure> {
     // Listening from here on: a stop signal during MCP startup is acted on once startup ends
     // (each handshake is bounded by its server's timeout); a second signal exits at once.
-    let cancel = cancel_on_interrupt();
+    let cancel = cancel_on_stop_signals();
     // Building the HTTP client (TLS roots) is CPU work: do it while the MCP servers start.
     let provider_plan = effective.clone();
     let provider = tokio::task::spawn_blocking(move || provider_plan.provider());
@@ -523,15 +448,8 @@ async fn run_agent(
     let budget = run_budget(config, started);
     let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
     let session_id = session.as_ref().map(|session| session.id.as_str().to_owned());
-    let delegate = super::subagent::delegate_settings(
-        setup,
-        config,
-        effective.api_key.as_deref(),
-        session_id.as_deref(),
-        false,
-        &budget,
-        replay,
-    );
+    let delegate =
+        delegate_settings(setup, config, effective.api_key.as_deref(), session_id.as_deref(), false, &budget, replay);
     if delegate.artifact_read {
         builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));
     }

@@ -2,15 +2,18 @@
 //! `show` read, `delete` and `trim` remove (a session's sub-agent artifacts go with it). All
 //! storage rules live in `odek_agent::session`; this module only renders and selects.
 
+use std::borrow::Cow;
 use std::io::Write;
 
-use clap::Subcommand;
 use odek_agent::session::{IndexEntry, Session, SessionError, SessionId, SessionStore};
+use odek_contract::runes::runes_with_ellipsis;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_llm::{Message, Role};
-use odek_mcp::observer::terminal_safe;
 
-use super::CommandError;
+use crate::cli::SessionCommand;
 use crate::config::ConfigSources;
+use crate::outcome::CommandError;
+use crate::terminal::print_warning;
 
 /// Lines of a tool result (and of a system message) `show` prints before cutting.
 const SHOWN_RESULT_LINES: usize = 6;
@@ -18,38 +21,6 @@ const SHOWN_RESULT_LINES: usize = 6;
 const SHOWN_LINE_CHARS: usize = 200;
 /// Characters of a tool call's argument summary.
 const SHOWN_ARGUMENT_CHARS: usize = 120;
-
-#[derive(Debug, Subcommand)]
-pub enum SessionCommand {
-    /// List saved sessions, newest first
-    List {
-        /// Print one JSON document instead of text
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show a session's metadata and conversation
-    Show {
-        /// The session ID
-        id: String,
-        /// Print the session file instead
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete a session and its sub-agent artifacts
-    Delete {
-        /// The session ID
-        id: String,
-    },
-    /// Delete old sessions; a session is removed only when every given criterion selects it
-    Trim {
-        /// Keep the <n> most recently updated sessions
-        #[arg(long, value_name = "n")]
-        keep: Option<usize>,
-        /// Remove sessions last updated more than <days> days ago (e.g. 30d)
-        #[arg(long, value_name = "days")]
-        older_than: Option<String>,
-    },
-}
 
 pub async fn run(command: SessionCommand) -> Result<(), CommandError> {
     let store = open_store()?;
@@ -169,7 +140,7 @@ fn write_message(out: &mut impl Write, message: &Message) -> std::io::Result<()>
         }
         Role::User => {
             writeln!(out, "── user ──")?;
-            writeln!(out, "{}", terminal_safe(&message.content))
+            writeln!(out, "{}", sanitise_for_terminal(&message.content, Layout::Lines))
         }
         Role::Assistant => {
             writeln!(out, "── assistant ──")?;
@@ -177,10 +148,10 @@ fn write_message(out: &mut impl Write, message: &Message) -> std::io::Result<()>
                 writeln!(out, "[reasoning: {} chars]", reasoning.chars().count())?;
             }
             if !message.content.is_empty() {
-                writeln!(out, "{}", terminal_safe(&message.content))?;
+                writeln!(out, "{}", sanitise_for_terminal(&message.content, Layout::Lines))?;
             }
             for call in &message.tool_calls {
-                let arguments = cut_chars(&call.function.arguments, SHOWN_ARGUMENT_CHARS);
+                let arguments = runes_with_ellipsis(&call.function.arguments, SHOWN_ARGUMENT_CHARS);
                 writeln!(out, "→ {} {}", one_line(&call.function.name), one_line(&arguments))?;
             }
             Ok(())
@@ -198,7 +169,7 @@ fn write_message(out: &mut impl Write, message: &Message) -> std::io::Result<()>
 fn write_cut(out: &mut impl Write, text: &str, max_lines: usize) -> std::io::Result<()> {
     let total = text.lines().count();
     for line in text.lines().take(max_lines) {
-        writeln!(out, "{}", one_line(&cut_chars(line, SHOWN_LINE_CHARS)))?;
+        writeln!(out, "{}", one_line(&runes_with_ellipsis(line, SHOWN_LINE_CHARS)))?;
     }
     if total > max_lines {
         writeln!(out, "… {} more line(s)", total - max_lines)?;
@@ -206,16 +177,9 @@ fn write_cut(out: &mut impl Write, text: &str, max_lines: usize) -> std::io::Res
     Ok(())
 }
 
-/// Text on one terminal line: line feeds and tabs become spaces, other controls U+FFFD.
-fn one_line(text: &str) -> String {
-    terminal_safe(text).replace(['\n', '\t'], " ")
-}
-
-fn cut_chars(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+/// Text on one terminal line ([`Layout::Flat`]: line feeds and tabs become spaces).
+fn one_line(text: &str) -> Cow<'_, str> {
+    sanitise_for_terminal(text, Layout::Flat)
 }
 
 /// `YYYY-MM-DD HH:MM:SSZ` for an RFC 3339 time; anything else as stored.
@@ -244,7 +208,7 @@ fn trim(store: &SessionStore, keep: Option<usize>, older_than: Option<&str>) -> 
         match store.delete(&id) {
             Ok(()) => {}
             Err(err @ SessionError::InUse { .. }) => {
-                eprintln!("odek: warning: {err}; not removed");
+                print_warning(&format!("{err}; not removed"));
                 continue;
             }
             Err(err) => return Err(err.into()),

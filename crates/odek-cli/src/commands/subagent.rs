@@ -17,30 +17,31 @@ use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
 use odek_agent::subagent::artifacts::{
     TaskId, append_artifact_flags, prepare_staging, relocate_staged, scan_artifact_root,
 };
-use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
+use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
-use odek_agent::subagent::result::{RunEnd, SubagentResult, exit_code_for};
+use odek_agent::subagent::result::{RunEnd, SubagentResult};
 use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
-use odek_agent::subagent::task::{TaskFile, TaskReplay, is_parent_task_file, read_task_file};
+use odek_agent::subagent::task::{TaskFile, is_parent_task_file, read_task_file};
 use odek_agent::tool::ToolContext;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
-use odek_contract::truncation::runes_with_ellipsis;
+use odek_contract::runes::runes_with_ellipsis;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_contract::untrusted::new_nonce;
 use odek_danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_llm::{Message, StreamObserver, Thinking, Usage};
 use odek_mcp::McpObserver;
 use tokio_util::sync::CancellationToken;
 
-use super::CommandError;
-use super::ext::{Setup, cancel_on_interrupt, start_hub};
-use super::run::{budget_limits, build_provider, builtin_settings};
+use super::agent_parts::{budget_limits, build_provider, builtin_settings, delegate_settings, delegation_depth};
+use super::setup::{Setup, start_hub};
 use crate::config::{
     CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS, resolve_effective,
 };
+use crate::interrupt::cancel_on_stop_signals;
+use crate::outcome::{CommandError, SubagentEnd, exit_code};
+use crate::terminal::print_warnings;
 
-/// The environment variable carrying the current delegation depth (`0` when unset).
-pub const DEPTH_VARIABLE: &str = "ODEK_SUBAGENT_DEPTH";
 /// Set to `3` by a parent that hands over the API key on file descriptor 3.
 pub const API_KEY_FD_VARIABLE: &str = "ODEK_API_KEY_FD";
 /// Longest API key read from fd 3 (bytes).
@@ -152,12 +153,12 @@ impl Output {
     }
 }
 
-/// A setup error: `odek: <msg>` on stderr, the §7 result on stdout, exit 3.
+/// A setup error: `odek: <msg>` on stderr, the §7 result on stdout, [`SubagentEnd::SetupFailed`].
 fn setup_failure(message: &str, output: &Output) -> CommandError {
     let message = redact(message);
-    eprintln!("odek: {}", odek_mcp::observer::terminal_safe(&message));
+    eprintln!("odek: {}", sanitise_for_terminal(&message, Layout::Lines));
     output.setup_result(&SubagentResult::setup_error(&message));
-    CommandError::Exit(3)
+    CommandError::Subagent(SubagentEnd::SetupFailed)
 }
 
 pub async fn run(args: &[String]) -> Result<(), CommandError> {
@@ -174,7 +175,7 @@ pub async fn run(args: &[String]) -> Result<(), CommandError> {
         Err(Prepare::SpawnGate(error, output)) => {
             eprintln!("✗ Sub-agent exhausted its execution budget (execution_budget)");
             output.setup_result(&SubagentResult::spawn_gate(&error));
-            return Err(CommandError::Exit(4));
+            return Err(CommandError::Subagent(SubagentEnd::BudgetExhausted));
         }
     };
     execute(prepared, &flags, &task, started).await
@@ -240,9 +241,7 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
     };
     let effective =
         resolve_effective(&setup.loaded, &overrides).map_err(|err| Prepare::Setup(err.to_string(), legacy()))?;
-    for warning in effective.warnings.iter().skip(setup.loaded.warnings.len()) {
-        eprintln!("odek: warning: {}", odek_mcp::observer::terminal_safe(warning));
-    }
+    print_warnings(effective.warnings.get(setup.loaded.warnings.len()..).unwrap_or_default());
     let config = effective.config;
     let api_key = handed_key.or(effective.api_key);
 
@@ -350,8 +349,8 @@ fn command_error_text(error: CommandError) -> String {
     match error {
         CommandError::Fatal(text) | CommandError::Budget(text) | CommandError::Verbatim(text) => text,
         CommandError::Reported => "setup failed".to_owned(),
-        CommandError::Exit(code) => format!("setup failed (exit {code})"),
         CommandError::Stopped { error, .. } => command_error_text(*error),
+        other => format!("setup failed (exit {})", exit_code(&Err(other))),
     }
 }
 
@@ -409,43 +408,6 @@ fn artifact_task(task: &TaskFile) -> Option<(TaskId, PathBuf)> {
     Some((task_id, PathBuf::from(&task.artifact_root)))
 }
 
-/// The settings of `delegate_tasks` for this process: top level (`depth` 0, which also offers
-/// `artifact_read`) or a child that may delegate further.
-pub(crate) fn delegate_settings(
-    setup: &Setup,
-    config: &crate::config::Config,
-    api_key: Option<&str>,
-    session_id: Option<&str>,
-    untrusted: bool,
-    budget: &odek_agent::budget::Budget,
-    replay: Option<Arc<TaskReplay>>,
-) -> DelegateSettings {
-    let depth = std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0);
-    let core = &config.core;
-    let subagent = &config.subagent;
-    DelegateSettings {
-        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("odek")),
-        cwd: setup.sources.cwd.clone(),
-        odek_home: setup.sources.odek_dir(),
-        parent_env: setup.sources.env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
-        secret_names: setup.loaded.secrets.names.clone(),
-        api_key: api_key.map(str::to_owned),
-        provider: core.provider.clone(),
-        model: core.model.clone(),
-        base_url: core.base_url.clone(),
-        depth,
-        max_depth: subagent.max_depth,
-        max_concurrency: usize::try_from(subagent.max_concurrency_or(core.max_concurrency)).unwrap_or(1),
-        timeout: Duration::from_secs(subagent.timeout_seconds),
-        profiles: config.profiles.iter().map(|(name, _)| name.to_owned()).collect(),
-        session_id: session_id.map(str::to_owned),
-        untrusted_parent: untrusted,
-        artifact_read: depth == 0,
-        share: (subagent.budget_inherit == crate::config::BudgetInherit::Share).then(|| budget.share()),
-        replay,
-    }
-}
-
 /// Remembers the run's provider-reported usage, for results of runs that ended in an error.
 #[derive(Default)]
 struct UsageTracker(std::sync::Mutex<Usage>);
@@ -480,17 +442,17 @@ async fn execute(
         output,
     } = prepared;
     if !flags.quiet {
-        eprintln!("🔧 Sub-agent: {}", odek_mcp::observer::terminal_safe(&display_goal(&task.goal)));
+        eprintln!("🔧 Sub-agent: {}", sanitise_for_terminal(&display_goal(&task.goal), Layout::Lines));
     }
     if let Output::Framed(stream) = &output {
-        let depth = std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0);
+        let depth = delegation_depth();
         let max_risk = policy.max_risk.map(DangerClass::as_str).unwrap_or_default();
         stream.started(std::process::id(), depth, timeout_seconds, max_iterations, &profile, max_risk);
     }
 
     // Listening from here on: a stop signal during MCP startup is acted on once startup ends
     // (each handshake is bounded by its server's timeout); a second signal exits at once.
-    let interrupt = cancel_on_interrupt();
+    let interrupt = cancel_on_stop_signals();
     let replay = task.replay.clone().map(Arc::new);
     let provider = match build_provider(&config.core, api_key.as_deref(), replay.as_deref(), None) {
         Ok(provider) => provider,
@@ -622,9 +584,9 @@ async fn execute(
         report_end(&result, flags.quiet);
     }
     output.finish(&result);
-    match exit_code_for(&result) {
-        0 => Ok(()),
-        code => Err(CommandError::Exit(code)),
+    match SubagentEnd::of(&result) {
+        None => Ok(()),
+        Some(end) => Err(CommandError::Subagent(end)),
     }
 }
 
@@ -689,7 +651,7 @@ fn report_end(result: &SubagentResult, quiet: bool) {
             result.duration_seconds, result.tokens_used, result.iterations
         ),
     };
-    eprintln!("{}", odek_mcp::observer::terminal_safe(&line));
+    eprintln!("{}", sanitise_for_terminal(&line, Layout::Lines));
 }
 
 #[cfg(test)]

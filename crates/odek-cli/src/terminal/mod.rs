@@ -1,9 +1,15 @@
 //! The terminal experience of `odek run` / `odek continue` (all on stderr): the live status line
 //! and the record of each tool call ([`status`]), and the single-keystroke batch approval card
 //! ([`batch_gate`]). stdout never carries anything but the final answer.
+//!
+//! Also the binary's warning printer ([`print_warning`]). What text from outside may look like
+//! on a terminal is one rule of the contract ([`odek_contract::terminal_text`]); this module only
+//! adds secret redaction and writes.
 
 pub mod batch_gate;
 pub mod status;
+
+use odek_contract::terminal_text::{shorten_line, warning_line};
 
 /// Whether colour may be used: not when `NO_COLOR` is set (any value) or `ODEK_NO_COLOR` is true.
 pub fn colour_allowed(env: &std::collections::BTreeMap<String, String>) -> bool {
@@ -13,19 +19,24 @@ pub fn colour_allowed(env: &std::collections::BTreeMap<String, String>) -> bool 
     !(no_color || odek_no_color)
 }
 
-/// Text from outside (arguments, outputs, errors) made safe to print: secrets redacted, control
-/// characters neutralised, one line, at most `max_chars` characters.
+/// Text from outside (arguments, outputs, errors) made safe to print: secrets redacted, then
+/// [`shorten_line`]: terminal-safe, one line, at most `max_chars` characters.
 pub fn one_line(text: &str, max_chars: usize) -> String {
-    let redacted = odek_contract::redaction::redact(text);
-    let safe = odek_mcp::observer::terminal_safe(&redacted);
-    let flat: String = safe.chars().map(|c| if c == '\n' || c == '\t' { ' ' } else { c }).collect();
-    let flat = flat.trim();
-    if flat.chars().count() <= max_chars {
-        return flat.to_owned();
+    shorten_line(&odek_contract::redaction::redact(text), max_chars)
+}
+
+/// Prints `odek: warning: <text>` ([`warning_line`]: the text terminal-safe) on stderr. A failed
+/// write is ignored: after a hangup the terminal is gone, and a warning must not end the process.
+pub fn print_warning(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{}", warning_line(text));
+}
+
+/// [`print_warning`] for each of `warnings`, in order.
+pub fn print_warnings(warnings: &[String]) {
+    for warning in warnings {
+        print_warning(warning);
     }
-    let mut cut: String = flat.chars().take(max_chars.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 #[cfg(test)]
@@ -38,7 +49,7 @@ mod tests {
         assert_eq!(one_line("abcdef", 4), "abc…");
         let secret = format!("ghp_{}", "x".repeat(40));
         assert_eq!(one_line(&format!("token {secret}"), 100), "token [REDACTED]");
-        assert_eq!(one_line("\u{1b}[2Jclear", 100), "\u{FFFD}[2Jclear");
+        assert_eq!(one_line("\u{1b}[2Jclear", 100), "clear");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use odek_agent::observer::{CallResult, LoopEvent, LoopObserver};
+use odek_contract::terminal_text::warning_line;
 use odek_llm::{StreamObserver, Usage};
 
 use super::one_line;
@@ -141,7 +142,7 @@ impl StreamObserver for StatusDisplay {
 impl LoopObserver for StatusDisplay {
     fn on_event(&self, event: &LoopEvent<'_>) {
         if let LoopEvent::Warning { text } = event {
-            self.print(&format!("odek: warning: {}", odek_mcp::observer::terminal_safe(text)));
+            self.print(&warning_line(text));
             return;
         }
         if self.mode == StatusMode::Quiet {
@@ -223,4 +224,27 @@ impl LoopObserver for StatusDisplay {
 /// like a secret), control characters neutralised, one line, bounded.
 fn shown_tool(tool: &str) -> String {
     one_line(tool, TOOL_NAME_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Before: the status line's tool names kept a U+202E and the text of escape sequences.
+    #[test]
+    fn the_live_status_line_shows_a_tool_name_terminal_safe_red() {
+        let display = StatusDisplay::new(StatusMode::Live { colour: false });
+        let tool = "ev\u{202E}il\u{1b}[31m\u{1b}]0;title\u{7}";
+        display.on_event(&LoopEvent::ToolCallStarted {
+            iteration: 1,
+            call_id: "c1",
+            tool,
+            arguments: "{}",
+            risk: None,
+        });
+        let message = display.bar.as_ref().map(ProgressBar::message).unwrap_or_default();
+        display.finish();
+        assert!(message.contains("running ev\u{FFFD}il · "), "{message:?}");
+        assert!(!message.contains(['\u{202E}', '\u{1b}', '\u{7}']), "{message:?}");
+    }
 }

@@ -7,7 +7,7 @@
 
 use odek_contract::artifact_ref::short_digest;
 use odek_contract::render::{clean_field, sanitise};
-use odek_contract::truncation::first_runes;
+use odek_contract::runes::first_runes;
 
 use super::inline::InlinePreview;
 use super::notes::render_inline_skipped_line;

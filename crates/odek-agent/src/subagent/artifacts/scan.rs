@@ -11,14 +11,13 @@ use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
 
+use odek_contract::artifact_ref::{file_uri, hash_capped};
 use odek_contract::envelope::{ARTIFACT_REF_SCHEMA, RawArtifactRef};
 use odek_contract::quoting::quote;
-use odek_contract::truncation::first_runes;
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+use odek_contract::runes::first_runes;
 use serde::{Deserialize, Serialize};
 
 use super::no_follow::{EntryKind, list_dir, open_dir, open_file_at, stat_at};
-use super::verify::hash_pass;
 use super::{MAX_ARTIFACT_BYTES, MAX_REFS_PER_TASK, TASK_BUDGET_BYTES};
 
 /// Longest summary, in runes.
@@ -28,10 +27,7 @@ pub const MAX_SUMMARY_RUNES: usize = 120;
 const MAX_NAME_ID_CHARS: usize = 64;
 
 /// Bytes of a text file kept from the hashing pass to find its first line.
-const SUMMARY_PREFIX_BYTES: usize = 8 * 1024;
-
-/// Bytes a path keeps unencoded in a `file://` uri: RFC 3986 unreserved characters and `/`.
-const URI_PATH_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+const SUMMARY_PREFIX_BYTES: u64 = 8 * 1024;
 
 /// The scan's caps. The defaults are the spec's; the flags quote whatever is configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,9 +146,17 @@ pub fn scan_artifact_root_with(artifact_root: &Path, limits: ScanLimits) -> Scan
             report.flags.push(budget_exhausted(&shown, limits));
             continue;
         }
+        // A root that is not absolute and clean names nothing a parent could find.
+        let uri = match file_uri(&artifact_root.join(&name)) {
+            Ok(uri) => uri,
+            Err(err) => {
+                report.flags.push(format!("[artifact] skipped {shown}: {err}"));
+                continue;
+            }
+        };
         total += measured.size;
         let id = assign_artifact_id(&name, &report.artifacts);
-        report.artifacts.push(build_ref(id, artifact_root, &name, measured));
+        report.artifacts.push(build_ref(id, uri, &name, measured));
     }
     report
 }
@@ -177,18 +181,18 @@ fn measure_file(root: &std::os::fd::OwnedFd, name: &OsStr, cap: u64) -> io::Resu
     if !file.metadata()?.is_file() {
         return Err(io::Error::other("not a regular file"));
     }
-    let pass = hash_pass(file, cap, 0, SUMMARY_PREFIX_BYTES)?;
+    let pass = hash_capped(file, cap, 0..SUMMARY_PREFIX_BYTES)?;
     Ok(Measured { size: pass.read, sha256: pass.digest, prefix: pass.window })
 }
 
-fn build_ref(id: String, artifact_root: &Path, name: &OsStr, measured: Measured) -> RawArtifactRef {
+fn build_ref(id: String, uri: String, name: &OsStr, measured: Measured) -> RawArtifactRef {
     let file_name = name.to_string_lossy();
     let media_type = media_type_for_name(&file_name);
     let summary = if media_type.starts_with("text/") { first_line_summary(&measured.prefix) } else { String::new() };
     RawArtifactRef {
         schema: ARTIFACT_REF_SCHEMA.to_owned(),
         id,
-        uri: file_uri(&artifact_root.join(name)),
+        uri,
         media_type: media_type.to_owned(),
         sha256: measured.sha256,
         size_bytes: i64::try_from(measured.size).ok(),
@@ -253,15 +257,6 @@ fn first_line_summary(prefix: &[u8]) -> String {
     let line = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
     let text = String::from_utf8_lossy(line);
     first_runes(text.trim(), MAX_SUMMARY_RUNES).trim_end().to_owned()
-}
-
-/// `file://` + the absolute path, every byte outside RFC 3986's unreserved set and `/`
-/// percent-encoded (non-UTF-8 bytes included).
-fn file_uri(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    let encoded: String = percent_encoding::percent_encode(bytes, URI_PATH_KEEP).collect();
-    format!("file://{encoded}")
 }
 
 /// §5: the artifact flags appended to the summary after `\n`, one per line, the whole trimmed.
@@ -329,10 +324,25 @@ mod tests {
         assert_eq!(first_line_summary(b"a\xffb"), "a\u{fffd}b");
     }
 
+    /// Before: the uri was `file://` plus the path's bytes, so a root with `..` gave a ref the
+    /// parent rejects (rule 10) and a relative root a uri whose first segment reads as a host.
     #[test]
-    fn uris_are_percent_encoded() {
-        assert_eq!(file_uri(Path::new("/a/b c/r%1é.md")), "file:///a/b%20c/r%251%C3%A9.md");
-        assert_eq!(file_uri(Path::new("/a/x-y_z.~1")), "file:///a/x-y_z.~1");
+    fn a_root_no_uri_can_name_is_flagged_red() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("root")).unwrap();
+        std::fs::write(dir.path().join("root/report.md"), "# Report\n").unwrap();
+        let report = scan_artifact_root(&dir.path().join("root/../root"));
+        assert!(report.artifacts.is_empty(), "{:?}", report.artifacts);
+        assert_eq!(report.flags.len(), 1, "{:?}", report.flags);
+        assert!(
+            report.flags[0].starts_with("[artifact] skipped \"report.md\": artifact path \""),
+            "{:?}",
+            report.flags
+        );
+        assert!(report.flags[0].ends_with("\" is not clean (contains .. or . elements)"), "{:?}", report.flags);
+        let clean = scan_artifact_root(&dir.path().join("root"));
+        assert_eq!(clean.artifacts.len(), 1);
+        assert_eq!(clean.artifacts[0].uri, format!("file://{}/report.md", dir.path().join("root").display()));
     }
 
     #[test]

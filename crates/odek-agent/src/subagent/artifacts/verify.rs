@@ -7,19 +7,14 @@
 //! no symlink on any component; size and digest are checked in one streaming pass that hashes
 //! every byte while keeping only the requested window (never more than `limit` bytes held).
 
-use std::io::{self, Read};
+use std::io;
 
-use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::MAX_ARTIFACT_BYTES;
 use super::no_follow::open_file_without_symlinks;
 use super::registry::RegisteredArtifact;
-use odek_contract::artifact_ref::short_digest;
-
-/// Read buffer of the hashing pass, in bytes (256 KiB: large enough that syscalls and copies
-/// stay well under the hash's own cost).
-const PASS_BUFFER_BYTES: usize = 256 * 1024;
+use odek_contract::artifact_ref::{hash_capped, short_digest};
 
 /// The verified window of an artifact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,8 +102,9 @@ pub fn read_verified(artifact: &RegisteredArtifact, offset: u64, limit: usize) -
     if offset > total {
         return Err(ReadRefusal::PastEnd { offset, total });
     }
+    let window = offset..offset.saturating_add(limit as u64);
     let pass =
-        hash_pass(file, MAX_ARTIFACT_BYTES, offset, limit).map_err(|err| VerificationFailure::Read(err.to_string()))?;
+        hash_capped(file, MAX_ARTIFACT_BYTES, window).map_err(|err| VerificationFailure::Read(err.to_string()))?;
     if pass.read > MAX_ARTIFACT_BYTES {
         return Err(VerificationFailure::GrewPastCap.into());
     }
@@ -122,72 +118,10 @@ pub fn read_verified(artifact: &RegisteredArtifact, offset: u64, limit: usize) -
     Ok(VerifiedWindow { bytes: pass.window, offset, total })
 }
 
-/// What one streaming pass saw.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HashPass {
-    /// Lowercase hex SHA-256 of every byte read.
-    pub digest: String,
-    /// Bytes read: at most `cap + 1` (more than `cap` means the content is over the cap).
-    pub read: u64,
-    /// The bytes `window_start..window_start + window_len` that were read.
-    pub window: Vec<u8>,
-}
-
-/// Hashes `reader` through one fixed buffer, reading at most `cap + 1` bytes, and keeps the
-/// bytes of the window. Memory: the buffer plus at most `window_len` bytes.
-pub(super) fn hash_pass(reader: impl Read, cap: u64, window_start: u64, window_len: usize) -> io::Result<HashPass> {
-    let mut limited = reader.take(cap.saturating_add(1));
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0_u8; PASS_BUFFER_BYTES];
-    let window_end = window_start.saturating_add(window_len as u64);
-    let mut window = Vec::with_capacity(window_len.min(PASS_BUFFER_BYTES));
-    let mut read: u64 = 0;
-    loop {
-        let n = match limited.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        };
-        let chunk = &buffer[..n];
-        hasher.update(chunk);
-        let chunk_start = read;
-        read = read.saturating_add(n as u64);
-        if read > window_start && chunk_start < window_end {
-            let from = usize::try_from(window_start.saturating_sub(chunk_start)).unwrap_or(n);
-            let to = usize::try_from(window_end.saturating_sub(chunk_start)).unwrap_or(n).min(n);
-            window.extend_from_slice(&chunk[from..to]);
-        }
-    }
-    Ok(HashPass { digest: hex::encode(hasher.finalize()), read, window })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    #[test]
-    fn one_pass_keeps_only_the_window_and_hashes_everything() {
-        let content: Vec<u8> = (0..PASS_BUFFER_BYTES * 3).map(|i| (i % 251) as u8).collect();
-        let expected = hex::encode(Sha256::digest(&content));
-        let start = PASS_BUFFER_BYTES as u64 - 10;
-        let pass = hash_pass(&content[..], 1 << 30, start, PASS_BUFFER_BYTES + 20).unwrap();
-        assert_eq!(pass.digest, expected);
-        assert_eq!(pass.read, content.len() as u64);
-        assert_eq!(pass.window, &content[PASS_BUFFER_BYTES - 10..2 * PASS_BUFFER_BYTES + 10]);
-        let tail = hash_pass(&content[..], 1 << 30, content.len() as u64 - 3, 100).unwrap();
-        assert_eq!(tail.window, &content[content.len() - 3..]);
-        let past = hash_pass(&content[..], 1 << 30, content.len() as u64, 100).unwrap();
-        assert!(past.window.is_empty());
-    }
-
-    #[test]
-    fn one_pass_stops_after_cap_plus_one() {
-        let pass = hash_pass(io::repeat(1).take(1000), 100, 0, 10).unwrap();
-        assert_eq!(pass.read, 101);
-        assert_eq!(pass.window, vec![1; 10]);
-    }
 
     #[test]
     fn reasons_are_the_spec_text() {

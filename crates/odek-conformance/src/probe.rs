@@ -1,29 +1,30 @@
-//! The recording stdio session `odek ext check` drives: it spawns the server the way odek does
-//! (no shell, own process group, the allowlisted environment, stderr forwarded as
-//! `[<server>] <line>`), reads stdout through the client's bounded line reader, and — unlike the
-//! client, which skips what it cannot route — keeps a [`Transcript`] of every line that is not a
-//! JSON-RPC message and of every response that answers nothing. Requests are matched strictly by
-//! integer id; server-initiated requests are answered as odek answers them.
+//! The recording stdio session `odek ext check` drives: it spawns the server with the client's
+//! own [`spawn_server`] (no shell, own process group, the allowlisted environment, stderr
+//! forwarded as `[<server>] <line>`), reads stdout through the client's bounded line reader and
+//! writes and reads frames with the client's `wire` module, and — unlike the client, which skips
+//! what it cannot route — keeps a [`Transcript`] of every line that is not a JSON-RPC message and
+//! of every response that answers nothing. Requests are matched strictly by integer id;
+//! server-initiated requests are answered as odek answers them.
 //!
 //! Start at [`Probe::spawn`], [`Probe::request`] and [`Probe::close`].
 
 use std::collections::{BTreeMap, HashSet};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use odek_mcp::bounded_lines::{BoundedLineReader, LineError, Overflow};
+use odek_mcp::discovery::PageSource;
+use odek_mcp::process::{ServerCommand, ServerProcess, SpawnError, exit_status, kill_process_group, spawn_server};
+use odek_mcp::wire::{
+    Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, integer_id, parse_object, progress_token,
+    server_request_reply,
+};
+use odek_mcp::{EXIT_GRACE, PROGRESS_CAP, StderrObserver};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-
-use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
-use crate::call::decode_literal;
-use crate::connection::{EXIT_GRACE, PROGRESS_CAP, Params, encode_request};
-use crate::frame_scan::index_frame;
-use crate::observer::StderrObserver;
-use crate::server_lines::{ServerLineSink, forward_stderr};
 
 /// Lines the stdout reader may queue ahead of the probe before it waits: with lines of up to
 /// `max_response_bytes`, the probe holds at most this many plus one.
@@ -72,19 +73,6 @@ pub struct Transcript {
     pub initialized_replies: Vec<Offender>,
 }
 
-/// The `params` of a request.
-#[derive(Debug, Clone)]
-pub enum RequestParams {
-    Absent,
-    Json(String),
-    /// `tools/call`: `{"name":…,"arguments":` and the arguments; the request id becomes the
-    /// progress token, as odek sends it.
-    ToolCall {
-        prefix: String,
-        arguments: String,
-    },
-}
-
 /// How a request ended without an answer, or with an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
@@ -115,18 +103,17 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// A response line and where its `result` sits in it.
+/// A successful response and how long it took.
 #[derive(Debug)]
 pub struct Answer {
-    line: Vec<u8>,
-    result: std::ops::Range<usize>,
+    pub frame: ResultFrame,
     pub elapsed: Duration,
 }
 
 impl Answer {
     /// The raw JSON of `result` (`null` when absent).
     pub fn result_json(&self) -> &[u8] {
-        if self.result.is_empty() { b"null" } else { &self.line[self.result.clone()] }
+        self.frame.result_json()
     }
 
     pub fn result_value(&self) -> Value {
@@ -184,22 +171,12 @@ impl std::fmt::Debug for Probe {
 impl Probe {
     /// Starts the process and its stdout and stderr readers; sends nothing yet.
     pub fn spawn(launch: &Launch, transcript: Transcript) -> Result<Probe, String> {
-        let mut child = Command::new(&launch.command)
-            .args(&launch.args)
-            .env_clear()
-            .envs(&launch.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|err| format!("start {}: {err}", launch.command))?;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.start_kill();
-            return Err("stdio pipes unavailable".to_owned());
-        };
+        let command = ServerCommand { command: &launch.command, args: &launch.args, env: &launch.env };
+        let ServerProcess { child, stdin, stdout, .. } =
+            spawn_server(&launch.server, command, Arc::new(StderrObserver)).map_err(|error| match error {
+                SpawnError::Start(err) => format!("start {}: {err}", launch.command),
+                SpawnError::NoPipes => error.to_string(),
+            })?;
         let (sender, incoming) = mpsc::channel(STDOUT_QUEUE_LINES);
         let limit = launch.max_response_bytes;
         tokio::spawn(async move {
@@ -216,8 +193,6 @@ impl Probe {
                 }
             }
         });
-        let sink = ServerLineSink::new(&launch.server, Arc::new(StderrObserver));
-        tokio::spawn(forward_stderr(stderr, sink));
         Ok(Probe {
             child,
             stdin: Some(stdin),
@@ -237,18 +212,16 @@ impl Probe {
         self.dead.is_some()
     }
 
-    /// Writes one notification line.
-    pub async fn notify(&mut self, line: &str) -> Result<(), Failure> {
-        let mut bytes = line.as_bytes().to_vec();
-        bytes.push(b'\n');
-        self.write(&bytes).await
+    /// Writes one message that gets no response (a notification, an answer to the server).
+    pub async fn notify(&mut self, line: &[u8]) -> Result<(), Failure> {
+        self.write(line).await
     }
 
     /// Sends one request and waits at most `timeout` for the response with its id.
     pub async fn request(
         &mut self,
         method: &'static str,
-        params: RequestParams,
+        params: Params<'_>,
         timeout: Duration,
     ) -> Result<Answer, Failure> {
         let mut answers = self.requests(method, &[params], timeout).await;
@@ -258,9 +231,9 @@ impl Probe {
     /// Sends `notifications/initialized`, then a ping; an error response without an id that
     /// arrives before the ping's answer is recorded as a reply to the notification.
     pub async fn initialized_then_ping(&mut self, timeout: Duration) -> Result<Answer, Failure> {
-        self.notify(INITIALIZED).await?;
+        self.notify(odek_mcp::wire::INITIALIZED).await?;
         self.idless_replies_answer_notification = true;
-        let ping = self.request("ping", RequestParams::Absent, timeout).await;
+        let ping = self.request("ping", Params::Absent, timeout).await;
         self.idless_replies_answer_notification = false;
         ping
     }
@@ -271,7 +244,7 @@ impl Probe {
     pub async fn requests(
         &mut self,
         method: &'static str,
-        params: &[RequestParams],
+        params: &[Params<'_>],
         timeout: Duration,
     ) -> Vec<(i64, Result<Answer, Failure>)> {
         let started = Instant::now();
@@ -283,12 +256,7 @@ impl Probe {
         for (index, params) in params.iter().enumerate() {
             let id = self.next_id;
             self.next_id += 1;
-            let params = match params {
-                RequestParams::Absent => Params::Absent,
-                RequestParams::Json(json) => Params::Json(json),
-                RequestParams::ToolCall { prefix, arguments } => Params::ToolCall { prefix, arguments },
-            };
-            bytes.extend_from_slice(&encode_request(id, method, params));
+            bytes.extend_from_slice(&encode_request(id, method, *params));
             waiting.insert(id, index);
             outcomes.push((id, None));
         }
@@ -297,39 +265,37 @@ impl Probe {
         }
         while !waiting.is_empty() {
             let Some(line) = self.next_line(deadline, &during).await else { break };
-            let Some(index) = index_frame(&line).filter(|_| is_json_rpc(&line)) else {
+            let Some(message) = Message::read(&line).filter(|_| is_json_rpc(&line)) else {
                 self.note_not_json_rpc(&line, &during);
                 continue;
             };
-            let text = |range: &Option<std::ops::Range<usize>>| {
-                range.clone().and_then(|range| std::str::from_utf8(&line[range]).ok()).map(str::to_owned)
-            };
-            let server_method = text(&index.method)
-                .and_then(|literal| decode_literal(&literal).ok().map(std::borrow::Cow::into_owned))
-                .filter(|method| !method.is_empty());
-            let id_text = text(&index.id).filter(|id| id != "null");
-            if let Some(server_method) = server_method {
-                // Only `tools/call` carries a progress token; progress for anything else is
-                // ignored, as odek ignores it.
-                if server_method == "notifications/progress"
-                    && method == "tools/call"
-                    && id_text.is_none()
-                    && progress_token(text(&index.params).as_deref()).is_some_and(|token| waiting.contains_key(&token))
-                {
-                    // As odek does: progress moves the deadline, up to an hour after dispatch.
-                    deadline = (Instant::now() + timeout).min(started + PROGRESS_CAP);
+            let (id, error, result) = match message {
+                Message::Request { method, id } => {
+                    let _ = self.notify(&server_request_reply(id, &method)).await;
+                    continue;
                 }
-                self.answer_server_message(&server_method, id_text.as_deref()).await;
+                Message::Notification { method: server_method, params } => {
+                    // Only `tools/call` carries a progress token; progress for anything else is
+                    // ignored, as odek ignores it.
+                    if server_method == "notifications/progress"
+                        && method == "tools/call"
+                        && params.and_then(progress_token).is_some_and(|token| waiting.contains_key(&token))
+                    {
+                        // As odek does: progress moves the deadline, up to an hour after dispatch.
+                        deadline = (Instant::now() + timeout).min(started + PROGRESS_CAP);
+                    }
+                    continue;
+                }
+                Message::Unanswerable => continue,
+                Message::Response { id, error, result } => (id, error, result),
+            };
+            let integer = id.and_then(integer_id);
+            if integer.is_some_and(|id| self.abandoned.remove(&id)) {
                 continue;
             }
-            let id = id_text.as_deref().and_then(|id| serde_json::from_str::<i64>(id).ok());
-            if id.is_some_and(|id| self.abandoned.remove(&id)) {
-                continue;
-            }
-            let Some(slot) = id.and_then(|id| waiting.remove(&id)) else {
+            let Some(slot) = integer.and_then(|id| waiting.remove(&id)) else {
                 let offender = Offender { excerpt: excerpt(&line), during: during.clone() };
-                let is_error = text(&index.error).is_some_and(|error| error != "null");
-                if id_text.is_none() && is_error && self.idless_replies_answer_notification {
+                if id.is_none() && error.is_some() && self.idless_replies_answer_notification {
                     self.transcript.initialized_replies.push(offender);
                 } else {
                     self.transcript.unmatched_count += 1;
@@ -340,9 +306,12 @@ impl Probe {
                 continue;
             };
             let elapsed = started.elapsed();
-            let outcome = match text(&index.error) {
-                Some(error) if error != "null" => Err(rpc_failure(&error)),
-                _ => Ok(Answer { result: index.result.clone().unwrap_or(0..0), line, elapsed }),
+            let outcome = match error {
+                Some(error) => {
+                    let RpcError { code, message } = RpcError::read(error);
+                    Err(Failure::Rpc { code, message })
+                }
+                None => Ok(Answer { frame: ResultFrame::new(line, result.unwrap_or(0..0)), elapsed }),
             };
             outcomes[slot].1 = Some(outcome);
         }
@@ -351,7 +320,7 @@ impl Probe {
             // As odek does on a deadline: tell the server, and drop a late reply silently.
             for id in waiting.keys() {
                 self.abandoned.insert(*id);
-                let _ = self.notify(&cancelled_notification(*id)).await;
+                let _ = self.notify(&encode_cancelled(*id, "timeout")).await;
             }
         }
         outcomes.into_iter().map(|(id, outcome)| (id, outcome.unwrap_or_else(|| Err(unanswered.clone())))).collect()
@@ -370,7 +339,7 @@ impl Probe {
                 Ok(Err(_)) | Err(_) => Exit::Killed,
             },
         };
-        kill_group(self.child.id());
+        kill_process_group(self.child.id());
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
         // Lines still queued were written before the exit: they count for hygiene too.
@@ -444,23 +413,21 @@ impl Probe {
             self.transcript.not_json_rpc.push(Offender { excerpt: excerpt(line), during: during.to_owned() });
         }
     }
-
-    /// Server-initiated messages: ping is answered `{}`, other requests `-32601`, as odek does.
-    async fn answer_server_message(&mut self, method: &str, id: Option<&str>) {
-        let Some(id) = id else { return };
-        let reply = if method == "ping" {
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}")
-        } else {
-            format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"method not found\"}}}}"
-            )
-        };
-        let _ = self.notify(&reply).await;
-    }
 }
 
-/// The notification that ends the handshake.
-pub const INITIALIZED: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+/// The `tools/list` pages of a probe, each request waiting at most `timeout`.
+pub struct Pages<'p> {
+    pub probe: &'p mut Probe,
+    pub timeout: Duration,
+}
+
+impl PageSource for Pages<'_> {
+    type Failure = Failure;
+
+    async fn request_page(&mut self, params: Params<'_>) -> Result<ResultFrame, Failure> {
+        self.probe.request("tools/list", params, self.timeout).await.map(|answer| answer.frame)
+    }
+}
 
 /// A JSON-RPC 2.0 message: a JSON object whose `jsonrpc` member is `"2.0"`.
 fn is_json_rpc(line: &[u8]) -> bool {
@@ -469,31 +436,7 @@ fn is_json_rpc(line: &[u8]) -> bool {
         #[serde(borrow)]
         jsonrpc: Option<std::borrow::Cow<'a, str>>,
     }
-    crate::call::parse_object::<Version<'_>>(line).is_ok_and(|version| version.jsonrpc.as_deref() == Some("2.0"))
-}
-
-/// The integer `progressToken` of a progress notification's params.
-fn progress_token(params: Option<&str>) -> Option<i64> {
-    let params: Value = serde_json::from_str(params?).ok()?;
-    params.get("progressToken")?.as_i64()
-}
-
-/// `notifications/cancelled` for a request given up on, as odek sends it.
-fn cancelled_notification(id: i64) -> String {
-    format!(
-        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id},\"reason\":\"timeout\"}}}}"
-    )
-}
-
-fn rpc_failure(raw: &str) -> Failure {
-    let error: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
-    let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-    let message = match error.get("message") {
-        Some(Value::String(message)) => message.clone(),
-        Some(other) if !other.is_null() => other.to_string(),
-        _ => String::new(),
-    };
-    Failure::Rpc { code, message }
+    parse_object::<Version<'_>>(line).is_ok_and(|version| version.jsonrpc.as_deref() == Some("2.0"))
 }
 
 /// At most [`EVIDENCE_BYTES`] of a line, cut at a character boundary with `…` when cut.
@@ -512,19 +455,6 @@ pub fn cut(text: &str, max_bytes: usize) -> String {
         end -= 1;
     }
     format!("{}\u{2026}", &text[..end])
-}
-
-fn exit_status(status: &std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(-1)
-}
-
-/// SIGKILL to the server's process group (it was spawned as the group leader), so nothing it
-/// started outlives the check.
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|pid| i32::try_from(pid).ok()) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-    }
 }
 
 #[cfg(test)]

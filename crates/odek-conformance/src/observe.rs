@@ -1,14 +1,7 @@
-//! Conformance checks for stdio extension servers (`odek ext check`): start a server the way
-//! odek does, drive it through the handshake, its tool list, a call of every tool, a burst of
-//! concurrent calls and a shutdown, and judge what it did against the `odek-extension/v1`
-//! contract and odek's client rules — using the client's own reader, name rules, registration
-//! checks and result pipeline, so the verdict is what odek would actually do with the server.
-//!
-//! Two phases: [`observe`] runs the server once and records [`Observations`] (restarting it if a
-//! step kills the connection, so later steps still run); [`judge`] turns them into
-//! [`CheckResult`]s, one function per check in `checks`. [`run_conformance`] does both. The
-//! report's text and JSON forms are in `report`. Not here: config loading and the exit code
-//! (the binary's).
+//! The observing half of a check run: [`observe`] starts the server once, drives it through the
+//! handshake, its tool list, a call of each planned tool, a burst of concurrent calls and a
+//! shutdown, and records [`Observations`] — restarting the server when a step kills the
+//! connection, so later steps still run. Nothing here judges; `checks` does.
 //!
 //! Which tools are called is decided up front, by [`plan_calls`]: never one annotated
 //! `destructiveHint: true`, only `readOnlyHint: true` ones under [`CallPolicy::ReadOnly`] (the
@@ -17,83 +10,25 @@
 //! tool annotated `readOnlyHint: true` is called more than once (the same call with an unknown
 //! argument, and the load burst): any other tool may act on the world each time.
 
-mod arguments;
-mod checks;
-pub mod probe;
-mod report;
-
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use odek_contract::artifact_ref::ArtifactRoots;
+use odek_mcp::discovery::{ListedTool, ListingError, initialize_params, list_pages};
+use odek_mcp::wire::{INITIALIZED, Params, tool_call_prefix};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use arguments::{PLACEHOLDER_TEXT, arguments_from_schema};
-pub use report::{MAX_REASON_BYTES, Report, Verdict, render_plan};
+use crate::arguments::arguments_from_schema;
+use crate::options::{CallPolicy, CheckOptions};
+use crate::probe::{Answer, Exit, Failure, Launch, Pages, Probe, Transcript};
 
-use crate::discovery::{ListedTool, Listing, cursor_params, initialize_params, json_string};
-use probe::{Answer, Exit, Failure, Launch, Probe, RequestParams, Transcript};
-
-/// Concurrent calls of the load check, by default.
-pub const DEFAULT_CONCURRENCY: usize = 8;
 /// The argument added to a successful call to see that unknown arguments are tolerated.
-pub const UNKNOWN_ARGUMENT: &str = "odek_check_unknown_argument";
+pub(crate) const UNKNOWN_ARGUMENT: &str = "odek_check_unknown_argument";
 /// Most tools called (in list order); the rest are reported as skipped.
-pub const MAX_CALLED_TOOLS: usize = 128;
+pub(crate) const MAX_CALLED_TOOLS: usize = 128;
 /// Restarts after a step killed the connection, at most.
-pub const MAX_RESTARTS: usize = 8;
+pub(crate) const MAX_RESTARTS: usize = 8;
 /// Why a tool not annotated `readOnlyHint: true` is called once only, in the plan.
 const CALLED_ONCE: &str = "called once: not annotated readOnlyHint: true, so neither repeated with an unknown argument nor used for the load burst";
-
-/// What to check and with which limits.
-#[derive(Debug, Clone)]
-pub struct CheckOptions {
-    /// The server name used for exposed names and stderr prefixes.
-    pub server: String,
-    pub command: String,
-    pub args: Vec<String>,
-    /// The environment the server runs with (already built by the allowlist rules).
-    pub env: BTreeMap<String, String>,
-    /// Per-request timeout.
-    pub timeout: Duration,
-    pub max_response_bytes: usize,
-    pub max_result_chars: usize,
-    pub artifact_roots: Vec<String>,
-    /// Author-supplied arguments per raw tool name, in flag order; they replace the arguments
-    /// derived from the schema.
-    pub examples: Vec<(String, Value)>,
-    /// Raw tool names never called.
-    pub skip_calls: Vec<String>,
-    /// Raw tool names dropped from the listing before any check, as odek drops a configured
-    /// server's `exclude_tools`.
-    pub exclude_tools: Vec<String>,
-    /// Which tools may be called (a tool with a `--call` example always is).
-    pub calls: CallPolicy,
-    pub concurrency: usize,
-    /// Sent as `clientInfo.version`.
-    pub client_version: String,
-}
-
-/// Which listed tools the check may call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CallPolicy {
-    /// Only tools annotated `readOnlyHint: true`.
-    ReadOnly,
-    /// Every tool not annotated `destructiveHint: true`.
-    All,
-}
-
-impl CallPolicy {
-    /// The `--calls` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallPolicy::ReadOnly => "read-only",
-            CallPolicy::All => "all",
-        }
-    }
-}
 
 /// What the check does with one listed tool, and why; decided before any call is made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -104,54 +39,15 @@ pub struct PlannedCall {
     pub reason: String,
 }
 
-/// pass / warn / fail, and skip for a check that could not apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Skip,
-    Warn,
-    Fail,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Skip => "skip",
-            Status::Warn => "warn",
-            Status::Fail => "fail",
-        }
-    }
-}
-
-/// The verdict of one check (for per-tool checks, on one tool).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CheckResult {
-    /// `handshake`, `stdout`, `tools`, `calls`, `load` or `shutdown`.
-    pub group: &'static str,
-    /// The check's name, e.g. `ping_answers`.
-    pub check: &'static str,
-    /// The raw tool name, for per-tool checks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    pub status: Status,
-    /// One line: what was seen, and for warn/fail what to fix.
-    pub reason: String,
-    /// The offending text, cut, on warn/fail.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<String>,
-}
-
 /// `initialize` and what came back.
 #[derive(Debug)]
-pub struct InitializeObservation {
+pub(crate) struct InitializeObservation {
     pub outcome: Result<Answer, Failure>,
 }
 
 /// One `tools/call` the check made.
 #[derive(Debug)]
-pub struct CallObservation {
+pub(crate) struct CallObservation {
     pub tool: String,
     /// The arguments sent, and whether the author supplied them.
     pub arguments: Value,
@@ -168,14 +64,14 @@ pub struct CallObservation {
 
 /// A tool the check did not call, and why.
 #[derive(Debug, Clone)]
-pub struct SkippedCall {
+pub(crate) struct SkippedCall {
     pub tool: String,
     pub reason: String,
 }
 
 /// The concurrent burst.
 #[derive(Debug)]
-pub struct LoadObservation {
+pub(crate) struct LoadObservation {
     /// What was sent N times: `tools/call <tool>` or `ping`.
     pub what: String,
     pub outcomes: Vec<(i64, Result<Answer, Failure>)>,
@@ -183,7 +79,7 @@ pub struct LoadObservation {
 
 /// Everything one check run saw.
 #[derive(Debug, Default)]
-pub struct Observations {
+pub(crate) struct Observations {
     /// Set when the process could not be started at all.
     pub spawn_error: Option<String>,
     pub initialize: Option<InitializeObservation>,
@@ -202,16 +98,8 @@ pub struct Observations {
     pub restarts: Vec<String>,
 }
 
-/// Observes and judges: the whole check run. `announce` sees the call plan before the first
-/// call is made (the binary prints it).
-pub async fn run_conformance(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Report {
-    let observations = observe(options, announce).await;
-    let results = judge(&observations, options);
-    Report::new(options, results, observations.restarts).with_plan(observations.plan)
-}
-
 /// Runs the server through every step and records what it did.
-pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Observations {
+pub(crate) async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Observations {
     let mut observations = Observations::default();
     let launch = Launch {
         server: options.server.clone(),
@@ -231,7 +119,7 @@ pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) 
     let timeout = options.timeout;
     let init = initialize_params(&options.client_version);
 
-    let initialize = probe.request("initialize", RequestParams::Json(init.clone()), timeout).await;
+    let initialize = probe.request("initialize", Params::Json(&init), timeout).await;
     observations.initialize = Some(InitializeObservation { outcome: initialize });
     observations.ping = Some(probe.initialized_then_ping(timeout).await);
 
@@ -287,12 +175,12 @@ pub async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) 
     let concurrency = options.concurrency.max(1);
     observations.load = Some(match burst {
         Some((tool, arguments)) => {
-            let params = vec![call_params(&tool, &arguments); concurrency];
-            let outcomes = session.probe.requests("tools/call", &params, timeout).await;
+            let call = CallParams::new(&tool, &arguments);
+            let outcomes = session.probe.requests("tools/call", &vec![call.params(); concurrency], timeout).await;
             LoadObservation { what: format!("tools/call {tool}"), outcomes }
         }
         None => {
-            let outcomes = session.probe.requests("ping", &vec![RequestParams::Absent; concurrency], timeout).await;
+            let outcomes = session.probe.requests("ping", &vec![Params::Absent; concurrency], timeout).await;
             LoadObservation { what: "ping".to_owned(), outcomes }
         }
     });
@@ -338,7 +226,7 @@ type Calls = (Vec<Value>, bool);
 /// skipped; a `--call` example is called (the author asked for it); `destructiveHint: true` is
 /// never called; under [`CallPolicy::ReadOnly`] only `readOnlyHint: true` is called; a tool
 /// whose required arguments cannot be derived is skipped.
-pub fn plan_calls(listed: &[ListedTool], options: &CheckOptions) -> Vec<(PlannedCall, Option<Calls>)> {
+pub(crate) fn plan_calls(listed: &[ListedTool], options: &CheckOptions) -> Vec<(PlannedCall, Option<Calls>)> {
     listed
         .iter()
         .enumerate()
@@ -467,57 +355,57 @@ impl Session<'_> {
         self.probe.transcript = transcript;
         self.restarts.push(format!("the server was restarted after {} closed the connection", self.last_step));
         self.probe.step = "initialize after a restart".to_owned();
-        let _ = self.probe.request("initialize", RequestParams::Json(self.init.to_owned()), self.timeout).await;
-        let _ = self.probe.notify(probe::INITIALIZED).await;
+        let _ = self.probe.request("initialize", Params::Json(self.init), self.timeout).await;
+        let _ = self.probe.notify(INITIALIZED).await;
         self.probe.step.clone_from(&self.last_step);
     }
 }
 
-/// `tools/call` params as odek sends them: arguments with sorted keys, a progress token.
-fn call_params(tool: &str, arguments: &Value) -> RequestParams {
-    RequestParams::ToolCall {
-        prefix: format!("{{\"name\":{},\"arguments\":", json_string(tool)),
-        arguments: odek_contract::canonical_json::to_canonical_string(arguments),
+/// `tools/call` params as odek sends them: the tool's prefix, arguments with sorted keys, and
+/// (added by the encoder) a progress token.
+struct CallParams {
+    prefix: String,
+    arguments: String,
+}
+
+impl CallParams {
+    fn new(tool: &str, arguments: &Value) -> CallParams {
+        CallParams {
+            prefix: tool_call_prefix(tool),
+            arguments: odek_contract::canonical_json::to_canonical_string(arguments),
+        }
+    }
+
+    fn params(&self) -> Params<'_> {
+        Params::ToolCall { prefix: &self.prefix, arguments: &self.arguments }
     }
 }
 
 async fn call_tool(probe: &mut Probe, tool: &str, arguments: &Value, timeout: Duration) -> Result<Answer, Failure> {
-    probe.request("tools/call", call_params(tool, arguments), timeout).await
+    probe.request("tools/call", CallParams::new(tool, arguments).params(), timeout).await
 }
 
 /// Whether a result says `isError: true`.
-fn is_error_result(answer: &Answer) -> bool {
+pub(crate) fn is_error_result(answer: &Answer) -> bool {
     answer.result_value().get("isError") == Some(&Value::Bool(true))
 }
 
-/// Every `tools/list` page through the client's own [`Listing`], so the caps and stop rules
-/// (repeated cursor, pages, bytes, tools) and the parse are exactly odek's.
+/// Every `tools/list` page through the client's own listing loop ([`list_pages`]), so the caps
+/// and stop rules (repeated cursor, pages, bytes, tools) and the parse are exactly odek's.
 async fn list_all_tools(probe: &mut Probe, server: &str, timeout: Duration) -> Result<Vec<ListedTool>, String> {
-    let mut listing = Listing::new(server);
-    let mut cursor: Option<String> = None;
-    loop {
-        let params = cursor.as_deref().map(cursor_params);
-        let answer = probe
-            .request("tools/list", params.map_or(RequestParams::Absent, RequestParams::Json), timeout)
-            .await
-            .map_err(|failure| failure.to_string())?;
-        match listing.add_page(answer.result_json()).map_err(|error| format!("odek refuses the server: {error}"))? {
-            Some(next) => cursor = Some(next),
-            None => return Ok(listing.into_tools()),
-        }
-    }
-}
-
-/// Every check, in report order.
-pub fn judge(observations: &Observations, options: &CheckOptions) -> Vec<CheckResult> {
-    let roots = ArtifactRoots::new(&options.artifact_roots);
-    checks::all(observations, options, &roots)
+    list_pages(server, &mut Pages { probe, timeout }).await.map_err(|error| match error {
+        ListingError::Request(failure) => failure.to_string(),
+        ListingError::Refused(error) => format!("odek refuses the server: {error}"),
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use odek_mcp::discovery::ToolHints;
+
     use super::*;
-    use crate::discovery::ToolHints;
 
     fn tool(name: &str, read_only: Option<bool>, destructive: Option<bool>) -> ListedTool {
         ListedTool {

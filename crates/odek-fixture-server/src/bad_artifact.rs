@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Fixture;
-use crate::contract_tools::{flip_last_hex_digit, write_pattern_file};
+use crate::artifact_files::{flip_last_hex_digit, write_pattern_file};
 
 /// Every kind, in the order of the reference table.
 pub(crate) const KINDS: [&str; 30] = [

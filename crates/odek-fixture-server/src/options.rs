@@ -148,7 +148,7 @@ fn utf8(value: OsString, flag: &str) -> Result<String, String> {
 
 /// The `//!` header of the binary's main file, without comment markers and code fences.
 pub(crate) fn help() -> String {
-    let source = include_str!("../odek-fixture-server.rs");
+    let source = include_str!("main.rs");
     let mut text = String::new();
     for line in source.lines().take_while(|line| line.starts_with("//!")) {
         let line = line.trim_start_matches("//!");

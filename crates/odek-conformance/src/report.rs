@@ -1,14 +1,17 @@
 //! The report of one check run: every [`CheckResult`], the call plan, the notes, and the
 //! verdict; as text for a terminal (one line per check, evidence indented below, the plan before
-//! the calls, a verdict line last) and as one JSON object for CI. The exit code of the verdict is
-//! [`Verdict::exit_code`].
+//! the calls, a verdict line last) and as one JSON object for CI. Every text from the server
+//! reaches the terminal form through odek's terminal-safe text
+//! ([`odek_contract::terminal_text`]). The binary chooses the exit code of a [`Verdict`].
 
 use odek_contract::redaction::redact;
+use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use serde::Serialize;
 
-use super::probe::cut;
-use super::{CallPolicy, CheckOptions, CheckResult, PlannedCall, Status};
-use crate::observer::terminal_safe;
+use crate::checks::{CheckResult, Status};
+use crate::observe::PlannedCall;
+use crate::options::{CallPolicy, CheckOptions};
+use crate::probe::cut;
 
 /// Longest reason kept, in bytes (4 KiB): room for a server's whole error message, but not for
 /// whatever a hostile server writes.
@@ -24,17 +27,6 @@ pub enum Verdict {
     Warn,
     /// At least one check failed.
     Fail,
-}
-
-impl Verdict {
-    /// 0 all pass, 1 any fail, 2 warnings only.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Verdict::Pass => 0,
-            Verdict::Fail => 1,
-            Verdict::Warn => 2,
-        }
-    }
 }
 
 /// Checks per status.
@@ -128,7 +120,9 @@ impl Report {
     /// The terminal form: a header, one line per check grouped by phase with the call plan
     /// before the calls, the notes, the verdict.
     pub fn render_text(&self) -> String {
-        let mut out = format!("odek ext check: server {:?}: {}\n", self.server, terminal_safe(&self.command.join(" ")));
+        let command = self.command.join(" ");
+        let mut out =
+            format!("odek ext check: server {:?}: {}\n", self.server, sanitise_for_terminal(&command, Layout::Lines));
         let mut group = "";
         let mut plan_shown = false;
         for result in &self.checks {
@@ -141,7 +135,7 @@ impl Report {
                 out.push_str(group);
                 out.push('\n');
             }
-            let tool = result.tool.as_deref().map_or_else(String::new, |tool| format!(" [{}]", terminal_safe(tool)));
+            let tool = result.tool.as_deref().map_or_else(String::new, |tool| format!(" [{}]", one_line(tool)));
             out.push_str(&format!(
                 "  {:<4}  {}{tool}: {}\n",
                 result.status.as_str(),
@@ -156,7 +150,7 @@ impl Report {
             out.push_str(&render_plan(self.call_policy, &self.plan));
         }
         for note in &self.notes {
-            out.push_str(&format!("note: {}\n", terminal_safe(note)));
+            out.push_str(&format!("note: {}\n", sanitise_for_terminal(note, Layout::Lines)));
         }
         out.push_str(&self.verdict_line());
         out.push('\n');
@@ -182,9 +176,9 @@ pub fn render_plan(call_policy: CallPolicy, plan: &[PlannedCall]) -> String {
     out
 }
 
-/// Evidence on one terminal line: line feeds shown as `\n`, other controls made harmless.
+/// Server text on one terminal line: line feeds shown as `\n`, then terminal-safe as one line.
 fn one_line(text: &str) -> String {
-    terminal_safe(&text.replace('\n', "\\n")).into_owned()
+    sanitise_for_terminal(&text.replace('\n', "\\n"), Layout::Line).into_owned()
 }
 
 #[cfg(test)]
@@ -215,7 +209,7 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_and_exit_codes() {
+    fn verdicts() {
         let verdict = |statuses: &[Status]| {
             let checks = statuses.iter().map(|status| result("c", *status)).collect();
             Report::new(&options(), checks, Vec::new()).verdict
@@ -223,11 +217,6 @@ mod tests {
         assert_eq!(verdict(&[Status::Pass, Status::Skip]), Verdict::Pass);
         assert_eq!(verdict(&[Status::Pass, Status::Warn]), Verdict::Warn);
         assert_eq!(verdict(&[Status::Warn, Status::Fail]), Verdict::Fail);
-        assert_eq!(
-            [Verdict::Pass, Verdict::Fail, Verdict::Warn].map(Verdict::exit_code),
-            [0, 1, 2],
-            "0 all pass, 1 any fail, 2 warnings only"
-        );
     }
 
     #[test]
@@ -245,10 +234,30 @@ mod tests {
              tools\n  \
              pass  tools_list_answers: why\n  \
              fail  tool_names_valid: why\n        \
-             evidence: a\\nb\u{fffd}[31m\n\
+             evidence: a\\nb\n\
              note: restarted\n\
              verdict: fail (1 failed, 0 warning(s), 1 passed, 0 skipped)\n"
         );
+    }
+
+    /// Before: a U+202E in the command, a tool name or evidence reached the terminal unchanged,
+    /// and only the ESC of an escape sequence was replaced.
+    #[test]
+    fn server_text_in_the_report_never_reaches_the_terminal_raw_red() {
+        let hostile = "\u{202E}evil\u{1b}[31m\u{1b}]0;title\u{7}\u{1b}]8;;http://x\u{1b}\\link";
+        let mut options = options();
+        options.args = vec![hostile.into()];
+        let mut failing = result("tool_names_valid", Status::Fail);
+        failing.tool = Some(hostile.into());
+        failing.reason = hostile.into();
+        failing.evidence = Some(hostile.into());
+        let plan = vec![PlannedCall { tool: hostile.into(), call: false, reason: hostile.into() }];
+        let report = Report::new(&options, vec![failing], vec![hostile.into()]).with_plan(plan);
+        let text = report.render_text();
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{202E}']), "{text:?}");
+        assert!(text.contains("/bin/srv \u{FFFD}evillink\n"), "{text:?}");
+        assert!(text.contains("  fail  tool_names_valid [\u{FFFD}evillink]: \u{FFFD}evillink\n"), "{text:?}");
+        assert!(text.contains("  skip  \u{FFFD}evillink: \u{FFFD}evillink\n"), "{text:?}");
     }
 
     #[test]

@@ -13,15 +13,63 @@ use odek_contract::quoting::quote;
 use odek_contract::tool_result::{ResultContext, ToolOutput, decode_tool_result};
 use serde_json::Value;
 
-use super::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
-use super::{CallObservation, CheckOptions, CheckResult, Observations, Status, is_error_result};
-use crate::call::{decode_call_result, decode_checked_call_result};
-use crate::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, check_tool_names, registration_checks_quiet};
-use crate::error::McpError;
-use crate::output_schema::OutputSchema;
+use serde::Serialize;
+
+use crate::observe::{CallObservation, Observations, UNKNOWN_ARGUMENT, is_error_result};
+use crate::options::CheckOptions;
+use crate::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
+use odek_mcp::McpError;
+use odek_mcp::OutputSchema;
+use odek_mcp::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, check_tool_names, registration_checks_quiet};
+use odek_mcp::{decode_call_result, decode_checked_call_result};
+
+/// pass / warn / fail, and skip for a check that could not apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Skip,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Skip => "skip",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+/// The verdict of one check (for per-tool checks, on one tool).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckResult {
+    /// `handshake`, `stdout`, `tools`, `calls`, `load` or `shutdown`.
+    pub group: &'static str,
+    /// The check's name, e.g. `ping_answers`.
+    pub check: &'static str,
+    /// The raw tool name, for per-tool checks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    pub status: Status,
+    /// One line: what was seen, and for warn/fail what to fix.
+    pub reason: String,
+    /// The offending text, cut, on warn/fail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+}
+
+/// Every check, in report order.
+pub fn judge(observations: &Observations, options: &CheckOptions) -> Vec<CheckResult> {
+    let roots = ArtifactRoots::new(&options.artifact_roots);
+    all(observations, options, &roots)
+}
 
 /// Every check in report order.
-pub(super) fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoots) -> Vec<CheckResult> {
+fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoots) -> Vec<CheckResult> {
     let mut results = vec![server_starts(observations)];
     if observations.spawn_error.is_some() {
         return results;
@@ -145,7 +193,7 @@ fn initialize_answers(observations: &Observations) -> CheckResult {
         return check("handshake", NAME, Status::Skip, "initialize was not sent");
     };
     match &initialize.outcome {
-        Ok(answer) => match crate::call::parse_object::<serde_json::Map<String, Value>>(answer.result_json()) {
+        Ok(answer) => match odek_mcp::wire::parse_object::<serde_json::Map<String, Value>>(answer.result_json()) {
             Ok(_) => check("handshake", NAME, Status::Pass, format!("answered in {} ms", millis(answer.elapsed))),
             Err(error) => with_evidence(
                 check("handshake", NAME, Status::Fail, format!("the initialize result must be a JSON object: {error}")),
@@ -526,12 +574,7 @@ fn unknown_arguments_tolerated(checked: &CheckedCall<'_>) -> CheckResult {
         ),
         None => check("calls", NAME, Status::Skip, "the call did not succeed, so there is nothing to compare"),
         Some(Ok(answer)) => match checked.error_result_text(answer) {
-            None => check(
-                "calls",
-                NAME,
-                Status::Pass,
-                format!("an extra {:?} argument was ignored", super::UNKNOWN_ARGUMENT),
-            ),
+            None => check("calls", NAME, Status::Pass, format!("an extra {UNKNOWN_ARGUMENT:?} argument was ignored")),
             Some(message) => with_evidence(
                 check(
                     "calls",

@@ -63,7 +63,7 @@ struct WireFrame<'a> {
 /// The frame read by serde_json (`null` members read as absent).
 fn serde_index(line: &[u8]) -> Option<FrameIndex> {
     // Only objects: serde would happily read an array like `[1,2]` into the struct.
-    let frame = crate::call::parse_object::<WireFrame<'_>>(line).ok()?;
+    let frame = super::parse_object::<WireFrame<'_>>(line).ok()?;
     let range = |raw: Option<&RawValue>| {
         raw.map(|raw| {
             let start = raw.get().as_ptr().addr().saturating_sub(line.as_ptr().addr());
@@ -159,7 +159,7 @@ impl<'a> ContentItem<'a> {
     }
 
     /// The non-text members, to fill in while the item is read.
-    pub fn members_mut(&mut self) -> &mut ItemMembers<'a> {
+    pub(crate) fn members_mut(&mut self) -> &mut ItemMembers<'a> {
         self.members.get_or_insert_with(Box::default)
     }
 }

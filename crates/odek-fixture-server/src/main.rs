@@ -256,18 +256,12 @@
 //!     the artifact dir cannot be prepared or stdout fails.
 //! ```
 
-// The crate root is this file, so modules live beside it, in the directory of the same name.
-#[path = "odek-fixture-server/bad_artifact.rs"]
+mod artifact_files;
 mod bad_artifact;
-#[path = "odek-fixture-server/catalogue_modes.rs"]
 mod catalogue_modes;
-#[path = "odek-fixture-server/contract_tools.rs"]
 mod contract_tools;
-#[path = "odek-fixture-server/misbehaviour_tools.rs"]
 mod misbehaviour_tools;
-#[path = "odek-fixture-server/modes.rs"]
 mod modes;
-#[path = "odek-fixture-server/options.rs"]
 mod options;
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! `odek ext check`'s call checks (`odek_mcp::conformance`) against a real child process, the
-//! minimal stdio server of `tests/scripted/one_tool_server.py`: a side-effecting tool is called
+//! `odek ext check`'s call checks (`odek_conformance`) against a real child process, the minimal
+//! stdio server of odek-mcp's `tests/scripted/one_tool_server.py`: a side-effecting tool is called
 //! once, never repeated; the verdict decodes results with the client's own checked decoder (the
 //! declared `outputSchema` included) and takes an error's text from the client's error view.
 
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use odek_mcp::conformance::{CallPolicy, CheckOptions, CheckResult, Report, Status, run_conformance};
+use odek_conformance::{CallPolicy, CheckOptions, CheckResult, Report, Status, run_conformance};
 use serde_json::{Value, json};
 
 /// The interpreter's own path: a version-manager shim may need variables the check does not pass.
@@ -23,7 +23,7 @@ fn python() -> String {
 async fn check(dir: &Path, spec: &Value) -> Report {
     let spec_path = dir.join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripted/one_tool_server.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../odek-mcp/tests/scripted/one_tool_server.py");
     let options = CheckOptions {
         server: "srv".into(),
         command: python(),

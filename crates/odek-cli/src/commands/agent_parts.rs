@@ -1,0 +1,134 @@
+//! What `odek run` and `odek subagent` both build their agent from: the provider `core.provider`
+//! names ([`build_provider`]), the budget limits with the model's prices ([`budget_limits`]),
+//! the built-in tools' settings ([`builtin_settings`]) and `delegate_tasks`' settings for this
+//! process ([`delegate_settings`]). Each face adds what is its own (a session, a status line; a
+//! task file, deadlines) around these.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use odek_agent::budget::{Budget, BudgetLimits};
+use odek_agent::subagent::delegate::DelegateSettings;
+use odek_agent::subagent::task::TaskReplay;
+use odek_agent::tools::BuiltinSettings;
+use odek_llm::{LlmError, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider};
+
+use super::setup::Setup;
+use crate::outcome::CommandError;
+use crate::terminal::print_warning;
+
+/// Provider ids `--provider` accepts.
+pub(crate) const OPENAI_PROVIDER: &str = "openai";
+pub(crate) const REPLAY_PROVIDER: &str = "replay";
+
+/// The environment variable carrying the current delegation depth (`0` when unset).
+pub(crate) const DEPTH_VARIABLE: &str = "ODEK_SUBAGENT_DEPTH";
+
+/// This process's delegation depth: [`DEPTH_VARIABLE`], `0` when unset or unreadable.
+pub(crate) fn delegation_depth() -> u32 {
+    std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0)
+}
+
+/// The provider `core.provider` names: the OpenAI-compatible client (a key is required unless
+/// the endpoint is loopback) or the replay script; wrapped to record when `record` is set.
+pub(crate) fn build_provider(
+    core: &crate::config::CoreConfig,
+    api_key: Option<&str>,
+    replay: Option<&TaskReplay>,
+    record: Option<&std::path::Path>,
+) -> Result<Arc<dyn Provider>, CommandError> {
+    let provider: Box<dyn Provider> = match core.provider.as_str() {
+        "" | OPENAI_PROVIDER => {
+            let key = api_key.unwrap_or_default().to_owned();
+            if key.is_empty() && !is_loopback(&core.base_url) {
+                return Err(CommandError::Fatal(format!(
+                    "no API key for {}: set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json",
+                    core.base_url
+                )));
+            }
+            Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
+        }
+        REPLAY_PROVIDER => {
+            let replay = replay.ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
+            // A script handed down in a task file was not parsed from a file here.
+            replay.script.validate().map_err(|detail| LlmError::Replay { path: replay.source.clone(), detail })?;
+            Box::new(ReplayProvider::from_script(replay.source.clone(), replay.script.clone()))
+        }
+        other => {
+            return Err(CommandError::Fatal(format!(
+                "unknown provider {} (want openai or replay)",
+                odek_contract::quoting::quote(other)
+            )));
+        }
+    };
+    let provider: Box<dyn Provider> = match record {
+        Some(path) => Box::new(RecordingProvider::new(provider, path)?),
+        None => provider,
+    };
+    Ok(Arc::from(provider))
+}
+
+/// Local endpoints (llama.cpp, Ollama, vLLM on this machine) may run without a key.
+fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url.split_once("://").map_or(base_url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    matches!(host.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
+}
+
+/// The merged `limits` with the model's prices resolved; warns when a cost cap has no prices.
+pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
+    let budget_limits = BudgetLimits::from(config);
+    if let Some(warning) = budget_limits.cost_warning(&config.core.model) {
+        print_warning(&warning);
+    }
+    budget_limits
+}
+
+/// The built-in tools' settings from the merged config.
+pub(crate) fn builtin_settings(config: &crate::config::Config) -> BuiltinSettings {
+    BuiltinSettings { shell_timeout_seconds: config.limits.shell_timeout_seconds }
+}
+
+/// The settings of `delegate_tasks` for this process: top level (`depth` 0, which also offers
+/// `artifact_read`) or a child that may delegate further.
+pub(crate) fn delegate_settings(
+    setup: &Setup,
+    config: &crate::config::Config,
+    api_key: Option<&str>,
+    session_id: Option<&str>,
+    untrusted: bool,
+    budget: &Budget,
+    replay: Option<Arc<TaskReplay>>,
+) -> DelegateSettings {
+    let depth = delegation_depth();
+    let core = &config.core;
+    let subagent = &config.subagent;
+    DelegateSettings {
+        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("odek")),
+        cwd: setup.sources.cwd.clone(),
+        odek_home: setup.sources.odek_dir(),
+        parent_env: setup.sources.env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
+        secret_names: setup.loaded.secrets.names.clone(),
+        api_key: api_key.map(str::to_owned),
+        provider: core.provider.clone(),
+        model: core.model.clone(),
+        base_url: core.base_url.clone(),
+        depth,
+        max_depth: subagent.max_depth,
+        max_concurrency: usize::try_from(subagent.max_concurrency_or(core.max_concurrency)).unwrap_or(1),
+        timeout: Duration::from_secs(subagent.timeout_seconds),
+        profiles: config.profiles.iter().map(|(name, _)| name.to_owned()).collect(),
+        session_id: session_id.map(str::to_owned),
+        untrusted_parent: untrusted,
+        artifact_read: depth == 0,
+        share: (subagent.budget_inherit == crate::config::BudgetInherit::Share).then(|| budget.share()),
+        replay,
+    }
+}

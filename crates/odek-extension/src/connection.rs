@@ -1,0 +1,114 @@
+//! What every task serving one connection shares ([`Connection`]): the queue to the one stdout
+//! writer, the table of server-initiated requests waiting for the client's reply, the next id
+//! for such a request, and what the built-in methods answer with ([`Identity`]). It knows
+//! nothing of tools or handlers, so the call context and the server both build on it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::Error;
+use crate::jsonrpc::{RequestId, RpcError};
+use crate::transport::Outgoing;
+
+/// What `initialize` and `tools/list` answer with.
+#[derive(Clone, Debug)]
+pub(crate) struct Identity {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) page_size: Option<usize>,
+}
+
+/// Where the client's reply to one server-initiated request is delivered.
+pub(crate) type ReplySender = oneshot::Sender<Result<Value, RpcError>>;
+
+/// Waiters for replies to server-initiated requests. Several waiters may share an id (a
+/// fixture pinging with id 0 from concurrent calls); replies resolve them first come, first
+/// served.
+#[derive(Default)]
+struct PendingRequests {
+    waiters: HashMap<RequestId, VecDeque<(u64, ReplySender)>>,
+    next_token: u64,
+    closed: bool,
+}
+
+/// State shared by the reader thread, the request tasks and every
+/// [`CallContext`](crate::CallContext) of one connection.
+pub(crate) struct Connection {
+    pub(crate) identity: Identity,
+    pub(crate) outgoing: mpsc::Sender<Outgoing>,
+    pending: Mutex<PendingRequests>,
+    next_request_id: AtomicI64,
+}
+
+impl Connection {
+    pub(crate) fn new(identity: Identity, outgoing: mpsc::Sender<Outgoing>) -> Self {
+        Self { identity, outgoing, pending: Mutex::new(PendingRequests::default()), next_request_id: AtomicI64::new(1) }
+    }
+
+    pub(crate) async fn send(&self, bytes: Vec<u8>) -> Result<(), Error> {
+        self.outgoing.send(Outgoing::Bytes(bytes)).await.map_err(|_| Error::ConnectionClosed)
+    }
+
+    pub(crate) fn next_request_id(&self) -> RequestId {
+        RequestId::Number(self.next_request_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn register_pending(
+        &self,
+        id: &RequestId,
+    ) -> Result<(u64, oneshot::Receiver<Result<Value, RpcError>>), Error> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.closed {
+            return Err(Error::ConnectionClosed);
+        }
+        let (sender, receiver) = oneshot::channel();
+        pending.next_token += 1;
+        let token = pending.next_token;
+        pending.waiters.entry(id.clone()).or_default().push_back((token, sender));
+        Ok((token, receiver))
+    }
+
+    pub(crate) fn forget_pending(&self, id: &RequestId, token: u64) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(queue) = pending.waiters.get_mut(id) {
+            queue.retain(|(waiting, _)| *waiting != token);
+            if queue.is_empty() {
+                pending.waiters.remove(id);
+            }
+        }
+    }
+
+    /// Routes a client reply to the oldest waiter with that id; replies to unknown ids (and
+    /// ids that cannot be ours, like `null` or `1.0`) are dropped.
+    pub(crate) fn resolve_pending(&self, id: &Value, outcome: Result<Value, RpcError>) {
+        let Some(id) = RequestId::from_wire(id) else {
+            return;
+        };
+        let waiter = {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(queue) = pending.waiters.get_mut(&id) else {
+                return;
+            };
+            let waiter = queue.pop_front();
+            if queue.is_empty() {
+                pending.waiters.remove(&id);
+            }
+            waiter
+        };
+        if let Some((_, sender)) = waiter {
+            let _ = sender.send(outcome);
+        }
+    }
+
+    /// No reply can arrive once stdin is closed: fail every waiter and refuse new requests.
+    pub(crate) fn close_pending(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.closed = true;
+        pending.waiters.clear();
+    }
+}

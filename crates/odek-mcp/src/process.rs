@@ -1,0 +1,133 @@
+//! Starting and ending an MCP server process (spec `mcp-client.md` §5, §13): the command run
+//! directly (no shell) with a scrubbed environment, piped stdio and its own process group, its
+//! stderr forwarded as `[<server>] <line>` from the start; how its exit is reported; the kill of
+//! its whole group. The client's connection and `odek ext check`'s probe both start servers
+//! here, so a server is checked exactly as it is run.
+//!
+//! Not here: the environment itself ([`crate::env_allowlist`]), the protocol, and when to wait
+//! or kill (the caller's shutdown sequence). Start at [`spawn_server`].
+
+use std::collections::BTreeMap;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+
+use crate::observer::McpObserver;
+use crate::server_lines::{ServerLineSink, forward_stderr};
+
+/// What to run: the command and its arguments, and the whole environment it gets.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerCommand<'a> {
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+}
+
+/// A started server: the child (killed if dropped), its stdin and stdout, and the sink its
+/// stderr lines go through (the connection sends its log messages there too).
+pub struct ServerProcess {
+    pub child: Child,
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+    pub lines: ServerLineSink,
+    /// Forwards stderr until EOF.
+    pub stderr_task: JoinHandle<()>,
+}
+
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The OS refused to run the command.
+    #[error("{0}")]
+    Start(#[source] std::io::Error),
+    /// The child came without one of its pipes (it was killed).
+    #[error("stdio pipes unavailable")]
+    NoPipes,
+}
+
+/// Spawns `server`'s command (no shell, `env` only, piped stdio, its own process group, killed
+/// on drop) and starts forwarding its stderr to `observer`. No protocol message is sent.
+pub fn spawn_server(
+    server: &str,
+    command: ServerCommand<'_>,
+    observer: Arc<dyn McpObserver>,
+) -> Result<ServerProcess, SpawnError> {
+    let mut child = Command::new(command.command)
+        .args(command.args)
+        .env_clear()
+        .envs(command.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(SpawnError::Start)?;
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        let _ = child.start_kill();
+        return Err(SpawnError::NoPipes);
+    };
+    let lines = ServerLineSink::new(server, observer);
+    let stderr_task = tokio::spawn(forward_stderr(stderr, lines.clone()));
+    Ok(ServerProcess { child, stdin, stdout, lines, stderr_task })
+}
+
+/// How a process ended, as odek reports it: its exit code, `128 + signal` when a signal
+/// killed it, `-1` when neither is known.
+pub fn exit_status(status: &ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(-1)
+}
+
+/// SIGKILL to the process group `pid` leads (a server is spawned as its group's leader), so
+/// nothing it started outlives it.
+pub fn kill_process_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|pid| i32::try_from(pid).ok()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+    use crate::observer::StderrObserver;
+
+    fn command<'a>(command: &'a str, args: &'a [String], env: &'a BTreeMap<String, String>) -> ServerCommand<'a> {
+        ServerCommand { command, args, env }
+    }
+
+    #[test]
+    fn exit_statuses_are_codes_or_128_plus_the_signal() {
+        assert_eq!(exit_status(&ExitStatus::from_raw(0)), 0);
+        assert_eq!(exit_status(&ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_status(&ExitStatus::from_raw(9)), 137);
+    }
+
+    #[tokio::test]
+    async fn a_command_that_cannot_start_says_why() {
+        let env = BTreeMap::new();
+        let error = spawn_server("s", command("/nonexistent/odek-no-such-server", &[], &env), Arc::new(StderrObserver))
+            .err()
+            .unwrap();
+        assert!(matches!(error, SpawnError::Start(_)));
+        assert_eq!(error.to_string(), "No such file or directory (os error 2)");
+    }
+
+    /// The server leads its own process group, so the group kill reaches what it started.
+    #[tokio::test]
+    async fn the_group_kill_ends_the_server_and_its_children() {
+        let env = BTreeMap::new();
+        let args = ["-c".to_owned(), "/bin/sleep 30 & /bin/sleep 30".to_owned()];
+        let mut process = spawn_server("s", command("/bin/sh", &args, &env), Arc::new(StderrObserver)).unwrap();
+        kill_process_group(process.child.id());
+        let status = tokio::time::timeout(std::time::Duration::from_secs(10), process.child.wait()).await.unwrap();
+        assert_eq!(exit_status(&status.unwrap()), 137);
+        // Every holder of stderr is gone, so forwarding reaches EOF.
+        tokio::time::timeout(std::time::Duration::from_secs(10), process.stderr_task).await.unwrap().unwrap();
+    }
+}
