@@ -9,8 +9,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use odek_agent::budget::BudgetLimits;
-use odek_agent::subagent::task::{TaskFile, clamp_to_share, read_task_file, share_spawn_gate};
+use odek_agent::budget::{BudgetLimits, clamp_to_share, share_spawn_gate};
+use odek_agent::subagent::task::{TaskFile, read_task_file};
 
 fn task_path() -> &'static std::path::Path {
     static PATH: OnceLock<std::path::PathBuf> = OnceLock::new();

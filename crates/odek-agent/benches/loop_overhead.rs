@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use odek_agent::danger::DangerPolicy;
 use odek_agent::observer::{LoopObserver, SilentObserver};
 use odek_agent::run::{Agent, LoopSettings, ToolSet};
 use odek_agent::tool::{Tool, ToolContext, ToolError, ToolOutcome};
+use odek_danger::DangerPolicy;
 use odek_llm::{
     BoxFuture, ChatRequest, ChatResponse, LlmError, Message, Provider, ReplayProvider, ReplayScript, StreamObserver,
     Thinking, ToolCall, ToolDefinition, Usage,

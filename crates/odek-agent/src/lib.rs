@@ -5,7 +5,6 @@
 //! Start at [`tool::Tool`] (what a tool gives the loop) and the `run` module (the loop).
 
 pub mod budget;
-pub mod danger;
 pub mod events;
 pub mod mcp_tool;
 pub mod observer;

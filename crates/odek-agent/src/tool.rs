@@ -7,7 +7,7 @@ use std::sync::Arc;
 use odek_llm::{BoxFuture, ToolDefinition};
 use tokio_util::sync::CancellationToken;
 
-use crate::danger::{DangerClass, DangerPolicy};
+use odek_danger::{DangerClass, DangerPolicy};
 
 /// What a successful call returns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,13 +8,13 @@ use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use odek_agent::danger::DangerPolicy;
 use odek_agent::subagent::artifact_read::{ArtifactReadTool, read_artifact};
 use odek_agent::subagent::artifacts::{
     ArtifactRegistry, TaskId, create_artifact_root, scan_artifact_root, validate_task_artifacts,
 };
 use odek_agent::tool::{Tool, ToolContext};
 use odek_contract::envelope::RawArtifactRef;
+use odek_danger::DangerPolicy;
 use sha2::{Digest, Sha256};
 
 struct Fixture {

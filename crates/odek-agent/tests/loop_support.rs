@@ -7,10 +7,10 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use odek_agent::danger::DangerPolicy;
 use odek_agent::observer::SilentObserver;
 use odek_agent::run::{Agent, LoopSettings, ToolSet};
 use odek_agent::tool::{Tool, ToolContext, ToolError, ToolOutcome};
+use odek_danger::DangerPolicy;
 use odek_llm::{
     BoxFuture, ChatRequest, ChatResponse, LlmError, Message, Provider, StreamObserver, Thinking, ToolCall,
     ToolDefinition, Usage,
@@ -169,7 +169,7 @@ impl Tool for RiskyTool {
 
     fn risk(&self, arguments: &str, _ctx: &ToolContext) -> Option<odek_agent::tool::Risk> {
         Some(odek_agent::tool::Risk {
-            class: odek_agent::danger::DangerClass::NetworkEgress,
+            class: odek_danger::DangerClass::NetworkEgress,
             resource: format!("fetch {arguments}"),
         })
     }

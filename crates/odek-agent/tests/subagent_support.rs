@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use odek_agent::budget::BudgetShare;
-use odek_agent::danger::DangerPolicy;
 use odek_agent::subagent::delegate::{DelegateSettings, DelegateTool};
 use odek_agent::tool::ToolContext;
+use odek_danger::DangerPolicy;
 
 /// `dir/child.sh`, executable, running `body` under `/bin/sh`. It is called as
 /// `child.sh subagent --task <task file> --quiet --stream`.

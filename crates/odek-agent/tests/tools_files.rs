@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use odek_agent::danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_agent::tool::{Tool, ToolContext};
 use odek_agent::tools::{BuiltinSettings, PatchTool, ReadFileTool, WriteFileTool, builtin_tools};
+use odek_danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use serde_json::json;
 
 fn context(cwd: &Path, settings: PolicySettings) -> ToolContext {

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use odek_agent::danger::DangerPolicy;
 use odek_agent::tool::{Tool, ToolContext};
 use odek_agent::tools::SearchFilesTool;
+use odek_danger::DangerPolicy;
 use serde_json::json;
 
 fn context(cwd: &Path) -> ToolContext {

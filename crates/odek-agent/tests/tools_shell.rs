@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use odek_agent::danger::{Action, DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 use odek_agent::tool::{Tool, ToolContext};
 use odek_agent::tools::ShellTool;
+use odek_danger::{Action, DangerClass, DangerPolicy, NonInteractive, PolicySettings};
 
 fn context(cwd: &Path, settings: PolicySettings) -> ToolContext {
     ToolContext::new(cwd.to_path_buf(), cwd.join("home/.odek"), DangerPolicy::new(settings))

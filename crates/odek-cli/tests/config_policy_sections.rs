@@ -9,10 +9,10 @@ mod config_support;
 use std::collections::BTreeMap;
 
 use config_support::Fixture;
-use odek_agent::danger::DangerClass;
 use odek_cli::config::{
     BudgetInherit, DangerAction, DangerousConfig, NonInteractive, PlanningConfig, Profile, SubagentConfig, ToolsConfig,
 };
+use odek_danger::DangerClass;
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|name| (*name).to_owned()).collect()

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::danger::{DangerClass, argv0, classify_command_in, classify_write};
+use odek_danger::{DangerClass, argv0, classify_command_in, classify_write};
 
 /// Longest string value in `args_summary`, in bytes (cut on a character boundary).
 pub const MAX_SUMMARY_STRING_BYTES: usize = 512;

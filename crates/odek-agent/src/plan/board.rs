@@ -212,7 +212,7 @@ mod tests {
         let definition = tool.definition();
         assert_eq!(definition.name, "plan");
         assert_eq!(definition.parameters["required"], json!(["verb"]));
-        let ctx = ToolContext::new(".".into(), "/nonexistent/.odek".into(), crate::danger::DangerPolicy::default());
+        let ctx = ToolContext::new(".".into(), "/nonexistent/.odek".into(), odek_danger::DangerPolicy::default());
         assert!(tool.risk(r#"{"verb":"create","steps":["x"]}"#, &ctx).is_none());
     }
 }

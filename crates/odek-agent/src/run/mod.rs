@@ -28,12 +28,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Budget, BudgetExceeded, LimitName};
-use crate::danger::DangerClass;
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use framing::{outcome_text, tool_message};
 use hints::HintTracker;
+use odek_danger::DangerClass;
 use side_calls::{
     BUDGET_SUMMARY_PREFIX, ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX, compaction_digest, digest_body,
     partial_summary,
@@ -233,6 +233,44 @@ pub struct Agent {
     pub budget: Budget,
 }
 
+/// What the loop carries from one iteration to the next.
+struct RunState {
+    /// The run's usage so far: model calls, side calls and children's charge-back.
+    totals: Usage,
+    hints: HintTracker,
+    /// The context window and what the last model call used of it (proactive trimming).
+    context: ContextBudget,
+    trim_totals: TrimTotals,
+    /// Resources approved with "always" for the rest of the run.
+    always_approved: HashSet<String>,
+    /// Messages already checked for untrusted content (see `note_untrusted_ingest`).
+    untrusted_scanned: usize,
+}
+
+impl RunState {
+    fn new(context_window: Option<u64>) -> RunState {
+        RunState {
+            totals: Usage::default(),
+            hints: HintTracker::default(),
+            context: ContextBudget::new(context_window),
+            trim_totals: TrimTotals::default(),
+            always_approved: HashSet::new(),
+            untrusted_scanned: 0,
+        }
+    }
+}
+
+/// A batch of tool calls after it ran (or was denied), for the observe step.
+struct Batch {
+    calls: Vec<ToolCall>,
+    /// The names as shown (redacted), by call.
+    names: Vec<String>,
+    call_ids: Vec<String>,
+    finished: Vec<Finished>,
+    /// The runtime budget ran out while the batch ran or the gate waited.
+    expired: Option<BudgetExceeded>,
+}
+
 /// One call of a batch after it ran.
 struct Finished {
     output: String,
@@ -261,189 +299,47 @@ impl Agent {
         cancel: &CancellationToken,
         finalize: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
-        let mut totals = Usage::default();
-        let mut hints = HintTracker::default();
-        let mut budget = ContextBudget::new(self.settings.context_window);
-        let mut trim_totals = TrimTotals::default();
-        let mut always_approved: HashSet<String> = HashSet::new();
+        let mut state = RunState::new(self.settings.context_window);
         let max_iterations = self.settings.max_iterations.max(1);
         if let Some(plan) = self.tools.plan() {
             plan.restore(messages);
         }
 
-        // Messages already checked for untrusted content (see `note_untrusted_ingest`).
-        let mut untrusted_scanned = 0;
         for iteration in 1..=max_iterations {
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
             }
             if finalize.is_cancelled() {
-                return self.finalize(iteration - 1, messages, totals).await;
+                return self.finalize(iteration - 1, messages, state.totals).await;
             }
-            self.observer.on_event(&LoopEvent::IterationStarted { iteration });
-            self.tools.refresh().await;
-            self.proactive_trim(iteration, messages, &budget, &mut trim_totals, &mut totals).await;
-            if let Err(exceeded) = self.budget.check_runtime() {
-                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
-            }
-
-            self.note_untrusted_ingest(messages, &mut untrusted_scanned);
-            let response = match self.model_call(messages, &mut budget, cancel).await {
-                Ok(response) => response,
-                Err(RunError::Provider { source, .. }) if is_context_length_error(&source.to_string()) => {
-                    self.survival(iteration, messages);
-                    continue;
-                }
-                Err(RunError::Provider { source, .. }) => return Err(RunError::Provider { iteration, source }),
-                Err(RunError::Budget(exceeded)) => {
-                    return Err(self.exhausted(iteration, exceeded, messages, totals).await);
-                }
-                Err(other) => return Err(other),
+            let Some(response) = self.think(iteration, messages, &mut state, cancel).await? else {
+                continue;
             };
-            totals.add(response.usage);
-            self.budget.publish_usage(totals);
-            budget.record_reported_input(response.usage.input_tokens);
             let calls = response.message.tool_calls.len();
-            self.observer.on_event(&LoopEvent::ModelResponded {
-                iteration,
-                usage: response.usage,
-                totals,
-                tool_calls: calls,
-            });
-            // A response that crosses a token or cost limit is not acted on, nor kept.
-            if let Err(exceeded) = self.budget.check_usage(totals) {
-                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
-            }
-
             if calls == 0 {
                 let answer = response.message.content.clone();
                 messages.push(response.message);
-                self.persist(iteration, messages, totals)?;
-                self.observer.on_event(&LoopEvent::IterationCompleted { iteration, totals, tools_called: 0 });
-                return Ok(RunOutcome { answer, usage: totals, iterations: iteration });
+                self.persist(iteration, messages, state.totals)?;
+                self.observer.on_event(&LoopEvent::IterationCompleted {
+                    iteration,
+                    totals: state.totals,
+                    tools_called: 0,
+                });
+                return Ok(RunOutcome { answer, usage: state.totals, iterations: iteration });
             }
-
             if let Err(exceeded) = self.budget.check_tool_calls(calls) {
-                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
+                return Err(self.exhausted(iteration, exceeded, messages, state.totals).await);
             }
             // The deadline passed while the model was thinking: this batch never starts.
             if finalize.is_cancelled() {
-                return self.finalize(iteration - 1, messages, totals).await;
+                return self.finalize(iteration - 1, messages, state.totals).await;
             }
-            let mut assistant = response.message;
-            assistant.role = Role::Assistant;
-            let call_ids: Vec<String> = assistant
-                .tool_calls
-                .iter()
-                .enumerate()
-                .map(
-                    |(index, call)| {
-                        if call.id.is_empty() { format!("it{iteration}-call{index}") } else { call.id.clone() }
-                    },
-                )
-                .collect();
-            // Calls without an id get the synthetic one in history too, so results can answer them.
-            for (call, id) in assistant.tool_calls.iter_mut().zip(&call_ids) {
-                call.id.clone_from(id);
-            }
-            let batch = assistant.tool_calls.clone();
-            messages.push(assistant);
-            let names: Vec<String> = batch.iter().map(|call| shown_tool_name(&call.function.name)).collect();
-
-            let risks: Vec<Option<Risk>> = batch
-                .iter()
-                .map(|call| {
-                    self.tools
-                        .get(&call.function.name)
-                        .and_then(|tool| tool.risk(&call.function.arguments, &self.tool_context))
-                })
-                .collect();
-            for (index, call) in batch.iter().enumerate() {
-                self.observer.on_event(&LoopEvent::ToolCallStarted {
-                    iteration,
-                    call_id: &call_ids[index],
-                    tool: &names[index],
-                    arguments: &call.function.arguments,
-                    risk: risks[index].as_ref(),
-                });
-            }
-
-            let mut approved = self.approval_gate(&batch, &risks, &mut always_approved).await;
-            // The runtime budget ran out while the batch was running (its calls were cancelled),
-            // or while the gate waited for an answer (none of them starts).
-            let mut expired = None;
-            if approved.is_some()
-                && let Err(exceeded) = self.budget.check_runtime()
-            {
-                expired = Some(exceeded);
-                approved = None;
-            }
-            let finished = match approved {
-                Some(approved) => {
-                    let (finished, ran_out) = self.execute_batch(&batch, approved, cancel).await;
-                    expired = ran_out;
-                    self.budget.record_executed(batch.len());
-                    // Share mode: children's spend counts as this run's input tokens.
-                    totals.input_tokens = totals.input_tokens.saturating_add(self.budget.take_child_charges());
-                    self.budget.publish_usage(totals);
-                    finished
-                }
-                None => batch
-                    .iter()
-                    .map(|_| Finished {
-                        output: if expired.is_some() {
-                            outcome_text(&Err(ToolError::new("cancelled")))
-                        } else {
-                            "error: batch approval denied".to_owned()
-                        },
-                        failed: true,
-                        observed_chars: None,
-                        duration: Duration::ZERO,
-                    })
-                    .collect(),
-            };
-            // Plan events sit between the batch's started and finished events (events.md §11).
-            if let Some(plan) = self.tools.plan() {
-                for event in plan.take_events() {
-                    self.observer.on_plan_event(&event);
-                }
-            }
-
-            let mut iteration_hints = Vec::new();
-            for (((call, name), id), result) in batch.iter().zip(&names).zip(&call_ids).zip(&finished) {
-                let call_result = if result.failed {
-                    CallResult::Failed { output: &result.output }
-                } else {
-                    CallResult::Completed { output: &result.output, observed_chars: result.observed_chars }
-                };
-                self.observer.on_event(&LoopEvent::ToolCallFinished {
-                    iteration,
-                    call_id: id,
-                    tool: name,
-                    duration: result.duration,
-                    result: call_result,
-                });
-                let framed = tool_message(name, &result.output);
-                messages.push(Message::tool(id.clone(), name.clone(), framed));
-                if let Some(hint) = hints.observe_call(name, &call.function.arguments, result.failed, &result.output) {
-                    iteration_hints.push(hint);
-                }
-            }
-            if !iteration_hints.is_empty() {
-                messages.push(Message::system(iteration_hints.join("\n")));
-            }
-            if let Some(plan) = self.tools.plan() {
-                plan.upsert_message(messages);
-            }
-            if let Some(exceeded) = expired {
-                return Err(self.exhausted(iteration, exceeded, messages, totals).await);
-            }
-            self.persist(iteration, messages, totals)?;
-            self.observer.on_event(&LoopEvent::IterationCompleted { iteration, totals, tools_called: batch.len() });
+            let batch = self.call(iteration, response.message, messages, &mut state, cancel).await;
+            self.observe(iteration, batch, messages, &mut state).await?;
         }
 
         // §6: the iteration cap; an exhausted budget skips the side call.
-        if self.budget.any_exhausted(totals) {
+        if self.budget.any_exhausted(state.totals) {
             return Err(RunError::MaxIterations(max_iterations));
         }
         let summary = self
@@ -456,14 +352,200 @@ impl Agent {
             .await;
         match summary {
             Some(Ok((answer, usage))) => {
-                totals.add(usage);
+                state.totals.add(usage);
                 messages.push(Message::assistant(answer.clone()));
-                self.persist(max_iterations, messages, totals)?;
-                Ok(RunOutcome { answer, usage: totals, iterations: max_iterations })
+                self.persist(max_iterations, messages, state.totals)?;
+                Ok(RunOutcome { answer, usage: state.totals, iterations: max_iterations })
             }
             Some(Err(_)) => Err(RunError::MaxIterations(max_iterations)),
-            None => Err(self.exhausted(max_iterations, self.budget.runtime_expired(), messages, totals).await),
+            None => Err(self.exhausted(max_iterations, self.budget.runtime_expired(), messages, state.totals).await),
         }
+    }
+
+    /// Think: the model call of one iteration, after refreshing stale tool lists, the proactive
+    /// trim and the runtime check, with the usage counted and checked. `None`: the context was
+    /// too long and the survival trim ran; the iteration starts over.
+    async fn think(
+        &mut self,
+        iteration: u32,
+        messages: &mut Vec<Message>,
+        state: &mut RunState,
+        cancel: &CancellationToken,
+    ) -> Result<Option<ChatResponse>, RunError> {
+        self.observer.on_event(&LoopEvent::IterationStarted { iteration });
+        self.tools.refresh().await;
+        self.proactive_trim(iteration, messages, state).await;
+        if let Err(exceeded) = self.budget.check_runtime() {
+            return Err(self.exhausted(iteration, exceeded, messages, state.totals).await);
+        }
+
+        self.note_untrusted_ingest(messages, &mut state.untrusted_scanned);
+        let response = match self.model_call(messages, &mut state.context, cancel).await {
+            Ok(response) => response,
+            Err(RunError::Provider { source, .. }) if is_context_length_error(&source.to_string()) => {
+                self.survival(iteration, messages);
+                return Ok(None);
+            }
+            Err(RunError::Provider { source, .. }) => return Err(RunError::Provider { iteration, source }),
+            Err(RunError::Budget(exceeded)) => {
+                return Err(self.exhausted(iteration, exceeded, messages, state.totals).await);
+            }
+            Err(other) => return Err(other),
+        };
+        state.totals.add(response.usage);
+        self.budget.publish_usage(state.totals);
+        state.context.record_reported_input(response.usage.input_tokens);
+        self.observer.on_event(&LoopEvent::ModelResponded {
+            iteration,
+            usage: response.usage,
+            totals: state.totals,
+            tool_calls: response.message.tool_calls.len(),
+        });
+        // A response that crosses a token or cost limit is not acted on, nor kept.
+        if let Err(exceeded) = self.budget.check_usage(state.totals) {
+            return Err(self.exhausted(iteration, exceeded, messages, state.totals).await);
+        }
+        Ok(Some(response))
+    }
+
+    /// Call: the assistant message with its tool calls (each given an id) into the history, the
+    /// started events, the approval gate, then the batch, or a denial for every call.
+    async fn call(
+        &mut self,
+        iteration: u32,
+        mut assistant: Message,
+        messages: &mut Vec<Message>,
+        state: &mut RunState,
+        cancel: &CancellationToken,
+    ) -> Batch {
+        assistant.role = Role::Assistant;
+        let call_ids: Vec<String> = assistant
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(
+                |(index, call)| {
+                    if call.id.is_empty() { format!("it{iteration}-call{index}") } else { call.id.clone() }
+                },
+            )
+            .collect();
+        // Calls without an id get the synthetic one in history too, so results can answer them.
+        for (call, id) in assistant.tool_calls.iter_mut().zip(&call_ids) {
+            call.id.clone_from(id);
+        }
+        let batch = assistant.tool_calls.clone();
+        messages.push(assistant);
+        let names: Vec<String> = batch.iter().map(|call| shown_tool_name(&call.function.name)).collect();
+
+        let risks: Vec<Option<Risk>> = batch
+            .iter()
+            .map(|call| {
+                self.tools
+                    .get(&call.function.name)
+                    .and_then(|tool| tool.risk(&call.function.arguments, &self.tool_context))
+            })
+            .collect();
+        for (index, call) in batch.iter().enumerate() {
+            self.observer.on_event(&LoopEvent::ToolCallStarted {
+                iteration,
+                call_id: &call_ids[index],
+                tool: &names[index],
+                arguments: &call.function.arguments,
+                risk: risks[index].as_ref(),
+            });
+        }
+
+        let mut approved = self.approval_gate(&batch, &risks, &mut state.always_approved).await;
+        // The runtime budget ran out while the batch was running (its calls were cancelled),
+        // or while the gate waited for an answer (none of them starts).
+        let mut expired = None;
+        if approved.is_some()
+            && let Err(exceeded) = self.budget.check_runtime()
+        {
+            expired = Some(exceeded);
+            approved = None;
+        }
+        let finished = match approved {
+            Some(approved) => {
+                let (finished, ran_out) = self.execute_batch(&batch, approved, cancel).await;
+                expired = ran_out;
+                self.budget.record_executed(batch.len());
+                // Share mode: children's spend counts as this run's input tokens.
+                state.totals.input_tokens = state.totals.input_tokens.saturating_add(self.budget.take_child_charges());
+                self.budget.publish_usage(state.totals);
+                finished
+            }
+            None => batch
+                .iter()
+                .map(|_| Finished {
+                    output: if expired.is_some() {
+                        outcome_text(&Err(ToolError::new("cancelled")))
+                    } else {
+                        "error: batch approval denied".to_owned()
+                    },
+                    failed: true,
+                    observed_chars: None,
+                    duration: Duration::ZERO,
+                })
+                .collect(),
+        };
+        Batch { calls: batch, names, call_ids, finished, expired }
+    }
+
+    /// Observe: the plan's events, each call's finished event and result message, the loop's
+    /// hints, the plan message, then the budget that ran out during the batch or the checkpoint.
+    async fn observe(
+        &mut self,
+        iteration: u32,
+        batch: Batch,
+        messages: &mut Vec<Message>,
+        state: &mut RunState,
+    ) -> Result<(), RunError> {
+        let Batch { calls: batch, names, call_ids, finished, expired } = batch;
+        // Plan events sit between the batch's started and finished events (events.md §11).
+        if let Some(plan) = self.tools.plan() {
+            for event in plan.take_events() {
+                self.observer.on_plan_event(&event);
+            }
+        }
+
+        let mut iteration_hints = Vec::new();
+        for (((call, name), id), result) in batch.iter().zip(&names).zip(&call_ids).zip(&finished) {
+            let call_result = if result.failed {
+                CallResult::Failed { output: &result.output }
+            } else {
+                CallResult::Completed { output: &result.output, observed_chars: result.observed_chars }
+            };
+            self.observer.on_event(&LoopEvent::ToolCallFinished {
+                iteration,
+                call_id: id,
+                tool: name,
+                duration: result.duration,
+                result: call_result,
+            });
+            let framed = tool_message(name, &result.output);
+            messages.push(Message::tool(id.clone(), name.clone(), framed));
+            if let Some(hint) = state.hints.observe_call(name, &call.function.arguments, result.failed, &result.output)
+            {
+                iteration_hints.push(hint);
+            }
+        }
+        if !iteration_hints.is_empty() {
+            messages.push(Message::system(iteration_hints.join("\n")));
+        }
+        if let Some(plan) = self.tools.plan() {
+            plan.upsert_message(messages);
+        }
+        if let Some(exceeded) = expired {
+            return Err(self.exhausted(iteration, exceeded, messages, state.totals).await);
+        }
+        self.persist(iteration, messages, state.totals)?;
+        self.observer.on_event(&LoopEvent::IterationCompleted {
+            iteration,
+            totals: state.totals,
+            tools_called: batch.len(),
+        });
+        Ok(())
     }
 
     /// Before every model call: once any message the model is about to read holds an untrusted
@@ -584,27 +666,20 @@ impl Agent {
     }
 
     /// §7.3, with the digest of §7.4 when groups were dropped.
-    async fn proactive_trim(
-        &self,
-        iteration: u32,
-        messages: &mut Vec<Message>,
-        budget: &ContextBudget,
-        trim_totals: &mut TrimTotals,
-        totals: &mut Usage,
-    ) {
-        let Some(limit) = budget.budget() else {
+    async fn proactive_trim(&self, iteration: u32, messages: &mut Vec<Message>, state: &mut RunState) {
+        let Some(limit) = state.context.budget() else {
             return;
         };
         let pass = proactive_trim(messages, estimate_tools_tokens(self.tools.definitions()), limit);
         if pass.is_empty() {
             return;
         }
-        trim_totals.add(&pass);
-        if pass.dropped_groups > 0 && self.settings.compaction && !self.budget.any_exhausted(*totals) {
-            self.update_digest(messages, &pass.dropped, totals).await;
+        state.trim_totals.add(&pass);
+        if pass.dropped_groups > 0 && self.settings.compaction && !self.budget.any_exhausted(state.totals) {
+            self.update_digest(messages, &pass.dropped, &mut state.totals).await;
         }
         let has_digest = messages.iter().any(|message| message.content.starts_with(DIGEST_PREFIX));
-        upsert_trim_warning(messages, trim_totals.warning(has_digest));
+        upsert_trim_warning(messages, state.trim_totals.warning(has_digest));
         self.observer.on_event(&LoopEvent::ContextTrimmed {
             iteration,
             mode: TrimMode::Proactive,
@@ -680,7 +755,7 @@ impl Agent {
                 approved[index] = true;
                 continue;
             }
-            if policy.decide(risk.class, &risk.resource, true, false) == crate::danger::Decision::Prompt {
+            if policy.decide(risk.class, &risk.resource, true, false) == odek_danger::Decision::Prompt {
                 items.push(ApprovalItem { tool: call.function.name.clone(), risk: risk.clone() });
                 indices.push(index);
             }

@@ -21,7 +21,7 @@ use super::artifacts::{TaskArtifactInput, TaskId, create_artifact_root, register
 use super::render::{TaskSection, render_results};
 use super::spawn::{ChildReport, ChildSpec, child_environment, run_child};
 use super::task::{TaskFile, TaskReplay};
-use crate::budget::{BudgetShare, InputGrant};
+use crate::budget::{BudgetShare, InputGrant, ShareBudget};
 use crate::events::{Event, EventStream, SubagentOutcome};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
@@ -187,7 +187,7 @@ impl DelegateTool {
     /// `budgets.md` §8 before a spawn, in share mode: the spawn gate, the input-token grant and
     /// the snapshot for the task file. `Err` is the task's result when it is not spawned.
     /// `remaining` counts this task and the call's others not yet spawned.
-    fn share_gate(&self, remaining: usize) -> Result<(Option<super::task::ShareBudget>, Option<InputGrant>), Value> {
+    fn share_gate(&self, remaining: usize) -> Result<(Option<ShareBudget>, Option<InputGrant>), Value> {
         let Some(share) = &self.settings.share else {
             return Ok((None, None));
         };

@@ -1,7 +1,7 @@
-//! The task file a parent hands to `odek subagent --task` (spec `subagents.md` §3–§4) and the
-//! share-mode budget block in it (`budgets.md` §8–§9): reading it within its cap, the rule for
-//! deleting it afterwards, and clamping a child's limits to the parent's remaining budget.
-//! Start at [`read_task_file`] and [`clamp_to_share`].
+//! The task file a parent hands to `odek subagent --task` (spec `subagents.md` §3–§4): reading
+//! it within its cap and the rule for deleting it afterwards. Its share-mode budget block and
+//! the clamping of a child's limits to it live beside the budget ([`crate::budget::ShareBudget`],
+//! [`crate::budget::clamp_to_share`]). Start at [`read_task_file`].
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +10,7 @@ use odek_llm::ReplayScript;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::budget::{BudgetLimits, LimitName};
+use crate::budget::ShareBudget;
 
 /// Largest task file read (bytes).
 pub const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -75,40 +75,6 @@ impl TaskFile {
     }
 }
 
-/// The parent's remaining budget (share mode). Zero values and false flags are omitted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ShareBudget {
-    #[serde(skip_serializing_if = "is_zero_u64")]
-    pub max_runtime_seconds: u64,
-    #[serde(skip_serializing_if = "is_zero_u64")]
-    pub max_tool_calls: u64,
-    #[serde(skip_serializing_if = "is_zero_f64")]
-    pub max_cost_usd: f64,
-    #[serde(skip_serializing_if = "is_zero_u64")]
-    pub max_input_tokens: u64,
-    #[serde(skip_serializing_if = "is_false")]
-    pub runtime_exhausted: bool,
-    #[serde(skip_serializing_if = "is_false")]
-    pub tool_calls_exhausted: bool,
-    #[serde(skip_serializing_if = "is_false")]
-    pub cost_exhausted: bool,
-    #[serde(skip_serializing_if = "is_false")]
-    pub input_tokens_exhausted: bool,
-}
-
-fn is_zero_u64(value: &u64) -> bool {
-    *value == 0
-}
-
-fn is_zero_f64(value: &f64) -> bool {
-    *value == 0.0
-}
-
-fn is_false(value: &bool) -> bool {
-    !*value
-}
-
 /// Why a task file could not be used. Texts are the spec's (after `odek: `).
 #[derive(Debug, Error)]
 pub enum TaskFileError {
@@ -154,61 +120,6 @@ pub fn is_parent_task_file(path: &Path, temp_dir: &Path) -> bool {
     }
 }
 
-/// `budgets.md` §9: the child's limits clamped to the parent's remaining budget. An exhausted
-/// flag makes the cap 0 (the spawn gate stops the child first); a positive block value caps the
-/// operator value (an unlimited operator value takes it); `max_output_tokens` is never shared.
-pub fn clamp_to_share(operator: BudgetLimits, share: &ShareBudget) -> BudgetLimits {
-    fn clamp(operator: u64, shared: u64) -> u64 {
-        if shared == 0 {
-            operator
-        } else if operator == 0 {
-            shared
-        } else {
-            operator.min(shared)
-        }
-    }
-    let mut limits = operator;
-    limits.max_runtime_seconds = clamp(operator.max_runtime_seconds, share.max_runtime_seconds);
-    limits.max_tool_calls = clamp(operator.max_tool_calls, share.max_tool_calls);
-    limits.max_input_tokens = clamp(operator.max_input_tokens, share.max_input_tokens);
-    if share.max_cost_usd > 0.0 {
-        limits.max_cost_usd = if operator.max_cost_usd > 0.0 {
-            operator.max_cost_usd.min(share.max_cost_usd)
-        } else {
-            share.max_cost_usd
-        };
-    }
-    if share.runtime_exhausted {
-        limits.max_runtime_seconds = 0;
-    }
-    if share.tool_calls_exhausted {
-        limits.max_tool_calls = 0;
-    }
-    if share.cost_exhausted {
-        limits.max_cost_usd = 0.0;
-    }
-    if share.input_tokens_exhausted {
-        limits.max_input_tokens = 0;
-    }
-    limits
-}
-
-/// `budgets.md` §9 spawn gate: the first exhausted dimension, in the order runtime, tool calls,
-/// cost, input tokens, as the child's error text.
-pub fn share_spawn_gate(share: &ShareBudget) -> Option<String> {
-    let exhausted = [
-        (share.runtime_exhausted, LimitName::Runtime),
-        (share.tool_calls_exhausted, LimitName::ToolCalls),
-        (share.cost_exhausted, LimitName::CostUsd),
-        (share.input_tokens_exhausted, LimitName::InputTokens),
-    ];
-    let (_, limit) = exhausted.into_iter().find(|(flag, _)| *flag)?;
-    Some(format!(
-        "parent budget exhausted before start: execution budget exceeded: {} observed 0 (limit 0)",
-        limit.as_str()
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,29 +143,6 @@ mod tests {
         assert!(!task.wants_protocol_2());
         let streamed: TaskFile = serde_json::from_str(r#"{"goal":"g","task_id":"task-1","protocol":2}"#).unwrap();
         assert!(streamed.wants_protocol_2());
-    }
-
-    #[test]
-    fn share_clamps_each_dimension() {
-        let operator = BudgetLimits { max_tool_calls: 10, max_runtime_seconds: 0, ..BudgetLimits::default() };
-        let share =
-            ShareBudget { max_tool_calls: 4, max_runtime_seconds: 30, max_input_tokens: 0, ..ShareBudget::default() };
-        let limits = clamp_to_share(operator, &share);
-        assert_eq!(limits.max_tool_calls, 4);
-        assert_eq!(limits.max_runtime_seconds, 30);
-        assert_eq!(limits.max_input_tokens, 0);
-        let exhausted = ShareBudget { tool_calls_exhausted: true, ..ShareBudget::default() };
-        assert_eq!(clamp_to_share(operator, &exhausted).max_tool_calls, 0);
-    }
-
-    #[test]
-    fn spawn_gate_names_the_first_exhausted_dimension() {
-        let share = ShareBudget { cost_exhausted: true, input_tokens_exhausted: true, ..ShareBudget::default() };
-        assert_eq!(
-            share_spawn_gate(&share).unwrap(),
-            "parent budget exhausted before start: execution budget exceeded: cost_usd observed 0 (limit 0)"
-        );
-        assert_eq!(share_spawn_gate(&ShareBudget::default()), None);
     }
 
     #[test]

@@ -25,8 +25,8 @@ pub use search_files::SearchFilesTool;
 pub use shell::{DEFAULT_TIMEOUT_SECONDS as DEFAULT_SHELL_TIMEOUT_SECONDS, ShellTool};
 pub use write_file::WriteFileTool;
 
-use crate::danger::{Classification, Decision, denial_output, normalize_lexically};
 use crate::tool::{Tool, ToolContext, ToolError};
+use odek_danger::{Classification, Decision, denial_output, normalize_lexically};
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte ⇒ binary).
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;

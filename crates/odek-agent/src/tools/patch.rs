@@ -12,8 +12,8 @@ use super::{
     looks_binary, open_file, parse_arguments, policy_denial, require_file, resolve_path, until_cancelled,
     write_atomically,
 };
-use crate::danger::classify_write;
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use odek_danger::classify_write;
 
 pub struct PatchTool;
 

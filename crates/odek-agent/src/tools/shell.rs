@@ -25,8 +25,8 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
 use super::{parse_arguments, policy_denial, resolve_path};
-use crate::danger::{DangerClass, classify_command_in};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use odek_danger::{DangerClass, classify_command_in};
 
 /// Timeout when the model gives none, and the operator's cap when the config sets none
 /// (seconds): 30 minutes, as the reference.

@@ -6,8 +6,8 @@ use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
 
 use super::{parse_arguments, policy_denial, resolve_path, until_cancelled, write_atomically};
-use crate::danger::classify_write;
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use odek_danger::classify_write;
 
 /// Largest content accepted (bytes).
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
@@ -84,9 +84,8 @@ pub(super) fn write_risk(tool: &str, arguments: &str, ctx: &ToolContext) -> Opti
             let class = classify_write(&path, &ctx.cwd, &ctx.odek_home).class;
             Some(Risk { class, resource: path.display().to_string() })
         }
-        Err(_) => Some(Risk {
-            class: crate::danger::DangerClass::Unknown,
-            resource: format!("(unreadable {tool} arguments)"),
-        }),
+        Err(_) => {
+            Some(Risk { class: odek_danger::DangerClass::Unknown, resource: format!("(unreadable {tool} arguments)") })
+        }
     }
 }

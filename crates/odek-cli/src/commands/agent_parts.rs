@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use odek_agent::budget::{Budget, BudgetLimits, resolve_price};
+use odek_agent::budget::{Budget, BudgetLimits};
 use odek_agent::subagent::delegate::DelegateSettings;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tools::BuiltinSettings;
@@ -84,22 +84,7 @@ fn is_loopback(base_url: &str) -> bool {
 
 /// The merged `limits` with the model's prices resolved; warns when a cost cap has no prices.
 pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
-    let limits = &config.limits;
-    let model_price = limits
-        .model_prices
-        .get(&config.core.model)
-        .map(|price| (price.input_cost_per_million_usd, price.output_cost_per_million_usd));
-    let (input_price, output_price) =
-        resolve_price(model_price, (limits.input_cost_per_million_usd, limits.output_cost_per_million_usd));
-    let budget_limits = BudgetLimits {
-        max_runtime_seconds: limits.max_runtime_seconds,
-        max_tool_calls: limits.max_tool_calls,
-        max_input_tokens: limits.max_input_tokens,
-        max_output_tokens: limits.max_output_tokens,
-        max_cost_usd: limits.max_cost_usd,
-        input_price_per_million: input_price,
-        output_price_per_million: output_price,
-    };
+    let budget_limits = BudgetLimits::from(config);
     if let Some(warning) = budget_limits.cost_warning(&config.core.model) {
         print_warning(&warning);
     }

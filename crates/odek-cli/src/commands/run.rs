@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use odek_agent::budget::Budget;
-use odek_agent::danger::DangerPolicy;
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::observer::LoopObserver;
 use odek_agent::plan::{PlanBoard, PlanCaps};
@@ -25,6 +24,7 @@ use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::ToolContext;
 use odek_contract::redaction::redact;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
+use odek_danger::DangerPolicy;
 use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
 use odek_mcp::{McpEvent, McpObserver, StderrObserver};
 

@@ -13,9 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use odek_agent::danger::{Action, DangerClass, PolicySettings};
-pub use odek_agent::danger::{Action as DangerAction, NonInteractive};
 use odek_contract::quoting::quote;
+use odek_danger::{Action, DangerClass, PolicySettings};
+pub use odek_danger::{Action as DangerAction, NonInteractive};
 use serde::Deserialize;
 
 /// `dangerous` as written in the global file.

@@ -9,9 +9,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Display;
 
+use odek_agent::budget::{BudgetLimits, resolve_price};
 use serde::Deserialize;
 
-use super::{ConfigError, PROJECT_DISPLAY};
+use super::{Config, ConfigError, PROJECT_DISPLAY};
 
 /// The shell timeout cap when no config sets one (seconds).
 const DEFAULT_SHELL_CAP: i64 = odek_agent::tools::DEFAULT_SHELL_TIMEOUT_SECONDS as i64;
@@ -48,9 +49,11 @@ pub struct ModelPrice {
     pub output_cost_per_million_usd: f64,
 }
 
-/// The merged budgets and prices of both files. Every `0` means "no limit" / "no price".
+/// The merged budgets and prices of both files. Every `0` means "no limit" / "no price". The
+/// loop's limits for a run come from it by `BudgetLimits::from(&config)`, which resolves the
+/// run model's prices.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct BudgetLimits {
+pub struct LimitsConfig {
     /// Wall-clock budget (seconds).
     pub max_runtime_seconds: u64,
     /// Total executed tool calls.
@@ -117,7 +120,7 @@ fn float_fields(limits: &LimitsFile) -> [(&'static str, Option<f64>); 3] {
 
 /// Merges the global and project `limits` (both already checked non-negative; the project's
 /// prices already stripped). Prices come from the global file only.
-pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: &mut Vec<String>) -> BudgetLimits {
+pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: &mut Vec<String>) -> LimitsConfig {
     let mut merge_int = |key: &str, global: Option<i64>, project: Option<i64>| {
         clamp_project_limit(key, global.unwrap_or(0), project.unwrap_or(0), warnings).unsigned_abs()
     };
@@ -146,7 +149,7 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
             (model.clone(), price)
         })
         .collect();
-    BudgetLimits {
+    LimitsConfig {
         max_runtime_seconds,
         max_tool_calls,
         max_input_tokens,
@@ -156,6 +159,30 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
         input_cost_per_million_usd: global.input_cost_per_million_usd.unwrap_or(0.0),
         output_cost_per_million_usd: global.output_cost_per_million_usd.unwrap_or(0.0),
         model_prices,
+    }
+}
+
+/// The loop's limits for the run `config` describes: the merged budgets, and the prices of
+/// `core.model` (its `model_prices` entry, each missing or non-positive price falling back to
+/// the flat one, `budgets.md` §3). `shell_timeout_seconds` is the shell tool's, not a budget.
+impl From<&Config> for BudgetLimits {
+    fn from(config: &Config) -> BudgetLimits {
+        let limits = &config.limits;
+        let model_price = limits
+            .model_prices
+            .get(&config.core.model)
+            .map(|price| (price.input_cost_per_million_usd, price.output_cost_per_million_usd));
+        let (input_price, output_price) =
+            resolve_price(model_price, (limits.input_cost_per_million_usd, limits.output_cost_per_million_usd));
+        BudgetLimits {
+            max_runtime_seconds: limits.max_runtime_seconds,
+            max_tool_calls: limits.max_tool_calls,
+            max_input_tokens: limits.max_input_tokens,
+            max_output_tokens: limits.max_output_tokens,
+            max_cost_usd: limits.max_cost_usd,
+            input_price_per_million: input_price,
+            output_price_per_million: output_price,
+        }
     }
 }
 
@@ -202,6 +229,41 @@ mod tests {
         );
         let error = check_limits_not_negative("x.json", &shell_limits(-1)).unwrap_err();
         assert_eq!(error.to_string(), "config x.json: limits.shell_timeout_seconds must be >= 0");
+    }
+
+    #[test]
+    fn the_loops_limits_take_the_budgets_and_the_models_prices() {
+        let mut config = Config::default();
+        config.core.model = "m1".to_owned();
+        config.limits = LimitsConfig {
+            max_runtime_seconds: 60,
+            max_tool_calls: 7,
+            max_input_tokens: 1000,
+            max_output_tokens: 77,
+            shell_timeout_seconds: 1800,
+            max_cost_usd: 2.5,
+            input_cost_per_million_usd: 0.3,
+            output_cost_per_million_usd: 1.2,
+            model_prices: BTreeMap::from([(
+                "m1".to_owned(),
+                ModelPrice { input_cost_per_million_usd: 3.0, output_cost_per_million_usd: 0.0 },
+            )]),
+        };
+        let limits = BudgetLimits::from(&config);
+        assert_eq!(
+            limits,
+            BudgetLimits {
+                max_runtime_seconds: 60,
+                max_tool_calls: 7,
+                max_input_tokens: 1000,
+                max_output_tokens: 77,
+                max_cost_usd: 2.5,
+                input_price_per_million: 3.0,
+                output_price_per_million: 1.2,
+            }
+        );
+        config.core.model = "other".to_owned();
+        assert_eq!(BudgetLimits::from(&config).input_price_per_million, 0.3);
     }
 
     #[test]

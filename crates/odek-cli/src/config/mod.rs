@@ -58,7 +58,7 @@ pub use self::effective::{CliOverrides, EffectiveConfig, apply_cli_overrides, re
 pub use self::env_layer::{EnvLayer, env_bool, env_count, read_env_layer};
 pub use self::error::ConfigError;
 pub use self::file::MAX_CONFIG_BYTES;
-pub use self::limits::{BudgetLimits, ModelPrice, PRICE_KEYS};
+pub use self::limits::{LimitsConfig, ModelPrice, PRICE_KEYS};
 pub use self::mcp_servers::{
     MCP_JSON_MAP_KEY, McpServerConfig, SERVER_MAP_KEYS, ServerOrigin, project_server_auto_approved,
 };
@@ -157,7 +157,7 @@ impl ConfigSources {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
     pub core: CoreConfig,
-    pub limits: BudgetLimits,
+    pub limits: LimitsConfig,
     /// Every configured server, enabled or not, in ascending byte order of name.
     pub mcp_servers: Vec<McpServerConfig>,
     /// Global file only.

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use odek_agent::danger::DangerClass;
 use odek_contract::quoting::quote;
+use odek_danger::DangerClass;
 use serde::Deserialize;
 
 use super::dangerous::{non_blank, parse_max_risk};

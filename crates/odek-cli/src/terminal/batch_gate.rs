@@ -193,8 +193,8 @@ fn discard_rest_of_key(fd: BorrowedFd<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use odek_agent::danger::DangerClass;
     use odek_agent::tool::Risk;
+    use odek_danger::DangerClass;
 
     use super::*;
 

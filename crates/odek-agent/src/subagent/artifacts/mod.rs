@@ -10,8 +10,8 @@
 //! [`register_call_artifacts`], which composes [`validate_task_artifacts`] (the
 //! contract's ref rules with the task's root as the only root), the process-wide
 //! [`ArtifactRegistry`] (first-wins ids, aliases), [`inline_previews`] and the §12 lines in
-//! `render`. Every later read of content goes through [`read_verified`] (results-and-artifacts
-//! §8), never through the earlier validation alone.
+//! `render` and `notes`. Every later read of content goes through [`read_verified`]
+//! (results-and-artifacts §8), never through the earlier validation alone.
 //!
 //! Deliberately not here: ref validation itself (`odek_contract::artifact_ref`, reused), the
 //! child command and `delegate_tasks`.
@@ -19,6 +19,7 @@
 mod call;
 mod inline;
 mod no_follow;
+mod notes;
 mod registry;
 mod render;
 mod scan;
@@ -33,14 +34,12 @@ use thiserror::Error;
 
 pub use call::{TaskArtifactInput, TaskArtifactSection, register_call_artifacts, render_artifacts_section};
 pub use inline::{InlinePreview, MAX_INLINE_BYTES_PER_CALL, MAX_INLINE_PREVIEW_BYTES, inline_previews};
+pub use notes::{render_dropped_line, render_inline_skipped_line};
 pub use registry::{
     ArtifactRegistry, MAX_ALIAS_SUFFIX, MAX_LIVE_ENTRIES, RegisteredArtifact, RegistrationCall, TaskRegistration,
     shared_registry,
 };
-pub use render::{
-    fence_child_text, render_artifact_block, render_dropped_line, render_inline_skipped_line,
-    render_registered_artifact,
-};
+pub use render::{fence_child_text, render_artifact_block, render_registered_artifact};
 pub use scan::{
     FinishedArtifact, MAX_SUMMARY_RUNES, ScanLimits, ScanReport, append_artifact_flags, media_type_for_name,
     scan_artifact_root, scan_artifact_root_with,

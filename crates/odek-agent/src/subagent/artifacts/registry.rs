@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use odek_contract::artifact_ref::ArtifactRef;
 use odek_contract::quoting::quote;
 
-use super::render::render_dropped_line;
+use super::notes::render_dropped_line;
 
 /// Most live entries.
 pub const MAX_LIVE_ENTRIES: usize = 512;

@@ -1,28 +1,18 @@
 //! The artifact lines of a task section (spec `subagents.md` §12): one metadata line per
-//! registered artifact, its inline preview block, and the `[artifact]` notes. The task section
-//! around them belongs to `delegate_tasks`. Start at [`render_artifact_block`].
+//! registered artifact and its inline preview block (the `[artifact]` note lines are in `notes`).
+//! The task section around them belongs to `delegate_tasks`. Start at [`render_artifact_block`].
 //!
 //! Child-supplied fields (`id`, `media_type`, `summary`) go through the contract's field
 //! cleaning, so none of them can start a line of its own; no path or uri is ever rendered.
 
 use odek_contract::artifact_ref::short_digest;
-use odek_contract::quoting::quote;
 use odek_contract::render::{clean_field, sanitise};
 use odek_contract::runes::first_runes;
 
 use super::inline::InlinePreview;
+use super::notes::render_inline_skipped_line;
 use super::registry::RegisteredArtifact;
 use super::scan::MAX_SUMMARY_RUNES;
-
-/// `  [artifact] dropped "<id>": <error>`.
-pub fn render_dropped_line(id: &str, error: &str) -> String {
-    format!("  [artifact] dropped {}: {error}", quote(id))
-}
-
-/// `  [artifact] inline preview skipped "<id>": <reason>`.
-pub fn render_inline_skipped_line(id: &str, reason: &str) -> String {
-    format!("  [artifact] inline preview skipped {}: {reason}", quote(id))
-}
 
 /// `  - <id> (<media_type>, <size> bytes, sha256:<12 hex>, task <n>)[ — <summary, 120 runes>]`.
 /// `, sha256:…` is left out for a ref that declared no digest.

@@ -12,7 +12,7 @@ use std::path::Path;
 use odek_contract::artifact_ref::{ArtifactRef, ArtifactRoots, validate_artifact_ref_resolved};
 use odek_contract::envelope::RawArtifactRef;
 
-use super::render::render_dropped_line;
+use super::notes::render_dropped_line;
 use super::{MAX_REFS_PER_TASK, TASK_BUDGET_BYTES};
 
 /// One task's refs after validation.

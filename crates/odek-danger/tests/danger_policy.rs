@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use odek_agent::danger::{
+use odek_danger::{
     Action, DangerClass, DangerPolicy, Decision, NonInteractive, PolicySettings, denial_output, denylist_matches,
 };
 
@@ -159,4 +159,32 @@ fn denylist_cannot_be_bypassed_red() {
         ..PolicySettings::default()
     });
     assert!(denied(&policy.decide(DangerClass::NetworkEgress, "GIT_TRACE=1   git   push", false, false)));
+}
+
+/// The denylist saw a simple command as written, so a shell keyword in front of it hid the
+/// program from every entry (`{ rm -rf x; }`, `! rm`, `if rm …; then`, `do rm …`).
+#[test]
+fn denylist_sees_commands_after_shell_keywords_red() {
+    for command in [
+        "{ rm -rf x; }",
+        "! rm -rf x",
+        "if rm -rf x; then :; fi",
+        "while rm -rf x; do :; done",
+        "for f in a; do rm -rf $f; done",
+        "true && { sudo rm -rf x; }",
+        "if true; then FOO=1 /bin/rm -rf x; fi",
+    ] {
+        assert!(denylist_matches("rm -rf", command), "{command:?} slipped past the denylist");
+    }
+}
+
+/// Commands more than 12 groups or substitutions deep were not looked at (the limit meant for
+/// `bash -c` inside `bash -c` counted every level), though the classifier walks them.
+#[test]
+fn denylist_sees_commands_in_deep_groups_red() {
+    let grouped = format!("{}rm -rf x{}", "(".repeat(20), ")".repeat(20));
+    assert!(denylist_matches("rm", &grouped), "{grouped:?}");
+    let substituted = format!("echo {}rm -rf x{}", "$(".repeat(20), ")".repeat(20));
+    assert!(denylist_matches("rm", &substituted), "{substituted:?}");
+    assert!(denylist_matches("rm", "bash -c \"bash -c 'rm -rf x'\""));
 }

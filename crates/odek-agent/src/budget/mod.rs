@@ -1,6 +1,9 @@
 //! Execution budgets (spec `budgets.md`): the five dimensions, price resolution and cost, the
 //! checks the loop makes at its fixed points, and the typed error that makes `odek` exit 4.
 //! The loop decides *when* to check (`run`); this module decides *whether* a limit is hit.
+//! Share mode (a sub-agent's part of its parent's budget, §8–§9) is in `share`.
+
+mod share;
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use odek_llm::Usage;
+
+pub use share::{BudgetShare, InputGrant, ShareBudget, clamp_to_share, share_spawn_gate};
 
 /// The operator's limits for one run (`0` = no limit) and the resolved prices.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -179,11 +184,6 @@ impl Budget {
         Budget { limits, started, executed_tool_calls: 0, ledger: Arc::default() }
     }
 
-    /// The handle `delegate_tasks` uses in share mode.
-    pub fn share(&self) -> BudgetShare {
-        BudgetShare { limits: self.limits, started: self.started, ledger: Arc::clone(&self.ledger) }
-    }
-
     /// Publishes the run's usage so far for [`BudgetShare`] snapshots.
     pub fn publish_usage(&self, totals: Usage) {
         self.ledger.input_tokens.store(totals.input_tokens, Ordering::Release);
@@ -276,128 +276,6 @@ impl Budget {
     /// Every budget other than tool calls still has headroom (the partial-summary condition).
     pub fn others_have_headroom(&self, totals: Usage) -> bool {
         self.check_runtime().is_ok() && self.check_usage(totals).is_ok()
-    }
-}
-
-/// A parent's budget as `delegate_tasks` sees it in share mode (`budgets.md` §8): snapshots of
-/// what remains, the input-token grants, and the charge-back of a child's spend.
-#[derive(Debug, Clone)]
-pub struct BudgetShare {
-    limits: BudgetLimits,
-    started: Instant,
-    ledger: Arc<Ledger>,
-}
-
-/// Input tokens reserved for one child; give it back with [`BudgetShare::settle`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct InputGrant(pub u64);
-
-impl BudgetShare {
-    fn totals(&self) -> Usage {
-        let charged = self.ledger.child_charges.load(Ordering::Acquire);
-        Usage {
-            input_tokens: self.ledger.input_tokens.load(Ordering::Acquire).saturating_add(charged),
-            output_tokens: self.ledger.output_tokens.load(Ordering::Acquire),
-        }
-    }
-
-    fn budget(&self) -> Budget {
-        Budget {
-            limits: self.limits,
-            started: self.started,
-            executed_tool_calls: self.ledger.executed_tool_calls.load(Ordering::Acquire),
-            ledger: Arc::clone(&self.ledger),
-        }
-    }
-
-    /// The first exhausted dimension in the order runtime, tool calls, cost, input tokens.
-    pub fn exhausted(&self) -> Option<BudgetExceeded> {
-        let budget = self.budget();
-        let totals = self.totals();
-        if let Err(exceeded) = budget.check_runtime() {
-            return Some(exceeded);
-        }
-        if budget.tool_calls_exhausted() {
-            return Some(BudgetExceeded {
-                limit_name: LimitName::ToolCalls,
-                observed: BudgetValue::Count(budget.executed_tool_calls),
-                limit: BudgetValue::Count(self.limits.max_tool_calls),
-            });
-        }
-        if let Some(exceeded) = self.limits.cost_exceeded(totals) {
-            return Some(exceeded);
-        }
-        exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens).err()
-    }
-
-    /// §8's snapshot right before a spawn: what remains of runtime, tool calls and cost (cost
-    /// only when enforced), each clamped at 0, with the exhausted flags. Input tokens are set
-    /// by the grant. `None` when the parent limits none of the four dimensions.
-    pub fn snapshot(&self) -> Option<crate::subagent::task::ShareBudget> {
-        let limits = &self.limits;
-        if limits.max_runtime_seconds == 0
-            && limits.max_tool_calls == 0
-            && limits.max_input_tokens == 0
-            && !limits.cost_enforced()
-        {
-            return None;
-        }
-        let mut share = crate::subagent::task::ShareBudget::default();
-        if limits.max_runtime_seconds > 0 {
-            let elapsed = self.started.elapsed().as_secs();
-            share.max_runtime_seconds = limits.max_runtime_seconds.saturating_sub(elapsed);
-            share.runtime_exhausted = elapsed >= limits.max_runtime_seconds;
-        }
-        if limits.max_tool_calls > 0 {
-            let executed = self.ledger.executed_tool_calls.load(Ordering::Acquire);
-            share.max_tool_calls = limits.max_tool_calls.saturating_sub(executed);
-            share.tool_calls_exhausted = executed >= limits.max_tool_calls;
-        }
-        if limits.cost_enforced() {
-            let totals = self.totals();
-            let cost = limits.cost_micro_usd(totals) as f64 / 1e6;
-            share.cost_exhausted = limits.cost_exceeded(totals).is_some();
-            share.max_cost_usd = if share.cost_exhausted { 0.0 } else { (limits.max_cost_usd - cost).max(0.0) };
-        }
-        if limits.max_input_tokens > 0 {
-            share.input_tokens_exhausted = self.totals().input_tokens >= limits.max_input_tokens;
-        }
-        Some(share)
-    }
-
-    /// §8: reserves `floor(uncommitted headroom / unspawned)` input tokens for the next child,
-    /// where the headroom is max − used − grants outstanding. `Ok(None)` when input tokens are
-    /// not limited; `Err(())` when the grant would be zero (the spawn is refused).
-    #[allow(clippy::result_unit_err)]
-    pub fn grant_input_tokens(&self, unspawned: usize) -> Result<Option<InputGrant>, ()> {
-        let max = self.limits.max_input_tokens;
-        if max == 0 {
-            return Ok(None);
-        }
-        let used = self.totals().input_tokens;
-        let divisor = unspawned.max(1) as u64;
-        // Computed and reserved in one step: two calls granting at once cannot both spend the
-        // same headroom.
-        let mut grant = 0;
-        let reserved =
-            self.ledger.outstanding_grants.fetch_update(Ordering::AcqRel, Ordering::Acquire, |outstanding| {
-                grant = max.saturating_sub(used).saturating_sub(outstanding) / divisor;
-                (grant > 0).then(|| outstanding.saturating_add(grant))
-            });
-        if reserved.is_err() {
-            return Err(());
-        }
-        Ok(Some(InputGrant(grant)))
-    }
-
-    /// A child ended: its grant is released and its `tokens_used` charged to the parent.
-    pub fn settle(&self, grant: Option<InputGrant>, tokens_used: u64) {
-        if let Some(InputGrant(grant)) = grant {
-            let _ = self.ledger.outstanding_grants.fetch_update(Ordering::AcqRel, Ordering::Acquire, |outstanding| {
-                Some(outstanding.saturating_sub(grant))
-            });
-        }
-        self.ledger.child_charges.fetch_add(tokens_used, Ordering::AcqRel);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use odek_agent::danger::{DangerClass, classify_command, classify_command_in, classify_write};
+use odek_danger::{DangerClass, classify_command, classify_command_in, classify_write};
 
 fn class_in(command: &str, cwd: &Path) -> DangerClass {
     let odek_home = cwd.join("home/.odek");
@@ -231,4 +231,27 @@ fn cd_moves_relative_writes() {
     assert_eq!(class_in("cd /etc && echo x > hosts", cwd.path()), DangerClass::SystemWrite);
     assert_eq!(class_in("cd \"$DIR\" && echo x > f", cwd.path()), DangerClass::Unknown);
     assert_eq!(class_in("cd sub && echo x > f", cwd.path()), DangerClass::LocalWrite);
+}
+
+/// Each `$( … )` in a command's words was walked a second time to see whether it downloads,
+/// so every level of nesting doubled the work: 22 levels (a 200-byte command) took half a
+/// minute, 24 levels (the parser's limit) minutes, while the loop waited for the class.
+#[test]
+fn nested_substitutions_classify_in_bounded_time_red() {
+    let started = std::time::Instant::now();
+    let nested = format!("{}x{}", "echo $(".repeat(24), ")".repeat(24));
+    assert_eq!(classify_command(&nested).class, DangerClass::Unknown);
+    let downloads = format!("bash -c \"{}$(curl https://x){}\"", "$(echo ".repeat(22), ")".repeat(22));
+    assert_eq!(classify_command(&downloads).class, DangerClass::Blocked);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+}
+
+/// A `cd` inside a command's substitution still moves later relative writes as before (the
+/// second look at a substitution replays its `cd`s instead of walking it again).
+#[test]
+fn cd_in_a_substitution_moves_relative_writes_as_before() {
+    let cwd = tempfile::tempdir().unwrap();
+    assert_eq!(class_in("echo $(cd /etc) && echo x > hosts", cwd.path()), DangerClass::SystemWrite);
+    assert_eq!(class_in("echo $(cd sub) && echo x > f", cwd.path()), DangerClass::LocalWrite);
+    assert_eq!(class_in("echo $(cd \"$DIR\") && echo x > f", cwd.path()), DangerClass::Unknown);
 }

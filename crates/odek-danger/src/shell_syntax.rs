@@ -8,11 +8,11 @@
 //! Entry point: [`parse`].
 
 /// Deepest nesting of substitutions and groups followed (deeper ⇒ [`SyntaxError`]).
-const MAX_DEPTH: usize = 24;
+pub const MAX_DEPTH: usize = 24;
 
 /// A parsed command line: pipelines in order, plus commands found in here-document bodies.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Script {
+pub struct Script {
     pub pipelines: Vec<Pipeline>,
     /// Substitutions inside unquoted here-document bodies (they run when the body is read).
     pub heredoc_substitutions: Vec<Script>,
@@ -20,13 +20,13 @@ pub(crate) struct Script {
 
 /// Commands joined by `|` (a single command is a one-stage pipeline).
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Pipeline {
+pub struct Pipeline {
     pub stages: Vec<Command>,
 }
 
 /// One simple command (or a `( … )` group) with its redirections.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Command {
+pub struct Command {
     pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
     /// `( … )` subshell contents.
@@ -43,7 +43,7 @@ impl Command {
 
 /// A word with quotes removed.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Word {
+pub struct Word {
     /// The text with quoting removed; expansions keep their source spelling (`$HOME`, `$(…)`).
     pub text: String,
     /// Contains a parameter, arithmetic or command expansion.
@@ -73,7 +73,7 @@ const REDIRECT_OPERATORS: [(&str, RedirectKind); 11] = [
 
 /// What a redirection does with its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RedirectKind {
+pub enum RedirectKind {
     /// `>`, `>>`, `>|`, `&>`, `&>>`, `<>`, `>&file`: the target is written.
     Write,
     /// `<`: the target is read.
@@ -84,18 +84,19 @@ pub(crate) enum RedirectKind {
     Inline,
 }
 
+/// A redirection: what it does with its target.
 #[derive(Debug, Clone)]
-pub(crate) struct Redirect {
+pub struct Redirect {
     pub kind: RedirectKind,
     pub target: Word,
 }
 
 /// The line could not be followed (unterminated quote, unbalanced parenthesis, too deep).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SyntaxError(pub &'static str);
+pub struct SyntaxError(pub &'static str);
 
 /// Parses a whole command line.
-pub(crate) fn parse(text: &str) -> Result<Script, SyntaxError> {
+pub fn parse(text: &str) -> Result<Script, SyntaxError> {
     let mut parser = Parser::new(text, 0);
     parser.parse_script(None)
 }
