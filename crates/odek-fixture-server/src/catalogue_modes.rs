@@ -9,7 +9,7 @@ use std::sync::Arc;
 use odek_extension::{Reply, Server, ToolDef, ToolResponse};
 use serde_json::{Map, Value, json};
 
-use crate::modes::Mode;
+use crate::mode::Mode;
 use crate::{Fixture, bind};
 
 /// many-tools: pages, and tools per page (a million tools in all, each a bare name).

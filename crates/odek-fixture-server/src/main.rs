@@ -261,6 +261,7 @@ mod bad_artifact;
 mod catalogue_modes;
 mod contract_tools;
 mod misbehaviour_tools;
+mod mode;
 mod modes;
 mod options;
 
@@ -273,7 +274,7 @@ use odek_extension::{CallContext, CancelPolicy, Server, ToolDef, ToolResponse};
 use serde_json::Value;
 
 use crate::contract_tools::echo_schema;
-use crate::modes::Mode;
+use crate::mode::Mode;
 use crate::options::{Options, Parsed};
 
 /// `eprintln!` with the fixture's prefix that ignores a closed stderr instead of panicking.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use odek_extension::PROTOCOL_VERSION;
 
-use crate::modes::Mode;
+use crate::mode::Mode;
 
 /// The fixture's configuration.
 #[derive(Debug, PartialEq)]

@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use odek_contract::PROTOCOL_VERSION;
 use odek_contract::canonical_json::to_canonical_string;
 use odek_contract::names::{ExposedName, qualify_tool_name, validate_tool_name};
 use odek_contract::prompt_injection::{detects_prompt_injection, schema_has_prompt_injection};
@@ -29,8 +30,6 @@ use crate::observer::McpObserver;
 use crate::output_schema::{OutputSchema, compile_output_schema};
 use crate::wire::{INITIALIZED, Params, ResultFrame, json_string, parse_object};
 
-/// The MCP protocol version odek sends.
-pub(crate) const PROTOCOL_VERSION: &str = "2025-03-26";
 /// Versions accepted without a warning. [beyond] `2024-11-05` is among them: what odek uses of
 /// the protocol (tools, pagination, progress, log messages) is the same in it.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];

@@ -24,7 +24,7 @@ pub const EVENT_QUEUE_CAPACITY: usize = 1024;
 
 /// The stderr warning printed by [`EventEmitter::close`] when `dropped` > 0.
 pub fn dropped_events_warning(dropped: u64) -> String {
-    format!("odek: warning: events: {dropped} event(s) dropped (queue full)")
+    odek_contract::terminal_text::warning_line(&format!("events: {dropped} event(s) dropped (queue full)"))
 }
 
 /// The producer side of one run's event stream. `Send + Sync`; every method returns without
