@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::ApprovalError;
 use crate::config::MAX_CONFIG_BYTES;
-use crate::config::file::{Bounded, open_if_exists, read_limited};
+use crate::config::file::{Bounded, open_if_exists, read_to_limit};
 
 /// Largest approval file read (bytes); the same bound as config files.
 pub const MAX_APPROVALS_BYTES: u64 = MAX_CONFIG_BYTES;
@@ -69,7 +69,7 @@ fn read_keys(path: &Path) -> Result<BTreeSet<String>, ApprovalError> {
     let Some(file) = open_if_exists(path).map_err(|err| read_error(err.to_string()))? else {
         return Ok(BTreeSet::new());
     };
-    let bytes = match read_limited(&file, MAX_APPROVALS_BYTES).map_err(|err| read_error(err.to_string()))? {
+    let bytes = match read_to_limit(&file, MAX_APPROVALS_BYTES).map_err(|err| read_error(err.to_string()))? {
         Bounded::Contents(bytes) => bytes,
         Bounded::TooLarge { size } => {
             return Err(read_error(format!("file too large ({size} bytes, max {MAX_APPROVALS_BYTES})")));

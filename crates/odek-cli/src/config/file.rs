@@ -10,8 +10,8 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-/// Reads at most `limit + 1` bytes of a file; more than `limit` bytes is [`Bounded::TooLarge`].
-pub(crate) use odek_contract::regular_file::{Bounded, read_to_limit as read_limited};
+/// The contract's capped read, used by every config file reader here.
+pub(crate) use odek_contract::regular_file::{Bounded, read_to_limit};
 use odek_contract::regular_file::{Follow, open_regular_read};
 
 /// Largest config file accepted (5 MiB, in bytes). A larger file is fatal, never truncated.
@@ -55,9 +55,9 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, b"12345").unwrap();
         let file = File::open(&path).unwrap();
-        assert!(matches!(read_limited(&file, 5).unwrap(), Bounded::Contents(bytes) if bytes == b"12345"));
+        assert!(matches!(read_to_limit(&file, 5).unwrap(), Bounded::Contents(bytes) if bytes == b"12345"));
         let file = File::open(&path).unwrap();
-        assert!(matches!(read_limited(&file, 4).unwrap(), Bounded::TooLarge { size: 5 }));
+        assert!(matches!(read_to_limit(&file, 4).unwrap(), Bounded::TooLarge { size: 5 }));
     }
 
     #[test]

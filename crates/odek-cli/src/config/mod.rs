@@ -78,7 +78,7 @@ pub use self::tools::{ToolsConfig, tool_allowed};
 
 use self::core_keys::{CoreFile, check_counts_not_negative};
 use self::dangerous::{DangerousFile, validate_dangerous};
-use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_limited, render_mode};
+use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::limits::{LimitsFile, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
     check_secret_env, join_project_servers, merge_mcp_servers, register_secret_env_values, servers_of_file,
@@ -320,7 +320,7 @@ fn read_config_object(
             ));
         }
     }
-    let bytes = match read_limited(&file, MAX_CONFIG_BYTES).map_err(read_error)? {
+    let bytes = match read_to_limit(&file, MAX_CONFIG_BYTES).map_err(read_error)? {
         Bounded::Contents(bytes) => bytes,
         Bounded::TooLarge { size } => {
             return Err(ConfigError::TooLarge { path: display.to_owned(), size });

@@ -10,7 +10,8 @@ use std::path::Path;
 
 use super::ConfigError;
 use super::file::{
-    Bounded, MAX_CONFIG_BYTES, is_group_or_world_accessible, open_if_exists, permission_bits, read_limited, render_mode,
+    Bounded, MAX_CONFIG_BYTES, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit,
+    render_mode,
 };
 
 /// What `secrets.env` contributed. `Debug` shows names only, never values.
@@ -74,7 +75,7 @@ pub fn load_secrets_env(
         ));
         return Ok(SecretsEnv::default());
     }
-    let bytes = match read_limited(&file, MAX_CONFIG_BYTES).map_err(read_error)? {
+    let bytes = match read_to_limit(&file, MAX_CONFIG_BYTES).map_err(read_error)? {
         Bounded::Contents(bytes) => bytes,
         Bounded::TooLarge { size } => {
             return Err(ConfigError::TooLarge { path: display, size });
