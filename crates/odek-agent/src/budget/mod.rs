@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use odek_llm::Usage;
 
-pub use share::{BudgetShare, InputGrant, ShareBudget, clamp_to_share, share_spawn_gate};
+pub(crate) use share::ShareBudget;
+pub use share::{BudgetShare, InputGrant, clamp_to_share, share_spawn_gate};
 
 /// The operator's limits for one run (`0` = no limit) and the resolved prices.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -30,7 +31,7 @@ pub struct BudgetLimits {
 
 impl BudgetLimits {
     /// Cost is enforced only with a cap and both prices.
-    pub fn cost_enforced(&self) -> bool {
+    pub(crate) fn cost_enforced(&self) -> bool {
         self.max_cost_usd > 0.0 && self.input_price_per_million > 0.0 && self.output_price_per_million > 0.0
     }
 
@@ -47,7 +48,7 @@ impl BudgetLimits {
 
     /// Estimated cost of `usage` in USD. Absurd prices times large token counts can make it
     /// infinite (or NaN); [`BudgetLimits::cost_exceeded`] counts that as exhausted.
-    pub fn cost_usd(&self, usage: Usage) -> f64 {
+    pub(crate) fn cost_usd(&self, usage: Usage) -> f64 {
         usage.input_tokens as f64 / 1e6 * self.input_price_per_million
             + usage.output_tokens as f64 / 1e6 * self.output_price_per_million
     }
@@ -61,7 +62,7 @@ impl BudgetLimits {
     /// The cost check (§3, §4): with cost enforced, `usage` costing at least `max_cost_usd`
     /// (compared in whole micro-USD) is the typed error. A cost that is not a finite number
     /// always exhausts the budget: the cap never fails open.
-    pub fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
+    pub(crate) fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
         if !self.cost_enforced() {
             return None;
         }
@@ -106,7 +107,7 @@ pub enum LimitName {
 }
 
 impl LimitName {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LimitName::Runtime => "runtime",
             LimitName::ToolCalls => "tool_calls",
@@ -185,13 +186,13 @@ impl Budget {
     }
 
     /// Publishes the run's usage so far for [`BudgetShare`] snapshots.
-    pub fn publish_usage(&self, totals: Usage) {
+    pub(crate) fn publish_usage(&self, totals: Usage) {
         self.ledger.input_tokens.store(totals.input_tokens, Ordering::Release);
         self.ledger.output_tokens.store(totals.output_tokens, Ordering::Release);
     }
 
     /// Children's spend charged back since the last call: add it to the run's input tokens.
-    pub fn take_child_charges(&self) -> u64 {
+    pub(crate) fn take_child_charges(&self) -> u64 {
         self.ledger.child_charges.swap(0, Ordering::AcqRel)
     }
 
@@ -200,12 +201,13 @@ impl Budget {
         Budget::new(BudgetLimits::default(), Instant::now())
     }
 
-    pub fn limits(&self) -> &BudgetLimits {
+    #[cfg(test)]
+    pub(crate) fn limits(&self) -> &BudgetLimits {
         &self.limits
     }
 
     /// Before every main LLM call: whole elapsed seconds `>=` max.
-    pub fn check_runtime(&self) -> Result<(), BudgetExceeded> {
+    pub(crate) fn check_runtime(&self) -> Result<(), BudgetExceeded> {
         let max = self.limits.max_runtime_seconds;
         let elapsed = self.started.elapsed().as_secs();
         exceeded_at_or_above(LimitName::Runtime, elapsed, max)
@@ -215,7 +217,7 @@ impl Budget {
     /// seconds reach the max, so the check is also enforced while a model call or a tool batch
     /// is in flight, not only before the next call. A limit too far away for the clock to
     /// represent (`--max-runtime 18446744073709551615`) can never be reached: no deadline.
-    pub fn runtime_deadline(&self) -> Option<Instant> {
+    pub(crate) fn runtime_deadline(&self) -> Option<Instant> {
         let max = self.limits.max_runtime_seconds;
         if max == 0 {
             return None;
@@ -224,7 +226,7 @@ impl Budget {
     }
 
     /// The runtime error at (or after) [`Budget::runtime_deadline`].
-    pub fn runtime_expired(&self) -> BudgetExceeded {
+    pub(crate) fn runtime_expired(&self) -> BudgetExceeded {
         let max = self.limits.max_runtime_seconds;
         BudgetExceeded {
             limit_name: LimitName::Runtime,
@@ -234,14 +236,14 @@ impl Budget {
     }
 
     /// After every LLM response: input tokens, output tokens, then cost, each `>=` max.
-    pub fn check_usage(&self, totals: Usage) -> Result<(), BudgetExceeded> {
+    pub(crate) fn check_usage(&self, totals: Usage) -> Result<(), BudgetExceeded> {
         exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens)?;
         exceeded_at_or_above(LimitName::OutputTokens, totals.output_tokens, self.limits.max_output_tokens)?;
         self.limits.cost_exceeded(totals).map_or(Ok(()), Err)
     }
 
     /// Before a batch is scheduled: executed + batch `>` max (a batch reaching the cap runs).
-    pub fn check_tool_calls(&self, batch: usize) -> Result<(), BudgetExceeded> {
+    pub(crate) fn check_tool_calls(&self, batch: usize) -> Result<(), BudgetExceeded> {
         let max = self.limits.max_tool_calls;
         let observed = self.executed_tool_calls.saturating_add(batch as u64);
         if max > 0 && observed > max {
@@ -255,17 +257,13 @@ impl Budget {
     }
 
     /// Counts a batch that ran.
-    pub fn record_executed(&mut self, calls: usize) {
+    pub(crate) fn record_executed(&mut self, calls: usize) {
         self.executed_tool_calls = self.executed_tool_calls.saturating_add(calls as u64);
         self.ledger.executed_tool_calls.store(self.executed_tool_calls, Ordering::Release);
     }
 
-    pub fn executed_tool_calls(&self) -> u64 {
-        self.executed_tool_calls
-    }
-
     /// Whether any dimension is exhausted now (side calls are skipped then).
-    pub fn any_exhausted(&self, totals: Usage) -> bool {
+    pub(crate) fn any_exhausted(&self, totals: Usage) -> bool {
         self.check_runtime().is_err() || self.check_usage(totals).is_err() || self.tool_calls_exhausted()
     }
 
@@ -274,7 +272,7 @@ impl Budget {
     }
 
     /// Every budget other than tool calls still has headroom (the partial-summary condition).
-    pub fn others_have_headroom(&self, totals: Usage) -> bool {
+    pub(crate) fn others_have_headroom(&self, totals: Usage) -> bool {
         self.check_runtime().is_ok() && self.check_usage(totals).is_ok()
     }
 }

@@ -12,32 +12,33 @@
 //! This module never emits events or touches the conversation by itself; the loop does both.
 //! Start at [`PlanBoard`].
 
-pub mod args;
-pub mod board;
+pub(crate) mod args;
+pub(crate) mod board;
 pub mod render;
-pub mod resume;
-pub mod state;
+pub(crate) mod resume;
+pub(crate) mod state;
 
 use odek_contract::quoting::quote;
 use thiserror::Error;
 
-pub use board::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
-pub use render::{PLAN_MESSAGE_PREFIX, is_plan_message, plan_message, render_plan};
-pub use resume::{parse_plan_message, restore_plan};
-pub use state::{PlanCounts, PlanEvent, PlanState, Status, Step};
+pub use board::PlanBoard;
+pub(crate) use board::{PLAN_TOOL_NAME, PlanTool};
+pub use render::{is_plan_message, plan_message};
+pub use resume::parse_plan_message;
+pub use state::{PlanEvent, PlanState, Status, Step};
 
 /// Default `planning.max_steps` (steps).
-pub const DEFAULT_MAX_STEPS: usize = 12;
+pub(crate) const DEFAULT_MAX_STEPS: usize = 12;
 /// Allowed `planning.max_steps` (steps).
-pub const MAX_STEPS_RANGE: (usize, usize) = (1, 50);
+pub(crate) const MAX_STEPS_RANGE: (usize, usize) = (1, 50);
 /// Default `planning.max_render_chars` (runes).
-pub const DEFAULT_MAX_RENDER_CHARS: usize = 2000;
+pub(crate) const DEFAULT_MAX_RENDER_CHARS: usize = 2000;
 /// Allowed `planning.max_render_chars` (runes).
-pub const MAX_RENDER_CHARS_RANGE: (usize, usize) = (200, 8000);
+pub(crate) const MAX_RENDER_CHARS_RANGE: (usize, usize) = (200, 8000);
 /// Longest step id (UTF-8 bytes).
-pub const MAX_ID_BYTES: usize = 32;
+pub(crate) const MAX_ID_BYTES: usize = 32;
 /// Longest step title after normalisation (UTF-8 bytes).
-pub const MAX_TITLE_BYTES: usize = 200;
+pub(crate) const MAX_TITLE_BYTES: usize = 200;
 
 /// The two caps of the run's resolved `planning` configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -43,8 +43,6 @@ use trim::{
     is_context_length_error, proactive_trim, protected_head_len, survival_trim, upsert_trim_warning,
 };
 
-/// Default `max_tool_parallel`.
-pub const DEFAULT_MAX_TOOL_PARALLEL: usize = 4;
 /// How long the calls of a batch get to wind down once the runtime budget cancelled them; a
 /// call still running after that is abandoned. Long enough for a sub-agent, which is asked to
 /// stop and killed a second later.
@@ -180,7 +178,7 @@ impl ToolSet {
     }
 
     /// §1 step 2 [beyond]: re-list stale MCP servers before the model call.
-    pub async fn refresh(&mut self) {
+    pub(crate) async fn refresh(&mut self) {
         if let Some(hub) = &self.hub
             && hub.has_stale()
         {
@@ -193,12 +191,8 @@ impl ToolSet {
         &self.definitions
     }
 
-    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.current.iter().find(|(tool, _)| tool == name).map(|(_, tool)| Arc::clone(tool))
-    }
-
-    pub fn hub(&self) -> Option<&Arc<odek_mcp::McpHub>> {
-        self.hub.as_ref()
     }
 
     /// Registers the `plan` tool over `board` (planning enabled), unless the operator's `tools`

@@ -13,10 +13,10 @@ use thiserror::Error;
 use crate::budget::ShareBudget;
 
 /// Largest task file read (bytes).
-pub const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The protocol a parent asks for by writing `"protocol": 2` (NDJSON progress, framed result).
-pub const STREAM_PROTOCOL: u32 = 2;
+pub(crate) const STREAM_PROTOCOL: u32 = 2;
 
 /// A task file. Every field but `goal` is optional; unknown fields are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
