@@ -15,7 +15,7 @@ pub(crate) struct McpTool {
 }
 
 impl McpTool {
-    pub(crate) fn new(hub: Arc<McpHub>, descriptor: ToolDescriptor) -> McpTool {
+    fn new(hub: Arc<McpHub>, descriptor: ToolDescriptor) -> McpTool {
         McpTool { hub, descriptor }
     }
 

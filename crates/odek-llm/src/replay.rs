@@ -40,16 +40,16 @@ use crate::message::{Message, Role, ToolCall, ToolDefinition, Usage};
 use crate::provider::{BoxFuture, ChatRequest, ChatResponse, Provider, StreamObserver};
 
 /// The `schema` value of every script.
-pub(crate) const REPLAY_SCHEMA: &str = "odek.replay/v1";
+const REPLAY_SCHEMA: &str = "odek.replay/v1";
 
 /// Largest script file read: 64 MiB (bytes).
-pub(crate) const MAX_SCRIPT_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_SCRIPT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A whole replay script.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayScript {
-    pub(crate) schema: String,
+    schema: String,
     /// A free note (the recording provider writes the model it recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -58,7 +58,7 @@ pub struct ReplayScript {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub side_calls: Vec<ReplayTurn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) subagents: Vec<ReplaySubagent>,
+    subagents: Vec<ReplaySubagent>,
 }
 
 impl Default for ReplayScript {
@@ -76,14 +76,14 @@ impl Default for ReplayScript {
 /// The script of a delegated child: answers the child whose task has exactly this `goal`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ReplaySubagent {
-    pub(crate) goal: String,
+struct ReplaySubagent {
+    goal: String,
     #[serde(default)]
-    pub(crate) turns: Vec<ReplayTurn>,
+    turns: Vec<ReplayTurn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) side_calls: Vec<ReplayTurn>,
+    side_calls: Vec<ReplayTurn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) subagents: Vec<ReplaySubagent>,
+    subagents: Vec<ReplaySubagent>,
 }
 
 /// One scripted assistant answer.

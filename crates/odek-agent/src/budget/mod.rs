@@ -31,7 +31,7 @@ pub struct BudgetLimits {
 
 impl BudgetLimits {
     /// Cost is enforced only with a cap and both prices.
-    pub(crate) fn cost_enforced(&self) -> bool {
+    fn cost_enforced(&self) -> bool {
         self.max_cost_usd > 0.0 && self.input_price_per_million > 0.0 && self.output_price_per_million > 0.0
     }
 
@@ -48,7 +48,7 @@ impl BudgetLimits {
 
     /// Estimated cost of `usage` in USD. Absurd prices times large token counts can make it
     /// infinite (or NaN); [`BudgetLimits::cost_exceeded`] counts that as exhausted.
-    pub(crate) fn cost_usd(&self, usage: Usage) -> f64 {
+    fn cost_usd(&self, usage: Usage) -> f64 {
         usage.input_tokens as f64 / 1e6 * self.input_price_per_million
             + usage.output_tokens as f64 / 1e6 * self.output_price_per_million
     }
@@ -62,7 +62,7 @@ impl BudgetLimits {
     /// The cost check (§3, §4): with cost enforced, `usage` costing at least `max_cost_usd`
     /// (compared in whole micro-USD) is the typed error. A cost that is not a finite number
     /// always exhausts the budget: the cap never fails open.
-    pub(crate) fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
+    fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
         if !self.cost_enforced() {
             return None;
         }
@@ -202,7 +202,7 @@ impl Budget {
     }
 
     #[cfg(test)]
-    pub(crate) fn limits(&self) -> &BudgetLimits {
+    fn limits(&self) -> &BudgetLimits {
         &self.limits
     }
 

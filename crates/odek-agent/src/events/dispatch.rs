@@ -23,7 +23,7 @@ use super::sink::{EventSink, write_failed_message};
 pub const EVENT_QUEUE_CAPACITY: usize = 1024;
 
 /// The stderr warning printed by [`EventEmitter::close`] when `dropped` > 0.
-pub(crate) fn dropped_events_warning(dropped: u64) -> String {
+fn dropped_events_warning(dropped: u64) -> String {
     odek_contract::terminal_text::warning_line(&format!("events: {dropped} event(s) dropped (queue full)"))
 }
 

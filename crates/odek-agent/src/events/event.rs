@@ -15,7 +15,7 @@ use super::EventError;
 use crate::budget::BudgetValue;
 
 /// The `schema` value of every line.
-pub(crate) const EVENT_SCHEMA: &str = "odek.event/v1";
+const EVENT_SCHEMA: &str = "odek.event/v1";
 
 /// The run identifier: 16 bytes from the OS CSPRNG as 32 lowercase hex characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -35,7 +35,7 @@ impl RunId {
         valid.then(|| RunId(text.to_owned()))
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -102,7 +102,7 @@ impl Event {
     }
 
     #[cfg(test)]
-    pub(crate) fn iteration(&self) -> Option<u32> {
+    fn iteration(&self) -> Option<u32> {
         self.iteration
     }
 
@@ -112,7 +112,7 @@ impl Event {
 
     /// `data` as a JSON object.
     #[cfg(test)]
-    pub(crate) fn data(&self) -> serde_json::Map<String, Value> {
+    fn data(&self) -> serde_json::Map<String, Value> {
         self.data.iter().map(|(key, value)| ((*key).to_owned(), value.clone())).collect()
     }
 
@@ -329,7 +329,7 @@ fn redact_value(value: &Value) -> Value {
 }
 
 /// `goal_sha256`: lowercase hex of the first 8 bytes of SHA-256(goal), 16 characters.
-pub(crate) fn goal_sha256(goal: &str) -> String {
+fn goal_sha256(goal: &str) -> String {
     let digest = Sha256::digest(goal.as_bytes());
     hex::encode(&digest[..8])
 }

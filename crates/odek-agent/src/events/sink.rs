@@ -65,7 +65,7 @@ impl EventSink for JsonlSink {
 
 /// Standard output, flushed after every line.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct StdoutSink;
+struct StdoutSink;
 
 impl EventSink for StdoutSink {
     fn write_line(&mut self, line: &str) -> std::io::Result<()> {

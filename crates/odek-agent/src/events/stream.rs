@@ -68,7 +68,7 @@ impl EventStream {
     }
 
     /// The v1 event for a loop event; `None` for those the stream does not carry.
-    pub(crate) fn loop_event_to_event(&self, event: &LoopEvent<'_>) -> Option<Event> {
+    fn loop_event_to_event(&self, event: &LoopEvent<'_>) -> Option<Event> {
         match *event {
             LoopEvent::IterationStarted { .. } | LoopEvent::ModelResponded { .. } | LoopEvent::Warning { .. } => None,
             LoopEvent::ToolCallStarted { iteration, call_id, tool, arguments, risk: _ } => {

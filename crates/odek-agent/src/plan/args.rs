@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::PlanError;
 
 /// The four verbs, in the order of the error text.
-pub(crate) const VERBS: [&str; 4] = ["create", "update", "complete", "get"];
+const VERBS: [&str; 4] = ["create", "update", "complete", "get"];
 
 /// One step of a `create` call, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -12,11 +12,11 @@
 //! This module never emits events or touches the conversation by itself; the loop does both.
 //! Start at [`PlanBoard`].
 
-pub(crate) mod args;
-pub(crate) mod board;
+mod args;
+mod board;
 pub mod render;
-pub(crate) mod resume;
-pub(crate) mod state;
+mod resume;
+mod state;
 
 use odek_contract::quoting::quote;
 use thiserror::Error;
@@ -28,17 +28,17 @@ pub use resume::parse_plan_message;
 pub use state::{PlanEvent, PlanState, Status, Step};
 
 /// Default `planning.max_steps` (steps).
-pub(crate) const DEFAULT_MAX_STEPS: usize = 12;
+const DEFAULT_MAX_STEPS: usize = 12;
 /// Allowed `planning.max_steps` (steps).
-pub(crate) const MAX_STEPS_RANGE: (usize, usize) = (1, 50);
+const MAX_STEPS_RANGE: (usize, usize) = (1, 50);
 /// Default `planning.max_render_chars` (runes).
-pub(crate) const DEFAULT_MAX_RENDER_CHARS: usize = 2000;
+const DEFAULT_MAX_RENDER_CHARS: usize = 2000;
 /// Allowed `planning.max_render_chars` (runes).
-pub(crate) const MAX_RENDER_CHARS_RANGE: (usize, usize) = (200, 8000);
+const MAX_RENDER_CHARS_RANGE: (usize, usize) = (200, 8000);
 /// Longest step id (UTF-8 bytes).
-pub(crate) const MAX_ID_BYTES: usize = 32;
+const MAX_ID_BYTES: usize = 32;
 /// Longest step title after normalisation (UTF-8 bytes).
-pub(crate) const MAX_TITLE_BYTES: usize = 200;
+const MAX_TITLE_BYTES: usize = 200;
 
 /// The two caps of the run's resolved `planning` configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -210,7 +210,7 @@ pub(crate) fn is_token_id(id: &str) -> bool {
 }
 
 /// §4: the step count, then every step's checks in the table's order, step by step.
-pub(crate) fn validate_steps(inputs: &[StepInput], max_steps: usize) -> Result<Vec<Step>, PlanError> {
+fn validate_steps(inputs: &[StepInput], max_steps: usize) -> Result<Vec<Step>, PlanError> {
     if inputs.is_empty() || inputs.len() > max_steps {
         return Err(PlanError::StepCount { max_steps, got: inputs.len() });
     }
@@ -228,7 +228,7 @@ pub(crate) fn validate_steps(inputs: &[StepInput], max_steps: usize) -> Result<V
 }
 
 /// The id checks of one step: required, at most 32 bytes, a token. Returns the trimmed id.
-pub(crate) fn validate_step_id(index: usize, raw: &str) -> Result<String, PlanError> {
+fn validate_step_id(index: usize, raw: &str) -> Result<String, PlanError> {
     let id = raw.trim();
     if id.is_empty() {
         return Err(PlanError::IdRequired { index });
@@ -243,7 +243,7 @@ pub(crate) fn validate_step_id(index: usize, raw: &str) -> Result<String, PlanEr
 }
 
 /// The title checks of one step: required after normalisation, at most 200 bytes.
-pub(crate) fn validate_step_title(index: usize, raw: &str) -> Result<String, PlanError> {
+fn validate_step_title(index: usize, raw: &str) -> Result<String, PlanError> {
     let title = normalize_text(raw);
     if title.is_empty() {
         return Err(PlanError::TitleRequired { index });

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// Consecutive failures of one tool that trigger an error-streak hint.
-pub(crate) const ERROR_STREAK: u32 = 3;
+const ERROR_STREAK: u32 = 3;
 /// Consecutive identical successful calls that trigger a stall hint.
-pub(crate) const STALL_STREAK: u32 = 3;
+const STALL_STREAK: u32 = 3;
 /// Budget-hint thresholds in percent.
-pub(crate) const BUDGET_THRESHOLDS: [u32; 3] = [50, 75, 90];
+const BUDGET_THRESHOLDS: [u32; 3] = [50, 75, 90];
 
 /// The per-run state of the hints.
 #[derive(Debug, Default)]
@@ -61,7 +61,7 @@ impl HintTracker {
         not(test),
         expect(dead_code, reason = "spec §5 budget hints: implemented and tested here, not yet called by the loop")
     )]
-    pub(crate) fn budget_hint(
+    fn budget_hint(
         &mut self,
         completed_iterations: u32,
         max_iterations: u32,

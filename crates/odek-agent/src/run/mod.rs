@@ -178,7 +178,7 @@ impl ToolSet {
     }
 
     /// §1 step 2 [beyond]: re-list stale MCP servers before the model call.
-    pub(crate) async fn refresh(&mut self) {
+    async fn refresh(&mut self) {
         if let Some(hub) = &self.hub
             && hub.has_stale()
         {
@@ -191,7 +191,7 @@ impl ToolSet {
         &self.definitions
     }
 
-    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.current.iter().find(|(tool, _)| tool == name).map(|(_, tool)| Arc::clone(tool))
     }
 

@@ -7,25 +7,25 @@ use std::collections::BTreeSet;
 use odek_llm::{Message, Role, ToolDefinition};
 
 /// Tool messages larger than this are replaced first.
-pub(crate) const TRIM_TOOL_OUTPUT_ABOVE_BYTES: usize = 2000;
+const TRIM_TOOL_OUTPUT_ABOVE_BYTES: usize = 2000;
 /// The most recent tool messages are never replaced.
-pub(crate) const KEEP_RECENT_TOOL_OUTPUTS: usize = 4;
+const KEEP_RECENT_TOOL_OUTPUTS: usize = 4;
 /// Dropped tool names listed in the warning.
-pub(crate) const MAX_LISTED_DROPPED_TOOLS: usize = 5;
+const MAX_LISTED_DROPPED_TOOLS: usize = 5;
 
 /// First-line prefixes of the runtime's own system messages.
-pub(crate) const TRIM_WARNING_PREFIX: &str = "[Context trimmed:";
-pub(crate) const SURVIVAL_NOTICE_PREFIX: &str = "[Context trimmed to survive:";
+const TRIM_WARNING_PREFIX: &str = "[Context trimmed:";
+const SURVIVAL_NOTICE_PREFIX: &str = "[Context trimmed to survive:";
 pub(crate) const SURVIVAL_MODE_PREFIX: &str = "[Context survival mode:";
 pub(crate) const DIGEST_PREFIX: &str = "[Compacted earlier context:";
 
 /// Tokens of a string: (bytes + 3) / 4.
-pub(crate) fn estimate_text_tokens(text: &str) -> u64 {
+fn estimate_text_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
 /// A message: content and reasoning + 50; each tool call + 30 + its name and arguments.
-pub(crate) fn estimate_message_tokens(message: &Message) -> u64 {
+fn estimate_message_tokens(message: &Message) -> u64 {
     let mut tokens = estimate_text_tokens(&message.content) + 50;
     if let Some(reasoning) = &message.reasoning_content {
         tokens += estimate_text_tokens(reasoning);
@@ -175,9 +175,9 @@ impl TrimPass {
 /// The run's cumulative trimming state (for the warning message).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TrimTotals {
-    pub(crate) truncated_results: usize,
-    pub(crate) dropped_groups: usize,
-    pub(crate) dropped_tools: BTreeSet<String>,
+    truncated_results: usize,
+    dropped_groups: usize,
+    dropped_tools: BTreeSet<String>,
 }
 
 /// §7.3 steps 1–2 when the request is over `budget`. `tools_tokens` is the catalogue's estimate.

@@ -10,7 +10,7 @@ use std::path::Path;
 use odek_contract::regular_file::{Bounded, Follow, is_not_a_regular_file, open_regular_read, read_to_limit};
 
 /// Mode of directories this module creates.
-pub(crate) const PRIVATE_DIR_MODE: u32 = 0o700;
+const PRIVATE_DIR_MODE: u32 = 0o700;
 /// Mode of files this module writes.
 pub(crate) const PRIVATE_FILE_MODE: u32 = 0o600;
 

@@ -17,7 +17,7 @@ pub(crate) const INDEX_FILE_NAME: &str = "index.json";
 /// Longest `index.json` read (16 MiB); a larger one counts as stale.
 pub(crate) const MAX_INDEX_BYTES: u64 = 16 * 1024 * 1024;
 /// Characters of the task kept in a title.
-pub(crate) const TITLE_CHARS: usize = 60;
+const TITLE_CHARS: usize = 60;
 
 /// One session's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub struct IndexEntry {
     #[serde(default)]
     pub title: String,
     #[serde(default)]
-    pub(crate) created_at: String,
+    created_at: String,
     #[serde(default)]
     pub updated_at: String,
     #[serde(default)]

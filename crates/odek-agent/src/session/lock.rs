@@ -73,7 +73,7 @@ impl SessionLock {
 }
 
 /// `<locks dir>/<id>.lock`.
-pub(crate) fn lock_path(locks_dir: &Path, id: &SessionId) -> PathBuf {
+fn lock_path(locks_dir: &Path, id: &SessionId) -> PathBuf {
     locks_dir.join(format!("{id}.lock"))
 }
 

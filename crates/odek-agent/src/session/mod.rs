@@ -20,7 +20,7 @@ pub mod index;
 mod lock;
 mod record;
 mod store;
-pub(crate) mod trim;
+mod trim;
 
 pub use error::SessionError;
 pub(crate) use error::{ExternalRefError, ExternalRefSpecError, ExternalRefSpecProblem};

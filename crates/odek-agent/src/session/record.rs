@@ -170,7 +170,7 @@ fn count_user_messages(messages: &[Message]) -> u64 {
 }
 
 /// The current time as RFC 3339 UTC (`Z`), with sub-second digits when non-zero.
-pub(crate) fn now_rfc3339() -> String {
+fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 

@@ -17,7 +17,7 @@ use super::{Session, SessionError, SessionId, SessionLock};
 pub const MAX_SESSION_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The directory beside the sessions directory that holds their lock files.
-pub(crate) const LOCKS_DIR_NAME: &str = "session-locks";
+const LOCKS_DIR_NAME: &str = "session-locks";
 
 /// The file-name suffix of session files.
 const SESSION_FILE_SUFFIX: &str = ".json";
@@ -276,7 +276,7 @@ impl SessionStore {
 
 /// `session <id> exceeded <cap> bytes on write — oldest messages trimmed to stay within the load
 /// cap` (the console prefixes `odek: warning: `).
-pub(crate) fn storage_limit_warning(id: &SessionId, max_bytes: u64) -> String {
+fn storage_limit_warning(id: &SessionId, max_bytes: u64) -> String {
     format!("session {id} exceeded {max_bytes} bytes on write — oldest messages trimmed to stay within the load cap")
 }
 

@@ -8,7 +8,7 @@ use std::ops::Range;
 use odek_llm::{Message, Role};
 
 /// The start of the system message that records storage trimming.
-pub(crate) const STORAGE_LIMIT_NOTICE_PREFIX: &str = "[Session storage limit: ";
+const STORAGE_LIMIT_NOTICE_PREFIX: &str = "[Session storage limit: ";
 
 /// The conversation up to its latest safe state: it ends before the first assistant tool-call
 /// message that lacks a result for any of its calls, so a resumed run never sees a dangling call.

@@ -10,7 +10,7 @@ pub mod artifact_read;
 pub mod artifacts;
 pub mod delegate;
 pub mod prompt;
-pub(crate) mod render;
+mod render;
 pub mod result;
 pub mod spawn;
 pub mod stream;

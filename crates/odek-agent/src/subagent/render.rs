@@ -17,13 +17,13 @@ use odek_contract::runes::runes_with_ellipsis;
 use serde_json::Value;
 
 /// Most `files changed` names shown.
-pub(crate) const MAX_FILES_SHOWN: usize = 20;
+const MAX_FILES_SHOWN: usize = 20;
 /// Most denials shown.
-pub(crate) const MAX_DENIALS_SHOWN: usize = 3;
+const MAX_DENIALS_SHOWN: usize = 3;
 /// The goal in a section title, in runes.
-pub(crate) const TITLE_GOAL_RUNES: usize = 60;
+const TITLE_GOAL_RUNES: usize = 60;
 /// Raw stdout shown for a task without a parsed result (bytes).
-pub(crate) const RAW_OUTPUT_SHOWN_BYTES: usize = 102_400;
+const RAW_OUTPUT_SHOWN_BYTES: usize = 102_400;
 
 /// One task's section input.
 #[derive(Debug, Clone, Default)]

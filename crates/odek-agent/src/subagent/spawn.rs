@@ -16,13 +16,13 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
 /// Longest stdout line read from a child (bytes).
-pub(crate) const MAX_CHILD_LINE_BYTES: usize = 10 * 1024 * 1024;
+const MAX_CHILD_LINE_BYTES: usize = 10 * 1024 * 1024;
 /// Most stdout lines read from a child.
-pub(crate) const MAX_CHILD_LINES: u64 = 100_000;
+const MAX_CHILD_LINES: u64 = 100_000;
 /// Most stdout bytes read from a child.
-pub(crate) const MAX_CHILD_STDOUT_BYTES: u64 = 100 * 1024 * 1024;
+const MAX_CHILD_STDOUT_BYTES: u64 = 100 * 1024 * 1024;
 /// Raw stdout kept for a child without a parsed result (bytes).
-pub(crate) const RAW_OUTPUT_KEEP_BYTES: usize = 102_400;
+const RAW_OUTPUT_KEEP_BYTES: usize = 102_400;
 /// How long the reader may drain after the child exited.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// How long after a kill the pipes are force-closed.

@@ -13,7 +13,7 @@ use thiserror::Error;
 use crate::budget::ShareBudget;
 
 /// Largest task file read (bytes).
-pub(crate) const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
+const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The protocol a parent asks for by writing `"protocol": 2` (NDJSON progress, framed result).
 pub(crate) const STREAM_PROTOCOL: u32 = 2;

@@ -9,10 +9,10 @@ use super::registry::RegisteredArtifact;
 use super::verify::read_verified;
 
 /// Largest artifact inlined, in bytes (32 KiB).
-pub(crate) const MAX_INLINE_PREVIEW_BYTES: u64 = 32_768;
+const MAX_INLINE_PREVIEW_BYTES: u64 = 32_768;
 
 /// Bytes inlined per `delegate_tasks` call, spent largest-first (128 KiB).
-pub(crate) const MAX_INLINE_BYTES_PER_CALL: u64 = 131_072;
+const MAX_INLINE_BYTES_PER_CALL: u64 = 131_072;
 
 /// What happened to one artifact that qualified for a preview.
 #[derive(Debug, Clone, PartialEq, Eq)]

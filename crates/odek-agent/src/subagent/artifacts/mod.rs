@@ -44,16 +44,16 @@ pub use validate::validate_task_artifacts;
 pub(crate) use verify::{ReadRefusal, VerificationFailure, read_verified};
 
 /// Most refs one task delivers (the scan's and the parent's cap).
-pub(crate) const MAX_REFS_PER_TASK: usize = odek_contract::envelope::MAX_ARTIFACT_REFS;
+const MAX_REFS_PER_TASK: usize = odek_contract::envelope::MAX_ARTIFACT_REFS;
 
 /// Bytes one task may deliver in total (64 MiB).
-pub(crate) const TASK_BUDGET_BYTES: u64 = 67_108_864;
+const TASK_BUDGET_BYTES: u64 = 67_108_864;
 
 /// Bytes one artifact may have (64 MiB), the contract's absolute cap.
-pub(crate) const MAX_ARTIFACT_BYTES: u64 = odek_contract::artifact_ref::MAX_ARTIFACT_BYTES;
+const MAX_ARTIFACT_BYTES: u64 = odek_contract::artifact_ref::MAX_ARTIFACT_BYTES;
 
 /// The artifacts bucket of runs whose session ID is not a safe directory name.
-pub(crate) const UNFILED_BUCKET: &str = "unfiled";
+const UNFILED_BUCKET: &str = "unfiled";
 
 /// Random bytes behind a task ID's hex part (8 bytes = 16 hex characters).
 const TASK_ID_RANDOM_BYTES: usize = 8;
@@ -112,7 +112,7 @@ impl std::fmt::Display for TaskId {
 
 /// `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`: the shape of an artifacts bucket and a task ID. It can
 /// never be `.`, `..` or contain a separator.
-pub(crate) fn is_safe_component(name: &str) -> bool {
+fn is_safe_component(name: &str) -> bool {
     let bytes = name.as_bytes();
     matches!(bytes.first(), Some(first) if first.is_ascii_alphanumeric())
         && bytes.len() <= 128
@@ -120,7 +120,7 @@ pub(crate) fn is_safe_component(name: &str) -> bool {
 }
 
 /// §2 step 2: the session ID when it is a safe directory name, else `unfiled`.
-pub(crate) fn artifact_bucket(session_id: Option<&str>) -> &str {
+fn artifact_bucket(session_id: Option<&str>) -> &str {
     match session_id {
         Some(id) if is_safe_component(id) => id,
         _ => UNFILED_BUCKET,

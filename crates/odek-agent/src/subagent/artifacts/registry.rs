@@ -15,10 +15,10 @@ use odek_contract::quoting::quote;
 use super::notes::render_dropped_line;
 
 /// Most live entries.
-pub(crate) const MAX_LIVE_ENTRIES: usize = 512;
+const MAX_LIVE_ENTRIES: usize = 512;
 
 /// Highest `-<k>` suffix tried for an alias before falling back to `artifact-<seq>`.
-pub(crate) const MAX_ALIAS_SUFFIX: usize = 128;
+const MAX_ALIAS_SUFFIX: usize = 128;
 
 /// One registered artifact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +110,7 @@ impl ArtifactRegistry {
     }
 
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.lock().entries.len()
     }
 }

@@ -16,7 +16,7 @@ use super::scan::MAX_SUMMARY_RUNES;
 
 /// `  - <id> (<media_type>, <size> bytes, sha256:<12 hex>, task <n>)[ — <summary, 120 runes>]`.
 /// `, sha256:…` is left out for a ref that declared no digest.
-pub(crate) fn render_registered_artifact(artifact: &RegisteredArtifact) -> String {
+fn render_registered_artifact(artifact: &RegisteredArtifact) -> String {
     let mut line = format!(
         "  - {} ({}, {} bytes",
         clean_field(&artifact.id),

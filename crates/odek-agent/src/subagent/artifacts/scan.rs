@@ -61,9 +61,9 @@ pub struct ScanReport {
 /// the uri.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FinishedArtifact {
-    pub(crate) id: String,
-    pub(crate) path: String,
-    pub(crate) bytes: u64,
+    id: String,
+    path: String,
+    bytes: u64,
 }
 
 impl From<&RawArtifactRef> for FinishedArtifact {
@@ -236,7 +236,7 @@ fn is_name_id(stem: &str) -> bool {
 
 /// §9 media types by the last extension (ASCII case-insensitive); anything else is
 /// `application/octet-stream`.
-pub(crate) fn media_type_for_name(name: &str) -> &'static str {
+fn media_type_for_name(name: &str) -> &'static str {
     let Some(dot) = name.rfind('.') else {
         return "application/octet-stream";
     };
