@@ -126,7 +126,7 @@ impl ReplayToolCall {
 }
 
 impl ReplayScript {
-    /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
+    /// Reads (at most `MAX_SCRIPT_BYTES`) and checks the script at `path`.
     pub fn load(path: &Path) -> Result<ReplayScript, LlmError> {
         let fail = |detail: String| LlmError::Replay { path: path.display().to_string(), detail };
         let bytes = match read_capped(path, Follow::Symlinks, MAX_SCRIPT_BYTES) {
@@ -207,7 +207,7 @@ pub struct ReplayProvider {
 }
 
 impl ReplayProvider {
-    /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
+    /// Reads (at most `MAX_SCRIPT_BYTES`) and checks the script at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<ReplayProvider, LlmError> {
         let path = path.as_ref();
         Ok(ReplayProvider::from_script(path.display().to_string(), ReplayScript::load(path)?))

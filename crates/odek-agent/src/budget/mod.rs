@@ -12,8 +12,7 @@ use std::time::Instant;
 
 use odek_llm::Usage;
 
-pub(crate) use share::ShareBudget;
-pub use share::{BudgetShare, InputGrant, clamp_to_share, share_spawn_gate};
+pub use share::{BudgetShare, InputGrant, ShareBudget, clamp_to_share, share_spawn_gate};
 
 /// The operator's limits for one run (`0` = no limit) and the resolved prices.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -28,7 +28,7 @@ pub struct BudgetShare {
     ledger: Arc<Ledger>,
 }
 
-/// Input tokens reserved for one child; give it back with [`BudgetShare::settle`].
+/// Input tokens reserved for one child; give it back with `BudgetShare::settle`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InputGrant(pub u64);
 

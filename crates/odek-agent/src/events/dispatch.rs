@@ -112,7 +112,7 @@ impl EventEmitter {
 
     /// Stops accepting events, lets the consumer write what is queued and waits for it —
     /// except on the consumer thread itself (a sink calling close), which returns at once.
-    /// Returns the dropped count and prints [`dropped_events_warning`] on stderr (once) when
+    /// Returns the dropped count and prints `dropped_events_warning` on stderr (once) when
     /// it is above zero. Calling it again is harmless.
     pub fn close(&self) -> u64 {
         self.closed.store(true, Ordering::Release);

@@ -221,7 +221,7 @@ impl Event {
         Event::new("plan_updated", None, None, data)
     }
 
-    /// The goal itself never appears: only [`goal_sha256`] of it.
+    /// The goal itself never appears: only `goal_sha256` of it.
     pub fn subagent_spawned(task_id: &str, pid: u32, depth: u32, timeout_seconds: u64, goal: &str) -> Event {
         let data = data_of([
             ("task_id", some(task_id)),

@@ -1,11 +1,11 @@
 //! The built-in `plan` tool (spec `plan.md`): a short structured plan kept in engine state and
 //! shown to the model every iteration in a protected system message that survives trimming.
 //!
-//! - [`args`] decodes the model's arguments, with the spec's tolerance for common deviations.
-//! - [`state`] owns the plan itself: the four verbs, validation, normalisation and versions.
-//! - [`render`] turns a plan into the render (the tool output) and the protected message.
-//! - [`resume`] parses plan messages strictly back out of a transcript (`odek continue`).
-//! - [`board`] is the run's shared plan ([`PlanBoard`]): the `plan` tool ([`PlanTool`]) mutates
+//! - `args` decodes the model's arguments, with the spec's tolerance for common deviations.
+//! - `state` owns the plan itself: the four verbs, validation, normalisation and versions.
+//! - `render` turns a plan into the render (the tool output) and the protected message.
+//! - `resume` parses plan messages strictly back out of a transcript (`odek continue`).
+//! - `board` is the run's shared plan ([`PlanBoard`]): the `plan` tool (`PlanTool`) mutates
 //!   it, the loop restores it at the start of a run, drains its events after each batch and
 //!   upserts its message.
 //!
@@ -14,7 +14,7 @@
 
 mod args;
 mod board;
-pub mod render;
+pub(crate) mod render;
 mod resume;
 mod state;
 
@@ -23,9 +23,9 @@ use thiserror::Error;
 
 pub use board::PlanBoard;
 pub(crate) use board::{PLAN_TOOL_NAME, PlanTool};
-pub use render::{is_plan_message, plan_message};
+pub use render::{TRUNCATION_LINE, is_plan_message, plan_message};
 pub use resume::parse_plan_message;
-pub use state::{PlanEvent, PlanState, Status, Step};
+pub use state::{PlanCounts, PlanEvent, PlanState, Status, Step};
 
 /// Default `planning.max_steps` (steps).
 const DEFAULT_MAX_STEPS: usize = 12;

@@ -55,7 +55,7 @@ impl IndexEntry {
     }
 }
 
-/// The task's first non-empty line, cut to [`TITLE_CHARS`] characters with `…` when longer.
+/// The task's first non-empty line, cut to `TITLE_CHARS` characters with `…` when longer.
 pub fn session_title(task: &str) -> String {
     let line = task.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
     match line.char_indices().nth(TITLE_CHARS) {

@@ -13,21 +13,24 @@
 //! stores.
 
 mod error;
-pub mod external_ref;
+mod external_ref;
 mod file;
 mod id;
-pub mod index;
+mod index;
 mod lock;
 mod record;
 mod store;
 mod trim;
 
-pub use error::SessionError;
-pub(crate) use error::{ExternalRefError, ExternalRefSpecError, ExternalRefSpecProblem};
-pub use external_ref::{ExternalRef, parse_external_ref_spec, validate_external_ref};
+pub(crate) use error::ExternalRefSpecProblem;
+pub use error::{ExternalRefError, ExternalRefSpecError, SessionError};
+pub use external_ref::{
+    ExternalRef, MAX_CREATED_BY_BYTES, MAX_KIND_BYTES, MAX_URI_BYTES, is_same_external_ref, parse_external_ref_spec,
+    validate_external_ref,
+};
 pub use id::SessionId;
-pub use index::IndexEntry;
-pub(crate) use lock::SessionLock;
+pub use index::{IndexEntry, parse_time, session_title};
+pub use lock::SessionLock;
 pub use record::Session;
-pub use store::{MAX_SESSION_FILE_BYTES, SessionStore};
+pub use store::{MAX_SESSION_FILE_BYTES, SaveReport, SessionStore};
 pub use trim::safe_state;

@@ -156,7 +156,7 @@ impl SessionStore {
 
     /// Removes the session file, its index entry and, when an artifacts directory is set,
     /// `<artifacts>/<id>/` without following any link (see
-    /// [`crate::subagent::artifacts::remove_session_artifacts`]). An unknown ID is an error, and
+    /// `crate::subagent::artifacts::remove_session_artifacts`). An unknown ID is an error, and
     /// so is a session another process is using ([`SessionError::InUse`]).
     pub fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
         let path = self.session_path(id)?;

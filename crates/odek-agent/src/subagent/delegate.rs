@@ -44,7 +44,7 @@ pub struct DelegateSettings {
     pub cwd: PathBuf,
     /// `~/.odek`: artifact folders go under `artifacts/`.
     pub odek_home: PathBuf,
-    /// The parent's environment (filtered per child, see [`child_environment`]).
+    /// The parent's environment (filtered per child, see `child_environment`).
     pub parent_env: Vec<(String, String)>,
     /// Names loaded from `secrets.env`: never passed to a child.
     pub secret_names: Vec<String>,

@@ -9,7 +9,7 @@ use odek_contract::untrusted::{UNTRUSTED_CLOSE_PREFIX, UNTRUSTED_OPEN_PREFIX};
 use odek_llm::{Message, Role, Usage};
 use serde::Serialize;
 
-use crate::run::side_calls::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
+use crate::run::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
 
 /// Longest summary kept, in runes (then `…`).
 const SUMMARY_MAX_RUNES: usize = 2048;

@@ -34,7 +34,7 @@ pub struct ChildSpec {
     /// The running odek executable.
     pub program: PathBuf,
     pub cwd: PathBuf,
-    /// The whole environment of the child (already filtered; see [`child_environment`]).
+    /// The whole environment of the child (already filtered; see `child_environment`).
     pub env: Vec<(String, String)>,
     /// Handed over on fd 3 (with `ODEK_API_KEY_FD=3`), never in the environment.
     pub api_key: Option<String>,

@@ -88,7 +88,7 @@ pub enum TaskFileError {
     Parse(serde_json::Error),
 }
 
-/// Reads and parses `path`, never more than [`MAX_TASK_FILE_BYTES`] (a file that grows after
+/// Reads and parses `path`, never more than `MAX_TASK_FILE_BYTES` (a file that grows after
 /// the size check is still cut off at the cap and refused). The open never blocks and anything
 /// but a regular file (a FIFO, a device) is refused as `stat task file: not a regular file`.
 pub fn read_task_file(path: &Path) -> Result<TaskFile, TaskFileError> {

@@ -12,7 +12,7 @@ use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::observer::LoopObserver;
 use odek_agent::plan::{PlanBoard, PlanCaps};
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
-use odek_agent::run::trim::context_window;
+use odek_agent::run::context_window;
 use odek_agent::run::{Agent, BatchApprover, Checkpoint, LoopSettings, Saved, ToolSet};
 use odek_agent::session::{
     ExternalRef, Session, SessionError, SessionId, SessionStore, parse_external_ref_spec, safe_state,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use odek_agent::budget::{clamp_to_share, share_spawn_gate};
 use odek_agent::observer::{LoopEvent, LoopObserver, SilentObserver};
-use odek_agent::run::trim::context_window;
+use odek_agent::run::context_window;
 use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
 use odek_agent::subagent::artifacts::{
     TaskId, append_artifact_flags, prepare_staging, relocate_staged, scan_artifact_root,

@@ -26,7 +26,7 @@ pub enum InlinePreview {
 
 /// §10 inline previews for every artifact of one call: those with a `text/*` media type and at
 /// most 32768 bytes, largest first (ties in the given order), while the 131072-byte budget
-/// lasts. Each is read through [`read_verified`]; a failure leaves it metadata only with its
+/// lasts. Each is read through `read_verified`; a failure leaves it metadata only with its
 /// reason and spends nothing. Artifacts absent from the map are metadata only. Keyed by
 /// registry id. Blocking.
 pub fn inline_previews(artifacts: &[Arc<RegisteredArtifact>]) -> BTreeMap<String, InlinePreview> {

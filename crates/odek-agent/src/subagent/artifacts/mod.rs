@@ -10,7 +10,7 @@
 //! [`register_call_artifacts`], which composes [`validate_task_artifacts`] (the
 //! contract's ref rules with the task's root as the only root), the process-wide
 //! [`ArtifactRegistry`] (first-wins ids, aliases), [`inline_previews`] and the §12 lines in
-//! `render` and `notes`. Every later read of content goes through [`read_verified`]
+//! `render` and `notes`. Every later read of content goes through `read_verified`
 //! (results-and-artifacts §8), never through the earlier validation alone.
 //!
 //! Deliberately not here: ref validation itself (`odek_contract::artifact_ref`, reused), the
@@ -34,13 +34,13 @@ use thiserror::Error;
 
 pub use call::{TaskArtifactInput, TaskArtifactSection, register_call_artifacts};
 pub use inline::{InlinePreview, inline_previews};
-pub use registry::{ArtifactRegistry, RegisteredArtifact, shared_registry};
+pub use registry::{ArtifactRegistry, RegisteredArtifact, RegistrationCall, TaskRegistration, shared_registry};
 pub(crate) use render::fence_child_text;
 pub use render::render_artifact_block;
 pub(crate) use scan::FinishedArtifact;
-pub use scan::{ScanLimits, append_artifact_flags, scan_artifact_root, scan_artifact_root_with};
+pub use scan::{ScanLimits, ScanReport, append_artifact_flags, scan_artifact_root, scan_artifact_root_with};
 pub use staging::{STAGING_GITIGNORE, prepare_staging, relocate_staged};
-pub use validate::validate_task_artifacts;
+pub use validate::{TaskArtifacts, validate_task_artifacts};
 pub(crate) use verify::{ReadRefusal, VerificationFailure, read_verified};
 
 /// Most refs one task delivers (the scan's and the parent's cap).
