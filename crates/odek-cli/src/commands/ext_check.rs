@@ -7,6 +7,7 @@
 //! after `--`; the plan goes to stderr before the first call.
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use odek_conformance::{CallPolicy, CheckOptions, PlannedCall, Verdict, render_plan, run_conformance};
@@ -14,8 +15,9 @@ use odek_mcp::env_allowlist::{process_env, server_env};
 use odek_mcp::{Transport, validate_server};
 
 use crate::cli::ExtCheckArgs;
-use crate::commands::setup::Setup;
+use crate::commands::run::load_setup;
 use crate::outcome::CommandError;
+use crate::terminal::console::StdConsole;
 use crate::terminal::print_warnings;
 
 /// The server name when the command's file name does not make a valid one.
@@ -100,7 +102,7 @@ fn call_examples(flat: &[String]) -> Result<Vec<(String, serde_json::Value)>, Co
 /// A configured stdio server, validated, approved (project servers) and given its environment
 /// exactly as a run would.
 fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
-    let setup = Setup::load()?;
+    let setup = load_setup()?;
     let Some(server) = setup.loaded.config.mcp_servers.iter().find(|server| server.name == name) else {
         return Err(CommandError::Fatal(format!(
             "no MCP server named {} in mcp_servers (give a command after -- to check an unconfigured server)",
@@ -110,7 +112,7 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
     let (spec, warnings) = validate_server(&server.name, &server.entry)
         .map_err(|err| CommandError::Fatal(odek_mcp::McpError::at_startup(name, err).to_string()))?;
     print_warnings(&warnings);
-    setup.approvals().approve_project_servers(std::slice::from_ref(server))?;
+    setup.approvals(Arc::new(StdConsole)).approve_project_servers(std::slice::from_ref(server))?;
     let Transport::Stdio { command, args, env } = spec.transport else {
         return Err(CommandError::Fatal(format!(
             "mcp server {}: ext check runs stdio servers; this one is configured with a url",
