@@ -22,7 +22,7 @@ pub mod setup;
 mod subscriber;
 
 pub use error::RuntimeError;
-pub use runtime::{Overrides, Runtime, Session, Settings, TurnOutcome};
+pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnOutcome};
 pub use subscriber::Subscriber;
 
 /// The pieces every face builds its agent from: the provider, budget limits, built-in tool and

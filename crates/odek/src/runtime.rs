@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use odek_agent::budget::Budget;
+use odek_agent::budget::{Budget, BudgetLimits};
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
-use odek_agent::observer::LoopObserver;
-use odek_agent::plan::{PlanBoard, PlanCaps};
+use odek_agent::observer::{LoopEvent, LoopObserver};
+use odek_agent::plan::{PLAN_TOOL_NAME, PlanBoard, PlanCaps, render_plan};
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
 use odek_agent::run::trim::context_window;
-use odek_agent::run::{Agent, Checkpoint, LoopSettings, Saved, ToolSet};
+use odek_agent::run::{Agent, Checkpoint, LoopSettings, RunError, Saved, ToolSet};
 use odek_agent::session::{Session as SessionRecord, SessionId, SessionLock, SessionStore, safe_state};
 use odek_agent::subagent::artifact_read::ArtifactReadTool;
 use odek_agent::subagent::artifacts::shared_registry;
@@ -26,7 +26,7 @@ use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::{Tool, ToolContext};
 use odek_danger::DangerPolicy;
 use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
-use odek_mcp::{McpHub, McpObserver};
+use odek_mcp::{McpHub, McpObserver, ServerInfo};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent_parts::{REPLAY_PROVIDER, budget_limits, build_provider, builtin_settings, delegate_settings};
@@ -202,11 +202,17 @@ impl Runtime {
     /// A session over `history` (a fresh one: the system prompt; a resumed one: its safe
     /// state), saved into `record` after each completed step when there is one.
     pub fn session(&self, history: Vec<Message>, record: Option<SessionRecord>) -> Result<Session<'_>, RuntimeError> {
-        let persisted = match record {
-            Some(record) => Some(Arc::new(Mutex::new(Persisted { store: self.session_store()?, record }))),
-            None => None,
+        let mut session = Session {
+            runtime: self,
+            messages: Vec::new(),
+            persisted: None,
+            started: None,
+            model: self.settings.config.core.model.clone(),
+            plan: None,
+            spent: Spent::default(),
         };
-        Ok(Session { runtime: self, messages: history, persisted, started: None })
+        session.reset(history, record)?;
+        Ok(session)
     }
 
     fn warn_all(&self, warnings: &[String]) {
@@ -246,13 +252,38 @@ pub struct TurnOutcome {
     pub usage: Usage,
 }
 
-/// A conversation: its messages, its session file (when persisted), and the MCP servers and
-/// provider its turns use.
+/// What a session's turns have spent so far: counted against the token, cost and tool-call
+/// limits of every later turn (runtime and iterations are per turn).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Turns run, whatever their outcome.
+    pub turns: u32,
+    pub usage: Usage,
+    pub tool_calls: u64,
+}
+
+/// The tools a session offers: the built-in ones and, once the servers are up, each MCP
+/// server with its status.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    /// Names of the built-in and in-process tools the operator's `tools` settings allow.
+    pub builtins: Vec<String>,
+    /// `None` before the first turn started the servers.
+    pub servers: Option<Vec<ServerInfo>>,
+}
+
+/// A conversation: its messages, its session file (when persisted), its plan and spend, and
+/// the MCP servers and provider its turns use.
 pub struct Session<'r> {
     runtime: &'r Runtime,
     messages: Vec<Message>,
     persisted: Option<Arc<Mutex<Persisted>>>,
     started: Option<Started>,
+    /// The model of the next turn (`set_model`).
+    model: String,
+    /// The `plan` tool's board, kept across turns; `None` with planning off.
+    plan: Option<Arc<PlanBoard>>,
+    spent: Spent,
 }
 
 /// What a session starts on its first turn and keeps.
@@ -273,6 +304,68 @@ impl Session<'_> {
     /// The conversation so far.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// Starts over on `history` (saved into `record` when there is one), keeping the MCP
+    /// servers, the provider and what was spent: what a REPL's `/new` does.
+    pub fn reset(&mut self, history: Vec<Message>, record: Option<SessionRecord>) -> Result<(), RuntimeError> {
+        let runtime = self.runtime;
+        let planning = &runtime.settings.config.planning;
+        self.persisted = match record {
+            Some(record) => Some(Arc::new(Mutex::new(Persisted { store: runtime.session_store()?, record }))),
+            None => None,
+        };
+        self.plan = planning.enabled.then(|| Arc::new(PlanBoard::new(plan_caps(planning))));
+        self.messages = history;
+        Ok(())
+    }
+
+    /// The model the next turn uses.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Uses `model` from the next turn on (and records it in the session file).
+    pub fn set_model(&mut self, model: &str) {
+        model.clone_into(&mut self.model);
+        if let Some(persisted) = &self.persisted {
+            model.clone_into(&mut lock(persisted).record.model);
+        }
+    }
+
+    /// What the turns so far have spent.
+    pub fn spent(&self) -> Spent {
+        self.spent
+    }
+
+    /// The budget limits of the next turn's model (`0` = no limit), prices resolved.
+    pub fn limits(&self) -> BudgetLimits {
+        let mut config = self.runtime.settings.config.clone();
+        config.core.model.clone_from(&self.model);
+        BudgetLimits::from(&config)
+    }
+
+    /// The current plan, rendered as the model sees it; `None` with planning off or before the
+    /// first `create`.
+    pub fn plan(&self) -> Option<String> {
+        let board = self.plan.as_ref()?;
+        render_plan(&board.state(), board.caps().max_render_chars)
+    }
+
+    /// The tools of the next turn.
+    pub fn catalogue(&self) -> Catalogue {
+        let runtime = self.runtime;
+        let config = &runtime.settings.config;
+        let mut builtins: Vec<String> = odek_agent::tools::builtin_tools(builtin_settings(config))
+            .iter()
+            .chain(runtime.extra_tools.iter())
+            .map(|tool| tool.definition().name)
+            .collect();
+        if self.plan.is_some() {
+            builtins.push(PLAN_TOOL_NAME.to_owned());
+        }
+        builtins.retain(|name| config.tools.allows(name));
+        Catalogue { builtins, servers: self.started.as_ref().map(|started| started.hub.servers()) }
     }
 
     /// The id of the session file, when the session is persisted.
@@ -296,8 +389,7 @@ impl Session<'_> {
             if let Some(id) = self.id() {
                 events.set_session_id(&id);
             }
-            let core = &runtime.settings.config.core;
-            events.run_started(&core.model, false, core.max_iterations);
+            events.run_started(&self.model, false, runtime.settings.config.core.max_iterations);
         }
         self.messages.push(Message::user(user_message));
         let outcome = self.run_loop(events.clone(), cancel, started).await;
@@ -394,7 +486,10 @@ impl Session<'_> {
         );
         tool_context.cancel = cancel.clone();
         tool_context.interactive = interactive;
-        let budget = Budget::new(budget_limits(config, &|warning| subscriber.warning(warning)), started);
+        let mut turn_config = config.clone();
+        turn_config.core.model.clone_from(&self.model);
+        let limits = budget_limits(&turn_config, &|warning| subscriber.warning(warning));
+        let budget = Budget::new(limits, started).after(self.spent.usage, self.spent.tool_calls);
         let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
         builtins.extend(runtime.extra_tools.iter().cloned());
         let delegate = delegate_settings(
@@ -413,8 +508,8 @@ impl Session<'_> {
         let tools_config = config.tools.clone();
         let allowed = Arc::new(move |name: &str| tools_config.allows(name));
         let mut tools = ToolSet::new(builtins, Some(hub), allowed);
-        if config.planning.enabled {
-            tools = tools.with_plan(Arc::new(PlanBoard::new(plan_caps(&config.planning))));
+        if let Some(board) = &self.plan {
+            tools = tools.with_plan(Arc::clone(board));
         }
         let view: Arc<dyn LoopObserver> = Arc::new(LoopView(Arc::clone(subscriber)));
         let core = &config.core;
@@ -422,8 +517,8 @@ impl Session<'_> {
             provider,
             tools,
             settings: LoopSettings {
-                context_window: context_window(&core.model),
-                model: core.model.clone(),
+                context_window: context_window(&self.model),
+                model: self.model.clone(),
                 thinking: settings.thinking,
                 stream: settings.stream,
                 max_iterations: core.max_iterations,
@@ -441,7 +536,15 @@ impl Session<'_> {
             }),
             budget,
         };
+        // A session that spent its tokens or cost in earlier turns stops before another model call.
+        if let Err(exceeded) = agent.budget.check_usage(Usage::default()) {
+            agent.observer.on_event(&LoopEvent::BudgetExceeded { iteration: 0, exceeded: &exceeded });
+            subscriber.loop_finished();
+            return Err(RunError::Budget(exceeded).into());
+        }
         let outcome = agent.run(&mut self.messages, cancel).await;
+        let (usage, tool_calls) = agent.budget.spent();
+        self.spent = Spent { turns: self.spent.turns + 1, usage, tool_calls };
         subscriber.loop_finished();
         let outcome = outcome?;
         Ok(TurnOutcome { answer: outcome.answer, iterations: outcome.iterations, usage: outcome.usage })
