@@ -19,13 +19,13 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use odek_cli::config::{CliOverrides, ConfigSources, ServerOrigin, load_config, resolve_effective};
+use odek::config::{CliOverrides, ConfigSources, ServerOrigin, load_config, resolve_effective};
 use odek_fuzz::{SEEDED_SECRETS, parts, register_seeded_secrets};
 
 struct Scratch {
     sources: ConfigSources,
     /// The operator-only sections as they load with no global file at all.
-    baseline: odek_cli::config::Config,
+    baseline: odek::config::Config,
 }
 
 fn scratch() -> &'static Scratch {

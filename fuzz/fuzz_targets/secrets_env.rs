@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use libfuzzer_sys::fuzz_target;
-use odek_cli::config::parse_secrets_text;
+use odek::config::parse_secrets_text;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

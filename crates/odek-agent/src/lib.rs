@@ -3,7 +3,7 @@
 //! (`plan.md`), budgets (`budgets.md`), the event stream (`events.md`) and sub-agents
 //! (`subagents.md`).
 //!
-//! The public surface is what a face (the `odek` binary, or an embedder) puts together:
+//! The public surface is what the runtime crate `odek` and the faces put together:
 //! [`run`] is the loop ([`run::Agent`] with its [`run::ToolSet`] and [`run::LoopSettings`],
 //! returning a [`run::RunOutcome`] or a [`run::RunError`]); [`tool`] is the seam every tool
 //! implements ([`tool::Tool`]); [`tools`] builds the built-in tools; [`mcp_outcome`] turns an MCP

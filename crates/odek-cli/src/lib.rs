@@ -15,10 +15,8 @@
 //!   approval card) and the warning printer; [`interrupt`] turns SIGINT, SIGTERM and SIGHUP into
 //!   a cancelled run.
 
-pub mod approvals;
 pub mod cli;
 pub mod commands;
-pub mod config;
 pub mod interrupt;
 pub mod outcome;
 pub mod terminal;

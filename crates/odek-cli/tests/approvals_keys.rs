@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use odek_cli::approvals::{server_approval_key, tool_approval_key};
+use odek::approvals::{server_approval_key, tool_approval_key};
 use odek_mcp::server_config::ServerEntry;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -10,13 +10,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use approvals_support::{Fixture, ScriptedConsole, global_server, persisted_keys, project_server, stdio_entry};
-use odek_cli::approvals::{server_approval_key, server_approval_prompt};
-use odek_cli::config::{ConfigSources, load_config};
+use odek::approvals::{server_approval_key, server_approval_prompt};
+use odek::config::{ConfigSources, load_config};
 use odek_mcp::server_config::ServerEntry;
 
 const REQUIRED_FS: &str = "project-level MCP server \"fs\" (fs-mcp \"--root /srv\") requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively";
 
-fn fs_server() -> odek_cli::config::McpServerConfig {
+fn fs_server() -> odek::config::McpServerConfig {
     project_server("fs", stdio_entry("fs-mcp", &["--root", "/srv"]))
 }
 
@@ -238,8 +238,7 @@ fn changed_command_invalidates_approval_red() {
     }
     // The approval is tied to the working directory too.
     let moved = ConfigSources { cwd: fixture.cwd.join("elsewhere"), ..fixture.sources() };
-    let approvals =
-        odek_cli::approvals::McpApprovals::new(&moved, &BTreeMap::new(), ScriptedConsole::non_interactive());
+    let approvals = odek::approvals::McpApprovals::new(&moved, &BTreeMap::new(), ScriptedConsole::non_interactive());
     assert!(approvals.approve_project_servers(&[fs_server()]).is_err());
 }
 
@@ -253,12 +252,12 @@ fn end_to_end_from_a_project_file() {
     .unwrap();
     let loaded = load_config(&fixture.sources()).unwrap();
     let console = ScriptedConsole::non_interactive();
-    let approvals = odek_cli::approvals::McpApprovals::new(&fixture.sources(), &loaded.env, console);
+    let approvals = odek::approvals::McpApprovals::new(&fixture.sources(), &loaded.env, console);
     let err = approvals.approve_project_servers(&loaded.config.mcp_servers).unwrap_err();
     assert_eq!(err.to_string(), REQUIRED_FS);
 
     let console: Arc<ScriptedConsole> = ScriptedConsole::interactive(&[Some("y")]);
-    odek_cli::approvals::McpApprovals::new(&fixture.sources(), &loaded.env, console)
+    odek::approvals::McpApprovals::new(&fixture.sources(), &loaded.env, console)
         .approve_project_servers(&loaded.config.mcp_servers)
         .unwrap();
 }

@@ -9,10 +9,10 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use approvals_support::{Fixture, ScriptedConsole, global_server, persisted_keys, project_server, stdio_entry};
-use odek_cli::approvals::{
+use odek::approvals::{
     ToolDecision, decision_for_key, tool_approval_card, tool_approval_key, tool_approval_prompt, tool_decision_prompt,
 };
-use odek_cli::config::McpServerConfig;
+use odek::config::McpServerConfig;
 use odek_mcp::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use odek_mcp::server_config::ServerEntry;
 use serde_json::{Value, json};

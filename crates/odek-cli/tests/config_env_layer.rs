@@ -8,7 +8,7 @@ mod config_support;
 use std::collections::BTreeMap;
 
 use config_support::Fixture;
-use odek_cli::config::{
+use odek::config::{
     CliOverrides, ConfigError, EffectiveConfig, EnvLayer, read_env_layer, resolve_api_key, resolve_effective,
     tool_allowed,
 };

@@ -10,7 +10,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use config_support::Fixture;
-use odek_cli::config::{CoreConfig, MAX_CONFIG_BYTES, OPERATOR_ONLY_KEYS};
+use odek::config::{CoreConfig, MAX_CONFIG_BYTES, OPERATOR_ONLY_KEYS};
 use serde_json::Value;
 
 #[test]

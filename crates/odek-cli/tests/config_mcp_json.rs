@@ -12,7 +12,7 @@ use std::sync::mpsc::channel;
 use std::time::Duration;
 
 use config_support::Fixture;
-use odek_cli::config::{ConfigSources, ServerOrigin, load_config};
+use odek::config::{ConfigSources, ServerOrigin, load_config};
 use serde_json::json;
 
 fn mcp_json(fixture: Fixture, text: &str) -> Fixture {
@@ -29,7 +29,7 @@ fn its_servers_are_project_servers_and_nothing_else_of_it_applies() {
     );
     let loaded = fixture.load().unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-    assert_eq!(loaded.config.core.model, odek_cli::config::DEFAULT_MODEL, "only mcpServers is read");
+    assert_eq!(loaded.config.core.model, odek::config::DEFAULT_MODEL, "only mcpServers is read");
     let servers = &loaded.config.mcp_servers;
     let names: Vec<&str> = servers.iter().map(|server| server.name.as_str()).collect();
     assert_eq!(names, ["fs", "g"]);

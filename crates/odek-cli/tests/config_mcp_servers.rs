@@ -6,7 +6,7 @@
 mod config_support;
 
 use config_support::Fixture;
-use odek_cli::config::{McpServerConfig, ServerOrigin};
+use odek::config::{McpServerConfig, ServerOrigin};
 
 fn find<'a>(servers: &'a [McpServerConfig], name: &str) -> &'a McpServerConfig {
     servers.iter().find(|server| server.name == name).unwrap()

@@ -9,7 +9,7 @@ mod config_support;
 use std::collections::BTreeMap;
 
 use config_support::Fixture;
-use odek_cli::config::{
+use odek::config::{
     BudgetInherit, DangerAction, DangerousConfig, NonInteractive, PlanningConfig, Profile, SubagentConfig, ToolsConfig,
 };
 use odek_danger::DangerClass;

@@ -20,7 +20,9 @@ use crate::options::CheckOptions;
 use crate::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
 use odek_mcp::McpError;
 use odek_mcp::OutputSchema;
-use odek_mcp::discovery::{ListedTool, SUPPORTED_PROTOCOL_VERSIONS, check_tool_names, registration_checks_quiet};
+use odek_mcp::discovery::{
+    ListedTool, SUPPORTED_PROTOCOL_VERSIONS, answered_protocol_version, check_tool_names, registration_checks_quiet,
+};
 use odek_mcp::{decode_call_result, decode_checked_call_result};
 
 /// pass / warn / fail, and skip for a check that could not apply.
@@ -215,10 +217,7 @@ fn protocol_version_supported(observations: &Observations) -> CheckResult {
     let Some(Ok(answer)) = observations.initialize.as_ref().map(|initialize| &initialize.outcome) else {
         return check("handshake", NAME, Status::Skip, "initialize was not answered");
     };
-    let version = match answer.result_value().get("protocolVersion") {
-        Some(Value::String(version)) => version.clone(),
-        _ => String::new(),
-    };
+    let version = answered_protocol_version(answer.result_value().get("protocolVersion"));
     if SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
         return check("handshake", NAME, Status::Pass, format!("protocol {version}"));
     }
@@ -930,20 +929,11 @@ mod tests {
         let mut seen = observations();
         seen.spawn_error = Some("start /nope: No such file or directory (os error 2)".into());
         let options = CheckOptions {
-            server: "s".into(),
-            command: "/nope".into(),
-            args: Vec::new(),
-            env: Default::default(),
             timeout: Duration::from_secs(1),
             max_response_bytes: 1024,
             max_result_chars: 1000,
-            artifact_roots: Vec::new(),
-            examples: Vec::new(),
-            skip_calls: Vec::new(),
-            exclude_tools: Vec::new(),
-            calls: super::super::CallPolicy::All,
             concurrency: 1,
-            client_version: "0".into(),
+            ..CheckOptions::new("s".into(), "/nope".into(), Vec::new(), Default::default())
         };
         let results = all(&seen, &options, &ArtifactRoots::default());
         assert_eq!(results.len(), 1);

@@ -418,20 +418,14 @@ mod tests {
 
     fn options(calls: CallPolicy) -> CheckOptions {
         CheckOptions {
-            server: "srv".into(),
-            command: "/bin/srv".into(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
             timeout: Duration::from_secs(1),
             max_response_bytes: 1024,
             max_result_chars: 1000,
-            artifact_roots: Vec::new(),
             examples: vec![("named".into(), serde_json::json!({"x": 1}))],
             skip_calls: vec!["skipped".into()],
-            exclude_tools: Vec::new(),
             calls,
             concurrency: 1,
-            client_version: "0".into(),
+            ..CheckOptions::new("srv".into(), "/bin/srv".into(), Vec::new(), BTreeMap::new())
         }
     }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use odek_mcp::server_config::Limits;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -37,6 +38,31 @@ pub struct CheckOptions {
     pub concurrency: usize,
     /// Sent as `clientInfo.version`.
     pub client_version: String,
+}
+
+impl CheckOptions {
+    /// A check of `command args`, shown as `server`, run in `env` with a stdio server's default
+    /// limits: no examples, skips, exclusions or artifact roots; every tool not annotated
+    /// destructive may be called, [`DEFAULT_CONCURRENCY`] at a time.
+    pub fn new(server: String, command: String, args: Vec<String>, env: BTreeMap<String, String>) -> Self {
+        let limits = Limits::default();
+        CheckOptions {
+            server,
+            command,
+            args,
+            env,
+            timeout: limits.timeout,
+            max_response_bytes: limits.max_response_bytes,
+            max_result_chars: limits.max_result_chars,
+            artifact_roots: Vec::new(),
+            examples: Vec::new(),
+            skip_calls: Vec::new(),
+            exclude_tools: Vec::new(),
+            calls: CallPolicy::All,
+            concurrency: DEFAULT_CONCURRENCY,
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
 }
 
 /// Which listed tools the check may call.

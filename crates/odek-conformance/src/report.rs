@@ -191,20 +191,11 @@ mod tests {
 
     fn options() -> CheckOptions {
         CheckOptions {
-            server: "srv".into(),
-            command: "/bin/srv".into(),
-            args: vec!["--x".into()],
-            env: Default::default(),
             timeout: std::time::Duration::from_secs(1),
             max_response_bytes: 1024,
             max_result_chars: 1000,
-            artifact_roots: Vec::new(),
-            examples: Vec::new(),
-            skip_calls: Vec::new(),
-            exclude_tools: Vec::new(),
-            calls: CallPolicy::All,
             concurrency: 1,
-            client_version: "0".into(),
+            ..CheckOptions::new("srv".into(), "/bin/srv".into(), vec!["--x".into()], Default::default())
         }
     }
 

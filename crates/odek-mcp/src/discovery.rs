@@ -116,10 +116,7 @@ pub(crate) async fn handshake(
         .map_err(|failure| McpError::Request { server: server.clone(), method: "initialize", failure })?;
     let result: serde_json::Map<String, Value> = parse_object(frame.result_json())
         .map_err(|error| McpError::InitializeParse { server: server.clone(), error })?;
-    let protocol_version = match result.get("protocolVersion") {
-        Some(Value::String(version)) => version.clone(),
-        _ => String::new(),
-    };
+    let protocol_version = answered_protocol_version(result.get("protocolVersion"));
     if !SUPPORTED_PROTOCOL_VERSIONS.contains(&protocol_version.as_str()) {
         observer.warning(
             &server,
@@ -136,6 +133,15 @@ pub(crate) async fn handshake(
     stale.store(false, Ordering::Release);
     let tools = list_tools(connection).await?;
     Ok(Discovered { protocol_version, tools })
+}
+
+/// The version an `initialize` answer's `protocolVersion` field names: `""` when it is absent or
+/// not a string, which no supported version equals.
+pub fn answered_protocol_version(field: Option<&Value>) -> String {
+    match field {
+        Some(Value::String(version)) => version.clone(),
+        _ => String::new(),
+    }
 }
 
 /// The `initialize` params, key order as the spec shows them.

@@ -1,7 +1,7 @@
 //! The environment of a spawned MCP server (spec `mcp-client.md` §5): built from scratch from an
 //! allowlist of parent variables, then the configured overrides, never inherited wholesale and
 //! never carrying a secret-looking variable — except the operator's [beyond] `secret_env`, which
-//! [`apply_secret_env`] adds last, on purpose. Start at [`build_server_env`].
+//! [`apply_secret_env`] adds last, on purpose. Start at [`server_env`].
 
 use std::collections::BTreeMap;
 
@@ -36,12 +36,14 @@ pub(crate) const FORWARDED_VARIABLES: &[&str] = &[
     "TERM",
 ];
 
-/// The server environment: allowlisted parent variables, then `overrides` (secret-looking keys
-/// dropped with a warning, `""` deletes, anything else sets). Returns the variables in byte
-/// order of name and the warnings.
-pub fn build_server_env<I, K, V>(
+/// The environment a stdio server is started with (by the hub and by `odek ext check`):
+/// allowlisted parent variables, then `overrides` (secret-looking keys dropped with a warning,
+/// `""` deletes, anything else sets), then its `secret_env` ([`apply_secret_env`]). Returns the
+/// variables in byte order of name and the warnings.
+pub fn server_env<I, K, V>(
     server: &str,
     overrides: &BTreeMap<String, String>,
+    secret_env: &BTreeMap<String, SecretValue>,
     parent: I,
 ) -> (BTreeMap<String, String>, Vec<String>)
 where
@@ -65,13 +67,14 @@ where
             env.insert(key.clone(), value.clone());
         }
     }
+    apply_secret_env(&mut env, secret_env);
     (env, warnings)
 }
 
 /// [beyond] Applies `secret_env` after the `env` overrides: each name is set to its value whether
 /// or not it looks like a secret (handing a server its key is what `secret_env` is for). An empty
 /// value — a `${VAR}` that was unset — leaves the name unset rather than passing an empty token.
-pub fn apply_secret_env(env: &mut BTreeMap<String, String>, secret_env: &BTreeMap<String, SecretValue>) {
+fn apply_secret_env(env: &mut BTreeMap<String, String>, secret_env: &BTreeMap<String, SecretValue>) {
     for (name, value) in secret_env {
         if value.is_empty() {
             env.remove(name);
@@ -103,7 +106,7 @@ mod tests {
 
     #[test]
     fn only_allowlisted_parent_variables_are_forwarded_red() {
-        let (env, warnings) = build_server_env("srv", &BTreeMap::new(), parent());
+        let (env, warnings) = server_env("srv", &BTreeMap::new(), &BTreeMap::new(), parent());
         assert_eq!(
             env.into_iter().collect::<Vec<_>>(),
             vec![
@@ -122,7 +125,7 @@ mod tests {
             ("TOKENIZERS_PARALLELISM".to_owned(), "false".to_owned()),
             ("LOG_LEVEL".to_owned(), "debug".to_owned()),
         ]);
-        let (env, warnings) = build_server_env("srv", &overrides, parent());
+        let (env, warnings) = server_env("srv", &overrides, &BTreeMap::new(), parent());
         assert_eq!(env.get("LOG_LEVEL").map(String::as_str), Some("debug"));
         assert!(!env.contains_key("MY_API_KEY"));
         assert!(!env.contains_key("TOKENIZERS_PARALLELISM"));
@@ -138,7 +141,7 @@ mod tests {
     #[test]
     fn secret_env_passes_the_filter_after_the_overrides() {
         let overrides = BTreeMap::from([("GITHUB_TOKEN".to_owned(), "from-env".to_owned())]);
-        let (mut env, _) = build_server_env("srv", &overrides, parent());
+        let (mut env, _) = server_env("srv", &overrides, &BTreeMap::new(), parent());
         let secrets = BTreeMap::from([
             ("GITHUB_TOKEN".to_owned(), SecretValue::new("ghp_granted")),
             ("HOME".to_owned(), SecretValue::new("")),
@@ -152,7 +155,7 @@ mod tests {
     #[test]
     fn empty_override_deletes_even_path() {
         let overrides = BTreeMap::from([("PATH".to_owned(), String::new()), ("NEW".to_owned(), "1".to_owned())]);
-        let (env, _) = build_server_env("srv", &overrides, parent());
+        let (env, _) = server_env("srv", &overrides, &BTreeMap::new(), parent());
         assert!(!env.contains_key("PATH"));
         assert_eq!(env.get("NEW").map(String::as_str), Some("1"));
     }

@@ -26,7 +26,7 @@ use crate::connection::{CallOptions, Connection, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks_quiet,
 };
-use crate::env_allowlist::{apply_secret_env, build_server_env};
+use crate::env_allowlist::server_env;
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
@@ -141,11 +141,11 @@ impl McpHub {
         for (index, spec) in specs.into_iter().enumerate() {
             let env = match &spec.transport {
                 Transport::Stdio { env, .. } => {
-                    let (mut env, warnings) = build_server_env(&spec.name, env, options.parent_env.iter().cloned());
+                    let (env, warnings) =
+                        server_env(&spec.name, env, &spec.secret_env, options.parent_env.iter().cloned());
                     for warning in warnings {
                         options.observer.warning(&spec.name, &warning);
                     }
-                    apply_secret_env(&mut env, &spec.secret_env);
                     env
                 }
                 Transport::Http { .. } => BTreeMap::new(),

@@ -116,6 +116,17 @@ pub struct Limits {
     pub max_result_chars: usize,
 }
 
+impl Default for Limits {
+    /// The limits of an entry that sets none (the `DEFAULT_*` values).
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECONDS.unsigned_abs()),
+            max_response_bytes: usize::try_from(DEFAULT_MAX_RESPONSE_BYTES).unwrap_or(usize::MAX),
+            max_result_chars: usize::try_from(DEFAULT_MAX_RESULT_CHARS).unwrap_or(usize::MAX),
+        }
+    }
+}
+
 /// A validated server, ready to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
@@ -238,6 +249,14 @@ fn or_default(value: i64, default: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_limits_are_those_of_an_entry_that_sets_none() {
+        let mut warnings = Vec::new();
+        let limits = effective_limits("srv", &ServerEntry::default(), &mut warnings).unwrap();
+        assert_eq!(limits, Limits::default());
+        assert!(warnings.is_empty());
+    }
 
     #[test]
     fn a_url_warns_about_every_launch_field_it_overrides() {

@@ -160,6 +160,10 @@ impl std::error::Error for BudgetExceeded {}
 pub struct Budget {
     limits: BudgetLimits,
     started: Instant,
+    /// What earlier turns of the same session spent ([`Budget::after`]): counted with this
+    /// run's usage against the token and cost limits.
+    prior: Usage,
+    /// Tool calls executed, earlier turns' included.
     executed_tool_calls: u64,
     /// What `delegate_tasks` sees of this run in share mode, and what it charges back.
     ledger: Arc<Ledger>,
@@ -181,13 +185,42 @@ struct Ledger {
 impl Budget {
     /// `started` is the run's start (runtime counts from there).
     pub fn new(limits: BudgetLimits, started: Instant) -> Budget {
-        Budget { limits, started, executed_tool_calls: 0, ledger: Arc::default() }
+        Budget { limits, started, prior: Usage::default(), executed_tool_calls: 0, ledger: Arc::default() }
     }
 
-    /// Publishes the run's usage so far for [`BudgetShare`] snapshots.
+    /// This budget for a later turn of a session whose earlier turns spent `usage` and ran
+    /// `tool_calls` calls: the token, cost and tool-call limits hold for the whole session (the
+    /// runtime limit and the iterations stay per turn), and a limit already reached stops the
+    /// turn before its first model call, with the session's figures.
+    pub fn after(mut self, usage: Usage, tool_calls: u64) -> Budget {
+        self.prior = usage;
+        self.executed_tool_calls = tool_calls;
+        self.ledger.executed_tool_calls.store(tool_calls, Ordering::Release);
+        self.publish_usage(Usage::default());
+        self
+    }
+
+    /// The spend so far, earlier turns included: usage as last published and tool calls run.
+    pub fn spent(&self) -> (Usage, u64) {
+        let usage = Usage {
+            input_tokens: self.ledger.input_tokens.load(Ordering::Acquire),
+            output_tokens: self.ledger.output_tokens.load(Ordering::Acquire),
+        };
+        (usage, self.executed_tool_calls)
+    }
+
+    /// Publishes the run's usage so far (earlier turns' added) for [`BudgetShare`] snapshots.
     pub(crate) fn publish_usage(&self, totals: Usage) {
+        let totals = self.with_prior(totals);
         self.ledger.input_tokens.store(totals.input_tokens, Ordering::Release);
         self.ledger.output_tokens.store(totals.output_tokens, Ordering::Release);
+    }
+
+    /// The run's `totals` with what earlier turns spent.
+    fn with_prior(&self, totals: Usage) -> Usage {
+        let mut sum = self.prior;
+        sum.add(totals);
+        sum
     }
 
     /// Children's spend charged back since the last call: add it to the run's input tokens.
@@ -235,7 +268,8 @@ impl Budget {
     }
 
     /// After every LLM response: input tokens, output tokens, then cost, each `>=` max.
-    pub(crate) fn check_usage(&self, totals: Usage) -> Result<(), BudgetExceeded> {
+    pub fn check_usage(&self, totals: Usage) -> Result<(), BudgetExceeded> {
+        let totals = self.with_prior(totals);
         exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens)?;
         exceeded_at_or_above(LimitName::OutputTokens, totals.output_tokens, self.limits.max_output_tokens)?;
         self.limits.cost_exceeded(totals).map_or(Ok(()), Err)
@@ -299,6 +333,21 @@ mod tests {
 
     /// `started + max` overflowed the clock and panicked for a limit as large as the flag or the
     /// config accepts.
+    #[test]
+    fn a_later_turn_counts_what_the_session_spent() {
+        let limits = BudgetLimits { max_input_tokens: 100, max_tool_calls: 3, ..BudgetLimits::default() };
+        let budget = Budget::new(limits, Instant::now()).after(usage(90, 0), 2);
+        assert!(budget.check_usage(usage(9, 0)).is_ok());
+        let err = budget.check_usage(usage(10, 0)).unwrap_err();
+        assert_eq!((err.observed, err.limit), (BudgetValue::Count(100), BudgetValue::Count(100)));
+        assert!(budget.check_tool_calls(1).is_ok());
+        assert!(budget.check_tool_calls(2).is_err());
+        budget.publish_usage(usage(5, 1));
+        assert_eq!(budget.spent(), (usage(95, 1), 2));
+        let spent_out = Budget::new(limits, Instant::now()).after(usage(100, 0), 0);
+        assert!(spent_out.check_usage(Usage::default()).is_err(), "a spent session stops before a model call");
+    }
+
     #[test]
     fn a_runtime_limit_beyond_the_clock_is_no_deadline_red() {
         for max_runtime_seconds in [u64::MAX, i64::MAX as u64] {

@@ -45,6 +45,8 @@ impl BudgetShare {
         Budget {
             limits: self.limits,
             started: self.started,
+            // The ledger's usage already includes earlier turns' spend.
+            prior: Usage::default(),
             executed_tool_calls: self.ledger.executed_tool_calls.load(Ordering::Acquire),
             ledger: Arc::clone(&self.ledger),
         }

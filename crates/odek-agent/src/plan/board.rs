@@ -17,7 +17,7 @@ use crate::run::trim::protected_head_len;
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// The tool's name (reserved even when planning is off).
-pub(crate) const PLAN_TOOL_NAME: &str = "plan";
+pub const PLAN_TOOL_NAME: &str = "plan";
 
 /// The model-facing description (§2).
 const PLAN_TOOL_DESCRIPTION: &str = "Keep a short structured plan for this task. Create the steps up front with verb \"create\", keep their statuses current with \"update\" (pending, in_progress, done, blocked) or \"complete\" as work progresses, and mark a step \"blocked\" with a note explaining why. Replan at any time with \"create\" (it replaces the whole plan); \"get\" shows it. The plan is shown to you every iteration and survives context trimming.";
@@ -40,6 +40,10 @@ impl PlanBoard {
     /// An empty plan with the run's caps.
     pub fn new(caps: PlanCaps) -> PlanBoard {
         PlanBoard { caps, inner: Mutex::default() }
+    }
+
+    pub fn caps(&self) -> PlanCaps {
+        self.caps
     }
 
     fn lock(&self) -> MutexGuard<'_, BoardInner> {

@@ -21,9 +21,10 @@ mod state;
 use odek_contract::quoting::quote;
 use thiserror::Error;
 
+pub use board::PLAN_TOOL_NAME;
 pub use board::PlanBoard;
-pub(crate) use board::{PLAN_TOOL_NAME, PlanTool};
-pub use render::{TRUNCATION_LINE, is_plan_message, plan_message};
+pub(crate) use board::PlanTool;
+pub use render::{TRUNCATION_LINE, is_plan_message, plan_message, render_plan};
 pub use resume::parse_plan_message;
 pub use state::{PlanCounts, PlanEvent, PlanState, Status, Step};
 

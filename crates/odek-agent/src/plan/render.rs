@@ -50,7 +50,7 @@ pub(crate) fn render_omission_line(omitted: usize) -> String {
 }
 
 /// §6: the render of `state` within `max_render_chars` runes; `None` before the first `create`.
-pub(crate) fn render_plan(state: &PlanState, max_render_chars: usize) -> Option<String> {
+pub fn render_plan(state: &PlanState, max_render_chars: usize) -> Option<String> {
     match state {
         PlanState::Empty => None,
         PlanState::Complete { version, total } => Some(render_all_done(*version, *total)),

@@ -8,9 +8,11 @@
 //! Start at [`SessionLock::acquire`].
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use odek_contract::regular_file::read_past_limit;
 
 use super::file::{PRIVATE_FILE_MODE, create_private_dir};
 use super::{SessionError, SessionId};
@@ -79,10 +81,9 @@ fn lock_path(locks_dir: &Path, id: &SessionId) -> PathBuf {
 
 /// The pid the holder wrote, if it is one.
 fn holder_pid(file: &mut File) -> Option<u32> {
-    let mut text = String::new();
     file.rewind().ok()?;
-    file.take(MAX_PID_BYTES).read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
+    let bytes = read_past_limit(file, MAX_PID_BYTES).ok()?;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]

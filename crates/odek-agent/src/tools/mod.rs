@@ -16,7 +16,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use odek_contract::regular_file::{Follow, is_not_a_regular_file, open_regular_read, refuse_non_regular_target};
+use odek_contract::regular_file::{
+    Bounded, Follow, is_not_a_regular_file, open_regular_read, read_to_limit, refuse_non_regular_target,
+};
 use serde::de::DeserializeOwned;
 
 pub use patch::PatchTool;
@@ -175,6 +177,18 @@ fn open_file(path: &Path) -> Result<tokio::fs::File, ToolError> {
         Ok(file) => Ok(tokio::fs::File::from_std(file)),
         Err(err) if is_not_a_regular_file(&err) => Err(not_a_regular_file(path)),
         Err(err) => Err(ToolError::new(format!("cannot read {}: {err}", path.display()))),
+    }
+}
+
+/// The whole of the regular file at `path` when it holds at most `limit` bytes: the contract's
+/// capped read ([`read_to_limit`]) on a blocking thread, after the never-blocking [`open_file`].
+async fn read_whole_capped(path: &Path, limit: u64) -> Result<Bounded, ToolError> {
+    let file = open_file(path)?.into_std().await;
+    let cannot_read = |err: &dyn std::fmt::Display| ToolError::new(format!("cannot read {}: {err}", path.display()));
+    match tokio::task::spawn_blocking(move || read_to_limit(&file, limit)).await {
+        Ok(Ok(bounded)) => Ok(bounded),
+        Ok(Err(err)) => Err(cannot_read(&err)),
+        Err(err) => Err(cannot_read(&err)),
     }
 }
 

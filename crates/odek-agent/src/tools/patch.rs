@@ -3,13 +3,13 @@
 //! that says what to do. The write goes through the same danger gate and atomic replacement as
 //! `write_file`.
 
+use odek_contract::regular_file::Bounded;
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
-use tokio::io::AsyncReadExt;
 
 use super::write_file::{MAX_CONTENT_BYTES, write_risk};
 use super::{
-    looks_binary, open_file, parse_arguments, policy_denial, require_file, resolve_path, until_cancelled,
+    looks_binary, parse_arguments, policy_denial, read_whole_capped, require_file, resolve_path, until_cancelled,
     write_atomically,
 };
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
@@ -74,22 +74,15 @@ impl Tool for PatchTool {
 }
 
 async fn apply_patch(path: &std::path::Path, shown: &str, args: &PatchArgs) -> Result<ToolOutcome, ToolError> {
-    let metadata = require_file(path).await?;
-    if metadata.len() > MAX_CONTENT_BYTES as u64 {
-        return Err(ToolError::new(format!(
-            "{shown} is too large to patch ({} bytes, max {MAX_CONTENT_BYTES})",
-            metadata.len()
-        )));
-    }
-    let mut bytes = Vec::new();
-    open_file(path)?
-        .take(MAX_CONTENT_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .await
-        .map_err(|err| ToolError::new(format!("cannot read {shown}: {err}")))?;
-    if bytes.len() > MAX_CONTENT_BYTES {
-        return Err(ToolError::new(format!("{shown} is too large to patch (more than {MAX_CONTENT_BYTES} bytes)")));
-    }
+    require_file(path).await?;
+    let bytes = match read_whole_capped(path, MAX_CONTENT_BYTES as u64).await? {
+        Bounded::Contents(bytes) => bytes,
+        Bounded::TooLarge { size } => {
+            return Err(ToolError::new(format!(
+                "{shown} is too large to patch ({size} bytes, max {MAX_CONTENT_BYTES})"
+            )));
+        }
+    };
     if looks_binary(&bytes) {
         return Err(ToolError::new(format!("{shown} is a binary file; patch only edits text")));
     }

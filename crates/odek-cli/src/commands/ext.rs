@@ -22,12 +22,15 @@ use tokio_util::sync::CancellationToken;
 #[path = "ext_check.rs"]
 mod check;
 
-use super::setup::{Setup, start_hub, start_servers, validated};
+use odek::setup::{Setup, start_hub, start_servers, validated};
+
+use super::run::load_setup;
 use crate::cli::ExtCommand;
-use crate::config::{McpServerConfig, ServerOrigin};
 use crate::interrupt::cancel_on_stop_signals;
 use crate::outcome::CommandError;
+use crate::terminal::console::StdConsole;
 use crate::terminal::print_warning;
+use odek::config::{McpServerConfig, ServerOrigin};
 
 /// The argument text of a call given no arguments.
 const NO_ARGUMENTS: &str = "{}";
@@ -52,16 +55,16 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
 /// then start them all; the first failure is fatal. `ext call --jsonl` starts this way, up front
 /// (a request line may name any server, and a sequence is meant to reuse the same processes).
 async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    start_hub(&Setup::load()?, observer).await
+    Ok(start_hub(&load_setup()?, observer, Arc::new(StdConsole)).await?)
 }
 
 /// [beyond] Startup for one `ext call <server>__<tool>`: as [`start_for_calls`], but only for
 /// the server the name belongs to ([`servers_for_call`]), so no other server is spawned or
 /// asked about.
 async fn start_for_call(tool: &str, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    let setup = Setup::load()?;
+    let setup = load_setup()?;
     let servers = servers_for_call(&setup, tool)?;
-    start_servers(&setup, servers, observer).await
+    Ok(start_servers(&setup, servers, observer, Arc::new(StdConsole)).await?)
 }
 
 /// The servers one `ext call <server>__<tool>` starts: every enabled server whose
@@ -366,9 +369,9 @@ impl From<odek_mcp::Limits> for LimitsReport {
 /// failed ([beyond] a `required: false` server's failure is reported and warned about, and does
 /// not change the exit code, as it would not fail a run).
 async fn list(json: bool) -> Result<(), CommandError> {
-    let setup = Setup::load()?;
+    let setup = load_setup()?;
     let observer = Arc::new(ListObserver::default());
-    let approvals = setup.approvals();
+    let approvals = setup.approvals(Arc::new(StdConsole));
     let mut reports: BTreeMap<String, ServerReport> = BTreeMap::new();
     let mut startable = Vec::new();
     let mut specs: Vec<ServerSpec> = Vec::new();

@@ -7,16 +7,17 @@
 //! after `--`; the plan goes to stderr before the first call.
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use odek_conformance::{CallPolicy, CheckOptions, PlannedCall, Verdict, render_plan, run_conformance};
-use odek_mcp::env_allowlist::{build_server_env, process_env};
-use odek_mcp::server_config::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESULT_CHARS, DEFAULT_TIMEOUT_SECONDS};
+use odek_mcp::env_allowlist::{process_env, server_env};
 use odek_mcp::{Transport, validate_server};
 
 use crate::cli::ExtCheckArgs;
-use crate::commands::setup::Setup;
+use crate::commands::run::load_setup;
 use crate::outcome::CommandError;
+use crate::terminal::console::StdConsole;
 use crate::terminal::print_warnings;
 
 /// The server name when the command's file name does not make a valid one.
@@ -58,24 +59,9 @@ fn check_options(args: &ExtCheckArgs) -> Result<CheckOptions, CommandError> {
                 }
                 None => server_name_for(command),
             };
-            let (env, warnings) = build_server_env(&server, &Default::default(), process_env());
+            let (env, warnings) = server_env(&server, &Default::default(), &Default::default(), process_env());
             print_warnings(&warnings);
-            CheckOptions {
-                server,
-                command: command.clone(),
-                args: command_args.to_vec(),
-                env,
-                timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECONDS.unsigned_abs()),
-                max_response_bytes: usize::try_from(DEFAULT_MAX_RESPONSE_BYTES).unwrap_or(usize::MAX),
-                max_result_chars: usize::try_from(DEFAULT_MAX_RESULT_CHARS).unwrap_or(usize::MAX),
-                artifact_roots: Vec::new(),
-                examples: Vec::new(),
-                skip_calls: Vec::new(),
-                exclude_tools: Vec::new(),
-                calls: CallPolicy::All,
-                concurrency: args.concurrency,
-                client_version: env!("CARGO_PKG_VERSION").to_owned(),
-            }
+            CheckOptions::new(server, command.clone(), command_args.to_vec(), env)
         }
         (None, None) => {
             return Err(CommandError::Fatal(
@@ -116,7 +102,7 @@ fn call_examples(flat: &[String]) -> Result<Vec<(String, serde_json::Value)>, Co
 /// A configured stdio server, validated, approved (project servers) and given its environment
 /// exactly as a run would.
 fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
-    let setup = Setup::load()?;
+    let setup = load_setup()?;
     let Some(server) = setup.loaded.config.mcp_servers.iter().find(|server| server.name == name) else {
         return Err(CommandError::Fatal(format!(
             "no MCP server named {} in mcp_servers (give a command after -- to check an unconfigured server)",
@@ -126,7 +112,7 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
     let (spec, warnings) = validate_server(&server.name, &server.entry)
         .map_err(|err| CommandError::Fatal(odek_mcp::McpError::at_startup(name, err).to_string()))?;
     print_warnings(&warnings);
-    setup.approvals().approve_project_servers(std::slice::from_ref(server))?;
+    setup.approvals(Arc::new(StdConsole)).approve_project_servers(std::slice::from_ref(server))?;
     let Transport::Stdio { command, args, env } = spec.transport else {
         return Err(CommandError::Fatal(format!(
             "mcp server {}: ext check runs stdio servers; this one is configured with a url",
@@ -134,25 +120,17 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         )));
     };
     let parent = setup.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone()));
-    let (mut env, warnings) = build_server_env(name, &env, parent);
+    let (env, warnings) = server_env(name, &env, &spec.secret_env, parent);
     print_warnings(&warnings);
-    odek_mcp::env_allowlist::apply_secret_env(&mut env, &spec.secret_env);
     Ok(CheckOptions {
-        server: name.to_owned(),
-        command,
-        args,
-        env,
         timeout: spec.limits.timeout,
         max_response_bytes: spec.limits.max_response_bytes,
         max_result_chars: spec.limits.max_result_chars,
         artifact_roots: spec.artifact_roots,
-        examples: Vec::new(),
-        skip_calls: Vec::new(),
         exclude_tools: spec.exclude_tools,
         // Real credentials: only tools that say they change nothing, unless --calls all.
         calls: CallPolicy::ReadOnly,
-        concurrency: odek_conformance::DEFAULT_CONCURRENCY,
-        client_version: env!("CARGO_PKG_VERSION").to_owned(),
+        ..CheckOptions::new(name.to_owned(), command, args, env)
     })
 }
 

@@ -1,11 +1,9 @@
 //! The commands of the `odek` binary. Each returns `Ok(())` or a [`CommandError`] (the typed
 //! outcome of [`crate::outcome`], which also chooses the exit code).
 
-mod agent_parts;
 pub mod ext;
 pub mod run;
 pub mod session;
-mod setup;
 pub mod subagent;
 
 use crate::cli::Command;

@@ -11,9 +11,9 @@ use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_llm::{Message, Role};
 
 use crate::cli::SessionCommand;
-use crate::config::ConfigSources;
 use crate::outcome::CommandError;
 use crate::terminal::print_warning;
+use odek::config::ConfigSources;
 
 /// Lines of a tool result (and of a system message) `show` prints before cutting.
 const SHOWN_RESULT_LINES: usize = 6;

@@ -33,14 +33,17 @@ use odek_llm::{Message, StreamObserver, Thinking, Usage};
 use odek_mcp::McpObserver;
 use tokio_util::sync::CancellationToken;
 
-use super::agent_parts::{budget_limits, build_provider, builtin_settings, delegate_settings, delegation_depth};
-use super::setup::{Setup, start_hub};
-use crate::config::{
+use odek::config::{
     CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS, resolve_effective,
 };
+use odek::parts::{budget_limits, build_provider, builtin_settings, delegate_settings, delegation_depth};
+use odek::setup::{Setup, start_hub};
+
+use super::run::load_setup;
 use crate::interrupt::cancel_on_stop_signals;
 use crate::outcome::{CommandError, SubagentEnd, exit_code};
-use crate::terminal::print_warnings;
+use crate::terminal::console::StdConsole;
+use crate::terminal::{print_warning, print_warnings};
 
 /// Set to `3` by a parent that hands over the API key on file descriptor 3.
 pub const API_KEY_FD_VARIABLE: &str = "ODEK_API_KEY_FD";
@@ -205,11 +208,11 @@ fn load_task(flags: &SubagentFlags) -> Result<TaskFile, String> {
 /// Everything decided before the loop starts.
 struct Prepared {
     setup: Setup,
-    config: crate::config::Config,
+    config: odek::config::Config,
     api_key: Option<String>,
     untrusted: bool,
     policy: PolicySettings,
-    tools_filter: crate::config::ToolsConfig,
+    tools_filter: odek::config::ToolsConfig,
     limits: odek_agent::budget::BudgetLimits,
     timeout_seconds: u64,
     max_iterations: u32,
@@ -231,7 +234,7 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
             Output::Legacy
         }
     };
-    let setup = Setup::load().map_err(|err| Prepare::Setup(command_error_text(err), legacy()))?;
+    let setup = load_setup().map_err(|err| Prepare::Setup(command_error_text(err), legacy()))?;
     let handed_key = read_handed_key().map_err(|message| Prepare::Setup(message, legacy()))?;
     let overrides = CliOverrides {
         model: non_empty(&task.model),
@@ -301,7 +304,7 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
     }
 
     // Step 4: budgets, clamped to the parent's remaining budget in share mode.
-    let mut limits = budget_limits(&config);
+    let mut limits = budget_limits(&config, &print_warning);
     let timeout_seconds = match flags.timeout {
         Some(seconds) if seconds > 0 => u64::try_from(seconds).unwrap_or(u64::MAX).min(SUBAGENT_MAX_TIMEOUT_SECONDS),
         _ => subagent.timeout_seconds,
@@ -456,16 +459,16 @@ async fn execute(
     let replay = task.replay.clone().map(Arc::new);
     let provider = match build_provider(&config.core, api_key.as_deref(), replay.as_deref(), None) {
         Ok(provider) => provider,
-        Err(err) => return Err(setup_failure(&command_error_text(err), &output)),
+        Err(err) => return Err(setup_failure(&command_error_text(err.into()), &output)),
     };
     // Step 5: MCP servers only for trusted children.
     let hub = if untrusted {
         None
     } else {
         let observer: Arc<dyn McpObserver> = Arc::new(odek_mcp::StderrObserver);
-        match start_hub(&setup, observer).await {
+        match start_hub(&setup, observer, Arc::new(StdConsole)).await {
             Ok(hub) => Some(Arc::new(hub)),
-            Err(err) => return Err(setup_failure(&command_error_text(err), &output)),
+            Err(err) => return Err(setup_failure(&command_error_text(err.into()), &output)),
         }
     };
 

@@ -7,6 +7,8 @@
 //! adds secret redaction and writes.
 
 pub mod batch_gate;
+pub mod console;
+pub mod face;
 pub mod status;
 
 use odek_contract::terminal_text::{shorten_line, warning_line};

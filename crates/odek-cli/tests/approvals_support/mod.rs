@@ -10,8 +10,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use odek_cli::approvals::{Console, McpApprovals};
-use odek_cli::config::{ConfigSources, McpServerConfig, ServerOrigin};
+use odek::approvals::{Console, McpApprovals};
+use odek::config::{ConfigSources, McpServerConfig, ServerOrigin};
 use odek_mcp::server_config::ServerEntry;
 
 /// A console with scripted answers that records every prompt and warning.

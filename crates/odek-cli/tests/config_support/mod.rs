@@ -9,7 +9,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use odek_cli::config::{ConfigError, ConfigSources, LoadedConfig, McpServerConfig, load_config};
+use odek::config::{ConfigError, ConfigSources, LoadedConfig, McpServerConfig, load_config};
 
 pub struct Fixture {
     _dir: tempfile::TempDir,

@@ -17,7 +17,7 @@ use odek_contract::quoting::quote;
 use odek_mcp::server_config::ServerEntry;
 
 use super::ConfigError;
-use super::substitution::is_variable_name;
+use super::variable_name::is_variable_name;
 
 /// The keys under which a file may define MCP servers.
 pub const SERVER_MAP_KEYS: &[&str] = &["mcp_servers", "mcpServers"];

@@ -39,6 +39,7 @@ mod server_keys;
 mod subagent;
 mod substitution;
 mod tools;
+mod variable_name;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

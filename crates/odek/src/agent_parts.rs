@@ -1,6 +1,6 @@
-//! What `odek run` and `odek subagent` both build their agent from: the provider `core.provider`
-//! names ([`build_provider`]), the budget limits with the model's prices ([`budget_limits`]),
-//! the built-in tools' settings ([`builtin_settings`]) and `delegate_tasks`' settings for this
+//! What every face builds its agent from: the provider `core.provider` names
+//! ([`build_provider`]), the budget limits with the model's prices ([`budget_limits`]), the
+//! built-in tools' settings ([`builtin_settings`]) and `delegate_tasks`' settings for this
 //! process ([`delegate_settings`]). Each face adds what is its own (a session, a status line; a
 //! task file, deadlines) around these.
 
@@ -14,35 +14,40 @@ use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tools::BuiltinSettings;
 use odek_llm::{LlmError, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider};
 
-use super::setup::Setup;
-use crate::outcome::CommandError;
-use crate::terminal::print_warning;
+use crate::config::{BudgetInherit, Config, CoreConfig};
+use crate::error::RuntimeError;
+use crate::setup::Setup;
 
 /// Provider ids `--provider` accepts.
-pub(crate) const OPENAI_PROVIDER: &str = "openai";
-pub(crate) const REPLAY_PROVIDER: &str = "replay";
+pub const OPENAI_PROVIDER: &str = "openai";
+pub const REPLAY_PROVIDER: &str = "replay";
 
 /// The environment variable carrying the current delegation depth (`0` when unset).
-pub(crate) const DEPTH_VARIABLE: &str = "ODEK_SUBAGENT_DEPTH";
+pub const DEPTH_VARIABLE: &str = "ODEK_SUBAGENT_DEPTH";
+
+/// The program sub-agents run by default: this process's own executable (`odek`).
+pub fn this_program() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("odek"))
+}
 
 /// This process's delegation depth: [`DEPTH_VARIABLE`], `0` when unset or unreadable.
-pub(crate) fn delegation_depth() -> u32 {
+pub fn delegation_depth() -> u32 {
     std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0)
 }
 
 /// The provider `core.provider` names: the OpenAI-compatible client (a key is required unless
 /// the endpoint is loopback) or the replay script; wrapped to record when `record` is set.
-pub(crate) fn build_provider(
-    core: &crate::config::CoreConfig,
+pub fn build_provider(
+    core: &CoreConfig,
     api_key: Option<&str>,
     replay: Option<&TaskReplay>,
     record: Option<&std::path::Path>,
-) -> Result<Arc<dyn Provider>, CommandError> {
+) -> Result<Arc<dyn Provider>, RuntimeError> {
     let provider: Box<dyn Provider> = match core.provider.as_str() {
         "" | OPENAI_PROVIDER => {
             let key = api_key.unwrap_or_default().to_owned();
             if key.is_empty() && !is_loopback(&core.base_url) {
-                return Err(CommandError::Fatal(format!(
+                return Err(RuntimeError::Setup(format!(
                     "no API key for {}: set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json",
                     core.base_url
                 )));
@@ -50,13 +55,13 @@ pub(crate) fn build_provider(
             Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
         }
         REPLAY_PROVIDER => {
-            let replay = replay.ok_or_else(|| CommandError::Fatal("--provider replay needs --replay <file>".into()))?;
+            let replay = replay.ok_or_else(|| RuntimeError::Setup("--provider replay needs --replay <file>".into()))?;
             // A script handed down in a task file was not parsed from a file here.
             replay.script.validate().map_err(|detail| LlmError::Replay { path: replay.source.clone(), detail })?;
             Box::new(ReplayProvider::from_script(replay.source.clone(), replay.script.clone()))
         }
         other => {
-            return Err(CommandError::Fatal(format!(
+            return Err(RuntimeError::Setup(format!(
                 "unknown provider {} (want openai or replay)",
                 odek_contract::quoting::quote(other)
             )));
@@ -82,25 +87,27 @@ fn is_loopback(base_url: &str) -> bool {
     matches!(host.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
 }
 
-/// The merged `limits` with the model's prices resolved; warns when a cost cap has no prices.
-pub(crate) fn budget_limits(config: &crate::config::Config) -> BudgetLimits {
+/// The merged `limits` with the model's prices resolved; `warn` hears when a cost cap has no
+/// prices.
+pub fn budget_limits(config: &Config, warn: &dyn Fn(&str)) -> BudgetLimits {
     let budget_limits = BudgetLimits::from(config);
     if let Some(warning) = budget_limits.cost_warning(&config.core.model) {
-        print_warning(&warning);
+        warn(&warning);
     }
     budget_limits
 }
 
 /// The built-in tools' settings from the merged config.
-pub(crate) fn builtin_settings(config: &crate::config::Config) -> BuiltinSettings {
+pub fn builtin_settings(config: &Config) -> BuiltinSettings {
     BuiltinSettings { shell_timeout_seconds: config.limits.shell_timeout_seconds }
 }
 
 /// The settings of `delegate_tasks` for this process: top level (`depth` 0, which also offers
-/// `artifact_read`) or a child that may delegate further.
-pub(crate) fn delegate_settings(
+/// `artifact_read`) or a child that may delegate further. Children run
+/// `<this program> subagent` ([`this_program`]).
+pub fn delegate_settings(
     setup: &Setup,
-    config: &crate::config::Config,
+    config: &Config,
     api_key: Option<&str>,
     session_id: Option<&str>,
     untrusted: bool,
@@ -111,7 +118,7 @@ pub(crate) fn delegate_settings(
     let core = &config.core;
     let subagent = &config.subagent;
     DelegateSettings {
-        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("odek")),
+        program: this_program(),
         cwd: setup.sources.cwd.clone(),
         odek_home: setup.sources.odek_dir(),
         parent_env: setup.sources.env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
@@ -128,7 +135,7 @@ pub(crate) fn delegate_settings(
         session_id: session_id.map(str::to_owned),
         untrusted_parent: untrusted,
         artifact_read: depth == 0,
-        share: (subagent.budget_inherit == crate::config::BudgetInherit::Share).then(|| budget.share()),
+        share: (subagent.budget_inherit == BudgetInherit::Share).then(|| budget.share()),
         replay,
     }
 }

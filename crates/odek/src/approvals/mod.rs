@@ -29,7 +29,7 @@ use thiserror::Error;
 
 use crate::config::{ConfigSources, McpServerConfig, ServerOrigin};
 
-pub use self::console::{Console, MAX_ANSWER_BYTES, MAX_PROMPT_DESCRIPTION_BYTES, StdConsole, cut_for_prompt, is_yes};
+pub use self::console::{Console, MAX_PROMPT_DESCRIPTION_BYTES, cut_for_prompt, is_yes};
 pub use self::key::{SchemaDigest, server_approval_key, tool_approval_key};
 pub use self::store::{ApprovalStore, MAX_APPROVALS_BYTES};
 pub use self::tool::{

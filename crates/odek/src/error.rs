@@ -1,0 +1,58 @@
+//! The one error type of the runtime API, [`RuntimeError`]: every way loading, starting or
+//! running a turn can fail, each with the text the spec gives it. A face turns it into what it
+//! shows and, for the binary, into an exit code; [`RuntimeError::is_budget`] is the one failure
+//! with a code of its own.
+
+use odek_agent::events::{EventError, SinkError};
+use odek_agent::prompt::PromptError;
+use odek_agent::run::RunError;
+use odek_agent::session::SessionError;
+use odek_llm::LlmError;
+use odek_mcp::McpError;
+
+use crate::approvals::ApprovalError;
+use crate::config::ConfigError;
+
+/// Why the runtime could not load, start or finish a turn.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    #[error(transparent)]
+    Provider(#[from] LlmError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error(transparent)]
+    Events(#[from] EventError),
+    /// The `--events-jsonl` target could not be opened.
+    #[error("events-jsonl: {0}")]
+    EventsSink(#[from] SinkError),
+    /// A setup rule of the runtime itself (provider choice, a missing key, a bad setting).
+    #[error("{0}")]
+    Setup(String),
+    /// The loop failed; [`RunError::Budget`] is the typed execution-budget stop.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl RuntimeError {
+    /// True for the execution-budget stop (spec README §4: the binary exits 4 on this and only
+    /// this).
+    pub fn is_budget(&self) -> bool {
+        matches!(self, RuntimeError::Run(RunError::Budget(_)))
+    }
+
+    /// `run_failed.error_class` (spec `events.md` §8): the loop's class, `error` for the rest.
+    pub fn error_class(&self) -> &'static str {
+        match self {
+            RuntimeError::Run(error) => error.class(),
+            _ => "error",
+        }
+    }
+}

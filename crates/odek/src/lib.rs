@@ -1,0 +1,35 @@
+//! The odek runtime: what turns config files, the environment and a caller's settings into a
+//! running agent, used by every face of odek (`odek run`, `continue`, `subagent`, `repl`, the
+//! `ext` commands) and by programs that embed odek.
+//!
+//! - [`Runtime`] loads the layered config exactly as `odek run` does (global file, project file
+//!   with its restrictions, `secrets.env`, `ODEK_*`, then the caller's typed [`Overrides`]) and
+//!   hands out [`Session`]s; a session starts the MCP servers with their approvals and the
+//!   provider on its first turn, and [`Session::turn`] runs one task to a [`TurnOutcome`] or a
+//!   [`RuntimeError`] under that turn's budgets, cancellable by a token.
+//! - A face observes and answers through its [`Subscriber`]: every `odek.event/v1` event,
+//!   streamed text, tool-call progress, MCP server lines, and the approval requests.
+//! - [`config`] and [`approvals`] are the rules underneath (spec `config.md`); [`setup`] is the
+//!   shared start of every face that starts MCP servers; [`parts`] the pieces a face that
+//!   assembles its own loop (`odek subagent`) builds from.
+
+mod agent_parts;
+pub mod approvals;
+pub mod config;
+mod error;
+mod runtime;
+pub mod setup;
+mod subscriber;
+
+pub use error::RuntimeError;
+pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnOutcome};
+pub use subscriber::Subscriber;
+
+/// The pieces every face builds its agent from: the provider, budget limits, built-in tool and
+/// `delegate_tasks` settings.
+pub mod parts {
+    pub use crate::agent_parts::{
+        DEPTH_VARIABLE, OPENAI_PROVIDER, REPLAY_PROVIDER, budget_limits, build_provider, builtin_settings,
+        delegate_settings, delegation_depth, this_program,
+    };
+}

@@ -1,0 +1,584 @@
+//! The runtime: the effective settings of every layer ([`Runtime::new`] on a [`Setup`] and the
+//! caller's typed [`Overrides`]), and the sessions it hands out ([`Session`]), whose turns run
+//! the loop with the provider, the built-in and MCP tools, budgets, the event stream and the
+//! session file — the same way in every face.
+//!
+//! A session starts its MCP servers and its provider on its first turn and keeps them until
+//! [`Session::close`]. Each turn is one run in the event stream (`run_started` … `run_completed`
+//! or `run_failed`) with budgets of its own.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use odek_agent::budget::{Budget, BudgetLimits};
+use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
+use odek_agent::observer::{LoopEvent, LoopObserver};
+use odek_agent::plan::{PLAN_TOOL_NAME, PlanBoard, PlanCaps, render_plan};
+use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
+use odek_agent::run::context_window;
+use odek_agent::run::{Agent, Checkpoint, LoopSettings, RunError, Saved, ToolSet};
+use odek_agent::session::{Session as SessionRecord, SessionId, SessionLock, SessionStore, safe_state};
+use odek_agent::subagent::artifact_read::ArtifactReadTool;
+use odek_agent::subagent::artifacts::shared_registry;
+use odek_agent::subagent::delegate::DelegateTool;
+use odek_agent::subagent::task::TaskReplay;
+use odek_agent::tool::{Tool, ToolContext};
+use odek_danger::DangerPolicy;
+use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
+use odek_mcp::{McpHub, McpObserver, ServerInfo};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent_parts::{REPLAY_PROVIDER, budget_limits, build_provider, builtin_settings, delegate_settings};
+use crate::config::{CliOverrides, Config, ConfigSources, PlanningConfig, resolve_effective};
+use crate::error::RuntimeError;
+use crate::setup::{Setup, start_hub};
+use crate::subscriber::{LoopView, McpRoute, McpView, Subscriber, TeeSink, Unattended};
+
+/// What the caller sets above the config files and `ODEK_*` (for the binary: its flags).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// The config keys a flag can set (model, provider, limits, tools, planning, …).
+    pub config: CliOverrides,
+    /// `--thinking` (`enabled`, `disabled`, `low`, `medium`, `high`); the config's when `None`.
+    pub thinking: Option<String>,
+    /// `--stream`: stream even when the config does not.
+    pub stream: bool,
+    /// `--replay <file>`: answer from a replay script (selects the `replay` provider when no
+    /// provider is configured).
+    pub replay: Option<PathBuf>,
+    /// `--record <file>`: record the provider's exchanges.
+    pub record: Option<PathBuf>,
+    /// `--events-jsonl <path|->`.
+    pub events_jsonl: Option<String>,
+    /// `--events-include-args`.
+    pub events_include_args: bool,
+}
+
+/// The settings of the runtime after every layer.
+#[derive(Clone)]
+pub struct Settings {
+    /// Files, `ODEK_*` and overrides merged.
+    pub config: Config,
+    /// The resolved API key (registered for redaction).
+    pub api_key: Option<String>,
+    /// `ODEK_NO_COLOR`.
+    pub no_color: bool,
+    pub thinking: Thinking,
+    pub stream: bool,
+    pub replay: Option<PathBuf>,
+    pub record: Option<PathBuf>,
+    pub events_jsonl: Option<String>,
+    pub events_include_args: bool,
+}
+
+/// The assembled runtime: config, settings, the face's subscriber and any tools the embedder
+/// adds. Hands out [`Session`]s.
+pub struct Runtime {
+    setup: Setup,
+    settings: Settings,
+    subscriber: Arc<dyn Subscriber>,
+    extra_tools: Vec<Arc<dyn Tool>>,
+}
+
+impl Runtime {
+    /// Loads the config files of `sources`, then applies `ODEK_*` and `overrides`; every
+    /// warning goes to `subscriber`.
+    pub fn load(
+        sources: ConfigSources,
+        overrides: &Overrides,
+        subscriber: Arc<dyn Subscriber>,
+    ) -> Result<Runtime, RuntimeError> {
+        let setup = Setup::load(sources, &|warning| subscriber.warning(warning))?;
+        Runtime::new(setup, overrides, subscriber)
+    }
+
+    /// The runtime of loaded config files: `ODEK_*` and `overrides` applied, the thinking
+    /// level checked. The loader's warnings were reported by [`Setup::load`]; the rest go to
+    /// `subscriber`.
+    pub fn new(setup: Setup, overrides: &Overrides, subscriber: Arc<dyn Subscriber>) -> Result<Runtime, RuntimeError> {
+        let effective = resolve_effective(&setup.loaded, &overrides.config)?;
+        for warning in effective.warnings.get(setup.loaded.warnings.len()..).unwrap_or_default() {
+            subscriber.warning(warning);
+        }
+        let mut config = effective.config;
+        if overrides.replay.is_some() && config.core.provider.is_empty() {
+            REPLAY_PROVIDER.clone_into(&mut config.core.provider);
+        }
+        let thinking_text = overrides.thinking.clone().unwrap_or_else(|| config.core.thinking.clone());
+        let thinking = Thinking::parse(&thinking_text).ok_or_else(|| {
+            RuntimeError::Setup(format!(
+                "invalid thinking level {} (want enabled, disabled, low, medium or high)",
+                odek_contract::quoting::quote(&thinking_text)
+            ))
+        })?;
+        let settings = Settings {
+            stream: config.core.stream || overrides.stream,
+            config,
+            api_key: effective.api_key,
+            no_color: effective.no_color,
+            thinking,
+            replay: overrides.replay.clone(),
+            record: overrides.record.clone(),
+            events_jsonl: overrides.events_jsonl.clone(),
+            events_include_args: overrides.events_include_args,
+        };
+        Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new() })
+    }
+
+    /// Adds an in-process tool, offered beside the built-in ones in every turn.
+    pub fn with_tool(mut self, tool: Arc<dyn Tool>) -> Runtime {
+        self.extra_tools.push(tool);
+        self
+    }
+
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The session store (`~/.odek/sessions`).
+    pub fn session_store(&self) -> Result<SessionStore, RuntimeError> {
+        Ok(self.setup.session_store()?)
+    }
+
+    /// A new persisted session for this runtime's model, provider and endpoint, locked for
+    /// this process. It is saved after each completed step of its turns.
+    pub fn new_session_record(&self) -> Result<(SessionRecord, SessionLock), RuntimeError> {
+        let id = SessionId::mint()?;
+        let lock = self.session_store()?.lock(&id)?;
+        let mut record = SessionRecord::new(id);
+        let core = &self.settings.config.core;
+        record.model.clone_from(&core.model);
+        record.provider.clone_from(&core.provider);
+        record.base_url.clone_from(&core.base_url);
+        Ok((record, lock))
+    }
+
+    /// Continues `record` with the model, provider and endpoint it was started with (a base
+    /// URL the session did not record keeps this runtime's).
+    pub fn adopt_endpoint(&mut self, record: &SessionRecord) {
+        let core = &mut self.settings.config.core;
+        core.model.clone_from(&record.model);
+        core.provider.clone_from(&record.provider);
+        if !record.base_url.is_empty() {
+            core.base_url.clone_from(&record.base_url);
+        }
+    }
+
+    /// The system prompt (`--system` text in `system_flag`), its warnings reported.
+    pub fn system_prompt(&self, system_flag: Option<&str>) -> String {
+        let sources = &self.setup.sources;
+        let inputs = PromptInputs {
+            system_flag: system_flag.map(str::to_owned),
+            system_config: Some(self.settings.config.core.system.clone()),
+            odek_home: sources.odek_dir(),
+            cwd: sources.cwd.clone(),
+            no_agents: self.settings.config.core.no_agents,
+            interface: "cli".to_owned(),
+            now: chrono::Utc::now(),
+        };
+        let (prompt, warnings) = compose_system_prompt(&inputs);
+        self.warn_all(&warnings);
+        prompt
+    }
+
+    /// The user message of a turn: `task` with its `@file` references and the `ctx` files
+    /// (relative to the working directory) as context blocks.
+    pub fn user_message(&self, task: &str, ctx: &[PathBuf]) -> Result<String, RuntimeError> {
+        let cwd = &self.setup.sources.cwd;
+        let (mut attachments, warnings) = expand_at_references(task, cwd);
+        self.warn_all(&warnings);
+        for path in ctx {
+            let path = if path.is_absolute() { path.clone() } else { cwd.join(path) };
+            attachments.push(read_ctx_file(&path)?);
+        }
+        Ok(user_message(task, &attachments))
+    }
+
+    /// A session over `history` (a fresh one: the system prompt; a resumed one: its safe
+    /// state), saved into `record` after each completed step when there is one.
+    pub fn session(&self, history: Vec<Message>, record: Option<SessionRecord>) -> Result<Session<'_>, RuntimeError> {
+        let mut session = Session {
+            runtime: self,
+            messages: Vec::new(),
+            persisted: None,
+            started: None,
+            model: self.settings.config.core.model.clone(),
+            plan: None,
+            spent: Spent::default(),
+        };
+        session.reset(history, record)?;
+        Ok(session)
+    }
+
+    fn warn_all(&self, warnings: &[String]) {
+        for warning in warnings {
+            self.subscriber.warning(warning);
+        }
+    }
+
+    /// The provider, and the `--replay` script it answers from (sub-agents get their part of it).
+    fn provider(settings: &Settings) -> Result<(Arc<dyn Provider>, ReplayShare), RuntimeError> {
+        let replay = match &settings.replay {
+            None => None,
+            Some(_) if settings.config.core.provider != REPLAY_PROVIDER => {
+                return Err(RuntimeError::Setup("--replay needs --provider replay".into()));
+            }
+            Some(path) => {
+                Some(Arc::new(TaskReplay { source: path.display().to_string(), script: ReplayScript::load(path)? }))
+            }
+        };
+        let core = &settings.config.core;
+        let provider =
+            build_provider(core, settings.api_key.as_deref(), replay.as_deref(), settings.record.as_deref())?;
+        Ok((provider, replay))
+    }
+}
+
+/// The `--replay` script, shared with `delegate_tasks`.
+type ReplayShare = Option<Arc<TaskReplay>>;
+
+/// What a finished turn returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnOutcome {
+    /// The final answer, not yet redacted for printing.
+    pub answer: String,
+    pub iterations: u32,
+    /// The turn's usage (model calls, side calls, sub-agents' charge-back).
+    pub usage: Usage,
+}
+
+/// What a session's turns have spent so far: counted against the token, cost and tool-call
+/// limits of every later turn (runtime and iterations are per turn).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Turns run, whatever their outcome.
+    pub turns: u32,
+    pub usage: Usage,
+    pub tool_calls: u64,
+}
+
+/// The tools a session offers: the built-in ones and, once the servers are up, each MCP
+/// server with its status.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    /// Names of the built-in and in-process tools the operator's `tools` settings allow.
+    pub builtins: Vec<String>,
+    /// `None` before the first turn started the servers.
+    pub servers: Option<Vec<ServerInfo>>,
+}
+
+/// A conversation: its messages, its session file (when persisted), its plan and spend, and
+/// the MCP servers and provider its turns use.
+pub struct Session<'r> {
+    runtime: &'r Runtime,
+    messages: Vec<Message>,
+    persisted: Option<Arc<Mutex<Persisted>>>,
+    started: Option<Started>,
+    /// The model of the next turn (`set_model`).
+    model: String,
+    /// The `plan` tool's board, kept across turns; `None` with planning off.
+    plan: Option<Arc<PlanBoard>>,
+    spent: Spent,
+}
+
+/// What a session starts on its first turn and keeps.
+struct Started {
+    hub: Arc<McpHub>,
+    route: Arc<McpRoute>,
+    provider: Arc<dyn Provider>,
+    replay: ReplayShare,
+}
+
+/// A persisted session and where it is saved.
+struct Persisted {
+    store: SessionStore,
+    record: SessionRecord,
+}
+
+impl Session<'_> {
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Starts over on `history` (saved into `record` when there is one), keeping the MCP
+    /// servers, the provider and what was spent: what a REPL's `/new` does.
+    pub fn reset(&mut self, history: Vec<Message>, record: Option<SessionRecord>) -> Result<(), RuntimeError> {
+        let runtime = self.runtime;
+        let planning = &runtime.settings.config.planning;
+        self.persisted = match record {
+            Some(record) => Some(Arc::new(Mutex::new(Persisted { store: runtime.session_store()?, record }))),
+            None => None,
+        };
+        self.plan = planning.enabled.then(|| Arc::new(PlanBoard::new(plan_caps(planning))));
+        self.messages = history;
+        Ok(())
+    }
+
+    /// The model the next turn uses.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Uses `model` from the next turn on (and records it in the session file).
+    pub fn set_model(&mut self, model: &str) {
+        model.clone_into(&mut self.model);
+        if let Some(persisted) = &self.persisted {
+            model.clone_into(&mut lock(persisted).record.model);
+        }
+    }
+
+    /// What the turns so far have spent.
+    pub fn spent(&self) -> Spent {
+        self.spent
+    }
+
+    /// The budget limits of the next turn's model (`0` = no limit), prices resolved.
+    pub fn limits(&self) -> BudgetLimits {
+        let mut config = self.runtime.settings.config.clone();
+        config.core.model.clone_from(&self.model);
+        BudgetLimits::from(&config)
+    }
+
+    /// The current plan, rendered as the model sees it; `None` with planning off or before the
+    /// first `create`.
+    pub fn plan(&self) -> Option<String> {
+        let board = self.plan.as_ref()?;
+        render_plan(&board.state(), board.caps().max_render_chars)
+    }
+
+    /// The tools of the next turn.
+    pub fn catalogue(&self) -> Catalogue {
+        let runtime = self.runtime;
+        let config = &runtime.settings.config;
+        let mut builtins: Vec<String> = odek_agent::tools::builtin_tools(builtin_settings(config))
+            .iter()
+            .chain(runtime.extra_tools.iter())
+            .map(|tool| tool.definition().name)
+            .collect();
+        if self.plan.is_some() {
+            builtins.push(PLAN_TOOL_NAME.to_owned());
+        }
+        builtins.retain(|name| config.tools.allows(name));
+        Catalogue { builtins, servers: self.started.as_ref().map(|started| started.hub.servers()) }
+    }
+
+    /// The id of the session file, when the session is persisted.
+    pub fn id(&self) -> Option<String> {
+        self.persisted.as_ref().map(|persisted| lock(persisted).record.id.as_str().to_owned())
+    }
+
+    /// Runs one turn on `user_message`: starts the MCP servers and the provider on the first
+    /// turn, then the loop under this turn's budgets until an answer, a budget stop, an error
+    /// or `cancel`. After a failed turn the conversation keeps only its safe state (no call
+    /// without its result), so the next turn starts clean.
+    pub async fn turn(
+        &mut self,
+        user_message: String,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, RuntimeError> {
+        let started = Instant::now();
+        let runtime = self.runtime;
+        let events = self.open_events()?;
+        if let Some(events) = &events {
+            if let Some(id) = self.id() {
+                events.set_session_id(&id);
+            }
+            events.run_started(&self.model, false, runtime.settings.config.core.max_iterations);
+        }
+        self.messages.push(Message::user(user_message));
+        let outcome = self.run_loop(events.clone(), cancel, started).await;
+        if outcome.is_err() {
+            self.messages = safe_state(&self.messages);
+        }
+        if let Some(events) = &events {
+            let duration = started.elapsed();
+            match &outcome {
+                Ok(outcome) => events.run_completed(duration, outcome.usage),
+                Err(error) => events.run_failed(duration, error.error_class()),
+            }
+            // Drained before the turn returns, so a face prints its answer after the last event.
+            events.close();
+        }
+        if let Some(started) = &self.started {
+            started.route.route_to(None);
+        }
+        outcome
+    }
+
+    /// Stops the session's MCP servers.
+    pub async fn close(self) {
+        if let Some(started) = self.started {
+            started.hub.shutdown().await;
+        }
+    }
+
+    /// The turn's event stream: to the `events_jsonl` target and/or the subscriber.
+    fn open_events(&self) -> Result<Option<Arc<EventStream>>, RuntimeError> {
+        let runtime = self.runtime;
+        let settings = &runtime.settings;
+        let subscriber = &runtime.subscriber;
+        if settings.events_jsonl.is_none() && !subscriber.wants_events() {
+            return Ok(None);
+        }
+        let file = match &settings.events_jsonl {
+            Some(target) => Some(open_sink(target)?),
+            None => None,
+        };
+        let sink = Box::new(TeeSink { subscriber: Arc::clone(subscriber), file });
+        let emitter = EventEmitter::start(sink, RunId::generate()?, settings.events_include_args)?;
+        let sources = &runtime.setup.sources;
+        let forward: Arc<dyn McpObserver> = Arc::new(McpView(Arc::clone(subscriber)));
+        Ok(Some(Arc::new(EventStream::new(emitter, &sources.cwd, &sources.odek_dir(), forward))))
+    }
+
+    /// The MCP servers and the provider, started once per session. The provider's HTTP client
+    /// (TLS roots) is CPU work: it is built while the servers start.
+    async fn start(&mut self, events: Option<&Arc<EventStream>>) -> Result<&Started, RuntimeError> {
+        let runtime = self.runtime;
+        if let Some(started) = &self.started {
+            started.route.route_to(events.cloned());
+        } else {
+            let route = Arc::new(McpRoute::new(Arc::clone(&runtime.subscriber)));
+            route.route_to(events.cloned());
+            let settings = runtime.settings.clone();
+            let provider = tokio::task::spawn_blocking(move || Runtime::provider(&settings));
+            let console =
+                runtime.subscriber.console().unwrap_or_else(|| Arc::new(Unattended(Arc::clone(&runtime.subscriber))));
+            let hub = start_hub(&runtime.setup, Arc::clone(&route) as Arc<dyn McpObserver>, console).await;
+            let (provider, replay) = provider
+                .await
+                .map_err(|err| RuntimeError::Setup(format!("provider setup: {err}")))
+                .and_then(|provider| provider)?;
+            let hub = Arc::new(hub?);
+            self.started = Some(Started { hub, route, provider, replay });
+        }
+        self.started.as_ref().ok_or_else(|| RuntimeError::Setup("session did not start".into()))
+    }
+
+    async fn run_loop(
+        &mut self,
+        events: Option<Arc<EventStream>>,
+        cancel: &CancellationToken,
+        started: Instant,
+    ) -> Result<TurnOutcome, RuntimeError> {
+        let runtime = self.runtime;
+        let session_id = self.id();
+        let persisted = self.persisted.clone();
+        let Started { hub, provider, replay, .. } = self.start(events.as_ref()).await?;
+        let (hub, provider, replay) = (Arc::clone(hub), Arc::clone(provider), replay.clone());
+        let subscriber = &runtime.subscriber;
+        let settings = &runtime.settings;
+        let config = &settings.config;
+        let sources = &runtime.setup.sources;
+        subscriber.loop_started();
+        let console = subscriber.console();
+        let interactive = console.as_ref().is_some_and(|console| console.is_interactive());
+        let mut tool_context = ToolContext::new(
+            sources.cwd.clone(),
+            sources.odek_dir(),
+            DangerPolicy::new(config.dangerous.policy_settings()),
+        );
+        tool_context.cancel = cancel.clone();
+        tool_context.interactive = interactive;
+        let mut turn_config = config.clone();
+        turn_config.core.model.clone_from(&self.model);
+        let limits = budget_limits(&turn_config, &|warning| subscriber.warning(warning));
+        let budget = Budget::new(limits, started).after(self.spent.usage, self.spent.tool_calls);
+        let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
+        builtins.extend(runtime.extra_tools.iter().cloned());
+        let delegate = delegate_settings(
+            &runtime.setup,
+            config,
+            settings.api_key.as_deref(),
+            session_id.as_deref(),
+            false,
+            &budget,
+            replay,
+        );
+        if delegate.artifact_read {
+            builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));
+        }
+        builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
+        let tools_config = config.tools.clone();
+        let allowed = Arc::new(move |name: &str| tools_config.allows(name));
+        let mut tools = ToolSet::new(builtins, Some(hub), allowed);
+        if let Some(board) = &self.plan {
+            tools = tools.with_plan(Arc::clone(board));
+        }
+        let view: Arc<dyn LoopObserver> = Arc::new(LoopView(Arc::clone(subscriber)));
+        let core = &config.core;
+        let mut agent = Agent {
+            provider,
+            tools,
+            settings: LoopSettings {
+                context_window: context_window(&self.model),
+                model: self.model.clone(),
+                thinking: settings.thinking,
+                stream: settings.stream,
+                max_iterations: core.max_iterations,
+                max_tool_parallel: usize::try_from(core.max_tool_parallel).unwrap_or(usize::MAX),
+                compaction: core.compaction,
+            },
+            tool_context,
+            observer: match &events {
+                Some(events) => Arc::new(Fanout::new(vec![view, Arc::clone(events) as _])),
+                None => view,
+            },
+            gate: if interactive { subscriber.batch_approver() } else { None },
+            checkpoint: persisted.map(|persisted| {
+                Box::new(SessionCheckpoint { persisted, charged: Usage::default() }) as Box<dyn Checkpoint>
+            }),
+            budget,
+        };
+        // A session that spent its tokens or cost in earlier turns stops before another model call.
+        if let Err(exceeded) = agent.budget.check_usage(Usage::default()) {
+            agent.observer.on_event(&LoopEvent::BudgetExceeded { iteration: 0, exceeded: &exceeded });
+            subscriber.loop_finished();
+            return Err(RunError::Budget(exceeded).into());
+        }
+        let outcome = agent.run(&mut self.messages, cancel).await;
+        let (usage, tool_calls) = agent.budget.spent();
+        self.spent = Spent { turns: self.spent.turns + 1, usage, tool_calls };
+        subscriber.loop_finished();
+        let outcome = outcome?;
+        Ok(TurnOutcome { answer: outcome.answer, iterations: outcome.iterations, usage: outcome.usage })
+    }
+}
+
+fn lock(persisted: &Mutex<Persisted>) -> std::sync::MutexGuard<'_, Persisted> {
+    persisted.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The `plan` tool's caps from the resolved `planning` section (`plan.md` §9).
+fn plan_caps(planning: &PlanningConfig) -> PlanCaps {
+    let steps = usize::try_from(planning.max_steps).unwrap_or(usize::MAX);
+    PlanCaps::new(steps, usize::try_from(planning.max_render_chars).unwrap_or(usize::MAX))
+}
+
+/// Saves the session after each completed step of a turn.
+struct SessionCheckpoint {
+    persisted: Arc<Mutex<Persisted>>,
+    /// The turn's usage already added to the session.
+    charged: Usage,
+}
+
+impl Checkpoint for SessionCheckpoint {
+    fn save(&mut self, messages: &[Message], totals: Usage) -> Result<Saved, String> {
+        let mut persisted = lock(&self.persisted);
+        let Persisted { store, record } = &mut *persisted;
+        record.messages = messages.to_vec();
+        record.add_usage(Usage {
+            input_tokens: totals.input_tokens.saturating_sub(self.charged.input_tokens),
+            output_tokens: totals.output_tokens.saturating_sub(self.charged.output_tokens),
+        });
+        self.charged = totals;
+        let report = store.save(record).map_err(|err| err.to_string())?;
+        Ok(Saved { message_count: report.message_count, warning: report.warning })
+    }
+}

@@ -1,0 +1,120 @@
+//! What every face that starts MCP servers does first: the config files loaded with their
+//! warnings reported ([`Setup`]), then the enabled servers validated, approved and started
+//! ([`start_hub`], [`start_servers`]). A run, a sub-agent, a REPL session and the `odek ext`
+//! commands all start here, so a server starts the same way whichever face asked for it.
+
+use std::sync::Arc;
+
+use odek_agent::session::{SessionError, SessionStore};
+use odek_mcp::hub::report_optional_failure;
+use odek_mcp::{HubOptions, McpError, McpHub, McpObserver, ServerSpec, ToolApprover, validate_server};
+
+use crate::approvals::{Console, McpApprovals};
+use crate::config::{ConfigError, ConfigSources, LoadedConfig, McpServerConfig, load_config};
+use crate::error::RuntimeError;
+
+/// The config files loaded (global file, project file with its restrictions, `secrets.env`),
+/// their warnings reported: the common start of every face.
+pub struct Setup {
+    /// Where the config came from: home, working directory, environment snapshot.
+    pub sources: ConfigSources,
+    /// The files merged, before the environment layer and the flags.
+    pub loaded: LoadedConfig,
+}
+
+impl Setup {
+    /// Loads the files of `sources`; each loader warning goes to `warn`, secrets redacted.
+    pub fn load(sources: ConfigSources, warn: &dyn Fn(&str)) -> Result<Setup, ConfigError> {
+        let loaded = load_config(&sources)?;
+        for warning in &loaded.warnings {
+            warn(&odek_contract::redaction::redact(warning));
+        }
+        Ok(Setup { sources, loaded })
+    }
+
+    /// The configured servers that are not `disabled`.
+    pub fn enabled_servers(&self) -> Vec<McpServerConfig> {
+        self.loaded.config.mcp_servers.iter().filter(|server| server.entry.is_enabled()).cloned().collect()
+    }
+
+    /// The MCP approvals of this config, asked on `console`.
+    pub fn approvals(&self, console: Arc<dyn Console>) -> McpApprovals {
+        McpApprovals::new(&self.sources, &self.loaded.env, console)
+    }
+
+    /// The hub's options: this process's version and the environment servers may inherit from.
+    pub fn hub_options(&self, observer: Arc<dyn McpObserver>, approver: Arc<dyn ToolApprover>) -> HubOptions {
+        HubOptions {
+            observer,
+            approver,
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            parent_env: self.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
+        }
+    }
+
+    /// `~/.odek/sessions`, with `~/.odek/artifacts` for the artifacts sessions refer to.
+    pub fn session_store(&self) -> Result<SessionStore, SessionError> {
+        let odek_dir = self.sources.odek_dir();
+        Ok(SessionStore::new(odek_dir.join("sessions"))?.with_artifacts_dir(odek_dir.join("artifacts")))
+    }
+}
+
+/// One enabled server validated (spec `mcp-client.md` §1 step 2), its warnings reported;
+/// errors carry the startup prefix.
+pub fn validated(server: &McpServerConfig, observer: &dyn McpObserver) -> Result<ServerSpec, McpError> {
+    let (spec, warnings) =
+        validate_server(&server.name, &server.entry).map_err(|err| McpError::at_startup(&server.name, err))?;
+    for warning in warnings {
+        observer.warning(&server.name, &warning);
+    }
+    Ok(spec)
+}
+
+/// Validates, approves (on `console`) and starts every enabled server of `setup`.
+pub async fn start_hub(
+    setup: &Setup,
+    observer: Arc<dyn McpObserver>,
+    console: Arc<dyn Console>,
+) -> Result<McpHub, RuntimeError> {
+    start_servers(setup, setup.enabled_servers(), observer, console).await
+}
+
+/// Spec `mcp-client.md` §1 steps 2–5 for `servers`: validate them all, approve the project ones,
+/// then start them; a failure is fatal. [beyond] A `required: false` server that fails
+/// validation or is not approved is reported (`mcp_server_failed` when it failed, and the
+/// warning) and left out; one that fails to start is left out by the hub the same way.
+pub async fn start_servers(
+    setup: &Setup,
+    servers: Vec<McpServerConfig>,
+    observer: Arc<dyn McpObserver>,
+    console: Arc<dyn Console>,
+) -> Result<McpHub, RuntimeError> {
+    let mut startable = Vec::with_capacity(servers.len());
+    let mut specs = Vec::with_capacity(servers.len());
+    for server in servers {
+        match validated(&server, observer.as_ref()) {
+            Ok(spec) => {
+                specs.push(spec);
+                startable.push(server);
+            }
+            Err(error) if !server.entry.is_required() => {
+                report_optional_failure(observer.as_ref(), &server.name, &error, Some(error.error_class()));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    let approvals = setup.approvals(console);
+    // The prompts block on the terminal: off the async workers, so the stop-signal handlers
+    // keep running and a signal ends the wait.
+    let (asking, candidates) = (approvals.clone(), startable.clone());
+    let skipped = tokio::task::spawn_blocking(move || asking.approve_startup_servers(&candidates))
+        .await
+        .map_err(|err| RuntimeError::Setup(format!("mcp approval: server approval prompt failed: {err}")))??;
+    for skipped in skipped {
+        report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.failure_class);
+        specs.retain(|spec| spec.name != skipped.name);
+        startable.retain(|server| server.name != skipped.name);
+    }
+    let approver = Arc::new(approvals.tool_approver(&startable)?);
+    Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
+}
