@@ -79,6 +79,8 @@ pub struct Runtime {
     settings: Settings,
     subscriber: Arc<dyn Subscriber>,
     extra_tools: Vec<Arc<dyn Tool>>,
+    /// What `delegate_tasks` runs as `<program> subagent`; this process's executable when unset.
+    subagent_program: Option<PathBuf>,
 }
 
 impl Runtime {
@@ -123,12 +125,20 @@ impl Runtime {
             events_jsonl: overrides.events_jsonl.clone(),
             events_include_args: overrides.events_include_args,
         };
-        Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new() })
+        Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new(), subagent_program: None })
     }
 
     /// Adds an in-process tool, offered beside the built-in ones in every turn.
     pub fn with_tool(mut self, tool: Arc<dyn Tool>) -> Runtime {
         self.extra_tools.push(tool);
+        self
+    }
+
+    /// The `odek` binary `delegate_tasks` starts its sub-agents with (`<program> subagent`).
+    /// A program that embeds odek sets it to offer delegation that works; without it, children
+    /// would run this process's own executable.
+    pub fn with_subagent_program(mut self, program: PathBuf) -> Runtime {
+        self.subagent_program = Some(program);
         self
     }
 
@@ -492,7 +502,7 @@ impl Session<'_> {
         let budget = Budget::new(limits, started).after(self.spent.usage, self.spent.tool_calls);
         let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
         builtins.extend(runtime.extra_tools.iter().cloned());
-        let delegate = delegate_settings(
+        let mut delegate = delegate_settings(
             &runtime.setup,
             config,
             settings.api_key.as_deref(),
@@ -501,6 +511,9 @@ impl Session<'_> {
             &budget,
             replay,
         );
+        if let Some(program) = &runtime.subagent_program {
+            delegate.program.clone_from(program);
+        }
         if delegate.artifact_read {
             builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));
         }
