@@ -3,6 +3,8 @@
 //! turn that leaves the conversation and the session file clean, and the subscriber seeing every
 //! event.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
