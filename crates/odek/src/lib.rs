@@ -22,8 +22,15 @@ pub mod setup;
 mod subscriber;
 
 pub use error::RuntimeError;
-pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnOutcome};
+/// What an embedder needs from the crates underneath, so `odek` is the one dependency.
+pub use odek_agent::observer::{CallResult, LoopEvent};
+pub use odek_agent::plan::PlanEvent;
+pub use odek_agent::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+pub use odek_llm::{BoxFuture, Message, ToolDefinition, Usage};
+pub use odek_mcp::{McpEvent, ServerInfo};
+pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnControl, TurnOutcome};
 pub use subscriber::Subscriber;
+pub use tokio_util::sync::CancellationToken;
 
 /// The pieces every face builds its agent from: the provider, budget limits, built-in tool and
 /// `delegate_tasks` settings.

@@ -132,6 +132,7 @@ fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result<Overrides,
         record: flags.record.clone(),
         events_jsonl: flags.events_jsonl.clone(),
         events_include_args: flags.events_include_args,
+        ..Overrides::default()
     })
 }
 
