@@ -15,6 +15,7 @@
 
 mod agent_parts;
 pub mod approvals;
+pub mod child;
 pub mod config;
 mod error;
 mod runtime;

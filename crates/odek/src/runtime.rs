@@ -262,6 +262,11 @@ impl Runtime {
         Ok(session)
     }
 
+    /// Reports a warning to the subscriber.
+    pub(crate) fn warn(&self, text: &str) {
+        self.subscriber.warning(text);
+    }
+
     fn warn_all(&self, warnings: &[String]) {
         for warning in warnings {
             self.subscriber.warning(warning);

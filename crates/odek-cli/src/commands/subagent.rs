@@ -10,10 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use odek::config::{CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS};
-use odek::parts::{budget_limits, delegation_depth};
+use odek::child::{ChildError, ChildFlags, ChildPlan};
+use odek::config::CliOverrides;
+use odek::parts::delegation_depth;
 use odek::{Overrides, Runtime, RuntimeError, Subscriber, TurnControl};
-use odek_agent::budget::{BudgetLimits, clamp_to_share, share_spawn_gate};
+use odek_agent::budget::BudgetLimits;
 use odek_agent::observer::{LoopEvent, LoopObserver};
 use odek_agent::plan::PlanEvent;
 use odek_agent::run::RunError;
@@ -29,7 +30,7 @@ use odek_contract::redaction::{redact, register_secret};
 use odek_contract::runes::runes_with_ellipsis;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_contract::untrusted::new_nonce;
-use odek_danger::{DangerClass, NonInteractive};
+use odek_danger::DangerClass;
 use odek_llm::{Message, StreamObserver, Usage};
 use odek_mcp::{McpEvent, McpObserver, StderrObserver};
 use tokio_util::sync::CancellationToken;
@@ -46,19 +47,6 @@ pub const API_KEY_FD_VARIABLE: &str = "ODEK_API_KEY_FD";
 const MAX_KEY_BYTES: u64 = 64 * 1024;
 /// The goal shown on the start line, in runes.
 const GOAL_DISPLAY_RUNES: usize = 60;
-
-/// Classes an untrusted child always denies (§4 step 3).
-const UNTRUSTED_DENIED: [DangerClass; 9] = [
-    DangerClass::Destructive,
-    DangerClass::CodeExecution,
-    DangerClass::Install,
-    DangerClass::SystemWrite,
-    DangerClass::Persistence,
-    DangerClass::UnreadExec,
-    DangerClass::NetworkEgress,
-    DangerClass::Unknown,
-    DangerClass::Blocked,
-];
 
 /// The flags of `odek subagent`, parsed by hand so every error is the spec's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -205,12 +193,7 @@ struct Prepared {
     /// The runtime with the child's settings: profile, trust, budgets, no plan tool.
     runtime: Runtime,
     face: Arc<SubagentFace>,
-    untrusted: bool,
-    limits: BudgetLimits,
-    timeout_seconds: u64,
-    max_iterations: u32,
-    max_risk: Option<DangerClass>,
-    profile: String,
+    plan: ChildPlan,
     output: Output,
 }
 
@@ -243,117 +226,35 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
     let face = Arc::new(SubagentFace::default());
     let mut runtime =
         Runtime::new(setup, &overrides, face.clone()).map_err(|err| Prepare::Setup(err.to_string(), legacy()))?;
-    let config = runtime.settings().config.clone();
     let api_key = handed_key.or_else(|| runtime.settings().api_key.clone());
-
-    // Step 2: the profile.
-    let subagent = &config.subagent;
-    let chosen = [flags.profile.as_deref().unwrap_or_default(), task.profile.as_str()]
-        .into_iter()
-        .find(|name| !name.is_empty())
-        .map(str::to_owned);
-    // `none` switches the default off; only the operator's config can say so.
-    let profile_name = match chosen {
-        Some(name) => name,
-        None if subagent.default_profile == NO_PROFILE => String::new(),
-        None => subagent.default_profile.clone(),
+    runtime.settings_mut().api_key = api_key;
+    let child_flags = ChildFlags {
+        profile: flags.profile.as_deref(),
+        timeout: flags.timeout,
+        max_iter: flags.max_iter,
+        parent_session: flags.parent_session.as_deref(),
     };
-    let profile = if profile_name.is_empty() {
-        None
-    } else {
-        Some(config.profiles.get(&profile_name).cloned().ok_or_else(|| {
-            Prepare::Setup(
-                format!(
-                    "unknown profile {} (define it in the top-level profiles config section, or adjust subagent.default_profile)",
-                    quote(&profile_name)
-                ),
-                legacy(),
-            )
-        })?)
-    };
-    let mut policy = config.dangerous.policy_settings();
-    policy.non_interactive = NonInteractive::Deny;
-    let mut tools_filter = config.tools.clone();
-    if let Some(profile) = &profile {
-        policy.max_risk = Some(profile.max_risk);
-        if let Some(allowlist) = &profile.allowlist {
-            policy.allowlist.clone_from(allowlist);
-        }
-        if let Some(tools) = &profile.tools {
-            tools_filter = tools.clone();
-        }
-    }
-
-    // Step 3: trust, which the profile cannot lift.
-    let declared_untrusted = task.trust_level != "trusted";
-    let parent_untrusted = !task.parent_trust.is_empty() && task.parent_trust != "trusted";
-    let untrusted = declared_untrusted || parent_untrusted;
-    if untrusted {
-        policy.hard_deny.extend(UNTRUSTED_DENIED);
-    }
-    if !task.max_risk.is_empty() {
-        let cap = DangerClass::parse(&task.max_risk)
-            .filter(|class| class.rank().is_some())
-            .ok_or_else(|| Prepare::Setup(format!("invalid max_risk {}", quote(&task.max_risk)), legacy()))?;
-        policy.max_risk = Some(match policy.max_risk {
-            Some(current) if current.rank() <= cap.rank() => current,
-            _ => cap,
-        });
-    }
-
-    // Step 4: budgets, clamped to the parent's remaining budget in share mode.
-    let mut limits = budget_limits(&config, &print_warning);
-    let timeout_seconds = match flags.timeout {
-        Some(seconds) if seconds > 0 => u64::try_from(seconds).unwrap_or(u64::MAX).min(SUBAGENT_MAX_TIMEOUT_SECONDS),
-        _ => subagent.timeout_seconds,
-    };
-    let max_iterations = match flags.max_iter {
-        Some(n) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX).min(SUBAGENT_MAX_ITERATIONS),
-        _ => subagent.max_iterations,
-    };
-    let budget_fields =
-        BudgetFields { seconds: timeout_seconds, iterations: max_iterations, cost_usd: limits.max_cost_usd };
-    let output = |limits: &BudgetLimits| {
+    let output = |plan: &ChildPlan, limits: &BudgetLimits| {
         if framed {
-            Output::Framed(Arc::new(ProgressStream::new(&task.task_id, budget_fields, limits)))
+            let fields = BudgetFields {
+                seconds: plan.timeout_seconds,
+                iterations: plan.max_iterations,
+                cost_usd: plan.operator_limits.max_cost_usd,
+            };
+            Output::Framed(Arc::new(ProgressStream::new(&task.task_id, fields, limits)))
         } else {
             Output::Legacy
         }
     };
-    if let Some(share) = &task.budget {
-        if let Some(error) = share_spawn_gate(share) {
-            return Err(Prepare::SpawnGate(error, output(&limits)));
+    let plan = match runtime.prepare_child(task, &child_flags) {
+        Ok(plan) => plan,
+        Err(ChildError::Setup(message)) => return Err(Prepare::Setup(message, legacy())),
+        Err(ChildError::SpawnGate(error, plan)) => {
+            return Err(Prepare::SpawnGate(error, output(&plan, &plan.operator_limits)));
         }
-        limits = clamp_to_share(limits, share);
-    }
-    let output = output(&limits);
-    let max_risk = policy.max_risk;
-    let settings = runtime.settings_mut();
-    settings.api_key = api_key;
-    settings.policy = policy;
-    settings.config.tools = tools_filter;
-    settings.config.core.max_iterations = max_iterations;
-    // A child plans nothing of its own, and streams nothing: its parent reads its result.
-    settings.config.planning.enabled = false;
-    settings.stream = false;
-    settings.limits = Some(limits);
-    // Step 5: MCP servers only for trusted children.
-    settings.mcp_servers = !untrusted;
-    settings.untrusted = untrusted;
-    settings.artifact_read = false;
-    settings.replay_script = task.replay.clone().map(Arc::new);
-    settings.parent_session.clone_from(&flags.parent_session);
-    Ok(Prepared {
-        runtime,
-        face,
-        untrusted,
-        limits,
-        timeout_seconds,
-        max_iterations,
-        max_risk,
-        profile: profile_name,
-        output,
-    })
+    };
+    let output = output(&plan, &plan.limits);
+    Ok(Prepared { runtime, face, plan, output })
 }
 
 fn non_empty(text: &str) -> Option<String> {
@@ -487,8 +388,8 @@ async fn execute(
     task: &TaskFile,
     started: Instant,
 ) -> Result<(), CommandError> {
-    let Prepared { runtime, face, untrusted, limits, timeout_seconds, max_iterations, max_risk, profile, output } =
-        prepared;
+    let Prepared { runtime, face, plan, output } = prepared;
+    let ChildPlan { untrusted, limits, timeout_seconds, max_iterations, max_risk, profile, .. } = plan;
     if !flags.quiet {
         eprintln!("🔧 Sub-agent: {}", sanitise_for_terminal(&display_goal(&task.goal), Layout::Lines));
     }
