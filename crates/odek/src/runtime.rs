@@ -421,6 +421,13 @@ impl Session<'_> {
         outcome
     }
 
+    /// Starts the MCP servers (with their approvals) and the provider now rather than at the
+    /// first turn, so their status can be listed ([`Session::catalogue`]) before one; nothing
+    /// when they are up already. Their events go to the subscriber.
+    pub async fn start_servers(&mut self) -> Result<(), RuntimeError> {
+        self.start(None).await.map(|_| ())
+    }
+
     /// Stops the session's MCP servers.
     pub async fn close(self) {
         if let Some(started) = self.started {

@@ -37,6 +37,14 @@ impl TerminalFace {
         let _ = self.colour.set(colour);
     }
 
+    /// Runs `f` with the running turn's status line hidden (for output on stdout while it runs).
+    pub fn suspended<R>(&self, f: impl FnOnce() -> R) -> R {
+        match self.display() {
+            Some(display) => display.suspend(f),
+            None => f(),
+        }
+    }
+
     fn mode(&self) -> StatusMode {
         if self.quiet {
             StatusMode::Quiet
