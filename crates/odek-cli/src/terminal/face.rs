@@ -45,6 +45,20 @@ impl TerminalFace {
         }
     }
 
+    /// Takes the running turn's live status line off the screen while answer text streams onto
+    /// it ([`StatusDisplay::pause`]); [`TerminalFace::resume_status`] brings it back.
+    pub fn pause_status(&self) {
+        if let Some(display) = self.display() {
+            display.pause();
+        }
+    }
+
+    pub fn resume_status(&self) {
+        if let Some(display) = self.display() {
+            display.resume();
+        }
+    }
+
     fn mode(&self) -> StatusMode {
         if self.quiet {
             StatusMode::Quiet

@@ -126,6 +126,7 @@ impl ReplFace {
         if stream.printed() {
             let rest = stream.finish();
             self.print(&rest);
+            self.terminal.resume_status();
         }
     }
 }
@@ -141,7 +142,8 @@ impl Subscriber for ReplFace {
             return;
         }
         let shown = self.stream().and_then(|mut stream| stream.push(text));
-        if let Some(shown) = shown {
+        if let Some(shown) = shown.filter(|shown| !shown.is_empty()) {
+            self.terminal.pause_status();
             self.print(&shown);
         }
     }

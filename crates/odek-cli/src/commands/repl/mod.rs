@@ -19,6 +19,7 @@ mod slash;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
+use nix::sys::termios::{LocalFlags, SetArg, Termios, tcgetattr, tcsetattr};
 use odek::{Runtime, Session};
 use odek_agent::session::{SessionId, SessionLock, SessionStore, safe_state};
 use odek_contract::redaction::redact;
@@ -84,9 +85,10 @@ pub async fn run(args: ReplArgs) -> Result<(), CommandError> {
     let (saved, entries) = History::load(&runtime.setup().sources.odek_dir());
     let input = if at_terminal { Input::editor(&entries) } else { None }.unwrap_or_else(Input::lines);
     let terminal_mode = TerminalMode::save(input.is_editor());
-    let mut repl = Repl { runtime: &runtime, session, lock, store, face, signals, input, history: saved };
+    let mut repl =
+        Repl { runtime: &runtime, session, lock, store, face, signals, input, history: saved, terminal_mode };
     let outcome = repl.run().await;
-    let Repl { session, lock, signals, .. } = repl;
+    let Repl { session, lock, signals, terminal_mode, .. } = repl;
     session.close().await;
     drop(lock);
     terminal_mode.restore();
@@ -108,6 +110,7 @@ struct Repl<'r> {
     signals: ReplSignals,
     input: Input,
     history: History,
+    terminal_mode: TerminalMode,
 }
 
 /// What an input asks of the loop.
@@ -195,7 +198,9 @@ impl Repl<'_> {
             Err(err) => return failed(&err.to_string()),
         };
         let cancel = self.signals.begin_turn();
+        self.terminal_mode.ctrl_c_signals(true);
         let outcome = self.session.turn(user, &cancel).await;
+        self.terminal_mode.ctrl_c_signals(false);
         self.signals.end_turn();
         let streamed = self.face.finish_stream();
         match outcome {
@@ -265,18 +270,33 @@ fn notice(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
-/// The terminal's mode when the REPL started, put back when it ends: a SIGTERM may end it while
-/// the editor has the terminal in raw mode.
-struct TerminalMode(Option<nix::sys::termios::Termios>);
+/// The terminal's mode when the REPL started, put back when it ends (a SIGTERM may end it while
+/// the editor has the terminal in raw mode). In between, Ctrl-C is a signal only while a turn
+/// runs ([`TerminalMode::ctrl_c_signals`]): typed at any other moment — between two prompts, or
+/// before the editor took the terminal — it is a key the next prompt reads, never a SIGINT
+/// that nothing would act on.
+struct TerminalMode(Option<Termios>);
 
 impl TerminalMode {
     fn save(editor: bool) -> TerminalMode {
-        TerminalMode(editor.then(|| nix::sys::termios::tcgetattr(std::io::stdin()).ok()).flatten())
+        let mode = TerminalMode(editor.then(|| tcgetattr(std::io::stdin()).ok()).flatten());
+        mode.ctrl_c_signals(false);
+        mode
+    }
+
+    /// Whether Ctrl-C (and the other signal keys) raise signals from now on.
+    fn ctrl_c_signals(&self, on: bool) {
+        if self.0.is_none() {
+            return;
+        }
+        let Ok(mut mode) = tcgetattr(std::io::stdin()) else { return };
+        mode.local_flags.set(LocalFlags::ISIG, on);
+        let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, &mode);
     }
 
     fn restore(self) {
         if let Some(mode) = self.0 {
-            let _ = nix::sys::termios::tcsetattr(std::io::stdin(), nix::sys::termios::SetArg::TCSANOW, &mode);
+            let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, &mode);
         }
     }
 }
