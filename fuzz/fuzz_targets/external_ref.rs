@@ -8,10 +8,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use odek_agent::session::external_ref::{
-    ExternalRef, MAX_CREATED_BY_BYTES, MAX_KIND_BYTES, MAX_URI_BYTES, is_same_external_ref,
+use odek_agent::session::{
+    ExternalRef, MAX_CREATED_BY_BYTES, MAX_KIND_BYTES, MAX_URI_BYTES, is_same_external_ref, parse_external_ref_spec,
+    validate_external_ref,
 };
-use odek_agent::session::{parse_external_ref_spec, validate_external_ref};
 use odek_fuzz::{assert_no_seeded_secret, register_seeded_secrets};
 
 fuzz_target!(|data: &[u8]| {

@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use odek_agent::plan::render::TRUNCATION_LINE;
+use odek_agent::plan::TRUNCATION_LINE;
 use odek_agent::plan::{PlanBoard, PlanCaps, parse_plan_message, plan_message};
 use odek_contract::runes::rune_count;
 use odek_fuzz::PART_SEPARATOR;

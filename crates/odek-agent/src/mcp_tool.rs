@@ -9,18 +9,18 @@ use odek_mcp::{CallOptions, McpError, McpHub, ToolDescriptor, ToolOutput};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// One exposed MCP tool.
-pub struct McpTool {
+pub(crate) struct McpTool {
     hub: Arc<McpHub>,
     descriptor: ToolDescriptor,
 }
 
 impl McpTool {
-    pub fn new(hub: Arc<McpHub>, descriptor: ToolDescriptor) -> McpTool {
+    fn new(hub: Arc<McpHub>, descriptor: ToolDescriptor) -> McpTool {
         McpTool { hub, descriptor }
     }
 
     /// Every tool the hub exposes now.
-    pub fn all(hub: &Arc<McpHub>) -> Vec<Arc<dyn Tool>> {
+    pub(crate) fn all(hub: &Arc<McpHub>) -> Vec<Arc<dyn Tool>> {
         hub.tools()
             .into_iter()
             .map(|descriptor| Arc::new(McpTool::new(Arc::clone(hub), descriptor)) as Arc<dyn Tool>)

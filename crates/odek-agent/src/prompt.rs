@@ -42,9 +42,9 @@ pub const MAX_AT_ATTACHMENTS: usize = 16;
 /// The line that introduces `./AGENTS.md` in the system prompt.
 pub const AGENTS_HEADING: &str = "# Project context (AGENTS.md)";
 /// How the identity file is named in warnings.
-pub const IDENTITY_DISPLAY: &str = "~/.odek/IDENTITY.md";
+const IDENTITY_DISPLAY: &str = "~/.odek/IDENTITY.md";
 /// How the project context file is named in warnings.
-pub const AGENTS_DISPLAY: &str = "./AGENTS.md";
+const AGENTS_DISPLAY: &str = "./AGENTS.md";
 
 /// The identity used when no override and no usable `IDENTITY.md` exists.
 pub const BUILTIN_IDENTITY: &str = "\
@@ -127,7 +127,7 @@ pub fn compose_system_prompt(inputs: &PromptInputs) -> (String, Vec<String>) {
 
 /// §8.1: `--system` > `ODEK_SYSTEM` / config `system` > `~/.odek/IDENTITY.md` > built-in. A
 /// blank source does not count. `IDENTITY.md` is only read when no override is set.
-pub fn select_identity(inputs: &PromptInputs, warnings: &mut Vec<String>) -> Cow<'static, str> {
+fn select_identity(inputs: &PromptInputs, warnings: &mut Vec<String>) -> Cow<'static, str> {
     let is_set = |text: &&String| !text.trim().is_empty();
     if let Some(text) = inputs.system_flag.as_ref().filter(is_set).or(inputs.system_config.as_ref().filter(is_set)) {
         return Cow::Owned(text.clone());

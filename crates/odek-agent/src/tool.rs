@@ -18,7 +18,7 @@ pub struct ToolOutcome {
     /// absolute path; `None` when the output is runtime text that is not wrapped.
     pub untrusted_source: Option<String>,
     /// `Some(observed_chars)` when `max_result_chars` cut the result (MCP tools).
-    pub truncated_observed_chars: Option<u64>,
+    pub(crate) truncated_observed_chars: Option<u64>,
 }
 
 impl ToolOutcome {
@@ -61,7 +61,7 @@ pub struct Risk {
 #[derive(Clone)]
 pub struct ToolContext {
     /// The working directory relative paths resolve against.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// `~/.odek` (writes under it are `system_write`).
     pub odek_home: PathBuf,
     /// The run's cancellation.
@@ -74,7 +74,7 @@ pub struct ToolContext {
     pub approved: bool,
     /// Set by the loop once any result of this run was wrapped as untrusted; shared by every
     /// clone. `delegate_tasks` reads it to force its children to untrusted (`subagents.md` §2).
-    pub untrusted_ingested: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) untrusted_ingested: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ToolContext {

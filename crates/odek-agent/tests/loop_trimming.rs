@@ -32,7 +32,7 @@ async fn over_budget_requests_are_trimmed_with_a_cumulative_warning() {
     // The warning is upserted after the trim (spec §7.3 step 4), so it is not part of the fit.
     let without_warning: Vec<_> =
         last.iter().filter(|m| !m.content.starts_with("[Context trimmed:")).cloned().collect();
-    let estimate = odek_agent::run::trim::estimate_messages_tokens(&without_warning);
+    let estimate = odek_agent::run::estimate_messages_tokens(&without_warning);
     assert!(estimate <= 3000, "request of {estimate} tokens exceeds 75% of the window");
     assert_eq!(last[0].content, "identity");
     let warning = last.iter().find(|m| m.content.starts_with("[Context trimmed:")).expect("warning");

@@ -186,7 +186,7 @@ mod tests {
             let result = SubagentResult::from_run(&end, &[], Usage::default(), 1.0);
             SubagentEnd::of(&result).map_or(0, |end| exit_code(&Err(CommandError::Subagent(end))))
         };
-        use odek_agent::run::side_calls::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
+        use odek_agent::run::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
         assert_eq!(code(RunEnd::Answer("done".into())), 0);
         assert_eq!(code(RunEnd::Answer(format!("{TIME_SUMMARY_PREFIX}\n\nx"))), 2);
         assert_eq!(code(RunEnd::Answer(format!("{ITERATION_SUMMARY_PREFIX}\n\nx"))), 0);

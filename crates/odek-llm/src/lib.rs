@@ -2,15 +2,19 @@
 //! the replay provider that answers from a script file, and the recording wrapper that writes
 //! such scripts — all behind the object-safe [`Provider`] trait the agent loop uses.
 //!
-//! Start at [`Provider`] and [`ChatRequest`]; the conversation types are in [`message`]; the
-//! providers are [`OpenAiProvider`], [`ReplayProvider`] and [`RecordingProvider`].
+//! The public surface is the list re-exported below, the modules being internal: the
+//! [`Provider`] trait with its [`ChatRequest`], [`ChatResponse`], [`Thinking`] and
+//! [`StreamObserver`]; the conversation types ([`Message`], [`Role`], [`ToolCall`],
+//! [`FunctionCall`], [`ToolDefinition`], [`Usage`]); the errors ([`LlmError`], [`TransportKind`]);
+//! and the providers: [`OpenAiProvider`] (configured by [`OpenAiConfig`]), [`ReplayProvider`]
+//! (answering from a [`ReplayScript`]) and [`RecordingProvider`].
 
-pub mod error;
-pub mod message;
-pub mod openai;
-pub mod provider;
-pub mod record;
-pub mod replay;
+mod error;
+mod message;
+mod openai;
+mod provider;
+mod record;
+mod replay;
 mod sse;
 
 pub use error::{LlmError, TransportKind};
@@ -18,4 +22,4 @@ pub use message::{FunctionCall, Message, Role, ToolCall, ToolDefinition, Usage};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use provider::{BoxFuture, ChatRequest, ChatResponse, NoStreamObserver, Provider, StreamObserver, Thinking};
 pub use record::RecordingProvider;
-pub use replay::{ReplayProvider, ReplayScript};
+pub use replay::{ReplayProvider, ReplayScript, ReplayToolCall, ReplayTurn};

@@ -56,11 +56,6 @@ impl RecordingProvider {
         Ok(provider)
     }
 
-    /// The script as recorded so far.
-    pub fn script(&self) -> ReplayScript {
-        self.script.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
     fn record(&self, request: &ChatRequest<'_>, response: &ChatResponse) -> Result<(), LlmError> {
         let turn = recorded_turn(response);
         let mut script = self.script.lock().unwrap_or_else(PoisonError::into_inner);

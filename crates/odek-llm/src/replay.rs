@@ -40,16 +40,16 @@ use crate::message::{Message, Role, ToolCall, ToolDefinition, Usage};
 use crate::provider::{BoxFuture, ChatRequest, ChatResponse, Provider, StreamObserver};
 
 /// The `schema` value of every script.
-pub const REPLAY_SCHEMA: &str = "odek.replay/v1";
+const REPLAY_SCHEMA: &str = "odek.replay/v1";
 
 /// Largest script file read: 64 MiB (bytes).
-pub const MAX_SCRIPT_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_SCRIPT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A whole replay script.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayScript {
-    pub schema: String,
+    schema: String,
     /// A free note (the recording provider writes the model it recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -58,7 +58,7 @@ pub struct ReplayScript {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub side_calls: Vec<ReplayTurn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub subagents: Vec<ReplaySubagent>,
+    subagents: Vec<ReplaySubagent>,
 }
 
 impl Default for ReplayScript {
@@ -76,14 +76,14 @@ impl Default for ReplayScript {
 /// The script of a delegated child: answers the child whose task has exactly this `goal`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ReplaySubagent {
-    pub goal: String,
+struct ReplaySubagent {
+    goal: String,
     #[serde(default)]
-    pub turns: Vec<ReplayTurn>,
+    turns: Vec<ReplayTurn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub side_calls: Vec<ReplayTurn>,
+    side_calls: Vec<ReplayTurn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub subagents: Vec<ReplaySubagent>,
+    subagents: Vec<ReplaySubagent>,
 }
 
 /// One scripted assistant answer.
@@ -91,15 +91,15 @@ pub struct ReplaySubagent {
 #[serde(deny_unknown_fields)]
 pub struct ReplayTurn {
     #[serde(default)]
-    pub content: String,
+    pub(crate) content: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_content: Option<String>,
+    pub(crate) reasoning_content: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ReplayToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_reason: Option<String>,
+    pub(crate) finish_reason: Option<String>,
 }
 
 /// One scripted tool call.
@@ -107,11 +107,11 @@ pub struct ReplayTurn {
 #[serde(deny_unknown_fields)]
 pub struct ReplayToolCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    pub name: String,
+    pub(crate) id: Option<String>,
+    pub(crate) name: String,
     /// A string is used verbatim; any other value is serialised compactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
+    pub(crate) arguments: Option<Value>,
 }
 
 impl ReplayToolCall {
@@ -126,7 +126,7 @@ impl ReplayToolCall {
 }
 
 impl ReplayScript {
-    /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
+    /// Reads (at most `MAX_SCRIPT_BYTES`) and checks the script at `path`.
     pub fn load(path: &Path) -> Result<ReplayScript, LlmError> {
         let fail = |detail: String| LlmError::Replay { path: path.display().to_string(), detail };
         let bytes = match read_capped(path, Follow::Symlinks, MAX_SCRIPT_BYTES) {
@@ -207,7 +207,7 @@ pub struct ReplayProvider {
 }
 
 impl ReplayProvider {
-    /// Reads (at most [`MAX_SCRIPT_BYTES`]) and checks the script at `path`.
+    /// Reads (at most `MAX_SCRIPT_BYTES`) and checks the script at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<ReplayProvider, LlmError> {
         let path = path.as_ref();
         Ok(ReplayProvider::from_script(path.display().to_string(), ReplayScript::load(path)?))

@@ -15,6 +15,7 @@
 
 mod agent_parts;
 pub mod approvals;
+pub mod child;
 pub mod config;
 mod error;
 mod runtime;
@@ -29,7 +30,7 @@ pub use odek_agent::plan::PlanEvent;
 pub use odek_agent::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 pub use odek_llm::{BoxFuture, Message, ToolDefinition, Usage};
 pub use odek_mcp::{McpEvent, ServerInfo};
-pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnOutcome};
+pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnControl, TurnOutcome};
 pub use subscriber::Subscriber;
 pub use tokio_util::sync::CancellationToken;
 

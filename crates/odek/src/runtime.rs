@@ -16,7 +16,7 @@ use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::observer::{LoopEvent, LoopObserver};
 use odek_agent::plan::{PLAN_TOOL_NAME, PlanBoard, PlanCaps, render_plan};
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
-use odek_agent::run::trim::context_window;
+use odek_agent::run::context_window;
 use odek_agent::run::{Agent, Checkpoint, LoopSettings, RunError, Saved, ToolSet};
 use odek_agent::session::{Session as SessionRecord, SessionId, SessionLock, SessionStore, safe_state};
 use odek_agent::subagent::artifact_read::ArtifactReadTool;
@@ -24,7 +24,7 @@ use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::{Tool, ToolContext};
-use odek_danger::DangerPolicy;
+use odek_danger::{DangerPolicy, PolicySettings};
 use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
 use odek_mcp::{McpHub, McpObserver, ServerInfo};
 use tokio_util::sync::CancellationToken;
@@ -53,6 +53,9 @@ pub struct Overrides {
     pub events_jsonl: Option<String>,
     /// `--events-include-args`.
     pub events_include_args: bool,
+    /// An invalid configured thinking level means the model default instead of an error (what
+    /// `odek subagent` does: its parent already resolved the level).
+    pub lenient_thinking: bool,
 }
 
 /// The settings of the runtime after every layer.
@@ -70,6 +73,23 @@ pub struct Settings {
     pub record: Option<PathBuf>,
     pub events_jsonl: Option<String>,
     pub events_include_args: bool,
+    /// The danger policy of the built-in tools (the `dangerous` section; a face may tighten it).
+    pub policy: PolicySettings,
+    /// Budget limits used instead of the config's `limits` (a sub-agent's, clamped to its
+    /// parent's share).
+    pub limits: Option<BudgetLimits>,
+    /// Whether turns start the configured MCP servers (an untrusted sub-agent starts none).
+    pub mcp_servers: bool,
+    /// A replay script handed over in memory (a sub-agent's part of its parent's script), used
+    /// instead of loading `replay`.
+    pub replay_script: Option<Arc<TaskReplay>>,
+    /// Turns run for an untrusted parent: `delegate_tasks` children are untrusted too.
+    pub untrusted: bool,
+    /// Whether a top-level turn offers `artifact_read` (a sub-agent never does).
+    pub artifact_read: bool,
+    /// The session `delegate_tasks` names as its children's parent when this runtime's own
+    /// session is not persisted (a sub-agent passes its parent's).
+    pub parent_session: Option<String>,
 }
 
 /// The assembled runtime: config, settings, the face's subscriber and any tools the embedder
@@ -108,14 +128,19 @@ impl Runtime {
             REPLAY_PROVIDER.clone_into(&mut config.core.provider);
         }
         let thinking_text = overrides.thinking.clone().unwrap_or_else(|| config.core.thinking.clone());
-        let thinking = Thinking::parse(&thinking_text).ok_or_else(|| {
-            RuntimeError::Setup(format!(
-                "invalid thinking level {} (want enabled, disabled, low, medium or high)",
-                odek_contract::quoting::quote(&thinking_text)
-            ))
-        })?;
+        let thinking = match Thinking::parse(&thinking_text) {
+            Some(thinking) => thinking,
+            None if overrides.lenient_thinking => Thinking::default(),
+            None => {
+                return Err(RuntimeError::Setup(format!(
+                    "invalid thinking level {} (want enabled, disabled, low, medium or high)",
+                    odek_contract::quoting::quote(&thinking_text)
+                )));
+            }
+        };
         let settings = Settings {
             stream: config.core.stream || overrides.stream,
+            policy: config.dangerous.policy_settings(),
             config,
             api_key: effective.api_key,
             no_color: effective.no_color,
@@ -124,6 +149,12 @@ impl Runtime {
             record: overrides.record.clone(),
             events_jsonl: overrides.events_jsonl.clone(),
             events_include_args: overrides.events_include_args,
+            limits: None,
+            mcp_servers: true,
+            replay_script: None,
+            untrusted: false,
+            artifact_read: true,
+            parent_session: None,
         };
         Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new(), subagent_program: None })
     }
@@ -148,6 +179,12 @@ impl Runtime {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The settings, for a face that decides more than the config does (a sub-agent's profile,
+    /// trust and budgets). Changes apply to sessions handed out afterwards.
+    pub fn settings_mut(&mut self) -> &mut Settings {
+        &mut self.settings
     }
 
     /// The session store (`~/.odek/sessions`).
@@ -225,6 +262,11 @@ impl Runtime {
         Ok(session)
     }
 
+    /// Reports a warning to the subscriber.
+    pub(crate) fn warn(&self, text: &str) {
+        self.subscriber.warning(text);
+    }
+
     fn warn_all(&self, warnings: &[String]) {
         for warning in warnings {
             self.subscriber.warning(warning);
@@ -234,6 +276,7 @@ impl Runtime {
     /// The provider, and the `--replay` script it answers from (sub-agents get their part of it).
     fn provider(settings: &Settings) -> Result<(Arc<dyn Provider>, ReplayShare), RuntimeError> {
         let replay = match &settings.replay {
+            _ if settings.replay_script.is_some() => settings.replay_script.clone(),
             None => None,
             Some(_) if settings.config.core.provider != REPLAY_PROVIDER => {
                 return Err(RuntimeError::Setup("--replay needs --provider replay".into()));
@@ -251,6 +294,18 @@ impl Runtime {
 
 /// The `--replay` script, shared with `delegate_tasks`.
 type ReplayShare = Option<Arc<TaskReplay>>;
+
+/// How a turn is stopped and timed.
+#[derive(Debug, Clone, Default)]
+pub struct TurnControl {
+    /// Cancels the turn: running tools and MCP calls stop, the turn fails with
+    /// `context canceled`.
+    pub cancel: CancellationToken,
+    /// Asks the loop to conclude: the model gives its final answer instead of another batch.
+    pub finalize: CancellationToken,
+    /// When the turn's runtime budget starts counting; the turn's start when `None`.
+    pub started: Option<Instant>,
+}
 
 /// What a finished turn returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,7 +353,8 @@ pub struct Session<'r> {
 
 /// What a session starts on its first turn and keeps.
 struct Started {
-    hub: Arc<McpHub>,
+    /// `None` when the settings start no MCP servers.
+    hub: Option<Arc<McpHub>>,
     route: Arc<McpRoute>,
     provider: Arc<dyn Provider>,
     replay: ReplayShare,
@@ -375,7 +431,9 @@ impl Session<'_> {
             builtins.push(PLAN_TOOL_NAME.to_owned());
         }
         builtins.retain(|name| config.tools.allows(name));
-        Catalogue { builtins, servers: self.started.as_ref().map(|started| started.hub.servers()) }
+        let servers =
+            self.started.as_ref().map(|started| started.hub.as_ref().map(|hub| hub.servers()).unwrap_or_default());
+        Catalogue { builtins, servers }
     }
 
     /// The id of the session file, when the session is persisted.
@@ -392,7 +450,18 @@ impl Session<'_> {
         user_message: String,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, RuntimeError> {
-        let started = Instant::now();
+        let control = TurnControl { cancel: cancel.clone(), ..TurnControl::default() };
+        self.turn_with(user_message, &control).await
+    }
+
+    /// [`Session::turn`] under `control`: also concluding early when its `finalize` fires, and
+    /// timing the runtime budget from its `started`.
+    pub async fn turn_with(
+        &mut self,
+        user_message: String,
+        control: &TurnControl,
+    ) -> Result<TurnOutcome, RuntimeError> {
+        let started = control.started.unwrap_or_else(Instant::now);
         let runtime = self.runtime;
         let events = self.open_events()?;
         if let Some(events) = &events {
@@ -401,11 +470,11 @@ impl Session<'_> {
             }
             events.run_started(&self.model, false, runtime.settings.config.core.max_iterations);
         }
+        // A turn that failed left its transcript as it stood (a sub-agent reports from it); the
+        // next turn starts from its safe state, with no call lacking its result.
+        self.messages = safe_state(&self.messages);
         self.messages.push(Message::user(user_message));
-        let outcome = self.run_loop(events.clone(), cancel, started).await;
-        if outcome.is_err() {
-            self.messages = safe_state(&self.messages);
-        }
+        let outcome = self.run_loop(events.clone(), &control.cancel, &control.finalize, started).await;
         if let Some(events) = &events {
             let duration = started.elapsed();
             match &outcome {
@@ -421,17 +490,25 @@ impl Session<'_> {
         outcome
     }
 
-    /// Starts the MCP servers (with their approvals) and the provider now rather than at the
-    /// first turn, so their status can be listed ([`Session::catalogue`]) before one; nothing
-    /// when they are up already. Their events go to the subscriber.
-    pub async fn start_servers(&mut self) -> Result<(), RuntimeError> {
-        self.start(None).await.map(|_| ())
+    /// Builds the provider, then starts the MCP servers, now instead of at the first turn (which
+    /// does both at once): a face can tell a setup failure from a failed turn, and a provider
+    /// that cannot be built starts no server.
+    pub async fn ready(&mut self) -> Result<(), RuntimeError> {
+        if self.started.is_some() {
+            return Ok(());
+        }
+        let runtime = self.runtime;
+        let (provider, replay) = Self::build_provider(runtime).await?;
+        let route = Arc::new(McpRoute::new(Arc::clone(&runtime.subscriber)));
+        let hub = self.start_hub(&route).await.transpose()?.map(Arc::new);
+        self.started = Some(Started { hub, route, provider, replay });
+        Ok(())
     }
 
     /// Stops the session's MCP servers.
     pub async fn close(self) {
-        if let Some(started) = self.started {
-            started.hub.shutdown().await;
+        if let Some(hub) = self.started.and_then(|started| started.hub) {
+            hub.shutdown().await;
         }
     }
 
@@ -457,55 +534,79 @@ impl Session<'_> {
     /// The MCP servers and the provider, started once per session. The provider's HTTP client
     /// (TLS roots) is CPU work: it is built while the servers start.
     async fn start(&mut self, events: Option<&Arc<EventStream>>) -> Result<&Started, RuntimeError> {
-        let runtime = self.runtime;
         if let Some(started) = &self.started {
             started.route.route_to(events.cloned());
         } else {
+            let runtime = self.runtime;
             let route = Arc::new(McpRoute::new(Arc::clone(&runtime.subscriber)));
             route.route_to(events.cloned());
-            let settings = runtime.settings.clone();
-            let provider = tokio::task::spawn_blocking(move || Runtime::provider(&settings));
-            let console =
-                runtime.subscriber.console().unwrap_or_else(|| Arc::new(Unattended(Arc::clone(&runtime.subscriber))));
-            let hub = start_hub(&runtime.setup, Arc::clone(&route) as Arc<dyn McpObserver>, console).await;
-            let (provider, replay) = provider
-                .await
-                .map_err(|err| RuntimeError::Setup(format!("provider setup: {err}")))
-                .and_then(|provider| provider)?;
-            let hub = Arc::new(hub?);
+            let provider = Self::build_provider(runtime);
+            let hub = self.start_hub(&route).await;
+            let (provider, replay) = match provider.await {
+                Ok(provider) => provider,
+                Err(error) => {
+                    // Servers that started are stopped, not left to the drop.
+                    if let Some(Ok(hub)) = hub {
+                        hub.shutdown().await;
+                    }
+                    return Err(error);
+                }
+            };
+            let hub = hub.transpose()?.map(Arc::new);
             self.started = Some(Started { hub, route, provider, replay });
         }
         self.started.as_ref().ok_or_else(|| RuntimeError::Setup("session did not start".into()))
+    }
+
+    /// The provider, built on a blocking thread (the HTTP client's TLS roots are CPU work).
+    fn build_provider(
+        runtime: &Runtime,
+    ) -> impl std::future::Future<Output = Result<(Arc<dyn Provider>, ReplayShare), RuntimeError>> + use<> {
+        let settings = runtime.settings.clone();
+        let building = tokio::task::spawn_blocking(move || Runtime::provider(&settings));
+        async move { building.await.map_err(|err| RuntimeError::Setup(format!("provider setup: {err}")))? }
+    }
+
+    /// The configured MCP servers started (`None` when the settings start none).
+    async fn start_hub(&self, route: &Arc<McpRoute>) -> Option<Result<McpHub, RuntimeError>> {
+        let runtime = self.runtime;
+        if !runtime.settings.mcp_servers {
+            return None;
+        }
+        let subscriber = &runtime.subscriber;
+        let console = subscriber.console().unwrap_or_else(|| Arc::new(Unattended(Arc::clone(subscriber))));
+        Some(start_hub(&runtime.setup, Arc::clone(route) as Arc<dyn McpObserver>, console).await)
     }
 
     async fn run_loop(
         &mut self,
         events: Option<Arc<EventStream>>,
         cancel: &CancellationToken,
+        finalize: &CancellationToken,
         started: Instant,
     ) -> Result<TurnOutcome, RuntimeError> {
         let runtime = self.runtime;
-        let session_id = self.id();
+        let session_id = self.id().or_else(|| runtime.settings.parent_session.clone());
         let persisted = self.persisted.clone();
         let Started { hub, provider, replay, .. } = self.start(events.as_ref()).await?;
-        let (hub, provider, replay) = (Arc::clone(hub), Arc::clone(provider), replay.clone());
+        let (hub, provider, replay) = (hub.clone(), Arc::clone(provider), replay.clone());
         let subscriber = &runtime.subscriber;
         let settings = &runtime.settings;
         let config = &settings.config;
         let sources = &runtime.setup.sources;
         subscriber.loop_started();
-        let console = subscriber.console();
-        let interactive = console.as_ref().is_some_and(|console| console.is_interactive());
-        let mut tool_context = ToolContext::new(
-            sources.cwd.clone(),
-            sources.odek_dir(),
-            DangerPolicy::new(config.dangerous.policy_settings()),
-        );
+        // Interactive means someone answers the approval cards.
+        let gate = subscriber.batch_approver();
+        let mut tool_context =
+            ToolContext::new(sources.cwd.clone(), sources.odek_dir(), DangerPolicy::new(settings.policy.clone()));
         tool_context.cancel = cancel.clone();
-        tool_context.interactive = interactive;
+        tool_context.interactive = gate.is_some();
         let mut turn_config = config.clone();
         turn_config.core.model.clone_from(&self.model);
-        let limits = budget_limits(&turn_config, &|warning| subscriber.warning(warning));
+        let limits = match settings.limits {
+            Some(limits) => limits,
+            None => budget_limits(&turn_config, &|warning| subscriber.warning(warning)),
+        };
         let budget = Budget::new(limits, started).after(self.spent.usage, self.spent.tool_calls);
         let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
         builtins.extend(runtime.extra_tools.iter().cloned());
@@ -514,20 +615,20 @@ impl Session<'_> {
             config,
             settings.api_key.as_deref(),
             session_id.as_deref(),
-            false,
+            settings.untrusted,
             &budget,
             replay,
         );
         if let Some(program) = &runtime.subagent_program {
             delegate.program.clone_from(program);
         }
-        if delegate.artifact_read {
+        if delegate.artifact_read && settings.artifact_read {
             builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));
         }
         builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
         let tools_config = config.tools.clone();
         let allowed = Arc::new(move |name: &str| tools_config.allows(name));
-        let mut tools = ToolSet::new(builtins, Some(hub), allowed);
+        let mut tools = ToolSet::new(builtins, hub, allowed);
         if let Some(board) = &self.plan {
             tools = tools.with_plan(Arc::clone(board));
         }
@@ -550,7 +651,7 @@ impl Session<'_> {
                 Some(events) => Arc::new(Fanout::new(vec![view, Arc::clone(events) as _])),
                 None => view,
             },
-            gate: if interactive { subscriber.batch_approver() } else { None },
+            gate,
             checkpoint: persisted.map(|persisted| {
                 Box::new(SessionCheckpoint { persisted, charged: Usage::default() }) as Box<dyn Checkpoint>
             }),
@@ -562,7 +663,7 @@ impl Session<'_> {
             subscriber.loop_finished();
             return Err(RunError::Budget(exceeded).into());
         }
-        let outcome = agent.run(&mut self.messages, cancel).await;
+        let outcome = agent.run_until(&mut self.messages, cancel, finalize).await;
         let (usage, tool_calls) = agent.budget.spent();
         self.spent = Spent { turns: self.spent.turns + 1, usage, tool_calls };
         subscriber.loop_finished();

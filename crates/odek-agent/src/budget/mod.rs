@@ -61,7 +61,7 @@ impl BudgetLimits {
     /// The cost check (§3, §4): with cost enforced, `usage` costing at least `max_cost_usd`
     /// (compared in whole micro-USD) is the typed error. A cost that is not a finite number
     /// always exhausts the budget: the cap never fails open.
-    pub fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
+    fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
         if !self.cost_enforced() {
             return None;
         }
@@ -106,7 +106,7 @@ pub enum LimitName {
 }
 
 impl LimitName {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LimitName::Runtime => "runtime",
             LimitName::ToolCalls => "tool_calls",
@@ -210,7 +210,7 @@ impl Budget {
     }
 
     /// Publishes the run's usage so far (earlier turns' added) for [`BudgetShare`] snapshots.
-    pub fn publish_usage(&self, totals: Usage) {
+    pub(crate) fn publish_usage(&self, totals: Usage) {
         let totals = self.with_prior(totals);
         self.ledger.input_tokens.store(totals.input_tokens, Ordering::Release);
         self.ledger.output_tokens.store(totals.output_tokens, Ordering::Release);
@@ -224,7 +224,7 @@ impl Budget {
     }
 
     /// Children's spend charged back since the last call: add it to the run's input tokens.
-    pub fn take_child_charges(&self) -> u64 {
+    pub(crate) fn take_child_charges(&self) -> u64 {
         self.ledger.child_charges.swap(0, Ordering::AcqRel)
     }
 
@@ -233,12 +233,13 @@ impl Budget {
         Budget::new(BudgetLimits::default(), Instant::now())
     }
 
-    pub fn limits(&self) -> &BudgetLimits {
+    #[cfg(test)]
+    fn limits(&self) -> &BudgetLimits {
         &self.limits
     }
 
     /// Before every main LLM call: whole elapsed seconds `>=` max.
-    pub fn check_runtime(&self) -> Result<(), BudgetExceeded> {
+    pub(crate) fn check_runtime(&self) -> Result<(), BudgetExceeded> {
         let max = self.limits.max_runtime_seconds;
         let elapsed = self.started.elapsed().as_secs();
         exceeded_at_or_above(LimitName::Runtime, elapsed, max)
@@ -248,7 +249,7 @@ impl Budget {
     /// seconds reach the max, so the check is also enforced while a model call or a tool batch
     /// is in flight, not only before the next call. A limit too far away for the clock to
     /// represent (`--max-runtime 18446744073709551615`) can never be reached: no deadline.
-    pub fn runtime_deadline(&self) -> Option<Instant> {
+    pub(crate) fn runtime_deadline(&self) -> Option<Instant> {
         let max = self.limits.max_runtime_seconds;
         if max == 0 {
             return None;
@@ -257,7 +258,7 @@ impl Budget {
     }
 
     /// The runtime error at (or after) [`Budget::runtime_deadline`].
-    pub fn runtime_expired(&self) -> BudgetExceeded {
+    pub(crate) fn runtime_expired(&self) -> BudgetExceeded {
         let max = self.limits.max_runtime_seconds;
         BudgetExceeded {
             limit_name: LimitName::Runtime,
@@ -275,7 +276,7 @@ impl Budget {
     }
 
     /// Before a batch is scheduled: executed + batch `>` max (a batch reaching the cap runs).
-    pub fn check_tool_calls(&self, batch: usize) -> Result<(), BudgetExceeded> {
+    pub(crate) fn check_tool_calls(&self, batch: usize) -> Result<(), BudgetExceeded> {
         let max = self.limits.max_tool_calls;
         let observed = self.executed_tool_calls.saturating_add(batch as u64);
         if max > 0 && observed > max {
@@ -289,17 +290,13 @@ impl Budget {
     }
 
     /// Counts a batch that ran.
-    pub fn record_executed(&mut self, calls: usize) {
+    pub(crate) fn record_executed(&mut self, calls: usize) {
         self.executed_tool_calls = self.executed_tool_calls.saturating_add(calls as u64);
         self.ledger.executed_tool_calls.store(self.executed_tool_calls, Ordering::Release);
     }
 
-    pub fn executed_tool_calls(&self) -> u64 {
-        self.executed_tool_calls
-    }
-
     /// Whether any dimension is exhausted now (side calls are skipped then).
-    pub fn any_exhausted(&self, totals: Usage) -> bool {
+    pub(crate) fn any_exhausted(&self, totals: Usage) -> bool {
         self.check_runtime().is_err() || self.check_usage(totals).is_err() || self.tool_calls_exhausted()
     }
 
@@ -308,7 +305,7 @@ impl Budget {
     }
 
     /// Every budget other than tool calls still has headroom (the partial-summary condition).
-    pub fn others_have_headroom(&self, totals: Usage) -> bool {
+    pub(crate) fn others_have_headroom(&self, totals: Usage) -> bool {
         self.check_runtime().is_ok() && self.check_usage(totals).is_ok()
     }
 }

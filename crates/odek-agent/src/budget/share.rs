@@ -28,7 +28,7 @@ pub struct BudgetShare {
     ledger: Arc<Ledger>,
 }
 
-/// Input tokens reserved for one child; give it back with [`BudgetShare::settle`].
+/// Input tokens reserved for one child; give it back with `BudgetShare::settle`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InputGrant(pub u64);
 
@@ -53,7 +53,7 @@ impl BudgetShare {
     }
 
     /// The first exhausted dimension in the order runtime, tool calls, cost, input tokens.
-    pub fn exhausted(&self) -> Option<BudgetExceeded> {
+    pub(crate) fn exhausted(&self) -> Option<BudgetExceeded> {
         let budget = self.budget();
         let totals = self.totals();
         if let Err(exceeded) = budget.check_runtime() {
@@ -75,7 +75,7 @@ impl BudgetShare {
     /// §8's snapshot right before a spawn: what remains of runtime, tool calls and cost (cost
     /// only when enforced), each clamped at 0, with the exhausted flags. Input tokens are set
     /// by the grant. `None` when the parent limits none of the four dimensions.
-    pub fn snapshot(&self) -> Option<ShareBudget> {
+    pub(crate) fn snapshot(&self) -> Option<ShareBudget> {
         let limits = &self.limits;
         if limits.max_runtime_seconds == 0
             && limits.max_tool_calls == 0
@@ -133,7 +133,7 @@ impl BudgetShare {
     }
 
     /// A child ended: its grant is released and its `tokens_used` charged to the parent.
-    pub fn settle(&self, grant: Option<InputGrant>, tokens_used: u64) {
+    pub(crate) fn settle(&self, grant: Option<InputGrant>, tokens_used: u64) {
         if let Some(InputGrant(grant)) = grant {
             let _ = self.ledger.outstanding_grants.fetch_update(Ordering::AcqRel, Ordering::Acquire, |outstanding| {
                 Some(outstanding.saturating_sub(grant))

@@ -157,7 +157,7 @@ fn cut_summary_string(text: &str) -> &str {
 
 /// The host of `url` alone: no scheme, userinfo, port, path, query or fragment; lowercased;
 /// IPv6 literals without brackets. `None` when there is no host.
-pub fn url_host(url: &str) -> Option<String> {
+fn url_host(url: &str) -> Option<String> {
     let url = url.trim();
     let after_scheme = match url.split_once("://") {
         Some((scheme, rest)) if is_url_scheme(scheme) => rest,

@@ -23,7 +23,7 @@ use super::sink::{EventSink, write_failed_message};
 pub const EVENT_QUEUE_CAPACITY: usize = 1024;
 
 /// The stderr warning printed by [`EventEmitter::close`] when `dropped` > 0.
-pub fn dropped_events_warning(dropped: u64) -> String {
+fn dropped_events_warning(dropped: u64) -> String {
     odek_contract::terminal_text::warning_line(&format!("events: {dropped} event(s) dropped (queue full)"))
 }
 
@@ -72,10 +72,6 @@ impl EventEmitter {
         })
     }
 
-    pub fn run_id(&self) -> &RunId {
-        &self.run_id
-    }
-
     /// Whether `tool_call_started` carries the (redacted) raw arguments.
     pub fn include_args(&self) -> bool {
         self.include_args
@@ -116,7 +112,7 @@ impl EventEmitter {
 
     /// Stops accepting events, lets the consumer write what is queued and waits for it —
     /// except on the consumer thread itself (a sink calling close), which returns at once.
-    /// Returns the dropped count and prints [`dropped_events_warning`] on stderr (once) when
+    /// Returns the dropped count and prints `dropped_events_warning` on stderr (once) when
     /// it is above zero. Calling it again is harmless.
     pub fn close(&self) -> u64 {
         self.closed.store(true, Ordering::Release);

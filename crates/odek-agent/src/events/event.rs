@@ -8,14 +8,14 @@ use std::fmt;
 
 use odek_contract::redaction::redact;
 use serde::Serialize;
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 use sha2::{Digest, Sha256};
 
 use super::EventError;
 use crate::budget::BudgetValue;
 
 /// The `schema` value of every line.
-pub const EVENT_SCHEMA: &str = "odek.event/v1";
+const EVENT_SCHEMA: &str = "odek.event/v1";
 
 /// The run identifier: 16 bytes from the OS CSPRNG as 32 lowercase hex characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -35,7 +35,7 @@ impl RunId {
         valid.then(|| RunId(text.to_owned()))
     }
 
-    pub fn as_str(&self) -> &str {
+    fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -101,11 +101,8 @@ impl Event {
         Event { event_type, iteration: iteration.filter(|n| *n > 0), tool: tool.map(str::to_owned), data }
     }
 
-    pub fn event_type(&self) -> &'static str {
-        self.event_type
-    }
-
-    pub fn iteration(&self) -> Option<u32> {
+    #[cfg(test)]
+    fn iteration(&self) -> Option<u32> {
         self.iteration
     }
 
@@ -114,7 +111,8 @@ impl Event {
     }
 
     /// `data` as a JSON object.
-    pub fn data(&self) -> Map<String, Value> {
+    #[cfg(test)]
+    fn data(&self) -> serde_json::Map<String, Value> {
         self.data.iter().map(|(key, value)| ((*key).to_owned(), value.clone())).collect()
     }
 
@@ -223,7 +221,7 @@ impl Event {
         Event::new("plan_updated", None, None, data)
     }
 
-    /// The goal itself never appears: only [`goal_sha256`] of it.
+    /// The goal itself never appears: only `goal_sha256` of it.
     pub fn subagent_spawned(task_id: &str, pid: u32, depth: u32, timeout_seconds: u64, goal: &str) -> Event {
         let data = data_of([
             ("task_id", some(task_id)),
@@ -308,7 +306,7 @@ impl Event {
 
     /// A copy with `tool` and every string anywhere inside `data` passed through secret
     /// redaction (§9). `self` is left as it was; non-string values keep their JSON types.
-    pub fn redacted(&self) -> Event {
+    pub(crate) fn redacted(&self) -> Event {
         Event {
             event_type: self.event_type,
             iteration: self.iteration,
@@ -331,7 +329,7 @@ fn redact_value(value: &Value) -> Value {
 }
 
 /// `goal_sha256`: lowercase hex of the first 8 bytes of SHA-256(goal), 16 characters.
-pub fn goal_sha256(goal: &str) -> String {
+fn goal_sha256(goal: &str) -> String {
     let digest = Sha256::digest(goal.as_bytes());
     hex::encode(&digest[..8])
 }

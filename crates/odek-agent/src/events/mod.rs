@@ -15,15 +15,10 @@ mod event;
 mod sink;
 mod stream;
 
-pub use args::{
-    MAX_SUMMARY_ITEMS, MAX_SUMMARY_STRING_BYTES, args_bytes, args_sha256, args_summary, artifact_count, url_host,
-};
-pub use dispatch::{EVENT_QUEUE_CAPACITY, EventEmitter, dropped_events_warning};
-pub use event::{EVENT_SCHEMA, Event, RunId, SubagentOutcome, goal_sha256, render_event_line};
-pub use sink::{
-    EventSink, JsonlSink, StdoutSink, check_events_path, harden_events_file, open_events_file, open_sink,
-    write_failed_message,
-};
+pub use args::{MAX_SUMMARY_ITEMS, MAX_SUMMARY_STRING_BYTES, args_bytes, args_sha256, args_summary, artifact_count};
+pub use dispatch::{EVENT_QUEUE_CAPACITY, EventEmitter};
+pub use event::{Event, RunId, SubagentOutcome, render_event_line};
+pub use sink::{EventSink, JsonlSink, check_events_path, harden_events_file, open_events_file, open_sink};
 pub use stream::{EventStream, Fanout};
 
 /// What can go wrong setting up the event stream. Open errors of the JSONL sink are

@@ -26,7 +26,7 @@ pub trait EventSink: Send {
 }
 
 /// The stderr text for a failed write: `odek: events-jsonl write failed: <error>`.
-pub fn write_failed_message(error: &std::io::Error) -> String {
+pub(crate) fn write_failed_message(error: &std::io::Error) -> String {
     format!("odek: events-jsonl write failed: {error}")
 }
 
@@ -65,7 +65,7 @@ impl EventSink for JsonlSink {
 
 /// Standard output, flushed after every line.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StdoutSink;
+struct StdoutSink;
 
 impl EventSink for StdoutSink {
     fn write_line(&mut self, line: &str) -> std::io::Result<()> {

@@ -39,12 +39,8 @@ impl EventStream {
         EventStream { emitter, cwd: cwd.to_path_buf(), odek_home: odek_home.to_path_buf(), mcp_terminal }
     }
 
-    pub fn emitter(&self) -> &EventEmitter {
-        &self.emitter
-    }
-
     /// Queues `event` (see [`EventEmitter::emit`]).
-    pub fn emit(&self, event: Event) {
+    pub(crate) fn emit(&self, event: Event) {
         self.emitter.emit(event);
     }
 
@@ -72,7 +68,7 @@ impl EventStream {
     }
 
     /// The v1 event for a loop event; `None` for those the stream does not carry.
-    pub fn loop_event_to_event(&self, event: &LoopEvent<'_>) -> Option<Event> {
+    fn loop_event_to_event(&self, event: &LoopEvent<'_>) -> Option<Event> {
         match *event {
             LoopEvent::IterationStarted { .. } | LoopEvent::ModelResponded { .. } | LoopEvent::Warning { .. } => None,
             LoopEvent::ToolCallStarted { iteration, call_id, tool, arguments, risk: _ } => {

@@ -13,27 +13,27 @@ use serde_json::{Map, Value};
 use super::PlanError;
 
 /// The four verbs, in the order of the error text.
-pub const VERBS: [&str; 4] = ["create", "update", "complete", "get"];
+const VERBS: [&str; 4] = ["create", "update", "complete", "get"];
 
 /// One step of a `create` call, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StepInput {
-    pub id: String,
-    pub title: String,
-    pub note: String,
+pub(crate) struct StepInput {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) note: String,
 }
 
 /// One entry of an `update` call, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UpdateInput {
-    pub id: String,
-    pub status: Option<String>,
-    pub note: Option<String>,
+pub(crate) struct UpdateInput {
+    pub(crate) id: String,
+    pub(crate) status: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// A decoded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlanRequest {
+pub(crate) enum PlanRequest {
     Create(Vec<StepInput>),
     Update(Vec<UpdateInput>),
     /// `step_id` as given (`""` when missing).
@@ -42,7 +42,7 @@ pub enum PlanRequest {
 }
 
 /// The model's arguments as a [`PlanRequest`], or the spec's error.
-pub fn decode_plan_request(arguments: &str) -> Result<PlanRequest, PlanError> {
+pub(crate) fn decode_plan_request(arguments: &str) -> Result<PlanRequest, PlanError> {
     let text = if arguments.trim().is_empty() { "{}" } else { arguments };
     let value: Value = serde_json::from_str(text).map_err(|err| PlanError::ParseArgs(err.to_string()))?;
     let Value::Object(outer) = value else {

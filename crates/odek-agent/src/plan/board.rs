@@ -68,13 +68,13 @@ impl PlanBoard {
     }
 
     /// The events of the version bumps since the last call, in version order.
-    pub fn take_events(&self) -> Vec<PlanEvent> {
+    pub(crate) fn take_events(&self) -> Vec<PlanEvent> {
         std::mem::take(&mut self.lock().pending)
     }
 
     /// §8 at the start of a run: unparseable plan messages leave `messages`, the last parseable
     /// one becomes the state (empty when there is none). Emits nothing.
-    pub fn restore(&self, messages: &mut Vec<Message>) {
+    pub(crate) fn restore(&self, messages: &mut Vec<Message>) {
         let state = restore_plan(messages, &self.caps);
         let mut inner = self.lock();
         inner.state = state;
@@ -83,7 +83,7 @@ impl PlanBoard {
 
     /// §7 after every tool batch: the plan message updated in place (the last one), or inserted
     /// right after the protected head. Nothing before the first `create`.
-    pub fn upsert_message(&self, messages: &mut Vec<Message>) {
+    pub(crate) fn upsert_message(&self, messages: &mut Vec<Message>) {
         let Some(content) = plan_message(&self.lock().state, self.caps.max_render_chars) else {
             return;
         };
@@ -103,12 +103,12 @@ impl PlanBoard {
 
 /// The `plan` tool: danger class `safe` (never prompts, never on an approval card).
 #[derive(Debug, Clone)]
-pub struct PlanTool {
+pub(crate) struct PlanTool {
     board: Arc<PlanBoard>,
 }
 
 impl PlanTool {
-    pub fn new(board: Arc<PlanBoard>) -> PlanTool {
+    pub(crate) fn new(board: Arc<PlanBoard>) -> PlanTool {
         PlanTool { board }
     }
 }
@@ -151,7 +151,7 @@ fn plan_schema() -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::PlanCounts;
+    use crate::plan::state::PlanCounts;
 
     #[test]
     fn get_before_create_and_after() {

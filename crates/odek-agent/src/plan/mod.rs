@@ -1,43 +1,45 @@
 //! The built-in `plan` tool (spec `plan.md`): a short structured plan kept in engine state and
 //! shown to the model every iteration in a protected system message that survives trimming.
 //!
-//! - [`args`] decodes the model's arguments, with the spec's tolerance for common deviations.
-//! - [`state`] owns the plan itself: the four verbs, validation, normalisation and versions.
-//! - [`render`] turns a plan into the render (the tool output) and the protected message.
-//! - [`resume`] parses plan messages strictly back out of a transcript (`odek continue`).
-//! - [`board`] is the run's shared plan ([`PlanBoard`]): the `plan` tool ([`PlanTool`]) mutates
+//! - `args` decodes the model's arguments, with the spec's tolerance for common deviations.
+//! - `state` owns the plan itself: the four verbs, validation, normalisation and versions.
+//! - `render` turns a plan into the render (the tool output) and the protected message.
+//! - `resume` parses plan messages strictly back out of a transcript (`odek continue`).
+//! - `board` is the run's shared plan ([`PlanBoard`]): the `plan` tool (`PlanTool`) mutates
 //!   it, the loop restores it at the start of a run, drains its events after each batch and
 //!   upserts its message.
 //!
 //! This module never emits events or touches the conversation by itself; the loop does both.
 //! Start at [`PlanBoard`].
 
-pub mod args;
-pub mod board;
-pub mod render;
-pub mod resume;
-pub mod state;
+mod args;
+mod board;
+pub(crate) mod render;
+mod resume;
+mod state;
 
 use odek_contract::quoting::quote;
 use thiserror::Error;
 
-pub use board::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
-pub use render::{PLAN_MESSAGE_PREFIX, is_plan_message, plan_message, render_plan};
-pub use resume::{parse_plan_message, restore_plan};
+pub use board::PLAN_TOOL_NAME;
+pub use board::PlanBoard;
+pub(crate) use board::PlanTool;
+pub use render::{TRUNCATION_LINE, is_plan_message, plan_message, render_plan};
+pub use resume::parse_plan_message;
 pub use state::{PlanCounts, PlanEvent, PlanState, Status, Step};
 
 /// Default `planning.max_steps` (steps).
-pub const DEFAULT_MAX_STEPS: usize = 12;
+const DEFAULT_MAX_STEPS: usize = 12;
 /// Allowed `planning.max_steps` (steps).
-pub const MAX_STEPS_RANGE: (usize, usize) = (1, 50);
+const MAX_STEPS_RANGE: (usize, usize) = (1, 50);
 /// Default `planning.max_render_chars` (runes).
-pub const DEFAULT_MAX_RENDER_CHARS: usize = 2000;
+const DEFAULT_MAX_RENDER_CHARS: usize = 2000;
 /// Allowed `planning.max_render_chars` (runes).
-pub const MAX_RENDER_CHARS_RANGE: (usize, usize) = (200, 8000);
+const MAX_RENDER_CHARS_RANGE: (usize, usize) = (200, 8000);
 /// Longest step id (UTF-8 bytes).
-pub const MAX_ID_BYTES: usize = 32;
+const MAX_ID_BYTES: usize = 32;
 /// Longest step title after normalisation (UTF-8 bytes).
-pub const MAX_TITLE_BYTES: usize = 200;
+const MAX_TITLE_BYTES: usize = 200;
 
 /// The two caps of the run's resolved `planning` configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

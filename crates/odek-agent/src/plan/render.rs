@@ -11,18 +11,18 @@ use sha2::{Digest, Sha256};
 use super::state::{PlanCounts, PlanState, Step};
 
 /// How a plan message starts; a `system` message starting so is the plan message (§7).
-pub const PLAN_MESSAGE_PREFIX: &str = "[Current plan:";
+pub(crate) const PLAN_MESSAGE_PREFIX: &str = "[Current plan:";
 /// The untrusted wrapper's source for the step lines.
-pub const PLAN_SOURCE: &str = "plan";
+pub(crate) const PLAN_SOURCE: &str = "plan";
 /// `get` before the first `create`.
-pub const NO_ACTIVE_PLAN: &str = "No active plan.";
+pub(crate) const NO_ACTIVE_PLAN: &str = "No active plan.";
 /// The last line of a render cut to fit (after a `\n`).
 pub const TRUNCATION_LINE: &str = "[plan truncated: exceeded max_render_chars]";
 /// The separator before a step's note; titles and notes never contain `—`.
-pub const NOTE_SEPARATOR: &str = " \u{2014} ";
+pub(crate) const NOTE_SEPARATOR: &str = " \u{2014} ";
 
 /// `[Current plan: v<N> — <done>/<total> done, <blocked> blocked. Structured state, not instructions.]`
-pub fn render_header(version: u64, counts: &PlanCounts) -> String {
+fn render_header(version: u64, counts: &PlanCounts) -> String {
     format!(
         "{PLAN_MESSAGE_PREFIX} v{version} \u{2014} {}/{} done, {} blocked. Structured state, not instructions.]",
         counts.done, counts.steps, counts.blocked
@@ -30,12 +30,12 @@ pub fn render_header(version: u64, counts: &PlanCounts) -> String {
 }
 
 /// `[Current plan: v<N> — all <total> steps complete.]`
-pub fn render_all_done(version: u64, total: usize) -> String {
+fn render_all_done(version: u64, total: usize) -> String {
     format!("{PLAN_MESSAGE_PREFIX} v{version} \u{2014} all {total} steps complete.]")
 }
 
 /// `<id> [<status>] <title>[ — <note>]`
-pub fn render_step_line(step: &Step) -> String {
+fn render_step_line(step: &Step) -> String {
     let mut line = format!("{} [{}] {}", step.id, step.status.as_str(), step.title);
     if !step.note.is_empty() {
         line.push_str(NOTE_SEPARATOR);
@@ -45,7 +45,7 @@ pub fn render_step_line(step: &Step) -> String {
 }
 
 /// `[+<n> done steps omitted]`
-pub fn render_omission_line(omitted: usize) -> String {
+pub(crate) fn render_omission_line(omitted: usize) -> String {
     format!("[+{omitted} done steps omitted]")
 }
 
@@ -114,7 +114,7 @@ fn cut_render(text: String, max_render_chars: usize) -> String {
 
 /// §7: the wrapper nonce of a body — the first 8 bytes of SHA-256(`plan` 0x00 <neutralised
 /// body>) as hex — so an unchanged plan re-renders byte for byte.
-pub fn plan_nonce(body: &str) -> String {
+fn plan_nonce(body: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(PLAN_SOURCE.as_bytes());
     hasher.update([0_u8]);

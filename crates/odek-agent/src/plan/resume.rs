@@ -14,7 +14,7 @@ use super::{MAX_ID_BYTES, MAX_TITLE_BYTES, PlanCaps};
 
 /// Removes every unparseable plan message from `messages` and returns the state of the last
 /// parseable one ([`PlanState::Empty`] when there is none).
-pub fn restore_plan(messages: &mut Vec<Message>, caps: &PlanCaps) -> PlanState {
+pub(crate) fn restore_plan(messages: &mut Vec<Message>, caps: &PlanCaps) -> PlanState {
     let mut state = PlanState::Empty;
     let mut index = 0;
     while index < messages.len() {

@@ -17,7 +17,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",
             Status::InProgress => "in_progress",
@@ -27,7 +27,7 @@ impl Status {
     }
 
     /// The status named exactly `text`.
-    pub fn parse(text: &str) -> Option<Status> {
+    pub(crate) fn parse(text: &str) -> Option<Status> {
         match text {
             "pending" => Some(Status::Pending),
             "in_progress" => Some(Status::InProgress),
@@ -98,7 +98,7 @@ impl PlanState {
         }
     }
 
-    pub fn counts(&self) -> PlanCounts {
+    pub(crate) fn counts(&self) -> PlanCounts {
         match self {
             PlanState::Empty => PlanCounts::default(),
             PlanState::Complete { total, .. } => PlanCounts { steps: *total, done: *total, ..PlanCounts::default() },
@@ -108,7 +108,7 @@ impl PlanState {
 
     /// Applies one call. `Ok(Some(event))` when the version was bumped, `Ok(None)` for `get`
     /// and no-ops; on error the state is unchanged.
-    pub fn apply(&mut self, request: PlanRequest, caps: &PlanCaps) -> Result<Option<PlanEvent>, PlanError> {
+    pub(crate) fn apply(&mut self, request: PlanRequest, caps: &PlanCaps) -> Result<Option<PlanEvent>, PlanError> {
         match request {
             PlanRequest::Create(steps) => self.create(&steps, caps).map(Some),
             PlanRequest::Update(updates) => self.update(&updates),
@@ -200,17 +200,17 @@ fn count_steps(steps: &[Step]) -> PlanCounts {
 
 /// §4 for titles and notes: CRLF, LF and CR become a space, `—` becomes `-` (the renderer
 /// reserves ` — `), surrounding whitespace is trimmed.
-pub fn normalize_text(text: &str) -> String {
+pub(crate) fn normalize_text(text: &str) -> String {
     text.replace("\r\n", " ").replace(['\r', '\n'], " ").replace('\u{2014}', "-").trim().to_owned()
 }
 
 /// §4: a short token — no space, tab, LF, CR, `[` or `]`.
-pub fn is_token_id(id: &str) -> bool {
+pub(crate) fn is_token_id(id: &str) -> bool {
     !id.contains([' ', '\t', '\n', '\r', '[', ']'])
 }
 
 /// §4: the step count, then every step's checks in the table's order, step by step.
-pub fn validate_steps(inputs: &[StepInput], max_steps: usize) -> Result<Vec<Step>, PlanError> {
+fn validate_steps(inputs: &[StepInput], max_steps: usize) -> Result<Vec<Step>, PlanError> {
     if inputs.is_empty() || inputs.len() > max_steps {
         return Err(PlanError::StepCount { max_steps, got: inputs.len() });
     }
@@ -228,7 +228,7 @@ pub fn validate_steps(inputs: &[StepInput], max_steps: usize) -> Result<Vec<Step
 }
 
 /// The id checks of one step: required, at most 32 bytes, a token. Returns the trimmed id.
-pub fn validate_step_id(index: usize, raw: &str) -> Result<String, PlanError> {
+fn validate_step_id(index: usize, raw: &str) -> Result<String, PlanError> {
     let id = raw.trim();
     if id.is_empty() {
         return Err(PlanError::IdRequired { index });
@@ -243,7 +243,7 @@ pub fn validate_step_id(index: usize, raw: &str) -> Result<String, PlanError> {
 }
 
 /// The title checks of one step: required after normalisation, at most 200 bytes.
-pub fn validate_step_title(index: usize, raw: &str) -> Result<String, PlanError> {
+fn validate_step_title(index: usize, raw: &str) -> Result<String, PlanError> {
     let title = normalize_text(raw);
     if title.is_empty() {
         return Err(PlanError::TitleRequired { index });

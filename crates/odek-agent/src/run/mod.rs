@@ -1,14 +1,17 @@
 //! The agent loop (spec `loop-and-sessions.md` §1–§2, §5–§7): iterations of one model call and
 //! the tool batch it asks for, until a final answer, the iteration cap or an error. Everything
-//! the loop does to text before the model sees it is in [`framing`]; trimming is in [`trim`];
-//! side calls in [`side_calls`]; hints in [`hints`].
+//! the loop does to text before the model sees it is in `framing`; trimming is in `trim`;
+//! side calls in `side_calls`; hints in `hints`. Of those, the binary uses only what is
+//! re-exported here: [`outcome_text`] and [`tool_message`] (`odek ext call`), [`context_window`]
+//! and [`estimate_messages_tokens`], [`format_duration`] (the status line) and the partial-summary
+//! prefixes.
 //!
 //! Start at [`Agent::run`].
 
-pub mod framing;
-pub mod hints;
-pub mod side_calls;
-pub mod trim;
+mod framing;
+mod hints;
+mod side_calls;
+pub(crate) mod trim;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -31,20 +34,18 @@ use crate::budget::{Budget, BudgetExceeded, LimitName};
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
-use framing::{outcome_text, tool_message};
+pub use framing::{outcome_text, tool_message};
 use hints::HintTracker;
+pub use hints::format_duration;
 use odek_danger::DangerClass;
-use side_calls::{
-    BUDGET_SUMMARY_PREFIX, ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX, compaction_digest, digest_body,
-    partial_summary,
-};
+use side_calls::{BUDGET_SUMMARY_PREFIX, compaction_digest, digest_body, partial_summary};
+pub use side_calls::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
 use trim::{
-    ContextBudget, DIGEST_PREFIX, SURVIVAL_MODE_PREFIX, TrimTotals, estimate_messages_tokens, estimate_tools_tokens,
-    is_context_length_error, proactive_trim, protected_head_len, survival_trim, upsert_trim_warning,
+    ContextBudget, DIGEST_PREFIX, SURVIVAL_MODE_PREFIX, TrimTotals, estimate_tools_tokens, is_context_length_error,
+    proactive_trim, protected_head_len, survival_trim, upsert_trim_warning,
 };
+pub use trim::{context_window, estimate_messages_tokens};
 
-/// Default `max_tool_parallel`.
-pub const DEFAULT_MAX_TOOL_PARALLEL: usize = 4;
 /// How long the calls of a batch get to wind down once the runtime budget cancelled them; a
 /// call still running after that is abandoned. Long enough for a sub-agent, which is asked to
 /// stop and killed a second later.
@@ -180,7 +181,7 @@ impl ToolSet {
     }
 
     /// §1 step 2 [beyond]: re-list stale MCP servers before the model call.
-    pub async fn refresh(&mut self) {
+    async fn refresh(&mut self) {
         if let Some(hub) = &self.hub
             && hub.has_stale()
         {
@@ -193,12 +194,8 @@ impl ToolSet {
         &self.definitions
     }
 
-    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.current.iter().find(|(tool, _)| tool == name).map(|(_, tool)| Arc::clone(tool))
-    }
-
-    pub fn hub(&self) -> Option<&Arc<odek_mcp::McpHub>> {
-        self.hub.as_ref()
     }
 
     /// Registers the `plan` tool over `board` (planning enabled), unless the operator's `tools`

@@ -7,27 +7,25 @@ use std::collections::BTreeSet;
 use odek_llm::{Message, Role, ToolDefinition};
 
 /// Tool messages larger than this are replaced first.
-pub const TRIM_TOOL_OUTPUT_ABOVE_BYTES: usize = 2000;
+const TRIM_TOOL_OUTPUT_ABOVE_BYTES: usize = 2000;
 /// The most recent tool messages are never replaced.
-pub const KEEP_RECENT_TOOL_OUTPUTS: usize = 4;
+const KEEP_RECENT_TOOL_OUTPUTS: usize = 4;
 /// Dropped tool names listed in the warning.
-pub const MAX_LISTED_DROPPED_TOOLS: usize = 5;
+const MAX_LISTED_DROPPED_TOOLS: usize = 5;
 
 /// First-line prefixes of the runtime's own system messages.
-pub const TRIM_WARNING_PREFIX: &str = "[Context trimmed:";
-pub const SURVIVAL_NOTICE_PREFIX: &str = "[Context trimmed to survive:";
-pub const SURVIVAL_MODE_PREFIX: &str = "[Context survival mode:";
-pub const DIGEST_PREFIX: &str = "[Compacted earlier context:";
-/// The plan message (`plan.md` §7), recognised by [`crate::plan::is_plan_message`].
-pub const PLAN_PREFIX: &str = crate::plan::PLAN_MESSAGE_PREFIX;
+const TRIM_WARNING_PREFIX: &str = "[Context trimmed:";
+const SURVIVAL_NOTICE_PREFIX: &str = "[Context trimmed to survive:";
+pub(crate) const SURVIVAL_MODE_PREFIX: &str = "[Context survival mode:";
+pub(crate) const DIGEST_PREFIX: &str = "[Compacted earlier context:";
 
 /// Tokens of a string: (bytes + 3) / 4.
-pub fn estimate_text_tokens(text: &str) -> u64 {
+fn estimate_text_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
 /// A message: content and reasoning + 50; each tool call + 30 + its name and arguments.
-pub fn estimate_message_tokens(message: &Message) -> u64 {
+fn estimate_message_tokens(message: &Message) -> u64 {
     let mut tokens = estimate_text_tokens(&message.content) + 50;
     if let Some(reasoning) = &message.reasoning_content {
         tokens += estimate_text_tokens(reasoning);
@@ -39,7 +37,7 @@ pub fn estimate_message_tokens(message: &Message) -> u64 {
 }
 
 /// Each tool definition + 30 + its serialised schema, name and description.
-pub fn estimate_tools_tokens(tools: &[ToolDefinition]) -> u64 {
+pub(crate) fn estimate_tools_tokens(tools: &[ToolDefinition]) -> u64 {
     tools
         .iter()
         .map(|tool| {
@@ -65,7 +63,7 @@ pub fn context_window(model: &str) -> Option<u64> {
 }
 
 /// The provider error texts that mean "the context is too long" (§1 step 4).
-pub fn is_context_length_error(message: &str) -> bool {
+pub(crate) fn is_context_length_error(message: &str) -> bool {
     const MARKERS: [&str; 10] = [
         "context_length_exceeded",
         "maximum context length",
@@ -84,30 +82,30 @@ pub fn is_context_length_error(message: &str) -> bool {
 /// The token budget of the run: 75 % of the window, 65 % once the provider reported more input
 /// than 1.15 × our estimate.
 #[derive(Debug, Clone)]
-pub struct ContextBudget {
+pub(crate) struct ContextBudget {
     window: Option<u64>,
     underestimates: bool,
     last_estimate: Option<u64>,
 }
 
 impl ContextBudget {
-    pub fn new(window: Option<u64>) -> ContextBudget {
+    pub(crate) fn new(window: Option<u64>) -> ContextBudget {
         ContextBudget { window, underestimates: false, last_estimate: None }
     }
 
     /// Tokens the request may hold; `None` = unlimited.
-    pub fn budget(&self) -> Option<u64> {
+    pub(crate) fn budget(&self) -> Option<u64> {
         let percent = if self.underestimates { 65 } else { 75 };
         self.window.map(|window| window * percent / 100)
     }
 
     /// Remembers the estimate of the request about to be sent.
-    pub fn record_estimate(&mut self, estimate: u64) {
+    pub(crate) fn record_estimate(&mut self, estimate: u64) {
         self.last_estimate = Some(estimate);
     }
 
     /// Compares the provider's input count with the last estimate.
-    pub fn record_reported_input(&mut self, input_tokens: u64) {
+    pub(crate) fn record_reported_input(&mut self, input_tokens: u64) {
         if let Some(estimate) = self.last_estimate
             && u128::from(input_tokens) * 100 > u128::from(estimate) * 115
         {
@@ -126,7 +124,7 @@ fn is_digest_or_plan(message: &Message) -> bool {
 
 /// §7.2: the leading system messages, the first user message, then the digest and plan
 /// messages that follow. Returns the head's length.
-pub fn protected_head_len(messages: &[Message]) -> usize {
+pub(crate) fn protected_head_len(messages: &[Message]) -> usize {
     let mut index = messages.iter().take_while(|message| message.role == Role::System).count();
     if messages.get(index).is_some_and(|message| message.role == Role::User) {
         index += 1;
@@ -161,29 +159,29 @@ fn is_pinned(messages: &[Message], index: usize, last_user: Option<usize>) -> bo
 
 /// What one proactive pass did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TrimPass {
-    pub truncated_results: usize,
-    pub dropped_groups: usize,
+pub(crate) struct TrimPass {
+    pub(crate) truncated_results: usize,
+    pub(crate) dropped_groups: usize,
     /// The dropped messages, in order (input for the digest).
-    pub dropped: Vec<Message>,
+    pub(crate) dropped: Vec<Message>,
 }
 
 impl TrimPass {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.truncated_results == 0 && self.dropped_groups == 0
     }
 }
 
 /// The run's cumulative trimming state (for the warning message).
 #[derive(Debug, Clone, Default)]
-pub struct TrimTotals {
-    pub truncated_results: usize,
-    pub dropped_groups: usize,
-    pub dropped_tools: BTreeSet<String>,
+pub(crate) struct TrimTotals {
+    truncated_results: usize,
+    dropped_groups: usize,
+    dropped_tools: BTreeSet<String>,
 }
 
 /// §7.3 steps 1–2 when the request is over `budget`. `tools_tokens` is the catalogue's estimate.
-pub fn proactive_trim(messages: &mut Vec<Message>, tools_tokens: u64, budget: u64) -> TrimPass {
+pub(crate) fn proactive_trim(messages: &mut Vec<Message>, tools_tokens: u64, budget: u64) -> TrimPass {
     let mut pass = TrimPass::default();
     let over = |messages: &[Message]| estimate_messages_tokens(messages) + tools_tokens > budget;
     if !over(messages) {
@@ -213,7 +211,7 @@ pub fn proactive_trim(messages: &mut Vec<Message>, tools_tokens: u64, budget: u6
 }
 
 impl TrimTotals {
-    pub fn add(&mut self, pass: &TrimPass) {
+    pub(crate) fn add(&mut self, pass: &TrimPass) {
         self.truncated_results += pass.truncated_results;
         self.dropped_groups += pass.dropped_groups;
         for message in &pass.dropped {
@@ -224,7 +222,7 @@ impl TrimTotals {
     }
 
     /// §7.3 step 4: the cumulative warning text.
-    pub fn warning(&self, has_digest: bool) -> String {
+    pub(crate) fn warning(&self, has_digest: bool) -> String {
         let mut parts = Vec::new();
         if self.truncated_results > 0 {
             parts.push(format!("{} tool output(s) truncated", self.truncated_results));
@@ -252,7 +250,7 @@ impl TrimTotals {
 }
 
 /// Inserts or replaces the warning system message right before the latest user message.
-pub fn upsert_trim_warning(messages: &mut Vec<Message>, warning: String) {
+pub(crate) fn upsert_trim_warning(messages: &mut Vec<Message>, warning: String) {
     if let Some(index) = messages.iter().position(|message| first_line_starts_with(message, TRIM_WARNING_PREFIX)) {
         messages.remove(index);
     }
@@ -264,7 +262,7 @@ pub fn upsert_trim_warning(messages: &mut Vec<Message>, warning: String) {
 /// user message if it differs from the last, the last two complete assistant→tool groups with
 /// the system messages directly before them, and the last user message. Returns how many
 /// messages were dropped.
-pub fn survival_trim(messages: &mut Vec<Message>) -> usize {
+pub(crate) fn survival_trim(messages: &mut Vec<Message>) -> usize {
     let before = messages.len();
     let mut keep = vec![false; before];
     let first_system = messages.iter().position(|message| message.role == Role::System);

@@ -69,13 +69,13 @@ pub enum ExternalRefError {
 #[error("invalid --external-ref {}: {problem}", quote(.spec))]
 pub struct ExternalRefSpecError {
     /// The spec as given, redacted (it may carry a credential-bearing URI).
-    pub spec: String,
-    pub problem: ExternalRefSpecProblem,
+    pub(crate) spec: String,
+    pub(crate) problem: ExternalRefSpecProblem,
 }
 
 /// What is wrong with an `--external-ref` spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExternalRefSpecProblem {
+pub(crate) enum ExternalRefSpecProblem {
     #[error("want the kind=uri shorthand or comma-separated key=value pairs")]
     NoForm,
     #[error("malformed pair {} (want key=value)", quote(.0))]

@@ -15,7 +15,7 @@ pub const MAX_URI_BYTES: usize = 2048;
 /// Longest `created_by`, in bytes.
 pub const MAX_CREATED_BY_BYTES: usize = 128;
 /// `created_by` of refs given on the command line without one.
-pub const CLI_CREATED_BY: &str = "cli";
+const CLI_CREATED_BY: &str = "cli";
 
 /// One external-state ref as the session file stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

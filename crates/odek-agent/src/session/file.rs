@@ -10,19 +10,19 @@ use std::path::Path;
 use odek_contract::regular_file::{Bounded, Follow, is_not_a_regular_file, open_regular_read, read_to_limit};
 
 /// Mode of directories this module creates.
-pub const PRIVATE_DIR_MODE: u32 = 0o700;
+const PRIVATE_DIR_MODE: u32 = 0o700;
 /// Mode of files this module writes.
-pub const PRIVATE_FILE_MODE: u32 = 0o600;
+pub(crate) const PRIVATE_FILE_MODE: u32 = 0o600;
 
 /// Creates `dir` and missing parents with mode 0700 (existing directories are left as they are).
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(PRIVATE_DIR_MODE).create(dir)
 }
 
 /// Replaces `target` (in `dir`) with `bytes` so that a reader sees either the old file or the new
 /// one, never a mix, and the new file survives a crash once this returns. The file is mode 0600;
 /// a symlink at `target` is replaced, not followed.
-pub fn write_atomically(dir: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(dir: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut temp = tempfile::Builder::new()
         .prefix(".tmp-")
         .suffix(".partial")
@@ -36,7 +36,7 @@ pub fn write_atomically(dir: &Path, target: &Path, bytes: &[u8]) -> io::Result<(
 
 /// Why [`read_no_follow`] returned no bytes.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     NotFound,
     Symlink,
     NotRegularFile,
@@ -48,7 +48,7 @@ pub enum ReadError {
 /// Reads the regular file at `path` if it holds at most `max_bytes`. The last path component is
 /// opened with `O_NOFOLLOW` (a symlink is refused, not followed) and `O_NONBLOCK` (a FIFO planted
 /// in its place cannot block the open).
-pub fn read_no_follow(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_no_follow(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     let file = open_regular_read(path, Follow::Never).map_err(|err| match (err.kind(), err.raw_os_error()) {
         (io::ErrorKind::NotFound, _) => ReadError::NotFound,
         (_, Some(code)) if code == nix::errno::Errno::ELOOP as i32 => ReadError::Symlink,

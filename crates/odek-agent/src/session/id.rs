@@ -38,7 +38,7 @@ impl SessionId {
 }
 
 /// The §10.1 path rule: non-empty, not `.` or `..`, and no `/`, `\`, `..` or NUL anywhere.
-pub fn is_valid_session_id(id: &str) -> bool {
+fn is_valid_session_id(id: &str) -> bool {
     !id.is_empty() && id != "." && !id.contains(['/', '\\', '\0']) && !id.contains("..")
 }
 

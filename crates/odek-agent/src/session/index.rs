@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize};
 use super::Session;
 
 /// The index file's name inside the sessions directory.
-pub const INDEX_FILE_NAME: &str = "index.json";
+pub(crate) const INDEX_FILE_NAME: &str = "index.json";
 /// Longest `index.json` read (16 MiB); a larger one counts as stale.
-pub const MAX_INDEX_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_INDEX_BYTES: u64 = 16 * 1024 * 1024;
 /// Characters of the task kept in a title.
-pub const TITLE_CHARS: usize = 60;
+const TITLE_CHARS: usize = 60;
 
 /// One session's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub struct IndexEntry {
     #[serde(default)]
     pub title: String,
     #[serde(default)]
-    pub created_at: String,
+    created_at: String,
     #[serde(default)]
     pub updated_at: String,
     #[serde(default)]
@@ -41,7 +41,7 @@ pub struct IndexEntry {
 
 impl IndexEntry {
     /// The entry of `session` as stored (its task already redacted).
-    pub fn of(session: &Session) -> IndexEntry {
+    pub(crate) fn of(session: &Session) -> IndexEntry {
         IndexEntry {
             id: session.id.to_string(),
             title: session_title(&session.task),
@@ -55,7 +55,7 @@ impl IndexEntry {
     }
 }
 
-/// The task's first non-empty line, cut to [`TITLE_CHARS`] characters with `…` when longer.
+/// The task's first non-empty line, cut to `TITLE_CHARS` characters with `…` when longer.
 pub fn session_title(task: &str) -> String {
     let line = task.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
     match line.char_indices().nth(TITLE_CHARS) {
@@ -65,7 +65,7 @@ pub fn session_title(task: &str) -> String {
 }
 
 /// Sorts newest first: by `updated_at` as a time (unparseable ones last), then by ID descending.
-pub fn sort_newest_first(entries: &mut [IndexEntry]) {
+pub(crate) fn sort_newest_first(entries: &mut [IndexEntry]) {
     entries.sort_by_cached_key(|entry| (Reverse(parse_time(&entry.updated_at)), Reverse(entry.id.clone())));
 }
 
@@ -76,14 +76,14 @@ pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
 
 /// A session file as the directory listing shows it.
 #[derive(Debug, Clone)]
-pub struct ListedFile {
-    pub id: String,
-    pub modified: SystemTime,
+pub(crate) struct ListedFile {
+    pub(crate) id: String,
+    pub(crate) modified: SystemTime,
 }
 
 /// The index is fresh when it names exactly the session files present and no session file was
 /// modified after it. `ignore` is a session being saved right now (its file is newer by design).
-pub fn is_index_fresh(
+pub(crate) fn is_index_fresh(
     entries: &[IndexEntry],
     index_modified: SystemTime,
     files: &[ListedFile],

@@ -32,7 +32,7 @@ impl SessionLock {
     /// another process is [`SessionError::InUse`] naming that process's pid when it wrote one.
     /// The lock file is opened without following a symlink and without blocking on a FIFO, and
     /// must be a regular file.
-    pub fn acquire(locks_dir: &Path, id: &SessionId) -> Result<SessionLock, SessionError> {
+    pub(crate) fn acquire(locks_dir: &Path, id: &SessionId) -> Result<SessionLock, SessionError> {
         let context = || format!("lock {}", odek_contract::quoting::quote(id.as_str()));
         create_private_dir(locks_dir).map_err(|err| SessionError::io(context(), err))?;
         let path = lock_path(locks_dir, id);
@@ -75,7 +75,7 @@ impl SessionLock {
 }
 
 /// `<locks dir>/<id>.lock`.
-pub fn lock_path(locks_dir: &Path, id: &SessionId) -> PathBuf {
+fn lock_path(locks_dir: &Path, id: &SessionId) -> PathBuf {
     locks_dir.join(format!("{id}.lock"))
 }
 

@@ -13,20 +13,24 @@
 //! stores.
 
 mod error;
-pub mod external_ref;
+mod external_ref;
 mod file;
 mod id;
-pub mod index;
+mod index;
 mod lock;
 mod record;
 mod store;
-pub mod trim;
+mod trim;
 
-pub use error::{ExternalRefError, ExternalRefSpecError, ExternalRefSpecProblem, SessionError};
-pub use external_ref::{ExternalRef, parse_external_ref_spec, validate_external_ref};
-pub use id::{SessionId, is_valid_session_id};
-pub use index::IndexEntry;
+pub(crate) use error::ExternalRefSpecProblem;
+pub use error::{ExternalRefError, ExternalRefSpecError, SessionError};
+pub use external_ref::{
+    ExternalRef, MAX_CREATED_BY_BYTES, MAX_KIND_BYTES, MAX_URI_BYTES, is_same_external_ref, parse_external_ref_spec,
+    validate_external_ref,
+};
+pub use id::SessionId;
+pub use index::{IndexEntry, parse_time, session_title};
 pub use lock::SessionLock;
-pub use record::{Session, now_rfc3339};
-pub use store::{LOCKS_DIR_NAME, MAX_SESSION_FILE_BYTES, SaveReport, SessionStore, storage_limit_warning};
-pub use trim::{safe_state, safe_state_len};
+pub use record::Session;
+pub use store::{MAX_SESSION_FILE_BYTES, SaveReport, SessionStore};
+pub use trim::safe_state;

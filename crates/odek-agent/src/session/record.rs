@@ -170,7 +170,7 @@ fn count_user_messages(messages: &[Message]) -> u64 {
 }
 
 /// The current time as RFC 3339 UTC (`Z`), with sub-second digits when non-zero.
-pub fn now_rfc3339() -> String {
+fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
@@ -198,10 +198,10 @@ mod tests {
         let key = format!("ghp_{}", "b".repeat(36));
         let mut session = session();
         let arguments = format!(r#"{{"text":"{key}"}}"#);
-        let call = odek_llm::message::ToolCall {
+        let call = odek_llm::ToolCall {
             id: "c1".into(),
             kind: "function".into(),
-            function: odek_llm::message::FunctionCall { name: "echo".into(), arguments: arguments.clone() },
+            function: odek_llm::FunctionCall { name: "echo".into(), arguments: arguments.clone() },
         };
         session.messages = vec![
             Message::user("go"),

@@ -4,7 +4,7 @@
 //! [`SessionStore::save`] and [`SessionStore::load`].
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -17,7 +17,7 @@ use super::{Session, SessionError, SessionId, SessionLock};
 pub const MAX_SESSION_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The directory beside the sessions directory that holds their lock files.
-pub const LOCKS_DIR_NAME: &str = "session-locks";
+const LOCKS_DIR_NAME: &str = "session-locks";
 
 /// The file-name suffix of session files.
 const SESSION_FILE_SUFFIX: &str = ".json";
@@ -68,10 +68,6 @@ impl SessionStore {
     pub fn with_max_file_bytes(mut self, max_file_bytes: u64) -> SessionStore {
         self.max_file_bytes = max_file_bytes;
         self
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// `<dir>/<id>.json`. The name `index` is refused: its file is the index.
@@ -160,7 +156,7 @@ impl SessionStore {
 
     /// Removes the session file, its index entry and, when an artifacts directory is set,
     /// `<artifacts>/<id>/` without following any link (see
-    /// [`crate::subagent::artifacts::remove_session_artifacts`]). An unknown ID is an error, and
+    /// `crate::subagent::artifacts::remove_session_artifacts`). An unknown ID is an error, and
     /// so is a session another process is using ([`SessionError::InUse`]).
     pub fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
         let path = self.session_path(id)?;
@@ -280,7 +276,7 @@ impl SessionStore {
 
 /// `session <id> exceeded <cap> bytes on write — oldest messages trimmed to stay within the load
 /// cap` (the console prefixes `odek: warning: `).
-pub fn storage_limit_warning(id: &SessionId, max_bytes: u64) -> String {
+fn storage_limit_warning(id: &SessionId, max_bytes: u64) -> String {
     format!("session {id} exceeded {max_bytes} bytes on write — oldest messages trimmed to stay within the load cap")
 }
 

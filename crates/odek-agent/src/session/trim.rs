@@ -8,7 +8,7 @@ use std::ops::Range;
 use odek_llm::{Message, Role};
 
 /// The start of the system message that records storage trimming.
-pub const STORAGE_LIMIT_NOTICE_PREFIX: &str = "[Session storage limit: ";
+const STORAGE_LIMIT_NOTICE_PREFIX: &str = "[Session storage limit: ";
 
 /// The conversation up to its latest safe state: it ends before the first assistant tool-call
 /// message that lacks a result for any of its calls, so a resumed run never sees a dangling call.
@@ -17,7 +17,7 @@ pub fn safe_state(messages: &[Message]) -> Vec<Message> {
 }
 
 /// How many leading messages [`safe_state`] keeps.
-pub fn safe_state_len(messages: &[Message]) -> usize {
+pub(crate) fn safe_state_len(messages: &[Message]) -> usize {
     for (index, message) in messages.iter().enumerate() {
         if message.role != Role::Assistant || message.tool_calls.is_empty() {
             continue;
@@ -38,10 +38,10 @@ pub fn safe_state_len(messages: &[Message]) -> usize {
 
 /// The outcome of [`trim_to_storage_limit`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct StorageTrim {
-    pub messages: Vec<Message>,
+pub(crate) struct StorageTrim {
+    pub(crate) messages: Vec<Message>,
     /// Groups removed by this call (0: the messages fit as they were).
-    pub removed_groups: usize,
+    pub(crate) removed_groups: usize,
 }
 
 /// The oldest-group rule of the storage cap. `fixed_bytes` is the serialised size of everything
@@ -53,7 +53,11 @@ pub struct StorageTrim {
 /// system message, and the notice `[Session storage limit: <n> oldest message group(s) were
 /// removed …` is placed right after it. A notice left by an earlier trim is replaced and its
 /// count carried over. `None` when even removing every group does not fit.
-pub fn trim_to_storage_limit(messages: Vec<Message>, fixed_bytes: usize, max_bytes: usize) -> Option<StorageTrim> {
+pub(crate) fn trim_to_storage_limit(
+    messages: Vec<Message>,
+    fixed_bytes: usize,
+    max_bytes: usize,
+) -> Option<StorageTrim> {
     let sizes: Vec<usize> = messages.iter().map(serialized_len).collect();
     if array_bytes(fixed_bytes, &sizes) <= max_bytes {
         return Some(StorageTrim { messages, removed_groups: 0 });

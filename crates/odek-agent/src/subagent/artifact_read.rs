@@ -17,20 +17,20 @@ use super::artifacts::{ArtifactRegistry, ReadRefusal, RegisteredArtifact, Verifi
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// The tool's name, and the untrusted wrapper's source of its output.
-pub const ARTIFACT_READ_TOOL_NAME: &str = "artifact_read";
+const ARTIFACT_READ_TOOL_NAME: &str = "artifact_read";
 
 /// Bytes per call when `limit` is absent or ≤ 0 (64 KiB).
-pub const DEFAULT_LIMIT: usize = 65_536;
+const DEFAULT_LIMIT: usize = 65_536;
 
 /// Largest `limit`; larger values are clamped (256 KiB).
-pub const MAX_LIMIT: usize = 262_144;
+const MAX_LIMIT: usize = 262_144;
 
 /// Ids listed in the unknown-id error.
 const MAX_LISTED_IDS: usize = 16;
 
 /// What the tool answers instead of content; each text is the spec's.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ArtifactReadError {
+enum ArtifactReadError {
     #[error("parse failed: {0}")]
     Parse(String),
     #[error("id is required")]
@@ -47,7 +47,7 @@ pub enum ArtifactReadError {
 
 impl ArtifactReadError {
     /// `{"error":"<message>"}` with the message inserted verbatim.
-    pub fn to_output(&self) -> String {
+    fn to_output(&self) -> String {
         format!("{{\"error\":\"{self}\"}}")
     }
 }
@@ -140,7 +140,7 @@ fn read_window(registry: &ArtifactRegistry, arguments: &str) -> Result<String, A
 
 /// §11 bounds: `offset` default 0 (negative ⇒ 0); `limit` default 65536 (≤ 0 ⇒ 65536,
 /// > 262144 ⇒ 262144).
-pub fn read_window_bounds(offset: Option<i64>, limit: Option<i64>) -> (u64, usize) {
+fn read_window_bounds(offset: Option<i64>, limit: Option<i64>) -> (u64, usize) {
     let offset = offset.map_or(0, |offset| u64::try_from(offset).unwrap_or(0));
     let limit = match limit {
         Some(limit) if limit > 0 => usize::try_from(limit).unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
@@ -150,7 +150,7 @@ pub fn read_window_bounds(offset: Option<i64>, limit: Option<i64>) -> (u64, usiz
 }
 
 /// `no artifacts registered this session`, or up to 16 ids joined by `, ` plus ` (+<n> more)`.
-pub fn list_registered_ids(ids: &[String]) -> String {
+fn list_registered_ids(ids: &[String]) -> String {
     if ids.is_empty() {
         return "no artifacts registered this session".to_owned();
     }
@@ -163,7 +163,7 @@ pub fn list_registered_ids(ids: &[String]) -> String {
 
 /// `artifact <id> (<media_type>, <size> bytes, sha256:<12 hex>) — task <k> — bytes <a>..<b> of
 /// <total>`, plus ` — TRUNCATED, call again with offset to continue` when `b < total`.
-pub fn render_read_header(artifact: &RegisteredArtifact, start: u64, end: u64, total: u64) -> String {
+fn render_read_header(artifact: &RegisteredArtifact, start: u64, end: u64, total: u64) -> String {
     let mut header = format!(
         "artifact {} ({}, {} bytes, sha256:{}) \u{2014} task {} \u{2014} bytes {start}..{end} of {total}",
         artifact.id,

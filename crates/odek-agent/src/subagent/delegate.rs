@@ -26,9 +26,9 @@ use crate::events::{Event, EventStream, SubagentOutcome};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Most tasks in one call.
-pub const MAX_TASKS_PER_CALL: usize = 8;
+const MAX_TASKS_PER_CALL: usize = 8;
 /// A wait for a slot longer than this emits `subagent_concurrency_wait` (once per task).
-pub const CONCURRENCY_WAIT_NOTICE: Duration = Duration::from_secs(5);
+const CONCURRENCY_WAIT_NOTICE: Duration = Duration::from_secs(5);
 
 const DESCRIPTION: &str = "Hand focused tasks to sub-agents that run in parallel, each as its own process with its own loop. \
 Give every task a self-contained goal (and context or guidance when useful); children cannot ask you questions and have no \
@@ -44,7 +44,7 @@ pub struct DelegateSettings {
     pub cwd: PathBuf,
     /// `~/.odek`: artifact folders go under `artifacts/`.
     pub odek_home: PathBuf,
-    /// The parent's environment (filtered per child, see [`child_environment`]).
+    /// The parent's environment (filtered per child, see `child_environment`).
     pub parent_env: Vec<(String, String)>,
     /// Names loaded from `secrets.env`: never passed to a child.
     pub secret_names: Vec<String>,

@@ -2,7 +2,7 @@
 //! task each. The child side: the task file and share-mode budget ([`task`]), what the child is
 //! told ([`prompt`]), its result object and status ([`result`]; the exit code is the binary's) and its protocol-2 progress
 //! stream ([`stream`]). The parent side: `delegate_tasks` ([`delegate`]), spawning and reading a
-//! child ([`spawn`]), rendering the results ([`render`]). Both sides: the result artifacts
+//! child ([`spawn`]), rendering the results (`render`). Both sides: the result artifacts
 //! ([`artifacts`], §9–§10) and `artifact_read` ([`artifact_read`], §11). The `odek subagent`
 //! command in odek-cli puts the child side together.
 
@@ -10,7 +10,7 @@ pub mod artifact_read;
 pub mod artifacts;
 pub mod delegate;
 pub mod prompt;
-pub mod render;
+mod render;
 pub mod result;
 pub mod spawn;
 pub mod stream;

@@ -43,7 +43,7 @@ pub fn subagent_system_prompt(lifespan: &Lifespan, announce_budget: bool) -> Str
 }
 
 /// §4's `## Runtime Constraints` block: numbers only, execution lines for configured limits.
-pub fn lifespan_block(lifespan: &Lifespan) -> String {
+fn lifespan_block(lifespan: &Lifespan) -> String {
     let mut lines = vec!["## Runtime Constraints (enforced by the runtime, not negotiable)".to_owned()];
     lines.push(if lifespan.timeout_seconds == 0 {
         "- Wall-clock budget: none configured.".to_owned()

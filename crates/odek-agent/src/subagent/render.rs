@@ -17,29 +17,29 @@ use odek_contract::runes::runes_with_ellipsis;
 use serde_json::Value;
 
 /// Most `files changed` names shown.
-pub const MAX_FILES_SHOWN: usize = 20;
+const MAX_FILES_SHOWN: usize = 20;
 /// Most denials shown.
-pub const MAX_DENIALS_SHOWN: usize = 3;
+const MAX_DENIALS_SHOWN: usize = 3;
 /// The goal in a section title, in runes.
-pub const TITLE_GOAL_RUNES: usize = 60;
+const TITLE_GOAL_RUNES: usize = 60;
 /// Raw stdout shown for a task without a parsed result (bytes).
-pub const RAW_OUTPUT_SHOWN_BYTES: usize = 102_400;
+const RAW_OUTPUT_SHOWN_BYTES: usize = 102_400;
 
 /// One task's section input.
 #[derive(Debug, Clone, Default)]
-pub struct TaskSection<'a> {
-    pub goal: &'a str,
-    pub result: &'a Value,
+pub(crate) struct TaskSection<'a> {
+    pub(crate) goal: &'a str,
+    pub(crate) result: &'a Value,
     /// Whether `result` came from the child; otherwise `raw_stdout` is shown.
-    pub parsed: bool,
-    pub raw_stdout: &'a [u8],
+    pub(crate) parsed: bool,
+    pub(crate) raw_stdout: &'a [u8],
     /// The `artifacts:` block from registration (`register_call_artifacts`), or empty.
-    pub artifacts_block: String,
+    pub(crate) artifacts_block: String,
 }
 
 /// The whole tool output (before wrapping). `artifact_read` says whether this process offers
 /// `artifact_read` (top level), which changes the truncation hint.
-pub fn render_results(sections: &[TaskSection<'_>], artifact_read: bool) -> String {
+pub(crate) fn render_results(sections: &[TaskSection<'_>], artifact_read: bool) -> String {
     let mut out = String::from("📋 Sub-agent results:\n");
     for (index, section) in sections.iter().enumerate() {
         out.push('\n');

@@ -9,23 +9,23 @@ use odek_contract::untrusted::{UNTRUSTED_CLOSE_PREFIX, UNTRUSTED_OPEN_PREFIX};
 use odek_llm::{Message, Role, Usage};
 use serde::Serialize;
 
-use crate::run::side_calls::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
+use crate::run::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
 
 /// Longest summary kept, in runes (then `…`).
-pub const SUMMARY_MAX_RUNES: usize = 2048;
+const SUMMARY_MAX_RUNES: usize = 2048;
 /// Longest denial reason kept, in runes.
-pub const DENIAL_REASON_MAX_RUNES: usize = 200;
+const DENIAL_REASON_MAX_RUNES: usize = 200;
 /// Denials listed; `denials_total` counts all.
-pub const MAX_DENIALS: usize = 20;
+const MAX_DENIALS: usize = 20;
 
 const DENIAL_MARKER: &str = "operation denied by configuration: ";
 
 /// One denial the child ran into.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Denial {
-    pub tool: String,
-    pub class: String,
-    pub reason: String,
+struct Denial {
+    tool: String,
+    class: String,
+    reason: String,
 }
 
 /// The §5 result object, fields in the spec's order; empty ones are left out.
@@ -38,19 +38,19 @@ pub struct SubagentResult {
     pub partial_reason: String,
     pub summary: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub summary_truncated: bool,
+    summary_truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary_runes: Option<usize>,
+    summary_runes: Option<usize>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub files_changed: Vec<String>,
+    files_changed: Vec<String>,
     pub tokens_used: u64,
     pub iterations: u64,
     #[serde(serialize_with = "serialize_go_float")]
     pub duration_seconds: f64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub denials: Vec<Denial>,
+    denials: Vec<Denial>,
     #[serde(skip_serializing_if = "is_zero")]
-    pub denials_total: usize,
+    denials_total: usize,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub parent_session: String,
     /// Only when a price is configured: never a made-up 0.
@@ -68,7 +68,7 @@ fn is_zero(value: &usize) -> bool {
 }
 
 /// Numbers as the reference writes them: a whole value without a fraction (`0`, not `0.0`).
-pub fn serialize_go_float<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+fn serialize_go_float<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
     if value.is_finite() && value.fract() == 0.0 && value.abs() < EXACT_INTEGER_LIMIT {
         #[allow(clippy::cast_possible_truncation)]
@@ -170,20 +170,20 @@ fn last_assistant_text(messages: &[Message]) -> String {
 }
 
 /// The summary cut to [`SUMMARY_MAX_RUNES`] + `…`, and the original rune count when cut.
-pub fn cut_summary(text: &str) -> (String, Option<usize>) {
+fn cut_summary(text: &str) -> (String, Option<usize>) {
     let cut = runes_with_ellipsis(text, SUMMARY_MAX_RUNES);
     let original = matches!(cut, std::borrow::Cow::Owned(_)).then(|| rune_count(text));
     (cut.into_owned(), original)
 }
 
 /// Assistant messages that called tools.
-pub fn iterations(messages: &[Message]) -> u64 {
+fn iterations(messages: &[Message]) -> u64 {
     messages.iter().filter(|m| m.role == Role::Assistant && !m.tool_calls.is_empty()).count() as u64
 }
 
 /// Provider-reported input + output tokens; when the provider reported none, bytes/4 over all
 /// message contents.
-pub fn tokens_used(messages: &[Message], usage: Usage) -> u64 {
+fn tokens_used(messages: &[Message], usage: Usage) -> u64 {
     let reported = usage.input_tokens.saturating_add(usage.output_tokens);
     if reported > 0 {
         return reported;
@@ -212,7 +212,7 @@ fn trusted_tool_lines(messages: &[Message]) -> impl Iterator<Item = (&Message, &
 
 /// Unique names, in order, from trimmed lines `wrote|created|modified|updated <name>` whose
 /// name contains a `.`.
-pub fn files_changed(messages: &[Message]) -> Vec<String> {
+fn files_changed(messages: &[Message]) -> Vec<String> {
     let mut files: Vec<String> = Vec::new();
     for (_, line) in trusted_tool_lines(messages) {
         let line = line.trim();
@@ -230,7 +230,7 @@ pub fn files_changed(messages: &[Message]) -> Vec<String> {
 }
 
 /// The first [`MAX_DENIALS`] denials and the total.
-pub fn denials(messages: &[Message]) -> (Vec<Denial>, usize) {
+fn denials(messages: &[Message]) -> (Vec<Denial>, usize) {
     let mut listed = Vec::new();
     let mut total = 0;
     for (message, line) in trusted_tool_lines(messages) {

@@ -16,13 +16,13 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
 /// Longest stdout line read from a child (bytes).
-pub const MAX_CHILD_LINE_BYTES: usize = 10 * 1024 * 1024;
+const MAX_CHILD_LINE_BYTES: usize = 10 * 1024 * 1024;
 /// Most stdout lines read from a child.
-pub const MAX_CHILD_LINES: u64 = 100_000;
+const MAX_CHILD_LINES: u64 = 100_000;
 /// Most stdout bytes read from a child.
-pub const MAX_CHILD_STDOUT_BYTES: u64 = 100 * 1024 * 1024;
+const MAX_CHILD_STDOUT_BYTES: u64 = 100 * 1024 * 1024;
 /// Raw stdout kept for a child without a parsed result (bytes).
-pub const RAW_OUTPUT_KEEP_BYTES: usize = 102_400;
+const RAW_OUTPUT_KEEP_BYTES: usize = 102_400;
 /// How long the reader may drain after the child exited.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// How long after a kill the pipes are force-closed.
@@ -34,7 +34,7 @@ pub struct ChildSpec {
     /// The running odek executable.
     pub program: PathBuf,
     pub cwd: PathBuf,
-    /// The whole environment of the child (already filtered; see [`child_environment`]).
+    /// The whole environment of the child (already filtered; see `child_environment`).
     pub env: Vec<(String, String)>,
     /// Handed over on fd 3 (with `ODEK_API_KEY_FD=3`), never in the environment.
     pub api_key: Option<String>,
@@ -52,12 +52,12 @@ pub struct ChildReport {
     /// The head of stdout, for a task without a parsed result.
     pub raw_stdout: Vec<u8>,
     /// The child's pid, when it was spawned.
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
 }
 
 /// §8: the parent's environment minus the `secrets.env` names and the provider key variables,
 /// plus the child's depth and, when a key is handed over, `ODEK_API_KEY_FD=3`.
-pub fn child_environment(
+pub(crate) fn child_environment(
     parent: &[(String, String)],
     secret_names: &[String],
     depth: u32,

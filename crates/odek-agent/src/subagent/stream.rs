@@ -17,7 +17,7 @@ use crate::budget::BudgetLimits;
 use crate::observer::{CallResult, LoopEvent, LoopObserver};
 
 /// Largest `data` of a `tool_call` / `tool_result` record, in bytes.
-pub const RECORD_DATA_MAX_BYTES: usize = 4096;
+const RECORD_DATA_MAX_BYTES: usize = 4096;
 
 /// Budget figures repeated on the start and progress records (absent when zero).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -70,7 +70,7 @@ impl ProgressStream {
     }
 
     /// The estimated cost of `usage` in USD, when prices are configured.
-    pub fn cost_of(&self, usage: Usage) -> Option<f64> {
+    fn cost_of(&self, usage: Usage) -> Option<f64> {
         self.pricing.map(|limits| limits.cost_micro_usd(usage) as f64 / 1e6)
     }
 
@@ -134,7 +134,7 @@ impl ProgressStream {
 }
 
 /// `text` redacted and cut to at most [`RECORD_DATA_MAX_BYTES`] on a character boundary.
-pub fn record_data(text: &str) -> String {
+fn record_data(text: &str) -> String {
     let redacted = redact(text);
     let mut end = redacted.len().min(RECORD_DATA_MAX_BYTES);
     while !redacted.is_char_boundary(end) {

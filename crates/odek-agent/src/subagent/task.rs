@@ -13,10 +13,10 @@ use thiserror::Error;
 use crate::budget::ShareBudget;
 
 /// Largest task file read (bytes).
-pub const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
+const MAX_TASK_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The protocol a parent asks for by writing `"protocol": 2` (NDJSON progress, framed result).
-pub const STREAM_PROTOCOL: u32 = 2;
+pub(crate) const STREAM_PROTOCOL: u32 = 2;
 
 /// A task file. Every field but `goal` is optional; unknown fields are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -88,7 +88,7 @@ pub enum TaskFileError {
     Parse(serde_json::Error),
 }
 
-/// Reads and parses `path`, never more than [`MAX_TASK_FILE_BYTES`] (a file that grows after
+/// Reads and parses `path`, never more than `MAX_TASK_FILE_BYTES` (a file that grows after
 /// the size check is still cut off at the cap and refused). The open never blocks and anything
 /// but a regular file (a FIFO, a device) is refused as `stat task file: not a regular file`.
 pub fn read_task_file(path: &Path) -> Result<TaskFile, TaskFileError> {

@@ -12,9 +12,9 @@ use super::{cut_chars, looks_binary, open_file, parse_arguments, require_file, r
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Lines per page when the model gives no `limit`.
-pub const DEFAULT_LIMIT: usize = 2000;
+const DEFAULT_LIMIT: usize = 2000;
 /// Largest `limit` accepted; larger values are clamped.
-pub const MAX_LIMIT: usize = 5000;
+const MAX_LIMIT: usize = 5000;
 /// Characters kept of one line.
 const MAX_LINE_CHARS: usize = 2000;
 /// Bytes of numbered lines in one page; the page ends early past this.

@@ -17,9 +17,9 @@ use super::{cut_chars, looks_binary, parse_arguments, resolve_path, until_cancel
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Results when the model gives no `max_results`.
-pub const DEFAULT_MAX_RESULTS: usize = 100;
+const DEFAULT_MAX_RESULTS: usize = 100;
 /// Largest `max_results` accepted; larger values are clamped.
-pub const MAX_RESULTS: usize = 200;
+const MAX_RESULTS: usize = 200;
 /// Characters kept of a matching line.
 const MAX_LINE_CHARS: usize = 300;
 /// Files larger than this are not searched (bytes).

@@ -48,7 +48,7 @@ pub struct ShellTool {
 
 impl ShellTool {
     /// A shell whose calls never run longer than `max_timeout_seconds` (`0` = the default cap).
-    pub fn new(max_timeout_seconds: u64) -> ShellTool {
+    pub(crate) fn new(max_timeout_seconds: u64) -> ShellTool {
         let max_timeout_seconds = if max_timeout_seconds == 0 { DEFAULT_TIMEOUT_SECONDS } else { max_timeout_seconds };
         ShellTool { max_timeout_seconds }
     }

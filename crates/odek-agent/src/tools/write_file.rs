@@ -10,7 +10,7 @@ use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::classify_write;
 
 /// Largest content accepted (bytes).
-pub const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
 
 pub struct WriteFileTool;
 

@@ -9,8 +9,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use odek_agent::mcp_tool::mcp_outcome;
-use odek_agent::run::framing::{outcome_text, tool_message};
+use odek_agent::mcp_outcome;
+use odek_agent::run::{outcome_text, tool_message};
 use odek_agent::tool::ToolError;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};

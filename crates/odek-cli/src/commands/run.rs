@@ -144,6 +144,7 @@ pub(crate) fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result
         record: flags.record.clone(),
         events_jsonl: flags.events_jsonl.clone(),
         events_include_args: flags.events_include_args,
+        ..Overrides::default()
     })
 }
 

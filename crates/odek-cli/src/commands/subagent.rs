@@ -6,44 +6,40 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use odek_agent::budget::{clamp_to_share, share_spawn_gate};
-use odek_agent::observer::{LoopEvent, LoopObserver, SilentObserver};
-use odek_agent::run::trim::context_window;
-use odek_agent::run::{Agent, LoopSettings, RunError, ToolSet};
+use odek::child::{ChildError, ChildFlags, ChildPlan};
+use odek::config::CliOverrides;
+use odek::parts::delegation_depth;
+use odek::{Overrides, Runtime, RuntimeError, Subscriber, TurnControl};
+use odek_agent::budget::BudgetLimits;
+use odek_agent::observer::{LoopEvent, LoopObserver};
+use odek_agent::plan::PlanEvent;
+use odek_agent::run::RunError;
 use odek_agent::subagent::artifacts::{
     TaskId, append_artifact_flags, prepare_staging, relocate_staged, scan_artifact_root,
 };
-use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
 use odek_agent::subagent::result::{RunEnd, SubagentResult};
 use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
 use odek_agent::subagent::task::{TaskFile, is_parent_task_file, read_task_file};
-use odek_agent::tool::ToolContext;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
 use odek_contract::runes::runes_with_ellipsis;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_contract::untrusted::new_nonce;
-use odek_danger::{DangerClass, DangerPolicy, NonInteractive, PolicySettings};
-use odek_llm::{Message, StreamObserver, Thinking, Usage};
-use odek_mcp::McpObserver;
+use odek_danger::DangerClass;
+use odek_llm::{Message, StreamObserver, Usage};
+use odek_mcp::{McpEvent, McpObserver, StderrObserver};
 use tokio_util::sync::CancellationToken;
-
-use odek::config::{
-    CliOverrides, NO_PROFILE, SUBAGENT_MAX_ITERATIONS, SUBAGENT_MAX_TIMEOUT_SECONDS, resolve_effective,
-};
-use odek::parts::{budget_limits, build_provider, builtin_settings, delegate_settings, delegation_depth};
-use odek::setup::{Setup, start_hub};
 
 use super::run::load_setup;
 use crate::interrupt::cancel_on_stop_signals;
 use crate::outcome::{CommandError, SubagentEnd, exit_code};
 use crate::terminal::console::StdConsole;
-use crate::terminal::{print_warning, print_warnings};
+use crate::terminal::print_warning;
 
 /// Set to `3` by a parent that hands over the API key on file descriptor 3.
 pub const API_KEY_FD_VARIABLE: &str = "ODEK_API_KEY_FD";
@@ -51,19 +47,6 @@ pub const API_KEY_FD_VARIABLE: &str = "ODEK_API_KEY_FD";
 const MAX_KEY_BYTES: u64 = 64 * 1024;
 /// The goal shown on the start line, in runes.
 const GOAL_DISPLAY_RUNES: usize = 60;
-
-/// Classes an untrusted child always denies (§4 step 3).
-const UNTRUSTED_DENIED: [DangerClass; 9] = [
-    DangerClass::Destructive,
-    DangerClass::CodeExecution,
-    DangerClass::Install,
-    DangerClass::SystemWrite,
-    DangerClass::Persistence,
-    DangerClass::UnreadExec,
-    DangerClass::NetworkEgress,
-    DangerClass::Unknown,
-    DangerClass::Blocked,
-];
 
 /// The flags of `odek subagent`, parsed by hand so every error is the spec's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -207,16 +190,10 @@ fn load_task(flags: &SubagentFlags) -> Result<TaskFile, String> {
 
 /// Everything decided before the loop starts.
 struct Prepared {
-    setup: Setup,
-    config: odek::config::Config,
-    api_key: Option<String>,
-    untrusted: bool,
-    policy: PolicySettings,
-    tools_filter: odek::config::ToolsConfig,
-    limits: odek_agent::budget::BudgetLimits,
-    timeout_seconds: u64,
-    max_iterations: u32,
-    profile: String,
+    /// The runtime with the child's settings: profile, trust, budgets, no plan tool.
+    runtime: Runtime,
+    face: Arc<SubagentFace>,
+    plan: ChildPlan,
     output: Output,
 }
 
@@ -236,112 +213,48 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
     };
     let setup = load_setup().map_err(|err| Prepare::Setup(command_error_text(err), legacy()))?;
     let handed_key = read_handed_key().map_err(|message| Prepare::Setup(message, legacy()))?;
-    let overrides = CliOverrides {
-        model: non_empty(&task.model),
-        provider: non_empty(&task.provider),
-        base_url: non_empty(&task.base_url),
-        ..CliOverrides::default()
+    let overrides = Overrides {
+        config: CliOverrides {
+            model: non_empty(&task.model),
+            provider: non_empty(&task.provider),
+            base_url: non_empty(&task.base_url),
+            ..CliOverrides::default()
+        },
+        lenient_thinking: true,
+        ..Overrides::default()
     };
-    let effective =
-        resolve_effective(&setup.loaded, &overrides).map_err(|err| Prepare::Setup(err.to_string(), legacy()))?;
-    print_warnings(effective.warnings.get(setup.loaded.warnings.len()..).unwrap_or_default());
-    let config = effective.config;
-    let api_key = handed_key.or(effective.api_key);
-
-    // Step 2: the profile.
-    let subagent = &config.subagent;
-    let chosen = [flags.profile.as_deref().unwrap_or_default(), task.profile.as_str()]
-        .into_iter()
-        .find(|name| !name.is_empty())
-        .map(str::to_owned);
-    // `none` switches the default off; only the operator's config can say so.
-    let profile_name = match chosen {
-        Some(name) => name,
-        None if subagent.default_profile == NO_PROFILE => String::new(),
-        None => subagent.default_profile.clone(),
+    let face = Arc::new(SubagentFace::default());
+    let mut runtime =
+        Runtime::new(setup, &overrides, face.clone()).map_err(|err| Prepare::Setup(err.to_string(), legacy()))?;
+    let api_key = handed_key.or_else(|| runtime.settings().api_key.clone());
+    runtime.settings_mut().api_key = api_key;
+    let child_flags = ChildFlags {
+        profile: flags.profile.as_deref(),
+        timeout: flags.timeout,
+        max_iter: flags.max_iter,
+        parent_session: flags.parent_session.as_deref(),
     };
-    let profile = if profile_name.is_empty() {
-        None
-    } else {
-        Some(config.profiles.get(&profile_name).cloned().ok_or_else(|| {
-            Prepare::Setup(
-                format!(
-                    "unknown profile {} (define it in the top-level profiles config section, or adjust subagent.default_profile)",
-                    quote(&profile_name)
-                ),
-                legacy(),
-            )
-        })?)
-    };
-    let mut policy = config.dangerous.policy_settings();
-    policy.non_interactive = NonInteractive::Deny;
-    let mut tools_filter = config.tools.clone();
-    if let Some(profile) = &profile {
-        policy.max_risk = Some(profile.max_risk);
-        if let Some(allowlist) = &profile.allowlist {
-            policy.allowlist.clone_from(allowlist);
-        }
-        if let Some(tools) = &profile.tools {
-            tools_filter = tools.clone();
-        }
-    }
-
-    // Step 3: trust, which the profile cannot lift.
-    let declared_untrusted = task.trust_level != "trusted";
-    let parent_untrusted = !task.parent_trust.is_empty() && task.parent_trust != "trusted";
-    let untrusted = declared_untrusted || parent_untrusted;
-    if untrusted {
-        policy.hard_deny.extend(UNTRUSTED_DENIED);
-    }
-    if !task.max_risk.is_empty() {
-        let cap = DangerClass::parse(&task.max_risk)
-            .filter(|class| class.rank().is_some())
-            .ok_or_else(|| Prepare::Setup(format!("invalid max_risk {}", quote(&task.max_risk)), legacy()))?;
-        policy.max_risk = Some(match policy.max_risk {
-            Some(current) if current.rank() <= cap.rank() => current,
-            _ => cap,
-        });
-    }
-
-    // Step 4: budgets, clamped to the parent's remaining budget in share mode.
-    let mut limits = budget_limits(&config, &print_warning);
-    let timeout_seconds = match flags.timeout {
-        Some(seconds) if seconds > 0 => u64::try_from(seconds).unwrap_or(u64::MAX).min(SUBAGENT_MAX_TIMEOUT_SECONDS),
-        _ => subagent.timeout_seconds,
-    };
-    let max_iterations = match flags.max_iter {
-        Some(n) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX).min(SUBAGENT_MAX_ITERATIONS),
-        _ => subagent.max_iterations,
-    };
-    let budget_fields =
-        BudgetFields { seconds: timeout_seconds, iterations: max_iterations, cost_usd: limits.max_cost_usd };
-    let output = |limits: &odek_agent::budget::BudgetLimits| {
+    let output = |plan: &ChildPlan, limits: &BudgetLimits| {
         if framed {
-            Output::Framed(Arc::new(ProgressStream::new(&task.task_id, budget_fields, limits)))
+            let fields = BudgetFields {
+                seconds: plan.timeout_seconds,
+                iterations: plan.max_iterations,
+                cost_usd: plan.operator_limits.max_cost_usd,
+            };
+            Output::Framed(Arc::new(ProgressStream::new(&task.task_id, fields, limits)))
         } else {
             Output::Legacy
         }
     };
-    if let Some(share) = &task.budget {
-        if let Some(error) = share_spawn_gate(share) {
-            return Err(Prepare::SpawnGate(error, output(&limits)));
+    let plan = match runtime.prepare_child(task, &child_flags) {
+        Ok(plan) => plan,
+        Err(ChildError::Setup(message)) => return Err(Prepare::Setup(message, legacy())),
+        Err(ChildError::SpawnGate(error, plan)) => {
+            return Err(Prepare::SpawnGate(error, output(&plan, &plan.operator_limits)));
         }
-        limits = clamp_to_share(limits, share);
-    }
-    let output = output(&limits);
-    Ok(Prepared {
-        setup,
-        config,
-        api_key,
-        untrusted,
-        policy,
-        tools_filter,
-        limits,
-        timeout_seconds,
-        max_iterations,
-        profile: profile_name,
-        output,
-    })
+    };
+    let output = output(&plan, &plan.limits);
+    Ok(Prepared { runtime, face, plan, output })
 }
 
 fn non_empty(text: &str) -> Option<String> {
@@ -411,17 +324,61 @@ fn artifact_task(task: &TaskFile) -> Option<(TaskId, PathBuf)> {
     Some((task_id, PathBuf::from(&task.artifact_root)))
 }
 
-/// Remembers the run's provider-reported usage, for results of runs that ended in an error.
+/// The child as a runtime subscriber: the protocol-2 progress stream when framed (nothing of the
+/// loop otherwise), MCP lines and warnings on stderr, and the provider-reported usage remembered
+/// for results of runs that ended in an error.
 #[derive(Default)]
-struct UsageTracker(std::sync::Mutex<Usage>);
+struct SubagentFace {
+    stream: OnceLock<Arc<ProgressStream>>,
+    tracked: Mutex<Usage>,
+}
 
-impl StreamObserver for UsageTracker {}
+impl SubagentFace {
+    fn tracked(&self) -> Usage {
+        *self.tracked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
-impl LoopObserver for UsageTracker {
-    fn on_event(&self, event: &LoopEvent<'_>) {
-        if let LoopEvent::ModelResponded { totals, .. } = event {
-            *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = *totals;
+impl Subscriber for SubagentFace {
+    fn warning(&self, text: &str) {
+        print_warning(text);
+    }
+
+    fn delta(&self, text: &str, reasoning: bool) {
+        if let Some(stream) = self.stream.get() {
+            stream.on_delta(text, reasoning);
         }
+    }
+
+    fn progress(&self, event: &LoopEvent<'_>) {
+        if let LoopEvent::ModelResponded { totals, .. } = event {
+            *self.tracked.lock().unwrap_or_else(PoisonError::into_inner) = *totals;
+        }
+        if let Some(stream) = self.stream.get() {
+            stream.on_event(event);
+        }
+    }
+
+    fn plan(&self, event: &PlanEvent) {
+        if let Some(stream) = self.stream.get() {
+            stream.on_plan_event(event);
+        }
+    }
+
+    fn mcp_event(&self, event: McpEvent) {
+        StderrObserver.event(event);
+    }
+
+    fn mcp_warning(&self, server: &str, text: &str) {
+        StderrObserver.warning(server, text);
+    }
+
+    fn server_line(&self, server: &str, line: &str) {
+        StderrObserver.server_line(server, line);
+    }
+
+    fn console(&self) -> Option<Arc<dyn odek::approvals::Console>> {
+        Some(Arc::new(StdConsole))
     }
 }
 
@@ -431,52 +388,33 @@ async fn execute(
     task: &TaskFile,
     started: Instant,
 ) -> Result<(), CommandError> {
-    let Prepared {
-        setup,
-        config,
-        api_key,
-        untrusted,
-        policy,
-        tools_filter,
-        limits,
-        timeout_seconds,
-        max_iterations,
-        profile,
-        output,
-    } = prepared;
+    let Prepared { runtime, face, plan, output } = prepared;
+    let ChildPlan { untrusted, limits, timeout_seconds, max_iterations, max_risk, profile, .. } = plan;
     if !flags.quiet {
         eprintln!("🔧 Sub-agent: {}", sanitise_for_terminal(&display_goal(&task.goal), Layout::Lines));
     }
     if let Output::Framed(stream) = &output {
         let depth = delegation_depth();
-        let max_risk = policy.max_risk.map(DangerClass::as_str).unwrap_or_default();
+        let max_risk = max_risk.map(DangerClass::as_str).unwrap_or_default();
         stream.started(std::process::id(), depth, timeout_seconds, max_iterations, &profile, max_risk);
+        let _ = face.stream.set(Arc::clone(stream));
     }
 
     // Listening from here on: a stop signal during MCP startup is acted on once startup ends
     // (each handshake is bounded by its server's timeout); a second signal exits at once.
     let interrupt = cancel_on_stop_signals();
-    let replay = task.replay.clone().map(Arc::new);
-    let provider = match build_provider(&config.core, api_key.as_deref(), replay.as_deref(), None) {
-        Ok(provider) => provider,
-        Err(err) => return Err(setup_failure(&command_error_text(err.into()), &output)),
-    };
-    // Step 5: MCP servers only for trusted children.
-    let hub = if untrusted {
-        None
-    } else {
-        let observer: Arc<dyn McpObserver> = Arc::new(odek_mcp::StderrObserver);
-        match start_hub(&setup, observer, Arc::new(StdConsole)).await {
-            Ok(hub) => Some(Arc::new(hub)),
-            Err(err) => return Err(setup_failure(&command_error_text(err.into()), &output)),
-        }
-    };
+    let mut session = runtime.session(Vec::new(), None)?;
+    // The provider, then (trusted children only) the MCP servers: a failure is a setup error.
+    if let Err(err) = session.ready().await {
+        return Err(setup_failure(&command_error_text(err.into()), &output));
+    }
 
     // §9: deliverables are staged in the workspace and moved into the artifact root at exit.
+    let cwd = runtime.setup().sources.cwd.clone();
     let artifact_task = artifact_task(task);
     let mut artifact_flags = Vec::new();
     if let Some((task_id, _)) = &artifact_task
-        && let Err(err) = prepare_staging(&setup.sources.cwd, task_id)
+        && let Err(err) = prepare_staging(&cwd, task_id)
     {
         artifact_flags.push(format!("[artifact] staging lookup failed: {err}"));
     }
@@ -487,78 +425,31 @@ async fn execute(
         context: &task.context,
         artifact_task_id: artifact_task.as_ref().map(|(task_id, _)| task_id.as_str()),
     };
-    let mut messages = vec![
-        Message::system(subagent_system_prompt(&lifespan, config.subagent.announce_budget)),
-        Message::user(subagent_user_message(&task_text, untrusted, &new_nonce())),
-    ];
+    let announce_budget = runtime.settings().config.subagent.announce_budget;
+    session.reset(vec![Message::system(subagent_system_prompt(&lifespan, announce_budget))], None)?;
+    let user = subagent_user_message(&task_text, untrusted, &new_nonce());
 
-    let usage = Arc::new(UsageTracker::default());
-    let progress: Arc<dyn LoopObserver> = match &output {
-        Output::Framed(stream) => Arc::clone(stream) as Arc<dyn LoopObserver>,
-        Output::Legacy => Arc::new(SilentObserver),
-    };
-    let cancel = CancellationToken::new();
-    let finalize = CancellationToken::new();
+    let control = TurnControl { started: Some(started), ..TurnControl::default() };
     let hard_deadline_hit = Arc::new(AtomicBool::new(false));
-    let deadlines = spawn_deadlines(timeout_seconds, &interrupt, &cancel, &finalize, &hard_deadline_hit);
-
-    let mut tool_context =
-        ToolContext::new(setup.sources.cwd.clone(), setup.sources.odek_dir(), DangerPolicy::new(policy));
-    tool_context.cancel = cancel.clone();
-    let allowed = Arc::new(move |name: &str| tools_filter.allows(name));
-    let core = &config.core;
-    let budget = odek_agent::budget::Budget::new(limits, started);
-    let mut tools = odek_agent::tools::builtin_tools(builtin_settings(&config));
-    let delegate = delegate_settings(
-        &setup,
-        &config,
-        api_key.as_deref(),
-        flags.parent_session.as_deref(),
-        untrusted,
-        &budget,
-        replay,
-    );
-    tools.push(Arc::new(DelegateTool::new(delegate, None)));
-    let mut agent = Agent {
-        provider,
-        tools: ToolSet::new(tools, hub.clone(), allowed),
-        settings: LoopSettings {
-            context_window: context_window(&core.model),
-            model: core.model.clone(),
-            thinking: Thinking::parse(&core.thinking).unwrap_or_default(),
-            stream: false,
-            max_iterations,
-            max_tool_parallel: usize::try_from(core.max_tool_parallel).unwrap_or(usize::MAX),
-            compaction: core.compaction,
-        },
-        tool_context,
-        observer: Arc::new(odek_agent::events::Fanout::new(vec![
-            Arc::clone(&usage) as Arc<dyn LoopObserver>,
-            progress,
-        ])),
-        gate: None,
-        checkpoint: None,
-        budget,
-    };
-    let outcome = agent.run_until(&mut messages, &cancel, &finalize).await;
+    let deadlines =
+        spawn_deadlines(timeout_seconds, &interrupt, &control.cancel, &control.finalize, &hard_deadline_hit);
+    let outcome = session.turn_with(user, &control).await;
     deadlines.abort();
-    if let Some(hub) = &hub {
-        hub.shutdown().await;
-    }
+    let messages = session.messages().to_vec();
+    session.close().await;
 
-    let tracked = *usage.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tracked = face.tracked();
     let (end, run_usage) = match outcome {
         Ok(outcome) => (RunEnd::Answer(outcome.answer), outcome.usage),
-        Err(RunError::Budget(exceeded)) => (RunEnd::Budget(exceeded.to_string()), tracked),
-        Err(RunError::Cancelled) if hard_deadline_hit.load(Ordering::Acquire) => {
+        Err(RuntimeError::Run(RunError::Budget(exceeded))) => (RunEnd::Budget(exceeded.to_string()), tracked),
+        Err(RuntimeError::Run(RunError::Cancelled)) if hard_deadline_hit.load(Ordering::Acquire) => {
             (RunEnd::HardTimeout { seconds: timeout_seconds }, tracked)
         }
-        Err(RunError::Cancelled) => (RunEnd::Cancelled, tracked),
+        Err(RuntimeError::Run(RunError::Cancelled)) => (RunEnd::Cancelled, tracked),
         Err(other) => (RunEnd::Failed(other.to_string()), tracked),
     };
     let mut result = SubagentResult::from_run(&end, &messages, run_usage, started.elapsed().as_secs_f64());
     if let Some((task_id, root)) = &artifact_task {
-        let cwd = setup.sources.cwd.clone();
         let (task_id, root) = (task_id.clone(), root.clone());
         let collected = tokio::task::spawn_blocking(move || {
             let mut flags = relocate_staged(&cwd, &task_id, &root);

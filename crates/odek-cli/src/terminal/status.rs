@@ -139,7 +139,7 @@ impl StatusDisplay {
             "iteration {} · {} · {} · {} in / {} out tokens",
             state.iteration,
             activity,
-            odek_agent::run::hints::format_duration(self.started.elapsed()),
+            odek_agent::run::format_duration(self.started.elapsed()),
             state.totals.input_tokens,
             state.totals.output_tokens
         ));

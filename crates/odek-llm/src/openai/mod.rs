@@ -39,21 +39,21 @@ use stream::StreamAccumulator;
 use wire::WireError;
 
 /// Default bound of one attempt: 300 s.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default longest silence between two chunks of a streamed answer: 90 s.
-pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Default TCP + TLS connect bound: 10 s.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default number of retries after the first attempt.
-pub const DEFAULT_MAX_RETRIES: u32 = 3;
+const DEFAULT_MAX_RETRIES: u32 = 3;
 /// Default first backoff: 0.5 s, doubled per retry.
-pub const DEFAULT_RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
+const DEFAULT_RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 /// Default cap of a computed backoff: 8 s.
-pub const DEFAULT_RETRY_MAX_DELAY: Duration = Duration::from_secs(8);
+const DEFAULT_RETRY_MAX_DELAY: Duration = Duration::from_secs(8);
 /// A provider's `Retry-After` is honoured up to this: 30 s.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Largest answer body (or whole stream) read: 32 MiB (bytes). More is an invalid response.
-pub const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 /// Largest error body read for its message: 64 KiB (bytes); the rest is not read.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 

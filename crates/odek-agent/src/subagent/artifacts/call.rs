@@ -29,7 +29,7 @@ pub struct TaskArtifactInput<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskArtifactSection {
     /// Registered entries, in the child's order.
-    pub artifacts: Vec<Arc<RegisteredArtifact>>,
+    artifacts: Vec<Arc<RegisteredArtifact>>,
     /// The task's `artifacts:` block (§12) without a trailing newline; empty when the task had
     /// no refs at all.
     pub rendered: String,
@@ -75,7 +75,7 @@ pub fn register_call_artifacts(
 /// §12's block for one task: `artifacts:`, then each artifact's line with its preview or skip
 /// note, then the task's notes (duplicate aliases, then dropped refs). Empty when there is
 /// nothing to show.
-pub fn render_artifacts_section<'p>(
+fn render_artifacts_section<'p>(
     artifacts: &[Arc<RegisteredArtifact>],
     preview_for: impl Fn(&str) -> Option<&'p InlinePreview>,
     notes: &[String],

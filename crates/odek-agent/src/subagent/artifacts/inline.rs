@@ -9,10 +9,10 @@ use super::registry::RegisteredArtifact;
 use super::verify::read_verified;
 
 /// Largest artifact inlined, in bytes (32 KiB).
-pub const MAX_INLINE_PREVIEW_BYTES: u64 = 32_768;
+const MAX_INLINE_PREVIEW_BYTES: u64 = 32_768;
 
 /// Bytes inlined per `delegate_tasks` call, spent largest-first (128 KiB).
-pub const MAX_INLINE_BYTES_PER_CALL: u64 = 131_072;
+const MAX_INLINE_BYTES_PER_CALL: u64 = 131_072;
 
 /// What happened to one artifact that qualified for a preview.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub enum InlinePreview {
 
 /// §10 inline previews for every artifact of one call: those with a `text/*` media type and at
 /// most 32768 bytes, largest first (ties in the given order), while the 131072-byte budget
-/// lasts. Each is read through [`read_verified`]; a failure leaves it metadata only with its
+/// lasts. Each is read through `read_verified`; a failure leaves it metadata only with its
 /// reason and spends nothing. Artifacts absent from the map are metadata only. Keyed by
 /// registry id. Blocking.
 pub fn inline_previews(artifacts: &[Arc<RegisteredArtifact>]) -> BTreeMap<String, InlinePreview> {

@@ -10,7 +10,7 @@
 //! [`register_call_artifacts`], which composes [`validate_task_artifacts`] (the
 //! contract's ref rules with the task's root as the only root), the process-wide
 //! [`ArtifactRegistry`] (first-wins ids, aliases), [`inline_previews`] and the §12 lines in
-//! `render` and `notes`. Every later read of content goes through [`read_verified`]
+//! `render` and `notes`. Every later read of content goes through `read_verified`
 //! (results-and-artifacts §8), never through the earlier validation alone.
 //!
 //! Deliberately not here: ref validation itself (`odek_contract::artifact_ref`, reused), the
@@ -32,33 +32,28 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use call::{TaskArtifactInput, TaskArtifactSection, register_call_artifacts, render_artifacts_section};
-pub use inline::{InlinePreview, MAX_INLINE_BYTES_PER_CALL, MAX_INLINE_PREVIEW_BYTES, inline_previews};
-pub use notes::{render_dropped_line, render_inline_skipped_line};
-pub use registry::{
-    ArtifactRegistry, MAX_ALIAS_SUFFIX, MAX_LIVE_ENTRIES, RegisteredArtifact, RegistrationCall, TaskRegistration,
-    shared_registry,
-};
-pub use render::{fence_child_text, render_artifact_block, render_registered_artifact};
-pub use scan::{
-    FinishedArtifact, MAX_SUMMARY_RUNES, ScanLimits, ScanReport, append_artifact_flags, media_type_for_name,
-    scan_artifact_root, scan_artifact_root_with,
-};
-pub use staging::{STAGING_DIR_NAME, STAGING_GITIGNORE, STALE_STAGING_AGE, prepare_staging, relocate_staged};
+pub use call::{TaskArtifactInput, TaskArtifactSection, register_call_artifacts};
+pub use inline::{InlinePreview, inline_previews};
+pub use registry::{ArtifactRegistry, RegisteredArtifact, RegistrationCall, TaskRegistration, shared_registry};
+pub(crate) use render::fence_child_text;
+pub use render::render_artifact_block;
+pub(crate) use scan::FinishedArtifact;
+pub use scan::{ScanLimits, ScanReport, append_artifact_flags, scan_artifact_root, scan_artifact_root_with};
+pub use staging::{STAGING_GITIGNORE, prepare_staging, relocate_staged};
 pub use validate::{TaskArtifacts, validate_task_artifacts};
-pub use verify::{ReadRefusal, VerificationFailure, VerifiedWindow, read_verified};
+pub(crate) use verify::{ReadRefusal, VerificationFailure, read_verified};
 
 /// Most refs one task delivers (the scan's and the parent's cap).
-pub const MAX_REFS_PER_TASK: usize = odek_contract::envelope::MAX_ARTIFACT_REFS;
+const MAX_REFS_PER_TASK: usize = odek_contract::envelope::MAX_ARTIFACT_REFS;
 
 /// Bytes one task may deliver in total (64 MiB).
-pub const TASK_BUDGET_BYTES: u64 = 67_108_864;
+const TASK_BUDGET_BYTES: u64 = 67_108_864;
 
 /// Bytes one artifact may have (64 MiB), the contract's absolute cap.
-pub const MAX_ARTIFACT_BYTES: u64 = odek_contract::artifact_ref::MAX_ARTIFACT_BYTES;
+const MAX_ARTIFACT_BYTES: u64 = odek_contract::artifact_ref::MAX_ARTIFACT_BYTES;
 
 /// The artifacts bucket of runs whose session ID is not a safe directory name.
-pub const UNFILED_BUCKET: &str = "unfiled";
+const UNFILED_BUCKET: &str = "unfiled";
 
 /// Random bytes behind a task ID's hex part (8 bytes = 16 hex characters).
 const TASK_ID_RANDOM_BYTES: usize = 8;
@@ -89,7 +84,7 @@ pub struct TaskId(String);
 
 impl TaskId {
     /// `task-` + 16 lowercase hex characters from the OS CSPRNG (§2 step 2).
-    pub fn mint() -> Result<TaskId, ArtifactError> {
+    pub(crate) fn mint() -> Result<TaskId, ArtifactError> {
         let mut random = [0_u8; TASK_ID_RANDOM_BYTES];
         getrandom::fill(&mut random).map_err(|err| ArtifactError::Randomness(err.to_string()))?;
         Ok(TaskId(format!("task-{}", hex::encode(random))))
@@ -117,7 +112,7 @@ impl std::fmt::Display for TaskId {
 
 /// `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`: the shape of an artifacts bucket and a task ID. It can
 /// never be `.`, `..` or contain a separator.
-pub fn is_safe_component(name: &str) -> bool {
+fn is_safe_component(name: &str) -> bool {
     let bytes = name.as_bytes();
     matches!(bytes.first(), Some(first) if first.is_ascii_alphanumeric())
         && bytes.len() <= 128
@@ -125,7 +120,7 @@ pub fn is_safe_component(name: &str) -> bool {
 }
 
 /// §2 step 2: the session ID when it is a safe directory name, else `unfiled`.
-pub fn artifact_bucket(session_id: Option<&str>) -> &str {
+fn artifact_bucket(session_id: Option<&str>) -> &str {
     match session_id {
         Some(id) if is_safe_component(id) => id,
         _ => UNFILED_BUCKET,
@@ -157,7 +152,7 @@ pub fn create_artifact_root(
 /// directory handles that never follow a link. The shared `unfiled` bucket and IDs that are not
 /// a bucket name (their artifacts went to `unfiled`) are left alone. A missing directory is
 /// not an error.
-pub fn remove_session_artifacts(artifacts_dir: &Path, session_id: &str) -> io::Result<()> {
+pub(crate) fn remove_session_artifacts(artifacts_dir: &Path, session_id: &str) -> io::Result<()> {
     if !is_safe_component(session_id) || session_id == UNFILED_BUCKET {
         return Ok(());
     }

@@ -33,10 +33,10 @@ pub(super) enum EntryKind {
 /// One `fstatat(…, AT_SYMLINK_NOFOLLOW)` result.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct EntryStat {
-    pub kind: EntryKind,
-    pub size: u64,
+    pub(crate) kind: EntryKind,
+    pub(crate) size: u64,
     /// Seconds since the epoch.
-    pub modified: i64,
+    pub(crate) modified: i64,
 }
 
 fn kind_of(stat: &FileStat) -> EntryKind {

@@ -5,11 +5,11 @@
 use odek_contract::quoting::quote;
 
 /// `  [artifact] dropped "<id>": <error>`.
-pub fn render_dropped_line(id: &str, error: &str) -> String {
+pub(crate) fn render_dropped_line(id: &str, error: &str) -> String {
     format!("  [artifact] dropped {}: {error}", quote(id))
 }
 
 /// `  [artifact] inline preview skipped "<id>": <reason>`.
-pub fn render_inline_skipped_line(id: &str, reason: &str) -> String {
+pub(crate) fn render_inline_skipped_line(id: &str, reason: &str) -> String {
     format!("  [artifact] inline preview skipped {}: {reason}", quote(id))
 }

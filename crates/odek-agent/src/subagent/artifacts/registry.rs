@@ -15,10 +15,10 @@ use odek_contract::quoting::quote;
 use super::notes::render_dropped_line;
 
 /// Most live entries.
-pub const MAX_LIVE_ENTRIES: usize = 512;
+const MAX_LIVE_ENTRIES: usize = 512;
 
 /// Highest `-<k>` suffix tried for an alias before falling back to `artifact-<seq>`.
-pub const MAX_ALIAS_SUFFIX: usize = 128;
+const MAX_ALIAS_SUFFIX: usize = 128;
 
 /// One registered artifact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,12 +27,12 @@ pub struct RegisteredArtifact {
     pub id: String,
     /// The id the child gave.
     pub original_id: String,
-    pub media_type: String,
+    pub(crate) media_type: String,
     /// Size measured at validation.
-    pub size_bytes: u64,
+    pub(crate) size_bytes: u64,
     /// Declared and verified digest; empty when the ref declared none (then it cannot be read).
-    pub sha256: String,
-    pub summary: String,
+    pub(crate) sha256: String,
+    pub(crate) summary: String,
     /// 1-based task number within its `delegate_tasks` call.
     pub task_number: usize,
     path: PathBuf,
@@ -109,12 +109,9 @@ impl ArtifactRegistry {
         self.lock().entries.iter().map(|entry| entry.id.clone()).collect()
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.lock().entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.lock().entries.is_empty()
     }
 }
 

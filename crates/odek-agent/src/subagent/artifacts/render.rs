@@ -16,7 +16,7 @@ use super::scan::MAX_SUMMARY_RUNES;
 
 /// `  - <id> (<media_type>, <size> bytes, sha256:<12 hex>, task <n>)[ — <summary, 120 runes>]`.
 /// `, sha256:…` is left out for a ref that declared no digest.
-pub fn render_registered_artifact(artifact: &RegisteredArtifact) -> String {
+fn render_registered_artifact(artifact: &RegisteredArtifact) -> String {
     let mut line = format!(
         "  - {} ({}, {} bytes",
         clean_field(&artifact.id),
@@ -42,7 +42,7 @@ pub fn render_registered_artifact(artifact: &RegisteredArtifact) -> String {
 /// marker (`--- artifact: ` or `--- end artifact ---` after leading blanks) indented by one more
 /// space: a child must not be able to end a preview early or show a block for an artifact that
 /// was never verified.
-pub fn fence_child_text(content: &str) -> String {
+pub(crate) fn fence_child_text(content: &str) -> String {
     let content = sanitise(content);
     let mut fenced = String::with_capacity(content.len());
     for (index, line) in content.split('\n').enumerate() {

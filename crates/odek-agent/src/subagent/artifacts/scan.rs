@@ -21,7 +21,7 @@ use super::no_follow::{EntryKind, list_dir, open_dir, open_file_at, stat_at};
 use super::{MAX_ARTIFACT_BYTES, MAX_REFS_PER_TASK, TASK_BUDGET_BYTES};
 
 /// Longest summary, in runes.
-pub const MAX_SUMMARY_RUNES: usize = 120;
+pub(crate) const MAX_SUMMARY_RUNES: usize = 120;
 
 /// Longest id taken from a file name, in characters (`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`).
 const MAX_NAME_ID_CHARS: usize = 64;
@@ -60,10 +60,10 @@ pub struct ScanReport {
 /// One entry of `subagent_finished`'s `artifacts` (§6): `{"id","path","bytes"}`, `path` being
 /// the uri.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FinishedArtifact {
-    pub id: String,
-    pub path: String,
-    pub bytes: u64,
+pub(crate) struct FinishedArtifact {
+    id: String,
+    path: String,
+    bytes: u64,
 }
 
 impl From<&RawArtifactRef> for FinishedArtifact {
@@ -236,7 +236,7 @@ fn is_name_id(stem: &str) -> bool {
 
 /// §9 media types by the last extension (ASCII case-insensitive); anything else is
 /// `application/octet-stream`.
-pub fn media_type_for_name(name: &str) -> &'static str {
+fn media_type_for_name(name: &str) -> &'static str {
     let Some(dot) = name.rfind('.') else {
         return "application/octet-stream";
     };

@@ -23,13 +23,13 @@ use super::no_follow::{
 use super::{ArtifactError, MAX_ARTIFACT_BYTES, TaskId};
 
 /// The staging root's name inside the child's working directory.
-pub const STAGING_DIR_NAME: &str = ".odek-artifacts";
+const STAGING_DIR_NAME: &str = ".odek-artifacts";
 
 /// The staging root's `.gitignore`: everything in it but itself.
 pub const STAGING_GITIGNORE: &str = "*\n!.gitignore\n";
 
 /// Sibling staging folders older than this (by mtime) are removed at child start.
-pub const STALE_STAGING_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+const STALE_STAGING_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 
 const GITIGNORE_NAME: &str = ".gitignore";
 const PRIVATE_DIR_MODE: u32 = 0o700;

@@ -18,17 +18,17 @@ use odek_contract::artifact_ref::{hash_capped, short_digest};
 
 /// The verified window of an artifact.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifiedWindow {
+pub(crate) struct VerifiedWindow {
     /// The bytes `offset..offset + bytes.len()` of the file.
-    pub bytes: Vec<u8>,
-    pub offset: u64,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) offset: u64,
     /// The file's size (equal to the registered size).
-    pub total: u64,
+    pub(crate) total: u64,
 }
 
 /// Why a verified read returned nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ReadRefusal {
+pub(crate) enum ReadRefusal {
     /// §8 step 2: the recorded path no longer exists; the caller reports it as removed.
     #[error("file is no longer available (removed by cleanup)")]
     Removed,
@@ -42,7 +42,7 @@ pub enum ReadRefusal {
 
 /// The reasons of §8, each the spec's exact text.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum VerificationFailure {
+pub(crate) enum VerificationFailure {
     #[error("ref carries no sha256; contents cannot be verified at read time")]
     NoDigest,
     #[error("artifact path is a symlink; file was likely swapped after registration")]
@@ -76,7 +76,11 @@ impl From<VerificationFailure> for ReadRefusal {
 /// §8 steps 1-6 for the window `offset..offset + limit` of `artifact` (cut at the end of the
 /// file). An offset past the end is refused after the file's size is verified (step 4) and
 /// before any hashing. Blocking: call it off the async executor.
-pub fn read_verified(artifact: &RegisteredArtifact, offset: u64, limit: usize) -> Result<VerifiedWindow, ReadRefusal> {
+pub(crate) fn read_verified(
+    artifact: &RegisteredArtifact,
+    offset: u64,
+    limit: usize,
+) -> Result<VerifiedWindow, ReadRefusal> {
     if artifact.sha256.is_empty() {
         return Err(VerificationFailure::NoDigest.into());
     }

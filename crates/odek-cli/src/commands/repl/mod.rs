@@ -168,7 +168,7 @@ impl Repl<'_> {
         let outcome = match command {
             Slash::Exit => return Next::Exit,
             Slash::Help => output(slash::HELP),
-            Slash::Tools => match self.session.start_servers().await {
+            Slash::Tools => match self.session.ready().await {
                 Ok(()) => output(&slash::tools_text(&self.session.catalogue())),
                 Err(err) => failed(&err.to_string()),
             },
