@@ -223,6 +223,7 @@ fn three_turns_are_resumed_by_continue_and_by_repl_id() {
     terminal.expect(PROMPT);
     terminal.line("/session");
     terminal.expect("turns: 3");
+    terminal.expect(PROMPT);
     terminal.send(b"\x04");
     let (status, screen) = terminal.finish();
     assert_eq!(status.code(), Some(0), "{screen}");
