@@ -33,6 +33,8 @@ pub enum Command {
     Run(RunArgs),
     /// Continue a saved session with a new task
     Continue(ContinueArgs),
+    /// Talk to the agent turn by turn at a terminal (a persisted session; /help lists the commands)
+    Repl(ReplArgs),
     /// Inspect and exercise the configured MCP extension servers
     #[command(subcommand)]
     Ext(ExtCommand),
@@ -262,6 +264,126 @@ pub struct ContinueArgs {
     pub common: LoopArgs,
 }
 
+/// `odek repl`: the session flags, the model and endpoint flags of `odek run`, and the budgets.
+/// `--tool` and `--no-tool` are refused by name ([`repl_rejected_flag`]).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ReplArgs {
+    /// Resume this session (default: a new one)
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// Model id sent to the provider
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Provider adapter: empty/openai (OpenAI-compatible) or replay
+    #[arg(long, value_name = "ID")]
+    pub provider: Option<String>,
+    /// Provider endpoint
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Turn the plan tool on
+    #[arg(long, conflicts_with = "no_planning")]
+    pub planning: bool,
+    /// Turn the plan tool off
+    #[arg(long)]
+    pub no_planning: bool,
+    /// Turn the digest of trimmed context on
+    #[arg(long, conflicts_with = "no_compaction")]
+    pub compaction: bool,
+    /// Turn the digest of trimmed context off
+    #[arg(long)]
+    pub no_compaction: bool,
+    /// Stream the model's answers (SSE), printed as they arrive
+    #[arg(long)]
+    pub stream: bool,
+    /// Thinking level: enabled, disabled, low, medium, high
+    #[arg(long, value_name = "LEVEL")]
+    pub thinking: Option<String>,
+    /// Answer from a replay script instead of a model endpoint (with `--provider replay`)
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<std::path::PathBuf>,
+    /// Write the model's answers to a replay script as the session goes
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
+    /// Print nothing but warnings, errors and the answers
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Append the odek.event/v1 stream of every turn to this file as JSON lines
+    #[arg(long, value_name = "PATH")]
+    pub events_jsonl: Option<String>,
+    /// Add the (redacted) raw tool arguments to tool_call_started events
+    #[arg(long)]
+    pub events_include_args: bool,
+    /// Think→act cycles at most per turn (default 90)
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_iter: Option<String>,
+    /// Wall-clock budget of each turn in seconds
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub max_runtime: Option<String>,
+    /// Budget of executed tool calls for the session
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_tool_calls: Option<String>,
+    /// Budget of cumulative input tokens for the session
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_input_tokens: Option<String>,
+    /// Budget of cumulative output tokens for the session
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_output_tokens: Option<String>,
+    /// Estimated cost budget of the session in USD (needs prices in ~/.odek/config.json)
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+    pub max_cost_usd: Option<String>,
+}
+
+impl ReplArgs {
+    /// The same flags as `odek run` has them, so the REPL's overrides come from `run`'s parsing.
+    pub fn as_run_args(&self) -> RunArgs {
+        RunArgs {
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+            base_url: self.base_url.clone(),
+            planning: self.planning,
+            compaction: self.compaction,
+            session: true,
+            common: LoopArgs {
+                max_iter: self.max_iter.clone(),
+                stream: self.stream,
+                thinking: self.thinking.clone(),
+                replay: self.replay.clone(),
+                record: self.record.clone(),
+                no_planning: self.no_planning,
+                no_compaction: self.no_compaction,
+                quiet: self.quiet,
+                events_jsonl: self.events_jsonl.clone(),
+                events_include_args: self.events_include_args,
+                max_runtime: self.max_runtime.clone(),
+                max_tool_calls: self.max_tool_calls.clone(),
+                max_input_tokens: self.max_input_tokens.clone(),
+                max_output_tokens: self.max_output_tokens.clone(),
+                max_cost_usd: self.max_cost_usd.clone(),
+                ..LoopArgs::default()
+            },
+            ..RunArgs::default()
+        }
+    }
+}
+
+/// Flags `odek repl` refuses by name: the reference's REPL has no tool selection.
+const REJECTED_BY_REPL: &[&str] = &["--tool", "--no-tool"];
+
+/// `odek repl: <flag> is not supported in the REPL` for the first refused flag.
+fn repl_rejected_flag(args: &[OsString]) -> Option<String> {
+    for arg in args.iter().skip(2) {
+        let Some(arg) = arg.to_str() else { continue };
+        if arg == "--" {
+            return None;
+        }
+        let flag = arg.split('=').next().unwrap_or(arg);
+        if REJECTED_BY_REPL.contains(&flag) {
+            return Some(format!("odek repl: {flag} is not supported in the REPL\n"));
+        }
+    }
+    None
+}
+
 /// Flags `odek continue` refuses because the session pins them (spec `loop-and-sessions.md` §10.5).
 const PINNED_BY_SESSION: &[&str] =
     &["--model", "--provider", "--base-url", "--system", "--sandbox", "--no-sandbox", "--session"];
@@ -306,7 +428,7 @@ pub fn take_directory_flags(args: &[OsString]) -> Result<(Option<std::path::Path
 }
 
 /// The names `odek` accepts as its first word.
-const COMMANDS: &[&str] = &["ext", "run", "continue", "session", "subagent"];
+const COMMANDS: &[&str] = &["ext", "run", "continue", "repl", "session", "subagent"];
 
 /// What parsing decided.
 #[derive(Debug)]
@@ -341,6 +463,11 @@ pub fn parse_args(args: &[OsString]) -> Parsed {
     }
     if args.get(1).and_then(|arg| arg.to_str()) == Some("continue")
         && let Some(stderr) = pinned_flag_error(args)
+    {
+        return Parsed::Exit { stdout: String::new(), stderr, outcome: Err(CommandError::Reported) };
+    }
+    if args.get(1).and_then(|arg| arg.to_str()) == Some("repl")
+        && let Some(stderr) = repl_rejected_flag(args)
     {
         return Parsed::Exit { stdout: String::new(), stderr, outcome: Err(CommandError::Reported) };
     }

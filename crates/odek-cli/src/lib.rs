@@ -19,4 +19,5 @@ pub mod cli;
 pub mod commands;
 pub mod interrupt;
 pub mod outcome;
+pub(crate) mod repl_interrupt;
 pub mod terminal;

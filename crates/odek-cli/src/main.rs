@@ -61,8 +61,11 @@ fn report_error(error: &CommandError) {
         CommandError::Verbatim(line) => final_line(&printable(line)),
         CommandError::Stopped { error, .. } => report_error(error),
         // Printed by the command already.
-        CommandError::Reported | CommandError::Check(_) | CommandError::Subagent(_) | CommandError::StoppedAgain(_) => {
-        }
+        CommandError::Reported
+        | CommandError::ReportedBudget
+        | CommandError::Check(_)
+        | CommandError::Subagent(_)
+        | CommandError::StoppedAgain(_) => {}
     }
 }
 

@@ -21,6 +21,8 @@ pub enum CommandError {
     Reported,
     /// The typed execution-budget error: printed as `odek: <error>`.
     Budget(String),
+    /// The execution-budget stop, which the command already printed (`odek repl`'s last turn).
+    ReportedBudget,
     /// A fatal error whose text is the whole line (`odek continue: …`), printed without the
     /// `odek: ` prefix.
     Verbatim(String),
@@ -117,7 +119,7 @@ pub fn exit_code(outcome: &Result<(), CommandError>) -> u8 {
 fn failure_code(error: &CommandError) -> u8 {
     match error {
         CommandError::Fatal(_) | CommandError::Reported | CommandError::Verbatim(_) => 1,
-        CommandError::Budget(_) => 4,
+        CommandError::Budget(_) | CommandError::ReportedBudget => 4,
         CommandError::Check(Verdict::Pass) => 0,
         CommandError::Check(Verdict::Fail) => 1,
         CommandError::Check(Verdict::Warn) => 2,
@@ -150,6 +152,7 @@ mod tests {
         assert_eq!(exit_code(&Err(CommandError::Reported)), 1);
         assert_eq!(exit_code(&Err(CommandError::Verbatim("odek continue: no session".into()))), 1);
         assert_eq!(exit_code(&Err(CommandError::Budget("execution budget exceeded".into()))), 4);
+        assert_eq!(exit_code(&Err(CommandError::ReportedBudget)), 4);
     }
 
     /// Moved from `interrupt.rs` (`StopSignal::exit_code`): the same codes, through the one map.

@@ -24,6 +24,7 @@ mod subscriber;
 
 pub use error::RuntimeError;
 /// What an embedder needs from the crates underneath, so `odek` is the one dependency.
+pub use odek_agent::budget::BudgetLimits;
 pub use odek_agent::observer::{CallResult, LoopEvent};
 pub use odek_agent::plan::PlanEvent;
 pub use odek_agent::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};

@@ -30,7 +30,7 @@ pub struct BudgetLimits {
 
 impl BudgetLimits {
     /// Cost is enforced only with a cap and both prices.
-    fn cost_enforced(&self) -> bool {
+    pub fn cost_enforced(&self) -> bool {
         self.max_cost_usd > 0.0 && self.input_price_per_million > 0.0 && self.output_price_per_million > 0.0
     }
 
@@ -47,7 +47,7 @@ impl BudgetLimits {
 
     /// Estimated cost of `usage` in USD. Absurd prices times large token counts can make it
     /// infinite (or NaN); [`BudgetLimits::cost_exceeded`] counts that as exhausted.
-    fn cost_usd(&self, usage: Usage) -> f64 {
+    pub fn cost_usd(&self, usage: Usage) -> f64 {
         usage.input_tokens as f64 / 1e6 * self.input_price_per_million
             + usage.output_tokens as f64 / 1e6 * self.output_price_per_million
     }

@@ -2,6 +2,7 @@
 //! outcome of [`crate::outcome`], which also chooses the exit code).
 
 pub mod ext;
+pub mod repl;
 pub mod run;
 pub mod session;
 pub mod subagent;
@@ -16,6 +17,7 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         Command::Ext(command) => ext::run(command).await,
         Command::Run(args) => run::run(args).await,
         Command::Continue(args) => run::continue_session(args).await,
+        Command::Repl(args) => repl::run(args).await,
         Command::Session(command) => session::run(command).await,
         Command::Subagent(args) => subagent::run(&args.flags).await,
     };
@@ -30,7 +32,7 @@ fn stopped_by_signal(error: CommandError) -> CommandError {
         return error;
     };
     // Exit 4 means the budget and only the budget (spec README §4), signal or not.
-    if matches!(error, CommandError::Budget(_)) {
+    if matches!(error, CommandError::Budget(_) | CommandError::ReportedBudget) {
         return error;
     }
     let error = match error {

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use odek::config::{CliOverrides, ConfigSources};
 use odek::setup::Setup;
 use odek::{Overrides, Runtime, RuntimeError, TurnOutcome};
-use odek_agent::session::{ExternalRef, SessionError, SessionId, parse_external_ref_spec, safe_state};
+use odek_agent::session::{
+    ExternalRef, Session as SessionRecord, SessionError, SessionId, SessionLock, SessionStore, parse_external_ref_spec,
+    safe_state,
+};
 use odek_contract::redaction::redact;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_llm::Message;
@@ -54,15 +57,7 @@ pub async fn continue_session(args: ContinueArgs) -> Result<(), CommandError> {
             .map(|session| session.id)
             .ok_or_else(|| CommandError::Verbatim("odek continue: no session to continue".into()))?,
     };
-    // Locked before it is read: what this run appends to is the latest saved state, and no other
-    // process appends to it meanwhile (a second `continue` refuses instead of losing a turn).
-    let lock = store.lock(&id)?;
-    let mut record = store.load(&id).inspect_err(|err| {
-        if matches!(err, SessionError::NotFound { .. }) {
-            // No session behind the id: its lock file would only be litter.
-            let _ = std::fs::remove_file(lock.path());
-        }
-    })?;
+    let (mut record, lock) = lock_and_load(&store, &id)?;
     let Some(task) = task_text(&args.common.task) else {
         return Err(CommandError::Verbatim("odek continue: a task is required for continue".into()));
     };
@@ -74,6 +69,23 @@ pub async fn continue_session(args: ContinueArgs) -> Result<(), CommandError> {
     let outcome = execute(&runtime, &face, &args.common, history, Some(record), user).await;
     drop(lock);
     outcome
+}
+
+/// The saved session `id`, locked for this process. Locked before it is read: what this run
+/// appends to is the latest saved state, and no other process appends to it meanwhile (a second
+/// `continue` refuses instead of losing a turn).
+pub(crate) fn lock_and_load(
+    store: &SessionStore,
+    id: &SessionId,
+) -> Result<(SessionRecord, SessionLock), CommandError> {
+    let lock = store.lock(id)?;
+    let record = store.load(id).inspect_err(|err| {
+        if matches!(err, SessionError::NotFound { .. }) {
+            // No session behind the id: its lock file would only be litter.
+            let _ = std::fs::remove_file(lock.path());
+        }
+    })?;
+    Ok((record, lock))
 }
 
 /// The config files of this process, their warnings printed.
@@ -91,7 +103,7 @@ fn parse_external_refs(specs: &[String]) -> Result<Vec<ExternalRef>, CommandErro
 }
 
 /// The flags `run` and `continue` share as the runtime's overrides; `run_flags` adds `run`'s own.
-fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result<Overrides, CommandError> {
+pub(crate) fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result<Overrides, CommandError> {
     let max_iterations = match &flags.max_iter {
         Some(value) => Some(value.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
             CommandError::Fatal(format!("--max-iter: invalid integer {}", odek_contract::quoting::quote(value)))
@@ -192,7 +204,7 @@ pub(crate) fn turn_error(error: RuntimeError) -> CommandError {
 
 /// The answer on stdout: the `--json` result object, the text exactly when piped, or the text
 /// made terminal-safe on a terminal.
-fn print_answer(outcome: &TurnOutcome, json: bool) -> Result<(), CommandError> {
+pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool) -> Result<(), CommandError> {
     let answer = redact(&outcome.answer);
     let mut stdout = std::io::stdout().lock();
     if json {

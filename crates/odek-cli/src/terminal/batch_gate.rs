@@ -150,9 +150,10 @@ pub(crate) fn read_stdin_byte() -> Option<u8> {
     }
 }
 
-/// Whether SIGINT, SIGTERM or SIGHUP arrived: then no question waits for an answer.
+/// Whether SIGINT, SIGTERM or SIGHUP arrived (in `odek repl`: stopped the running turn): then
+/// no question waits for an answer.
 pub(crate) fn stop_signal_received() -> bool {
-    crate::interrupt::received_stop_signal().is_some()
+    crate::interrupt::received_stop_signal().is_some() || crate::repl_interrupt::turn_stopped()
 }
 
 /// What one bounded wait on fd 0 found.

@@ -37,6 +37,28 @@ impl TerminalFace {
         let _ = self.colour.set(colour);
     }
 
+    /// Runs `f` with the running turn's status line hidden (for output on stdout while it runs).
+    pub fn suspended<R>(&self, f: impl FnOnce() -> R) -> R {
+        match self.display() {
+            Some(display) => display.suspend(f),
+            None => f(),
+        }
+    }
+
+    /// Takes the running turn's live status line off the screen while answer text streams onto
+    /// it ([`StatusDisplay::pause`]); [`TerminalFace::resume_status`] brings it back.
+    pub fn pause_status(&self) {
+        if let Some(display) = self.display() {
+            display.pause();
+        }
+    }
+
+    pub fn resume_status(&self) {
+        if let Some(display) = self.display() {
+            display.resume();
+        }
+    }
+
     fn mode(&self) -> StatusMode {
         if self.quiet {
             StatusMode::Quiet

@@ -9,6 +9,7 @@
 pub mod batch_gate;
 pub mod console;
 pub mod face;
+pub mod repl_face;
 pub mod status;
 
 use odek_contract::terminal_text::{shorten_line, warning_line};

@@ -80,6 +80,27 @@ impl StatusDisplay {
         }
     }
 
+    /// Takes the live status line off the screen until [`StatusDisplay::resume`]: answer text
+    /// streamed onto the same terminal must not share its line (each redraw would erase it).
+    pub fn pause(&self) {
+        if let Some(bar) = &self.bar
+            && !bar.is_finished()
+        {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Shows the live status line again after [`StatusDisplay::pause`].
+    pub fn resume(&self) {
+        if let Some(bar) = &self.bar
+            && bar.is_finished()
+        {
+            bar.reset();
+            bar.enable_steady_tick(Duration::from_millis(120));
+            self.refresh(&self.lock());
+        }
+    }
+
     /// Runs `f` with the status line hidden (for prompts).
     pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
         match &self.bar {

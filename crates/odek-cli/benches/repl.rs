@@ -1,0 +1,202 @@
+//! REPL benchmark (issue 16), both measures in one invocation:
+//!
+//! 1. Start to first prompt: wall time from spawning `odek repl` on a pseudo-terminal to its
+//!    prompt appearing, with three stdio MCP servers configured (target ≤ 30 ms; the servers
+//!    start with the first turn, not before the prompt), and with none.
+//! 2. Per-turn loop overhead next to `odek run`'s: the same replayed turn of 90 iterations (89
+//!    `read_file` calls, then an answer) and of 1 iteration, as `odek run` processes and as turns
+//!    of one scripted `odek repl` (a line written, its answer read); the difference divided by 89
+//!    is the loop's cost per iteration in each face, fixed costs (process start, setup) cancelled.
+//!    Target: the REPL within 10 % of `odek run`. Runs interleave so load hits both alike.
+//!
+//! Run: `cargo bench -p odek-cli --bench repl`
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const PROMPT_RUNS: usize = 30;
+const TURN_ROUNDS: usize = 15;
+const LONG_TURN: usize = 90;
+
+fn main() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let project = root.path().join("project");
+    std::fs::create_dir_all(home.join(".odek")).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("f.txt"), "a small file\n").unwrap();
+    let odek = odek_test_support::odek_binary();
+
+    for servers in [3, 0] {
+        configure(&home, servers);
+        let mut samples: Vec<f64> = (0..=PROMPT_RUNS).map(|_| first_prompt_ms(&odek, &home, &project)).collect();
+        samples.remove(0);
+        report(&format!("odek repl → first prompt, {servers} stdio MCP servers, {PROMPT_RUNS} runs"), samples);
+    }
+
+    configure(&home, 0);
+    let long = project.join("long.replay.json");
+    let short = project.join("short.replay.json");
+    std::fs::write(&long, script(&turn(LONG_TURN))).unwrap();
+    std::fs::write(&short, script(&turn(1))).unwrap();
+    let mut repl_turns = Vec::new();
+    for _ in 0..=TURN_ROUNDS {
+        repl_turns.extend(turn(1));
+        repl_turns.extend(turn(LONG_TURN));
+    }
+    let repl_script = project.join("repl.replay.json");
+    std::fs::write(&repl_script, script(&repl_turns)).unwrap();
+
+    let mut repl = Repl::start(&odek, &home, &project, &repl_script);
+    let (mut run_samples, mut repl_samples) = (Vec::new(), Vec::new());
+    for round in 0..=TURN_ROUNDS {
+        let run_short = run_ms(&odek, &home, &project, &short);
+        let run_long = run_ms(&odek, &home, &project, &long);
+        let repl_short = repl.turn_ms();
+        let repl_long = repl.turn_ms();
+        if round > 0 {
+            run_samples.push((run_long - run_short) / (LONG_TURN - 1) as f64);
+            repl_samples.push((repl_long - repl_short) / (LONG_TURN - 1) as f64);
+        }
+    }
+    repl.finish();
+    let run_median = median(&mut run_samples);
+    let repl_median = median(&mut repl_samples);
+    report(
+        &format!("odek run loop overhead per iteration ({LONG_TURN}-iteration turn, {TURN_ROUNDS} rounds)"),
+        run_samples,
+    );
+    report(
+        &format!("odek repl loop overhead per iteration ({LONG_TURN}-iteration turn, {TURN_ROUNDS} rounds)"),
+        repl_samples,
+    );
+    println!("repl / run: {:.2}", repl_median / run_median);
+}
+
+fn configure(home: &Path, servers: usize) {
+    let fixture = odek_test_support::fixture_server();
+    let servers: serde_json::Map<String, Value> =
+        (1..=servers).map(|n| (format!("fixture{n}"), json!({"command": fixture, "auto_approve": true}))).collect();
+    let config = home.join(".odek/config.json");
+    std::fs::write(&config, json!({"provider": "replay", "mcp_servers": servers}).to_string()).unwrap();
+    std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+}
+
+/// A turn of `iterations` replayed model answers: `read_file` calls, then the answer.
+fn turn(iterations: usize) -> Vec<Value> {
+    let mut turns: Vec<Value> = (1..iterations)
+        .map(|_| json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "f.txt"}}]}))
+        .collect();
+    turns.push(json!({"content": "done"}));
+    turns
+}
+
+fn script(turns: &[Value]) -> String {
+    json!({"schema": "odek.replay/v1", "turns": turns}).to_string()
+}
+
+fn command(odek: &Path, home: &Path, project: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(odek);
+    command
+        .args(args)
+        .current_dir(project)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TERM", "xterm");
+    command
+}
+
+/// Spawn to `odek> ` on a fresh terminal, then Ctrl-D.
+fn first_prompt_ms(odek: &Path, home: &Path, project: &Path) -> f64 {
+    let size = nix::pty::Winsize { ws_row: 40, ws_col: 200, ws_xpixel: 0, ws_ypixel: 0 };
+    let pty = nix::pty::openpty(Some(&size), None).unwrap();
+    let slave = File::from(pty.slave);
+    let mut master = File::from(pty.master);
+    let mut command = command(odek, home, project, &["repl", "--quiet"]);
+    command
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    drop(command);
+    let mut seen = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    while !seen.windows(6).any(|window| window == b"odek> ") {
+        assert!(started.elapsed() < Duration::from_secs(30), "no prompt");
+        let read = master.read(&mut buffer).unwrap();
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    let elapsed = started.elapsed();
+    master.write_all(b"\x04").unwrap();
+    assert!(child.wait().unwrap().success());
+    elapsed.as_secs_f64() * 1000.0
+}
+
+/// One `odek run` of the replay script, spawn to exit.
+fn run_ms(odek: &Path, home: &Path, project: &Path, replay: &Path) -> f64 {
+    let replay = replay.to_str().unwrap();
+    let started = Instant::now();
+    let status = command(odek, home, project, &["run", "--quiet", "--replay", replay, "go"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    started.elapsed().as_secs_f64() * 1000.0
+}
+
+/// A scripted `odek repl`: a line in, its answer out.
+struct Repl {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Repl {
+    fn start(odek: &Path, home: &Path, project: &Path, replay: &Path) -> Repl {
+        let mut child = command(odek, home, project, &["repl", "--quiet", "--replay", replay.to_str().unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Repl { child, stdin, stdout }
+    }
+
+    fn turn_ms(&mut self) -> f64 {
+        let started = Instant::now();
+        self.stdin.write_all(b"go\n").unwrap();
+        self.stdin.flush().unwrap();
+        let mut answer = String::new();
+        self.stdout.read_line(&mut answer).unwrap();
+        assert_eq!(answer, "done\n");
+        started.elapsed().as_secs_f64() * 1000.0
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn report(what: &str, mut samples: Vec<f64>) {
+    let median = median(&mut samples);
+    println!("{what}: best {:.3} ms, median {median:.3} ms, worst {:.3} ms", samples[0], samples[samples.len() - 1]);
+}
