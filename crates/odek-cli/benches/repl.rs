@@ -46,20 +46,16 @@ fn main() {
     let short = project.join("short.replay.json");
     std::fs::write(&long, script(&turn(LONG_TURN))).unwrap();
     std::fs::write(&short, script(&turn(1))).unwrap();
-    let mut repl_turns = Vec::new();
-    for _ in 0..=TURN_ROUNDS {
-        repl_turns.extend(turn(1));
-        repl_turns.extend(turn(LONG_TURN));
-    }
-    let repl_script = project.join("repl.replay.json");
-    std::fs::write(&repl_script, script(&repl_turns)).unwrap();
-
-    let mut repl = Repl::start(&odek, &home, &project, &repl_script);
+    // Each REPL turn starts a fresh conversation (`/new`), so every turn replays its script from
+    // the start and a long conversation's trimming never enters the figure; the `/new` costs the
+    // short and the long turn alike and cancels out of the difference.
+    let mut repl_short_face = Repl::start(&odek, &home, &project, &short);
+    let mut repl = Repl::start(&odek, &home, &project, &long);
     let (mut run_samples, mut repl_samples) = (Vec::new(), Vec::new());
     for round in 0..=TURN_ROUNDS {
         let run_short = run_ms(&odek, &home, &project, &short);
         let run_long = run_ms(&odek, &home, &project, &long);
-        let repl_short = repl.turn_ms();
+        let repl_short = repl_short_face.turn_ms();
         let repl_long = repl.turn_ms();
         if round > 0 {
             run_samples.push((run_long - run_short) / (LONG_TURN - 1) as f64);
@@ -67,6 +63,7 @@ fn main() {
         }
     }
     repl.finish();
+    repl_short_face.finish();
     let run_median = median(&mut run_samples);
     let repl_median = median(&mut repl_samples);
     report(
@@ -177,11 +174,13 @@ impl Repl {
 
     fn turn_ms(&mut self) -> f64 {
         let started = Instant::now();
-        self.stdin.write_all(b"go\n").unwrap();
+        self.stdin.write_all(b"/new\ngo\n").unwrap();
         self.stdin.flush().unwrap();
         let mut answer = String::new();
-        self.stdout.read_line(&mut answer).unwrap();
-        assert_eq!(answer, "done\n");
+        while answer != "done\n" {
+            answer.clear();
+            assert!(self.stdout.read_line(&mut answer).unwrap() > 0, "the REPL ended before its answer");
+        }
         started.elapsed().as_secs_f64() * 1000.0
     }
 
