@@ -404,11 +404,21 @@ impl Session<'_> {
         self.spent
     }
 
-    /// The budget limits of the next turn's model (`0` = no limit), prices resolved.
+    /// The budget limits of the next turn (`0` = no limit): the settings' own limits when a face
+    /// set them, else the config's with the prices of the next turn's model.
     pub fn limits(&self) -> BudgetLimits {
-        let mut config = self.runtime.settings.config.clone();
+        self.turn_limits(&|_| {})
+    }
+
+    /// [`Session::limits`], telling `warn` when a cost cap has no prices.
+    fn turn_limits(&self, warn: &dyn Fn(&str)) -> BudgetLimits {
+        let settings = &self.runtime.settings;
+        if let Some(limits) = settings.limits {
+            return limits;
+        }
+        let mut config = settings.config.clone();
         config.core.model.clone_from(&self.model);
-        BudgetLimits::from(&config)
+        budget_limits(&config, warn)
     }
 
     /// The current plan, rendered as the model sees it; `None` with planning off or before the
@@ -601,12 +611,7 @@ impl Session<'_> {
             ToolContext::new(sources.cwd.clone(), sources.odek_dir(), DangerPolicy::new(settings.policy.clone()));
         tool_context.cancel = cancel.clone();
         tool_context.interactive = gate.is_some();
-        let mut turn_config = config.clone();
-        turn_config.core.model.clone_from(&self.model);
-        let limits = match settings.limits {
-            Some(limits) => limits,
-            None => budget_limits(&turn_config, &|warning| subscriber.warning(warning)),
-        };
+        let limits = self.turn_limits(&|warning| subscriber.warning(warning));
         let budget = Budget::new(limits, started).after(self.spent.usage, self.spent.tool_calls);
         let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
         builtins.extend(runtime.extra_tools.iter().cloned());

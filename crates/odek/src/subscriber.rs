@@ -95,13 +95,13 @@ impl LoopObserver for LoopView {
 /// event stream (which passes them on to the subscriber), and to the subscriber alone between
 /// turns.
 pub(crate) struct McpRoute {
-    subscriber: Arc<dyn Subscriber>,
+    between_turns: McpView,
     turn: RwLock<Option<Arc<EventStream>>>,
 }
 
 impl McpRoute {
     pub(crate) fn new(subscriber: Arc<dyn Subscriber>) -> McpRoute {
-        McpRoute { subscriber, turn: RwLock::new(None) }
+        McpRoute { between_turns: McpView(subscriber), turn: RwLock::new(None) }
     }
 
     /// Routes MCP events to `stream` until the next call (`None`: to the subscriber alone).
@@ -109,31 +109,28 @@ impl McpRoute {
         *self.turn.write().unwrap_or_else(PoisonError::into_inner) = stream;
     }
 
-    fn current(&self) -> Option<Arc<EventStream>> {
-        self.turn.read().unwrap_or_else(PoisonError::into_inner).clone()
+    /// Calls `deliver` on where MCP events go now: the turn's stream, or the subscriber between
+    /// turns. The stream is cloned out of the lock first, so delivery never holds it.
+    fn deliver(&self, deliver: impl FnOnce(&dyn McpObserver)) {
+        let turn = self.turn.read().unwrap_or_else(PoisonError::into_inner).clone();
+        match &turn {
+            Some(stream) => deliver(stream.as_ref()),
+            None => deliver(&self.between_turns),
+        }
     }
 }
 
 impl McpObserver for McpRoute {
     fn event(&self, event: McpEvent) {
-        match self.current() {
-            Some(stream) => stream.event(event),
-            None => self.subscriber.mcp_event(event),
-        }
+        self.deliver(|target| target.event(event));
     }
 
     fn warning(&self, server: &str, text: &str) {
-        match self.current() {
-            Some(stream) => stream.warning(server, text),
-            None => self.subscriber.mcp_warning(server, text),
-        }
+        self.deliver(|target| target.warning(server, text));
     }
 
     fn server_line(&self, server: &str, line: &str) {
-        match self.current() {
-            Some(stream) => stream.server_line(server, line),
-            None => self.subscriber.server_line(server, line),
-        }
+        self.deliver(|target| target.server_line(server, line));
     }
 }
 
