@@ -374,3 +374,42 @@ fn store_dir_mode_is_0700_only_when_created() {
     SessionStore::new(existing.clone()).unwrap();
     assert_eq!(mode(&existing), 0o755);
 }
+
+#[test]
+fn a_file_only_save_leaves_the_index_behind_and_readers_still_see_the_newest_state() {
+    let home = Home::new();
+    let store = home.store();
+    let mut session = conversation("first task");
+    store.save(&mut session).unwrap();
+    let index = home.sessions.join("index.json");
+    let indexed = std::fs::read(&index).unwrap();
+
+    // A later step: the file changes, the index does not.
+    session.messages.push(Message::user("second task"));
+    session.add_usage(Usage { input_tokens: 7, output_tokens: 2 });
+    store.save_file(&mut session).unwrap();
+    assert_eq!(std::fs::read(&index).unwrap(), indexed, "the step left index.json as it was");
+    // File times are as coarse as the kernel's clock tick: the step lands in a later one.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    std::fs::File::options().write(true).open(home.file(session.id.as_str())).unwrap().set_modified(later).unwrap();
+    let listed = store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0].turns, listed[0].input_tokens), (2, 7), "the stale index was not trusted");
+
+    store.save_file(&mut session).unwrap();
+    store.index(&session);
+    let entries: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    assert_eq!(entries[0]["turns"], 2);
+    assert_eq!(entries[0]["updated_at"], session.updated_at.as_str());
+}
+
+#[test]
+fn an_index_title_is_cut_from_the_redacted_task() {
+    let home = Home::new();
+    let store = home.store();
+    let mut session = conversation(&format!("use sk-{} now", "a".repeat(40)));
+    session.task.clear();
+    store.save_file(&mut session).unwrap();
+    store.index(&session);
+    assert_eq!(store.list().unwrap()[0].title, "use [REDACTED] now");
+}

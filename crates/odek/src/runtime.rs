@@ -18,7 +18,9 @@ use odek_agent::plan::{PLAN_TOOL_NAME, PlanBoard, PlanCaps, render_plan};
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
 use odek_agent::run::context_window;
 use odek_agent::run::{Agent, Checkpoint, LoopSettings, RunError, Saved, ToolSet};
-use odek_agent::session::{Session as SessionRecord, SessionId, SessionLock, SessionStore, safe_state};
+use odek_agent::session::{
+    SaveReport, Session as SessionRecord, SessionError, SessionId, SessionLock, SessionStore, safe_state,
+};
 use odek_agent::subagent::artifact_read::ArtifactReadTool;
 use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
@@ -364,6 +366,34 @@ struct Started {
 struct Persisted {
     store: SessionStore,
     record: SessionRecord,
+    /// A step of the running turn saved the file without the index ([`Persisted::catch_up`]).
+    index_behind: bool,
+}
+
+impl Persisted {
+    fn new(store: SessionStore, record: SessionRecord) -> Persisted {
+        Persisted { store, record, index_behind: false }
+    }
+
+    /// Saves a step of a turn: the first save of the turn updates the index as well (a new
+    /// session is listed at once), later ones the file alone, each costing two fsyncs rather
+    /// than four and no directory listing; the turn's end catches the index up.
+    fn save_step(&mut self) -> Result<SaveReport, SessionError> {
+        if self.index_behind {
+            return self.store.save_file(&mut self.record);
+        }
+        let report = self.store.save_file(&mut self.record)?;
+        self.store.index(&self.record);
+        self.index_behind = true;
+        Ok(report)
+    }
+
+    /// Brings the index up to the last saved step, once a turn is over.
+    fn catch_up(&mut self) {
+        if std::mem::take(&mut self.index_behind) {
+            self.store.index(&self.record);
+        }
+    }
 }
 
 impl Session<'_> {
@@ -378,7 +408,7 @@ impl Session<'_> {
         let runtime = self.runtime;
         let planning = &runtime.settings.config.planning;
         self.persisted = match record {
-            Some(record) => Some(Arc::new(Mutex::new(Persisted { store: runtime.session_store()?, record }))),
+            Some(record) => Some(Arc::new(Mutex::new(Persisted::new(runtime.session_store()?, record)))),
             None => None,
         };
         self.plan = planning.enabled.then(|| Arc::new(PlanBoard::new(plan_caps(planning))));
@@ -669,6 +699,9 @@ impl Session<'_> {
             return Err(RunError::Budget(exceeded).into());
         }
         let outcome = agent.run_until(&mut self.messages, cancel, finalize).await;
+        if let Some(persisted) = &self.persisted {
+            lock(persisted).catch_up();
+        }
         let (usage, tool_calls) = agent.budget.spent();
         self.spent = Spent { turns: self.spent.turns + 1, usage, tool_calls };
         subscriber.loop_finished();
@@ -697,14 +730,14 @@ struct SessionCheckpoint {
 impl Checkpoint for SessionCheckpoint {
     fn save(&mut self, messages: &[Message], totals: Usage) -> Result<Saved, String> {
         let mut persisted = lock(&self.persisted);
-        let Persisted { store, record } = &mut *persisted;
+        let record = &mut persisted.record;
         record.messages = messages.to_vec();
         record.add_usage(Usage {
             input_tokens: totals.input_tokens.saturating_sub(self.charged.input_tokens),
             output_tokens: totals.output_tokens.saturating_sub(self.charged.output_tokens),
         });
         self.charged = totals;
-        let report = store.save(record).map_err(|err| err.to_string())?;
+        let report = persisted.save_step().map_err(|err| err.to_string())?;
         Ok(Saved { message_count: report.message_count, warning: report.warning })
     }
 }

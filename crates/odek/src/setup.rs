@@ -80,7 +80,7 @@ pub async fn start_hub(
 }
 
 /// Spec `mcp-client.md` §1 steps 2–5 for `servers`: validate them all, approve the project ones,
-/// then start them; a failure is fatal. [beyond] A `required: false` server that fails
+/// then start them; a failure is fatal. \[beyond\] A `required: false` server that fails
 /// validation or is not approved is reported (`mcp_server_failed` when it failed, and the
 /// warning) and left out; one that fails to start is left out by the hub the same way.
 pub async fn start_servers(

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
+use odek_contract::redaction::redact;
 use serde::{Deserialize, Serialize};
 
 use super::Session;
@@ -40,11 +41,12 @@ pub struct IndexEntry {
 }
 
 impl IndexEntry {
-    /// The entry of `session` as stored (its task already redacted).
+    /// The entry of `session`, its title cut from the redacted task (redaction is idempotent,
+    /// so a stored copy's task gives the same title as the live session's).
     pub(crate) fn of(session: &Session) -> IndexEntry {
         IndexEntry {
             id: session.id.to_string(),
-            title: session_title(&session.task),
+            title: session_title(&redact(&session.task)),
             created_at: session.created_at.clone(),
             updated_at: session.updated_at.clone(),
             turns: session.turns,

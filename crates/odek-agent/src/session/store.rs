@@ -79,11 +79,20 @@ impl SessionStore {
         Ok(self.dir.join(file_name))
     }
 
-    /// Writes the session: `updated_at`, `turns` and (once) `task` are refreshed on `session`;
-    /// the file gets the latest safe state with secrets redacted, trimmed to the cap, as compact
-    /// JSON, atomically, mode 0600; then the index is updated (best effort: a failed index write
-    /// leaves it stale, which readers detect).
+    /// Writes the session file ([`SessionStore::save_file`]), then brings its index entry up to
+    /// date ([`SessionStore::index`]).
     pub fn save(&self, session: &mut Session) -> Result<SaveReport, SessionError> {
+        let report = self.save_file(session)?;
+        self.index(session);
+        Ok(report)
+    }
+
+    /// Writes the session file alone: `updated_at`, `turns` and (once) `task` are refreshed on
+    /// `session`; the file gets the latest safe state with secrets redacted, trimmed to the cap,
+    /// as compact JSON, atomically, mode 0600. The index is left as it was, so it reads as stale
+    /// (and readers scan) until [`SessionStore::index`] catches up: what the saves between the
+    /// first and the last of a turn do, since updating the index lists the whole directory.
+    pub fn save_file(&self, session: &mut Session) -> Result<SaveReport, SessionError> {
         let path = self.session_path(&session.id)?;
         session.refresh_for_save();
         let mut stored = session.stored_copy();
@@ -100,14 +109,19 @@ impl SessionStore {
         }
         write_atomically(&self.dir, &path, &bytes)
             .map_err(|err| SessionError::io(format!("save {}", odek_contract::quoting::quote(&id)), err))?;
-        if let Err(err) = self.update_index(IndexEntry::of(&stored)) {
-            tracing::warn!("{err}");
-        }
         let warning = (trim.removed_groups > 0 && !session.storage_warned).then(|| {
             session.storage_warned = true;
             storage_limit_warning(&session.id, self.max_file_bytes)
         });
         Ok(SaveReport { message_count: stored.messages.len(), removed_groups: trim.removed_groups, warning })
+    }
+
+    /// Puts `session`'s entry into the index, best effort: a failed write is logged and leaves
+    /// the index stale, which readers detect.
+    pub fn index(&self, session: &Session) {
+        if let Err(err) = self.update_index(IndexEntry::of(session)) {
+            tracing::warn!("{err}");
+        }
     }
 
     /// Loads a session by ID.

@@ -147,10 +147,11 @@ async fn write_atomically(target: &Path, content: Vec<u8>) -> Result<(), ToolErr
 }
 
 /// `no such file: <path>` / `<path> is a directory` / `<path> is not a regular file` / the I/O
-/// error, for a path that must be an existing regular file.
-async fn require_file(path: &Path) -> Result<std::fs::Metadata, ToolError> {
+/// error, for a path that must be an existing regular file. Blocking: call it from
+/// [`on_blocking_thread`].
+fn require_file(path: &Path) -> Result<std::fs::Metadata, ToolError> {
     let shown = path.display();
-    match tokio::fs::metadata(path).await {
+    match std::fs::metadata(path) {
         Ok(metadata) if metadata.is_dir() => {
             Err(ToolError::new(format!("{shown} is a directory; use search_files with mode \"files\" to list it")))
         }
@@ -172,24 +173,37 @@ fn not_a_regular_file(path: &Path) -> ToolError {
 
 /// `path` opened for reading as a regular file (symlinks followed), never blocking: a FIFO
 /// swapped in after [`require_file`] is refused, not waited on.
-fn open_file(path: &Path) -> Result<tokio::fs::File, ToolError> {
+fn open_file(path: &Path) -> Result<std::fs::File, ToolError> {
     match open_regular_read(path, Follow::Symlinks) {
-        Ok(file) => Ok(tokio::fs::File::from_std(file)),
+        Ok(file) => Ok(file),
         Err(err) if is_not_a_regular_file(&err) => Err(not_a_regular_file(path)),
         Err(err) => Err(ToolError::new(format!("cannot read {}: {err}", path.display()))),
     }
 }
 
-/// The whole of the regular file at `path` when it holds at most `limit` bytes: the contract's
-/// capped read ([`read_to_limit`]) on a blocking thread, after the never-blocking [`open_file`].
-async fn read_whole_capped(path: &Path, limit: u64) -> Result<Bounded, ToolError> {
-    let file = open_file(path)?.into_std().await;
-    let cannot_read = |err: &dyn std::fmt::Display| ToolError::new(format!("cannot read {}: {err}", path.display()));
-    match tokio::task::spawn_blocking(move || read_to_limit(&file, limit)).await {
-        Ok(Ok(bounded)) => Ok(bounded),
-        Ok(Err(err)) => Err(cannot_read(&err)),
-        Err(err) => Err(cannot_read(&err)),
+/// Runs a file tool's blocking reads on one blocking thread: one hand-off per call rather than
+/// one per `stat`, `read` and `seek`, each of which costs a cross-CPU wake-up.
+async fn on_blocking_thread<T: Send + 'static>(
+    path: &Path,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(err) => Err(ToolError::new(format!("cannot read {}: {err}", path.display()))),
     }
+}
+
+/// The whole of the regular file at `path` (checked by [`require_file`]) when it holds at most
+/// `limit` bytes: the contract's capped read ([`read_to_limit`]) after the never-blocking
+/// [`open_file`].
+async fn read_whole_capped(path: &Path, limit: u64) -> Result<Bounded, ToolError> {
+    let owned = path.to_owned();
+    on_blocking_thread(path, move || {
+        require_file(&owned)?;
+        let file = open_file(&owned)?;
+        read_to_limit(&file, limit).map_err(|err| ToolError::new(format!("cannot read {}: {err}", owned.display())))
+    })
+    .await
 }
 
 /// Cuts `text` to at most `max_chars` characters.

@@ -9,8 +9,7 @@ use serde::Deserialize;
 
 use super::write_file::{MAX_CONTENT_BYTES, write_risk};
 use super::{
-    looks_binary, parse_arguments, policy_denial, read_whole_capped, require_file, resolve_path, until_cancelled,
-    write_atomically,
+    looks_binary, parse_arguments, policy_denial, read_whole_capped, resolve_path, until_cancelled, write_atomically,
 };
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::classify_write;
@@ -74,7 +73,6 @@ impl Tool for PatchTool {
 }
 
 async fn apply_patch(path: &std::path::Path, shown: &str, args: &PatchArgs) -> Result<ToolOutcome, ToolError> {
-    require_file(path).await?;
     let bytes = match read_whole_capped(path, MAX_CONTENT_BYTES as u64).await? {
         Bounded::Contents(bytes) => bytes,
         Bounded::TooLarge { size } => {

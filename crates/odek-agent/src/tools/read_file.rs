@@ -2,13 +2,16 @@
 //! cut, the page bounded in lines and bytes, and a footer that says how to read on. Errors say
 //! `no such file`, `is a directory` or `binary` (the loop's recovery hints match those words).
 
+use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::Path;
 
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, BufReader};
 
-use super::{cut_chars, looks_binary, open_file, parse_arguments, require_file, resolve_path, until_cancelled};
+use super::{
+    cut_chars, looks_binary, on_blocking_thread, open_file, parse_arguments, require_file, resolve_path,
+    until_cancelled,
+};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Lines per page when the model gives no `limit`.
@@ -64,23 +67,26 @@ impl Tool for ReadFileTool {
             let path = resolve_path(&args.path, ctx);
             let offset = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-            until_cancelled(ctx, read_page(&path, offset, limit)).await
+            let owned = path.clone();
+            until_cancelled(ctx, on_blocking_thread(&path, move || read_page(&owned, offset, limit))).await
         })
     }
 }
 
-async fn read_page(path: &Path, offset: usize, limit: usize) -> Result<ToolOutcome, ToolError> {
-    require_file(path).await?;
+/// The page, read on a blocking thread (bounded: at most the page, then [`MAX_COUNT_BYTES`]
+/// counted past it).
+fn read_page(path: &Path, offset: usize, limit: usize) -> Result<ToolOutcome, ToolError> {
+    require_file(path)?;
     let shown = path.display().to_string();
     let io_error = |err: std::io::Error| ToolError::new(format!("cannot read {shown}: {err}"));
     let mut file = open_file(path)?;
     let mut sniff = vec![0_u8; super::BINARY_SNIFF_BYTES];
-    let sniffed = read_up_to(&mut file, &mut sniff).await.map_err(io_error)?;
+    let sniffed = read_up_to(&mut file, &mut sniff).map_err(io_error)?;
     if looks_binary(&sniff[..sniffed]) {
-        let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         return Err(ToolError::new(format!("{shown} is a binary file ({size} bytes); read_file only reads text")));
     }
-    file.seek(std::io::SeekFrom::Start(0)).await.map_err(io_error)?;
+    file.seek(std::io::SeekFrom::Start(0)).map_err(io_error)?;
     let mut lines = BufReader::new(file);
     let mut page = String::new();
     let mut line_number = 0_usize;
@@ -91,12 +97,12 @@ async fn read_page(path: &Path, offset: usize, limit: usize) -> Result<ToolOutco
     let mut raw = Vec::new();
     loop {
         raw.clear();
-        let read = (&mut lines).take(MAX_RAW_LINE_BYTES).read_until(b'\n', &mut raw).await.map_err(io_error)?;
+        let read = (&mut lines).take(MAX_RAW_LINE_BYTES).read_until(b'\n', &mut raw).map_err(io_error)?;
         if read == 0 {
             break;
         }
         if raw.last() != Some(&b'\n') && read as u64 == MAX_RAW_LINE_BYTES {
-            skip_rest_of_line(&mut lines).await.map_err(io_error)?;
+            skip_rest_of_line(&mut lines).map_err(io_error)?;
         }
         line_number += 1;
         if page_full {
@@ -151,10 +157,13 @@ async fn read_page(path: &Path, offset: usize, limit: usize) -> Result<ToolOutco
     Ok(ToolOutcome::untrusted(output, shown))
 }
 
-async fn read_up_to(file: &mut tokio::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
+fn read_up_to(file: &mut std::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buffer.len() {
-        let n = file.read(&mut buffer[filled..]).await?;
+        let n = match file.read(&mut buffer[filled..]) {
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            read => read?,
+        };
         if n == 0 {
             break;
         }
@@ -163,9 +172,9 @@ async fn read_up_to(file: &mut tokio::fs::File, buffer: &mut [u8]) -> std::io::R
     Ok(filled)
 }
 
-async fn skip_rest_of_line(reader: &mut BufReader<tokio::fs::File>) -> std::io::Result<()> {
+fn skip_rest_of_line(reader: &mut BufReader<std::fs::File>) -> std::io::Result<()> {
     loop {
-        let buffer = reader.fill_buf().await?;
+        let buffer = reader.fill_buf()?;
         if buffer.is_empty() {
             return Ok(());
         }

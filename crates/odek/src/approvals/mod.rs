@@ -2,10 +2,10 @@
 //! anything is spawned, and per-tool approval for every server's tools after discovery.
 //!
 //! Start at [`McpApprovals`]: [`McpApprovals::approve_project_servers`] runs §13.1 for all
-//! project servers at once ([`McpApprovals::approve_startup_servers`] lets a [beyond]
+//! project servers at once ([`McpApprovals::approve_startup_servers`] lets a \[beyond\]
 //! `required: false` server be left out instead), and [`McpApprovals::tool_approver`] builds the
 //! [`CliToolApprover`] the MCP client asks once per server, on one card listing that server's
-//! pending tools (§13.2, [beyond] the card). A requirement is satisfied by
+//! pending tools (§13.2, \[beyond\] the card). A requirement is satisfied by
 //! `ODEK_APPROVE_MCP=1` (exactly `1`), a persisted key (§13.3, see [`server_approval_key`] and
 //! [`tool_approval_key`]), the `auto_approve` marker (§13.4, decided at load time as
 //! [`McpServerConfig::auto_approve_effective`]), or a `y`/`yes` answer at a terminal. Accepted
@@ -72,7 +72,7 @@ pub enum ApprovalError {
     Save { path: String, detail: String },
 }
 
-/// A [beyond] `required: false` project server that was not approved; it is left out of the run.
+/// A \[beyond\] `required: false` project server that was not approved; it is left out of the run.
 #[derive(Debug)]
 pub struct SkippedServer {
     pub name: String,
@@ -141,7 +141,7 @@ impl McpApprovals {
     }
 
     /// §13.1 as a run applies it: like [`McpApprovals::approve_project_servers`], except that a
-    /// [beyond] `required: false` server that is not approved (declined at the prompt, or no
+    /// \[beyond\] `required: false` server that is not approved (declined at the prompt, or no
     /// terminal to ask) is returned, to be left out, instead of failing the run. The approvals
     /// file being unreadable stays fatal.
     pub fn approve_startup_servers(&self, servers: &[McpServerConfig]) -> Result<Vec<SkippedServer>, ApprovalError> {
@@ -222,7 +222,7 @@ fn shown_value(text: &str) -> String {
 /// The §13.1 prompt, ending `Approve? [y/N] `. It shows exactly what the server key hashes
 /// (besides the directory and name): the launch fields of the transport in use, the env
 /// overrides sorted by name, the limit fields that are set (non-zero), and the artifact roots.
-/// Every project-supplied value goes through [`shown_value`]: redacted, and sanitised so it can
+/// Every project-supplied value goes through `shown_value`: redacted, and sanitised so it can
 /// neither repaint the prompt nor forge a line of it.
 pub fn server_approval_prompt(server: &McpServerConfig) -> String {
     let entry = &server.entry;

@@ -1,5 +1,5 @@
 //! Per-tool approval (spec `config.md` §13.2) behind the MCP client's
-//! [`odek_mcp::approval::ToolApprover`] seam, asked [beyond] once per server: one tool pending is
+//! [`odek_mcp::approval::ToolApprover`] seam, asked \[beyond\] once per server: one tool pending is
 //! the spec's prompt; several are one card listing them all ([`tool_approval_card`]), then one
 //! single-key answer per tool in list order where `a` approves that tool and every one after it
 //! ("this server's tools", as listed now) and `N`/Esc declines the rest ([`decision_for_key`]).
@@ -195,7 +195,7 @@ pub fn decision_for_key(key: Option<char>) -> ToolDecision {
     }
 }
 
-/// [beyond] The card for several pending tools of one server: each tool numbered with its raw
+/// \[beyond\] The card for several pending tools of one server: each tool numbered with its raw
 /// name, its description (terminal-sanitised on one line, cut to 200 bytes) and its schema
 /// digest, then the key legend. The first [`tool_decision_prompt`] follows on the same screen.
 pub fn tool_approval_card(server: &str, requests: &[&ToolApprovalRequest]) -> String {

@@ -31,17 +31,17 @@ pub enum ConfigError {
     /// One file names the same server under both `mcp_servers` and `mcpServers`.
     #[error("config {path}: mcp server {} is defined in both \"mcp_servers\" and \"mcpServers\"", quote(name))]
     DuplicateServer { path: String, name: String },
-    /// [beyond] A project file (`./odek.json`, `./.mcp.json`) may not hand a server secrets.
+    /// \[beyond\] A project file (`./odek.json`, `./.mcp.json`) may not hand a server secrets.
     #[error("config {path}: mcp server {}: secret_env is allowed only in ~/.odek/config.json", quote(name))]
     ProjectSecretEnv { path: String, name: String },
-    /// [beyond] A `secret_env` name that no process environment can hold.
+    /// \[beyond\] A `secret_env` name that no process environment can hold.
     #[error(
         "config {path}: mcp server {}: secret_env name {} is not a valid variable name",
         quote(server),
         quote(name)
     )]
     SecretEnvName { path: String, server: String, name: String },
-    /// [beyond] A server defined in both project files; `path` is `./.mcp.json`.
+    /// \[beyond\] A server defined in both project files; `path` is `./.mcp.json`.
     #[error("config {path}: mcp server {} is also defined in ./odek.json", quote(name))]
     DefinedInBothProjectFiles { path: String, name: String },
     #[error("sandbox is not available in this build")]

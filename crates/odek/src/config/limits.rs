@@ -1,7 +1,7 @@
 //! The `limits` object (spec `config.md` §5): execution budgets and prices.
 //!
 //! Rules: every value is optional, `0`/absent means "no limit / no price", a negative value is
-//! fatal. [beyond] `shell_timeout_seconds` caps the shell tool's `timeout_seconds`; `0`/absent
+//! fatal. \[beyond\] `shell_timeout_seconds` caps the shell tool's `timeout_seconds`; `0`/absent
 //! there means the default cap (1800 s), which a project may only lower. Merging is a clamp: a project limit may only lower a global one
 //! ([`clamp_project_limit`]); prices are operator-only (the project's were already removed by
 //! [`super::project_restrictions`]).
@@ -62,7 +62,7 @@ pub struct LimitsConfig {
     pub max_input_tokens: u64,
     /// Cumulative provider-reported output tokens.
     pub max_output_tokens: u64,
-    /// [beyond] The cap on the shell tool's `timeout_seconds` (seconds); never `0` once merged.
+    /// \[beyond\] The cap on the shell tool's `timeout_seconds` (seconds); never `0` once merged.
     pub shell_timeout_seconds: u64,
     /// Estimated cost cap (USD).
     pub max_cost_usd: f64,

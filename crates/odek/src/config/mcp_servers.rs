@@ -2,12 +2,12 @@
 //! of §13.4.
 //!
 //! Each file may spell the map `mcp_servers` or, Claude-style, `mcpServers` (same per-server
-//! fields), or both; one file naming the same server under both keys is fatal. [beyond] The
+//! fields), or both; one file naming the same server under both keys is fatal. \[beyond\] The
 //! project's `./.mcp.json` adds its `mcpServers` to the project's servers; a name in both project
 //! files is fatal too. Across files a project entry replaces the same-named global entry as a
 //! whole and makes the server project-defined. Start at [`merge_mcp_servers`].
 //!
-//! Also the [beyond] `secret_env` rules of the global file: names a process environment can hold
+//! Also the \[beyond\] `secret_env` rules of the global file: names a process environment can hold
 //! ([`check_secret_env`]) and every value registered for redaction
 //! ([`register_secret_env_values`]).
 
@@ -79,7 +79,7 @@ pub(crate) fn join_project_servers(
     Ok(odek_json)
 }
 
-/// [beyond] The global file's `secret_env`: every name must be a valid variable name
+/// \[beyond\] The global file's `secret_env`: every name must be a valid variable name
 /// (`[A-Za-z_][A-Za-z0-9_]*`, fatal otherwise); an empty value — typically a `${VAR}` that is unset
 /// — warns (for an enabled server) and the name is not passed, so a server never starts with an
 /// empty token unannounced. The warning names the variable, never a value.
@@ -149,7 +149,7 @@ pub(crate) fn merge_mcp_servers(
 /// entry with `auto_approve: true` that launches something (a command or a url — a
 /// command-less, url-less entry is not a wildcard) and whose `command`, `args`, `env`, `url`,
 /// `token_env`, limit fields and `artifact_roots` are identical to the project entry's.
-/// [beyond] The project may not widen the entry either: it must exclude at least the tools the
+/// \[beyond\] The project may not widen the entry either: it must exclude at least the tools the
 /// global entry excludes, and a server the operator disabled is never auto-approved.
 pub fn project_server_auto_approved(global: Option<&ServerEntry>, project: &ServerEntry) -> bool {
     let Some(global) = global else {
@@ -167,7 +167,7 @@ fn launches_something(entry: &ServerEntry) -> bool {
 }
 
 /// Field-by-field identity for §13.4. Absent and empty strings are the same (both mean "not
-/// set"); `artifact_roots` compare as sorted lists, as in the approval key. [beyond] The
+/// set"); `artifact_roots` compare as sorted lists, as in the approval key. \[beyond\] The
 /// `secret_env` names count too: a project entry can have none, so a global entry that hands
 /// its server secrets never auto-approves a project look-alike.
 fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {

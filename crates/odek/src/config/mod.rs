@@ -1,5 +1,5 @@
 //! Config loading for the `odek` binary (spec `config.md` §1–§12): `~/.odek/secrets.env`,
-//! then the global `~/.odek/config.json`, then the untrusted project `./odek.json` and, [beyond],
+//! then the global `~/.odek/config.json`, then the untrusted project `./odek.json` and, \[beyond\],
 //! the project's `./.mcp.json` (its `mcpServers`, the format other agent CLIs use, read as
 //! project-level servers under the same rules), merged into one [`Config`] by [`load_config`];
 //! then the `ODEK_*` environment layer and the CLI flags on top, with the API key resolved, by

@@ -1,10 +1,10 @@
-//! What an untrusted project file (`./odek.json`, and [beyond] `./.mcp.json`) may not do (spec
+//! What an untrusted project file (`./odek.json`, and \[beyond\] `./.mcp.json`) may not do (spec
 //! `config.md` §9), applied to the parsed JSON before anything else looks at it: each violation
 //! is removed with one warning and the rest of the file still applies.
 //!
 //! Handled here: operator-only keys (top level and the nested `skills.dirs`,
 //! `skills.embedding`, `tools.enabled`), sandbox knobs, `mcp_servers.<name>.auto_approve`, and
-//! prices in `limits`; and, fatal rather than stripped, [beyond] `secret_env` in any server entry
+//! prices in `limits`; and, fatal rather than stripped, \[beyond\] `secret_env` in any server entry
 //! ([`refuse_project_secret_env`]). The limit clamp (lower only) needs both files and lives in
 //! [`super::limits`].
 
@@ -49,7 +49,7 @@ pub fn is_sandbox_knob(key: &str) -> bool {
     key == "sandbox" || key.starts_with("sandbox_")
 }
 
-/// [beyond] A project file may not give a server `secret_env` (the operator's way to hand a
+/// \[beyond\] A project file may not give a server `secret_env` (the operator's way to hand a
 /// server a key): its presence in any server entry, even empty, is fatal before anything is
 /// expanded, so the project learns nothing and starts nothing.
 pub(crate) fn refuse_project_secret_env(display: &str, top: &Map<String, Value>) -> Result<(), ConfigError> {

@@ -66,7 +66,7 @@ pub(crate) fn check_server_entries(
     }
 }
 
-/// [beyond] Removes the remote entries of `./.mcp.json` (`"type": "http"`, or a `url` where
+/// \[beyond\] Removes the remote entries of `./.mcp.json` (`"type": "http"`, or a `url` where
 /// `type` is absent or `stdio`), each with a warning: this build has no HTTP transport, and an
 /// entry another agent CLI reads would otherwise stop every run in the directory (servers are
 /// required by default). Entries of another `type` are left to [`check_server_entries`].

@@ -20,7 +20,7 @@ pub(crate) enum Trust {
     Project,
 }
 
-/// [beyond] The variables a project file may not expand besides the secret-looking ones: odek
+/// \[beyond\] The variables a project file may not expand besides the secret-looking ones: odek
 /// knows their values are secrets whatever they are called.
 #[derive(Debug, Default)]
 pub(crate) struct ProtectedNames {
@@ -113,7 +113,7 @@ impl Expansions {
 }
 
 /// Expands every string value of a parsed config file in place and returns what it expanded. In
-/// a project file (named `display` in warnings) a secret-looking NAME, or [beyond] one of the
+/// a project file (named `display` in warnings) a secret-looking NAME, or \[beyond\] one of the
 /// `protected` names, expands to `""` and warns once per name (first occurrence order).
 pub(crate) fn substitute_config_vars(
     display: &str,
