@@ -118,6 +118,27 @@ fn usage_shows_the_scripted_usage_and_ctrl_c_twice_exits_0() {
 }
 
 #[test]
+fn ctrl_c_over_typed_text_drops_it_and_does_not_count_towards_leaving() {
+    let sandbox = Sandbox::new();
+    sandbox.configure("http://127.0.0.1:9", false);
+    let mut terminal = repl(&sandbox, &[]);
+    terminal.expect(PROMPT);
+    terminal.send(b"half a thought");
+    terminal.expect("half a thought");
+    terminal.send(b"\x03");
+    terminal.expect(PROMPT);
+    terminal.send(b"\x03");
+    terminal.expect("Ctrl-C again");
+    terminal.line("/session");
+    terminal.expect("turns: 0");
+    terminal.expect(PROMPT);
+    terminal.send(b"\x04");
+    let (status, screen) = terminal.finish();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    assert_eq!(screen.matches("Ctrl-C again").count(), 1, "{screen}");
+}
+
+#[test]
 fn the_batch_card_is_approved_with_y() {
     let sandbox = Sandbox::new();
     let marker = sandbox.project.join("ran");

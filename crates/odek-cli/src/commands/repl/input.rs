@@ -1,16 +1,21 @@
 //! Where the REPL's inputs come from. At a terminal (stdin and stdout both one): the line
 //! editor (rustyline: editing keys, history, bracketed paste), where a line ending in `\`
-//! continues on the next, and Ctrl-C / Ctrl-D come back as [`Read::Interrupted`] / [`Read::Eof`].
+//! continues on the next, and Ctrl-C / Ctrl-D come back as [`Read::Interrupted`] / [`Read::Eof`]
+//! (Ctrl-C over typed text drops the text instead: [`Read::Dropped`]).
 //! Otherwise: no editor and no prompt, each line of stdin is one input. Either way an input over
 //! [`MAX_INPUT_BYTES`] or not UTF-8 is refused for itself ([`Read::Refused`]) and the next one is
 //! read. Reads run on a blocking thread one at a time, so nothing reads the terminal while a turn
 //! asks for an approval.
 
 use std::io::{BufRead, BufReader, Stdin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustyline::error::ReadlineError;
 use rustyline::history::MemHistory;
-use rustyline::{Config, Editor};
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler, KeyEvent, RepeatCount,
+};
 
 use super::history::{History, MAX_ENTRIES};
 
@@ -27,16 +32,35 @@ pub enum Read {
     Line(String),
     /// Not an input: why (for an `odek: ` line).
     Refused(String),
-    /// Ctrl-C at the prompt.
+    /// Ctrl-C at an empty prompt.
     Interrupted,
+    /// Ctrl-C over typed text: the text is dropped, and it does not count towards leaving.
+    Dropped,
     /// Ctrl-D, or the end of stdin.
     Eof,
 }
 
 /// The input source of a REPL.
 pub enum Input {
-    Editor(Option<Box<Editor<(), MemHistory>>>),
+    Editor(Option<Box<LineEditor>>),
     Lines(Option<BufReader<Stdin>>),
+}
+
+/// The editor, and what its Ctrl-C key saw ([`CtrlC`]).
+pub struct LineEditor {
+    editor: Editor<(), MemHistory>,
+    ctrl_c_over_text: Arc<AtomicBool>,
+}
+
+/// Ctrl-C does what it always does (interrupts the read); first it notes whether text was on
+/// the line, which the key's error cannot say.
+struct CtrlC(Arc<AtomicBool>);
+
+impl ConditionalEventHandler for CtrlC {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        self.0.store(!ctx.line().is_empty(), Ordering::Relaxed);
+        None
+    }
 }
 
 impl Input {
@@ -48,7 +72,12 @@ impl Input {
         for entry in entries {
             let _ = editor.add_history_entry(entry.as_str());
         }
-        Some(Input::Editor(Some(Box::new(editor))))
+        let ctrl_c_over_text = Arc::new(AtomicBool::new(false));
+        editor.bind_sequence(
+            KeyEvent::ctrl('C'),
+            EventHandler::Conditional(Box::new(CtrlC(Arc::clone(&ctrl_c_over_text)))),
+        );
+        Some(Input::Editor(Some(Box::new(LineEditor { editor, ctrl_c_over_text }))))
     }
 
     pub fn lines() -> Input {
@@ -96,17 +125,19 @@ impl Input {
         if let Input::Editor(Some(editor)) = self
             && History::keeps(entry)
         {
-            let _ = editor.add_history_entry(entry);
+            let _ = editor.editor.add_history_entry(entry);
             history.append(entry);
         }
     }
 }
 
 /// One input from the editor: lines ending in `\` joined with newlines.
-fn read_edited(editor: &mut Editor<(), MemHistory>) -> Read {
+fn read_edited(line_editor: &mut LineEditor) -> Read {
+    let LineEditor { editor, ctrl_c_over_text } = line_editor;
     let mut input = String::new();
     let mut prompt = PROMPT;
     loop {
+        ctrl_c_over_text.store(false, Ordering::Relaxed);
         match editor.readline(prompt) {
             Ok(line) => {
                 let (line, continued) = match line.strip_suffix('\\') {
@@ -123,7 +154,10 @@ fn read_edited(editor: &mut Editor<(), MemHistory>) -> Read {
                 input.push('\n');
                 prompt = CONTINUATION_PROMPT;
             }
-            Err(ReadlineError::Interrupted) => return Read::Interrupted,
+            Err(ReadlineError::Interrupted) if input.is_empty() && !ctrl_c_over_text.load(Ordering::Relaxed) => {
+                return Read::Interrupted;
+            }
+            Err(ReadlineError::Interrupted) => return Read::Dropped,
             Err(_) => return Read::Eof,
         }
     }

@@ -133,6 +133,7 @@ impl Repl<'_> {
             let line = match read {
                 Read::Eof => break,
                 Read::Interrupted if was_interrupted => break,
+                Read::Dropped => continue,
                 Read::Interrupted => {
                     interrupted = true;
                     notice("(Ctrl-C again or Ctrl-D to leave; /help lists the commands)");
