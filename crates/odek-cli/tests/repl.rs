@@ -161,6 +161,37 @@ fn the_batch_card_is_approved_with_y() {
     assert!(marker.exists(), "the approved command did not run: {screen}");
 }
 
+/// A window resized while a turn waits on its approval card, and again at the prompt: the turn
+/// goes on, the REPL stays usable, and the session has the turn.
+#[test]
+fn a_terminal_resized_mid_turn_goes_on() {
+    let sandbox = Sandbox::new();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", "shell", json!({"command": "curl -s -m 1 http://127.0.0.1:9/"}).to_string())]),
+        Reply::text("answered after the resize"),
+    ]);
+    sandbox.configure(&server.base_url(), false);
+    let mut terminal = repl(&sandbox, &[]);
+    terminal.expect(PROMPT);
+    terminal.line("resize during this");
+    terminal.expect("[y] approve  [n] deny");
+    terminal.resize(50, 12);
+    terminal.send(b"y");
+    terminal.expect("answered after the resize");
+    terminal.expect(PROMPT);
+    terminal.resize(30, 8);
+    terminal.line("/session");
+    terminal.expect("turns: 1");
+    terminal.expect(PROMPT);
+    terminal.send(b"\x04");
+    let (status, screen) = terminal.finish();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    assert!(!screen.contains("panicked"), "{screen}");
+    let sessions = sessions(&sandbox);
+    assert_eq!(sessions.len(), 1);
+    assert_no_dangling_call(&sessions[0]);
+}
+
 /// Ctrl-C in the middle of a slow MCP call stops that turn only: the prompt is back within a
 /// second, the next turn works, and the session file has every call with its result.
 #[test]

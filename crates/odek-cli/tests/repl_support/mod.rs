@@ -111,6 +111,12 @@ impl Terminal {
         self.master.try_clone().unwrap()
     }
 
+    /// Resizes the terminal, as a window does: the kernel sends SIGWINCH to odek.
+    pub fn resize(&self, cols: u16, rows: u16) {
+        let size = rustix::termios::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        rustix::termios::tcsetwinsize(&self.master, size).unwrap();
+    }
+
     pub fn signal(&self, signal: nix::sys::signal::Signal) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal).unwrap();
     }
