@@ -1,39 +1,32 @@
-//! `odek subagent`: one focused task run as a child process (spec `subagents.md` §4–§7). Parses
-//! its own flags (the spec's exact setup errors, exit 3, with a result on stdout), reads the
-//! task file, applies the profile, the trust rules and the share-mode budget, runs the loop
-//! with a soft and a hard deadline, and reports the result object — one JSON line, or the
-//! protocol-2 NDJSON stream ending in the framed `result`. Start at [`run`].
+//! `odek subagent`: one focused task run as a child process (spec `subagents.md` §4–§7), the
+//! face of `odek::child`. Parses its own flags (the spec's exact setup errors, exit 3, with a
+//! result on stdout), reads the task file and the API key a parent hands over, has the runtime
+//! prepare and run the child, and reports the result object — one JSON line, or the protocol-2
+//! NDJSON stream ending in the framed `result` — with the start and end lines on stderr. Start
+//! at [`run`].
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use odek::child::{ChildError, ChildFlags, ChildPlan};
 use odek::config::CliOverrides;
 use odek::parts::delegation_depth;
-use odek::{Overrides, Runtime, RuntimeError, Subscriber, TurnControl};
+use odek::{Overrides, Runtime, Subscriber};
 use odek_agent::budget::BudgetLimits;
 use odek_agent::observer::{LoopEvent, LoopObserver};
 use odek_agent::plan::PlanEvent;
-use odek_agent::run::RunError;
-use odek_agent::subagent::artifacts::{
-    TaskId, append_artifact_flags, prepare_staging, relocate_staged, scan_artifact_root,
-};
-use odek_agent::subagent::prompt::{Lifespan, TaskText, subagent_system_prompt, subagent_user_message};
-use odek_agent::subagent::result::{RunEnd, SubagentResult};
+use odek_agent::subagent::result::SubagentResult;
 use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
 use odek_agent::subagent::task::{TaskFile, is_parent_task_file, read_task_file};
 use odek_contract::quoting::quote;
 use odek_contract::redaction::{redact, register_secret};
 use odek_contract::runes::runes_with_ellipsis;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
-use odek_contract::untrusted::new_nonce;
 use odek_danger::DangerClass;
-use odek_llm::{Message, StreamObserver, Usage};
+use odek_llm::StreamObserver;
 use odek_mcp::{McpEvent, McpObserver, StderrObserver};
-use tokio_util::sync::CancellationToken;
 
 use super::run::load_setup;
 use crate::interrupt::cancel_on_stop_signals;
@@ -302,41 +295,12 @@ fn take_fd3() -> Option<std::fs::File> {
     Some(unsafe { std::fs::File::from_raw_fd(3) })
 }
 
-/// Most artifact flags appended to a summary; a child that leaves thousands of files behind must
-/// not turn its result line into a flood.
-const MAX_ARTIFACT_FLAGS: usize = 32;
-
-fn cap_flags(mut flags: Vec<String>) -> Vec<String> {
-    if flags.len() > MAX_ARTIFACT_FLAGS {
-        let hidden = flags.len() - MAX_ARTIFACT_FLAGS;
-        flags.truncate(MAX_ARTIFACT_FLAGS);
-        flags.push(format!("[artifact] (+{hidden} more)"));
-    }
-    flags
-}
-
-/// The task's id and artifact root, when the task file names both (a parent's task).
-fn artifact_task(task: &TaskFile) -> Option<(TaskId, PathBuf)> {
-    if task.artifact_root.is_empty() {
-        return None;
-    }
-    let task_id = TaskId::parse(&task.task_id).ok()?;
-    Some((task_id, PathBuf::from(&task.artifact_root)))
-}
-
 /// The child as a runtime subscriber: the protocol-2 progress stream when framed (nothing of the
 /// loop otherwise), MCP lines and warnings on stderr, and the provider-reported usage remembered
 /// for results of runs that ended in an error.
 #[derive(Default)]
 struct SubagentFace {
     stream: OnceLock<Arc<ProgressStream>>,
-    tracked: Mutex<Usage>,
-}
-
-impl SubagentFace {
-    fn tracked(&self) -> Usage {
-        *self.tracked.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 impl Subscriber for SubagentFace {
@@ -351,9 +315,6 @@ impl Subscriber for SubagentFace {
     }
 
     fn progress(&self, event: &LoopEvent<'_>) {
-        if let LoopEvent::ModelResponded { totals, .. } = event {
-            *self.tracked.lock().unwrap_or_else(PoisonError::into_inner) = *totals;
-        }
         if let Some(stream) = self.stream.get() {
             stream.on_event(event);
         }
@@ -389,91 +350,24 @@ async fn execute(
     started: Instant,
 ) -> Result<(), CommandError> {
     let Prepared { runtime, face, plan, output } = prepared;
-    let ChildPlan { untrusted, limits, timeout_seconds, max_iterations, max_risk, profile, .. } = plan;
+    let ChildPlan { timeout_seconds, max_iterations, max_risk, profile, .. } = &plan;
     if !flags.quiet {
         eprintln!("🔧 Sub-agent: {}", sanitise_for_terminal(&display_goal(&task.goal), Layout::Lines));
     }
     if let Output::Framed(stream) = &output {
         let depth = delegation_depth();
         let max_risk = max_risk.map(DangerClass::as_str).unwrap_or_default();
-        stream.started(std::process::id(), depth, timeout_seconds, max_iterations, &profile, max_risk);
+        stream.started(std::process::id(), depth, *timeout_seconds, *max_iterations, profile, max_risk);
         let _ = face.stream.set(Arc::clone(stream));
     }
 
     // Listening from here on: a stop signal during MCP startup is acted on once startup ends
     // (each handshake is bounded by its server's timeout); a second signal exits at once.
     let interrupt = cancel_on_stop_signals();
-    let mut session = runtime.session(Vec::new(), None)?;
-    // The provider, then (trusted children only) the MCP servers: a failure is a setup error.
-    if let Err(err) = session.ready().await {
-        return Err(setup_failure(&command_error_text(err.into()), &output));
-    }
-
-    // §9: deliverables are staged in the workspace and moved into the artifact root at exit.
-    let cwd = runtime.setup().sources.cwd.clone();
-    let artifact_task = artifact_task(task);
-    let mut artifact_flags = Vec::new();
-    if let Some((task_id, _)) = &artifact_task
-        && let Err(err) = prepare_staging(&cwd, task_id)
-    {
-        artifact_flags.push(format!("[artifact] staging lookup failed: {err}"));
-    }
-    let lifespan = Lifespan { timeout_seconds, max_iterations, limits };
-    let task_text = TaskText {
-        goal: &task.goal,
-        guidance: &task.guidance,
-        context: &task.context,
-        artifact_task_id: artifact_task.as_ref().map(|(task_id, _)| task_id.as_str()),
+    let result = match runtime.run_child(task, &plan, started, &interrupt).await {
+        Ok(result) => result,
+        Err(err) => return Err(setup_failure(&command_error_text(err.into()), &output)),
     };
-    let announce_budget = runtime.settings().config.subagent.announce_budget;
-    session.reset(vec![Message::system(subagent_system_prompt(&lifespan, announce_budget))], None)?;
-    let user = subagent_user_message(&task_text, untrusted, &new_nonce());
-
-    let control = TurnControl { started: Some(started), ..TurnControl::default() };
-    let hard_deadline_hit = Arc::new(AtomicBool::new(false));
-    let deadlines =
-        spawn_deadlines(timeout_seconds, &interrupt, &control.cancel, &control.finalize, &hard_deadline_hit);
-    let outcome = session.turn_with(user, &control).await;
-    deadlines.abort();
-    let messages = session.messages().to_vec();
-    session.close().await;
-
-    let tracked = face.tracked();
-    let (end, run_usage) = match outcome {
-        Ok(outcome) => (RunEnd::Answer(outcome.answer), outcome.usage),
-        Err(RuntimeError::Run(RunError::Budget(exceeded))) => (RunEnd::Budget(exceeded.to_string()), tracked),
-        Err(RuntimeError::Run(RunError::Cancelled)) if hard_deadline_hit.load(Ordering::Acquire) => {
-            (RunEnd::HardTimeout { seconds: timeout_seconds }, tracked)
-        }
-        Err(RuntimeError::Run(RunError::Cancelled)) => (RunEnd::Cancelled, tracked),
-        Err(other) => (RunEnd::Failed(other.to_string()), tracked),
-    };
-    let mut result = SubagentResult::from_run(&end, &messages, run_usage, started.elapsed().as_secs_f64());
-    if let Some((task_id, root)) = &artifact_task {
-        let (task_id, root) = (task_id.clone(), root.clone());
-        let collected = tokio::task::spawn_blocking(move || {
-            let mut flags = relocate_staged(&cwd, &task_id, &root);
-            let scan = scan_artifact_root(&root);
-            flags.extend(scan.flags);
-            (scan.artifacts, flags)
-        })
-        .await;
-        match collected {
-            Ok((artifacts, flags)) => {
-                result.artifacts = artifacts;
-                artifact_flags.extend(flags);
-            }
-            Err(err) => artifact_flags.push(format!("[artifact] staging relocation failed: {err}")),
-        }
-    }
-    result.summary = append_artifact_flags(&result.summary, &cap_flags(artifact_flags));
-    result.summary = redact(&result.summary).into_owned();
-    result.error = redact(&result.error).into_owned();
-    result.parent_session = flags.parent_session.clone().unwrap_or_default();
-    let priced = limits.input_price_per_million > 0.0 || limits.output_price_per_million > 0.0;
-    if priced {
-        result.cost_usd = Some(limits.cost_micro_usd(run_usage) as f64 / 1e6);
-    }
     if !flags.quiet || result.status == "budget_exhausted" || result.status == "error" {
         report_end(&result, flags.quiet);
     }
@@ -482,40 +376,6 @@ async fn execute(
         None => Ok(()),
         Some(end) => Err(CommandError::Subagent(end)),
     }
-}
-
-/// The hard deadline cancels the run (and so does SIGINT); the soft deadline asks it to
-/// finalize: `timeout − min(15 s, timeout / 8)`, at least 1 s.
-fn spawn_deadlines(
-    timeout_seconds: u64,
-    interrupt: &CancellationToken,
-    cancel: &CancellationToken,
-    finalize: &CancellationToken,
-    hard_deadline_hit: &Arc<AtomicBool>,
-) -> tokio::task::JoinHandle<()> {
-    let hard = Duration::from_secs(timeout_seconds);
-    let soft = Duration::from_secs(timeout_seconds.saturating_sub((timeout_seconds / 8).min(15)).max(1));
-    let (interrupt, cancel, finalize, hit) =
-        (interrupt.clone(), cancel.clone(), finalize.clone(), Arc::clone(hard_deadline_hit));
-    tokio::spawn(async move {
-        let soft_deadline = tokio::time::sleep(soft);
-        let hard_deadline = tokio::time::sleep(hard);
-        tokio::pin!(soft_deadline, hard_deadline);
-        loop {
-            tokio::select! {
-                () = &mut soft_deadline, if !finalize.is_cancelled() => finalize.cancel(),
-                () = &mut hard_deadline => {
-                    hit.store(true, Ordering::Release);
-                    cancel.cancel();
-                    return;
-                }
-                () = interrupt.cancelled() => {
-                    cancel.cancel();
-                    return;
-                }
-            }
-        }
-    })
 }
 
 /// The goal for the start line: at most 60 runes, then `…`.
