@@ -5,6 +5,7 @@
 
 mod events_support;
 
+use odek_contract::outcome::Outcome;
 use std::time::Duration;
 
 use odek_agent::budget::BudgetValue;
@@ -44,12 +45,16 @@ fn run_events() {
         expected("run_started", "", r#"{"max_iterations":50,"model":"gpt-x","sandbox":true}"#)
     );
     assert_eq!(
-        line(&Event::run_completed(Duration::from_millis(1234), 100, 20)),
-        expected("run_completed", "", r#"{"duration_ms":1234,"input_tokens":100,"output_tokens":20}"#)
+        line(&Event::run_completed(Duration::from_millis(1234), 100, 20, Outcome::Success)),
+        expected(
+            "run_completed",
+            "",
+            r#"{"duration_ms":1234,"input_tokens":100,"outcome":"success","output_tokens":20}"#
+        )
     );
     assert_eq!(
-        line(&Event::run_failed(Duration::from_millis(9), "execution_budget")),
-        expected("run_failed", "", r#"{"duration_ms":9,"error_class":"execution_budget"}"#)
+        line(&Event::run_failed(Duration::from_millis(9), "execution_budget", Outcome::BudgetExceeded)),
+        expected("run_failed", "", r#"{"duration_ms":9,"error_class":"execution_budget","outcome":"budget_exceeded"}"#)
     );
 }
 

@@ -5,6 +5,7 @@
 
 mod events_support;
 
+use odek_contract::outcome::Outcome;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -105,8 +106,8 @@ fn loop_events_map_to_v1_events() {
         limit: BudgetValue::Count(30),
     };
     stream.on_event(&LoopEvent::BudgetExceeded { iteration: 1, exceeded: &exceeded });
-    stream.run_failed(Duration::from_millis(40), "execution_budget");
-    stream.run_completed(Duration::from_millis(40), usage);
+    stream.run_failed(Duration::from_millis(40), "execution_budget", Outcome::BudgetExceeded);
+    stream.run_completed(Duration::from_millis(40), usage, Outcome::Success);
     assert_eq!(stream.close(), 0);
 
     let events: Vec<Value> = parsed(&sink).into_iter().map(without_timestamp).collect();
@@ -156,8 +157,14 @@ fn loop_events_map_to_v1_events() {
             json!({"iteration": 1, "data": {
             "limit": 30, "limit_name": "runtime", "observed": 31}}),
         ),
-        envelope("run_failed", json!({"data": {"duration_ms": 40, "error_class": "execution_budget"}})),
-        envelope("run_completed", json!({"data": {"duration_ms": 40, "input_tokens": 10, "output_tokens": 2}})),
+        envelope(
+            "run_failed",
+            json!({"data": {"duration_ms": 40, "error_class": "execution_budget", "outcome": "budget_exceeded"}}),
+        ),
+        envelope(
+            "run_completed",
+            json!({"data": {"duration_ms": 40, "input_tokens": 10, "outcome": "success", "output_tokens": 2}}),
+        ),
     ];
     assert_eq!(events, expected);
     assert!(!sink.lines().concat().contains("secret detail"));

@@ -57,12 +57,14 @@ fn report(outcome: &Result<(), CommandError>) {
 
 fn report_error(error: &CommandError) {
     match error {
-        CommandError::Fatal(error) | CommandError::Budget(error) => final_line(&format!("odek: {}", printable(error))),
+        CommandError::Fatal(error) | CommandError::Run { message: error, .. } => {
+            final_line(&format!("odek: {}", printable(error)));
+        }
         CommandError::Verbatim(line) => final_line(&printable(line)),
         CommandError::Stopped { error, .. } => report_error(error),
         // Printed by the command already.
         CommandError::Reported
-        | CommandError::ReportedBudget
+        | CommandError::ReportedRun(_)
         | CommandError::Check(_)
         | CommandError::Subagent(_)
         | CommandError::StoppedAgain(_) => {}

@@ -1,16 +1,21 @@
 //! How a command ended, typed — [`CommandError`], in which nothing is an exit code — and the one
 //! function that chooses the process's exit code from it, [`exit_code`]. `main.rs` prints what an
-//! outcome still has to say and exits with that code. Libraries hand back outcomes (a check's
-//! [`Verdict`], a sub-agent's [`SubagentResult`]), never codes; this module maps them.
+//! outcome still has to say and exits with that code. Libraries hand back outcomes (a run's
+//! [`Outcome`], a check's [`Verdict`], a sub-agent's [`SubagentResult`]), never codes; this
+//! module maps them.
 //!
-//! The codes: 0 success; 1 a failure (spec README §4); 2 `odek ext check` with warnings only,
-//! and a sub-agent that concluded on its time budget or was stopped at its hard deadline; 3 a
-//! sub-agent's setup error; 4 an exhausted execution budget (spec README §4, `subagents.md` §7);
-//! `128 + <signal>` for a command stopped by SIGTERM (143) or SIGHUP (129), and for any second
-//! stop signal.
+//! The codes: 0 success; 1 a failure (spec README §4: model, tool, start-up, any other error);
+//! 2 `odek ext check` with warnings only, and a sub-agent that concluded on its time budget or
+//! was stopped at its hard deadline; 3 a sub-agent's setup error; 4 an exhausted execution budget
+//! (spec README §4, `subagents.md` §7); \[beyond\] 5 a final answer that never matched
+//! `--output-schema` or checks that still failed, 6 a stalled run, 7 a denial under `--strict`;
+//! `128 + <signal>` for a command stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129), and for
+//! any second stop signal — except that a sub-agent stopped by SIGINT reports an error result
+//! and exits 1 (`subagents.md` §7).
 
 use odek_agent::subagent::result::SubagentResult;
 use odek_conformance::Verdict;
+use odek_contract::outcome::Outcome;
 
 /// How a command failed.
 #[derive(Debug)]
@@ -19,10 +24,12 @@ pub enum CommandError {
     Fatal(String),
     /// The command already printed what went wrong: a failure without another message.
     Reported,
-    /// The typed execution-budget error: printed as `odek: <error>`.
-    Budget(String),
-    /// The execution-budget stop, which the command already printed (`odek repl`'s last turn).
-    ReportedBudget,
+    /// A run (a turn of `run`, `continue`, `repl`) that ended in `outcome`, printed as
+    /// `odek: <message>`.
+    Run { outcome: Outcome, message: String },
+    /// A run that ended in `outcome`, which the command already printed (`odek repl`'s last
+    /// turn).
+    ReportedRun(Outcome),
     /// A fatal error whose text is the whole line (`odek continue: …`), printed without the
     /// `odek: ` prefix.
     Verbatim(String),
@@ -116,10 +123,23 @@ pub fn exit_code(outcome: &Result<(), CommandError>) -> u8 {
     }
 }
 
+/// The exit code of a run that ended in `outcome` (README "How a run ended").
+pub fn outcome_code(outcome: Outcome) -> u8 {
+    match outcome {
+        Outcome::Success => 0,
+        Outcome::ModelError | Outcome::ToolError | Outcome::Error => 1,
+        Outcome::BudgetExceeded => 4,
+        Outcome::InvalidOutput | Outcome::ChecksFailed => 5,
+        Outcome::Stalled => 6,
+        Outcome::Denied => 7,
+        Outcome::Cancelled => StopSignal::Interrupt.conventional_exit(),
+    }
+}
+
 fn failure_code(error: &CommandError) -> u8 {
     match error {
         CommandError::Fatal(_) | CommandError::Reported | CommandError::Verbatim(_) => 1,
-        CommandError::Budget(_) | CommandError::ReportedBudget => 4,
+        CommandError::Run { outcome, .. } | CommandError::ReportedRun(outcome) => outcome_code(*outcome),
         CommandError::Check(Verdict::Pass) => 0,
         CommandError::Check(Verdict::Fail) => 1,
         CommandError::Check(Verdict::Warn) => 2,
@@ -127,8 +147,12 @@ fn failure_code(error: &CommandError) -> u8 {
         CommandError::Subagent(SubagentEnd::TimedOut) => 2,
         CommandError::Subagent(SubagentEnd::SetupFailed) => 3,
         CommandError::Subagent(SubagentEnd::BudgetExhausted) => 4,
-        // SIGINT keeps the exit a cancelled run always had: the command's own (1 for `run`).
-        CommandError::Stopped { signal: StopSignal::Interrupt, error } => failure_code(error),
+        // A sub-agent stopped by SIGINT reports an error result, and exits as one (§7).
+        CommandError::Stopped { signal: StopSignal::Interrupt, error }
+            if matches!(**error, CommandError::Subagent(_)) =>
+        {
+            failure_code(error)
+        }
         CommandError::Stopped { signal, .. } => signal.conventional_exit(),
         CommandError::StoppedAgain(signal) => signal.conventional_exit(),
     }
@@ -151,8 +175,30 @@ mod tests {
         assert_eq!(exit_code(&Err(CommandError::Fatal("boom".into()))), 1);
         assert_eq!(exit_code(&Err(CommandError::Reported)), 1);
         assert_eq!(exit_code(&Err(CommandError::Verbatim("odek continue: no session".into()))), 1);
-        assert_eq!(exit_code(&Err(CommandError::Budget("execution budget exceeded".into()))), 4);
-        assert_eq!(exit_code(&Err(CommandError::ReportedBudget)), 4);
+        let run = |outcome| exit_code(&Err(CommandError::Run { outcome, message: "it ended".into() }));
+        assert_eq!(run(Outcome::BudgetExceeded), 4);
+        assert_eq!(exit_code(&Err(CommandError::ReportedRun(Outcome::BudgetExceeded))), 4);
+    }
+
+    /// The outcome table of the README, one row per outcome.
+    #[test]
+    fn every_outcome_has_its_exit_code() {
+        let codes = Outcome::ALL.map(|outcome| (outcome.as_str(), outcome_code(outcome)));
+        assert_eq!(
+            codes,
+            [
+                ("success", 0),
+                ("budget_exceeded", 4),
+                ("stalled", 6),
+                ("denied", 7),
+                ("invalid_output", 5),
+                ("checks_failed", 5),
+                ("cancelled", 130),
+                ("model_error", 1),
+                ("tool_error", 1),
+                ("error", 1),
+            ]
+        );
     }
 
     /// Moved from `interrupt.rs` (`StopSignal::exit_code`): the same codes, through the one map.
@@ -160,7 +206,12 @@ mod tests {
     fn conventional_exit_codes() {
         assert_eq!(stopped(StopSignal::Terminate, CommandError::Reported), 143);
         assert_eq!(stopped(StopSignal::Hangup, CommandError::Reported), 129);
-        assert_eq!(stopped(StopSignal::Interrupt, CommandError::Reported), 1, "SIGINT keeps the command's code");
+        assert_eq!(stopped(StopSignal::Interrupt, CommandError::Reported), 130);
+        assert_eq!(
+            stopped(StopSignal::Interrupt, CommandError::Subagent(SubagentEnd::Failed)),
+            1,
+            "a sub-agent keeps §7's code"
+        );
         assert_eq!(stopped(StopSignal::Interrupt, CommandError::Subagent(SubagentEnd::TimedOut)), 2);
         assert_eq!(StopSignal::from_number(nix::libc::SIGTERM), Some(StopSignal::Terminate));
         assert_eq!(StopSignal::from_number(0), None);

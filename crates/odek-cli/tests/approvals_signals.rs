@@ -76,8 +76,9 @@ fn stop_at_prompt(odek: PtyOdek, stop: Signal) -> PtyRun {
     run
 }
 
+/// `128 + <signal>`, SIGINT's 130 included (issue 17: a cancelled run exits 130; it was 1).
 fn expected_code(stop: Signal) -> i32 {
-    if stop == Signal::SIGINT { 1 } else { 128 + stop as i32 }
+    128 + stop as i32
 }
 
 /// Before the stop signals were handled, the default action ended odek at a prompt; once run
@@ -118,7 +119,7 @@ fn sigterm_at_the_tool_card_exits_143_red() {
 }
 
 #[test]
-fn sigint_at_the_tool_card_exits_1_red() {
+fn sigint_at_the_tool_card_exits_130_red() {
     a_signal_at_the_tool_card_ends_the_run(Signal::SIGINT);
 }
 
@@ -128,7 +129,7 @@ fn sigterm_at_the_server_prompt_exits_143_red() {
 }
 
 #[test]
-fn sigint_at_the_server_prompt_exits_1_red() {
+fn sigint_at_the_server_prompt_exits_130_red() {
     a_signal_at_the_server_prompt_ends_the_run(Signal::SIGINT);
 }
 

@@ -150,11 +150,12 @@ fn sighup_stops_a_run_like_ctrl_c_and_exits_129_red() {
     assert!(text.contains("odek: context canceled (SIGHUP)"), "{text}");
 }
 
-/// SIGINT keeps what it always did: the run cancelled, `odek: context canceled`, exit 1.
+/// SIGINT cancels the run with the line a cancelled run always printed, `odek: context
+/// canceled`, and exits 130 (outcome `cancelled`, issue 17; it exited 1 before).
 #[test]
-fn sigint_still_exits_1() {
+fn sigint_exits_130_as_a_cancelled_run() {
     let (code, text) = stop_a_run(Signal::SIGINT);
-    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(code, Some(130), "{text}");
     assert!(text.contains("odek: context canceled"), "{text}");
     assert!(!text.contains("(SIGINT)"), "{text}");
 }

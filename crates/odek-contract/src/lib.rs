@@ -20,6 +20,7 @@
 //! - [`escaped_text`]: capping a text straight from its JSON string literal.
 //! - [`model_view`]: what the model receives from one `tools/call` result.
 //! - [`names`]: server and tool names, and the exposed `<server>__<tool>` name.
+//! - [`outcome`]: the words for how a run ended.
 //! - [`quoting`]: the spec's `"<x>"` quoting.
 //! - [`render`]: the artifact lines, field cleaning and forged-line indentation.
 //! - [`runes`]: counting and cutting text in Unicode scalar values.
@@ -40,6 +41,7 @@ pub mod error;
 pub mod escaped_text;
 pub mod model_view;
 pub mod names;
+pub mod outcome;
 #[cfg(feature = "client")]
 pub mod prompt_injection;
 pub mod quoting;

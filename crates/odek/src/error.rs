@@ -7,6 +7,7 @@ use odek_agent::events::{EventError, SinkError};
 use odek_agent::prompt::PromptError;
 use odek_agent::run::RunError;
 use odek_agent::session::SessionError;
+use odek_contract::outcome::Outcome;
 use odek_llm::LlmError;
 use odek_mcp::McpError;
 
@@ -46,6 +47,15 @@ impl RuntimeError {
     /// this).
     pub fn is_budget(&self) -> bool {
         matches!(self, RuntimeError::Run(RunError::Budget(_)))
+    }
+
+    /// How a turn that failed with this error ended: the loop's outcome, `error` for a failure
+    /// before or around the loop (config, start-up, sessions, events).
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            RuntimeError::Run(error) => error.outcome(),
+            _ => Outcome::Error,
+        }
     }
 
     /// `run_failed.error_class` (spec `events.md` §8): the loop's class, `error` for the rest.

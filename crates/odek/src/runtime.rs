@@ -26,6 +26,7 @@ use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::{Tool, ToolContext};
+use odek_contract::outcome::Outcome;
 use odek_danger::{DangerPolicy, PolicySettings};
 use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
 use odek_mcp::{McpHub, McpObserver, ServerInfo};
@@ -518,8 +519,8 @@ impl Session<'_> {
         if let Some(events) = &events {
             let duration = started.elapsed();
             match &outcome {
-                Ok(outcome) => events.run_completed(duration, outcome.usage),
-                Err(error) => events.run_failed(duration, error.error_class()),
+                Ok(outcome) => events.run_completed(duration, outcome.usage, Outcome::Success),
+                Err(error) => events.run_failed(duration, error.error_class(), error.outcome()),
             }
             // Drained before the turn returns, so a face prints its answer after the last event.
             events.close();

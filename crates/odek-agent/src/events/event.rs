@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use odek_contract::outcome::Outcome;
 use odek_contract::redaction::redact;
 use serde::Serialize;
 use serde_json::{Number, Value};
@@ -290,17 +291,29 @@ impl Event {
         Event::new("budget_exceeded", Some(iteration), None, data)
     }
 
-    pub fn run_completed(duration: std::time::Duration, input_tokens: u64, output_tokens: u64) -> Event {
+    /// `outcome` \[beyond\] is how the run ended (`success` unless a later rule says otherwise).
+    pub fn run_completed(
+        duration: std::time::Duration,
+        input_tokens: u64,
+        output_tokens: u64,
+        outcome: Outcome,
+    ) -> Event {
         let data = data_of([
             ("duration_ms", some(millis(duration))),
             ("input_tokens", some(input_tokens)),
             ("output_tokens", some(output_tokens)),
+            ("outcome", some(outcome.as_str())),
         ]);
         Event::new("run_completed", None, None, data)
     }
 
-    pub fn run_failed(duration: std::time::Duration, error_class: &str) -> Event {
-        let data = data_of([("duration_ms", some(millis(duration))), ("error_class", some(error_class))]);
+    /// `outcome` \[beyond\] says how the run ended, beside the spec's `error_class`.
+    pub fn run_failed(duration: std::time::Duration, error_class: &str, outcome: Outcome) -> Event {
+        let data = data_of([
+            ("duration_ms", some(millis(duration))),
+            ("error_class", some(error_class)),
+            ("outcome", some(outcome.as_str())),
+        ]);
         Event::new("run_failed", None, None, data)
     }
 

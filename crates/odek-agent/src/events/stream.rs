@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use odek_contract::outcome::Outcome;
 use odek_llm::{StreamObserver, Usage};
 use odek_mcp::{McpEvent, McpObserver};
 
@@ -54,12 +55,12 @@ impl EventStream {
     }
 
     /// `usage` holds the run totals.
-    pub fn run_completed(&self, duration: Duration, usage: Usage) {
-        self.emit(Event::run_completed(duration, usage.input_tokens, usage.output_tokens));
+    pub fn run_completed(&self, duration: Duration, usage: Usage, outcome: Outcome) {
+        self.emit(Event::run_completed(duration, usage.input_tokens, usage.output_tokens, outcome));
     }
 
-    pub fn run_failed(&self, duration: Duration, error_class: &str) {
-        self.emit(Event::run_failed(duration, error_class));
+    pub fn run_failed(&self, duration: Duration, error_class: &str, outcome: Outcome) {
+        self.emit(Event::run_failed(duration, error_class, outcome));
     }
 
     /// Drains and stops the stream; see [`EventEmitter::close`].

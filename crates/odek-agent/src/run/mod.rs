@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
+use odek_contract::outcome::Outcome;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::redact;
 use odek_llm::{
@@ -90,6 +91,16 @@ impl RunError {
             RunError::Provider { source, .. } => source.class(),
             RunError::Budget(_) => "execution_budget",
             RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => "error",
+        }
+    }
+
+    /// How a run that ended in this error ended (`data.outcome`).
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            RunError::Cancelled => Outcome::Cancelled,
+            RunError::Provider { .. } => Outcome::ModelError,
+            RunError::Budget(_) => Outcome::BudgetExceeded,
+            RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => Outcome::Error,
         }
     }
 }

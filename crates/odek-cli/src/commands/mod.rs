@@ -9,6 +9,8 @@ pub mod subagent;
 
 use crate::cli::Command;
 use crate::interrupt::received_stop_signal;
+use odek_contract::outcome::Outcome;
+
 use crate::outcome::{CommandError, StopSignal};
 
 /// Runs one parsed command.
@@ -25,19 +27,24 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
 }
 
 /// A failure after a stop signal is the signal's failure (a command that finished despite the
-/// signal keeps its success, and a budget stop keeps exit 4). The error line names the signal unless it was SIGINT, whose line
-/// stays what a cancelled run always printed.
+/// signal keeps its success, and a budget stop keeps exit 4). The error line names the signal
+/// unless it was SIGINT, whose line stays what a cancelled run always printed.
 fn stopped_by_signal(error: CommandError) -> CommandError {
     let Some(signal) = received_stop_signal() else {
         return error;
     };
     // Exit 4 means the budget and only the budget (spec README §4), signal or not.
-    if matches!(error, CommandError::Budget(_) | CommandError::ReportedBudget) {
+    if matches!(
+        error,
+        CommandError::Run { outcome: Outcome::BudgetExceeded, .. } | CommandError::ReportedRun(Outcome::BudgetExceeded)
+    ) {
         return error;
     }
+    let named = |text: String| format!("{text} ({})", signal.name());
     let error = match error {
-        CommandError::Fatal(text) if signal != StopSignal::Interrupt => {
-            CommandError::Fatal(format!("{text} ({})", signal.name()))
+        CommandError::Fatal(text) if signal != StopSignal::Interrupt => CommandError::Fatal(named(text)),
+        CommandError::Run { outcome, message } if signal != StopSignal::Interrupt => {
+            CommandError::Run { outcome, message: named(message) }
         }
         other => other,
     };

@@ -13,6 +13,7 @@ use odek_agent::session::{
     ExternalRef, Session as SessionRecord, SessionError, SessionId, SessionLock, SessionStore, parse_external_ref_spec,
     safe_state,
 };
+use odek_contract::outcome::Outcome;
 use odek_contract::redaction::redact;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_llm::Message;
@@ -193,13 +194,37 @@ async fn execute(
     // (each handshake is bounded by its server's timeout); a second signal exits at once.
     let cancel = cancel_on_stop_signals();
     let outcome = session.turn(user, &cancel).await;
+    let spent = session.spent().usage;
     session.close().await;
-    print_answer(&outcome.map_err(turn_error)?, flags.json)
+    match outcome {
+        Ok(outcome) => print_answer(&outcome, flags.json),
+        Err(error) => {
+            if flags.json {
+                print_failure(&error, spent)?;
+            }
+            Err(turn_error(error))
+        }
+    }
 }
 
-/// A failed turn as the command's error: the budget stop keeps its own exit code.
+/// `--json` on a failed turn: the result object still comes, with the outcome and the error, so
+/// a script that reads stdout never has to guess from an empty line.
+fn print_failure(error: &RuntimeError, spent: odek::Usage) -> Result<(), CommandError> {
+    let result = serde_json::json!({
+        "outcome": error.outcome(),
+        "error": redact(&error.to_string()),
+        "input_tokens": spent.input_tokens,
+        "output_tokens": spent.output_tokens,
+    });
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{result}")?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// A failed turn as the command's error, its outcome choosing the exit code.
 pub(crate) fn turn_error(error: RuntimeError) -> CommandError {
-    if error.is_budget() { CommandError::Budget(error.to_string()) } else { CommandError::Fatal(error.to_string()) }
+    CommandError::Run { outcome: error.outcome(), message: error.to_string() }
 }
 
 /// The answer on stdout: the `--json` result object, the text exactly when piped, or the text
@@ -209,6 +234,7 @@ pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool) -> Result<(), Comm
     let mut stdout = std::io::stdout().lock();
     if json {
         let result = serde_json::json!({
+            "outcome": Outcome::Success,
             "answer": answer,
             "iterations": outcome.iterations,
             "input_tokens": outcome.usage.input_tokens,

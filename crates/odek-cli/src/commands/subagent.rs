@@ -256,7 +256,7 @@ fn non_empty(text: &str) -> Option<String> {
 
 fn command_error_text(error: CommandError) -> String {
     match error {
-        CommandError::Fatal(text) | CommandError::Budget(text) | CommandError::Verbatim(text) => text,
+        CommandError::Fatal(text) | CommandError::Run { message: text, .. } | CommandError::Verbatim(text) => text,
         CommandError::Reported => "setup failed".to_owned(),
         CommandError::Stopped { error, .. } => command_error_text(*error),
         other => format!("setup failed (exit {})", exit_code(&Err(other))),

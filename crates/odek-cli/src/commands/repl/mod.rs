@@ -214,7 +214,7 @@ impl Repl<'_> {
             }
             Err(err) => {
                 error_line(&err.to_string());
-                Err(if err.is_budget() { CommandError::ReportedBudget } else { CommandError::Reported })
+                Err(CommandError::ReportedRun(err.outcome()))
             }
         }
     }
