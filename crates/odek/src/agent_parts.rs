@@ -20,6 +20,7 @@ use crate::setup::Setup;
 
 /// Provider ids `--provider` accepts.
 pub const OPENAI_PROVIDER: &str = "openai";
+/// The replay provider: answers from an `odek.replay/v1` script (docs/REPLAY.md), no network.
 pub const REPLAY_PROVIDER: &str = "replay";
 
 /// The environment variable carrying the current delegation depth (`0` when unset).

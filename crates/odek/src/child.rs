@@ -66,9 +66,11 @@ pub struct ChildFlags<'a> {
 pub struct ChildPlan {
     /// The profile applied (`""` for none).
     pub profile: String,
+    /// The task, or its parent, is not `trusted`: the §4 lockdown applies.
     pub untrusted: bool,
-    /// The cap on the child's whole run (seconds) and on its iterations.
+    /// The cap on the child's whole run (seconds): the hard deadline.
     pub timeout_seconds: u64,
+    /// The cap on the child's iterations.
     pub max_iterations: u32,
     /// The operator's limits, before any share clamp.
     pub operator_limits: BudgetLimits,

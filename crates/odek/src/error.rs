@@ -17,18 +17,26 @@ use crate::config::ConfigError;
 /// Why the runtime could not load, start or finish a turn.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
+    /// A config file, the environment or a flag broke a rule of spec `config.md`.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// An MCP server or tool was not approved, or the approvals file could not be used.
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// An MCP server could not be validated or started.
     #[error(transparent)]
     Mcp(#[from] McpError),
+    /// The provider could not be built (before any model call; a model call's failure is
+    /// [`RuntimeError::Run`]).
     #[error(transparent)]
     Provider(#[from] LlmError),
+    /// A session could not be locked, loaded or saved.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The system prompt's files (`IDENTITY.md`, `AGENTS.md`, `--ctx`, `@path`) could not be read.
     #[error(transparent)]
     Prompt(#[from] PromptError),
+    /// The event stream refused its settings.
     #[error(transparent)]
     Events(#[from] EventError),
     /// The `--events-jsonl` target could not be opened.

@@ -13,6 +13,7 @@
 //!   shared start of every face that starts MCP servers; [`parts`] the pieces a face that
 //!   assembles its own loop (`odek subagent`) builds from.
 
+#![warn(missing_docs)]
 mod agent_parts;
 pub mod approvals;
 pub mod child;

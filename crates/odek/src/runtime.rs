@@ -70,11 +70,17 @@ pub struct Settings {
     pub api_key: Option<String>,
     /// `ODEK_NO_COLOR`.
     pub no_color: bool,
+    /// The thinking level asked of the provider (`--thinking`, config `thinking`).
     pub thinking: Thinking,
+    /// Whether model answers are streamed (`--stream`, config `stream`).
     pub stream: bool,
+    /// `--replay`: answer from this `odek.replay/v1` script instead of a provider.
     pub replay: Option<PathBuf>,
+    /// `--record`: write the provider's answers to this replay script.
     pub record: Option<PathBuf>,
+    /// `--events-jsonl`: the path of the event stream (`-` = stdout).
     pub events_jsonl: Option<String>,
+    /// `--events-include-args`: tool-call arguments (redacted) appear in the events.
     pub events_include_args: bool,
     /// The danger policy of the built-in tools (the `dangerous` section; a face may tighten it).
     pub policy: PolicySettings,
@@ -176,10 +182,12 @@ impl Runtime {
         self
     }
 
+    /// What the runtime was loaded from: the config files, the environment, the paths.
     pub fn setup(&self) -> &Setup {
         &self.setup
     }
 
+    /// The settings every session's turns run with.
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
@@ -315,6 +323,7 @@ pub struct TurnControl {
 pub struct TurnOutcome {
     /// The final answer, not yet redacted for printing.
     pub answer: String,
+    /// Model calls the turn made (its loop's iterations).
     pub iterations: u32,
     /// The turn's usage (model calls, side calls, sub-agents' charge-back).
     pub usage: Usage,
@@ -326,7 +335,9 @@ pub struct TurnOutcome {
 pub struct Spent {
     /// Turns run, whatever their outcome.
     pub turns: u32,
+    /// Tokens of every turn so far (input and output).
     pub usage: Usage,
+    /// Tool calls of every turn so far.
     pub tool_calls: u64,
 }
 

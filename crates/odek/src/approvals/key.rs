@@ -126,6 +126,7 @@ pub struct SchemaDigest {
 }
 
 impl SchemaDigest {
+    /// The digest of `schema` in canonical JSON (sorted keys, compact).
     pub fn of(schema: &Value) -> Self {
         let canonical = to_canonical_string(schema);
         SchemaDigest { hex: hex::encode(Sha256::digest(canonical.as_bytes())), len: canonical.len() }

@@ -48,7 +48,10 @@ pub const TOOL_APPROVALS_FILE: &str = "mcp_tool_approvals.json";
 pub enum ApprovalError {
     /// An interactive answer other than `y`/`yes` (or end of input).
     #[error("mcp approval: server {} was not approved", quote(name))]
-    ServerNotApproved { name: String },
+    ServerNotApproved {
+        /// The server's name.
+        name: String,
+    },
     /// No terminal to ask and no other approval. `target` is the command (stdio) or the url
     /// (HTTP); `args` the arguments joined by spaces (empty for HTTP).
     #[error(
@@ -56,26 +59,58 @@ pub enum ApprovalError {
         quote(name),
         quote(args)
     )]
-    ServerApprovalRequired { name: String, target: String, args: String },
+    ServerApprovalRequired {
+        /// The server's name.
+        name: String,
+        /// The command (stdio) or the url (HTTP).
+        target: String,
+        /// The arguments joined by spaces (empty for HTTP).
+        args: String,
+    },
     /// The text the tool approver returns as `ToolApproval::Required`.
     #[error(
         "MCP tool {} from server {} requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all tools from all project MCP servers, or run interactively",
         quote(tool),
         quote(server)
     )]
-    ToolApprovalRequired { server: String, tool: String },
+    ToolApprovalRequired {
+        /// The server's name.
+        server: String,
+        /// The tool's raw name on that server.
+        tool: String,
+    },
+    /// The approvals file is not the JSON odek writes.
     #[error("mcp approval: load approvals: parse {path}: {source}")]
-    LoadParse { path: String, source: serde_json::Error },
+    LoadParse {
+        /// The approvals file.
+        path: String,
+        /// serde's message.
+        source: serde_json::Error,
+    },
+    /// The approvals file could not be read (too large, not a regular file, an I/O error).
     #[error("mcp approval: load approvals: read {path}: {detail}")]
-    LoadRead { path: String, detail: String },
+    LoadRead {
+        /// The approvals file.
+        path: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// An approval answered "always" could not be written down.
     #[error("mcp approval: save approvals: {path}: {detail}")]
-    Save { path: String, detail: String },
+    Save {
+        /// The approvals file.
+        path: String,
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 /// A \[beyond\] `required: false` project server that was not approved; it is left out of the run.
 #[derive(Debug)]
 pub struct SkippedServer {
+    /// The server's name.
     pub name: String,
+    /// Why it was not approved (reported as a warning).
     pub error: ApprovalError,
     /// The `error_class` of its `mcp_server_failed`: `approval_required` when nobody could be
     /// asked; `None` for an operator's "no", which is a decision rather than a failure (no event).

@@ -38,10 +38,12 @@ impl ApprovalStore {
         Ok(ApprovalStore { path, keys })
     }
 
+    /// The approvals file.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Whether `key` (a server's or a tool's approval key) is approved.
     pub fn contains(&self, key: &str) -> bool {
         self.keys.contains(key)
     }

@@ -42,6 +42,7 @@ pub struct DangerousConfig {
     /// Prefix / token-prefix matches that are always denied (blank entries dropped: an empty
     /// prefix would match every command).
     pub denylist: Vec<String>,
+    /// What a risky call does when nobody can be asked (`non_interactive`: deny or allow).
     pub non_interactive: NonInteractive,
 }
 

@@ -11,8 +11,11 @@ use super::{Config, ConfigError, LoadedConfig, resolve_api_key};
 /// The CLI flags of §10 that set configuration, already parsed. `None` / empty = not given.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CliOverrides {
+    /// `--model`.
     pub model: Option<String>,
+    /// `--provider`.
     pub provider: Option<String>,
+    /// `--base-url`.
     pub base_url: Option<String>,
     /// `--max-iter` (positive).
     pub max_iterations: Option<u32>,

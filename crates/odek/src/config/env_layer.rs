@@ -18,19 +18,31 @@ use super::{Config, ConfigError};
 /// What the `ODEK_*` variables set; `None` = not set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnvLayer {
+    /// `ODEK_MODEL`.
     pub model: Option<String>,
+    /// `ODEK_PROVIDER`.
     pub provider: Option<String>,
+    /// `ODEK_BASE_URL`.
     pub base_url: Option<String>,
+    /// `ODEK_MAX_ITER`.
     pub max_iterations: Option<u32>,
+    /// `ODEK_THINKING`, as written (validated where the level is chosen).
     pub thinking: Option<String>,
+    /// `ODEK_SYSTEM`: the system prompt's override.
     pub system: Option<String>,
+    /// `ODEK_STREAM`.
     pub stream: Option<bool>,
+    /// `ODEK_COMPACTION`.
     pub compaction: Option<bool>,
+    /// `ODEK_PLANNING`.
     pub planning: Option<bool>,
+    /// `ODEK_NO_AGENTS`: leave `AGENTS.md` out of the system prompt.
     pub no_agents: Option<bool>,
     /// `ODEK_NO_COLOR`: not a config key; the terminal UX reads it.
     pub no_color: Option<bool>,
+    /// `ODEK_MAX_TOOL_PARALLEL`: tool calls of one batch run at once.
     pub max_tool_parallel: Option<u32>,
+    /// `ODEK_MAX_CONCURRENCY`: sub-agents run at once.
     pub max_concurrency: Option<u32>,
     /// `ODEK_TOOLS_ENABLED`: replaces the whitelist.
     pub tools_enabled: Option<Vec<String>>,

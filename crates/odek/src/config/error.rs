@@ -8,46 +8,112 @@ use thiserror::Error;
 
 use super::file::MAX_CONFIG_BYTES;
 
+/// Why the configuration could not be loaded (spec `config.md`); every text is the spec's.
 #[derive(Debug, Error)]
 pub enum ConfigError {
+    /// A config file over the read cap.
     #[error("config {path}: file too large ({size} bytes, max {MAX_CONFIG_BYTES})")]
-    TooLarge { path: String, size: u64 },
+    TooLarge {
+        /// The config file's path as shown.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// A config file that exists but could not be read (or is not a regular file).
     #[error("config {path}: {source}")]
-    Read { path: String, source: io::Error },
+    Read {
+        /// The config file's path as shown.
+        path: String,
+        /// The read's error.
+        source: io::Error,
+    },
+    /// A config file that is not JSON.
     #[error("config {path}: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    Parse {
+        /// The config file's path as shown.
+        path: String,
+        /// serde's message, with its line and column.
+        source: serde_json::Error,
+    },
+    /// A config file whose top level is not an object.
     #[error("config {path}: top level must be a JSON object")]
-    NotAnObject { path: String },
+    NotAnObject {
+        /// The config file's path as shown.
+        path: String,
+    },
     /// A known key holding the wrong JSON type; `key` is the dotted path (`limits.max_tool_calls`,
     /// `mcp_servers.fs.args[0]`); `detail` is serde's message with every `${VAR}` expansion
     /// written back as its reference (serde quotes the value it rejected).
     #[error("config {path}: {}: {detail}", key_for_display(key))]
-    KeyType { path: String, key: String, detail: String },
+    KeyType {
+        /// The config file's path as shown.
+        path: String,
+        /// The key's dotted path.
+        key: String,
+        /// What was wrong with its value.
+        detail: String,
+    },
+    /// A negative value under `limits`.
     #[error("config {path}: limits.{key} must be >= 0")]
-    NegativeLimit { path: String, key: String },
+    NegativeLimit {
+        /// The config file's path as shown.
+        path: String,
+        /// The key inside `limits`.
+        key: String,
+    },
     /// A negative count for a core key whose only documented special value is `0`.
     #[error("config {path}: {key} must be >= 0")]
-    NegativeValue { path: String, key: &'static str },
+    NegativeValue {
+        /// The config file's path as shown.
+        path: String,
+        /// The top-level key.
+        key: &'static str,
+    },
     /// One file names the same server under both `mcp_servers` and `mcpServers`.
     #[error("config {path}: mcp server {} is defined in both \"mcp_servers\" and \"mcpServers\"", quote(name))]
-    DuplicateServer { path: String, name: String },
+    DuplicateServer {
+        /// The config file's path as shown.
+        path: String,
+        /// The server's name.
+        name: String,
+    },
     /// \[beyond\] A project file (`./odek.json`, `./.mcp.json`) may not hand a server secrets.
     #[error("config {path}: mcp server {}: secret_env is allowed only in ~/.odek/config.json", quote(name))]
-    ProjectSecretEnv { path: String, name: String },
+    ProjectSecretEnv {
+        /// The config file's path as shown.
+        path: String,
+        /// The server's name.
+        name: String,
+    },
     /// \[beyond\] A `secret_env` name that no process environment can hold.
     #[error(
         "config {path}: mcp server {}: secret_env name {} is not a valid variable name",
         quote(server),
         quote(name)
     )]
-    SecretEnvName { path: String, server: String, name: String },
+    SecretEnvName {
+        /// The config file's path as shown.
+        path: String,
+        /// The server's name.
+        server: String,
+        /// The refused variable name.
+        name: String,
+    },
     /// \[beyond\] A server defined in both project files; `path` is `./.mcp.json`.
     #[error("config {path}: mcp server {} is also defined in ./odek.json", quote(name))]
-    DefinedInBothProjectFiles { path: String, name: String },
+    DefinedInBothProjectFiles {
+        /// The config file's path as shown.
+        path: String,
+        /// The server's name.
+        name: String,
+    },
+    /// `--sandbox` or `ODEK_SANDBOX` asked for a sandbox this build does not have.
     #[error("sandbox is not available in this build")]
     SandboxUnavailable,
+    /// `HOME` is unset, so `~/.odek` has no place.
     #[error("cannot determine the home directory: HOME is not set")]
     NoHome,
+    /// The working directory could not be read (deleted, or no permission).
     #[error("cannot determine the current directory: {0}")]
     CurrentDir(io::Error),
 }

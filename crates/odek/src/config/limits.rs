@@ -45,7 +45,9 @@ struct ModelPriceFile {
 /// Per-model prices (USD per million tokens); `0` = no price.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ModelPrice {
+    /// USD per million input tokens.
     pub input_cost_per_million_usd: f64,
+    /// USD per million output tokens.
     pub output_cost_per_million_usd: f64,
 }
 

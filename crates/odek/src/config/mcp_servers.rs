@@ -37,10 +37,12 @@ pub enum ServerOrigin {
 /// One configured MCP server after merging, ready for validation and approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServerConfig {
+    /// The server's name, the key of its entry (and the prefix of its exposed tool names).
     pub name: String,
     /// The entry as written (after `${VAR}` substitution). For a project server `auto_approve`
     /// is always `false`: the project may not set it.
     pub entry: ServerEntry,
+    /// Which file defined it: the global config or a project file.
     pub origin: ServerOrigin,
     /// Whether §13.4 lets this server skip server and per-tool approval prompts.
     pub auto_approve_effective: bool,

@@ -157,7 +157,9 @@ impl ConfigSources {
 /// Both files merged over the defaults.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
+    /// The top-level keys: model, provider, endpoint, iterations, thinking, streaming, prompts.
     pub core: CoreConfig,
+    /// The `limits` section: budgets, prices and caps.
     pub limits: LimitsConfig,
     /// Every configured server, enabled or not, in ascending byte order of name.
     pub mcp_servers: Vec<McpServerConfig>,
@@ -165,6 +167,7 @@ pub struct Config {
     pub dangerous: DangerousConfig,
     /// Global whitelist; blacklist from both files.
     pub tools: ToolsConfig,
+    /// The `planning` section: the `plan` tool and its caps.
     pub planning: PlanningConfig,
     /// Global file only.
     pub subagent: SubagentConfig,
@@ -175,6 +178,7 @@ pub struct Config {
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
 #[derive(Clone, PartialEq)]
 pub struct LoadedConfig {
+    /// The merged configuration.
     pub config: Config,
     /// What `secrets.env` contributed; `main` applies it to the process before starting threads.
     pub secrets: SecretsEnv,

@@ -69,6 +69,7 @@ pub struct SubagentConfig {
     pub max_depth: u32,
     /// Children get the lifespan block and 50/75/90 % budget hints.
     pub announce_budget: bool,
+    /// How a child's budgets relate to its parent's (`budget_inherit`: independent or shared).
     pub budget_inherit: BudgetInherit,
     /// Profile applied when none is selected; [`NO_PROFILE`] = none.
     pub default_profile: String,
