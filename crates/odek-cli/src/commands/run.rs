@@ -3,7 +3,7 @@
 //! loop, persist the session, print the final answer on stdout (spec `loop-and-sessions.md`,
 //! `config.md` §4, §10–§11).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 use odek::config::{CliOverrides, ConfigSources};
@@ -28,7 +28,7 @@ pub async fn run(args: RunArgs) -> Result<(), CommandError> {
     let face = Arc::new(TerminalFace::new(args.common.quiet));
     let setup = load_setup()?;
     let runtime = Runtime::new(setup, &overrides(&args.common, Some(&args))?, face.clone())?;
-    let task = task_text(&args.common.task).ok_or_else(|| CommandError::Fatal("a task is required".into()))?;
+    let task = task_text(&args.common.task).await?.ok_or_else(|| CommandError::Fatal("a task is required".into()))?;
     let refs = parse_external_refs(&args.common.external_refs)?;
     let (record, lock) = if args.session {
         let (mut record, lock) = runtime.new_session_record()?;
@@ -59,7 +59,7 @@ pub async fn continue_session(args: ContinueArgs) -> Result<(), CommandError> {
             .ok_or_else(|| CommandError::Verbatim("odek continue: no session to continue".into()))?,
     };
     let (mut record, lock) = lock_and_load(&store, &id)?;
-    let Some(task) = task_text(&args.common.task) else {
+    let Some(task) = task_text(&args.common.task).await? else {
         return Err(CommandError::Verbatim("odek continue: a task is required for continue".into()));
     };
     let mut runtime = Runtime::new(setup, &overrides(&args.common, None)?, face.clone())?;
@@ -94,9 +94,40 @@ pub(crate) fn load_setup() -> Result<Setup, CommandError> {
     Ok(Setup::load(ConfigSources::from_process()?, &print_warning)?)
 }
 
-fn task_text(words: &[String]) -> Option<String> {
-    let task = words.join(" ");
-    (!task.trim().is_empty()).then_some(task)
+/// The longest task read from stdin (`odek run -`): 10 MiB.
+const MAX_STDIN_TASK_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The task: the words joined by spaces, or, when the only word is `-`, stdin to its end
+/// (\[beyond\]; stdin is read for nothing else, so a run left with an open, unused stdin never
+/// waits on it). `None` when there is no task.
+async fn task_text(words: &[String]) -> Result<Option<String>, CommandError> {
+    let task = match words {
+        [dash] if dash == "-" => tokio::task::spawn_blocking(|| read_task(std::io::stdin().lock()))
+            .await
+            .map_err(|err| CommandError::Fatal(format!("task from stdin: {err}")))??,
+        _ => words.join(" "),
+    };
+    Ok((!task.trim().is_empty()).then_some(task))
+}
+
+/// A task from `reader`: at most [`MAX_STDIN_TASK_BYTES`], UTF-8.
+fn read_task(reader: impl std::io::Read) -> Result<String, CommandError> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_STDIN_TASK_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| CommandError::Fatal(format!("task from stdin: {err}")))?;
+    if bytes.len() as u64 > MAX_STDIN_TASK_BYTES {
+        return Err(CommandError::Fatal(format!(
+            "task from stdin: more than {MAX_STDIN_TASK_BYTES} bytes (the limit); nothing was sent"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|err| {
+        CommandError::Fatal(format!(
+            "task from stdin: not valid UTF-8 (at byte {}); nothing was sent",
+            err.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 fn parse_external_refs(specs: &[String]) -> Result<Vec<ExternalRef>, CommandError> {
