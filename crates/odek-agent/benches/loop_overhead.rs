@@ -82,6 +82,7 @@ fn agent(turns: usize, context_window: Option<u64>) -> Agent {
             max_tool_parallel: 4,
             compaction: true,
             context_window,
+            strict: false,
         },
         tool_context: ToolContext::new(PathBuf::from("."), PathBuf::from("/nonexistent"), DangerPolicy::default()),
         observer: Arc::new(SilentObserver),

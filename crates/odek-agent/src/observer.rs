@@ -6,7 +6,7 @@ use std::time::Duration;
 use odek_llm::{StreamObserver, Usage};
 
 use crate::plan::PlanEvent;
-use crate::tool::Risk;
+use crate::tool::{Denial, Risk};
 
 /// How a trim pass was triggered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,8 @@ pub enum LoopEvent<'a> {
     ModelResponded { iteration: u32, usage: Usage, totals: Usage, tool_calls: usize },
     /// A requested call, before any call of the batch runs.
     ToolCallStarted { iteration: u32, call_id: &'a str, tool: &'a str, arguments: &'a str, risk: Option<&'a Risk> },
+    /// \[beyond\] The call was refused (before its `ToolCallFinished`).
+    OperationDenied { iteration: u32, call_id: &'a str, tool: &'a str, denial: &'a Denial },
     /// A call ended (emitted after the batch, in call order).
     ToolCallFinished { iteration: u32, call_id: &'a str, tool: &'a str, duration: Duration, result: CallResult<'a> },
     /// A trim dropped or truncated something.

@@ -19,6 +19,19 @@ pub struct ToolOutcome {
     pub untrusted_source: Option<String>,
     /// `Some(observed_chars)` when `max_result_chars` cut the result (MCP tools).
     pub(crate) truncated_observed_chars: Option<u64>,
+    /// The policy refused the operation: the output is the denial text, and the loop reports
+    /// the denial as a fact (`operation_denied`).
+    pub(crate) denial: Option<Denial>,
+}
+
+/// An operation the run refused: by the danger policy, the non-interactive policy, a risk cap
+/// (an untrusted child's lockdown) or an approval answered no.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The operation's danger class.
+    pub class: DangerClass,
+    /// Why it was refused (the classifier's reason, then the policy's).
+    pub reason: String,
 }
 
 impl ToolOutcome {
@@ -29,7 +42,17 @@ impl ToolOutcome {
 
     /// Externally sourced text, wrapped with `source`.
     pub fn untrusted(output: impl Into<String>, source: impl Into<String>) -> ToolOutcome {
-        ToolOutcome { output: output.into(), untrusted_source: Some(source.into()), truncated_observed_chars: None }
+        ToolOutcome { output: output.into(), untrusted_source: Some(source.into()), ..ToolOutcome::default() }
+    }
+
+    /// A refused operation: the denial text the model reads, and the denial itself.
+    pub fn denied(class: DangerClass, reason: impl Into<String>) -> ToolOutcome {
+        let reason = reason.into();
+        ToolOutcome {
+            output: odek_danger::denial_output(&reason, class),
+            denial: Some(Denial { class, reason }),
+            ..ToolOutcome::default()
+        }
     }
 }
 

@@ -65,3 +65,57 @@ async fn approved_calls_run_approved_and_always_is_remembered_per_command() {
     assert_eq!(cards[0].0, ["fetch a", "fetch b"]);
     assert_eq!(cards[1].0, ["fetch c"]);
 }
+
+/// Keeps the loop's denials as `(call_id, tool, class, reason)`.
+#[derive(Default)]
+struct Denials(Mutex<Vec<(String, String, String, String)>>);
+
+impl odek_llm::StreamObserver for Denials {}
+
+impl odek_agent::observer::LoopObserver for Denials {
+    fn on_event(&self, event: &odek_agent::observer::LoopEvent<'_>) {
+        if let odek_agent::observer::LoopEvent::OperationDenied { call_id, tool, denial, .. } = event {
+            self.0.lock().unwrap().push((
+                (*call_id).to_owned(),
+                (*tool).to_owned(),
+                denial.class.as_str().to_owned(),
+                denial.reason.clone(),
+            ));
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_call_of_a_denied_batch_is_reported_as_a_denial() {
+    let risky = Arc::new(RiskyTool { ran: Mutex::default() });
+    let provider = QueueProvider::new(vec![calls(&[("1", "fetch", "a"), ("2", "echo", "{}")]), answer("done")]);
+    let mut agent = agent(provider, vec![Arc::clone(&risky) as _, echo_tool()], settings(5));
+    agent.gate = Some(gate(vec![GateAnswer::Deny]) as Arc<dyn BatchApprover>);
+    let denials = Arc::new(Denials::default());
+    agent.observer = Arc::clone(&denials) as _;
+    agent.run(&mut start(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(
+        *denials.0.lock().unwrap(),
+        vec![
+            ("1".into(), "fetch".into(), "network_egress".into(), "batch approval denied".into()),
+            ("2".into(), "echo".into(), "safe".into(), "batch approval denied".into()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn under_strict_a_denial_ends_the_run_after_its_batch_with_every_result_in_place() {
+    let risky = Arc::new(RiskyTool { ran: Mutex::default() });
+    let provider = QueueProvider::new(vec![calls(&[("1", "fetch", "a"), ("2", "echo", "{}")]), answer("never")]);
+    let mut strict = settings(5);
+    strict.strict = true;
+    let mut agent = agent(Arc::clone(&provider), vec![Arc::clone(&risky) as _, echo_tool()], strict);
+    agent.gate = Some(gate(vec![GateAnswer::Deny]) as Arc<dyn BatchApprover>);
+    let mut messages = start();
+    let error = agent.run(&mut messages, &CancellationToken::new()).await.unwrap_err();
+    assert_eq!(error.to_string(), "operation denied (strict): fetch: batch approval denied (risk: network_egress)");
+    assert_eq!(error.class(), "denied");
+    assert_eq!(error.outcome(), odek_contract::outcome::Outcome::Denied);
+    assert_eq!(provider.seen().len(), 1, "no model call after the denial");
+    assert_eq!(messages.iter().filter(|m| m.role == Role::Tool).count(), 2, "both calls have their result");
+}

@@ -129,6 +129,7 @@ pub fn settings(max_iterations: u32) -> LoopSettings {
         max_tool_parallel: 4,
         compaction: true,
         context_window: None,
+        strict: false,
     }
 }
 

@@ -215,6 +215,10 @@ pub struct LoopArgs {
     /// Estimated cost budget in USD (needs prices in ~/.odek/config.json)
     #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub max_cost_usd: Option<String>,
+    /// Any refused operation, MCP server that did not start or named tool that is missing ends
+    /// the run with outcome denied (exit 7)
+    #[arg(long)]
+    pub strict: bool,
     /// The task; everything after `--` is taken verbatim
     #[arg(value_name = "TASK", allow_hyphen_values = false)]
     pub task: Vec<String>,

@@ -243,7 +243,7 @@ mod tests {
         assert_eq!(code(RunEnd::Answer(format!("{ITERATION_SUMMARY_PREFIX}\n\nx"))), 0);
         assert_eq!(code(RunEnd::HardTimeout { seconds: 30 }), 2);
         assert_eq!(code(RunEnd::Cancelled), 1);
-        assert_eq!(code(RunEnd::Failed("iteration 1: boom".into())), 1);
+        assert_eq!(code(RunEnd::Failed("iteration 1: boom".into(), Outcome::ModelError)), 1);
         assert_eq!(code(RunEnd::Budget("execution budget exceeded: tool_calls observed 3 (limit 2)".into())), 4);
         assert_eq!(exit_code(&Err(CommandError::Subagent(SubagentEnd::SetupFailed))), 3, "setup errors are 3");
     }

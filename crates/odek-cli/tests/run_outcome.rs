@@ -26,7 +26,8 @@ fn a_successful_run_says_success_in_its_last_event_and_its_result() {
     assert_eq!(completed["data"]["outcome"], "success");
     assert_eq!(
         lines.last().unwrap(),
-        &json!({"outcome": "success", "answer": "the answer", "iterations": 1, "input_tokens": 30, "output_tokens": 4})
+        &json!({"outcome": "success", "answer": "the answer", "iterations": 1, "input_tokens": 30, "output_tokens": 4,
+                "denials": {"count": 0, "first": []}})
     );
 }
 

@@ -45,7 +45,7 @@ fn setup_errors_print_the_result_and_exit_3() {
         assert_eq!(
             stdout(&output),
             format!(
-                "{{\"status\":\"error\",\"error\":{},\"summary\":\"\",\"tokens_used\":0,\"iterations\":0,\"duration_seconds\":0}}\n",
+                "{{\"status\":\"error\",\"error\":{},\"summary\":\"\",\"tokens_used\":0,\"iterations\":0,\"duration_seconds\":0,\"outcome\":\"error\"}}\n",
                 serde_json::to_string(message).unwrap()
             )
         );
@@ -80,6 +80,7 @@ fn a_goal_runs_untrusted_and_prints_one_result_line() {
     assert_eq!(lines.len(), 1, "{}", stdout(&output));
     let result = &lines[0];
     assert_eq!(result["status"], "success");
+    assert_eq!(result["outcome"], "success", "issue 17: a sub-agent result carries the outcome");
     assert_eq!(result["summary"], "Read a.txt. Status: done.");
     assert_eq!(result["iterations"], 1);
     assert_eq!(result["tokens_used"], 238);
@@ -185,6 +186,7 @@ fn the_hard_deadline_ends_the_child_with_exit_2() {
     let result = &json_lines(&output)[0];
     assert_eq!(result["status"], "error");
     assert_eq!(result["error"], "timeout after 1s");
+    assert_eq!(result["outcome"], "error");
     assert_eq!(stderr(&output), "✗ Sub-agent failed: timeout after 1s\n");
 }
 
@@ -199,7 +201,7 @@ fn an_exhausted_parent_budget_stops_the_child_before_any_work() {
     assert_eq!(output.status.code(), Some(4));
     assert_eq!(
         stdout(&output),
-        "{\"status\":\"budget_exhausted\",\"error\":\"parent budget exhausted before start: execution budget exceeded: tool_calls observed 0 (limit 0)\",\"partial_reason\":\"execution_budget\",\"summary\":\"\",\"tokens_used\":0,\"iterations\":0,\"duration_seconds\":0}\n"
+        "{\"status\":\"budget_exhausted\",\"error\":\"parent budget exhausted before start: execution budget exceeded: tool_calls observed 0 (limit 0)\",\"partial_reason\":\"execution_budget\",\"summary\":\"\",\"tokens_used\":0,\"iterations\":0,\"duration_seconds\":0,\"outcome\":\"budget_exceeded\"}\n"
     );
     assert_eq!(stderr(&output), "✗ Sub-agent exhausted its execution budget (execution_budget)\n");
     assert!(server.requests().is_empty(), "no model call before the gate");
@@ -235,4 +237,15 @@ fn an_unknown_profile_is_a_setup_error() {
         stderr(&output),
         "odek: unknown profile \"ghost\" (define it in the top-level profiles config section, or adjust subagent.default_profile)\n"
     );
+}
+
+#[test]
+fn a_model_failure_in_a_child_is_reported_with_its_outcome() {
+    let server = ScriptedServer::start(vec![Reply::status(400, r#"{"error":{"message":"bad request"}}"#)]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let output = subagent(&sandbox, &["--goal", "go", "--quiet"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let result = &json_lines(&output)[0];
+    assert_eq!((result["status"].as_str(), result["outcome"].as_str()), (Some("error"), Some("model_error")));
 }

@@ -250,7 +250,7 @@ impl Runtime {
                 (RunEnd::HardTimeout { seconds: plan.timeout_seconds }, spent)
             }
             Err(RuntimeError::Run(RunError::Cancelled)) => (RunEnd::Cancelled, spent),
-            Err(other) => (RunEnd::Failed(other.to_string()), spent),
+            Err(other) => (RunEnd::Failed(other.to_string(), other.outcome()), spent),
         };
         let mut result = SubagentResult::from_run(&end, &messages, usage, started.elapsed().as_secs_f64());
         if let Some((task_id, root)) = artifact_task {

@@ -45,6 +45,10 @@ pub enum RuntimeError {
     /// A setup rule of the runtime itself (provider choice, a missing key, a bad setting).
     #[error("{0}")]
     Setup(String),
+    /// \[beyond\] `--strict` refused the turn before its first model call: an MCP server did not
+    /// start, or a named tool is not available.
+    #[error("{0}")]
+    Strict(String),
     /// The loop failed; [`RunError::Budget`] is the typed execution-budget stop.
     #[error(transparent)]
     Run(#[from] RunError),
@@ -62,6 +66,7 @@ impl RuntimeError {
     pub fn outcome(&self) -> Outcome {
         match self {
             RuntimeError::Run(error) => error.outcome(),
+            RuntimeError::Strict(_) => Outcome::Denied,
             _ => Outcome::Error,
         }
     }
@@ -70,6 +75,7 @@ impl RuntimeError {
     pub fn error_class(&self) -> &'static str {
         match self {
             RuntimeError::Run(error) => error.class(),
+            RuntimeError::Strict(_) => "denied",
             _ => "error",
         }
     }

@@ -18,11 +18,13 @@ mod agent_parts;
 pub mod approvals;
 pub mod child;
 pub mod config;
+mod denials;
 mod error;
 mod runtime;
 pub mod setup;
 mod subscriber;
 
+pub use denials::{DENIALS_LISTED, Denials, DeniedOperation};
 pub use error::RuntimeError;
 /// What an embedder needs from the crates underneath, so `odek` is the one dependency.
 pub use odek_agent::budget::BudgetLimits;

@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent_parts::{REPLAY_PROVIDER, budget_limits, build_provider, builtin_settings, delegate_settings};
 use crate::config::{CliOverrides, Config, ConfigSources, PlanningConfig, resolve_effective};
+use crate::denials::{DenialRecorder, Denials, named_but_unavailable, strict_refusal, unavailable_warning};
 use crate::error::RuntimeError;
 use crate::setup::{Setup, start_hub};
 use crate::subscriber::{LoopView, McpRoute, McpView, Subscriber, TeeSink, Unattended};
@@ -268,6 +269,7 @@ impl Runtime {
             model: self.settings.config.core.model.clone(),
             plan: None,
             spent: Spent::default(),
+            denials: Denials::default(),
         };
         session.reset(history, record)?;
         Ok(session)
@@ -363,6 +365,8 @@ pub struct Session<'r> {
     /// The `plan` tool's board, kept across turns; `None` with planning off.
     plan: Option<Arc<PlanBoard>>,
     spent: Spent,
+    /// The operations the latest turn refused.
+    denials: Denials,
 }
 
 /// What a session starts on its first turn and keeps.
@@ -446,6 +450,11 @@ impl Session<'_> {
         self.spent
     }
 
+    /// \[beyond\] The operations the latest turn refused (whether it succeeded or not).
+    pub fn denials(&self) -> &Denials {
+        &self.denials
+    }
+
     /// The budget limits of the next turn (`0` = no limit): the settings' own limits when a face
     /// set them, else the config's with the prices of the next turn's model.
     pub fn limits(&self) -> BudgetLimits {
@@ -515,6 +524,7 @@ impl Session<'_> {
     ) -> Result<TurnOutcome, RuntimeError> {
         let started = control.started.unwrap_or_else(Instant::now);
         let runtime = self.runtime;
+        self.denials = Denials::default();
         let events = self.open_events()?;
         if let Some(events) = &events {
             if let Some(id) = self.id() {
@@ -675,11 +685,31 @@ impl Session<'_> {
         builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
         let tools_config = config.tools.clone();
         let allowed = Arc::new(move |name: &str| tools_config.allows(name));
+        let missing_servers = if settings.mcp_servers {
+            missing_servers(&runtime.setup, &hub.as_ref().map(|hub| hub.servers()).unwrap_or_default())
+        } else {
+            Vec::new()
+        };
         let mut tools = ToolSet::new(builtins, hub, allowed);
         if let Some(board) = &self.plan {
             tools = tools.with_plan(Arc::clone(board));
         }
-        let view: Arc<dyn LoopObserver> = Arc::new(LoopView(Arc::clone(subscriber)));
+        let unavailable = named_but_unavailable(&config.tools, tools.definitions());
+        if config.limits.strict {
+            if let Some(refusal) = strict_refusal(&missing_servers, &unavailable) {
+                subscriber.loop_finished();
+                return Err(RuntimeError::Strict(refusal));
+            }
+        } else if self.spent.turns == 0
+            && let Some(warning) = unavailable_warning(&unavailable)
+        {
+            subscriber.warning(&warning);
+        }
+        let recorder = Arc::new(DenialRecorder::default());
+        let view: Arc<dyn LoopObserver> = Arc::new(Fanout::new(vec![
+            Arc::new(LoopView(Arc::clone(subscriber))),
+            Arc::clone(&recorder) as Arc<dyn LoopObserver>,
+        ]));
         let core = &config.core;
         let mut agent = Agent {
             provider,
@@ -692,6 +722,7 @@ impl Session<'_> {
                 max_iterations: core.max_iterations,
                 max_tool_parallel: usize::try_from(core.max_tool_parallel).unwrap_or(usize::MAX),
                 compaction: core.compaction,
+                strict: config.limits.strict,
             },
             tool_context,
             observer: match &events {
@@ -716,10 +747,22 @@ impl Session<'_> {
         }
         let (usage, tool_calls) = agent.budget.spent();
         self.spent = Spent { turns: self.spent.turns + 1, usage, tool_calls };
+        self.denials = recorder.take();
         subscriber.loop_finished();
         let outcome = outcome?;
         Ok(TurnOutcome { answer: outcome.answer, iterations: outcome.iterations, usage: outcome.usage })
     }
+}
+
+/// The enabled MCP servers the hub does not have live: not approved, failed to start (an
+/// optional server is kept `disabled`), or disabled after its restarts ran out.
+fn missing_servers(setup: &Setup, in_hub: &[ServerInfo]) -> Vec<String> {
+    setup
+        .enabled_servers()
+        .into_iter()
+        .filter(|server| !in_hub.iter().any(|info| info.name == server.name && !info.disabled))
+        .map(|server| server.name)
+        .collect()
 }
 
 fn lock(persisted: &Mutex<Persisted>) -> std::sync::MutexGuard<'_, Persisted> {

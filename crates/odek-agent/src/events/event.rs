@@ -317,6 +317,13 @@ impl Event {
         Event::new("run_failed", None, None, data)
     }
 
+    /// \[beyond\] A refused operation (`call_id`, the tool in the envelope, its danger `class`
+    /// and the `reason`; redacted on emit like every string).
+    pub fn operation_denied(iteration: u32, tool: &str, call_id: &str, class: &str, reason: &str) -> Event {
+        let data = data_of([("call_id", some(call_id)), ("class", some(class)), ("reason", some(reason))]);
+        Event::new("operation_denied", Some(iteration), Some(tool), data)
+    }
+
     /// A copy with `tool` and every string anywhere inside `data` passed through secret
     /// redaction (§9). `self` is left as it was; non-string values keep their JSON types.
     pub(crate) fn redacted(&self) -> Event {

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::{Budget, BudgetExceeded, LimitName};
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
-use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use crate::tool::{Denial, Risk, Tool, ToolContext, ToolError, ToolOutcome};
 pub use framing::{outcome_text, tool_message};
 use hints::HintTracker;
 pub use hints::format_duration;
@@ -63,6 +63,9 @@ pub struct LoopSettings {
     pub compaction: bool,
     /// The model's context window; `None` = no proactive trimming.
     pub context_window: Option<u64>,
+    /// \[beyond\] `--strict`: a refused operation ends the run (outcome `denied`) once its batch
+    /// is observed.
+    pub strict: bool,
 }
 
 /// How a run failed. Texts are the spec's.
@@ -81,6 +84,9 @@ pub enum RunError {
     /// The typed budget error: `odek` exits 4 on this and only this.
     #[error("{0}")]
     Budget(BudgetExceeded),
+    /// \[beyond\] Under `--strict`, an operation was refused.
+    #[error("operation denied (strict): {tool}: {reason} (risk: {class})", reason = redact(&.denial.reason), class = .denial.class)]
+    Denied { tool: String, denial: Denial },
 }
 
 impl RunError {
@@ -90,6 +96,7 @@ impl RunError {
             RunError::Cancelled => "context_canceled",
             RunError::Provider { source, .. } => source.class(),
             RunError::Budget(_) => "execution_budget",
+            RunError::Denied { .. } => "denied",
             RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => "error",
         }
     }
@@ -100,6 +107,7 @@ impl RunError {
             RunError::Cancelled => Outcome::Cancelled,
             RunError::Provider { .. } => Outcome::ModelError,
             RunError::Budget(_) => Outcome::BudgetExceeded,
+            RunError::Denied { .. } => Outcome::Denied,
             RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => Outcome::Error,
         }
     }
@@ -285,6 +293,8 @@ struct Finished {
     failed: bool,
     observed_chars: Option<u64>,
     duration: Duration,
+    /// The call was refused.
+    denial: Option<Denial>,
 }
 
 impl Agent {
@@ -483,17 +493,17 @@ impl Agent {
                 self.budget.publish_usage(state.totals);
                 finished
             }
-            None => batch
+            None => risks
                 .iter()
-                .map(|_| Finished {
-                    output: if expired.is_some() {
-                        outcome_text(&Err(ToolError::new("cancelled")))
-                    } else {
-                        "error: batch approval denied".to_owned()
+                .map(|risk| match expired {
+                    Some(_) => failure(outcome_text(&Err(ToolError::new("cancelled"))), Duration::ZERO),
+                    None => Finished {
+                        denial: Some(Denial {
+                            class: risk.as_ref().map_or(DangerClass::Safe, |risk| risk.class),
+                            reason: BATCH_DENIED.to_owned(),
+                        }),
+                        ..failure(format!("error: {BATCH_DENIED}"), Duration::ZERO)
                     },
-                    failed: true,
-                    observed_chars: None,
-                    duration: Duration::ZERO,
                 })
                 .collect(),
         };
@@ -519,6 +529,9 @@ impl Agent {
 
         let mut iteration_hints = Vec::new();
         for (((call, name), id), result) in batch.iter().zip(&names).zip(&call_ids).zip(&finished) {
+            if let Some(denial) = &result.denial {
+                self.observer.on_event(&LoopEvent::OperationDenied { iteration, call_id: id, tool: name, denial });
+            }
             let call_result = if result.failed {
                 CallResult::Failed { output: &result.output }
             } else {
@@ -553,7 +566,7 @@ impl Agent {
             totals: state.totals,
             tools_called: batch.len(),
         });
-        Ok(())
+        strict_stop(self.settings.strict, &names, finished)
     }
 
     /// Before every model call: once any message the model is about to read holds an untrusted
@@ -897,13 +910,28 @@ fn shown_tool_name(name: &str) -> String {
     redact(name).into_owned()
 }
 
-fn success(outcome: ToolOutcome, duration: Duration) -> Finished {
+/// \[beyond\] `--strict`: the first refused call of an observed batch ends the run.
+fn strict_stop(strict: bool, names: &[String], finished: Vec<Finished>) -> Result<(), RunError> {
+    if !strict {
+        return Ok(());
+    }
+    match names.iter().zip(finished).find_map(|(name, result)| result.denial.map(|denial| (name, denial))) {
+        Some((tool, denial)) => Err(RunError::Denied { tool: tool.clone(), denial }),
+        None => Ok(()),
+    }
+}
+
+/// What every call of a batch gets when the approval of the batch was answered no.
+const BATCH_DENIED: &str = "batch approval denied";
+
+fn success(mut outcome: ToolOutcome, duration: Duration) -> Finished {
     let observed_chars = outcome.truncated_observed_chars;
-    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration }
+    let denial = outcome.denial.take();
+    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration, denial }
 }
 
 fn failure(output: String, duration: Duration) -> Finished {
-    Finished { output, failed: true, observed_chars: None, duration }
+    Finished { output, failed: true, observed_chars: None, duration, denial: None }
 }
 
 /// What a tool call yields: its outcome and duration.

@@ -4,6 +4,7 @@
 //! binary maps to §7's exit code. Start at [`SubagentResult::from_run`] and [`RunEnd`].
 
 use odek_contract::envelope::RawArtifactRef;
+use odek_contract::outcome::Outcome;
 use odek_contract::runes::{rune_count, runes_with_ellipsis};
 use odek_contract::untrusted::{UNTRUSTED_CLOSE_PREFIX, UNTRUSTED_OPEN_PREFIX};
 use odek_llm::{Message, Role, Usage};
@@ -58,6 +59,10 @@ pub struct SubagentResult {
     pub cost_usd: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<RawArtifactRef>,
+    /// \[beyond\] How the run ended (last, after the reference's fields), in the words of `run_completed` / `run_failed`: `success` for
+    /// an answer (a partial summary included: `status` tells those apart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
     /// The hard deadline ended the run (exit 2); not part of the JSON.
     #[serde(skip)]
     pub hard_timeout: bool,
@@ -95,8 +100,21 @@ pub enum RunEnd {
     HardTimeout { seconds: u64 },
     /// SIGINT.
     Cancelled,
-    /// Any other error.
-    Failed(String),
+    /// Any other error, and how the run ended in it.
+    Failed(String, Outcome),
+}
+
+impl RunEnd {
+    /// The outcome of a run that ended so: the hard deadline is an `error` (exit 2 says more).
+    fn outcome(&self) -> Outcome {
+        match self {
+            RunEnd::Answer(_) => Outcome::Success,
+            RunEnd::Budget(_) => Outcome::BudgetExceeded,
+            RunEnd::HardTimeout { .. } => Outcome::Error,
+            RunEnd::Cancelled => Outcome::Cancelled,
+            RunEnd::Failed(_, outcome) => *outcome,
+        }
+    }
 }
 
 impl SubagentResult {
@@ -107,7 +125,7 @@ impl SubagentResult {
             RunEnd::Budget(error) => ("budget_exhausted", "execution_budget", error.clone()),
             RunEnd::HardTimeout { seconds } => ("error", "", format!("timeout after {seconds}s")),
             RunEnd::Cancelled => ("error", "", "cancelled".to_owned()),
-            RunEnd::Failed(error) => ("error", "", error.clone()),
+            RunEnd::Failed(error, _) => ("error", "", error.clone()),
             RunEnd::Answer(answer) if answer.starts_with(TIME_SUMMARY_PREFIX) => {
                 ("partial", "time_budget", String::new())
             }
@@ -120,6 +138,7 @@ impl SubagentResult {
         let (denials, denials_total) = denials(messages);
         SubagentResult {
             status: status.to_owned(),
+            outcome: Some(end.outcome()),
             error,
             partial_reason: partial_reason.to_owned(),
             summary,
@@ -138,13 +157,19 @@ impl SubagentResult {
 
     /// §7's setup-error result (exit 3).
     pub fn setup_error(message: &str) -> SubagentResult {
-        SubagentResult { status: "error".to_owned(), error: message.to_owned(), ..SubagentResult::default() }
+        SubagentResult {
+            status: "error".to_owned(),
+            outcome: Some(Outcome::Error),
+            error: message.to_owned(),
+            ..SubagentResult::default()
+        }
     }
 
     /// `budgets.md` §9: the spawn gate's result (exit 4).
     pub fn spawn_gate(error: &str) -> SubagentResult {
         SubagentResult {
             status: "budget_exhausted".to_owned(),
+            outcome: Some(Outcome::BudgetExceeded),
             partial_reason: "execution_budget".to_owned(),
             error: error.to_owned(),
             ..SubagentResult::default()
@@ -154,7 +179,7 @@ impl SubagentResult {
     /// The result as one compact JSON line (without the newline).
     pub fn to_json_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| {
-            r#"{"status":"error","error":"result serialisation failed","summary":"","tokens_used":0,"iterations":0,"duration_seconds":0}"#.to_owned()
+            r#"{"status":"error","error":"result serialisation failed","summary":"","tokens_used":0,"iterations":0,"duration_seconds":0,"outcome":"error"}"#.to_owned()
         })
     }
 }
@@ -274,7 +299,10 @@ mod tests {
         assert_eq!(classify(RunEnd::Answer(format!("{ITERATION_SUMMARY_PREFIX}\n\nx"))), "partial|iteration_budget|");
         assert_eq!(classify(RunEnd::HardTimeout { seconds: 30 }), "error||timeout after 30s");
         assert_eq!(classify(RunEnd::Cancelled), "error||cancelled");
-        assert_eq!(classify(RunEnd::Failed("iteration 1: boom".into())), "error||iteration 1: boom");
+        assert_eq!(
+            classify(RunEnd::Failed("iteration 1: boom".into(), Outcome::ModelError)),
+            "error||iteration 1: boom"
+        );
         assert_eq!(
             classify(RunEnd::Budget("execution budget exceeded: tool_calls observed 3 (limit 2)".into())),
             "budget_exhausted|execution_budget|execution budget exceeded: tool_calls observed 3 (limit 2)"
@@ -318,7 +346,7 @@ mod tests {
     fn setup_error_line_has_the_always_present_fields() {
         assert_eq!(
             SubagentResult::setup_error("either --goal or --task is required").to_json_line(),
-            r#"{"status":"error","error":"either --goal or --task is required","summary":"","tokens_used":0,"iterations":0,"duration_seconds":0}"#
+            r#"{"status":"error","error":"either --goal or --task is required","summary":"","tokens_used":0,"iterations":0,"duration_seconds":0,"outcome":"error"}"#
         );
     }
 

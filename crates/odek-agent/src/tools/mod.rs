@@ -27,8 +27,8 @@ pub use search_files::SearchFilesTool;
 pub use shell::{DEFAULT_TIMEOUT_SECONDS as DEFAULT_SHELL_TIMEOUT_SECONDS, ShellTool};
 pub use write_file::WriteFileTool;
 
-use crate::tool::{Tool, ToolContext, ToolError};
-use odek_danger::{Classification, Decision, denial_output, normalize_lexically};
+use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
+use odek_danger::{Classification, Decision, normalize_lexically};
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte ⇒ binary).
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
@@ -81,15 +81,15 @@ fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(BINARY_SNIFF_BYTES).any(|byte| *byte == 0)
 }
 
-/// The policy's verdict on a classified operation: `None` to proceed, or the exact denial
-/// output. `Prompt` reaching a tool means the batch gate did not approve it.
-fn policy_denial(classification: &Classification, resource: &str, ctx: &ToolContext) -> Option<String> {
+/// The policy's verdict on a classified operation: `None` to proceed, or the denial (its output
+/// is the exact denial text). `Prompt` reaching a tool means the batch gate did not approve it.
+fn policy_denial(classification: &Classification, resource: &str, ctx: &ToolContext) -> Option<ToolOutcome> {
     let reason = match ctx.policy.decide(classification.class, resource, ctx.interactive, ctx.approved) {
         Decision::Allow => return None,
         Decision::Deny { reason } => reason,
         Decision::Prompt => "not approved".to_owned(),
     };
-    Some(denial_output(&format!("{}; {reason}", classification.reason), classification.class))
+    Some(ToolOutcome::denied(classification.class, format!("{}; {reason}", classification.reason)))
 }
 
 /// Runs `work` unless the run is cancelled first (cancellation wins a tie).

@@ -65,7 +65,7 @@ impl Tool for PatchTool {
             let shown = path.display().to_string();
             let classification = classify_write(&path, &ctx.cwd, &ctx.odek_home);
             if let Some(denial) = policy_denial(&classification, &shown, ctx) {
-                return Ok(ToolOutcome::text(denial));
+                return Ok(denial);
             }
             until_cancelled(ctx, apply_patch(&path, &shown, &args)).await
         })

@@ -130,7 +130,7 @@ impl Tool for ShellTool {
             }
             let classification = classify_command_in(&args.command, &dir, &ctx.odek_home);
             if let Some(denial) = policy_denial(&classification, &args.command, ctx) {
-                return Ok(ToolOutcome::text(denial));
+                return Ok(denial);
             }
             let timeout_seconds = effective_timeout(args.timeout_seconds, self.max_timeout_seconds);
             let run = run_command(&args.command, &dir, Duration::from_secs(timeout_seconds), ctx).await?;

@@ -60,7 +60,7 @@ impl Tool for WriteFileTool {
             }
             let classification = classify_write(&path, &ctx.cwd, &ctx.odek_home);
             if let Some(denial) = policy_denial(&classification, &shown, ctx) {
-                return Ok(ToolOutcome::text(denial));
+                return Ok(denial);
             }
             let existed = tokio::fs::symlink_metadata(&path).await.is_ok();
             let bytes = args.content.len();

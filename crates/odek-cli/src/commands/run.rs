@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use odek::config::{CliOverrides, ConfigSources};
 use odek::setup::Setup;
-use odek::{Overrides, Runtime, RuntimeError, TurnOutcome};
+use odek::{Denials, Overrides, Runtime, RuntimeError, TurnOutcome};
 use odek_agent::session::{
     ExternalRef, Session as SessionRecord, SessionError, SessionId, SessionLock, SessionStore, parse_external_ref_spec,
     safe_state,
@@ -153,6 +153,7 @@ pub(crate) fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result
         compaction: flags.no_compaction.then_some(false),
         tools: flags.tools.clone(),
         no_tools: flags.no_tools.clone(),
+        strict: flags.strict,
         ..CliOverrides::default()
     };
     if let Some(run) = run_flags {
@@ -226,12 +227,13 @@ async fn execute(
     let cancel = cancel_on_stop_signals();
     let outcome = session.turn(user, &cancel).await;
     let spent = session.spent().usage;
+    let denials = session.denials().clone();
     session.close().await;
     match outcome {
-        Ok(outcome) => print_answer(&outcome, flags.json),
+        Ok(outcome) => print_answer(&outcome, flags.json, &denials),
         Err(error) => {
             if flags.json {
-                print_failure(&error, spent)?;
+                print_failure(&error, spent, &denials)?;
             }
             Err(turn_error(error))
         }
@@ -240,12 +242,13 @@ async fn execute(
 
 /// `--json` on a failed turn: the result object still comes, with the outcome and the error, so
 /// a script that reads stdout never has to guess from an empty line.
-fn print_failure(error: &RuntimeError, spent: odek::Usage) -> Result<(), CommandError> {
+fn print_failure(error: &RuntimeError, spent: odek::Usage, denials: &Denials) -> Result<(), CommandError> {
     let result = serde_json::json!({
         "outcome": error.outcome(),
         "error": redact(&error.to_string()),
         "input_tokens": spent.input_tokens,
         "output_tokens": spent.output_tokens,
+        "denials": denials,
     });
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{result}")?;
@@ -259,8 +262,8 @@ pub(crate) fn turn_error(error: RuntimeError) -> CommandError {
 }
 
 /// The answer on stdout: the `--json` result object, the text exactly when piped, or the text
-/// made terminal-safe on a terminal.
-pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool) -> Result<(), CommandError> {
+/// made terminal-safe on a terminal. `denials` are the turn's, for the result object.
+pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool, denials: &Denials) -> Result<(), CommandError> {
     let answer = redact(&outcome.answer);
     let mut stdout = std::io::stdout().lock();
     if json {
@@ -270,6 +273,7 @@ pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool) -> Result<(), Comm
             "iterations": outcome.iterations,
             "input_tokens": outcome.usage.input_tokens,
             "output_tokens": outcome.usage.output_tokens,
+            "denials": denials,
         });
         writeln!(stdout, "{result}")?;
     } else if std::io::IsTerminal::is_terminal(&stdout) {

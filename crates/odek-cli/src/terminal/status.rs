@@ -235,7 +235,11 @@ impl LoopObserver for StatusDisplay {
                 ));
             }
             LoopEvent::IterationCompleted { totals, .. } => state.totals = totals,
-            LoopEvent::SessionSaved { .. } | LoopEvent::Warning { .. } | LoopEvent::BudgetExceeded { .. } => {}
+            // A denial shows as its call's result line.
+            LoopEvent::SessionSaved { .. }
+            | LoopEvent::Warning { .. }
+            | LoopEvent::BudgetExceeded { .. }
+            | LoopEvent::OperationDenied { .. } => {}
         }
         self.refresh(&state);
     }

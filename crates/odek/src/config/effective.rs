@@ -41,6 +41,8 @@ pub struct CliOverrides {
     pub max_output_tokens: Option<u64>,
     /// `--max-cost-usd`.
     pub max_cost_usd: Option<f64>,
+    /// `--strict`: turns `limits.strict` on (never off).
+    pub strict: bool,
 }
 
 /// The settings of one run, every layer applied. `Debug` hides the key.
@@ -125,4 +127,5 @@ pub fn apply_cli_overrides(config: &mut Config, cli: &CliOverrides) {
     if let Some(max_cost_usd) = cli.max_cost_usd {
         limits.max_cost_usd = max_cost_usd;
     }
+    limits.strict |= cli.strict;
 }

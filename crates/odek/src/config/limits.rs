@@ -2,9 +2,10 @@
 //!
 //! Rules: every value is optional, `0`/absent means "no limit / no price", a negative value is
 //! fatal. \[beyond\] `shell_timeout_seconds` caps the shell tool's `timeout_seconds`; `0`/absent
-//! there means the default cap (1800 s), which a project may only lower. Merging is a clamp: a project limit may only lower a global one
-//! ([`clamp_project_limit`]); prices are operator-only (the project's were already removed by
-//! [`super::project_restrictions`]).
+//! there means the default cap (1800 s), which a project may only lower. \[beyond\] `strict`
+//! may be turned on by either file and off by neither. Merging is a clamp: a project limit may
+//! only lower a global one ([`clamp_project_limit`]); prices are operator-only (the project's
+//! were already removed by [`super::project_restrictions`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -33,6 +34,7 @@ pub(crate) struct LimitsFile {
     input_cost_per_million_usd: Option<f64>,
     output_cost_per_million_usd: Option<f64>,
     model_prices: Option<BTreeMap<String, ModelPriceFile>>,
+    strict: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -74,6 +76,10 @@ pub struct LimitsConfig {
     pub output_cost_per_million_usd: f64,
     /// Prices by exact model id; global file only.
     pub model_prices: BTreeMap<String, ModelPrice>,
+    /// \[beyond\] Any refused operation, MCP server that did not start or named tool that is not
+    /// available ends the run with outcome `denied`. Either file may turn it on; neither can turn
+    /// off what the other turned on.
+    pub strict: bool,
 }
 
 /// Fails with `config <path>: limits.<key> must be >= 0` on the first negative value.
@@ -161,6 +167,7 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
         input_cost_per_million_usd: global.input_cost_per_million_usd.unwrap_or(0.0),
         output_cost_per_million_usd: global.output_cost_per_million_usd.unwrap_or(0.0),
         model_prices,
+        strict: global.strict.unwrap_or(false) || project.strict.unwrap_or(false),
     }
 }
 
@@ -250,6 +257,7 @@ mod tests {
                 "m1".to_owned(),
                 ModelPrice { input_cost_per_million_usd: 3.0, output_cost_per_million_usd: 0.0 },
             )]),
+            strict: false,
         };
         let limits = BudgetLimits::from(&config);
         assert_eq!(
@@ -266,6 +274,18 @@ mod tests {
         );
         config.core.model = "other".to_owned();
         assert_eq!(BudgetLimits::from(&config).input_price_per_million, 0.3);
+    }
+
+    #[test]
+    fn strict_is_on_when_either_file_turns_it_on_and_a_project_cannot_turn_it_off_red() {
+        let strict = |value| LimitsFile { strict: Some(value), ..LimitsFile::default() };
+        let none = LimitsFile::default();
+        let mut warnings = Vec::new();
+        assert!(!merge_limits(&none, &none, &mut warnings).strict);
+        assert!(merge_limits(&strict(true), &none, &mut warnings).strict);
+        assert!(merge_limits(&none, &strict(true), &mut warnings).strict);
+        assert!(merge_limits(&strict(true), &strict(false), &mut warnings).strict);
+        assert!(warnings.is_empty());
     }
 
     #[test]

@@ -208,7 +208,7 @@ impl Repl<'_> {
             Ok(outcome) => {
                 if !streamed {
                     // After a hangup the terminal is gone; the session is saved all the same.
-                    let _ = print_answer(&outcome, false);
+                    let _ = print_answer(&outcome, false, self.session.denials());
                 }
                 Ok(())
             }
