@@ -13,10 +13,6 @@ use serde_json::{Value, json};
 
 const CONTINUING: &str = "; continuing without it (required: false)";
 
-fn events(path: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect()
-}
-
 fn server_events(events: &[Value]) -> Vec<(String, String, String)> {
     events
         .iter()

@@ -73,10 +73,6 @@ fn a_negative_shell_timeout_cap_is_a_config_error() {
     );
 }
 
-fn events(path: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect()
-}
-
 fn event_types(events: &[serde_json::Value]) -> Vec<String> {
     events.iter().map(|event| event["type"].as_str().unwrap().to_owned()).collect()
 }

@@ -10,10 +10,6 @@ use odek_test_support::openai::{Reply, ScriptedServer};
 use run_support::*;
 use serde_json::{Value, json};
 
-fn json_lines(text: &str) -> Vec<Value> {
-    text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
-}
-
 fn of_type<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
     lines.iter().filter(|line| line["type"] == kind).collect()
 }
@@ -34,7 +30,10 @@ fn a_denied_operation_is_an_event_and_in_the_result_and_the_run_still_succeeds()
     assert_eq!(denied[0]["data"]["call_id"], "c1");
     assert_eq!(denied[0]["data"]["class"], "network_egress");
     let reason = denied[0]["data"]["reason"].as_str().unwrap();
-    assert_eq!(reason, "curl talks to other machines; network_egress needs approval and there is no terminal (read_only)");
+    assert_eq!(
+        reason,
+        "curl talks to other machines; network_egress needs approval and there is no terminal (read_only)"
+    );
     let position = |kind: &str| lines.iter().position(|line| line["type"] == kind).unwrap();
     assert!(position("tool_call_started") < position("operation_denied"));
     assert!(position("operation_denied") < position("tool_call_completed"));

@@ -11,10 +11,6 @@ use odek_test_support::openai::{Reply, ScriptedServer};
 use run_support::*;
 use serde_json::Value;
 
-fn events(path: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect()
-}
-
 fn types(events: &[Value]) -> Vec<&str> {
     events.iter().map(|event| event["type"].as_str().unwrap()).collect()
 }

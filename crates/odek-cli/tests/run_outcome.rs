@@ -7,11 +7,7 @@ mod run_support;
 
 use odek_test_support::openai::{Reply, ScriptedServer};
 use run_support::*;
-use serde_json::{Value, json};
-
-fn json_lines(text: &str) -> Vec<Value> {
-    text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
-}
+use serde_json::json;
 
 #[test]
 fn a_successful_run_says_success_in_its_last_event_and_its_result() {

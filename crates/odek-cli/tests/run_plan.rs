@@ -15,10 +15,6 @@ fn script(turns: Value, side_calls: Value) -> String {
     json!({"schema": "odek.replay/v1", "turns": turns, "side_calls": side_calls}).to_string()
 }
 
-fn events(path: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect()
-}
-
 fn session_messages(sandbox: &Sandbox) -> Vec<Value> {
     let files = sandbox.session_files();
     assert_eq!(files.len(), 1);

@@ -5,6 +5,7 @@
 //!
 //! Start at [`fixture_server`], [`odek_binary`] and [`openai::ScriptedServer::start`].
 
+pub mod events;
 pub mod openai;
 pub mod peer;
 

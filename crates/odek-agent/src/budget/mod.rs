@@ -106,6 +106,10 @@ pub enum LimitName {
 }
 
 impl LimitName {
+    /// Every dimension.
+    pub(crate) const ALL: [LimitName; 5] =
+        [LimitName::Runtime, LimitName::ToolCalls, LimitName::InputTokens, LimitName::OutputTokens, LimitName::CostUsd];
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             LimitName::Runtime => "runtime",

@@ -9,10 +9,11 @@ use std::fmt;
 use odek_contract::outcome::Outcome;
 use odek_contract::redaction::redact;
 use serde::Serialize;
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
 use super::EventError;
+use super::data::*;
 use crate::budget::BudgetValue;
 
 /// The `schema` value of every line.
@@ -72,18 +73,7 @@ pub struct Event {
     iteration: Option<u32>,
     tool: Option<String>,
     /// `data`'s fields, keys ascending (the order they are written in).
-    data: Vec<(&'static str, Value)>,
-}
-
-/// Builds `data` from `(key, value)` pairs, keys ascending; `None` values are left out.
-fn data_of<const N: usize>(fields: [(&'static str, Option<Value>); N]) -> Vec<(&'static str, Value)> {
-    let mut data: Vec<_> = fields.into_iter().filter_map(|(key, value)| value.map(|value| (key, value))).collect();
-    data.sort_unstable_by_key(|(key, _)| *key);
-    data
-}
-
-fn some<T: Into<Value>>(value: T) -> Option<Value> {
-    Some(value.into())
+    data: Map<String, Value>,
 }
 
 /// Durations in whole milliseconds, saturating.
@@ -92,14 +82,16 @@ fn millis(duration: std::time::Duration) -> u64 {
 }
 
 impl Event {
-    fn new(
-        event_type: &'static str,
-        iteration: Option<u32>,
-        tool: Option<&str>,
-        data: Vec<(&'static str, Value)>,
-    ) -> Event {
+    /// The event of `data`'s type; `None` fields of `data` are left out.
+    fn of<D: EventData>(iteration: Option<u32>, tool: Option<&str>, data: D) -> Event {
+        // A data struct holds strings, numbers, booleans and maps with string keys, which always
+        // serialise; an empty `data` is the harmless fallback.
+        let data = match serde_json::to_value(&data) {
+            Ok(Value::Object(fields)) => fields,
+            _ => Map::new(),
+        };
         // §1: `iteration` is 1-based and never written as 0.
-        Event { event_type, iteration: iteration.filter(|n| *n > 0), tool: tool.map(str::to_owned), data }
+        Event { event_type: D::TYPE, iteration: iteration.filter(|n| *n > 0), tool: tool.map(str::to_owned), data }
     }
 
     #[cfg(test)]
@@ -113,39 +105,25 @@ impl Event {
 
     /// `data` as a JSON object.
     #[cfg(test)]
-    fn data(&self) -> serde_json::Map<String, Value> {
-        self.data.iter().map(|(key, value)| ((*key).to_owned(), value.clone())).collect()
+    fn data(&self) -> Map<String, Value> {
+        self.data.clone()
     }
 
     pub fn run_started(model: &str, sandbox: bool, max_iterations: u32) -> Event {
-        let data =
-            data_of([("model", some(model)), ("sandbox", some(sandbox)), ("max_iterations", some(max_iterations))]);
-        Event::new("run_started", None, None, data)
+        Event::of(None, None, RunStarted { model, sandbox, max_iterations })
     }
 
     pub fn mcp_server_started(server: &str, tools: usize, duration_ms: u64, protocol_version: &str) -> Event {
-        let data = data_of([
-            ("server", some(server)),
-            ("tools", some(tools)),
-            ("duration_ms", some(duration_ms)),
-            ("protocol_version", some(protocol_version)),
-        ]);
-        Event::new("mcp_server_started", None, None, data)
+        Event::of(None, None, McpServerStarted { server, tools, duration_ms, protocol_version })
     }
 
     pub fn mcp_server_failed(server: &str, error_class: &str) -> Event {
-        let data = data_of([("server", some(server)), ("error_class", some(error_class))]);
-        Event::new("mcp_server_failed", None, None, data)
+        Event::of(None, None, McpServerFailed { server, error_class })
     }
 
     /// `exit_status` is absent for HTTP servers.
     pub fn mcp_server_restarted(server: &str, restarts: u32, exit_status: Option<i32>) -> Event {
-        let data = data_of([
-            ("server", some(server)),
-            ("restarts", some(restarts)),
-            ("exit_status", exit_status.map(Value::from)),
-        ]);
-        Event::new("mcp_server_restarted", None, None, data)
+        Event::of(None, None, McpServerRestarted { server, restarts, exit_status })
     }
 
     /// `arguments` is the raw string exactly as the provider sent it. It is hashed and measured;
@@ -158,14 +136,17 @@ impl Event {
         args_summary: Option<Value>,
         include_args: bool,
     ) -> Event {
-        let data = data_of([
-            ("call_id", some(call_id)),
-            ("args_sha256", some(super::args_sha256(arguments))),
-            ("args_bytes", some(super::args_bytes(arguments))),
-            ("args_summary", args_summary),
-            ("args", include_args.then(|| Value::from(arguments))),
-        ]);
-        Event::new("tool_call_started", Some(iteration), Some(tool), data)
+        let data = ToolCallStarted {
+            call_id,
+            args_sha256: super::args_sha256(arguments),
+            args_bytes: super::args_bytes(arguments),
+            args_summary: args_summary.and_then(|summary| match summary {
+                Value::Object(fields) => Some(fields),
+                _ => None,
+            }),
+            args: include_args.then_some(arguments),
+        };
+        Event::of(Some(iteration), Some(tool), data)
     }
 
     /// `output` is the tool's output after redaction, before compression and the result
@@ -178,29 +159,31 @@ impl Event {
         output: &str,
         observed_chars: Option<u64>,
     ) -> Event {
-        let data = data_of([
-            ("call_id", some(call_id)),
-            ("duration_ms", some(millis(duration))),
-            ("result_bytes", some(output.len())),
-            ("artifact_count", some(super::artifact_count(output))),
-            ("truncated", observed_chars.map(|_| Value::Bool(true))),
-            ("observed_chars", observed_chars.map(Value::from)),
-        ]);
-        Event::new("tool_call_completed", Some(iteration), Some(tool), data)
+        let data = ToolCallCompleted {
+            call_id,
+            duration_ms: millis(duration),
+            result_bytes: output.len(),
+            artifact_count: super::artifact_count(output),
+            truncated: observed_chars.map(|_| true),
+            observed_chars,
+        };
+        Event::of(Some(iteration), Some(tool), data)
     }
 
     /// `error_class` is always `tool_error` (§8); the error text never appears.
     pub fn tool_call_failed(iteration: u32, tool: &str, call_id: &str, duration: std::time::Duration) -> Event {
-        let data = data_of([
-            ("call_id", some(call_id)),
-            ("duration_ms", some(millis(duration))),
-            ("error_class", some("tool_error")),
-        ]);
-        Event::new("tool_call_failed", Some(iteration), Some(tool), data)
+        let data = ToolCallFailed { call_id, duration_ms: millis(duration), error_class: "tool_error" };
+        Event::of(Some(iteration), Some(tool), data)
+    }
+
+    /// \[beyond\] A refused operation (`call_id`, the tool in the envelope, its danger `class`
+    /// and the `reason`; redacted on emit like every string).
+    pub fn operation_denied(iteration: u32, tool: &str, call_id: &str, class: &str, reason: &str) -> Event {
+        Event::of(Some(iteration), Some(tool), OperationDenied { call_id, class, reason })
     }
 
     pub fn plan_created(steps: usize, version: u64) -> Event {
-        Event::new("plan_created", None, None, data_of([("steps", some(steps)), ("version", some(version))]))
+        Event::of(None, None, PlanCreated { steps, version })
     }
 
     pub fn plan_updated(
@@ -211,84 +194,56 @@ impl Event {
         pending: usize,
         version: u64,
     ) -> Event {
-        let data = data_of([
-            ("steps", some(steps)),
-            ("done", some(done)),
-            ("in_progress", some(in_progress)),
-            ("blocked", some(blocked)),
-            ("pending", some(pending)),
-            ("version", some(version)),
-        ]);
-        Event::new("plan_updated", None, None, data)
+        Event::of(None, None, PlanUpdated { steps, done, in_progress, blocked, pending, version })
     }
 
     /// The goal itself never appears: only `goal_sha256` of it.
     pub fn subagent_spawned(task_id: &str, pid: u32, depth: u32, timeout_seconds: u64, goal: &str) -> Event {
-        let data = data_of([
-            ("task_id", some(task_id)),
-            ("pid", some(pid)),
-            ("depth", some(depth)),
-            ("timeout_seconds", some(timeout_seconds)),
-            ("goal_sha256", some(goal_sha256(goal))),
-        ]);
-        Event::new("subagent_spawned", None, None, data)
+        let data = SubagentSpawned { task_id, pid, depth, timeout_seconds, goal_sha256: goal_sha256(goal) };
+        Event::of(None, None, data)
     }
 
     pub fn subagent_concurrency_wait(task_index: usize, waited_ms: u64) -> Event {
-        let data = data_of([("task_index", some(task_index)), ("waited_ms", some(waited_ms))]);
-        Event::new("subagent_concurrency_wait", None, None, data)
+        Event::of(None, None, SubagentConcurrencyWait { task_index, waited_ms })
     }
 
     /// `tool` is the tool the child was denied.
     pub fn subagent_denied(tool: &str, task_index: usize, class: &str, reason: &str) -> Event {
-        let data = data_of([("task_index", some(task_index)), ("class", some(class)), ("reason", some(reason))]);
-        Event::new("subagent_denied", None, Some(tool), data)
+        Event::of(None, Some(tool), SubagentDenied { task_index, class, reason })
     }
 
     pub fn subagent_completed(task_id: &str, status: &str, outcome: SubagentOutcome) -> Event {
-        let data = data_of([
-            ("task_id", some(task_id)),
-            ("status", some(status)),
-            ("iterations", outcome.iterations.map(Value::from)),
-            ("duration_seconds", outcome.duration_seconds.and_then(Number::from_f64).map(Value::Number)),
-            ("tokens_used", outcome.tokens_used.map(Value::from)),
-            ("artifact_count", outcome.artifact_count.map(Value::from)),
-        ]);
-        Event::new("subagent_completed", None, None, data)
+        let data = SubagentCompleted {
+            task_id,
+            status,
+            iterations: outcome.iterations,
+            // A non-finite duration cannot be a JSON number: left out.
+            duration_seconds: outcome.duration_seconds.filter(|seconds| seconds.is_finite()),
+            tokens_used: outcome.tokens_used,
+            artifact_count: outcome.artifact_count,
+        };
+        Event::of(None, None, data)
     }
 
     /// `mode` is `proactive` or `survival`.
     pub fn context_trimmed(iteration: u32, mode: &str, dropped_groups: usize, truncated_results: usize) -> Event {
-        let data = data_of([
-            ("mode", some(mode)),
-            ("dropped_groups", some(dropped_groups)),
-            ("truncated_results", some(truncated_results)),
-        ]);
-        Event::new("context_trimmed", Some(iteration), None, data)
+        Event::of(Some(iteration), None, ContextTrimmed { mode, dropped_groups, truncated_results })
     }
 
     pub fn session_saved(iteration: u32, message_count: usize) -> Event {
-        Event::new("session_saved", Some(iteration), None, data_of([("message_count", some(message_count))]))
+        Event::of(Some(iteration), None, SessionSaved { message_count })
     }
 
     /// Tokens are cumulative for the run; `tools_called` is the batch size (0 on the answer).
     pub fn iteration_completed(iteration: u32, input_tokens: u64, output_tokens: u64, tools_called: usize) -> Event {
-        let data = data_of([
-            ("input_tokens", some(input_tokens)),
-            ("output_tokens", some(output_tokens)),
-            ("tools_called", some(tools_called)),
-        ]);
-        Event::new("iteration_completed", Some(iteration), None, data)
+        Event::of(Some(iteration), None, IterationCompleted { input_tokens, output_tokens, tools_called })
     }
 
     /// `limit_name` is `runtime`, `tool_calls`, `input_tokens`, `output_tokens` or `cost_usd`.
     pub fn budget_exceeded(iteration: u32, limit_name: &str, observed: BudgetValue, limit: BudgetValue) -> Event {
-        let data = data_of([
-            ("limit_name", some(limit_name)),
-            ("observed", Some(budget_value_json(observed))),
-            ("limit", Some(budget_value_json(limit))),
-        ]);
-        Event::new("budget_exceeded", Some(iteration), None, data)
+        let data =
+            BudgetExceeded { limit_name, observed: budget_value_json(observed), limit: budget_value_json(limit) };
+        Event::of(Some(iteration), None, data)
     }
 
     /// `outcome` \[beyond\] is how the run ended (`success` unless a later rule says otherwise).
@@ -298,30 +253,12 @@ impl Event {
         output_tokens: u64,
         outcome: Outcome,
     ) -> Event {
-        let data = data_of([
-            ("duration_ms", some(millis(duration))),
-            ("input_tokens", some(input_tokens)),
-            ("output_tokens", some(output_tokens)),
-            ("outcome", some(outcome.as_str())),
-        ]);
-        Event::new("run_completed", None, None, data)
+        Event::of(None, None, RunCompleted { duration_ms: millis(duration), input_tokens, output_tokens, outcome })
     }
 
     /// `outcome` \[beyond\] says how the run ended, beside the spec's `error_class`.
     pub fn run_failed(duration: std::time::Duration, error_class: &str, outcome: Outcome) -> Event {
-        let data = data_of([
-            ("duration_ms", some(millis(duration))),
-            ("error_class", some(error_class)),
-            ("outcome", some(outcome.as_str())),
-        ]);
-        Event::new("run_failed", None, None, data)
-    }
-
-    /// \[beyond\] A refused operation (`call_id`, the tool in the envelope, its danger `class`
-    /// and the `reason`; redacted on emit like every string).
-    pub fn operation_denied(iteration: u32, tool: &str, call_id: &str, class: &str, reason: &str) -> Event {
-        let data = data_of([("call_id", some(call_id)), ("class", some(class)), ("reason", some(reason))]);
-        Event::new("operation_denied", Some(iteration), Some(tool), data)
+        Event::of(None, None, RunFailed { duration_ms: millis(duration), error_class, outcome })
     }
 
     /// A copy with `tool` and every string anywhere inside `data` passed through secret
@@ -331,7 +268,7 @@ impl Event {
             event_type: self.event_type,
             iteration: self.iteration,
             tool: self.tool.as_deref().map(|tool| redact(tool).into_owned()),
-            data: self.data.iter().map(|(key, value)| (*key, redact_value(value))).collect(),
+            data: self.data.iter().map(|(key, value)| (key.clone(), redact_value(value))).collect(),
         }
     }
 }
@@ -368,23 +305,8 @@ struct Envelope<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tool: Option<&'a str>,
     timestamp: &'a str,
-    #[serde(skip_serializing_if = "DataFields::is_empty")]
-    data: DataFields<'a>,
-}
-
-/// `data` written as a JSON object, in the fields' (ascending) order.
-struct DataFields<'a>(&'a [(&'static str, Value)]);
-
-impl DataFields<'_> {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl Serialize for DataFields<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(key, value)| (*key, value)))
-    }
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    data: &'a Map<String, Value>,
 }
 
 /// The event as one compact JSON line ending in `\n`, keys in the §1 order and `data` keys
@@ -399,7 +321,7 @@ pub fn render_event_line(event: &Event, run_id: &RunId, session_id: Option<&str>
         iteration: event.iteration,
         tool: event.tool.as_deref(),
         timestamp,
-        data: DataFields(&event.data),
+        data: &event.data,
     };
     let mut line = serde_json::to_string(&envelope).ok()?;
     line.push('\n');

@@ -10,14 +10,17 @@
 //! calls them. It does not classify run errors into `error_class` either.
 
 mod args;
+mod data;
 mod dispatch;
 mod event;
+mod schema;
 mod sink;
 mod stream;
 
 pub use args::{MAX_SUMMARY_ITEMS, MAX_SUMMARY_STRING_BYTES, args_bytes, args_sha256, args_summary, artifact_count};
 pub use dispatch::{EVENT_QUEUE_CAPACITY, EventEmitter};
 pub use event::{Event, RunId, SubagentOutcome, render_event_line};
+pub use schema::{EVENT_SCHEMA_PATH, event_schema, event_schema_text};
 pub use sink::{EventSink, JsonlSink, check_events_path, harden_events_file, open_events_file, open_sink};
 pub use stream::{EventStream, Fanout};
 

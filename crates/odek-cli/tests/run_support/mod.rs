@@ -72,8 +72,24 @@ impl Sandbox {
         command
     }
 
+    /// Runs odek to completion; every event it wrote (on stdout, or to the `--events-jsonl`
+    /// file) is checked against the published event schema.
     pub fn odek(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
+        let output = self.command(args).output().unwrap();
+        self.check_events(args, &output);
+        output
+    }
+
+    /// The events of a finished run of `args`, checked against the published schema.
+    pub fn check_events(&self, args: &[&str], output: &Output) {
+        odek_test_support::events::assert_valid_events(&String::from_utf8_lossy(&output.stdout));
+        let target = args.iter().zip(args.iter().skip(1)).find(|(flag, _)| **flag == "--events-jsonl");
+        if let Some((_, target)) = target.filter(|(_, target)| **target != "-") {
+            let path = self.project.join(target);
+            if let Ok(text) = std::fs::read_to_string(path) {
+                odek_test_support::events::assert_valid_events(&text);
+            }
+        }
     }
 
     pub fn spawn(&self, args: &[&str]) -> Child {
@@ -99,6 +115,20 @@ impl Sandbox {
         std::fs::write(&path, content).unwrap();
         path
     }
+}
+
+/// The JSON lines of `text` (stdout with `--json`), each event checked against the schema.
+pub fn json_lines(text: &str) -> Vec<Value> {
+    let lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    for line in lines.iter().filter(|line| odek_test_support::events::is_event(line)) {
+        odek_test_support::events::assert_valid_event(line);
+    }
+    lines
+}
+
+/// The events of an `--events-jsonl` file, each checked against the published schema.
+pub fn events(path: &Path) -> Vec<Value> {
+    json_lines(&std::fs::read_to_string(path).unwrap())
 }
 
 pub fn stdout(output: &Output) -> String {
@@ -143,7 +173,11 @@ pub fn output_within(mut command: Command, limit: std::time::Duration) -> Output
         let _ = sender.send(child.wait_with_output());
     });
     match receiver.recv_timeout(limit) {
-        Ok(output) => output.unwrap(),
+        Ok(output) => {
+            let output = output.unwrap();
+            odek_test_support::events::assert_valid_events(&String::from_utf8_lossy(&output.stdout));
+            output
+        }
         Err(_) => {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
             panic!("odek was still running after {limit:?} (blocked?)");
