@@ -307,12 +307,19 @@ impl Event {
         Event::new("run_completed", None, None, data)
     }
 
-    /// `outcome` \[beyond\] says how the run ended, beside the spec's `error_class`.
-    pub fn run_failed(duration: std::time::Duration, error_class: &str, outcome: Outcome) -> Event {
+    /// `outcome` \[beyond\] says how the run ended, beside the spec's `error_class`; `phase`
+    /// \[beyond\] is the phase that stalled (`error_class: "stalled"` only).
+    pub fn run_failed(
+        duration: std::time::Duration,
+        error_class: &str,
+        outcome: Outcome,
+        phase: Option<&str>,
+    ) -> Event {
         let data = data_of([
             ("duration_ms", some(millis(duration))),
             ("error_class", some(error_class)),
             ("outcome", some(outcome.as_str())),
+            ("phase", phase.map(Value::from)),
         ]);
         Event::new("run_failed", None, None, data)
     }
@@ -326,6 +333,17 @@ impl Event {
             tool: self.tool.as_deref().map(|tool| redact(tool).into_owned()),
             data: self.data.iter().map(|(key, value)| (*key, redact_value(value))).collect(),
         }
+    }
+
+    /// \[beyond\] `run_heartbeat`: the run's `phase`, the running tool calls (`call_ids`, in
+    /// start order) and `idle_ms` since the last progress of any kind.
+    pub fn run_heartbeat(phase: &str, call_ids: &[String], idle: std::time::Duration) -> Event {
+        let data = data_of([
+            ("phase", some(phase)),
+            ("call_ids", some(call_ids.iter().map(|id| Value::from(id.as_str())).collect::<Vec<Value>>())),
+            ("idle_ms", some(millis(idle))),
+        ]);
+        Event::new("run_heartbeat", None, None, data)
     }
 }
 
