@@ -90,7 +90,10 @@ fn a_servers_negative_startup_deadline_is_refused() {
 fn bad_flag_values_are_refused_before_any_model_call() {
     let server = ScriptedServer::start(vec![]);
     let cases: [(&[&str], &str); 6] = [
-        (&["--first-byte-timeout", "0"], "--first-byte-timeout must be an integer from 1 to 86400 (seconds), got \"0\""),
+        (
+            &["--first-byte-timeout", "0"],
+            "--first-byte-timeout must be an integer from 1 to 86400 (seconds), got \"0\"",
+        ),
         (
             &["--stream-idle-timeout", "abc"],
             "--stream-idle-timeout must be an integer from 1 to 86400 (seconds), got \"abc\"",

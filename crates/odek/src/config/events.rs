@@ -56,9 +56,7 @@ pub(crate) fn merge_events(
     project: Option<&EventsFile>,
     warnings: &mut Vec<String>,
 ) -> EventsConfig {
-    let global = global
-        .and_then(|file| file.heartbeat_seconds)
-        .map_or(DEFAULT_HEARTBEAT_SECONDS, i64::unsigned_abs);
+    let global = global.and_then(|file| file.heartbeat_seconds).map_or(DEFAULT_HEARTBEAT_SECONDS, i64::unsigned_abs);
     let project = project.and_then(|file| file.heartbeat_seconds).map_or(0, i64::unsigned_abs);
     let heartbeat_seconds = match (global, project) {
         (global, 0) => global,
@@ -100,10 +98,7 @@ mod tests {
         assert_eq!(merge_events(None, Some(&file(10)), &mut warnings).heartbeat_seconds, 10);
         assert!(warnings.is_empty());
         assert_eq!(merge_events(None, Some(&file(3600)), &mut warnings).heartbeat_seconds, 30);
-        assert_eq!(
-            warnings,
-            ["./odek.json: events.heartbeat_seconds 3600 exceeds the global value 30; clamped to 30"]
-        );
+        assert_eq!(warnings, ["./odek.json: events.heartbeat_seconds 3600 exceeds the global value 30; clamped to 30"]);
     }
 
     #[test]

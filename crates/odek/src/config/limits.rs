@@ -400,10 +400,19 @@ mod tests {
             ),
             (120, 90, 30, 10)
         );
-        assert_eq!(merge_limits(&deadline_limits(Some(600), None), &none, &mut warnings).first_byte_timeout(), Duration::from_secs(600));
-        assert_eq!(merge_limits(&none, &deadline_limits(Some(5), Some(2)), &mut warnings).shutdown_drain(), Duration::from_secs(2));
+        assert_eq!(
+            merge_limits(&deadline_limits(Some(600), None), &none, &mut warnings).first_byte_timeout(),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            merge_limits(&none, &deadline_limits(Some(5), Some(2)), &mut warnings).shutdown_drain(),
+            Duration::from_secs(2)
+        );
         assert!(warnings.is_empty());
-        assert_eq!(merge_limits(&none, &deadline_limits(Some(500), None), &mut warnings).first_byte_timeout_seconds, 120);
+        assert_eq!(
+            merge_limits(&none, &deadline_limits(Some(500), None), &mut warnings).first_byte_timeout_seconds,
+            120
+        );
         assert_eq!(
             warnings,
             ["./odek.json: limits.first_byte_timeout_seconds 500 exceeds the global limit 120; clamped to 120"]
@@ -417,7 +426,9 @@ mod tests {
             let error = check_deadlines("x.json", &deadline_limits(Some(value), None)).unwrap_err();
             assert_eq!(
                 error.to_string(),
-                format!("config x.json: limits.first_byte_timeout_seconds must be from 1 to 86400 seconds (leave it out for the default), got {shown}")
+                format!(
+                    "config x.json: limits.first_byte_timeout_seconds must be from 1 to 86400 seconds (leave it out for the default), got {shown}"
+                )
             );
         }
         assert!(check_deadlines("x.json", &deadline_limits(Some(86_400), Some(1))).is_ok());

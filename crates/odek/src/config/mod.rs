@@ -83,8 +83,8 @@ pub use self::tools::{ToolsConfig, tool_allowed};
 
 use self::core_keys::{CoreFile, check_counts_not_negative};
 use self::dangerous::{DangerousFile, validate_dangerous};
-use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::events::{EventsFile, check_events, merge_events};
+use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
     check_secret_env, join_project_servers, merge_mcp_servers, register_secret_env_values, servers_of_file,
