@@ -57,7 +57,7 @@ pub enum RuntimeError {
         /// The `mcp_startup` stall.
         stall: Stall,
         /// The start-up error naming the server.
-        source: McpError,
+        source: Box<McpError>,
     },
 }
 
@@ -102,7 +102,8 @@ impl RuntimeError {
     pub fn from_mcp_startup(source: McpError) -> RuntimeError {
         match source.startup_stall() {
             Some(limit) => {
-                RuntimeError::StartupStalled { stall: Stall { phase: Phase::McpStartup, idle: limit, limit }, source }
+                let stall = Stall { phase: Phase::McpStartup, idle: limit, limit };
+                RuntimeError::StartupStalled { stall, source: Box::new(source) }
             }
             None => RuntimeError::Mcp(source),
         }
