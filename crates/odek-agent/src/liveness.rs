@@ -135,12 +135,12 @@ impl Liveness {
         self.0.is_some()
     }
 
-    /// The run moved to `phase`; moving on is progress too. Public so that a phase added
-    /// later (the checks after the final answer) is entered by the code that runs it.
+    /// The run moved to `phase` (one atomic store; entering is not progress by itself).
+    /// Public so that a phase added later (the checks after the final answer) is entered by the
+    /// code that runs it.
     pub fn enter(&self, phase: Phase) {
         if let Some(tracker) = &self.0 {
             tracker.phase.store(phase.code(), Ordering::Relaxed);
-            tracker.touch();
         }
     }
 
@@ -152,7 +152,7 @@ impl Liveness {
         }
     }
 
-    /// Tool call `call_id` started running.
+    /// Tool call `call_id` started running: the model's answer that asked for it was progress.
     pub fn call_started(&self, call_id: &str) {
         if let Some(tracker) = &self.0 {
             tracker.calls.lock().unwrap_or_else(PoisonError::into_inner).push(call_id.to_owned());
@@ -187,9 +187,9 @@ impl Liveness {
 impl Tracker {
     fn touch(&self) {
         let nanos = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        // Relaxed: heartbeats only need a recent value, and the stores are monotonic enough
-        // that a racing older one costs at most one progress note.
-        self.last_progress.fetch_max(nanos, Ordering::Relaxed);
+        // A plain store, not a read-modify-write: two racing notes can only leave the older of
+        // two recent times, which no heartbeat can tell apart.
+        self.last_progress.store(nanos, Ordering::Relaxed);
     }
 }
 
