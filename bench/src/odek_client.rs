@@ -92,6 +92,7 @@ async fn start_hub(server: &[String], max_response_bytes: Option<u64>) -> anyhow
         approver: Arc::new(ApproveAll),
         client_version: env!("CARGO_PKG_VERSION").to_owned(),
         parent_env: odek_mcp::env_allowlist::process_env().collect(),
+        startup_timeout: std::time::Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
     };
     Ok(McpHub::start(vec![spec], options).await?)
 }

@@ -4,8 +4,9 @@
 //! trimming, bookkeeping — not a model or a tool.
 //!
 //! Run: `cargo bench -p odek-agent --bench loop_overhead`
-//! Reports the mean loop overhead per iteration at 90 iterations (target ≤ 1 ms) and resident
-//! memory across a 1,000-iteration run with trimming on (target: flat).
+//! Reports the mean loop overhead per iteration at 90 iterations (target ≤ 1 ms), the cost of the
+//! event stream (issue 4) and of liveness tracking with heartbeats (issue 17: ≤ 2 %), and
+//! resident memory across a 1,000-iteration run with trimming on (target: flat).
 
 #![allow(clippy::unwrap_used)]
 
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use odek_agent::liveness::{Liveness, Phase, spawn_heartbeat};
 use odek_agent::observer::{LoopObserver, SilentObserver};
 use odek_agent::run::{Agent, LoopSettings, ToolSet};
 use odek_agent::tool::{Tool, ToolContext, ToolError, ToolOutcome};
@@ -130,7 +132,19 @@ fn timed_run(
     script: &ReplayScript,
     observer: Option<Arc<dyn LoopObserver>>,
 ) -> f64 {
+    timed_run_tracked(runtime, cancel, script, observer, Liveness::off())
+}
+
+/// [`timed_run`] with the run's liveness tracked by `liveness`.
+fn timed_run_tracked(
+    runtime: &tokio::runtime::Runtime,
+    cancel: &CancellationToken,
+    script: &ReplayScript,
+    observer: Option<Arc<dyn LoopObserver>>,
+    liveness: Liveness,
+) -> f64 {
     let mut agent = agent(90, None);
+    agent.tool_context.liveness = liveness;
     agent.provider = Arc::new(ReplayProvider::from_script("bench.replay.json", script.clone()));
     if let Some(observer) = observer {
         agent.observer = observer;
@@ -192,6 +206,57 @@ fn main() {
     println!(
         "with --events-jsonl (fsync per event): median {with_events:.3} ms/iteration = {:.0}% of the loop's throughput without events; {events} events per run, {dropped} dropped; sink sustained {rates:.0} events/s (median, until the last fsync)",
         100.0 * without / with_events,
+    );
+
+    // Issue 17: the same runs with the event stream, without liveness tracking and with it
+    // (phases, call ids, progress notes) plus the heartbeat task — every 1 s, the shortest
+    // `events.heartbeat_seconds`, and every 100 µs as a stress of the emission itself.
+    // Alternating; throughput with heartbeats must stay ≥ 98% of the stream without them.
+    let stream_at = |path: &std::path::Path| {
+        let sink = odek_agent::events::open_sink(path.to_str().unwrap()).unwrap();
+        let emitter =
+            odek_agent::events::EventEmitter::start(sink, odek_agent::events::RunId::generate().unwrap(), false)
+                .unwrap();
+        Arc::new(odek_agent::events::EventStream::new(
+            emitter,
+            std::path::Path::new("."),
+            std::path::Path::new("/nonexistent"),
+            Arc::new(odek_mcp::StderrObserver),
+        ))
+    };
+    let (mut plain, mut tracked, mut stressed, mut beats) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for run in 0..RUNS {
+        for (kind, every) in
+            [(0, None), (1, Some(std::time::Duration::from_secs(1))), (2, Some(std::time::Duration::from_micros(100)))]
+        {
+            let path = dir.path().join(format!("liveness-{run}-{kind}.jsonl"));
+            let stream = stream_at(&path);
+            let liveness = if every.is_some() { Liveness::new(Phase::Model) } else { Liveness::off() };
+            let heartbeat = every.and_then(|every| {
+                let _entered = runtime.enter();
+                stream.track_liveness(&liveness);
+                spawn_heartbeat(&liveness, &stream, every)
+            });
+            let observer = Some(Arc::clone(&stream) as Arc<dyn LoopObserver>);
+            let per_iteration = timed_run_tracked(&runtime, &cancel, &script, observer, liveness);
+            drop(heartbeat);
+            stream.close();
+            match kind {
+                0 => plain.push(per_iteration),
+                1 => tracked.push(per_iteration),
+                _ => {
+                    stressed.push(per_iteration);
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    beats += text.lines().filter(|line| line.contains("\"run_heartbeat\"")).count();
+                }
+            }
+        }
+    }
+    let (plain, tracked, stressed) = (median(plain), median(tracked), median(stressed));
+    println!(
+        "with events, liveness off: median {plain:.4} ms/iteration; tracked + heartbeat every 1 s: {tracked:.4} ms/iteration = {:.1}% of the throughput; heartbeat every 100 µs: {stressed:.4} ms/iteration = {:.1}% ({beats} heartbeats in {RUNS} runs)",
+        100.0 * plain / tracked,
+        100.0 * plain / stressed,
     );
 
     // Memory across 1,000 iterations with trimming on (a 32k-token window).

@@ -9,13 +9,15 @@
 //! implements ([`tool::Tool`]); [`tools`] builds the built-in tools; [`mcp_outcome`] turns an MCP
 //! call result into a tool outcome; [`observer`] is what the loop reports while it runs;
 //! [`events`] turns those reports into `odek.event/v1` lines; [`budget`] holds the limits and the
-//! share a sub-agent gets; [`prompt`] composes the system prompt and the task's attachments;
+//! share a sub-agent gets; [`liveness`] tracks a run's phase and progress for `run_heartbeat`
+//! and types a stall; [`prompt`] composes the system prompt and the task's attachments;
 //! [`session`] stores conversations; [`plan`] is the plan kept across a run; [`subagent`] is both
 //! sides of a sub-agent (the task file, the child's result and stream, `delegate_tasks`,
 //! artifacts and `artifact_read`). Everything else is internal to the crate.
 
 pub mod budget;
 pub mod events;
+pub mod liveness;
 mod mcp_tool;
 pub mod observer;
 pub mod plan;

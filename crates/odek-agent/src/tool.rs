@@ -98,6 +98,8 @@ pub struct ToolContext {
     /// Set by the loop once any result of this run was wrapped as untrusted; shared by every
     /// clone. `delegate_tasks` reads it to force its children to untrusted (`subagents.md` §2).
     pub(crate) untrusted_ingested: Arc<std::sync::atomic::AtomicBool>,
+    /// The run's liveness tracker (off unless heartbeats are on); shared by every clone.
+    pub liveness: crate::liveness::Liveness,
 }
 
 impl ToolContext {
@@ -111,6 +113,7 @@ impl ToolContext {
             interactive: false,
             approved: false,
             untrusted_ingested: Arc::default(),
+            liveness: crate::liveness::Liveness::off(),
         }
     }
 }

@@ -81,7 +81,10 @@ fn every_event() -> Vec<Event> {
         Event::budget_exceeded(1, "tool_calls", BudgetValue::Count(3), BudgetValue::Count(2)),
         Event::budget_exceeded(1, "cost_usd", BudgetValue::Usd(f64::NAN), BudgetValue::Usd(0.5)),
         Event::run_completed(Duration::from_millis(40), 10, 2, Outcome::Success),
-        Event::run_failed(Duration::from_millis(40), "execution_budget", Outcome::BudgetExceeded),
+        Event::run_failed(Duration::from_millis(40), "execution_budget", Outcome::BudgetExceeded, None),
+        Event::run_failed(Duration::from_millis(40), "stalled", Outcome::Stalled, Some("model")),
+        Event::run_heartbeat("tools", &["c1".to_owned(), "c2".to_owned()], Duration::from_millis(1500)),
+        Event::run_heartbeat("model", &[], Duration::ZERO),
     ]
 }
 

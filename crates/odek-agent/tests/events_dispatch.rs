@@ -47,8 +47,8 @@ fn failing_or_panicking_sink_does_not_stop_the_stream() {
     let memory = MemorySink::default();
     let emitter = EventEmitter::start(Box::new(FaultySink { inner: memory.clone() }), run_id(), false).unwrap();
     emitter.emit(Event::run_started("before", false, 1));
-    emitter.emit(Event::run_failed(std::time::Duration::ZERO, "panic", Outcome::Error));
-    emitter.emit(Event::run_failed(std::time::Duration::ZERO, "fail", Outcome::Error));
+    emitter.emit(Event::run_failed(std::time::Duration::ZERO, "panic", Outcome::Error, None));
+    emitter.emit(Event::run_failed(std::time::Duration::ZERO, "fail", Outcome::Error, None));
     emitter.emit(Event::run_started("after", false, 1));
     assert_eq!(emitter.close(), 0);
     let lines = memory.lines();

@@ -53,7 +53,7 @@ fn run_events() {
         )
     );
     assert_eq!(
-        line(&Event::run_failed(Duration::from_millis(9), "execution_budget", Outcome::BudgetExceeded)),
+        line(&Event::run_failed(Duration::from_millis(9), "execution_budget", Outcome::BudgetExceeded, None)),
         expected("run_failed", "", r#"{"duration_ms":9,"error_class":"execution_budget","outcome":"budget_exceeded"}"#)
     );
 }

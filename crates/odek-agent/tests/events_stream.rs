@@ -106,7 +106,7 @@ fn loop_events_map_to_v1_events() {
         limit: BudgetValue::Count(30),
     };
     stream.on_event(&LoopEvent::BudgetExceeded { iteration: 1, exceeded: &exceeded });
-    stream.run_failed(Duration::from_millis(40), "execution_budget", Outcome::BudgetExceeded);
+    stream.run_failed(Duration::from_millis(40), "execution_budget", Outcome::BudgetExceeded, None);
     stream.run_completed(Duration::from_millis(40), usage, Outcome::Success);
     assert_eq!(stream.close(), 0);
 

@@ -219,9 +219,50 @@ pub struct LoopArgs {
     /// the run with outcome denied (exit 7)
     #[arg(long)]
     pub strict: bool,
+    /// Per model attempt: seconds until the first byte of the answer (default 120; exit 6 when
+    /// it passes)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub first_byte_timeout: Option<String>,
+    /// Longest silence of a streamed answer, in seconds (default 90; exit 6 when it passes)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub stream_idle_timeout: Option<String>,
+    /// Start-up deadline of an MCP server that sets no startup_timeout_seconds (default 30)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub mcp_startup_timeout: Option<String>,
+    /// Seconds MCP servers get to exit after the run before their process groups are killed
+    /// (default 10)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub shutdown_drain: Option<String>,
+    /// Seconds between run_heartbeat events in the event stream (default 30; 0 = none)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub heartbeat: Option<String>,
     /// The task; everything after `--` is taken verbatim
     #[arg(value_name = "TASK", allow_hyphen_values = false)]
     pub task: Vec<String>,
+}
+
+/// \[beyond\] A liveness deadline flag (`--first-byte-timeout`, …): whole seconds from 1 to a
+/// day, else `<flag> must be an integer from 1 to 86400 (seconds), got "<v>"`.
+pub(crate) fn deadline_seconds(flag: &str, value: Option<&str>) -> Result<Option<u64>, CommandError> {
+    seconds_in_range(flag, value, 1, "1")
+}
+
+/// \[beyond\] `--heartbeat`: whole seconds from 0 (off) to a day, else `--heartbeat must be an
+/// integer from 0 (off) to 86400 (seconds), got "<v>"`.
+pub(crate) fn heartbeat_seconds(value: Option<&str>) -> Result<Option<u64>, CommandError> {
+    seconds_in_range("--heartbeat", value, 0, "0 (off)")
+}
+
+fn seconds_in_range(flag: &str, value: Option<&str>, min: u64, min_text: &str) -> Result<Option<u64>, CommandError> {
+    let Some(value) = value else { return Ok(None) };
+    let max = odek::config::MAX_DEADLINE_SECONDS;
+    match value.parse::<u64>() {
+        Ok(seconds) if (min..=max).contains(&seconds) => Ok(Some(seconds)),
+        _ => Err(CommandError::Fatal(format!(
+            "{flag} must be an integer from {min_text} to {max} (seconds), got {}",
+            odek_contract::quoting::quote(value)
+        ))),
+    }
 }
 
 /// `odek run`.

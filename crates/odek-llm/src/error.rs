@@ -12,9 +12,11 @@ pub enum LlmError {
     /// Transport failure (connect, DNS, TLS, reset) before an answer arrived.
     #[error("{endpoint}: {detail}")]
     Transport { endpoint: String, kind: TransportKind, detail: String },
-    /// The request or the stream went quiet for too long.
+    /// The request or the stream went quiet for too long. `silent_for` is `Some(limit)` when
+    /// a liveness deadline fired (no first byte, or a stream idle, for `limit`): the provider
+    /// sent nothing at all, which the loop reports as a stall rather than a slow answer.
     #[error("{endpoint}: {detail}")]
-    Timeout { endpoint: String, detail: String },
+    Timeout { endpoint: String, detail: String, silent_for: Option<std::time::Duration> },
     /// The provider answered with something that is not a valid chat completion.
     #[error("{endpoint}: invalid response: {detail}")]
     InvalidResponse { endpoint: String, detail: String },
@@ -46,6 +48,15 @@ pub enum TransportKind {
 }
 
 impl LlmError {
+    /// How long the provider sent nothing when a liveness deadline ended the call (see
+    /// [`LlmError::Timeout`]); `None` for every other failure.
+    pub fn silence(&self) -> Option<std::time::Duration> {
+        match self {
+            LlmError::Timeout { silent_for, .. } => *silent_for,
+            _ => None,
+        }
+    }
+
     /// `run_failed.error_class` (spec `events.md` §8) for this error.
     pub fn class(&self) -> &'static str {
         match self {
@@ -86,7 +97,7 @@ mod tests {
             (status(500), "provider_unavailable"),
             (status(404), "provider_request"),
             (status(400), "provider_request"),
-            (LlmError::Timeout { endpoint: "e".into(), detail: "d".into() }, "network_timeout"),
+            (LlmError::Timeout { endpoint: "e".into(), detail: "d".into(), silent_for: None }, "network_timeout"),
             (transport(TransportKind::Dns), "dns_failure"),
             (transport(TransportKind::ConnectionRefused), "connection_refused"),
             (transport(TransportKind::Tls), "tls_certificate"),

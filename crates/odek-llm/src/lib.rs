@@ -19,7 +19,7 @@ mod sse;
 
 pub use error::{LlmError, TransportKind};
 pub use message::{FunctionCall, Message, Role, ToolCall, ToolDefinition, Usage};
-pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use openai::{DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, OpenAiConfig, OpenAiProvider};
 pub use provider::{BoxFuture, ChatRequest, ChatResponse, NoStreamObserver, Provider, StreamObserver, Thinking};
 pub use record::RecordingProvider;
 pub use replay::{ReplayProvider, ReplayScript, ReplayToolCall, ReplayTurn};

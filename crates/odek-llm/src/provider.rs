@@ -66,6 +66,11 @@ pub struct ChatResponse {
 pub trait StreamObserver: Send + Sync {
     /// A piece of answer text or reasoning arrived.
     fn on_delta(&self, _text: &str, _reasoning: bool) {}
+
+    /// Bytes arrived that added to the answer (text, reasoning or tool-call arguments): what
+    /// restarts the stream-idle deadline, reported for liveness. Called once per such chunk,
+    /// so an implementation must be cheap.
+    fn on_progress(&self) {}
 }
 
 /// Ignores every delta.

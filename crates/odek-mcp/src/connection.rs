@@ -163,6 +163,8 @@ struct Shared {
     pending: Mutex<PendingMap>,
     closed: Mutex<Option<Closed>>,
     stale: Arc<AtomicBool>,
+    /// Told about progress notifications, for the run's liveness.
+    observer: Arc<dyn McpObserver>,
     lines: ServerLineSink,
     writer: mpsc::Sender<Outgoing>,
     /// Cancelled when odek closes the connection: the writer stops (closing stdin) and the
@@ -257,6 +259,7 @@ impl Connection {
             pending: Mutex::new(PendingMap::default()),
             closed: Mutex::new(None),
             stale: params.stale,
+            observer: Arc::clone(&params.observer),
             lines,
             writer: writer_tx,
             stop: CancellationToken::new(),
@@ -403,6 +406,21 @@ impl Connection {
     /// the one shutdown.
     pub async fn shutdown(&self) {
         self.shutdown_once.get_or_init(|| self.shutdown_inner()).await;
+    }
+
+    /// [`Connection::shutdown`] without the grace periods: the process group is killed at
+    /// once (a server that stalled its start-up), then reaped.
+    pub async fn kill(&self) {
+        self.kill_group();
+        self.shutdown().await;
+    }
+
+    /// Marks the connection closed and kills the server's process group now, without waiting
+    /// for the reap (the process owner does that): the end of an expired shutdown drain.
+    pub fn kill_group(&self) {
+        self.shared.close(Closed::Shutdown);
+        self.shared.stop.cancel();
+        crate::process::kill_process_group(self.pid);
     }
 
     async fn shutdown_inner(&self) {
@@ -605,6 +623,8 @@ fn note_progress(shared: &Shared, params: Option<&str>) {
         && waiting.state.phase.load(Ordering::Acquire) == DISPATCHED
     {
         waiting.state.activity.store(clock_now(), Ordering::Release);
+        drop(pending);
+        shared.observer.activity(&shared.server);
     }
 }
 

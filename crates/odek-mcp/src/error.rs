@@ -121,6 +121,13 @@ pub enum McpError {
     /// class of the error it replaced.
     #[error("{text}")]
     Bounded { class: &'static str, text: String },
+    /// \[beyond\] The server's start-up (spawn, `initialize`, the whole `tools/list`) did not
+    /// finish within its start-up deadline.
+    #[error(
+        "mcpclient {server}: start-up (spawn, initialize, tools/list) did not finish within {}s (startup_timeout_seconds)",
+        limit.as_secs()
+    )]
+    StartupTimeout { server: String, limit: std::time::Duration },
     /// The startup wrapper `mcp server "<name>": <error>`, never applied twice.
     #[error("{}", startup_text(server, source))]
     Startup { server: String, source: Box<McpError> },
@@ -194,6 +201,7 @@ impl McpError {
             McpError::Bounded { class, .. } => class,
             McpError::ApprovalRequired(_) => "approval_required",
             McpError::Spawn { .. } => "spawn_failed",
+            McpError::StartupTimeout { .. } => "stalled",
             McpError::Request { failure, .. } => match failure {
                 RequestFailure::NotDispatched(Cause::DeadlineExceeded)
                 | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded) => "deadline_exceeded",
@@ -217,6 +225,15 @@ impl McpError {
             | McpError::ToolResult { .. }
             | McpError::NoLongerOffered { .. }
             | McpError::ToolNotFound { .. } => "error",
+        }
+    }
+
+    /// The start-up deadline that fired, when this is (or wraps) a start-up stall.
+    pub fn startup_stall(&self) -> Option<std::time::Duration> {
+        match self {
+            McpError::StartupTimeout { limit, .. } => Some(*limit),
+            McpError::Startup { source, .. } => source.startup_stall(),
+            _ => None,
         }
     }
 

@@ -45,6 +45,8 @@ pub struct HubOptions {
     pub client_version: String,
     /// The parent environment the allowlist picks from.
     pub parent_env: Vec<(String, String)>,
+    /// \[beyond\] The start-up deadline of a server whose entry sets none.
+    pub startup_timeout: Duration,
 }
 
 /// A server's state as `odek ext list` shows it.
@@ -587,6 +589,25 @@ impl McpHub {
         self.servers.iter().any(|server| server.stale.load(Ordering::Acquire))
     }
 
+    /// \[beyond\] [`McpHub::shutdown`] bounded by `drain`: when it expires, every server still
+    /// running has its process group killed at once (whatever it started with it). `false`
+    /// when the drain expired.
+    pub async fn shutdown_within(&self, drain: Duration) -> bool {
+        if tokio::time::timeout(drain, self.shutdown()).await.is_ok() {
+            return true;
+        }
+        for server in &self.servers {
+            // A slot held by a restart belongs to a call that was abandoned with the run; the
+            // dropped connection of that restart closes itself.
+            if let Ok(slot) = server.slot.try_lock()
+                && let Slot::Live(connection) = &*slot
+            {
+                connection.kill_group();
+            }
+        }
+        false
+    }
+
     /// Closes every server concurrently (spec §13). Idempotent; later calls fail without
     /// starting anything.
     pub async fn shutdown(&self) {
@@ -695,9 +716,12 @@ impl McpObserver for RedactingObserver {
         // Already cleaned and redacted by the connection.
         self.0.server_line(server, line);
     }
+
+    fn activity(&self, server: &str) {
+        self.0.activity(server);
+    }
 }
 
-/// Spawns the server and runs the handshake; a failed handshake closes the process.
 /// A server's list after the checks that need no other server (exclusions, name rules, the
 /// registration checks of §4 with their warnings held back), ready to register in order.
 struct Prepared {
@@ -716,7 +740,40 @@ fn prepare(spec: &ServerSpec, mut tools: Vec<ListedTool>) -> Prepared {
     Prepared { names, raw_names, candidates, warnings }
 }
 
+/// Spawns the server and runs the handshake within its start-up deadline (the entry's, else
+/// the hub's): a server that has not answered `initialize` and every `tools/list` page by then
+/// is closed and fails with [`McpError::StartupTimeout`].
 async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Connection>, Discovered), McpError> {
+    let limit = server.spec.limits.startup_timeout.unwrap_or(options.startup_timeout);
+    let deadline = tokio::time::Instant::now() + limit;
+    let connection = spawn(server, options)?;
+    let handshake = handshake(&connection, &options.client_version, &server.stale, &options.observer);
+    let error = match tokio::time::timeout_at(deadline, handshake).await {
+        Ok(Ok(discovered)) => return Ok((connection, discovered)),
+        // A handshake request whose own timeout fired at the same moment is the same stall.
+        Ok(Err(error)) if !(tokio::time::Instant::now() >= deadline && is_deadline_failure(&error)) => {
+            connection.shutdown().await;
+            return Err(error);
+        }
+        Ok(Err(_)) | Err(_) => McpError::StartupTimeout { server: server.spec.name.clone(), limit },
+    };
+    // A server that stalled its start-up is owed no grace period.
+    connection.kill().await;
+    Err(error)
+}
+
+fn is_deadline_failure(error: &McpError) -> bool {
+    matches!(
+        error,
+        McpError::Request {
+            failure: RequestFailure::NotDispatched(Cause::DeadlineExceeded)
+                | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded),
+            ..
+        }
+    )
+}
+
+fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>, McpError> {
     let (command, args) = match &server.spec.transport {
         Transport::Stdio { command, args, .. } => (command, args),
         Transport::Http { .. } => {
@@ -726,7 +783,7 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
             });
         }
     };
-    let connection = Connection::spawn(SpawnParams {
+    Connection::spawn(SpawnParams {
         server: &server.spec.name,
         command,
         args,
@@ -735,12 +792,5 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
         timeout: server.spec.limits.timeout,
         stale: Arc::clone(&server.stale),
         observer: Arc::clone(&options.observer),
-    })?;
-    match handshake(&connection, &options.client_version, &server.stale, &options.observer).await {
-        Ok(discovered) => Ok((connection, discovered)),
-        Err(error) => {
-            connection.shutdown().await;
-            Err(error)
-        }
-    }
+    })
 }

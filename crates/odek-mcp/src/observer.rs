@@ -37,6 +37,9 @@ pub trait McpObserver: Send + Sync {
     /// One forwarded server stderr or log line, already cut, cleaned and redacted; printed as
     /// `[<server>] <line>`.
     fn server_line(&self, server: &str, line: &str);
+    /// \[beyond\] `server` showed it is working on a request (a progress notification for it):
+    /// liveness only, nothing to show. Must be cheap.
+    fn activity(&self, _server: &str) {}
 }
 
 /// Prints warnings and server lines on stderr, `odek: connected MCP server …` on start and a

@@ -17,6 +17,9 @@ use crate::error::McpError;
 pub const DEFAULT_TIMEOUT_SECONDS: i64 = 30;
 /// Hard cap on `timeout_seconds` (seconds); larger values are clamped with a warning.
 pub(crate) const MAX_TIMEOUT_SECONDS: i64 = 3600;
+/// \[beyond\] Default start-up deadline of a server (seconds): spawn, `initialize` and the
+/// whole `tools/list`, when neither its entry nor `limits.mcp_startup_timeout_seconds` sets one.
+pub const DEFAULT_STARTUP_TIMEOUT_SECONDS: u64 = 30;
 /// Default `max_response_bytes` (10 MiB).
 pub const DEFAULT_MAX_RESPONSE_BYTES: i64 = 10 * 1024 * 1024;
 /// Absolute ceiling of `max_response_bytes` (64 MiB); larger values are an error.
@@ -38,6 +41,9 @@ pub struct ServerEntry {
     pub url: Option<String>,
     pub token_env: Option<String>,
     pub timeout_seconds: i64,
+    /// [beyond] The start-up deadline of this server (spawn, `initialize`, the whole
+    /// `tools/list`); `0`/absent = the run's `limits.mcp_startup_timeout_seconds`.
+    pub startup_timeout_seconds: i64,
     pub max_response_bytes: i64,
     pub max_result_chars: i64,
     pub artifact_roots: Vec<String>,
@@ -110,6 +116,8 @@ pub enum Transport {
 pub struct Limits {
     /// Per-request timeout.
     pub timeout: Duration,
+    /// \[beyond\] The start-up deadline the entry sets; `None` = the hub's default.
+    pub startup_timeout: Option<Duration>,
     /// Largest accepted response line, newline included (bytes).
     pub max_response_bytes: usize,
     /// Largest result or error text forwarded to the model (runes).
@@ -121,6 +129,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECONDS.unsigned_abs()),
+            startup_timeout: None,
             max_response_bytes: usize::try_from(DEFAULT_MAX_RESPONSE_BYTES).unwrap_or(usize::MAX),
             max_result_chars: usize::try_from(DEFAULT_MAX_RESULT_CHARS).unwrap_or(usize::MAX),
         }
@@ -196,6 +205,7 @@ pub(crate) fn effective_limits(
 ) -> Result<Limits, McpError> {
     for (field, value) in [
         ("timeout_seconds", entry.timeout_seconds),
+        ("startup_timeout_seconds", entry.startup_timeout_seconds),
         ("max_response_bytes", entry.max_response_bytes),
         ("max_result_chars", entry.max_result_chars),
     ] {
@@ -211,6 +221,14 @@ pub(crate) fn effective_limits(
             "mcp server {quoted}: timeout_seconds {timeout} exceeds the hard cap; clamped to {MAX_TIMEOUT_SECONDS}"
         ));
         timeout = MAX_TIMEOUT_SECONDS;
+    }
+
+    let mut startup_timeout = entry.startup_timeout_seconds;
+    if startup_timeout > MAX_TIMEOUT_SECONDS {
+        warnings.push(format!(
+            "mcp server {quoted}: startup_timeout_seconds {startup_timeout} exceeds the hard cap; clamped to {MAX_TIMEOUT_SECONDS}"
+        ));
+        startup_timeout = MAX_TIMEOUT_SECONDS;
     }
 
     let max_response_bytes = or_default(entry.max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES);
@@ -237,6 +255,7 @@ pub(crate) fn effective_limits(
 
     Ok(Limits {
         timeout: Duration::from_secs(timeout.unsigned_abs()),
+        startup_timeout: (startup_timeout > 0).then(|| Duration::from_secs(startup_timeout.unsigned_abs())),
         max_response_bytes: usize::try_from(max_response_bytes).unwrap_or(usize::MAX),
         max_result_chars: usize::try_from(max_result_chars).unwrap_or(usize::MAX),
     })
@@ -256,6 +275,28 @@ mod tests {
         let limits = effective_limits("srv", &ServerEntry::default(), &mut warnings).unwrap();
         assert_eq!(limits, Limits::default());
         assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn the_startup_deadline_is_checked_like_the_request_timeout() {
+        let mut warnings = Vec::new();
+        let entry = |seconds| ServerEntry { startup_timeout_seconds: seconds, ..ServerEntry::default() };
+        assert_eq!(effective_limits("srv", &entry(0), &mut warnings).unwrap().startup_timeout, None);
+        assert_eq!(
+            effective_limits("srv", &entry(5), &mut warnings).unwrap().startup_timeout,
+            Some(Duration::from_secs(5))
+        );
+        assert!(warnings.is_empty());
+        assert_eq!(
+            effective_limits("srv", &entry(999_999_999_999), &mut warnings).unwrap().startup_timeout,
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(
+            warnings,
+            ["mcp server \"srv\": startup_timeout_seconds 999999999999 exceeds the hard cap; clamped to 3600"]
+        );
+        let error = effective_limits("srv", &entry(-1), &mut warnings).unwrap_err();
+        assert_eq!(error.to_string(), "mcpclient srv: startup_timeout_seconds must be >= 0, got -1");
     }
 
     #[test]

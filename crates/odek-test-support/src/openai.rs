@@ -230,6 +230,18 @@ impl Reply {
         self
     }
 
+    /// Accepts the request and never sends a byte, not even a response head, until the server
+    /// is dropped: a provider that hangs (liveness tests).
+    pub fn never_answers() -> Reply {
+        Reply::text("never sent").after_release(&Gate::new())
+    }
+
+    /// A streamed answer of `content` that sends its response head and the first half of its
+    /// chunks, then nothing more until the server is dropped: a stream that stalls mid-answer.
+    pub fn stalls_mid_stream(content: impl Into<String>) -> Reply {
+        Reply::sse(Reply::text(content)).hold_mid_stream(&Gate::new())
+    }
+
     /// Waits this long before answering. For timeout tests only; order tests use gates.
     pub fn delay(mut self, delay: Duration) -> Reply {
         self.delay = Some(delay);

@@ -14,7 +14,7 @@ use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tools::BuiltinSettings;
 use odek_llm::{LlmError, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider};
 
-use crate::config::{BudgetInherit, Config, CoreConfig};
+use crate::config::{BudgetInherit, Config, CoreConfig, LimitsConfig};
 use crate::error::RuntimeError;
 use crate::setup::Setup;
 
@@ -37,9 +37,11 @@ pub fn delegation_depth() -> u32 {
 }
 
 /// The provider `core.provider` names: the OpenAI-compatible client (a key is required unless
-/// the endpoint is loopback) or the replay script; wrapped to record when `record` is set.
+/// the endpoint is loopback; its first-byte and stream-idle deadlines from `limits`) or the
+/// replay script; wrapped to record when `record` is set.
 pub fn build_provider(
     core: &CoreConfig,
+    limits: &LimitsConfig,
     api_key: Option<&str>,
     replay: Option<&TaskReplay>,
     record: Option<&std::path::Path>,
@@ -53,7 +55,11 @@ pub fn build_provider(
                     core.base_url
                 )));
             }
-            Box::new(OpenAiProvider::new(OpenAiConfig::new(&core.base_url, key))?)
+            Box::new(OpenAiProvider::new(OpenAiConfig {
+                first_byte_timeout: limits.first_byte_timeout(),
+                stream_idle_timeout: limits.stream_idle_timeout(),
+                ..OpenAiConfig::new(&core.base_url, key)
+            })?)
         }
         REPLAY_PROVIDER => {
             let replay = replay.ok_or_else(|| RuntimeError::Setup("--provider replay needs --replay <file>".into()))?;

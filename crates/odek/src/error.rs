@@ -4,6 +4,7 @@
 //! with a code of its own.
 
 use odek_agent::events::{EventError, SinkError};
+use odek_agent::liveness::{Phase, Stall};
 use odek_agent::prompt::PromptError;
 use odek_agent::run::RunError;
 use odek_agent::session::SessionError;
@@ -52,6 +53,16 @@ pub enum RuntimeError {
     /// The loop failed; [`RunError::Budget`] is the typed execution-budget stop.
     #[error(transparent)]
     Run(#[from] RunError),
+    /// \[beyond\] A required MCP server did not finish its start-up within its deadline: the
+    /// stall's text, then the server's error (`run stalled: no progress in mcp_startup for <n>s
+    /// (limit <n>s); mcp server "<name>": …`).
+    #[error("{stall}; {source}")]
+    StartupStalled {
+        /// The `mcp_startup` stall.
+        stall: Stall,
+        /// The start-up error naming the server.
+        source: Box<McpError>,
+    },
 }
 
 impl RuntimeError {
@@ -67,6 +78,7 @@ impl RuntimeError {
         match self {
             RuntimeError::Run(error) => error.outcome(),
             RuntimeError::Strict(_) => Outcome::Denied,
+            RuntimeError::StartupStalled { .. } => Outcome::Stalled,
             _ => Outcome::Error,
         }
     }
@@ -76,7 +88,30 @@ impl RuntimeError {
         match self {
             RuntimeError::Run(error) => error.class(),
             RuntimeError::Strict(_) => "denied",
+            RuntimeError::StartupStalled { .. } => "stalled",
             _ => "error",
+        }
+    }
+
+    /// The phase that stalled, when the turn ended in a stall (`run_failed.phase`).
+    pub fn stalled_phase(&self) -> Option<Phase> {
+        match self {
+            RuntimeError::Run(RunError::Stalled(stall)) | RuntimeError::StartupStalled { stall, .. } => {
+                Some(stall.phase)
+            }
+            _ => None,
+        }
+    }
+
+    /// An MCP start-up failure: a server whose start-up deadline fired is a stall of the
+    /// `mcp_startup` phase; anything else keeps the spec's start-up error.
+    pub fn from_mcp_startup(source: McpError) -> RuntimeError {
+        match source.startup_stall() {
+            Some(limit) => {
+                let stall = Stall { phase: Phase::McpStartup, idle: limit, limit };
+                RuntimeError::StartupStalled { stall, source: Box::new(source) }
+            }
+            None => RuntimeError::Mcp(source),
         }
     }
 }

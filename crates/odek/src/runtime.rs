@@ -9,10 +9,11 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use odek_agent::budget::{Budget, BudgetLimits};
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
+use odek_agent::liveness::{Liveness, Phase, spawn_heartbeat};
 use odek_agent::observer::{LoopEvent, LoopObserver};
 use odek_agent::plan::{PLAN_TOOL_NAME, PlanBoard, PlanCaps, render_plan};
 use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
@@ -128,8 +129,14 @@ impl Runtime {
     /// The runtime of loaded config files: `ODEK_*` and `overrides` applied, the thinking
     /// level checked. The loader's warnings were reported by [`Setup::load`]; the rest go to
     /// `subscriber`.
-    pub fn new(setup: Setup, overrides: &Overrides, subscriber: Arc<dyn Subscriber>) -> Result<Runtime, RuntimeError> {
+    pub fn new(
+        mut setup: Setup,
+        overrides: &Overrides,
+        subscriber: Arc<dyn Subscriber>,
+    ) -> Result<Runtime, RuntimeError> {
         let effective = resolve_effective(&setup.loaded, &overrides.config)?;
+        // The hub reads its default start-up deadline from the setup: the flag's, when given.
+        setup.loaded.config.limits.mcp_startup_timeout_seconds = effective.config.limits.mcp_startup_timeout_seconds;
         for warning in effective.warnings.get(setup.loaded.warnings.len()..).unwrap_or_default() {
             subscriber.warning(warning);
         }
@@ -299,8 +306,13 @@ impl Runtime {
             }
         };
         let core = &settings.config.core;
-        let provider =
-            build_provider(core, settings.api_key.as_deref(), replay.as_deref(), settings.record.as_deref())?;
+        let provider = build_provider(
+            core,
+            &settings.config.limits,
+            settings.api_key.as_deref(),
+            replay.as_deref(),
+            settings.record.as_deref(),
+        )?;
         Ok((provider, replay))
     }
 }
@@ -532,16 +544,33 @@ impl Session<'_> {
             }
             events.run_started(&self.model, false, runtime.settings.config.core.max_iterations);
         }
+        let first_phase = if self.started.is_some() { Phase::Model } else { Phase::McpStartup };
+        let heartbeat_every = Duration::from_secs(runtime.settings.config.events.heartbeat_seconds);
+        let liveness = match &events {
+            Some(_) if !heartbeat_every.is_zero() => Liveness::new(first_phase),
+            _ => Liveness::off(),
+        };
+        let heartbeat = events.as_ref().and_then(|events| {
+            events.track_liveness(&liveness);
+            spawn_heartbeat(&liveness, events, heartbeat_every)
+        });
         // A turn that failed left its transcript as it stood (a sub-agent reports from it); the
         // next turn starts from its safe state, with no call lacking its result.
         self.messages = safe_state(&self.messages);
         self.messages.push(Message::user(user_message));
-        let outcome = self.run_loop(events.clone(), &control.cancel, &control.finalize, started).await;
+        let outcome = self.run_loop(events.clone(), liveness, &control.cancel, &control.finalize, started).await;
+        // No heartbeat after the run's last event.
+        drop(heartbeat);
         if let Some(events) = &events {
             let duration = started.elapsed();
             match &outcome {
                 Ok(outcome) => events.run_completed(duration, outcome.usage, Outcome::Success),
-                Err(error) => events.run_failed(duration, error.error_class(), error.outcome()),
+                Err(error) => events.run_failed(
+                    duration,
+                    error.error_class(),
+                    error.outcome(),
+                    error.stalled_phase().map(Phase::as_str),
+                ),
             }
             // Drained before the turn returns, so a face prints its answer after the last event.
             events.close();
@@ -567,10 +596,11 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Stops the session's MCP servers.
+    /// Stops the session's MCP servers within the shutdown drain (`limits.shutdown_drain_seconds`):
+    /// a server still running when it expires has its process group killed.
     pub async fn close(self) {
         if let Some(hub) = self.started.and_then(|started| started.hub) {
-            hub.shutdown().await;
+            hub.shutdown_within(self.runtime.settings.config.limits.shutdown_drain()).await;
         }
     }
 
@@ -643,6 +673,7 @@ impl Session<'_> {
     async fn run_loop(
         &mut self,
         events: Option<Arc<EventStream>>,
+        liveness: Liveness,
         cancel: &CancellationToken,
         finalize: &CancellationToken,
         started: Instant,
@@ -663,6 +694,7 @@ impl Session<'_> {
             ToolContext::new(sources.cwd.clone(), sources.odek_dir(), DangerPolicy::new(settings.policy.clone()));
         tool_context.cancel = cancel.clone();
         tool_context.interactive = gate.is_some();
+        tool_context.liveness = liveness;
         let limits = self.turn_limits(&|warning| subscriber.warning(warning));
         let budget = Budget::new(limits, started).after(self.spent.usage, self.spent.tool_calls);
         let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));

@@ -49,6 +49,7 @@ impl Setup {
             approver,
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
             parent_env: self.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
+            startup_timeout: self.loaded.config.limits.mcp_startup_timeout(),
         }
     }
 
@@ -116,5 +117,5 @@ pub async fn start_servers(
         startable.retain(|server| server.name != skipped.name);
     }
     let approver = Arc::new(approvals.tool_approver(&startable)?);
-    Ok(McpHub::start(specs, setup.hub_options(observer, approver)).await?)
+    McpHub::start(specs, setup.hub_options(observer, approver)).await.map_err(RuntimeError::from_mcp_startup)
 }

@@ -132,6 +132,10 @@ impl McpObserver for McpRoute {
     fn server_line(&self, server: &str, line: &str) {
         self.deliver(|target| target.server_line(server, line));
     }
+
+    fn activity(&self, server: &str) {
+        self.deliver(|target| target.activity(server));
+    }
 }
 
 /// The subscriber seen as the MCP observer an event stream passes MCP events on to.

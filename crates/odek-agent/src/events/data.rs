@@ -14,6 +14,7 @@ use odek_contract::outcome::Outcome;
 use odek_danger::DangerClass;
 
 use crate::budget::LimitName;
+use crate::liveness::Phase;
 use crate::observer::TrimMode;
 
 /// What every `data` struct is: serialisable, with a schema, and bound to its `type`.
@@ -59,6 +60,7 @@ event_types! {
     BudgetExceeded<'a> => "budget_exceeded",
     RunCompleted => "run_completed",
     RunFailed<'a> => "run_failed",
+    RunHeartbeat<'a> => "run_heartbeat",
 }
 
 /// The first event of every run.
@@ -316,6 +318,23 @@ pub(crate) struct RunFailed<'a> {
     /// \[beyond\] How the run ended.
     #[schemars(schema_with = "outcome_schema")]
     pub outcome: Outcome,
+    /// \[beyond\] The phase that made no progress; only with `error_class: "stalled"`.
+    // `default`: a custom schema would otherwise make the field required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "phase_schema")]
+    pub phase: Option<&'a str>,
+}
+
+/// \[beyond\] Every `events.heartbeat_seconds` while the run is alive.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct RunHeartbeat<'a> {
+    /// What the run is doing.
+    #[schemars(schema_with = "phase_schema")]
+    pub phase: &'a str,
+    /// The tool calls running, in start order.
+    pub call_ids: &'a [String],
+    /// Milliseconds since the last progress of any kind.
+    pub idle_ms: u64,
 }
 
 fn words_schema(words: impl IntoIterator<Item = &'static str>) -> Schema {
@@ -337,6 +356,10 @@ fn trim_mode_schema(_: &mut SchemaGenerator) -> Schema {
 
 fn limit_name_schema(_: &mut SchemaGenerator) -> Schema {
     words_schema(LimitName::ALL.iter().map(|name| name.as_str()))
+}
+
+fn phase_schema(_: &mut SchemaGenerator) -> Schema {
+    words_schema(Phase::ALL.iter().map(|phase| phase.as_str()))
 }
 
 fn budget_value_schema(_: &mut SchemaGenerator) -> Schema {

@@ -256,9 +256,15 @@ impl Event {
         Event::of(None, None, RunCompleted { duration_ms: millis(duration), input_tokens, output_tokens, outcome })
     }
 
-    /// `outcome` \[beyond\] says how the run ended, beside the spec's `error_class`.
-    pub fn run_failed(duration: std::time::Duration, error_class: &str, outcome: Outcome) -> Event {
-        Event::of(None, None, RunFailed { duration_ms: millis(duration), error_class, outcome })
+    /// `outcome` \[beyond\] says how the run ended, beside the spec's `error_class`; `phase`
+    /// \[beyond\] is the phase that stalled (`error_class: "stalled"` only).
+    pub fn run_failed(
+        duration: std::time::Duration,
+        error_class: &str,
+        outcome: Outcome,
+        phase: Option<&str>,
+    ) -> Event {
+        Event::of(None, None, RunFailed { duration_ms: millis(duration), error_class, outcome, phase })
     }
 
     /// A copy with `tool` and every string anywhere inside `data` passed through secret
@@ -270,6 +276,12 @@ impl Event {
             tool: self.tool.as_deref().map(|tool| redact(tool).into_owned()),
             data: self.data.iter().map(|(key, value)| (key.clone(), redact_value(value))).collect(),
         }
+    }
+
+    /// \[beyond\] `run_heartbeat`: the run's `phase`, the running tool calls (`call_ids`, in
+    /// start order) and `idle_ms` since the last progress of any kind.
+    pub fn run_heartbeat(phase: &str, call_ids: &[String], idle: std::time::Duration) -> Event {
+        Event::of(None, None, RunHeartbeat { phase, call_ids, idle_ms: millis(idle) })
     }
 }
 

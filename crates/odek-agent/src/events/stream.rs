@@ -14,6 +14,7 @@ use odek_mcp::{McpEvent, McpObserver};
 use super::args::args_summary;
 use super::dispatch::EventEmitter;
 use super::event::Event;
+use crate::liveness::Liveness;
 use crate::observer::{CallResult, LoopEvent, LoopObserver};
 use crate::plan::PlanEvent;
 
@@ -25,6 +26,8 @@ pub struct EventStream {
     odek_home: PathBuf,
     /// Receives every MCP event, warning and server line too, so the terminal keeps showing them.
     mcp_terminal: Arc<dyn McpObserver>,
+    /// The run's liveness, told about MCP activity.
+    liveness: std::sync::OnceLock<Liveness>,
 }
 
 impl std::fmt::Debug for EventStream {
@@ -37,7 +40,13 @@ impl EventStream {
     /// `cwd` and `odek_home` anchor the danger classes of `args_summary`; `mcp_terminal` is the
     /// MCP observer the hub would have had without events (e.g. `odek_mcp::StderrObserver`).
     pub fn new(emitter: EventEmitter, cwd: &Path, odek_home: &Path, mcp_terminal: Arc<dyn McpObserver>) -> EventStream {
-        EventStream { emitter, cwd: cwd.to_path_buf(), odek_home: odek_home.to_path_buf(), mcp_terminal }
+        EventStream {
+            emitter,
+            cwd: cwd.to_path_buf(),
+            odek_home: odek_home.to_path_buf(),
+            mcp_terminal,
+            liveness: std::sync::OnceLock::new(),
+        }
     }
 
     /// Queues `event` (see [`EventEmitter::emit`]).
@@ -59,8 +68,21 @@ impl EventStream {
         self.emit(Event::run_completed(duration, usage.input_tokens, usage.output_tokens, outcome));
     }
 
-    pub fn run_failed(&self, duration: Duration, error_class: &str, outcome: Outcome) {
-        self.emit(Event::run_failed(duration, error_class, outcome));
+    /// `phase` is the phase that stalled, for a stall.
+    pub fn run_failed(&self, duration: Duration, error_class: &str, outcome: Outcome, phase: Option<&str>) {
+        self.emit(Event::run_failed(duration, error_class, outcome, phase));
+    }
+
+    /// MCP activity (progress notifications, server lines) counts as progress of `liveness`.
+    /// Set once per stream; later calls are ignored.
+    pub fn track_liveness(&self, liveness: &Liveness) {
+        let _ = self.liveness.set(liveness.clone());
+    }
+
+    fn note_mcp_activity(&self) {
+        if let Some(liveness) = self.liveness.get() {
+            liveness.note_progress();
+        }
     }
 
     /// Drains and stops the stream; see [`EventEmitter::close`].
@@ -147,6 +169,7 @@ impl LoopObserver for EventStream {
 
 impl McpObserver for EventStream {
     fn event(&self, event: McpEvent) {
+        self.note_mcp_activity();
         self.emit(mcp_event_to_event(&event));
         self.mcp_terminal.event(event);
     }
@@ -156,7 +179,13 @@ impl McpObserver for EventStream {
     }
 
     fn server_line(&self, server: &str, line: &str) {
+        self.note_mcp_activity();
         self.mcp_terminal.server_line(server, line);
+    }
+
+    fn activity(&self, server: &str) {
+        self.note_mcp_activity();
+        self.mcp_terminal.activity(server);
     }
 }
 
@@ -176,6 +205,12 @@ impl StreamObserver for Fanout {
     fn on_delta(&self, text: &str, reasoning: bool) {
         for observer in &self.observers {
             observer.on_delta(text, reasoning);
+        }
+    }
+
+    fn on_progress(&self) {
+        for observer in &self.observers {
+            observer.on_progress();
         }
     }
 }

@@ -32,6 +32,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Budget, BudgetExceeded, LimitName};
+use crate::liveness::{Liveness, Phase, Stall};
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
 use crate::tool::{Denial, Risk, Tool, ToolContext, ToolError, ToolOutcome};
@@ -87,6 +88,10 @@ pub enum RunError {
     /// \[beyond\] Under `--strict`, an operation was refused.
     #[error("operation denied (strict): {tool}: {reason} (risk: {class})", reason = redact(&.denial.reason), class = .denial.class)]
     Denied { tool: String, denial: Denial },
+    /// \[beyond\] A phase deadline fired (the provider sent nothing for its first-byte or
+    /// stream-idle limit): `run stalled: no progress in <phase> for <n>s (limit <limit>s)`.
+    #[error("{0}")]
+    Stalled(Stall),
 }
 
 impl RunError {
@@ -97,6 +102,7 @@ impl RunError {
             RunError::Provider { source, .. } => source.class(),
             RunError::Budget(_) => "execution_budget",
             RunError::Denied { .. } => "denied",
+            RunError::Stalled(_) => "stalled",
             RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => "error",
         }
     }
@@ -108,6 +114,7 @@ impl RunError {
             RunError::Provider { .. } => Outcome::ModelError,
             RunError::Budget(_) => Outcome::BudgetExceeded,
             RunError::Denied { .. } => Outcome::Denied,
+            RunError::Stalled(_) => Outcome::Stalled,
             RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => Outcome::Error,
         }
     }
@@ -360,6 +367,7 @@ impl Agent {
         if self.budget.any_exhausted(state.totals) {
             return Err(RunError::MaxIterations(max_iterations));
         }
+        self.tool_context.liveness.enter(Phase::Finalizing);
         let summary = self
             .until_runtime_deadline(partial_summary(
                 self.provider.as_ref(),
@@ -391,6 +399,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<Option<ChatResponse>, RunError> {
         self.observer.on_event(&LoopEvent::IterationStarted { iteration });
+        self.tool_context.liveness.enter(Phase::Model);
         self.tools.refresh().await;
         self.proactive_trim(iteration, messages, state).await;
         if let Err(exceeded) = self.budget.check_runtime() {
@@ -599,6 +608,7 @@ impl Agent {
         messages: &mut Vec<Message>,
         mut totals: Usage,
     ) -> Result<RunOutcome, RunError> {
+        self.tool_context.liveness.enter(Phase::Finalizing);
         let summary = self
             .until_runtime_deadline(partial_summary(
                 self.provider.as_ref(),
@@ -630,6 +640,7 @@ impl Agent {
     ) -> RunError {
         self.observer.on_event(&LoopEvent::BudgetExceeded { iteration, exceeded: &exceeded });
         if exceeded.limit_name == LimitName::ToolCalls && self.budget.others_have_headroom(totals) {
+            self.tool_context.liveness.enter(Phase::Finalizing);
             let summary = self
                 .until_runtime_deadline(partial_summary(
                     self.provider.as_ref(),
@@ -666,13 +677,14 @@ impl Agent {
             side_call: false,
             timeout: None,
         };
+        let observer = NotingProgress { inner: self.observer.as_ref(), liveness: &self.tool_context.liveness };
         let response = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(RunError::Cancelled),
-            response = self.until_runtime_deadline(self.provider.complete(request, self.observer.as_ref())) => response,
+            response = self.until_runtime_deadline(self.provider.complete(request, &observer)) => response,
         };
         match response {
-            Some(response) => response.map_err(|source| RunError::Provider { iteration: 0, source }),
+            Some(response) => response.map_err(model_call_error),
             None => Err(RunError::Budget(self.budget.runtime_expired())),
         }
     }
@@ -815,6 +827,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> (Vec<Finished>, Option<BudgetExceeded>) {
         let permits = Arc::new(Semaphore::new(self.settings.max_tool_parallel.max(1)));
+        self.tool_context.liveness.enter(Phase::Tools);
         let inline = batch.len() == 1;
         let batch_cancel = cancel.child_token();
         let mut running = Vec::with_capacity(batch.len());
@@ -826,6 +839,7 @@ impl Agent {
                 continue;
             };
             let arguments = call.function.arguments.clone();
+            let call_id = call.id.clone();
             let mut ctx = self.tool_context.clone();
             ctx.approved = approved;
             ctx.cancel = batch_cancel.child_token();
@@ -837,7 +851,9 @@ impl Agent {
                     return (Err(ToolError::new("cancelled")), Duration::ZERO);
                 }
                 let started = Instant::now();
+                ctx.liveness.call_started(&call_id);
                 let outcome = tool.call(&arguments, &ctx).await;
+                ctx.liveness.call_finished(&call_id);
                 (outcome, started.elapsed())
             };
             let call = if inline {
@@ -899,6 +915,33 @@ impl Agent {
         }
         self.observer.on_event(&LoopEvent::SessionSaved { iteration, message_count: saved.message_count });
         Ok(())
+    }
+}
+
+/// A model call's failure: a provider that sent nothing for a liveness deadline is a stall of
+/// the `model` phase; anything else is the provider's error.
+fn model_call_error(source: LlmError) -> RunError {
+    match source.silence() {
+        Some(limit) => RunError::Stalled(Stall { phase: Phase::Model, idle: limit, limit }),
+        None => RunError::Provider { iteration: 0, source },
+    }
+}
+
+/// The loop's observer as the provider sees it: every chunk that added to the answer is also
+/// progress of the run's liveness.
+struct NotingProgress<'a> {
+    inner: &'a dyn LoopObserver,
+    liveness: &'a Liveness,
+}
+
+impl odek_llm::StreamObserver for NotingProgress<'_> {
+    fn on_delta(&self, text: &str, reasoning: bool) {
+        self.inner.on_delta(text, reasoning);
+    }
+
+    fn on_progress(&self) {
+        self.liveness.note_progress();
+        self.inner.on_progress();
     }
 }
 

@@ -18,7 +18,7 @@ use odek_contract::redaction::redact;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_llm::Message;
 
-use crate::cli::{ContinueArgs, LoopArgs, RunArgs};
+use crate::cli::{ContinueArgs, LoopArgs, RunArgs, deadline_seconds, heartbeat_seconds};
 use crate::interrupt::cancel_on_stop_signals;
 use crate::outcome::CommandError;
 use crate::terminal::face::TerminalFace;
@@ -154,6 +154,11 @@ pub(crate) fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result
         tools: flags.tools.clone(),
         no_tools: flags.no_tools.clone(),
         strict: flags.strict,
+        first_byte_timeout_seconds: deadline_seconds("--first-byte-timeout", flags.first_byte_timeout.as_deref())?,
+        stream_idle_timeout_seconds: deadline_seconds("--stream-idle-timeout", flags.stream_idle_timeout.as_deref())?,
+        mcp_startup_timeout_seconds: deadline_seconds("--mcp-startup-timeout", flags.mcp_startup_timeout.as_deref())?,
+        shutdown_drain_seconds: deadline_seconds("--shutdown-drain", flags.shutdown_drain.as_deref())?,
+        heartbeat_seconds: heartbeat_seconds(flags.heartbeat.as_deref())?,
         ..CliOverrides::default()
     };
     if let Some(run) = run_flags {

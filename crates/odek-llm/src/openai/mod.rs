@@ -9,10 +9,15 @@
 //! Deadlines: a call with [`ChatRequest::timeout`] is bounded by it as a whole (all attempts,
 //! backoff and stream). Otherwise one attempt is bounded by `request_timeout` up to the whole
 //! non-streamed body (whose head may only come with the answer, and whose keep-alive blank
-//! lines cannot extend the bound). A streamed attempt is bounded by `stream_idle_timeout` (and
-//! `request_timeout`) up to its response head, then by `stream_idle_timeout` since the last
-//! chunk that added to the answer: a long answer that keeps flowing is fine, a stream of
-//! keep-alive comments or empty chunks is not.
+//! lines cannot extend the bound), and by `first_byte_timeout` up to the first byte of that
+//! body (connect and response head included). A streamed attempt is bounded by the shorter of
+//! `first_byte_timeout` and `stream_idle_timeout` (and `request_timeout`) up to its response
+//! head, then by `stream_idle_timeout` since the last chunk that added to the answer: a long
+//! answer that keeps flowing is fine, a stream of keep-alive comments or empty chunks is not.
+//! The two liveness deadlines (first byte, stream idle) fail the call with an
+//! [`LlmError::Timeout`] whose `silent_for` is set: the provider sent nothing, which the loop
+//! reports as a stall. Each attempt gets its own first-byte deadline; a liveness deadline is
+//! never retried (nor is any timeout), so a silent provider costs one deadline, not four.
 //!
 //! Retries (jittered exponential backoff, `Retry-After` seconds honoured up to
 //! [`MAX_RETRY_AFTER`]) happen on HTTP 429, 5xx, refused and reset connections, and only before a
@@ -41,7 +46,10 @@ use wire::WireError;
 /// Default bound of one attempt: 300 s.
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default longest silence between two chunks of a streamed answer: 90 s.
-const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Default bound from sending a request to the first byte of its answer (connect and response
+/// head included): 120 s.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default TCP + TLS connect bound: 10 s.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default number of retries after the first attempt.
@@ -67,6 +75,9 @@ pub struct OpenAiConfig {
     pub api_key: String,
     pub request_timeout: Duration,
     pub stream_idle_timeout: Duration,
+    /// Per attempt: sending the request until the first byte of the answer's body (a streamed
+    /// attempt: until its response head, bounded by `stream_idle_timeout` too).
+    pub first_byte_timeout: Duration,
     pub connect_timeout: Duration,
     pub max_retries: u32,
     pub retry_base_delay: Duration,
@@ -82,6 +93,7 @@ impl OpenAiConfig {
             api_key: api_key.into(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
+            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_retries: DEFAULT_MAX_RETRIES,
             retry_base_delay: DEFAULT_RETRY_BASE_DELAY,
@@ -99,6 +111,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("api_key", &if self.api_key.is_empty() { "<none>" } else { "<set>" })
             .field("request_timeout", &self.request_timeout)
             .field("stream_idle_timeout", &self.stream_idle_timeout)
+            .field("first_byte_timeout", &self.first_byte_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_retries", &self.max_retries)
             .field("retry_base_delay", &self.retry_base_delay)
@@ -202,11 +215,19 @@ impl OpenAiProvider {
         observer: &dyn StreamObserver,
     ) -> Result<ChatResponse, AttemptFailure> {
         // A streamed answer starts at once, so a silent head is a dead call: the idle bound
-        // covers it. A plain answer's head may only come with the whole answer.
-        let head_deadline =
-            if stream { deadline.min(Instant::now() + self.config.stream_idle_timeout) } else { deadline };
+        // covers it too. A plain answer's head may only come with the whole answer, so only
+        // the first-byte bound does.
+        let head_limit = if stream {
+            self.config.first_byte_timeout.min(self.config.stream_idle_timeout)
+        } else {
+            self.config.first_byte_timeout
+        };
+        let first_byte_deadline = Instant::now() + head_limit;
+        let head_deadline = deadline.min(first_byte_deadline);
         let response = match timeout_at(head_deadline, self.request(body, stream).send()).await {
-            Err(_) if head_deadline < deadline => return Err(AttemptFailure::final_error(self.head_idle_error())),
+            Err(_) if head_deadline < deadline => {
+                return Err(AttemptFailure::final_error(self.head_silent_error(head_limit)));
+            }
             Err(_) => return Err(AttemptFailure::final_error(self.timeout_error(self.config.request_timeout))),
             Ok(Err(err)) => {
                 let error = self.transport_error(&err);
@@ -230,7 +251,7 @@ impl OpenAiProvider {
         let result = if stream && is_event_stream {
             self.read_stream(response, observer).await
         } else {
-            self.read_completion(response, deadline).await
+            self.read_completion(response, first_byte_deadline.min(deadline), deadline).await
         };
         result.map_err(AttemptFailure::final_error)
     }
@@ -253,7 +274,7 @@ impl OpenAiProvider {
         let status = response.status().as_u16();
         let retry_after =
             response.headers().get(RETRY_AFTER).and_then(|value| value.to_str().ok()).and_then(parse_retry_after);
-        let body = timeout_at(deadline, read_bounded(response, MAX_ERROR_BODY_BYTES))
+        let body = timeout_at(deadline, read_bounded(response, Vec::new(), MAX_ERROR_BODY_BYTES))
             .await
             .ok()
             .and_then(Result::ok)
@@ -273,8 +294,22 @@ impl OpenAiProvider {
         }
     }
 
-    async fn read_completion(&self, response: reqwest::Response, deadline: Instant) -> Result<ChatResponse, LlmError> {
-        let read = match timeout_at(deadline, read_bounded(response, MAX_RESPONSE_BYTES)).await {
+    /// A plain answer's body: its first byte by `first_byte_deadline`, all of it by `deadline`.
+    async fn read_completion(
+        &self,
+        mut response: reqwest::Response,
+        first_byte_deadline: Instant,
+        deadline: Instant,
+    ) -> Result<ChatResponse, LlmError> {
+        let first = match timeout_at(first_byte_deadline, response.chunk()).await {
+            Err(_) if first_byte_deadline < deadline => {
+                return Err(self.first_byte_error(self.config.first_byte_timeout));
+            }
+            Err(_) => return Err(self.timeout_error(self.config.request_timeout)),
+            Ok(Err(err)) => return Err(self.transport_error(&err)),
+            Ok(Ok(first)) => first.unwrap_or_default(),
+        };
+        let read = match timeout_at(deadline, read_bounded(response, first.to_vec(), MAX_RESPONSE_BYTES)).await {
             Err(_) => return Err(self.timeout_error(self.config.request_timeout)),
             Ok(Err(err)) => return Err(self.transport_error(&err)),
             Ok(Ok(read)) => read,
@@ -316,6 +351,7 @@ impl OpenAiProvider {
             }
             if body.accumulator.progress() != progress {
                 idle_since = Instant::now();
+                observer.on_progress();
             }
         }
         self.finish_stream(body)
@@ -323,23 +359,30 @@ impl OpenAiProvider {
 
     /// No data within the idle bound after the last chunk that carried some.
     fn stream_idle_error(&self) -> LlmError {
+        let limit = self.config.stream_idle_timeout;
         LlmError::Timeout {
             endpoint: self.endpoint.clone(),
-            detail: format!(
-                "stream idle for more than {} (no data from the provider)",
-                describe_duration(self.config.stream_idle_timeout)
-            ),
+            detail: format!("stream idle for more than {} (no data from the provider)", describe_duration(limit)),
+            silent_for: Some(limit),
         }
     }
 
-    /// A streamed request whose response head did not come within the idle bound.
-    fn head_idle_error(&self) -> LlmError {
+    /// A request whose response head did not come within `limit` (the first-byte bound, for a
+    /// streamed call also the idle bound).
+    fn head_silent_error(&self, limit: Duration) -> LlmError {
         LlmError::Timeout {
             endpoint: self.endpoint.clone(),
-            detail: format!(
-                "no response head within {} (no data from the provider)",
-                describe_duration(self.config.stream_idle_timeout)
-            ),
+            detail: format!("no response head within {} (no data from the provider)", describe_duration(limit)),
+            silent_for: Some(limit),
+        }
+    }
+
+    /// A plain answer whose head came but whose body did not start within `limit`.
+    fn first_byte_error(&self, limit: Duration) -> LlmError {
+        LlmError::Timeout {
+            endpoint: self.endpoint.clone(),
+            detail: format!("no answer byte within {} (no data from the provider)", describe_duration(limit)),
+            silent_for: Some(limit),
         }
     }
 
@@ -441,6 +484,7 @@ impl OpenAiProvider {
         LlmError::Timeout {
             endpoint: self.endpoint.clone(),
             detail: format!("no answer within {}", describe_duration(limit)),
+            silent_for: None,
         }
     }
 
@@ -451,6 +495,7 @@ impl OpenAiProvider {
             return LlmError::Timeout {
                 endpoint: self.endpoint.clone(),
                 detail: self.scrub(&format!("timed out: {chain}")),
+                silent_for: None,
             };
         }
         let kind = classify_transport(err);
@@ -631,8 +676,16 @@ struct BoundedBody {
     truncated: bool,
 }
 
-async fn read_bounded(mut response: reqwest::Response, cap: usize) -> Result<BoundedBody, reqwest::Error> {
-    let mut bytes = Vec::new();
+/// The rest of `response` after `bytes` (already read), up to `cap` in all.
+async fn read_bounded(
+    mut response: reqwest::Response,
+    mut bytes: Vec<u8>,
+    cap: usize,
+) -> Result<BoundedBody, reqwest::Error> {
+    if bytes.len() > cap {
+        bytes.truncate(cap);
+        return Ok(BoundedBody { bytes, truncated: true });
+    }
     while let Some(chunk) = response.chunk().await? {
         if bytes.len() + chunk.len() > cap {
             let room = cap - bytes.len();

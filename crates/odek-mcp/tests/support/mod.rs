@@ -159,6 +159,7 @@ pub async fn wait_stale(hub: &McpHub) {
 
 pub fn options(recorder: &Arc<Recorder>, approver: Arc<dyn ToolApprover>) -> HubOptions {
     HubOptions {
+        startup_timeout: std::time::Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
         observer: Arc::clone(recorder) as Arc<dyn McpObserver>,
         approver,
         client_version: "0.0.0-test".into(),

@@ -43,6 +43,17 @@ pub struct CliOverrides {
     pub max_cost_usd: Option<f64>,
     /// `--strict`: turns `limits.strict` on (never off).
     pub strict: bool,
+    /// \[beyond\] `--first-byte-timeout` (seconds), over `limits.first_byte_timeout_seconds`.
+    pub first_byte_timeout_seconds: Option<u64>,
+    /// \[beyond\] `--stream-idle-timeout` (seconds), over `limits.stream_idle_timeout_seconds`.
+    pub stream_idle_timeout_seconds: Option<u64>,
+    /// \[beyond\] `--mcp-startup-timeout` (seconds), over `limits.mcp_startup_timeout_seconds`
+    /// (the deadline of servers whose entry sets no `startup_timeout_seconds`).
+    pub mcp_startup_timeout_seconds: Option<u64>,
+    /// \[beyond\] `--shutdown-drain` (seconds), over `limits.shutdown_drain_seconds`.
+    pub shutdown_drain_seconds: Option<u64>,
+    /// \[beyond\] `--heartbeat` (seconds, `0` = off), over `events.heartbeat_seconds`.
+    pub heartbeat_seconds: Option<u64>,
 }
 
 /// The settings of one run, every layer applied. `Debug` hides the key.
@@ -119,6 +130,11 @@ pub fn apply_cli_overrides(config: &mut Config, cli: &CliOverrides) {
         (&mut limits.max_tool_calls, cli.max_tool_calls),
         (&mut limits.max_input_tokens, cli.max_input_tokens),
         (&mut limits.max_output_tokens, cli.max_output_tokens),
+        (&mut limits.first_byte_timeout_seconds, cli.first_byte_timeout_seconds),
+        (&mut limits.stream_idle_timeout_seconds, cli.stream_idle_timeout_seconds),
+        (&mut limits.mcp_startup_timeout_seconds, cli.mcp_startup_timeout_seconds),
+        (&mut limits.shutdown_drain_seconds, cli.shutdown_drain_seconds),
+        (&mut config.events.heartbeat_seconds, cli.heartbeat_seconds),
     ] {
         if let Some(value) = value {
             *target = value;

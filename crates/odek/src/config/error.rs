@@ -61,6 +61,19 @@ pub enum ConfigError {
         /// The key inside `limits`.
         key: String,
     },
+    /// \[beyond\] A liveness deadline or the heartbeat interval outside its range; `key` is the
+    /// dotted path (`limits.first_byte_timeout_seconds`, `events.heartbeat_seconds`).
+    #[error("config {path}: {key} must be {rule}, got {value}")]
+    OutOfRange {
+        /// The config file's path as shown.
+        path: String,
+        /// The key's dotted path.
+        key: String,
+        /// The allowed range, in words.
+        rule: &'static str,
+        /// The value given.
+        value: i64,
+    },
     /// A negative count for a core key whose only documented special value is `0`.
     #[error("config {path}: {key} must be >= 0")]
     NegativeValue {

@@ -2,13 +2,18 @@
 //!
 //! Rules: every value is optional, `0`/absent means "no limit / no price", a negative value is
 //! fatal. \[beyond\] `shell_timeout_seconds` caps the shell tool's `timeout_seconds`; `0`/absent
-//! there means the default cap (1800 s), which a project may only lower. \[beyond\] `strict`
-//! may be turned on by either file and off by neither. Merging is a clamp: a project limit may
-//! only lower a global one ([`clamp_project_limit`]); prices are operator-only (the project's
-//! were already removed by [`super::project_restrictions`]).
+//! there means the default cap (1800 s), which a project may only lower. \[beyond\] The liveness
+//! deadlines (`first_byte_timeout_seconds`, `stream_idle_timeout_seconds`,
+//! `mcp_startup_timeout_seconds`, `shutdown_drain_seconds`) work the same way, except that a
+//! deadline cannot be switched off: `0` is an error, as is more than a day
+//! ([`check_deadlines`]). Merging is a clamp: a project limit may only lower a global one
+//! ([`clamp_project_limit`]); prices are operator-only (the project's were already removed by
+//! [`super::project_restrictions`]). \[beyond\] `strict` may be turned on by either file and
+//! off by neither.
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
+use std::time::Duration;
 
 use odek_agent::budget::{BudgetLimits, resolve_price};
 use serde::Deserialize;
@@ -17,6 +22,22 @@ use super::{Config, ConfigError, PROJECT_DISPLAY};
 
 /// The shell timeout cap when no config sets one (seconds).
 const DEFAULT_SHELL_CAP: i64 = odek_agent::tools::DEFAULT_SHELL_TIMEOUT_SECONDS as i64;
+
+/// \[beyond\] The liveness deadlines under `limits`, with their defaults (seconds).
+pub const DEADLINE_KEYS: [(&str, u64); 4] = [
+    ("first_byte_timeout_seconds", odek_llm::DEFAULT_FIRST_BYTE_TIMEOUT.as_secs()),
+    ("stream_idle_timeout_seconds", odek_llm::DEFAULT_STREAM_IDLE_TIMEOUT.as_secs()),
+    ("mcp_startup_timeout_seconds", odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
+    ("shutdown_drain_seconds", DEFAULT_SHUTDOWN_DRAIN_SECONDS),
+];
+
+/// \[beyond\] The longest a liveness deadline (or the heartbeat interval) may be: one day
+/// (seconds). Larger values are an error, so no deadline can overflow a clock.
+pub const MAX_DEADLINE_SECONDS: u64 = 86_400;
+
+/// \[beyond\] Default bound of the shutdown drain (seconds): MCP servers get this long to exit
+/// after a run before their process groups are killed.
+pub const DEFAULT_SHUTDOWN_DRAIN_SECONDS: u64 = 10;
 
 /// The `limits` keys that set a price; a project may set none of them.
 pub const PRICE_KEYS: &[&str] = &["input_cost_per_million_usd", "output_cost_per_million_usd", "model_prices"];
@@ -30,6 +51,10 @@ pub(crate) struct LimitsFile {
     max_input_tokens: Option<i64>,
     max_output_tokens: Option<i64>,
     shell_timeout_seconds: Option<i64>,
+    first_byte_timeout_seconds: Option<i64>,
+    stream_idle_timeout_seconds: Option<i64>,
+    mcp_startup_timeout_seconds: Option<i64>,
+    shutdown_drain_seconds: Option<i64>,
     max_cost_usd: Option<f64>,
     input_cost_per_million_usd: Option<f64>,
     output_cost_per_million_usd: Option<f64>,
@@ -68,6 +93,16 @@ pub struct LimitsConfig {
     pub max_output_tokens: u64,
     /// \[beyond\] The cap on the shell tool's `timeout_seconds` (seconds); never `0` once merged.
     pub shell_timeout_seconds: u64,
+    /// \[beyond\] Per provider attempt: request sent to the first byte of the answer (seconds;
+    /// `0` = the default 120). See [`LimitsConfig::first_byte_timeout`].
+    pub first_byte_timeout_seconds: u64,
+    /// \[beyond\] Longest silence of a streamed answer (seconds; `0` = the default 90).
+    pub stream_idle_timeout_seconds: u64,
+    /// \[beyond\] Start-up deadline of an MCP server whose entry sets none (seconds; `0` = the
+    /// default 30).
+    pub mcp_startup_timeout_seconds: u64,
+    /// \[beyond\] Bound of the shutdown drain (seconds; `0` = the default 10).
+    pub shutdown_drain_seconds: u64,
     /// Estimated cost cap (USD).
     pub max_cost_usd: f64,
     /// Flat input price (USD per million tokens).
@@ -108,14 +143,48 @@ pub(crate) fn check_limits_not_negative(path: &str, limits: &LimitsFile) -> Resu
     Ok(())
 }
 
-fn int_limits(limits: &LimitsFile) -> [(&'static str, Option<i64>); 5] {
+fn int_limits(limits: &LimitsFile) -> [(&'static str, Option<i64>); 9] {
+    let [first_byte, stream_idle, mcp_startup, drain] = deadline_fields(limits);
     [
         ("max_runtime_seconds", limits.max_runtime_seconds),
         ("max_tool_calls", limits.max_tool_calls),
         ("max_input_tokens", limits.max_input_tokens),
         ("max_output_tokens", limits.max_output_tokens),
         ("shell_timeout_seconds", limits.shell_timeout_seconds),
+        first_byte,
+        stream_idle,
+        mcp_startup,
+        drain,
     ]
+}
+
+/// The liveness deadlines of one file, in [`DEADLINE_KEYS`] order.
+fn deadline_fields(limits: &LimitsFile) -> [(&'static str, Option<i64>); 4] {
+    [
+        (DEADLINE_KEYS[0].0, limits.first_byte_timeout_seconds),
+        (DEADLINE_KEYS[1].0, limits.stream_idle_timeout_seconds),
+        (DEADLINE_KEYS[2].0, limits.mcp_startup_timeout_seconds),
+        (DEADLINE_KEYS[3].0, limits.shutdown_drain_seconds),
+    ]
+}
+
+/// \[beyond\] A liveness deadline cannot be off and cannot run past a day: `0` and values
+/// above [`MAX_DEADLINE_SECONDS`] are fatal, `config <path>: limits.<key> must be from 1 to
+/// 86400 seconds (leave it out for the default), got <v>`. Negatives were refused already.
+pub(crate) fn check_deadlines(path: &str, limits: &LimitsFile) -> Result<(), ConfigError> {
+    for (key, value) in deadline_fields(limits) {
+        if let Some(value) = value
+            && (value == 0 || value.unsigned_abs() > MAX_DEADLINE_SECONDS)
+        {
+            return Err(ConfigError::OutOfRange {
+                path: path.to_owned(),
+                key: format!("limits.{key}"),
+                rule: "from 1 to 86400 seconds (leave it out for the default)",
+                value,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn float_fields(limits: &LimitsFile) -> [(&'static str, Option<f64>); 3] {
@@ -139,6 +208,15 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
     // Unset globally is the default cap, not "no cap": a project may only lower it.
     let global_shell = global.shell_timeout_seconds.filter(|seconds| *seconds > 0).unwrap_or(DEFAULT_SHELL_CAP);
     let shell_timeout_seconds = merge_int("shell_timeout_seconds", Some(global_shell), project.shell_timeout_seconds);
+    // The deadlines likewise: unset globally is the default, which a project may only lower.
+    let mut deadlines = [0; 4];
+    for (merged, (((key, global), (_, project)), (_, default))) in
+        deadlines.iter_mut().zip(deadline_fields(global).into_iter().zip(deadline_fields(project)).zip(DEADLINE_KEYS))
+    {
+        let global = global.filter(|seconds| *seconds > 0).unwrap_or(default.cast_signed());
+        *merged = merge_int(key, Some(global), project);
+    }
+    let [first_byte, stream_idle, mcp_startup, drain] = deadlines;
     let max_cost_usd = clamp_project_limit(
         "max_cost_usd",
         global.max_cost_usd.unwrap_or(0.0),
@@ -163,12 +241,44 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
         max_input_tokens,
         max_output_tokens,
         shell_timeout_seconds,
+        first_byte_timeout_seconds: first_byte,
+        stream_idle_timeout_seconds: stream_idle,
+        mcp_startup_timeout_seconds: mcp_startup,
+        shutdown_drain_seconds: drain,
         max_cost_usd,
         input_cost_per_million_usd: global.input_cost_per_million_usd.unwrap_or(0.0),
         output_cost_per_million_usd: global.output_cost_per_million_usd.unwrap_or(0.0),
         model_prices,
         strict: global.strict.unwrap_or(false) || project.strict.unwrap_or(false),
     }
+}
+
+impl LimitsConfig {
+    /// `first_byte_timeout_seconds` as a duration, the default for `0`.
+    pub fn first_byte_timeout(&self) -> Duration {
+        seconds_or_default(self.first_byte_timeout_seconds, DEADLINE_KEYS[0].1)
+    }
+
+    /// `stream_idle_timeout_seconds` as a duration, the default for `0`.
+    pub fn stream_idle_timeout(&self) -> Duration {
+        seconds_or_default(self.stream_idle_timeout_seconds, DEADLINE_KEYS[1].1)
+    }
+
+    /// `mcp_startup_timeout_seconds` as a duration, the default for `0`.
+    pub fn mcp_startup_timeout(&self) -> Duration {
+        seconds_or_default(self.mcp_startup_timeout_seconds, DEADLINE_KEYS[2].1)
+    }
+
+    /// `shutdown_drain_seconds` as a duration, the default for `0`.
+    pub fn shutdown_drain(&self) -> Duration {
+        seconds_or_default(self.shutdown_drain_seconds, DEADLINE_KEYS[3].1)
+    }
+}
+
+/// `seconds` (at most a day), or `default` for `0`.
+fn seconds_or_default(seconds: u64, default: u64) -> Duration {
+    let seconds = if seconds == 0 { default } else { seconds.min(MAX_DEADLINE_SECONDS) };
+    Duration::from_secs(seconds)
 }
 
 /// The loop's limits for the run `config` describes: the merged budgets, and the prices of
@@ -245,6 +355,10 @@ mod tests {
         let mut config = Config::default();
         config.core.model = "m1".to_owned();
         config.limits = LimitsConfig {
+            first_byte_timeout_seconds: 120,
+            stream_idle_timeout_seconds: 90,
+            mcp_startup_timeout_seconds: 30,
+            shutdown_drain_seconds: 10,
             max_runtime_seconds: 60,
             max_tool_calls: 7,
             max_input_tokens: 1000,
@@ -274,6 +388,60 @@ mod tests {
         );
         config.core.model = "other".to_owned();
         assert_eq!(BudgetLimits::from(&config).input_price_per_million, 0.3);
+    }
+
+    fn deadline_limits(first_byte: Option<i64>, drain: Option<i64>) -> LimitsFile {
+        LimitsFile { first_byte_timeout_seconds: first_byte, shutdown_drain_seconds: drain, ..LimitsFile::default() }
+    }
+
+    #[test]
+    fn deadlines_default_and_a_project_may_only_shorten_them() {
+        let mut warnings = Vec::new();
+        let none = LimitsFile::default();
+        let merged = merge_limits(&none, &none, &mut warnings);
+        assert_eq!(
+            (
+                merged.first_byte_timeout_seconds,
+                merged.stream_idle_timeout_seconds,
+                merged.mcp_startup_timeout_seconds,
+                merged.shutdown_drain_seconds
+            ),
+            (120, 90, 30, 10)
+        );
+        assert_eq!(
+            merge_limits(&deadline_limits(Some(600), None), &none, &mut warnings).first_byte_timeout(),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            merge_limits(&none, &deadline_limits(Some(5), Some(2)), &mut warnings).shutdown_drain(),
+            Duration::from_secs(2)
+        );
+        assert!(warnings.is_empty());
+        assert_eq!(
+            merge_limits(&none, &deadline_limits(Some(500), None), &mut warnings).first_byte_timeout_seconds,
+            120
+        );
+        assert_eq!(
+            warnings,
+            ["./odek.json: limits.first_byte_timeout_seconds 500 exceeds the global limit 120; clamped to 120"]
+        );
+        assert_eq!(LimitsConfig::default().stream_idle_timeout(), Duration::from_secs(90));
+    }
+
+    #[test]
+    fn a_deadline_of_zero_or_over_a_day_is_refused() {
+        for (value, shown) in [(0, "0"), (86_401, "86401"), (i64::MAX, "9223372036854775807")] {
+            let error = check_deadlines("x.json", &deadline_limits(Some(value), None)).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "config x.json: limits.first_byte_timeout_seconds must be from 1 to 86400 seconds (leave it out for the default), got {shown}"
+                )
+            );
+        }
+        assert!(check_deadlines("x.json", &deadline_limits(Some(86_400), Some(1))).is_ok());
+        let error = check_limits_not_negative("x.json", &deadline_limits(None, Some(-3))).unwrap_err();
+        assert_eq!(error.to_string(), "config x.json: limits.shutdown_drain_seconds must be >= 0");
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod dangerous;
 mod effective;
 mod env_layer;
 mod error;
+mod events;
 pub(crate) mod file;
 mod limits;
 mod mcp_servers;
@@ -58,8 +59,11 @@ pub use self::dangerous::{DangerAction, DangerousConfig, NonInteractive, parse_m
 pub use self::effective::{CliOverrides, EffectiveConfig, apply_cli_overrides, resolve_effective};
 pub use self::env_layer::{EnvLayer, env_bool, env_count, read_env_layer};
 pub use self::error::ConfigError;
+pub use self::events::{DEFAULT_HEARTBEAT_SECONDS, EventsConfig};
 pub use self::file::MAX_CONFIG_BYTES;
-pub use self::limits::{LimitsConfig, ModelPrice, PRICE_KEYS};
+pub use self::limits::{
+    DEADLINE_KEYS, DEFAULT_SHUTDOWN_DRAIN_SECONDS, LimitsConfig, MAX_DEADLINE_SECONDS, ModelPrice, PRICE_KEYS,
+};
 pub use self::mcp_servers::{
     MCP_JSON_MAP_KEY, McpServerConfig, SERVER_MAP_KEYS, ServerOrigin, project_server_auto_approved,
 };
@@ -79,8 +83,9 @@ pub use self::tools::{ToolsConfig, tool_allowed};
 
 use self::core_keys::{CoreFile, check_counts_not_negative};
 use self::dangerous::{DangerousFile, validate_dangerous};
+use self::events::{EventsFile, check_events, merge_events};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
-use self::limits::{LimitsFile, check_limits_not_negative, merge_limits};
+use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
     check_secret_env, join_project_servers, merge_mcp_servers, register_secret_env_values, servers_of_file,
 };
@@ -159,8 +164,10 @@ impl ConfigSources {
 pub struct Config {
     /// The top-level keys: model, provider, endpoint, iterations, thinking, streaming, prompts.
     pub core: CoreConfig,
-    /// The `limits` section: budgets, prices and caps.
+    /// The `limits` section: budgets, prices, caps and \[beyond\] the liveness deadlines.
     pub limits: LimitsConfig,
+    /// \[beyond\] The `events` section: the heartbeat interval.
+    pub events: EventsConfig,
     /// Every configured server, enabled or not, in ascending byte order of name.
     pub mcp_servers: Vec<McpServerConfig>,
     /// Global file only.
@@ -258,6 +265,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     core.apply_file(&global.core);
     core.apply_file(&project.core);
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
+    let events = merge_events(global.policy.events.as_ref(), project.policy.events.as_ref(), &mut warnings);
     let mcp_servers = merge_mcp_servers(&global.servers, project_servers);
     // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
     let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
@@ -270,7 +278,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     );
     let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
     let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
-    let config = Config { core, limits, mcp_servers, dangerous, tools, planning, subagent, profiles };
+    let config = Config { core, limits, events, mcp_servers, dangerous, tools, planning, subagent, profiles };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
 
@@ -292,6 +300,7 @@ struct PolicySections {
     planning: Option<PlanningFile>,
     subagent: Option<SubagentFile>,
     profiles: Option<BTreeMap<String, ProfileFile>>,
+    events: Option<EventsFile>,
 }
 
 /// The structured sections of a file (the core keys are decoded separately as [`CoreFile`]).
@@ -370,13 +379,17 @@ fn decode_config_file(display: &str, root: &Value) -> Result<ParsedFile, ConfigE
     let sections: SectionsFile = decode_known_keys(display, root)?;
     let limits = sections.limits.unwrap_or_default();
     check_limits_not_negative(display, &limits)?;
+    check_deadlines(display, &limits)?;
     let servers = servers_of_file(display, sections.mcp_servers, sections.claude_style_mcp_servers)?;
     let policy: PolicySections = decode_known_keys(display, root)?;
+    if let Some(events) = &policy.events {
+        check_events(display, events)?;
+    }
     Ok(ParsedFile { core, limits, servers, policy })
 }
 
 /// The top-level keys that decode into a struct (`null` allowed, meaning absent).
-const STRUCT_SECTIONS: &[&str] = &["limits", "dangerous", "tools", "planning", "subagent"];
+const STRUCT_SECTIONS: &[&str] = &["limits", "dangerous", "tools", "planning", "subagent", "events"];
 
 /// Serde would decode a struct from a JSON array positionally (`"limits": [60]`), so the keys
 /// that hold objects are checked at the JSON level first: each of [`STRUCT_SECTIONS`] (object or
