@@ -14,6 +14,8 @@ use sha2::{Digest, Sha256};
 
 use super::EventError;
 use crate::budget::BudgetValue;
+use crate::finish::checks::CheckReport;
+use crate::finish::output_file::OutputWritten;
 
 /// The `schema` value of every line.
 const EVENT_SCHEMA: &str = "odek.event/v1";
@@ -291,18 +293,22 @@ impl Event {
         Event::new("budget_exceeded", Some(iteration), None, data)
     }
 
-    /// `outcome` \[beyond\] is how the run ended (`success` unless a later rule says otherwise).
+    /// `outcome` \[beyond\] is how the run ended (`success` unless a later rule says otherwise);
+    /// `output` \[beyond\] what `--output-file` wrote (`output_sha256`, `output_bytes`).
     pub fn run_completed(
         duration: std::time::Duration,
         input_tokens: u64,
         output_tokens: u64,
         outcome: Outcome,
+        output: Option<&OutputWritten>,
     ) -> Event {
         let data = data_of([
             ("duration_ms", some(millis(duration))),
             ("input_tokens", some(input_tokens)),
             ("output_tokens", some(output_tokens)),
             ("outcome", some(outcome.as_str())),
+            ("output_sha256", output.map(|written| Value::from(written.sha256.as_str()))),
+            ("output_bytes", output.map(|written| Value::from(written.bytes))),
         ]);
         Event::new("run_completed", None, None, data)
     }
@@ -326,6 +332,28 @@ impl Event {
             tool: self.tool.as_deref().map(|tool| redact(tool).into_owned()),
             data: self.data.iter().map(|(key, value)| (*key, redact_value(value))).collect(),
         }
+    }
+
+    /// \[beyond\] A `--check` starts: `check_id` (`check-<n>`), `cycle` (1 for the first run of
+    /// the checks).
+    pub fn check_started(iteration: u32, check_id: &str, cycle: u32) -> Event {
+        let data = data_of([("check_id", some(check_id)), ("cycle", some(cycle))]);
+        Event::new("check_started", Some(iteration), None, data)
+    }
+
+    /// \[beyond\] A `--check` ended: `status` (`passed`, `failed`, `timed_out`, `denied`),
+    /// `exit_code` when it exited, `duration_ms`, `output_bytes`; the command itself never
+    /// appears.
+    pub fn check_completed(iteration: u32, check: &CheckReport) -> Event {
+        let data = data_of([
+            ("check_id", some(check.check_id.as_str())),
+            ("cycle", some(check.cycle)),
+            ("status", some(check.status.as_str())),
+            ("exit_code", check.exit_code.map(Value::from)),
+            ("duration_ms", some(millis(check.duration))),
+            ("output_bytes", some(check.output_bytes)),
+        ]);
+        Event::new("check_completed", Some(iteration), None, data)
     }
 }
 

@@ -8,7 +8,7 @@
 mod patch;
 mod read_file;
 mod search_files;
-mod shell;
+pub(crate) mod shell;
 mod write_file;
 
 use std::future::Future;
@@ -84,12 +84,18 @@ fn looks_binary(bytes: &[u8]) -> bool {
 /// The policy's verdict on a classified operation: `None` to proceed, or the exact denial
 /// output. `Prompt` reaching a tool means the batch gate did not approve it.
 fn policy_denial(classification: &Classification, resource: &str, ctx: &ToolContext) -> Option<String> {
+    policy_refusal(classification, resource, ctx).map(|(output, _)| output)
+}
+
+/// [`policy_denial`] with the policy's reason beside the output (for a denial to record).
+fn policy_refusal(classification: &Classification, resource: &str, ctx: &ToolContext) -> Option<(String, String)> {
     let reason = match ctx.policy.decide(classification.class, resource, ctx.interactive, ctx.approved) {
         Decision::Allow => return None,
         Decision::Deny { reason } => reason,
         Decision::Prompt => "not approved".to_owned(),
     };
-    Some(denial_output(&format!("{}; {reason}", classification.reason), classification.class))
+    let output = denial_output(&format!("{}; {reason}", classification.reason), classification.class);
+    Some((output, reason))
 }
 
 /// Runs `work` unless the run is cancelled first (cancellation wins a tie).

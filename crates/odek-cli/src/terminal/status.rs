@@ -235,7 +235,20 @@ impl LoopObserver for StatusDisplay {
                 ));
             }
             LoopEvent::IterationCompleted { totals, .. } => state.totals = totals,
-            LoopEvent::SessionSaved { .. } | LoopEvent::Warning { .. } | LoopEvent::BudgetExceeded { .. } => {}
+            LoopEvent::CheckCompleted { check, .. } => {
+                let exit = check.exit_code.map(|code| format!("exit {code}, ")).unwrap_or_default();
+                self.print(&format!(
+                    "odek: [it {}] {} {} ({exit}{:.1}s)",
+                    state.iteration,
+                    check.check_id,
+                    check.status.as_str(),
+                    check.duration.as_secs_f64()
+                ));
+            }
+            LoopEvent::SessionSaved { .. }
+            | LoopEvent::Warning { .. }
+            | LoopEvent::BudgetExceeded { .. }
+            | LoopEvent::CheckStarted { .. } => {}
         }
         self.refresh(&state);
     }

@@ -173,6 +173,10 @@ pub struct Config {
     pub subagent: SubagentConfig,
     /// Global file only, plus the built-in `default`.
     pub profiles: Profiles,
+    /// \[beyond\] `checks`: shell command lines run on every final answer (`--check`); the
+    /// global file's, then the project's (a project may add checks: they only make a run
+    /// stricter, and they run under the danger policy like any shell command).
+    pub checks: Vec<String>,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -270,7 +274,8 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     );
     let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
     let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
-    let config = Config { core, limits, mcp_servers, dangerous, tools, planning, subagent, profiles };
+    let checks = merge_checks(global.policy.checks.as_deref(), project.policy.checks.as_deref());
+    let config = Config { core, limits, mcp_servers, dangerous, tools, planning, subagent, profiles, checks };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
 
@@ -292,6 +297,19 @@ struct PolicySections {
     planning: Option<PlanningFile>,
     subagent: Option<SubagentFile>,
     profiles: Option<BTreeMap<String, ProfileFile>>,
+    checks: Option<Vec<String>>,
+}
+
+/// `checks` of both files: the global file's, then the project's; blank and repeated command
+/// lines are dropped.
+fn merge_checks(global: Option<&[String]>, project: Option<&[String]>) -> Vec<String> {
+    let mut checks: Vec<String> = Vec::new();
+    for check in global.into_iter().chain(project).flatten() {
+        if !check.trim().is_empty() && !checks.contains(check) {
+            checks.push(check.clone());
+        }
+    }
+    checks
 }
 
 /// The structured sections of a file (the core keys are decoded separately as [`CoreFile`]).
