@@ -257,8 +257,12 @@ impl Runtime {
         let spent = session.spent().usage;
         session.close().await;
 
+        let mut validated = None;
         let (end, usage) = match outcome {
-            Ok(outcome) => (RunEnd::Answer(outcome.answer), outcome.usage),
+            Ok(outcome) => {
+                validated = outcome.output.is_some().then(|| outcome.answer.clone());
+                (RunEnd::Answer(outcome.answer), outcome.usage)
+            }
             Err(RuntimeError::Run(RunError::Budget(exceeded))) => (RunEnd::Budget(exceeded.to_string()), spent),
             Err(RuntimeError::Run(RunError::Cancelled)) if hard_deadline_hit.load(Ordering::Acquire) => {
                 (RunEnd::HardTimeout { seconds: plan.timeout_seconds }, spent)
@@ -267,6 +271,9 @@ impl Runtime {
             Err(other) => (RunEnd::Failed(other.to_string()), spent),
         };
         let mut result = SubagentResult::from_run(&end, &messages, usage, started.elapsed().as_secs_f64());
+        if let Some(answer) = &validated {
+            result.set_summary(answer);
+        }
         if let Some((task_id, root)) = artifact_task {
             let collected = tokio::task::spawn_blocking(move || {
                 let mut flags = relocate_staged(&cwd, &task_id, &root);
