@@ -119,7 +119,7 @@ fn a_check_that_always_fails_exits_5_when_the_cycles_run_out() {
 }
 
 #[test]
-fn a_check_the_policy_denies_is_not_run_and_fails_the_run() {
+fn a_check_the_policy_denies_is_not_run_red() {
     let server = ScriptedServer::start(vec![Reply::text("done"), Reply::text("never asked for")]);
     let sandbox = Sandbox::new();
     sandbox.configure(&server.base_url(), false);

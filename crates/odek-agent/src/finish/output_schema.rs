@@ -70,6 +70,12 @@ impl OutputSchemaSpec {
         self.schema.source()
     }
 
+    /// `answer` parsed ([`parse_answer`]) and checked against the schema: the value, or every
+    /// problem (validation errors capped at 11).
+    pub fn check_answer(&self, answer: &str) -> Result<Value, AnswerProblems> {
+        check_answer(&self.schema, answer)
+    }
+
     /// What the model is told about the answer it must give, after the task.
     pub fn instructions(&self) -> String {
         format!(
@@ -155,12 +161,13 @@ impl OutputSchemaGate {
 
 /// Why an answer was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum AnswerProblems {
+pub enum AnswerProblems {
     /// Not parsed: too long or not JSON.
     NotJson(String),
     /// Not checked: past the work bounds.
     Unchecked(String),
-    /// The validation errors (at most [`MAX_LISTED_ERRORS`] + 1, to tell "more").
+    /// The validation errors as (instance path, message), at most 11 (one more than a retry
+    /// message lists, to tell "more").
     Mismatches(Vec<(String, String)>),
 }
 
@@ -182,7 +189,7 @@ fn located(pointer: &str, message: &str) -> String {
 }
 
 /// The answer parsed ([`parse_answer`]) and checked against `schema`.
-pub(crate) fn check_answer(schema: &OutputSchema, answer: &str) -> Result<Value, AnswerProblems> {
+fn check_answer(schema: &OutputSchema, answer: &str) -> Result<Value, AnswerProblems> {
     let value = parse_answer(answer).map_err(AnswerProblems::NotJson)?;
     let mismatches = schema.mismatches(&value, MAX_LISTED_ERRORS + 1).map_err(|unbounded| {
         AnswerProblems::Unchecked(match unbounded {
@@ -206,7 +213,7 @@ pub(crate) fn check_answer(schema: &OutputSchema, answer: &str) -> Result<Value,
 /// The answer as JSON: surrounding whitespace and one code fence around the whole of it aside,
 /// exactly as written. At most [`MAX_CHECKED_ANSWER_BYTES`] are parsed; the parse error (with its
 /// line and column) is the reason otherwise.
-pub(crate) fn parse_answer(answer: &str) -> Result<Value, String> {
+fn parse_answer(answer: &str) -> Result<Value, String> {
     if answer.len() > MAX_CHECKED_ANSWER_BYTES {
         return Err(format!(
             "the answer is {} bytes, more than the {MAX_CHECKED_ANSWER_BYTES} bytes odek checks",
