@@ -49,11 +49,15 @@ const OUTPUT_SCHEMA_NAME: &str = "odek_output";
 
 /// `response_format` for a call with an output schema; a side call (a summary, a digest) is
 /// prose and asks for nothing. `strict: false`: strict mode accepts only a subset of JSON
-/// Schema, and odek validates the answer itself.
+/// Schema, and odek validates the answer itself. Both formats promise a JSON object, so a
+/// schema whose root is not `"type": "object"` asks for nothing either.
 fn apply_structured_output(body: &mut Map<String, Value>, request: &ChatRequest<'_>, mode: StructuredOutput) {
     let Some(schema) = request.output_schema.filter(|_| !request.side_call) else {
         return;
     };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return;
+    }
     let format = match mode {
         StructuredOutput::JsonSchema => json!({
             "type": "json_schema",
@@ -383,6 +387,9 @@ mod tests {
         let body = request_body(&request(false), StructuredOutput::JsonObject);
         assert_eq!(body["response_format"], json!({"type": "json_object"}));
         assert!(request_body(&request(true), StructuredOutput::JsonSchema).get("response_format").is_none());
+        let array = json!({"type": "array"});
+        let not_an_object = ChatRequest { output_schema: Some(&array), ..request(false) };
+        assert!(request_body(&not_an_object, StructuredOutput::JsonSchema).get("response_format").is_none());
         let plain = ChatRequest { output_schema: None, ..request(false) };
         assert!(request_body(&plain, StructuredOutput::JsonSchema).get("response_format").is_none());
         assert_eq!(StructuredOutput::for_host(Some("api.deepseek.com")), StructuredOutput::JsonObject);

@@ -440,3 +440,17 @@ fn decode_known_keys<T: DeserializeOwned>(display: &str, root: &Value) -> Result
         detail: err.into_inner().to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_are_the_global_files_then_the_projects_without_blanks_or_repeats() {
+        let global = ["cargo test".to_owned(), " ".to_owned()];
+        let project = ["cargo clippy".to_owned(), "cargo test".to_owned()];
+        assert_eq!(merge_checks(Some(&global), Some(&project)), ["cargo test", "cargo clippy"]);
+        assert_eq!(merge_checks(None, Some(&project[..1])), ["cargo clippy"]);
+        assert!(merge_checks(None, None).is_empty());
+    }
+}
