@@ -91,6 +91,7 @@ fn agent(turns: usize, context_window: Option<u64>) -> Agent {
         gate: None,
         checkpoint: None,
         budget: odek_agent::budget::Budget::unlimited(),
+        finish: odek_agent::finish::FinishGates::default(),
     }
 }
 

@@ -13,10 +13,12 @@
 //! and types a stall; [`prompt`] composes the system prompt and the task's attachments;
 //! [`session`] stores conversations; [`plan`] is the plan kept across a run; [`subagent`] is both
 //! sides of a sub-agent (the task file, the child's result and stream, `delegate_tasks`,
-//! artifacts and `artifact_read`). Everything else is internal to the crate.
+//! artifacts and `artifact_read`); \[beyond\] [`finish`] holds the gates on the final answer
+//! (`--output-schema`, `--check`) and `--output-file`. Everything else is internal to the crate.
 
 pub mod budget;
 pub mod events;
+pub mod finish;
 pub mod liveness;
 mod mcp_tool;
 pub mod observer;

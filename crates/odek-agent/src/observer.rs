@@ -62,6 +62,10 @@ pub enum LoopEvent<'a> {
     BudgetExceeded { iteration: u32, exceeded: &'a crate::budget::BudgetExceeded },
     /// A warning for the operator (already free of secrets).
     Warning { text: &'a str },
+    /// \[beyond\] A `--check` starts (after the final answer of `iteration`).
+    CheckStarted { iteration: u32, check_id: &'a str, cycle: u32 },
+    /// \[beyond\] A `--check` ended, or was refused (`check.denial`).
+    CheckCompleted { iteration: u32, check: &'a crate::finish::checks::CheckReport },
 }
 
 /// Receives the loop's events and streamed text. Implementations must not block.

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use odek_agent::budget::BudgetValue;
 use odek_agent::events::{EVENT_SCHEMA_PATH, Event, RunId, SubagentOutcome, event_schema_text, render_event_line};
+use odek_agent::finish::checks::{CheckReport, CheckStatus};
+use odek_agent::finish::output_file::OutputWritten;
 use odek_contract::outcome::Outcome;
 use odek_test_support::events::{assert_valid_event, event_errors, strict_schema, validator};
 use serde_json::{Value, json};
@@ -46,6 +48,7 @@ fn the_published_schema_is_a_valid_2020_12_schema_and_stays_additive() {
 
 /// One event of every constructor, stamped as the emitter stamps them.
 fn every_event() -> Vec<Event> {
+    let written = OutputWritten { sha256: "ab".repeat(32), bytes: 12 };
     let summary = json!({"argv0": "ls", "class": "safe"});
     vec![
         Event::run_started("m", false, 90),
@@ -80,12 +83,29 @@ fn every_event() -> Vec<Event> {
         Event::iteration_completed(1, 10, 2, 1),
         Event::budget_exceeded(1, "tool_calls", BudgetValue::Count(3), BudgetValue::Count(2)),
         Event::budget_exceeded(1, "cost_usd", BudgetValue::Usd(f64::NAN), BudgetValue::Usd(0.5)),
-        Event::run_completed(Duration::from_millis(40), 10, 2, Outcome::Success),
+        Event::run_completed(Duration::from_millis(40), 10, 2, Outcome::Success, None),
+        Event::run_completed(Duration::from_millis(40), 10, 2, Outcome::Success, Some(&written)),
+        Event::check_started(2, "check-1", 1),
+        Event::check_completed(2, &check(CheckStatus::Failed, Some(1))),
+        Event::check_completed(2, &check(CheckStatus::TimedOut, None)),
         Event::run_failed(Duration::from_millis(40), "execution_budget", Outcome::BudgetExceeded, None),
         Event::run_failed(Duration::from_millis(40), "stalled", Outcome::Stalled, Some("model")),
         Event::run_heartbeat("tools", &["c1".to_owned(), "c2".to_owned()], Duration::from_millis(1500)),
         Event::run_heartbeat("model", &[], Duration::ZERO),
     ]
+}
+
+fn check(status: CheckStatus, exit_code: Option<i32>) -> CheckReport {
+    CheckReport {
+        check_id: "check-1".to_owned(),
+        command: "cargo test".to_owned(),
+        cycle: 1,
+        status,
+        exit_code,
+        duration: Duration::from_millis(900),
+        output_bytes: 120,
+        denial: None,
+    }
 }
 
 fn line(event: &Event, session: Option<&str>) -> Value {
@@ -118,10 +138,10 @@ fn a_type_the_schema_lacks_or_a_wrong_shape_fails_validation_red() {
     let mut unknown = line(&Event::session_saved(1, 4), None);
     unknown["type"] = json!("brand_new_event");
     assert!(event_errors(&unknown).is_some());
-    let mut missing = line(&Event::run_completed(Duration::ZERO, 1, 2, Outcome::Success), None);
+    let mut missing = line(&Event::run_completed(Duration::ZERO, 1, 2, Outcome::Success, None), None);
     missing["data"].as_object_mut().unwrap().remove("outcome");
     assert!(event_errors(&missing).unwrap().contains("outcome"));
-    let mut wrong = line(&Event::run_completed(Duration::ZERO, 1, 2, Outcome::Success), None);
+    let mut wrong = line(&Event::run_completed(Duration::ZERO, 1, 2, Outcome::Success, None), None);
     wrong["data"]["outcome"] = json!("fine");
     assert!(event_errors(&wrong).is_some(), "outcome is one of the ten words");
     let mut zero = line(&Event::session_saved(1, 4), None);

@@ -45,7 +45,7 @@ fn run_events() {
         expected("run_started", "", r#"{"max_iterations":50,"model":"gpt-x","sandbox":true}"#)
     );
     assert_eq!(
-        line(&Event::run_completed(Duration::from_millis(1234), 100, 20, Outcome::Success)),
+        line(&Event::run_completed(Duration::from_millis(1234), 100, 20, Outcome::Success, None)),
         expected(
             "run_completed",
             "",

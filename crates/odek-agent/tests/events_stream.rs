@@ -107,7 +107,7 @@ fn loop_events_map_to_v1_events() {
     };
     stream.on_event(&LoopEvent::BudgetExceeded { iteration: 1, exceeded: &exceeded });
     stream.run_failed(Duration::from_millis(40), "execution_budget", Outcome::BudgetExceeded, None);
-    stream.run_completed(Duration::from_millis(40), usage, Outcome::Success);
+    stream.run_completed(Duration::from_millis(40), usage, Outcome::Success, None);
     assert_eq!(stream.close(), 0);
 
     let events: Vec<Value> = parsed(&sink).into_iter().map(without_timestamp).collect();

@@ -147,6 +147,7 @@ pub fn agent(provider: Arc<QueueProvider>, tools: Vec<Arc<dyn Tool>>, settings: 
         gate: None,
         checkpoint: None,
         budget: odek_agent::budget::Budget::unlimited(),
+        finish: odek_agent::finish::FinishGates::default(),
     }
 }
 

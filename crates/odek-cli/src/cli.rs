@@ -236,6 +236,24 @@ pub struct LoopArgs {
     /// Seconds between run_heartbeat events in the event stream (default 30; 0 = none)
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub heartbeat: Option<String>,
+    /// JSON Schema (2020-12) file the final answer must match; printed as compact JSON (exit 5 if it never does)
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<std::path::PathBuf>,
+    /// Answers sent back for not matching --output-schema before the run fails (default 2)
+    #[arg(long, value_name = "N")]
+    pub output_retries: Option<String>,
+    /// Also write the final answer to this file (atomically, mode 0600; a symlink is refused)
+    #[arg(long, value_name = "PATH")]
+    pub output_file: Option<std::path::PathBuf>,
+    /// A shell command that must exit 0 after the final answer (repeatable; failures go back to the model)
+    #[arg(long = "check", value_name = "COMMAND")]
+    pub checks: Vec<String>,
+    /// Seconds each --check may run (default 300)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub check_timeout: Option<String>,
+    /// Times failing checks go back to the model before the run fails (default 3; exit 5)
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_check_cycles: Option<String>,
     /// The task; everything after `--` is taken verbatim
     #[arg(value_name = "TASK", allow_hyphen_values = false)]
     pub task: Vec<String>,

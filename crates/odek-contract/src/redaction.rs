@@ -95,6 +95,18 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     GLOBAL.read().unwrap_or_else(PoisonError::into_inner).redact(text)
 }
 
+/// \[beyond\] A copy of `value` with every string in it, at any depth, passed through
+/// [`redact`] (keys are kept; numbers, booleans and nulls keep their types).
+pub fn redact_json(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Value::String(redact(text).into_owned()),
+        Value::Array(items) => items.iter().map(redact_json).collect(),
+        Value::Object(fields) => fields.iter().map(|(key, value)| (key.clone(), redact_json(value))).collect(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => value.clone(),
+    }
+}
+
 /// Known secret values plus the shared pattern list.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {

@@ -50,6 +50,10 @@ pub struct ChatRequest<'a> {
     pub side_call: bool,
     /// Overall deadline of this call (side calls use a short one); `None` = the provider default.
     pub timeout: Option<Duration>,
+    /// \[beyond\] The JSON Schema the final answer must match (`--output-schema`): a provider
+    /// that supports structured output asks the model for it; one that does not ignores it. The
+    /// answer is checked locally either way.
+    pub output_schema: Option<&'a serde_json::Value>,
 }
 
 /// What one chat call produced.

@@ -64,6 +64,7 @@ async fn call(
         stream,
         side_call: false,
         timeout: None,
+        output_schema: None,
     };
     // Bounds the test, not odek: the old code waited for the 120 s request timeout.
     tokio::time::timeout(Duration::from_secs(20), provider.complete(request, observer))

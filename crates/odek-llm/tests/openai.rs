@@ -45,6 +45,7 @@ fn request<'a>(messages: &'a [Message], tools: &'a [ToolDefinition], stream: boo
         stream,
         side_call: false,
         timeout: None,
+        output_schema: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn request<'a>(messages: &'a [Message], tools: &'a [ToolDefinition], side_call: 
         stream: !side_call,
         side_call,
         timeout: None,
+        output_schema: None,
     }
 }
 

@@ -16,7 +16,16 @@ fn tool(name: &str) -> ToolDefinition {
 }
 
 fn request<'a>(messages: &'a [Message], tools: &'a [ToolDefinition], side_call: bool) -> ChatRequest<'a> {
-    ChatRequest { model: "m", messages, tools, thinking: Thinking::Default, stream: false, side_call, timeout: None }
+    ChatRequest {
+        model: "m",
+        messages,
+        tools,
+        thinking: Thinking::Default,
+        stream: false,
+        side_call,
+        timeout: None,
+        output_schema: None,
+    }
 }
 
 fn script_file(script: &serde_json::Value) -> (tempfile::TempDir, std::path::PathBuf) {

@@ -79,6 +79,10 @@ pub use odek_contract::tool_result::ToolOutput;
 pub use output_schema::OutputSchema;
 /// Compiles a declared `outputSchema`, or says why it is ignored.
 pub use output_schema::compile_output_schema;
+/// The work bounds of one check, and why a value was not checked.
+pub use output_schema::{MAX_CHECK_DEPTH, MAX_CHECK_STEPS, Unbounded};
+/// Compiles a schema, saying where in it an error is.
+pub use output_schema::{SchemaError, compile_schema};
 /// A server's effective limits: timeout, response bytes, result characters.
 pub use server_config::Limits;
 /// A `secret_env` value that `Debug` never shows.

@@ -11,14 +11,18 @@
 //! ([`work_bound`]): past [`MAX_CHECK_STEPS`] steps or [`MAX_CHECK_DEPTH`] nested applications
 //! the value is not checked and the call fails. A schema whose work cannot be bounded does not
 //! compile.
+//!
+//! \[beyond\] The same compiled schema checks a run's final answer against `--output-schema`
+//! (`odek_agent::finish`): [`compile_schema`] says where in the schema a compile error is, and
+//! [`OutputSchema::mismatches`] lists more than the first failure.
 
 mod work_bound;
 
 use odek_contract::canonical_json::to_canonical_string;
 use odek_contract::model_view::{OutputCheck, OutputCheckFailure, SchemaMismatch};
 use serde_json::Value;
-pub(crate) use work_bound::{MAX_CHECK_DEPTH, MAX_CHECK_STEPS};
-use work_bound::{Unbounded, WorkGraph};
+use work_bound::WorkGraph;
+pub use work_bound::{MAX_CHECK_DEPTH, MAX_CHECK_STEPS, Unbounded};
 
 use crate::caps::MAX_SCHEMA_BYTES;
 
@@ -44,12 +48,27 @@ impl PartialEq for OutputSchema {
     }
 }
 
+/// Why a schema does not compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    /// JSON pointer of the offending location in the schema, when the validator names one.
+    pub pointer: Option<String>,
+    /// Why it does not compile.
+    pub message: String,
+}
+
 /// Compiles a declared `outputSchema`. `Err` is the reason it is treated as undeclared, for the
 /// registration warning.
 pub fn compile_output_schema(schema: &Value) -> Result<OutputSchema, String> {
+    compile_schema(schema).map_err(|error| error.message)
+}
+
+/// [`compile_output_schema`], saying where in the schema the error is when it can.
+pub fn compile_schema(schema: &Value) -> Result<OutputSchema, SchemaError> {
+    let unlocated = |message: String| SchemaError { pointer: None, message };
     let schema_bytes = to_canonical_string(schema).len();
     if schema_bytes > MAX_SCHEMA_BYTES {
-        return Err(format!("schema too large ({schema_bytes} bytes, max {MAX_SCHEMA_BYTES})"));
+        return Err(unlocated(format!("schema too large ({schema_bytes} bytes, max {MAX_SCHEMA_BYTES})")));
     }
     let validator = jsonschema::options()
         .offline()
@@ -58,9 +77,32 @@ pub fn compile_output_schema(schema: &Value) -> Result<OutputSchema, String> {
             jsonschema::PatternOptions::regex().size_limit(MAX_PATTERN_BYTES).dfa_size_limit(MAX_PATTERN_BYTES),
         )
         .build(schema)
-        .map_err(|error| error.to_string())?;
-    let work = WorkGraph::compile(schema)?;
+        .map_err(|error| {
+            // Checked against the meta-schema, the schema is the instance: its path is ours.
+            let pointer = error.instance_path().to_string();
+            SchemaError { pointer: Some(pointer).filter(|pointer| !pointer.is_empty()), message: error.to_string() }
+        })?;
+    let work = WorkGraph::compile(schema).map_err(unlocated)?;
     Ok(OutputSchema { source: schema.clone(), validator, work })
+}
+
+impl OutputSchema {
+    /// The schema as written.
+    pub fn source(&self) -> &Value {
+        &self.source
+    }
+
+    /// Every way `value` fails the schema, at most `limit` of them (empty: it matches). `Err`
+    /// when checking it would pass the work bounds, before the validator runs.
+    pub fn mismatches(&self, value: &Value, limit: usize) -> Result<Vec<SchemaMismatch>, Unbounded> {
+        self.work.bound(value)?;
+        Ok(self
+            .validator
+            .iter_errors(value)
+            .take(limit)
+            .map(|error| SchemaMismatch { pointer: error.instance_path().to_string(), message: error.to_string() })
+            .collect())
+    }
 }
 
 impl OutputCheck for OutputSchema {

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use odek_agent::budget::{BudgetLimits, clamp_to_share, share_spawn_gate};
+use odek_agent::finish::output_schema::compile_inline_schema;
 use odek_agent::run::RunError;
 use odek_agent::subagent::artifacts::{
     TaskId, append_artifact_flags, prepare_staging, relocate_staged, scan_artifact_root,
@@ -174,7 +175,20 @@ impl Runtime {
             plan.limits = clamp_to_share(operator_limits, share);
         }
 
+        // [beyond] The task's output schema and checks.
+        let output_schema = match &task.output_schema {
+            Some(schema) => {
+                Some(Arc::new(compile_inline_schema(schema).map_err(|error| ChildError::Setup(error.to_string()))?))
+            }
+            None => None,
+        };
+
         let settings = self.settings_mut();
+        if output_schema.is_some() {
+            settings.finish.output_schema = output_schema;
+        }
+        // Only the task's checks: the configured ones verify the top-level run, not each child.
+        settings.finish.checks = task.checks.iter().filter(|check| !check.trim().is_empty()).cloned().collect();
         settings.policy = policy;
         settings.config.tools = tools_filter;
         settings.config.core.max_iterations = max_iterations;
@@ -243,8 +257,12 @@ impl Runtime {
         let spent = session.spent().usage;
         session.close().await;
 
+        let mut validated = None;
         let (end, usage) = match outcome {
-            Ok(outcome) => (RunEnd::Answer(outcome.answer), outcome.usage),
+            Ok(outcome) => {
+                validated = outcome.output.is_some().then(|| outcome.answer.clone());
+                (RunEnd::Answer(outcome.answer), outcome.usage)
+            }
             Err(RuntimeError::Run(RunError::Budget(exceeded))) => (RunEnd::Budget(exceeded.to_string()), spent),
             Err(RuntimeError::Run(RunError::Cancelled)) if hard_deadline_hit.load(Ordering::Acquire) => {
                 (RunEnd::HardTimeout { seconds: plan.timeout_seconds }, spent)
@@ -253,6 +271,9 @@ impl Runtime {
             Err(other) => (RunEnd::Failed(other.to_string(), other.outcome()), spent),
         };
         let mut result = SubagentResult::from_run(&end, &messages, usage, started.elapsed().as_secs_f64());
+        if let Some(answer) = &validated {
+            result.set_summary(answer);
+        }
         if let Some((task_id, root)) = artifact_task {
             let collected = tokio::task::spawn_blocking(move || {
                 let mut flags = relocate_staged(&cwd, &task_id, &root);

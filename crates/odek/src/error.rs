@@ -4,6 +4,8 @@
 //! with a code of its own.
 
 use odek_agent::events::{EventError, SinkError};
+use odek_agent::finish::output_file::OutputFileError;
+use odek_agent::finish::output_schema::OutputSchemaError;
 use odek_agent::liveness::{Phase, Stall};
 use odek_agent::prompt::PromptError;
 use odek_agent::run::RunError;
@@ -63,6 +65,12 @@ pub enum RuntimeError {
         /// The start-up error naming the server.
         source: Box<McpError>,
     },
+    /// \[beyond\] `--output-schema` could not be read or does not compile (before the run).
+    #[error(transparent)]
+    OutputSchema(#[from] OutputSchemaError),
+    /// \[beyond\] `--output-file` is refused, or the answer could not be written to it.
+    #[error(transparent)]
+    OutputFile(#[from] OutputFileError),
 }
 
 impl RuntimeError {

@@ -20,14 +20,18 @@ pub mod child;
 pub mod config;
 mod denials;
 mod error;
+mod finish;
 mod runtime;
 pub mod setup;
 mod subscriber;
 
 pub use denials::{DENIALS_LISTED, Denials, DeniedOperation};
 pub use error::RuntimeError;
+pub use finish::FinishOverrides;
 /// What an embedder needs from the crates underneath, so `odek` is the one dependency.
 pub use odek_agent::budget::BudgetLimits;
+pub use odek_agent::finish::checks::{CheckReport, CheckStatus};
+pub use odek_agent::finish::output_file::OutputWritten;
 pub use odek_agent::observer::{CallResult, LoopEvent};
 pub use odek_agent::plan::PlanEvent;
 pub use odek_agent::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};

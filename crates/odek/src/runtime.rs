@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use odek_agent::budget::{Budget, BudgetLimits};
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
+use odek_agent::finish::checks::CheckReport;
+use odek_agent::finish::output_file::OutputWritten;
+use odek_agent::finish::{FinishGates, FinishSettings};
 use odek_agent::liveness::{Liveness, Phase, spawn_heartbeat};
 use odek_agent::observer::{LoopEvent, LoopObserver};
 use odek_agent::plan::{PLAN_TOOL_NAME, PlanBoard, PlanCaps, render_plan};
@@ -37,6 +40,7 @@ use crate::agent_parts::{REPLAY_PROVIDER, budget_limits, build_provider, builtin
 use crate::config::{CliOverrides, Config, ConfigSources, PlanningConfig, resolve_effective};
 use crate::denials::{DenialRecorder, Denials, named_but_unavailable, strict_refusal, unavailable_warning};
 use crate::error::RuntimeError;
+use crate::finish::{FinishOverrides, finish_settings, write_answer};
 use crate::setup::{Setup, start_hub};
 use crate::subscriber::{LoopView, McpRoute, McpView, Subscriber, TeeSink, Unattended};
 
@@ -61,6 +65,8 @@ pub struct Overrides {
     /// An invalid configured thinking level means the model default instead of an error (what
     /// `odek subagent` does: its parent already resolved the level).
     pub lenient_thinking: bool,
+    /// \[beyond\] The final-answer gates and `--output-file`.
+    pub finish: FinishOverrides,
 }
 
 /// The settings of the runtime after every layer.
@@ -101,6 +107,10 @@ pub struct Settings {
     /// The session `delegate_tasks` names as its children's parent when this runtime's own
     /// session is not persisted (a sub-agent passes its parent's).
     pub parent_session: Option<String>,
+    /// \[beyond\] What every turn's final answer must satisfy (`--output-schema`, `--check`).
+    pub finish: FinishSettings,
+    /// \[beyond\] `--output-file`: where an accepted answer is written.
+    pub output_file: Option<PathBuf>,
 }
 
 /// The assembled runtime: config, settings, the face's subscriber and any tools the embedder
@@ -155,7 +165,10 @@ impl Runtime {
                 )));
             }
         };
+        let finish = finish_settings(&overrides.finish, &config)?;
         let settings = Settings {
+            finish,
+            output_file: overrides.finish.output_file.clone(),
             stream: config.core.stream || overrides.stream,
             policy: config.dangerous.policy_settings(),
             config,
@@ -335,12 +348,19 @@ pub struct TurnControl {
 /// What a finished turn returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnOutcome {
-    /// The final answer, not yet redacted for printing.
+    /// The final answer, not yet redacted for printing (under `--output-schema`, the compact
+    /// JSON of `output`).
     pub answer: String,
     /// Model calls the turn made (its loop's iterations).
     pub iterations: u32,
     /// The turn's usage (model calls, side calls, sub-agents' charge-back).
     pub usage: Usage,
+    /// \[beyond\] The answer's value, when it matched `--output-schema`.
+    pub output: Option<serde_json::Value>,
+    /// \[beyond\] The last cycle of the `--check`s (empty without checks).
+    pub checks: Vec<CheckReport>,
+    /// \[beyond\] What `--output-file` received.
+    pub output_file: Option<OutputWritten>,
 }
 
 /// What a session's turns have spent so far: counted against the token, cost and tool-call
@@ -557,14 +577,26 @@ impl Session<'_> {
         // A turn that failed left its transcript as it stood (a sub-agent reports from it); the
         // next turn starts from its safe state, with no call lacking its result.
         self.messages = safe_state(&self.messages);
+        let user_message = match &runtime.settings.finish.output_schema {
+            Some(schema) => format!("{user_message}\n\n{}", schema.instructions()),
+            None => user_message,
+        };
         self.messages.push(Message::user(user_message));
-        let outcome = self.run_loop(events.clone(), liveness, &control.cancel, &control.finalize, started).await;
+        let mut outcome = self.run_loop(events.clone(), liveness, &control.cancel, &control.finalize, started).await;
+        if let (Ok(turn), Some(path)) = (&mut outcome, &runtime.settings.output_file) {
+            match write_answer(path, &turn.answer).await {
+                Ok(written) => turn.output_file = Some(written),
+                Err(error) => outcome = Err(error),
+            }
+        }
         // No heartbeat after the run's last event.
         drop(heartbeat);
         if let Some(events) = &events {
             let duration = started.elapsed();
             match &outcome {
-                Ok(outcome) => events.run_completed(duration, outcome.usage, Outcome::Success),
+                Ok(outcome) => {
+                    events.run_completed(duration, outcome.usage, Outcome::Success, outcome.output_file.as_ref());
+                }
                 Err(error) => events.run_failed(
                     duration,
                     error.error_class(),
@@ -766,6 +798,7 @@ impl Session<'_> {
                 Box::new(SessionCheckpoint { persisted, charged: Usage::default() }) as Box<dyn Checkpoint>
             }),
             budget,
+            finish: FinishGates::new(&settings.finish),
         };
         // A session that spent its tokens or cost in earlier turns stops before another model call.
         if let Err(exceeded) = agent.budget.check_usage(Usage::default()) {
@@ -782,7 +815,14 @@ impl Session<'_> {
         self.denials = recorder.take();
         subscriber.loop_finished();
         let outcome = outcome?;
-        Ok(TurnOutcome { answer: outcome.answer, iterations: outcome.iterations, usage: outcome.usage })
+        Ok(TurnOutcome {
+            answer: outcome.answer,
+            iterations: outcome.iterations,
+            usage: outcome.usage,
+            output: outcome.output,
+            checks: outcome.checks,
+            output_file: None,
+        })
     }
 }
 

@@ -14,6 +14,7 @@ use odek_contract::outcome::Outcome;
 use odek_danger::DangerClass;
 
 use crate::budget::LimitName;
+use crate::finish::checks::CheckStatus;
 use crate::liveness::Phase;
 use crate::observer::TrimMode;
 
@@ -58,9 +59,11 @@ event_types! {
     SessionSaved => "session_saved",
     IterationCompleted => "iteration_completed",
     BudgetExceeded<'a> => "budget_exceeded",
-    RunCompleted => "run_completed",
+    RunCompleted<'a> => "run_completed",
     RunFailed<'a> => "run_failed",
     RunHeartbeat<'a> => "run_heartbeat",
+    CheckStarted<'a> => "check_started",
+    CheckCompleted<'a> => "check_completed",
 }
 
 /// The first event of every run.
@@ -296,7 +299,7 @@ pub(crate) struct BudgetExceeded<'a> {
 
 /// The last event of a successful run.
 #[derive(Serialize, JsonSchema)]
-pub(crate) struct RunCompleted {
+pub(crate) struct RunCompleted<'a> {
     /// How long the run took.
     pub duration_ms: u64,
     /// The run's input tokens.
@@ -306,6 +309,12 @@ pub(crate) struct RunCompleted {
     /// \[beyond\] How the run ended.
     #[schemars(schema_with = "outcome_schema")]
     pub outcome: Outcome,
+    /// \[beyond\] Lowercase hex SHA-256 of what `--output-file` wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_sha256: Option<&'a str>,
+    /// \[beyond\] The bytes `--output-file` wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
 }
 
 /// The last event of a failed run.
@@ -335,6 +344,38 @@ pub(crate) struct RunHeartbeat<'a> {
     pub call_ids: &'a [String],
     /// Milliseconds since the last progress of any kind.
     pub idle_ms: u64,
+}
+
+/// \[beyond\] A `--check` starts, after the final answer.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct CheckStarted<'a> {
+    /// `check-<n>`, in the order the checks are configured.
+    pub check_id: &'a str,
+    /// The run of the checks, 1 for the first.
+    pub cycle: u32,
+}
+
+/// \[beyond\] A `--check` ended; the command itself never appears.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct CheckCompleted<'a> {
+    /// `check-<n>`.
+    pub check_id: &'a str,
+    /// The run of the checks, 1 for the first.
+    pub cycle: u32,
+    /// How it ended.
+    #[schemars(schema_with = "check_status_schema")]
+    pub status: &'a str,
+    /// The exit status (128 + signal for a signal), when the command exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// How long it ran.
+    pub duration_ms: u64,
+    /// Bytes of output captured.
+    pub output_bytes: u64,
+}
+
+fn check_status_schema(_: &mut SchemaGenerator) -> Schema {
+    words_schema(CheckStatus::ALL.iter().map(|status| status.as_str()))
 }
 
 fn words_schema(words: impl IntoIterator<Item = &'static str>) -> Schema {

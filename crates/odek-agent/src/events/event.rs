@@ -15,6 +15,8 @@ use sha2::{Digest, Sha256};
 use super::EventError;
 use super::data::*;
 use crate::budget::BudgetValue;
+use crate::finish::checks::CheckReport;
+use crate::finish::output_file::OutputWritten;
 
 /// The `schema` value of every line.
 const EVENT_SCHEMA: &str = "odek.event/v1";
@@ -246,14 +248,24 @@ impl Event {
         Event::of(Some(iteration), None, data)
     }
 
-    /// `outcome` \[beyond\] is how the run ended (`success` unless a later rule says otherwise).
+    /// `outcome` \[beyond\] is how the run ended (`success` unless a later rule says otherwise);
+    /// `output` \[beyond\] what `--output-file` wrote (`output_sha256`, `output_bytes`).
     pub fn run_completed(
         duration: std::time::Duration,
         input_tokens: u64,
         output_tokens: u64,
         outcome: Outcome,
+        output: Option<&OutputWritten>,
     ) -> Event {
-        Event::of(None, None, RunCompleted { duration_ms: millis(duration), input_tokens, output_tokens, outcome })
+        let data = RunCompleted {
+            duration_ms: millis(duration),
+            input_tokens,
+            output_tokens,
+            outcome,
+            output_sha256: output.map(|written| written.sha256.as_str()),
+            output_bytes: output.map(|written| written.bytes),
+        };
+        Event::of(None, None, data)
     }
 
     /// `outcome` \[beyond\] says how the run ended, beside the spec's `error_class`; `phase`
@@ -282,6 +294,27 @@ impl Event {
     /// start order) and `idle_ms` since the last progress of any kind.
     pub fn run_heartbeat(phase: &str, call_ids: &[String], idle: std::time::Duration) -> Event {
         Event::of(None, None, RunHeartbeat { phase, call_ids, idle_ms: millis(idle) })
+    }
+
+    /// \[beyond\] A `--check` starts: `check_id` (`check-<n>`), `cycle` (1 for the first run of
+    /// the checks).
+    pub fn check_started(iteration: u32, check_id: &str, cycle: u32) -> Event {
+        Event::of(Some(iteration), None, CheckStarted { check_id, cycle })
+    }
+
+    /// \[beyond\] A `--check` ended: `status` (`passed`, `failed`, `timed_out`, `denied`),
+    /// `exit_code` when it exited, `duration_ms`, `output_bytes`; the command itself never
+    /// appears.
+    pub fn check_completed(iteration: u32, check: &CheckReport) -> Event {
+        let data = CheckCompleted {
+            check_id: &check.check_id,
+            cycle: check.cycle,
+            status: check.status.as_str(),
+            exit_code: check.exit_code,
+            duration_ms: millis(check.duration),
+            output_bytes: check.output_bytes,
+        };
+        Event::of(Some(iteration), None, data)
     }
 }
 

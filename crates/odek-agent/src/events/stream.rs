@@ -14,6 +14,7 @@ use odek_mcp::{McpEvent, McpObserver};
 use super::args::args_summary;
 use super::dispatch::EventEmitter;
 use super::event::Event;
+use crate::finish::output_file::OutputWritten;
 use crate::liveness::Liveness;
 use crate::observer::{CallResult, LoopEvent, LoopObserver};
 use crate::plan::PlanEvent;
@@ -63,9 +64,9 @@ impl EventStream {
         self.emit(Event::run_started(model, sandbox, max_iterations));
     }
 
-    /// `usage` holds the run totals.
-    pub fn run_completed(&self, duration: Duration, usage: Usage, outcome: Outcome) {
-        self.emit(Event::run_completed(duration, usage.input_tokens, usage.output_tokens, outcome));
+    /// `usage` holds the run totals; `output` what `--output-file` wrote, if anything.
+    pub fn run_completed(&self, duration: Duration, usage: Usage, outcome: Outcome, output: Option<&OutputWritten>) {
+        self.emit(Event::run_completed(duration, usage.input_tokens, usage.output_tokens, outcome, output));
     }
 
     /// `phase` is the phase that stalled, for a stall.
@@ -126,6 +127,10 @@ impl EventStream {
             LoopEvent::IterationCompleted { iteration, totals, tools_called } => {
                 Some(Event::iteration_completed(iteration, totals.input_tokens, totals.output_tokens, tools_called))
             }
+            LoopEvent::CheckStarted { iteration, check_id, cycle } => {
+                Some(Event::check_started(iteration, check_id, cycle))
+            }
+            LoopEvent::CheckCompleted { iteration, check } => Some(Event::check_completed(iteration, check)),
         }
     }
 }

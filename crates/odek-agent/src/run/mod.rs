@@ -32,6 +32,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Budget, BudgetExceeded, LimitName};
+use crate::finish::checks::CheckReport;
+use crate::finish::{FinishGates, Review, ReviewContext};
 use crate::liveness::{Liveness, Phase, Stall};
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
@@ -92,6 +94,13 @@ pub enum RunError {
     /// stream-idle limit): `run stalled: no progress in <phase> for <n>s (limit <limit>s)`.
     #[error("{0}")]
     Stalled(Stall),
+    /// \[beyond\] The final answer never matched the output schema (`origin` names it).
+    #[error("final answer does not match {origin} after {attempts} attempt(s): {detail}")]
+    InvalidOutput { attempts: u32, detail: String, origin: String },
+    /// \[beyond\] The `--check`s still failed when the cycles ran out, or one was denied;
+    /// `checks` is the last cycle's reports.
+    #[error("checks failed after {cycles} cycle(s): {detail}")]
+    ChecksFailed { cycles: u32, detail: String, checks: Vec<CheckReport> },
 }
 
 impl RunError {
@@ -103,6 +112,8 @@ impl RunError {
             RunError::Budget(_) => "execution_budget",
             RunError::Denied { .. } => "denied",
             RunError::Stalled(_) => "stalled",
+            RunError::InvalidOutput { .. } => "invalid_output",
+            RunError::ChecksFailed { .. } => "checks_failed",
             RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => "error",
         }
     }
@@ -115,6 +126,8 @@ impl RunError {
             RunError::Budget(_) => Outcome::BudgetExceeded,
             RunError::Denied { .. } => Outcome::Denied,
             RunError::Stalled(_) => Outcome::Stalled,
+            RunError::InvalidOutput { .. } => Outcome::InvalidOutput,
+            RunError::ChecksFailed { .. } => Outcome::ChecksFailed,
             RunError::MaxIterations(_) | RunError::TimeBudget(_) | RunError::Checkpoint(_) => Outcome::Error,
         }
     }
@@ -123,10 +136,15 @@ impl RunError {
 /// A finished run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
-    /// The final answer (not yet redacted for printing).
+    /// The final answer (not yet redacted for printing); under an output schema, the compact
+    /// JSON of `output`.
     pub answer: String,
     pub usage: Usage,
     pub iterations: u32,
+    /// \[beyond\] The answer's value, when it matched an output schema.
+    pub output: Option<serde_json::Value>,
+    /// \[beyond\] The last cycle of the `--check`s (empty without checks).
+    pub checks: Vec<CheckReport>,
 }
 
 /// What one checkpoint save reports.
@@ -254,6 +272,8 @@ pub struct Agent {
     pub checkpoint: Option<Box<dyn Checkpoint>>,
     /// The run's execution budgets (`Budget::unlimited()` when none are set).
     pub budget: Budget,
+    /// \[beyond\] The gates on the final answer (`FinishGates::default()`: none).
+    pub finish: FinishGates,
 }
 
 /// What the loop carries from one iteration to the next.
@@ -344,13 +364,21 @@ impl Agent {
             if calls == 0 {
                 let answer = response.message.content.clone();
                 messages.push(response.message);
-                self.persist(iteration, messages, state.totals)?;
-                self.observer.on_event(&LoopEvent::IterationCompleted {
-                    iteration,
-                    totals: state.totals,
-                    tools_called: 0,
-                });
-                return Ok(RunOutcome { answer, usage: state.totals, iterations: iteration });
+                let can_go_on = iteration < max_iterations;
+                let review = self.review(iteration, &answer, messages, state.totals, can_go_on).await;
+                // A budget stop has saved the session and reported itself already.
+                if !matches!(review, Err(RunError::Budget(_))) {
+                    self.persist(iteration, messages, state.totals)?;
+                    self.observer.on_event(&LoopEvent::IterationCompleted {
+                        iteration,
+                        totals: state.totals,
+                        tools_called: 0,
+                    });
+                }
+                match review? {
+                    Some((answer, output)) => return Ok(self.outcome(answer, output, state.totals, iteration)),
+                    None => continue,
+                }
             }
             if let Err(exceeded) = self.budget.check_tool_calls(calls) {
                 return Err(self.exhausted(iteration, exceeded, messages, state.totals).await);
@@ -380,8 +408,12 @@ impl Agent {
             Some(Ok((answer, usage))) => {
                 state.totals.add(usage);
                 messages.push(Message::assistant(answer.clone()));
-                self.persist(max_iterations, messages, state.totals)?;
-                Ok(RunOutcome { answer, usage: state.totals, iterations: max_iterations })
+                let review = self.review(max_iterations, &answer, messages, state.totals, false).await;
+                if !matches!(review, Err(RunError::Budget(_))) {
+                    self.persist(max_iterations, messages, state.totals)?;
+                }
+                let (answer, output) = review?.unwrap_or((answer, None));
+                Ok(self.outcome(answer, output, state.totals, max_iterations))
             }
             Some(Err(_)) => Err(RunError::MaxIterations(max_iterations)),
             None => Err(self.exhausted(max_iterations, self.budget.runtime_expired(), messages, state.totals).await),
@@ -621,12 +653,58 @@ impl Agent {
             Some(Ok((answer, usage))) => {
                 totals.add(usage);
                 messages.push(Message::assistant(answer.clone()));
-                self.persist(completed.max(1), messages, totals)?;
-                Ok(RunOutcome { answer, usage: totals, iterations: completed })
+                let review = self.review(completed.max(1), &answer, messages, totals, false).await;
+                if !matches!(review, Err(RunError::Budget(_))) {
+                    self.persist(completed.max(1), messages, totals)?;
+                }
+                let (answer, output) = review?.unwrap_or((answer, None));
+                Ok(self.outcome(answer, output, totals, completed))
             }
             Some(Err(_)) => Err(RunError::TimeBudget(completed)),
             None => Err(self.exhausted(completed.max(1), self.budget.runtime_expired(), messages, totals).await),
         }
+    }
+
+    /// The final-answer gates on `answer` (already in `messages`). `Some((answer, output))`:
+    /// accepted, as the run returns it. `None`: a gate sent the model a new user message (now in
+    /// `messages`) and the loop goes on. A run that cannot go on (`can_go_on` false: the last
+    /// iteration, a partial summary) fails instead; so does one whose runtime budget runs out
+    /// while the checks run.
+    async fn review(
+        &mut self,
+        iteration: u32,
+        answer: &str,
+        messages: &mut Vec<Message>,
+        totals: Usage,
+        can_go_on: bool,
+    ) -> Result<Option<(String, Option<serde_json::Value>)>, RunError> {
+        if self.finish.is_empty() {
+            return Ok(Some((answer.to_owned(), None)));
+        }
+        let ctx = ReviewContext {
+            iteration,
+            observer: self.observer.as_ref(),
+            tool_context: &self.tool_context,
+            approver: self.gate.as_deref(),
+        };
+        let review = self.finish.review(answer, &ctx);
+        let review = match self.budget.runtime_deadline() {
+            Some(deadline) => tokio::time::timeout_at(deadline.into(), review).await.ok(),
+            None => Some(review.await),
+        };
+        match review {
+            None => Err(self.exhausted(iteration, self.budget.runtime_expired(), messages, totals).await),
+            Some(Review::Accept { answer, output }) => Ok(Some((answer, output))),
+            Some(Review::Revise { feedback, .. }) if can_go_on => {
+                messages.push(Message::user(feedback));
+                Ok(None)
+            }
+            Some(Review::Revise { failure, .. } | Review::Fail(failure)) => Err(failure),
+        }
+    }
+
+    fn outcome(&self, answer: String, output: Option<serde_json::Value>, usage: Usage, iterations: u32) -> RunOutcome {
+        RunOutcome { answer, usage, iterations, output, checks: self.finish.last_checks().to_vec() }
     }
 
     /// budgets.md §5: the event, the partial summary (tool calls only, when every other budget
@@ -676,6 +754,7 @@ impl Agent {
             stream: self.settings.stream,
             side_call: false,
             timeout: None,
+            output_schema: self.finish.output_schema(),
         };
         let observer = NotingProgress { inner: self.observer.as_ref(), liveness: &self.tool_context.liveness };
         let response = tokio::select! {

@@ -83,6 +83,7 @@ async fn side_call(
         stream: false,
         side_call: true,
         timeout,
+        output_schema: None,
     };
     let response = provider.complete(request, &NoStreamObserver).await?;
     Ok((response.message.content, response.usage))

@@ -14,7 +14,7 @@
 
 mod error;
 mod external_ref;
-mod file;
+pub(crate) mod file;
 mod id;
 mod index;
 mod lock;

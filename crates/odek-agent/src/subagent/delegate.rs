@@ -286,6 +286,7 @@ impl DelegateTool {
             model: settings.model.clone(),
             base_url: settings.base_url.clone(),
             replay,
+            ..TaskFile::default()
         };
 
         let slots = slots(settings.max_concurrency);

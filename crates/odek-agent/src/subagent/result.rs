@@ -155,6 +155,15 @@ impl SubagentResult {
         }
     }
 
+    /// \[beyond\] Replaces the summary by `text` under the same cap (a run under an output
+    /// schema reports its compact JSON, not the model's text around it).
+    pub fn set_summary(&mut self, text: &str) {
+        let (summary, original_runes) = cut_summary(text);
+        self.summary = summary;
+        self.summary_truncated = original_runes.is_some();
+        self.summary_runes = original_runes;
+    }
+
     /// §7's setup-error result (exit 3).
     pub fn setup_error(message: &str) -> SubagentResult {
         SubagentResult {

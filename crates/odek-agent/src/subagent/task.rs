@@ -52,6 +52,14 @@ pub struct TaskFile {
     /// **[beyond]** With `provider: "replay"`: the child's part of the parent's replay script.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<TaskReplay>,
+    /// **[beyond]** The JSON Schema (2020-12) the child's final answer must match, inline (the
+    /// run's `--output-schema`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// **[beyond]** Shell command lines run on the child's final answer (the run's `--check`),
+    /// after the operator's configured `checks`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
 /// A replay script handed down to a child: its own answers and its children's.
@@ -143,6 +151,16 @@ mod tests {
         assert!(!task.wants_protocol_2());
         let streamed: TaskFile = serde_json::from_str(r#"{"goal":"g","task_id":"task-1","protocol":2}"#).unwrap();
         assert!(streamed.wants_protocol_2());
+    }
+
+    #[test]
+    fn output_schema_and_checks_are_read() {
+        let task: TaskFile =
+            serde_json::from_str(r#"{"goal":"g","output_schema":{"type":"object"},"checks":["make test"]}"#).unwrap();
+        assert_eq!(task.output_schema, Some(serde_json::json!({"type": "object"})));
+        assert_eq!(task.checks, ["make test"]);
+        let plain = serde_json::to_string(&TaskFile { goal: "g".into(), ..TaskFile::default() }).unwrap();
+        assert_eq!(plain, r#"{"goal":"g"}"#);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 mod patch;
 mod read_file;
 mod search_files;
-mod shell;
+pub(crate) mod shell;
 mod write_file;
 
 use std::future::Future;

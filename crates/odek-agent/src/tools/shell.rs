@@ -128,15 +128,37 @@ impl Tool for ShellTool {
             if !tokio::fs::metadata(&dir).await.is_ok_and(|metadata| metadata.is_dir()) {
                 return Err(ToolError::new(format!("workdir {}: no such directory", dir.display())));
             }
-            let classification = classify_command_in(&args.command, &dir, &ctx.odek_home);
-            if let Some(denial) = policy_denial(&classification, &args.command, ctx) {
-                return Ok(denial);
-            }
             let timeout_seconds = effective_timeout(args.timeout_seconds, self.max_timeout_seconds);
-            let run = run_command(&args.command, &dir, Duration::from_secs(timeout_seconds), ctx).await?;
-            render_run(&args.command, timeout_seconds, run)
+            match run_policed(&args.command, &dir, Duration::from_secs(timeout_seconds), ctx).await? {
+                Policed::Denied(denied) => Ok(denied),
+                Policed::Ran(run) => render_run(&args.command, timeout_seconds, run),
+            }
         })
     }
+}
+
+/// A command line after the danger policy had its say.
+#[derive(Debug)]
+pub(crate) enum Policed {
+    /// Refused: the denial, with the exact text the model reads.
+    Denied(ToolOutcome),
+    Ran(RunResult),
+}
+
+/// What the `shell` tool does with a command line, for it and for odek's own commands (a
+/// run's `--check`s, `crate::finish::checks`): classify it in `dir`, ask the danger policy, then
+/// run it under `timeout`.
+pub(crate) async fn run_policed(
+    command: &str,
+    dir: &Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<Policed, ToolError> {
+    let classification = classify_command_in(command, dir, &ctx.odek_home);
+    if let Some(denied) = policy_denial(&classification, command, ctx) {
+        return Ok(Policed::Denied(denied));
+    }
+    Ok(Policed::Ran(run_command(command, dir, timeout, ctx).await?))
 }
 
 /// The model's `timeout_seconds` clamped to the operator's `cap`; absent or 0 ⇒ the default
@@ -150,7 +172,7 @@ fn effective_timeout(requested: Option<u64>, cap: u64) -> u64 {
 
 /// How a run ended.
 #[derive(Debug)]
-enum RunEnd {
+pub(crate) enum RunEnd {
     /// Exit code, or 128 + signal number when a signal ended the shell.
     Exited(i32),
     TimedOut,
@@ -158,11 +180,12 @@ enum RunEnd {
 }
 
 #[derive(Debug)]
-struct RunResult {
-    end: RunEnd,
-    output: String,
+pub(crate) struct RunResult {
+    pub(crate) end: RunEnd,
+    /// The merged stdout and stderr, head and tail kept (not redacted).
+    pub(crate) output: String,
     /// Background processes still held the output open after the shell exited.
-    output_abandoned: bool,
+    pub(crate) output_abandoned: bool,
 }
 
 fn render_run(command: &str, timeout_seconds: u64, run: RunResult) -> Result<ToolOutcome, ToolError> {

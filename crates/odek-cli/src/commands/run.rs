@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use odek::config::{CliOverrides, ConfigSources};
 use odek::setup::Setup;
-use odek::{Denials, Overrides, Runtime, RuntimeError, TurnOutcome};
+use odek::{Denials, FinishOverrides, Overrides, Runtime, RuntimeError, TurnOutcome};
+use odek_agent::run::RunError;
 use odek_agent::session::{
     ExternalRef, Session as SessionRecord, SessionError, SessionId, SessionLock, SessionStore, parse_external_ref_spec,
     safe_state,
 };
 use odek_contract::outcome::Outcome;
-use odek_contract::redaction::redact;
+use odek_contract::redaction::{redact, redact_json};
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_llm::Message;
 
@@ -174,8 +175,17 @@ pub(crate) fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result
             config.compaction = Some(true);
         }
     }
+    let finish = FinishOverrides {
+        output_schema: flags.output_schema.clone(),
+        output_retries: count("--output-retries", flags.output_retries.as_deref())?,
+        output_file: flags.output_file.clone(),
+        checks: flags.checks.clone(),
+        check_timeout_seconds: positive_integer("--check-timeout", flags.check_timeout.as_deref())?,
+        max_check_cycles: count("--max-check-cycles", flags.max_check_cycles.as_deref())?,
+    };
     Ok(Overrides {
         config,
+        finish,
         thinking: flags.thinking.clone(),
         stream: flags.stream,
         replay: flags.replay.clone(),
@@ -196,6 +206,17 @@ fn positive_integer(flag: &str, value: Option<&str>) -> Result<Option<u64>, Comm
             odek_contract::quoting::quote(value)
         ))),
     }
+}
+
+/// \[beyond\] A count flag that may be 0 (`--output-retries`, `--max-check-cycles`).
+fn count(flag: &str, value: Option<&str>) -> Result<Option<u32>, CommandError> {
+    let Some(value) = value else { return Ok(None) };
+    value.parse::<u32>().map(Some).map_err(|_| {
+        CommandError::Fatal(format!(
+            "{flag} must be a non-negative integer, got {}",
+            odek_contract::quoting::quote(value)
+        ))
+    })
 }
 
 /// `--max-cost-usd`: a positive finite number, or the spec's fatal error.
@@ -248,13 +269,16 @@ async fn execute(
 /// `--json` on a failed turn: the result object still comes, with the outcome and the error, so
 /// a script that reads stdout never has to guess from an empty line.
 fn print_failure(error: &RuntimeError, spent: odek::Usage, denials: &Denials) -> Result<(), CommandError> {
-    let result = serde_json::json!({
+    let mut result = serde_json::json!({
         "outcome": error.outcome(),
         "error": redact(&error.to_string()),
         "input_tokens": spent.input_tokens,
         "output_tokens": spent.output_tokens,
         "denials": denials,
     });
+    if let RuntimeError::Run(RunError::ChecksFailed { checks, .. }) = error {
+        result["checks"] = checks.iter().map(odek::CheckReport::to_json).collect();
+    }
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{result}")?;
     stdout.flush()?;
@@ -272,7 +296,7 @@ pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool, denials: &Denials)
     let answer = redact(&outcome.answer);
     let mut stdout = std::io::stdout().lock();
     if json {
-        let result = serde_json::json!({
+        let mut result = serde_json::json!({
             "outcome": Outcome::Success,
             "answer": answer,
             "iterations": outcome.iterations,
@@ -280,6 +304,12 @@ pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool, denials: &Denials)
             "output_tokens": outcome.usage.output_tokens,
             "denials": denials,
         });
+        if let Some(output) = &outcome.output {
+            result["output"] = redact_json(output);
+        }
+        if !outcome.checks.is_empty() {
+            result["checks"] = outcome.checks.iter().map(odek::CheckReport::to_json).collect();
+        }
         writeln!(stdout, "{result}")?;
     } else if std::io::IsTerminal::is_terminal(&stdout) {
         // Piped, the answer is the output exactly; on a terminal it is the model's text shown to

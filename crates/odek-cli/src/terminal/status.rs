@@ -235,11 +235,22 @@ impl LoopObserver for StatusDisplay {
                 ));
             }
             LoopEvent::IterationCompleted { totals, .. } => state.totals = totals,
+            LoopEvent::CheckCompleted { check, .. } => {
+                let exit = check.exit_code.map(|code| format!("exit {code}, ")).unwrap_or_default();
+                self.print(&format!(
+                    "odek: [it {}] {} {} ({exit}{:.1}s)",
+                    state.iteration,
+                    check.check_id,
+                    check.status.as_str(),
+                    check.duration.as_secs_f64()
+                ));
+            }
             // A denial shows as its call's result line.
             LoopEvent::SessionSaved { .. }
             | LoopEvent::Warning { .. }
             | LoopEvent::BudgetExceeded { .. }
-            | LoopEvent::OperationDenied { .. } => {}
+            | LoopEvent::OperationDenied { .. }
+            | LoopEvent::CheckStarted { .. } => {}
         }
         self.refresh(&state);
     }

@@ -178,7 +178,8 @@ impl OpenAiProvider {
         request: ChatRequest<'_>,
         observer: &dyn StreamObserver,
     ) -> Result<ChatResponse, LlmError> {
-        let body = serde_json::to_vec(&wire::request_body(&request))
+        let structured = wire::StructuredOutput::for_host(self.url.host_str());
+        let body = serde_json::to_vec(&wire::request_body(&request, structured))
             .map_err(|err| LlmError::InvalidConfig { detail: format!("cannot encode the request: {err}") })?;
         let mut retries_done = 0;
         loop {

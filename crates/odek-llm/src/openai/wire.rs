@@ -23,8 +23,53 @@ pub(crate) enum WireError {
     Provider(String),
 }
 
+/// How an OpenAI-compatible endpoint is asked for structured output (\[beyond\]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StructuredOutput {
+    /// `response_format: {"type": "json_schema", "json_schema": {name, schema, strict: false}}`:
+    /// OpenAI and the compatible servers that follow it (vLLM, llama.cpp, Ollama, gateways).
+    JsonSchema,
+    /// `response_format: {"type": "json_object"}`: DeepSeek, whose API knows JSON mode but not
+    /// schemas (and refuses `json_schema`).
+    JsonObject,
+}
+
+impl StructuredOutput {
+    /// What the endpoint at `host` is sent.
+    pub(crate) fn for_host(host: Option<&str>) -> StructuredOutput {
+        match host {
+            Some(host) if host == "api.deepseek.com" || host.ends_with(".deepseek.com") => StructuredOutput::JsonObject,
+            _ => StructuredOutput::JsonSchema,
+        }
+    }
+}
+
+/// The name the schema is sent under (`json_schema.name`: letters, digits, `_` and `-`).
+const OUTPUT_SCHEMA_NAME: &str = "odek_output";
+
+/// `response_format` for a call with an output schema; a side call (a summary, a digest) is
+/// prose and asks for nothing. `strict: false`: strict mode accepts only a subset of JSON
+/// Schema, and odek validates the answer itself. Both formats promise a JSON object, so a
+/// schema whose root is not `"type": "object"` asks for nothing either.
+fn apply_structured_output(body: &mut Map<String, Value>, request: &ChatRequest<'_>, mode: StructuredOutput) {
+    let Some(schema) = request.output_schema.filter(|_| !request.side_call) else {
+        return;
+    };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return;
+    }
+    let format = match mode {
+        StructuredOutput::JsonSchema => json!({
+            "type": "json_schema",
+            "json_schema": {"name": OUTPUT_SCHEMA_NAME, "schema": schema, "strict": false},
+        }),
+        StructuredOutput::JsonObject => json!({"type": "json_object"}),
+    };
+    body.insert("response_format".into(), format);
+}
+
 /// The JSON body of one `POST /chat/completions`.
-pub(crate) fn request_body(request: &ChatRequest<'_>) -> Value {
+pub(crate) fn request_body(request: &ChatRequest<'_>, structured: StructuredOutput) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), Value::from(request.model));
     body.insert("messages".into(), request.messages.iter().map(wire_message).collect());
@@ -37,6 +82,7 @@ pub(crate) fn request_body(request: &ChatRequest<'_>) -> Value {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     apply_thinking(&mut body, request.thinking);
+    apply_structured_output(&mut body, request, structured);
     Value::Object(body)
 }
 
@@ -317,6 +363,39 @@ mod tests {
         let mut body = Map::new();
         apply_thinking(&mut body, Thinking::High);
         assert_eq!(body["reasoning_effort"], json!("high"));
+    }
+
+    #[test]
+    fn an_output_schema_asks_for_structured_output_on_main_calls_only() {
+        let schema = json!({"type": "object"});
+        let messages = [Message::user("hi")];
+        let request = |side_call| ChatRequest {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            thinking: Thinking::Default,
+            stream: false,
+            side_call,
+            timeout: None,
+            output_schema: Some(&schema),
+        };
+        let body = request_body(&request(false), StructuredOutput::JsonSchema);
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "odek_output", "schema": {"type": "object"}, "strict": false}})
+        );
+        let body = request_body(&request(false), StructuredOutput::JsonObject);
+        assert_eq!(body["response_format"], json!({"type": "json_object"}));
+        assert!(request_body(&request(true), StructuredOutput::JsonSchema).get("response_format").is_none());
+        let array = json!({"type": "array"});
+        let not_an_object = ChatRequest { output_schema: Some(&array), ..request(false) };
+        assert!(request_body(&not_an_object, StructuredOutput::JsonSchema).get("response_format").is_none());
+        let plain = ChatRequest { output_schema: None, ..request(false) };
+        assert!(request_body(&plain, StructuredOutput::JsonSchema).get("response_format").is_none());
+        assert_eq!(StructuredOutput::for_host(Some("api.deepseek.com")), StructuredOutput::JsonObject);
+        assert_eq!(StructuredOutput::for_host(Some("api.openai.com")), StructuredOutput::JsonSchema);
+        assert_eq!(StructuredOutput::for_host(Some("127.0.0.1")), StructuredOutput::JsonSchema);
+        assert_eq!(StructuredOutput::for_host(None), StructuredOutput::JsonSchema);
     }
 
     #[test]

@@ -22,11 +22,11 @@ use std::collections::hash_map::Entry;
 use serde_json::{Map, Value};
 
 /// Most steps one check may take (10^6). Past it the value is not checked and the call fails.
-pub(crate) const MAX_CHECK_STEPS: u64 = 1_000_000;
+pub const MAX_CHECK_STEPS: u64 = 1_000_000;
 
 /// Most schema applications nested inside one another while a value is checked (512): the
 /// validator recurses once per level, and a deeper chain would overflow a thread's stack.
-pub(crate) const MAX_CHECK_DEPTH: usize = 512;
+pub const MAX_CHECK_DEPTH: usize = 512;
 
 /// Bytes of a string one step pays for, in the keywords that scan strings.
 const STRING_BYTES_PER_STEP: u64 = 64;
@@ -37,7 +37,7 @@ const UNIQUE_ITEMS_STEPS_PER_NODE: u64 = 16;
 
 /// Why a value was not checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Unbounded {
+pub enum Unbounded {
     /// More than [`MAX_CHECK_STEPS`] steps.
     TooCostly,
     /// More than [`MAX_CHECK_DEPTH`] nested applications.

@@ -180,6 +180,10 @@ pub struct Config {
     pub subagent: SubagentConfig,
     /// Global file only, plus the built-in `default`.
     pub profiles: Profiles,
+    /// \[beyond\] `checks`: shell command lines run on every final answer (`--check`); the
+    /// global file's, then the project's (a project may add checks: they only make a run
+    /// stricter, and they run under the danger policy like any shell command).
+    pub checks: Vec<String>,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -278,7 +282,8 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     );
     let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
     let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
-    let config = Config { core, limits, events, mcp_servers, dangerous, tools, planning, subagent, profiles };
+    let checks = merge_checks(global.policy.checks.as_deref(), project.policy.checks.as_deref());
+    let config = Config { core, limits, events, mcp_servers, dangerous, tools, planning, subagent, profiles, checks };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
 
@@ -301,6 +306,19 @@ struct PolicySections {
     subagent: Option<SubagentFile>,
     profiles: Option<BTreeMap<String, ProfileFile>>,
     events: Option<EventsFile>,
+    checks: Option<Vec<String>>,
+}
+
+/// `checks` of both files: the global file's, then the project's; blank and repeated command
+/// lines are dropped.
+fn merge_checks(global: Option<&[String]>, project: Option<&[String]>) -> Vec<String> {
+    let mut checks: Vec<String> = Vec::new();
+    for check in global.into_iter().chain(project).flatten() {
+        if !check.trim().is_empty() && !checks.contains(check) {
+            checks.push(check.clone());
+        }
+    }
+    checks
 }
 
 /// The structured sections of a file (the core keys are decoded separately as [`CoreFile`]).
@@ -434,4 +452,18 @@ fn decode_known_keys<T: DeserializeOwned>(display: &str, root: &Value) -> Result
         key: err.path().to_string(),
         detail: err.into_inner().to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_are_the_global_files_then_the_projects_without_blanks_or_repeats() {
+        let global = ["cargo test".to_owned(), " ".to_owned()];
+        let project = ["cargo clippy".to_owned(), "cargo test".to_owned()];
+        assert_eq!(merge_checks(Some(&global), Some(&project)), ["cargo test", "cargo clippy"]);
+        assert_eq!(merge_checks(None, Some(&project[..1])), ["cargo clippy"]);
+        assert!(merge_checks(None, None).is_empty());
+    }
 }
