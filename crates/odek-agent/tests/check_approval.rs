@@ -71,5 +71,9 @@ async fn a_check_the_operator_denies_does_not_run_red() {
     assert!(!dir.path().join("ran").exists(), "the denied check ran");
     assert_eq!(checks[0].status, CheckStatus::Denied);
     let denial = checks[0].denial.as_ref().unwrap();
-    assert_eq!((denial.class, denial.reason.as_str()), (DangerClass::LocalWrite, "not approved"));
+    // The reason of every denial: the classifier's, then the policy's.
+    assert_eq!(
+        (denial.class, denial.reason.as_str()),
+        (DangerClass::LocalWrite, "touch creates or changes files; not approved")
+    );
 }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use odek_contract::redaction::redact;
+use odek_contract::redaction::{redact, redact_json};
 use odek_contract::regular_file::refuse_non_regular_target;
 use serde_json::Value;
 
@@ -119,7 +119,7 @@ fn recorded_arguments(arguments: &str) -> Value {
     let Ok(parsed) = serde_json::from_str::<Value>(arguments) else {
         return Value::String(redact(arguments).into_owned());
     };
-    let redacted = redact_strings(&parsed);
+    let redacted = redact_json(&parsed);
     if redacted != parsed {
         redacted
     } else if parsed.is_string() || serde_json::to_string(&parsed).ok().as_deref() != Some(arguments) {
@@ -128,17 +128,6 @@ fn recorded_arguments(arguments: &str) -> Value {
         Value::String(arguments.to_owned())
     } else {
         parsed
-    }
-}
-
-fn redact_strings(value: &Value) -> Value {
-    match value {
-        Value::String(text) => Value::String(redact(text).into_owned()),
-        Value::Array(items) => Value::Array(items.iter().map(redact_strings).collect()),
-        Value::Object(fields) => {
-            Value::Object(fields.iter().map(|(key, value)| (key.clone(), redact_strings(value))).collect())
-        }
-        other => other.clone(),
     }
 }
 

@@ -7,7 +7,7 @@
 use std::fmt;
 
 use odek_contract::outcome::Outcome;
-use odek_contract::redaction::redact;
+use odek_contract::redaction::{redact, redact_json};
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
@@ -286,7 +286,7 @@ impl Event {
             event_type: self.event_type,
             iteration: self.iteration,
             tool: self.tool.as_deref().map(|tool| redact(tool).into_owned()),
-            data: self.data.iter().map(|(key, value)| (key.clone(), redact_value(value))).collect(),
+            data: self.data.iter().map(|(key, value)| (key.clone(), redact_json(value))).collect(),
         }
     }
 
@@ -315,18 +315,6 @@ impl Event {
             output_bytes: check.output_bytes,
         };
         Event::of(Some(iteration), None, data)
-    }
-}
-
-/// Redacts every string in `value` at any depth, into a new value.
-fn redact_value(value: &Value) -> Value {
-    match value {
-        Value::String(text) => Value::String(redact(text).into_owned()),
-        Value::Array(items) => Value::Array(items.iter().map(redact_value).collect()),
-        Value::Object(fields) => {
-            Value::Object(fields.iter().map(|(key, value)| (key.clone(), redact_value(value))).collect())
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => value.clone(),
     }
 }
 
