@@ -94,18 +94,7 @@ fn a_run_with_stdin_left_open_and_unused_does_not_wait_on_it_red() {
     let mut child = command.spawn().unwrap();
     // Held open, never written and never closed while odek runs.
     let held_open = child.stdin.take().unwrap();
-    let pid = child.id();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = sender.send(child.wait_with_output());
-    });
-    let output = match receiver.recv_timeout(Duration::from_secs(30)) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
-            panic!("odek waited on an open, unused stdin");
-        }
-    };
+    let output = wait_within(child, Duration::from_secs(30));
     drop(held_open);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "done\n");

@@ -14,7 +14,7 @@ use odek_agent::finish::output_file::{OutputWritten, check_output_path, write_ou
 use odek_agent::finish::output_schema::load_output_schema;
 use odek_contract::redaction::redact;
 
-use crate::config::Config;
+use crate::config::{Config, merge_checks};
 use crate::error::RuntimeError;
 
 /// What a caller sets about the final answer (for the binary: the flags of `run` and
@@ -45,11 +45,7 @@ pub(crate) fn finish_settings(overrides: &FinishOverrides, config: &Config) -> R
     if let Some(retries) = overrides.output_retries {
         settings.output_retries = retries;
     }
-    for check in config.checks.iter().chain(&overrides.checks) {
-        if !check.trim().is_empty() && !settings.checks.contains(check) {
-            settings.checks.push(check.clone());
-        }
-    }
+    settings.checks = merge_checks(config.checks.iter().chain(&overrides.checks));
     if let Some(seconds) = overrides.check_timeout_seconds {
         settings.check_timeout = Duration::from_secs(seconds);
     }

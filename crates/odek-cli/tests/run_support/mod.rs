@@ -166,7 +166,12 @@ pub fn path_str(path: &Path) -> &str {
 /// Runs `command` to completion, failing the test (after killing the process) when it is still
 /// running after `limit`: how a test proves that odek did not block.
 pub fn output_within(mut command: Command, limit: std::time::Duration) -> Output {
-    let child = command.spawn().unwrap();
+    wait_within(command.spawn().unwrap(), limit)
+}
+
+/// Waits for `child` (whose stdin the caller may still hold open) as [`output_within`] does;
+/// its stdout events are checked against the schema.
+pub fn wait_within(child: Child, limit: std::time::Duration) -> Output {
     let pid = child.id();
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

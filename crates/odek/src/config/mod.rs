@@ -282,7 +282,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     );
     let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
     let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
-    let checks = merge_checks(global.policy.checks.as_deref(), project.policy.checks.as_deref());
+    let checks = merge_checks([&global.policy.checks, &project.policy.checks].into_iter().flatten().flatten());
     let config = Config { core, limits, events, mcp_servers, dangerous, tools, planning, subagent, profiles, checks };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
@@ -309,11 +309,11 @@ struct PolicySections {
     checks: Option<Vec<String>>,
 }
 
-/// `checks` of both files: the global file's, then the project's; blank and repeated command
-/// lines are dropped.
-fn merge_checks(global: Option<&[String]>, project: Option<&[String]>) -> Vec<String> {
+/// Check command lines from their sources in order (the global file's, the project's, then a
+/// caller's); blank and repeated lines are dropped.
+pub(crate) fn merge_checks<'a>(sources: impl IntoIterator<Item = &'a String>) -> Vec<String> {
     let mut checks: Vec<String> = Vec::new();
-    for check in global.into_iter().chain(project).flatten() {
+    for check in sources {
         if !check.trim().is_empty() && !checks.contains(check) {
             checks.push(check.clone());
         }
@@ -462,8 +462,8 @@ mod tests {
     fn checks_are_the_global_files_then_the_projects_without_blanks_or_repeats() {
         let global = ["cargo test".to_owned(), " ".to_owned()];
         let project = ["cargo clippy".to_owned(), "cargo test".to_owned()];
-        assert_eq!(merge_checks(Some(&global), Some(&project)), ["cargo test", "cargo clippy"]);
-        assert_eq!(merge_checks(None, Some(&project[..1])), ["cargo clippy"]);
-        assert!(merge_checks(None, None).is_empty());
+        assert_eq!(merge_checks(global.iter().chain(&project)), ["cargo test", "cargo clippy"]);
+        assert_eq!(merge_checks(&project[..1]), ["cargo clippy"]);
+        assert!(merge_checks(&[]).is_empty());
     }
 }
