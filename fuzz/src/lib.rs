@@ -81,7 +81,7 @@ pub fn seeded_provider() -> &'static odek_llm::OpenAiProvider {
     static PROVIDER: OnceLock<odek_llm::OpenAiProvider> = OnceLock::new();
     PROVIDER.get_or_init(|| {
         register_seeded_secrets();
-        odek_llm::OpenAiProvider::new(odek_llm::OpenAiConfig::new("http://127.0.0.1:9/v1", SEEDED_API_KEY)).unwrap()
+        odek_llm::OpenAiProvider::new(odek_llm::EndpointConfig::new("http://127.0.0.1:9/v1", SEEDED_API_KEY)).unwrap()
     })
 }
 

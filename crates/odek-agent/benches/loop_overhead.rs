@@ -49,9 +49,9 @@ impl Provider for InstantProvider {
         } else if !request.side_call {
             message.content = "done".to_owned();
         }
-        Box::pin(async move {
-            Ok(ChatResponse { message, usage: Usage { input_tokens: 100, output_tokens: 10 }, finish_reason: None })
-        })
+        Box::pin(
+            async move { Ok(ChatResponse { message, usage: Usage::new(100, 10), finish_reason: None, model: None }) },
+        )
     }
 }
 

@@ -58,6 +58,8 @@ pub enum LoopEvent<'a> {
     SessionSaved { iteration: u32, message_count: usize },
     /// End of an iteration (`tools_called` = batch size, 0 on the final answer).
     IterationCompleted { iteration: u32, totals: Usage, tools_called: usize },
+    /// \[beyond\] The model call moved to the next `fallback_models` entry.
+    ProviderFallback { iteration: u32, fallback: &'a odek_llm::Fallback<'a> },
     /// An execution budget was exhausted (before the run fails with it).
     BudgetExceeded { iteration: u32, exceeded: &'a crate::budget::BudgetExceeded },
     /// A warning for the operator (already free of secrets).

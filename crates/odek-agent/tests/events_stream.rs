@@ -57,7 +57,7 @@ fn without_timestamp(mut value: Value) -> Value {
 #[test]
 fn loop_events_map_to_v1_events() {
     let (stream, sink, _mcp, _cwd) = stream(false);
-    let usage = Usage { input_tokens: 10, output_tokens: 2 };
+    let usage = Usage::new(10, 2);
     let arguments = r#"{"command":"FOO=1 /usr/bin/git status"}"#;
     stream.run_started("m", false, 5);
     stream.set_session_id("s1");

@@ -70,17 +70,13 @@ impl Provider for QueueProvider {
 }
 
 pub fn answer(text: &str) -> Result<ChatResponse, LlmError> {
-    Ok(ChatResponse {
-        message: Message::assistant(text),
-        usage: Usage { input_tokens: 10, output_tokens: 2 },
-        finish_reason: None,
-    })
+    Ok(ChatResponse { message: Message::assistant(text), usage: Usage::new(10, 2), finish_reason: None, model: None })
 }
 
 pub fn calls(list: &[(&str, &str, &str)]) -> Result<ChatResponse, LlmError> {
     let mut message = Message::assistant("");
     message.tool_calls = list.iter().map(|(id, name, args)| ToolCall::new(*id, *name, *args)).collect();
-    Ok(ChatResponse { message, usage: Usage { input_tokens: 10, output_tokens: 2 }, finish_reason: None })
+    Ok(ChatResponse { message, usage: Usage::new(10, 2), finish_reason: None, model: None })
 }
 
 type Behaviour = dyn Fn(String) -> BoxFuture<'static, Result<ToolOutcome, ToolError>> + Send + Sync;

@@ -73,7 +73,7 @@ fn save_is_private_atomic_and_round_trips() {
     let mut session = conversation("list files");
     session.base_url = "https://api.example/v1".into();
     session.sandbox = true;
-    session.add_usage(Usage { input_tokens: 10, output_tokens: 3 });
+    session.add_usage(Usage::new(10, 3));
     let report = store.save(&mut session).unwrap();
     assert_eq!((report.message_count, report.removed_groups, report.warning), (5, 0, None));
     store.save(&mut session).unwrap();
@@ -324,7 +324,7 @@ fn index_entries_summarise_sessions() {
     let home = Home::new();
     let store = home.store();
     let mut session = conversation(&format!("{}\nsecond line", "a".repeat(80)));
-    session.add_usage(Usage { input_tokens: 7, output_tokens: 2 });
+    session.add_usage(Usage::new(7, 2));
     store.save(&mut session).unwrap();
     let entries = store.list().unwrap();
     assert_eq!(entries.len(), 1);
@@ -386,7 +386,7 @@ fn a_file_only_save_leaves_the_index_behind_and_readers_still_see_the_newest_sta
 
     // A later step: the file changes, the index does not.
     session.messages.push(Message::user("second task"));
-    session.add_usage(Usage { input_tokens: 7, output_tokens: 2 });
+    session.add_usage(Usage::new(7, 2));
     store.save_file(&mut session).unwrap();
     assert_eq!(std::fs::read(&index).unwrap(), indexed, "the step left index.json as it was");
     // File times are as coarse as the kernel's clock tick: the step lands in a later one.

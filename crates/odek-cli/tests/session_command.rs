@@ -50,7 +50,7 @@ impl Home {
             Message::tool("call-1", "shell", result),
             Message::assistant("All done."),
         ];
-        session.add_usage(Usage { input_tokens: 1200, output_tokens: 34 });
+        session.add_usage(Usage::new(1200, 34));
         session.add_external_refs([ExternalRef::new("issue", "https://tracker/42", "cli")]).unwrap();
         self.store().save(&mut session).unwrap();
         session.id

@@ -6,20 +6,27 @@
 //! [`Provider`] trait with its [`ChatRequest`], [`ChatResponse`], [`Thinking`] and
 //! [`StreamObserver`]; the conversation types ([`Message`], [`Role`], [`ToolCall`],
 //! [`FunctionCall`], [`ToolDefinition`], [`Usage`]); the errors ([`LlmError`], [`TransportKind`]);
-//! and the providers: [`OpenAiProvider`] (configured by [`OpenAiConfig`]), [`ReplayProvider`]
+//! and the providers: [`OpenAiProvider`] (configured by [`EndpointConfig`]), [`ReplayProvider`]
 //! (answering from a [`ReplayScript`]) and [`RecordingProvider`].
 
 mod error;
+mod fallback;
+mod http;
 mod message;
 mod openai;
 mod provider;
 mod record;
 mod replay;
 mod sse;
+mod wire;
 
 pub use error::{LlmError, TransportKind};
-pub use message::{FunctionCall, Message, Role, ToolCall, ToolDefinition, Usage};
-pub use openai::{DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, OpenAiConfig, OpenAiProvider};
-pub use provider::{BoxFuture, ChatRequest, ChatResponse, NoStreamObserver, Provider, StreamObserver, Thinking};
+pub use fallback::{FallbackEntry, FallbackProvider, falls_back};
+pub use http::{DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, EndpointConfig};
+pub use message::{FunctionCall, Message, ReasoningBlock, Role, ToolCall, ToolDefinition, Usage};
+pub use openai::OpenAiProvider;
+pub use provider::{
+    BoxFuture, ChatRequest, ChatResponse, Fallback, NoStreamObserver, Provider, StreamObserver, Thinking,
+};
 pub use record::RecordingProvider;
 pub use replay::{ReplayProvider, ReplayScript, ReplayToolCall, ReplayTurn};

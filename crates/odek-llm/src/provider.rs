@@ -62,8 +62,42 @@ pub struct ChatResponse {
     /// The assistant message (role `assistant`; `content`, `reasoning_content`, `tool_calls`).
     pub message: Message,
     pub usage: Usage,
-    /// The provider's `finish_reason`, when it gave one.
+    /// The provider's `finish_reason` (Anthropic's `stop_reason`, the Responses API's
+    /// status), when it gave one.
     pub finish_reason: Option<String>,
+    /// \[beyond\] The model that answered when it is not the one asked for (a
+    /// `fallback_models` entry took the call): budgets price the usage at its prices.
+    pub model: Option<String>,
+}
+
+/// \[beyond\] A call moving to the next `fallback_models` entry: the entry that failed
+/// before its first byte (after its retries), why, and the one tried next.
+#[derive(Debug, Clone, Copy)]
+pub struct Fallback<'a> {
+    /// The provider names (`anthropic`, a `providers` key) and models.
+    pub from_provider: &'a str,
+    pub from_model: &'a str,
+    pub to_provider: &'a str,
+    pub to_model: &'a str,
+    /// The failure, as [`LlmError::class`] names it and as its message says it (redacted).
+    pub error: &'a LlmError,
+}
+
+impl std::fmt::Display for Fallback<'_> {
+    /// The operator's one line: `<from>/<model> failed before answering (<class>: <error>);
+    /// falling back to <to>/<model>`.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "{}/{} failed before answering ({}: {}); falling back to {}/{}",
+            self.from_provider,
+            self.from_model,
+            self.error.class(),
+            self.error,
+            self.to_provider,
+            self.to_model
+        )
+    }
 }
 
 /// Receives streamed text as it arrives (for the terminal status line); never on the result path.
@@ -75,6 +109,9 @@ pub trait StreamObserver: Send + Sync {
     /// restarts the stream-idle deadline, reported for liveness. Called once per such chunk,
     /// so an implementation must be cheap.
     fn on_progress(&self) {}
+
+    /// \[beyond\] The call moved to a fallback model; the answer comes from `fallback.to_*`.
+    fn on_fallback(&self, _fallback: &Fallback<'_>) {}
 }
 
 /// Ignores every delta.

@@ -99,6 +99,7 @@ fn recorded_turn(response: &ChatResponse) -> ReplayTurn {
     ReplayTurn {
         content: redact(&message.content).into_owned(),
         reasoning_content: message.reasoning_content.as_deref().map(|text| redact(text).into_owned()),
+        reasoning_blocks: message.reasoning_blocks.iter().filter(|block| block.survives_redaction()).cloned().collect(),
         tool_calls: message
             .tool_calls
             .iter()

@@ -5,7 +5,7 @@
 //!
 //! ```json
 //! {"schema": "odek.replay/v1", "model": "optional note", "turns": [
-//!    {"content": "text", "reasoning_content": "optional",
+//!    {"content": "text", "reasoning_content": "optional", "reasoning_blocks": [],
 //!     "tool_calls": [{"id": "call_1", "name": "shell", "arguments": {"command": "ls"}}],
 //!     "usage": {"input_tokens": 10, "output_tokens": 5}, "finish_reason": "optional"}
 //! ], "side_calls": [{"content": "a summary", "usage": {"input_tokens": 3, "output_tokens": 2}}]}
@@ -19,7 +19,9 @@
 //! - `arguments` may be a JSON string (used verbatim) or any other JSON value (serialised
 //!   compactly); absent or `null` is the empty string. A missing `id` becomes
 //!   `call_<turn>_<index>`. A turn that calls a tool the request does not offer is an error.
-//! - `usage` (both fields) and `finish_reason` are optional; the finish reason defaults to
+//! - `reasoning_blocks` (optional) are the signed or encrypted reasoning of an Anthropic or
+//!   Responses run ([`ReasoningBlock`]), put back into the transcript as recorded.
+//! - `usage` (its fields, the cache counts among them) and `finish_reason` are optional; the finish reason defaults to
 //!   `tool_calls` or `stop`. Unknown fields are rejected, so a typo is an error, not a silence.
 //! - Streaming is not simulated: a streaming observer gets the reasoning and the content as one
 //!   delta each.
@@ -36,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::LlmError;
-use crate::message::{Message, Role, ToolCall, ToolDefinition, Usage};
+use crate::message::{Message, ReasoningBlock, Role, ToolCall, ToolDefinition, Usage};
 use crate::provider::{BoxFuture, ChatRequest, ChatResponse, Provider, StreamObserver};
 
 /// The `schema` value of every script.
@@ -94,6 +96,10 @@ pub struct ReplayTurn {
     pub(crate) content: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reasoning_content: Option<String>,
+    /// \[beyond\] Signed or encrypted reasoning recorded from an Anthropic or Responses run,
+    /// played back into the transcript unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) reasoning_blocks: Vec<ReasoningBlock>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ReplayToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,11 +288,13 @@ fn response_for(turn: &ReplayTurn, turn_index: usize) -> ChatResponse {
     ChatResponse {
         message: Message {
             reasoning_content: turn.reasoning_content.clone(),
+            reasoning_blocks: turn.reasoning_blocks.clone(),
             tool_calls,
             ..Message::assistant(turn.content.clone())
         },
         usage: turn.usage.unwrap_or_default(),
         finish_reason: Some(finish_reason),
+        model: None,
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use odek_llm::{
-    ChatRequest, ChatResponse, LlmError, Message, NoStreamObserver, OpenAiConfig, OpenAiProvider, Provider,
+    ChatRequest, ChatResponse, EndpointConfig, LlmError, Message, NoStreamObserver, OpenAiProvider, Provider,
     StreamObserver, Thinking,
 };
 use odek_test_support::openai::{Reply, ScriptedServer};
@@ -38,14 +38,14 @@ fn raw_server(answer: &'static str) -> String {
 }
 
 fn provider(base_url: &str, first_byte: Duration, idle: Duration) -> OpenAiProvider {
-    OpenAiProvider::new(OpenAiConfig {
+    OpenAiProvider::new(EndpointConfig {
         max_retries: 3,
         retry_base_delay: Duration::from_millis(1),
         retry_max_delay: Duration::from_millis(4),
         first_byte_timeout: first_byte,
         stream_idle_timeout: idle,
         request_timeout: Duration::from_secs(120),
-        ..OpenAiConfig::new(base_url, "sk-test-liveness-0123456789")
+        ..EndpointConfig::new(base_url, "sk-test-liveness-0123456789")
     })
     .unwrap()
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use odek_llm::{
-    ChatRequest, ChatResponse, LlmError, Message, NoStreamObserver, OpenAiConfig, OpenAiProvider, Provider,
+    ChatRequest, ChatResponse, EndpointConfig, LlmError, Message, NoStreamObserver, OpenAiProvider, Provider,
     StreamObserver, Thinking, ToolCall, ToolDefinition, Usage,
 };
 use odek_test_support::openai::{Gate, Reply, ScriptedServer};
@@ -15,12 +15,12 @@ use serde_json::json;
 
 const KEY: &str = "sk-test-0123456789abcdefghijklmnopqrstuvwxyz";
 
-fn config(server: &ScriptedServer) -> OpenAiConfig {
-    OpenAiConfig {
+fn config(server: &ScriptedServer) -> EndpointConfig {
+    EndpointConfig {
         max_retries: 0,
         retry_base_delay: Duration::from_millis(1),
         retry_max_delay: Duration::from_millis(4),
-        ..OpenAiConfig::new(format!("{}/", server.base_url()), KEY)
+        ..EndpointConfig::new(format!("{}/", server.base_url()), KEY)
     }
 }
 
@@ -91,7 +91,7 @@ async fn non_streaming_answer_with_tool_calls_and_usage() {
     assert_eq!(response.message.tool_calls, vec![ToolCall::new("call_1", "shell", r#"{"command":"ls"}"#)]);
     assert_eq!(response.message.content, "");
     assert_eq!(response.message.reasoning_content.as_deref(), Some("look first"));
-    assert_eq!(response.usage, Usage { input_tokens: 12, output_tokens: 3 });
+    assert_eq!(response.usage, Usage::new(12, 3));
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
 
     let requests = server.requests();
@@ -166,7 +166,7 @@ async fn streaming_answer_with_tool_calls_and_usage() {
         ]
     );
     assert_eq!(response.message.reasoning_content.as_deref(), Some("thinking it over"));
-    assert_eq!(response.usage, Usage { input_tokens: 40, output_tokens: 9 });
+    assert_eq!(response.usage, Usage::new(40, 9));
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(observer.text(true), "thinking it over");
     assert!(observer.0.lock().unwrap().len() > 1, "reasoning arrived in several deltas");
@@ -211,7 +211,7 @@ async fn fragmented_tool_call_arguments_are_joined_by_index() {
         response.message.tool_calls,
         vec![ToolCall::new("c0", "shell", r#"{"command":"a"}"#), ToolCall::new("c1", "shell", r#"{"command":"b"}"#)]
     );
-    assert_eq!(response.usage, Usage { input_tokens: 7, output_tokens: 2 });
+    assert_eq!(response.usage, Usage { cache_read_tokens: 5, ..Usage::new(7, 2) });
 }
 
 #[tokio::test]
@@ -224,7 +224,10 @@ async fn object_arguments_and_separate_cache_tokens_in_plain_answers() {
     let server = ScriptedServer::start(vec![Reply::raw(200, "application/json", body.to_string())]);
     let response = call(&provider(&server), false).await.unwrap();
     assert_eq!(response.message.tool_calls, vec![ToolCall::new("x", "shell", r#"{"command":"ls"}"#)]);
-    assert_eq!(response.usage, Usage { input_tokens: 130, output_tokens: 1 });
+    assert_eq!(
+        response.usage,
+        Usage { input_tokens: 130, output_tokens: 1, cache_read_tokens: 100, cache_write_tokens: 20 }
+    );
 }
 
 #[tokio::test]
@@ -305,7 +308,7 @@ async fn api_key_never_in_errors_red() {
     texts.push(call(&provider, false).await.unwrap_err().to_string());
     texts.push(call(&provider, false).await.unwrap_err().to_string());
     texts.push(call(&provider, true).await.unwrap_err().to_string());
-    let refused = OpenAiProvider::new(OpenAiConfig { base_url: closed_port_url(), ..config(&server) }).unwrap();
+    let refused = OpenAiProvider::new(EndpointConfig { base_url: closed_port_url(), ..config(&server) }).unwrap();
     texts.push(call(&refused, false).await.unwrap_err().to_string());
     for text in &texts {
         assert!(!text.contains(KEY) && !text.contains(&KEY[3..20]), "key leaked: {text}");
@@ -323,7 +326,7 @@ fn closed_port_url() -> String {
 #[tokio::test]
 async fn connection_refused_is_classified() {
     let provider =
-        OpenAiProvider::new(OpenAiConfig { max_retries: 0, ..OpenAiConfig::new(closed_port_url(), KEY) }).unwrap();
+        OpenAiProvider::new(EndpointConfig { max_retries: 0, ..EndpointConfig::new(closed_port_url(), KEY) }).unwrap();
     let err = call(&provider, false).await.unwrap_err();
     assert_eq!(err.class(), "connection_refused", "{err}");
     assert!(
@@ -339,7 +342,7 @@ async fn retries_on_429_and_503_then_success() {
         Reply::status(503, r#"{"error":{"message":"overloaded"}}"#),
         Reply::text("finally").with_usage(2, 1),
     ]);
-    let provider = OpenAiProvider::new(OpenAiConfig { max_retries: 3, ..config(&server) }).unwrap();
+    let provider = OpenAiProvider::new(EndpointConfig { max_retries: 3, ..config(&server) }).unwrap();
     let response = call(&provider, false).await.unwrap();
     assert_eq!(response.message.content, "finally");
     let requests = server.requests();
@@ -350,13 +353,13 @@ async fn retries_on_429_and_503_then_success() {
 #[tokio::test]
 async fn retries_stop_at_the_limit_and_4xx_is_not_retried() {
     let server = ScriptedServer::start(vec![Reply::status(500, "{}"), Reply::status(500, "{}"), Reply::text("unused")]);
-    let provider = OpenAiProvider::new(OpenAiConfig { max_retries: 1, ..config(&server) }).unwrap();
+    let provider = OpenAiProvider::new(EndpointConfig { max_retries: 1, ..config(&server) }).unwrap();
     let err = call(&provider, false).await.unwrap_err();
     assert_eq!(err.to_string(), format!("{}: HTTP 500: server error", endpoint(&server)));
     assert_eq!(server.requests().len(), 2);
 
     let server = ScriptedServer::start(vec![Reply::status(400, "{}"), Reply::text("unused")]);
-    let provider = OpenAiProvider::new(OpenAiConfig { max_retries: 3, ..config(&server) }).unwrap();
+    let provider = OpenAiProvider::new(EndpointConfig { max_retries: 3, ..config(&server) }).unwrap();
     assert_eq!(call(&provider, false).await.unwrap_err().class(), "provider_request");
     assert_eq!(server.requests().len(), 1);
 }
@@ -367,7 +370,7 @@ async fn no_retry_after_first_streamed_byte_red() {
         Reply::sse_cut(Reply::text("the first half of an answer that will be cut")),
         Reply::sse(Reply::text("a second answer the observer must never see")),
     ]);
-    let provider = OpenAiProvider::new(OpenAiConfig { max_retries: 3, ..config(&server) }).unwrap();
+    let provider = OpenAiProvider::new(EndpointConfig { max_retries: 3, ..config(&server) }).unwrap();
     let observer = Collect::default();
     let messages = [Message::user("go")];
     let err = provider.complete(request(&messages, &[], true), &observer).await.unwrap_err();
@@ -434,7 +437,7 @@ async fn stream_idle_timeout() {
     let server =
         ScriptedServer::start(vec![Reply::sse(Reply::text("one two three four five six")).hold_mid_stream(&gate)]);
     let provider =
-        OpenAiProvider::new(OpenAiConfig { stream_idle_timeout: Duration::from_millis(200), ..config(&server) })
+        OpenAiProvider::new(EndpointConfig { stream_idle_timeout: Duration::from_millis(200), ..config(&server) })
             .unwrap();
     let err = call(&provider, true).await.unwrap_err();
     assert!(matches!(err, LlmError::Timeout { .. }), "{err:?}");
@@ -564,11 +567,11 @@ impl RawServer {
     }
 
     fn provider(&self, idle: Duration) -> OpenAiProvider {
-        OpenAiProvider::new(OpenAiConfig {
+        OpenAiProvider::new(EndpointConfig {
             max_retries: 0,
             stream_idle_timeout: idle,
             request_timeout: Duration::from_secs(120),
-            ..OpenAiConfig::new(self.base_url.clone(), KEY)
+            ..EndpointConfig::new(self.base_url.clone(), KEY)
         })
         .unwrap()
     }

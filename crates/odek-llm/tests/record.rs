@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
 
 use odek_llm::{
-    ChatRequest, ChatResponse, Message, NoStreamObserver, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider,
+    ChatRequest, ChatResponse, EndpointConfig, Message, NoStreamObserver, OpenAiProvider, Provider, RecordingProvider,
     ReplayProvider, Thinking, ToolDefinition,
 };
 use odek_test_support::openai::{Reply, ScriptedServer};
@@ -55,7 +55,7 @@ async fn recording_round_trip() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.replay.json");
-    let inner = OpenAiProvider::new(OpenAiConfig::new(server.base_url(), "key")).unwrap();
+    let inner = OpenAiProvider::new(EndpointConfig::new(server.base_url(), "key")).unwrap();
     let recording = RecordingProvider::new(Box::new(inner), &path).unwrap();
     assert_eq!(recording.id(), "openai");
     let live = run(&recording).await;
@@ -79,7 +79,7 @@ async fn recorded_secrets_are_redacted_red() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("secret.json");
-    let inner = OpenAiProvider::new(OpenAiConfig::new(server.base_url(), "key")).unwrap();
+    let inner = OpenAiProvider::new(EndpointConfig::new(server.base_url(), "key")).unwrap();
     let recording = RecordingProvider::new(Box::new(inner), &path).unwrap();
     let tools = tools();
     let mut messages = vec![Message::user("go")];

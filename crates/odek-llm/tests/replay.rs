@@ -66,7 +66,7 @@ async fn main_calls_pick_the_turn_by_assistant_messages() {
         ]
     );
     assert_eq!(response.message.reasoning_content.as_deref(), Some("plan"));
-    assert_eq!(response.usage, Usage { input_tokens: 10, output_tokens: 5 });
+    assert_eq!(response.usage, Usage::new(10, 5));
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
 
     // The same conversation asks again (a retry, a second process): the same turn answers.
@@ -90,7 +90,7 @@ async fn side_calls_are_answered_in_order() {
     let history = [Message::user("go"), Message::assistant("x"), Message::assistant("y")];
     let first = replay.complete(request(&history, &[], true), &NoStreamObserver).await.unwrap();
     assert_eq!(first.message.content, "summary one");
-    assert_eq!(first.usage, Usage { input_tokens: 3, output_tokens: 2 });
+    assert_eq!(first.usage, Usage::new(3, 2));
     let second = replay.complete(request(&history, &[], true), &NoStreamObserver).await.unwrap();
     assert_eq!(second.message.content, "summary two");
     let err = replay.complete(request(&history, &[], true), &NoStreamObserver).await.unwrap_err();

@@ -94,6 +94,7 @@ enum ReplyBody {
     Json(Completion),
     Stream { completion: Completion, cut: bool },
     Events(Vec<String>),
+    Frames(Vec<String>),
     Raw { status: u16, content_type: String, body: Vec<u8> },
 }
 
@@ -171,6 +172,13 @@ impl Reply {
     /// A stream of these exact `data:` payloads (no `[DONE]` added), then the connection closes.
     pub fn sse_events<S: Into<String>>(events: Vec<S>) -> Reply {
         Reply::from_body(ReplyBody::Events(events.into_iter().map(Into::into).collect()))
+    }
+
+    /// A stream of these exact SSE frames, each written verbatim (for APIs that name their
+    /// events: `"event: message_start\ndata: {…}\n\n"`), then the connection closes.
+    /// [`Reply::hold_mid_stream`] holds it before the middle frame.
+    pub fn sse_frames<S: Into<String>>(frames: Vec<S>) -> Reply {
+        Reply::from_body(ReplyBody::Frames(frames.into_iter().map(Into::into).collect()))
     }
 
     fn into_stream(mut self, cut: bool) -> Reply {
@@ -479,11 +487,15 @@ fn write_reply(writer: &mut TcpStream, reply: &Reply, request_number: usize) -> 
                     events.iter().position(|event| event.contains("\"finish_reason\":\"")).unwrap_or(events.len());
                 events.truncate(before_finish.div_ceil(2).max(1));
             }
-            write_stream(writer, reply, &events)?;
+            write_stream(writer, reply, &data_frames(&events))?;
             Ok(false)
         }
         ReplyBody::Events(events) => {
-            write_stream(writer, reply, events)?;
+            write_stream(writer, reply, &data_frames(events))?;
+            Ok(false)
+        }
+        ReplyBody::Frames(frames) => {
+            write_stream(writer, reply, frames)?;
             Ok(false)
         }
     }
@@ -510,7 +522,13 @@ fn write_full(
     writer.flush()
 }
 
-fn write_stream(writer: &mut TcpStream, reply: &Reply, events: &[String]) -> std::io::Result<()> {
+/// Each payload as one unnamed SSE event.
+fn data_frames(events: &[String]) -> Vec<String> {
+    events.iter().map(|event| format!("data: {event}\n\n")).collect()
+}
+
+/// Writes the stream head, then `frames` verbatim.
+fn write_stream(writer: &mut TcpStream, reply: &Reply, frames: &[String]) -> std::io::Result<()> {
     let mut head =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n"
             .to_owned();
@@ -520,14 +538,14 @@ fn write_stream(writer: &mut TcpStream, reply: &Reply, events: &[String]) -> std
     head.push_str("\r\n");
     writer.write_all(head.as_bytes())?;
     writer.flush()?;
-    let hold_at = reply.mid_stream_gate.as_ref().map(|gate| (events.len().div_ceil(2), gate));
-    for (index, event) in events.iter().enumerate() {
+    let hold_at = reply.mid_stream_gate.as_ref().map(|gate| (frames.len().div_ceil(2), gate));
+    for (index, frame) in frames.iter().enumerate() {
         if let Some((at, gate)) = hold_at
             && index == at
         {
             gate.wait();
         }
-        writer.write_all(format!("data: {event}\n\n").as_bytes())?;
+        writer.write_all(frame.as_bytes())?;
         writer.flush()?;
     }
     Ok(())
@@ -544,6 +562,7 @@ fn reason_phrase(status: u16) -> &'static str {
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
+        529 => "Overloaded",
         _ => "Status",
     }
 }

@@ -12,7 +12,7 @@ use odek_agent::budget::{Budget, BudgetLimits};
 use odek_agent::subagent::delegate::DelegateSettings;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tools::BuiltinSettings;
-use odek_llm::{LlmError, OpenAiConfig, OpenAiProvider, Provider, RecordingProvider, ReplayProvider};
+use odek_llm::{EndpointConfig, LlmError, OpenAiProvider, Provider, RecordingProvider, ReplayProvider};
 
 use crate::config::{BudgetInherit, Config, CoreConfig, LimitsConfig};
 use crate::error::RuntimeError;
@@ -55,10 +55,10 @@ pub fn build_provider(
                     core.base_url
                 )));
             }
-            Box::new(OpenAiProvider::new(OpenAiConfig {
+            Box::new(OpenAiProvider::new(EndpointConfig {
                 first_byte_timeout: limits.first_byte_timeout(),
                 stream_idle_timeout: limits.stream_idle_timeout(),
-                ..OpenAiConfig::new(&core.base_url, key)
+                ..EndpointConfig::new(&core.base_url, key)
             })?)
         }
         REPLAY_PROVIDER => {

@@ -859,10 +859,10 @@ impl Checkpoint for SessionCheckpoint {
         let mut persisted = lock(&self.persisted);
         let record = &mut persisted.record;
         record.messages = messages.to_vec();
-        record.add_usage(Usage {
-            input_tokens: totals.input_tokens.saturating_sub(self.charged.input_tokens),
-            output_tokens: totals.output_tokens.saturating_sub(self.charged.output_tokens),
-        });
+        record.add_usage(Usage::new(
+            totals.input_tokens.saturating_sub(self.charged.input_tokens),
+            totals.output_tokens.saturating_sub(self.charged.output_tokens),
+        ));
         self.charged = totals;
         let report = persisted.save_step().map_err(|err| err.to_string())?;
         Ok(Saved { message_count: report.message_count, warning: report.warning })

@@ -5,6 +5,7 @@
 
 mod share;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +27,12 @@ pub struct BudgetLimits {
     pub input_price_per_million: f64,
     /// USD per million output tokens for the run's model (`0` = no price).
     pub output_price_per_million: f64,
+    /// \[beyond\] USD per million input tokens read from the prompt cache (`0` = the input
+    /// price).
+    pub cache_read_price_per_million: f64,
+    /// \[beyond\] USD per million input tokens written to the prompt cache (`0` = the input
+    /// price).
+    pub cache_write_price_per_million: f64,
 }
 
 impl BudgetLimits {
@@ -47,8 +54,13 @@ impl BudgetLimits {
 
     /// Estimated cost of `usage` in USD. Absurd prices times large token counts can make it
     /// infinite (or NaN); [`BudgetLimits::cost_exceeded`] counts that as exhausted.
+    /// Cache-read and cache-write tokens are priced at their own prices where set, at the
+    /// input price otherwise.
     pub fn cost_usd(&self, usage: Usage) -> f64 {
-        usage.input_tokens as f64 / 1e6 * self.input_price_per_million
+        let or_input = |price: f64| if price > 0.0 { price } else { self.input_price_per_million };
+        usage.uncached_input_tokens() as f64 / 1e6 * self.input_price_per_million
+            + usage.cache_read_tokens as f64 / 1e6 * or_input(self.cache_read_price_per_million)
+            + usage.cache_write_tokens as f64 / 1e6 * or_input(self.cache_write_price_per_million)
             + usage.output_tokens as f64 / 1e6 * self.output_price_per_million
     }
 
@@ -61,11 +73,11 @@ impl BudgetLimits {
     /// The cost check (§3, §4): with cost enforced, `usage` costing at least `max_cost_usd`
     /// (compared in whole micro-USD) is the typed error. A cost that is not a finite number
     /// always exhausts the budget: the cap never fails open.
-    fn cost_exceeded(&self, usage: Usage) -> Option<BudgetExceeded> {
+    /// The cost check for a cost already computed.
+    fn cost_exceeded_at(&self, cost: f64) -> Option<BudgetExceeded> {
         if !self.cost_enforced() {
             return None;
         }
-        let cost = self.cost_usd(usage);
         let exhausted = !cost.is_finite() || to_micro(cost) >= to_micro(self.max_cost_usd);
         exhausted.then(|| BudgetExceeded {
             limit_name: LimitName::CostUsd,
@@ -85,6 +97,28 @@ fn to_micro(usd: f64) -> u64 {
         micro as u64
     } else {
         0
+    }
+}
+
+/// \[beyond\] The prices of a model other than the run's (a `fallback_models` entry), as
+/// [`BudgetLimits`] carries the run model's: USD per million tokens, `0` = none (cache prices:
+/// the input price).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelPrices {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+impl BudgetLimits {
+    /// These limits with `prices` in place of the run model's.
+    pub fn priced_at(mut self, prices: ModelPrices) -> BudgetLimits {
+        self.input_price_per_million = prices.input;
+        self.output_price_per_million = prices.output;
+        self.cache_read_price_per_million = prices.cache_read;
+        self.cache_write_price_per_million = prices.cache_write;
+        self
     }
 }
 
@@ -171,6 +205,8 @@ pub struct Budget {
     executed_tool_calls: u64,
     /// What `delegate_tasks` sees of this run in share mode, and what it charges back.
     ledger: Arc<Ledger>,
+    /// \[beyond\] The prices of the models a fallback may answer with, by model id.
+    other_models: Arc<BTreeMap<String, ModelPrices>>,
 }
 
 /// The run's spend as the loop last published it, plus what children charged back and what
@@ -180,16 +216,67 @@ struct Ledger {
     executed_tool_calls: AtomicU64,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
+    cache_read_tokens: AtomicU64,
+    cache_write_tokens: AtomicU64,
     /// Children's `tokens_used`, not yet added to the loop's totals.
     child_charges: AtomicU64,
     /// Input tokens granted to children still running.
     outstanding_grants: AtomicU64,
+    /// \[beyond\] USD to add to the cost of the totals (an `f64`'s bits): the totals are priced
+    /// at the run model's prices, and an answer from another model (a fallback) adds here the
+    /// difference to its own. Cost is linear in usage, so the sum is exact.
+    repricing_usd: AtomicU64,
+}
+
+impl Ledger {
+    /// The usage as last published.
+    fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.load(Ordering::Acquire),
+            output_tokens: self.output_tokens.load(Ordering::Acquire),
+            cache_read_tokens: self.cache_read_tokens.load(Ordering::Acquire),
+            cache_write_tokens: self.cache_write_tokens.load(Ordering::Acquire),
+        }
+    }
+
+    fn repricing_usd(&self) -> f64 {
+        f64::from_bits(self.repricing_usd.load(Ordering::Acquire))
+    }
+
+    /// The cost of `totals` at the run's prices, with the fallback answers repriced.
+    fn cost_usd(&self, limits: &BudgetLimits, totals: Usage) -> f64 {
+        limits.cost_usd(totals) + self.repricing_usd()
+    }
 }
 
 impl Budget {
     /// `started` is the run's start (runtime counts from there).
     pub fn new(limits: BudgetLimits, started: Instant) -> Budget {
-        Budget { limits, started, prior: Usage::default(), executed_tool_calls: 0, ledger: Arc::default() }
+        Budget {
+            limits,
+            started,
+            prior: Usage::default(),
+            executed_tool_calls: 0,
+            ledger: Arc::default(),
+            other_models: Arc::default(),
+        }
+    }
+
+    /// \[beyond\] This budget, knowing the prices of the models a fallback may answer with.
+    pub fn with_model_prices(mut self, prices: BTreeMap<String, ModelPrices>) -> Budget {
+        self.other_models = Arc::new(prices);
+        self
+    }
+
+    /// \[beyond\] `usage` (already in the totals) was answered by `model`, not the run's: its
+    /// cost follows that model's prices. A model without an entry costs what the run's does.
+    pub(crate) fn charge_model(&self, model: &str, usage: Usage) {
+        let Some(prices) = self.other_models.get(model) else { return };
+        let delta = self.limits.priced_at(*prices).cost_usd(usage) - self.limits.cost_usd(usage);
+        let _ = self
+            .ledger
+            .repricing_usd
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some((f64::from_bits(bits) + delta).to_bits()));
     }
 
     /// This budget for a later turn of a session whose earlier turns spent `usage` and ran
@@ -206,11 +293,7 @@ impl Budget {
 
     /// The spend so far, earlier turns included: usage as last published and tool calls run.
     pub fn spent(&self) -> (Usage, u64) {
-        let usage = Usage {
-            input_tokens: self.ledger.input_tokens.load(Ordering::Acquire),
-            output_tokens: self.ledger.output_tokens.load(Ordering::Acquire),
-        };
-        (usage, self.executed_tool_calls)
+        (self.ledger.usage(), self.executed_tool_calls)
     }
 
     /// Publishes the run's usage so far (earlier turns' added) for [`BudgetShare`] snapshots.
@@ -218,6 +301,8 @@ impl Budget {
         let totals = self.with_prior(totals);
         self.ledger.input_tokens.store(totals.input_tokens, Ordering::Release);
         self.ledger.output_tokens.store(totals.output_tokens, Ordering::Release);
+        self.ledger.cache_read_tokens.store(totals.cache_read_tokens, Ordering::Release);
+        self.ledger.cache_write_tokens.store(totals.cache_write_tokens, Ordering::Release);
     }
 
     /// The run's `totals` with what earlier turns spent.
@@ -276,7 +361,13 @@ impl Budget {
         let totals = self.with_prior(totals);
         exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens)?;
         exceeded_at_or_above(LimitName::OutputTokens, totals.output_tokens, self.limits.max_output_tokens)?;
-        self.limits.cost_exceeded(totals).map_or(Ok(()), Err)
+        self.limits.cost_exceeded_at(self.ledger.cost_usd(&self.limits, totals)).map_or(Ok(()), Err)
+    }
+
+    /// The estimated cost of the run's `totals` (earlier turns' added) in USD, fallback answers
+    /// at their own models' prices.
+    pub fn cost_usd(&self, totals: Usage) -> f64 {
+        self.ledger.cost_usd(&self.limits, self.with_prior(totals))
     }
 
     /// Before a batch is scheduled: executed + batch `>` max (a batch reaching the cap runs).
@@ -332,7 +423,7 @@ mod tests {
     use super::*;
 
     fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
-        Usage { input_tokens, output_tokens }
+        Usage::new(input_tokens, output_tokens)
     }
 
     /// `started + max` overflowed the clock and panicked for a limit as large as the flag or the
@@ -460,7 +551,7 @@ mod tests {
         let huge = usage(1_000_000, 0);
         assert!(limits.cost_usd(huge).is_finite());
         assert_eq!(limits.cost_micro_usd(huge), u64::MAX);
-        assert!(limits.cost_exceeded(huge).is_some());
+        assert!(limits.cost_exceeded_at(limits.cost_usd(huge)).is_some());
     }
 
     #[test]
@@ -469,7 +560,7 @@ mod tests {
         let limits = BudgetLimits { input_price_per_million: f64::INFINITY, ..absurd_prices() };
         assert!(limits.cost_enforced());
         assert!(limits.cost_usd(usage(0, 5)).is_nan());
-        let err = limits.cost_exceeded(usage(0, 5)).unwrap();
+        let err = limits.cost_exceeded_at(limits.cost_usd(usage(0, 5))).unwrap();
         assert_eq!(err.to_string(), "execution budget exceeded: cost_usd observed $NaN (limit $1.000000)");
         assert_eq!(to_micro(f64::NEG_INFINITY), 0);
     }
@@ -485,6 +576,44 @@ mod tests {
         assert!(snapshot.cost_exhausted);
         assert_eq!(snapshot.max_cost_usd, 0.0);
         assert_eq!(share.exhausted().unwrap().limit_name, LimitName::CostUsd);
+    }
+
+    #[test]
+    fn cache_tokens_have_their_own_prices_or_the_input_price() {
+        let limits = BudgetLimits {
+            input_price_per_million: 3.0,
+            output_price_per_million: 15.0,
+            cache_read_price_per_million: 0.3,
+            cache_write_price_per_million: 3.75,
+            ..BudgetLimits::default()
+        };
+        let usage =
+            Usage { input_tokens: 1_100_000, output_tokens: 0, cache_read_tokens: 1_000_000, cache_write_tokens: 0 };
+        assert!((limits.cost_usd(usage) - (0.3 + 0.3)).abs() < 1e-9);
+        let written = Usage { cache_read_tokens: 0, cache_write_tokens: 1_000_000, ..usage };
+        assert!((limits.cost_usd(written) - (0.3 + 3.75)).abs() < 1e-9);
+        let unpriced = BudgetLimits { cache_read_price_per_million: 0.0, cache_write_price_per_million: 0.0, ..limits };
+        assert!((unpriced.cost_usd(usage) - 3.3).abs() < 1e-9, "cache tokens fall back to the input price");
+    }
+
+    #[test]
+    fn a_fallback_answer_is_priced_at_its_own_model() {
+        let limits = BudgetLimits {
+            max_cost_usd: 1.0,
+            input_price_per_million: 1.0,
+            output_price_per_million: 1.0,
+            ..BudgetLimits::default()
+        };
+        let prices = ModelPrices { input: 10.0, output: 10.0, ..ModelPrices::default() };
+        let budget =
+            Budget::new(limits, Instant::now()).with_model_prices(BTreeMap::from([("big".to_owned(), prices)]));
+        let answer = usage(50_000, 0);
+        budget.charge_model("big", answer);
+        budget.charge_model("unknown", answer);
+        assert!((budget.cost_usd(usage(100_000, 0)) - (0.05 + 0.5)).abs() < 1e-9);
+        assert!(budget.check_usage(usage(100_000, 0)).is_ok());
+        budget.charge_model("big", usage(50_000, 0));
+        assert!(budget.check_usage(usage(150_000, 0)).is_err(), "0.05 + 0.5 + 0.5 reaches the cap");
     }
 
     #[test]

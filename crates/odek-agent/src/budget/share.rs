@@ -10,7 +10,7 @@ use std::time::Instant;
 use odek_llm::Usage;
 use serde::{Deserialize, Serialize};
 
-use super::{Budget, BudgetExceeded, BudgetLimits, BudgetValue, Ledger, LimitName, exceeded_at_or_above};
+use super::{Budget, BudgetExceeded, BudgetLimits, BudgetValue, Ledger, LimitName, exceeded_at_or_above, to_micro};
 
 impl Budget {
     /// The handle `delegate_tasks` uses in share mode.
@@ -35,10 +35,9 @@ pub struct InputGrant(pub u64);
 impl BudgetShare {
     fn totals(&self) -> Usage {
         let charged = self.ledger.child_charges.load(Ordering::Acquire);
-        Usage {
-            input_tokens: self.ledger.input_tokens.load(Ordering::Acquire).saturating_add(charged),
-            output_tokens: self.ledger.output_tokens.load(Ordering::Acquire),
-        }
+        let mut totals = self.ledger.usage();
+        totals.input_tokens = totals.input_tokens.saturating_add(charged);
+        totals
     }
 
     fn budget(&self) -> Budget {
@@ -49,6 +48,7 @@ impl BudgetShare {
             prior: Usage::default(),
             executed_tool_calls: self.ledger.executed_tool_calls.load(Ordering::Acquire),
             ledger: Arc::clone(&self.ledger),
+            other_models: Arc::default(),
         }
     }
 
@@ -66,7 +66,7 @@ impl BudgetShare {
                 limit: BudgetValue::Count(self.limits.max_tool_calls),
             });
         }
-        if let Some(exceeded) = self.limits.cost_exceeded(totals) {
+        if let Some(exceeded) = self.limits.cost_exceeded_at(self.ledger.cost_usd(&self.limits, totals)) {
             return Some(exceeded);
         }
         exceeded_at_or_above(LimitName::InputTokens, totals.input_tokens, self.limits.max_input_tokens).err()
@@ -97,8 +97,9 @@ impl BudgetShare {
         }
         if limits.cost_enforced() {
             let totals = self.totals();
-            let cost = limits.cost_micro_usd(totals) as f64 / 1e6;
-            share.cost_exhausted = limits.cost_exceeded(totals).is_some();
+            let cost_usd = self.ledger.cost_usd(limits, totals);
+            let cost = to_micro(cost_usd) as f64 / 1e6;
+            share.cost_exhausted = limits.cost_exceeded_at(cost_usd).is_some();
             share.max_cost_usd = if share.cost_exhausted { 0.0 } else { (limits.max_cost_usd - cost).max(0.0) };
         }
         if limits.max_input_tokens > 0 {

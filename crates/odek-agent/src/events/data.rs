@@ -59,6 +59,7 @@ event_types! {
     SessionSaved => "session_saved",
     IterationCompleted => "iteration_completed",
     BudgetExceeded<'a> => "budget_exceeded",
+    ProviderFallback<'a> => "provider_fallback",
     RunCompleted<'a> => "run_completed",
     RunFailed<'a> => "run_failed",
     RunHeartbeat<'a> => "run_heartbeat",
@@ -169,6 +170,22 @@ pub(crate) struct OperationDenied<'a> {
     pub class: &'a str,
     /// Why it was refused.
     pub reason: &'a str,
+}
+
+/// \[beyond\] A model call failed before its first byte (after its retries) and moved to the
+/// next `fallback_models` entry, whose model answers from here on in this call.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct ProviderFallback<'a> {
+    /// The provider (a kind or a `providers` name) and model that failed.
+    pub from_provider: &'a str,
+    pub from_model: &'a str,
+    /// The entry tried next.
+    pub to_provider: &'a str,
+    pub to_model: &'a str,
+    /// The failure's class, as `run_failed.error_class` would name it.
+    pub error_class: &'a str,
+    /// The failure's message (redacted on emit like every string).
+    pub error: &'a str,
 }
 
 /// A plan was created or replaced wholesale.

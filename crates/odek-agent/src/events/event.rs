@@ -184,6 +184,23 @@ impl Event {
         Event::of(Some(iteration), Some(tool), OperationDenied { call_id, class, reason })
     }
 
+    /// \[beyond\] A call moved to the next `fallback_models` entry.
+    pub fn provider_fallback(iteration: u32, fallback: &odek_llm::Fallback<'_>) -> Event {
+        let error = fallback.error.to_string();
+        Event::of(
+            Some(iteration),
+            None,
+            ProviderFallback {
+                from_provider: fallback.from_provider,
+                from_model: fallback.from_model,
+                to_provider: fallback.to_provider,
+                to_model: fallback.to_model,
+                error_class: fallback.error.class(),
+                error: &error,
+            },
+        )
+    }
+
     pub fn plan_created(steps: usize, version: u64) -> Event {
         Event::of(None, None, PlanCreated { steps, version })
     }

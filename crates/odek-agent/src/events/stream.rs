@@ -121,6 +121,7 @@ impl EventStream {
             LoopEvent::SessionSaved { iteration, message_count } => {
                 Some(Event::session_saved(iteration, message_count))
             }
+            LoopEvent::ProviderFallback { iteration, fallback } => Some(Event::provider_fallback(iteration, fallback)),
             LoopEvent::BudgetExceeded { iteration, exceeded } => {
                 Some(Event::budget_exceeded(iteration, exceeded.limit_name.as_str(), exceeded.observed, exceeded.limit))
             }

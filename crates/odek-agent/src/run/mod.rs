@@ -439,7 +439,7 @@ impl Agent {
         }
 
         self.note_untrusted_ingest(messages, &mut state.untrusted_scanned);
-        let response = match self.model_call(messages, &mut state.context, cancel).await {
+        let response = match self.model_call(iteration, messages, &mut state.context, cancel).await {
             Ok(response) => response,
             Err(RunError::Provider { source, .. }) if is_context_length_error(&source.to_string()) => {
                 self.survival(iteration, messages);
@@ -452,6 +452,9 @@ impl Agent {
             Err(other) => return Err(other),
         };
         state.totals.add(response.usage);
+        if let Some(model) = &response.model {
+            self.budget.charge_model(model, response.usage);
+        }
         self.budget.publish_usage(state.totals);
         state.context.record_reported_input(response.usage.input_tokens);
         self.observer.on_event(&LoopEvent::ModelResponded {
@@ -740,6 +743,7 @@ impl Agent {
 
     async fn model_call(
         &self,
+        iteration: u32,
         messages: &[Message],
         budget: &mut ContextBudget,
         cancel: &CancellationToken,
@@ -756,7 +760,8 @@ impl Agent {
             timeout: None,
             output_schema: self.finish.output_schema(),
         };
-        let observer = NotingProgress { inner: self.observer.as_ref(), liveness: &self.tool_context.liveness };
+        let observer =
+            NotingProgress { inner: self.observer.as_ref(), liveness: &self.tool_context.liveness, iteration };
         let response = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(RunError::Cancelled),
@@ -1007,10 +1012,11 @@ fn model_call_error(source: LlmError) -> RunError {
 }
 
 /// The loop's observer as the provider sees it: every chunk that added to the answer is also
-/// progress of the run's liveness.
+/// progress of the run's liveness, and a fallback is a loop event of the iteration.
 struct NotingProgress<'a> {
     inner: &'a dyn LoopObserver,
     liveness: &'a Liveness,
+    iteration: u32,
 }
 
 impl odek_llm::StreamObserver for NotingProgress<'_> {
@@ -1021,6 +1027,11 @@ impl odek_llm::StreamObserver for NotingProgress<'_> {
     fn on_progress(&self) {
         self.liveness.note_progress();
         self.inner.on_progress();
+    }
+
+    fn on_fallback(&self, fallback: &odek_llm::Fallback<'_>) {
+        self.liveness.note_progress();
+        self.inner.on_event(&LoopEvent::ProviderFallback { iteration: self.iteration, fallback });
     }
 }
 

@@ -156,6 +156,7 @@ fn redacted_message(message: &Message) -> Message {
         content: redact(&message.content).into_owned(),
         reasoning_content: message.reasoning_content.as_deref().map(|reasoning| redact(reasoning).into_owned()),
         name: message.name.as_deref().map(|name| redact(name).into_owned()),
+        reasoning_blocks: message.reasoning_blocks.iter().filter(|block| block.survives_redaction()).cloned().collect(),
         ..message.clone()
     };
     for call in &mut stored.tool_calls {

@@ -363,6 +363,6 @@ mod tests {
     fn tokens_fall_back_to_bytes_over_four() {
         let messages = vec![Message::user("12345678"), Message::assistant("1234")];
         assert_eq!(tokens_used(&messages, Usage::default()), 3);
-        assert_eq!(tokens_used(&messages, Usage { input_tokens: 5, output_tokens: 2 }), 7);
+        assert_eq!(tokens_used(&messages, Usage::new(5, 2)), 7);
     }
 }

@@ -166,6 +166,10 @@ impl LoopObserver for StatusDisplay {
             self.print(&warning_line(text));
             return;
         }
+        if let LoopEvent::ProviderFallback { fallback, .. } = event {
+            self.print(&warning_line(&fallback.to_string()));
+            return;
+        }
         if self.mode == StatusMode::Quiet {
             return;
         }
@@ -248,6 +252,7 @@ impl LoopObserver for StatusDisplay {
             // A denial shows as its call's result line.
             LoopEvent::SessionSaved { .. }
             | LoopEvent::Warning { .. }
+            | LoopEvent::ProviderFallback { .. }
             | LoopEvent::BudgetExceeded { .. }
             | LoopEvent::OperationDenied { .. }
             | LoopEvent::CheckStarted { .. } => {}

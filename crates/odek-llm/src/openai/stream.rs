@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::wire::{self, MAX_TOOL_CALLS, WireError};
+use super::wire;
+use crate::http::StreamDecoder;
 use crate::message::{Message, ToolCall, Usage};
 use crate::provider::{ChatResponse, StreamObserver};
+use crate::wire::{MAX_TOOL_CALLS, WireError, provider_error_in};
 
 /// The answer so far.
 #[derive(Debug, Default)]
@@ -35,8 +37,8 @@ struct PartialToolCall {
 
 impl StreamAccumulator {
     /// Applies one chunk (the JSON of one `data:` event), telling `observer` about new text.
-    pub(crate) fn apply(&mut self, chunk: &Value, observer: &dyn StreamObserver) -> Result<(), WireError> {
-        if let Some(message) = wire::provider_error_in(chunk) {
+    pub(crate) fn apply_chunk(&mut self, chunk: &Value, observer: &dyn StreamObserver) -> Result<(), WireError> {
+        if let Some(message) = provider_error_in(chunk) {
             return Err(WireError::Provider(message));
         }
         // Progress is a change to the answer: a chunk repeating the same usage, finish reason
@@ -76,13 +78,6 @@ impl StreamAccumulator {
             }
         }
         Ok(())
-    }
-
-    /// How many chunks added something to the answer so far: text, reasoning, a tool-call
-    /// piece, the finish reason or usage. Keep-alive comments never reach the accumulator and
-    /// empty chunks (`{"choices":[{"delta":{}}]}`) leave it where it was.
-    pub(crate) fn progress(&self) -> u64 {
-        self.progress
     }
 
     /// Merges one `tool_calls` delta: `id` and `name` arrive once (a repeated name is not
@@ -139,14 +134,39 @@ impl StreamAccumulator {
         }
         Ok(())
     }
+}
+
+impl StreamDecoder for StreamAccumulator {
+    /// One `data:` event: `[DONE]` ends the stream, an empty one is skipped, anything else
+    /// must be a JSON chunk.
+    fn apply(&mut self, data: &str, observer: &dyn StreamObserver) -> Result<bool, WireError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|err| WireError::Invalid(format!("stream chunk is not JSON: {err}")))?;
+        self.apply_chunk(&chunk, observer)?;
+        Ok(false)
+    }
+
+    /// How many chunks added something to the answer so far: text, reasoning, a tool-call
+    /// piece, the finish reason or usage. Keep-alive comments never reach the accumulator and
+    /// empty chunks (`{"choices":[{"delta":{}}]}`) leave it where it was.
+    fn progress(&self) -> u64 {
+        self.progress
+    }
 
     /// Whether the stream reached a finish reason (the answer is whole even without `[DONE]`).
-    pub(crate) fn finished(&self) -> bool {
+    fn finished(&self) -> bool {
         self.finish_reason.is_some()
     }
 
     /// The assembled answer.
-    pub(crate) fn into_response(self) -> Result<ChatResponse, WireError> {
+    fn into_response(self) -> Result<ChatResponse, WireError> {
         let mut tool_calls = Vec::with_capacity(self.tool_calls.len());
         for (index, call) in self.tool_calls {
             if call.name.is_empty() {
@@ -162,6 +182,7 @@ impl StreamAccumulator {
             },
             usage: self.usage.unwrap_or_default(),
             finish_reason: self.finish_reason,
+            model: None,
         })
     }
 }
@@ -184,14 +205,14 @@ mod tests {
             json!({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}),
         ];
         for chunk in &chunks {
-            acc.apply(chunk, &NoStreamObserver).unwrap();
+            acc.apply_chunk(chunk, &NoStreamObserver).unwrap();
         }
         let response = acc.into_response().unwrap();
         assert_eq!(
             response.message.tool_calls,
             vec![ToolCall::new("a", "shell", "{\"command\":1}"), ToolCall::new("b", "read", "{}")]
         );
-        assert_eq!(response.usage, Usage { input_tokens: 3, output_tokens: 4 });
+        assert_eq!(response.usage, Usage::new(3, 4));
         assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     }
 
@@ -203,7 +224,7 @@ mod tests {
             json!({"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"}}]}}]}),
             json!({"choices":[{"delta":{"tool_calls":[{"id":"y","function":{"name":"b","arguments":{"k":1}}}]}}]}),
         ] {
-            acc.apply(&chunk, &NoStreamObserver).unwrap();
+            acc.apply_chunk(&chunk, &NoStreamObserver).unwrap();
         }
         let calls = acc.into_response().unwrap().message.tool_calls;
         assert_eq!(calls, vec![ToolCall::new("x", "a", "{}"), ToolCall::new("y", "b", "{\"k\":1}")]);

@@ -7,21 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::message::{Message, Role, ToolCall, ToolDefinition, Usage};
 use crate::provider::{ChatRequest, ChatResponse, Thinking};
-
-/// Provider error messages are cut to this many characters before they enter an error.
-pub(crate) const MAX_ERROR_DETAIL_CHARS: usize = 500;
-
-/// At most this many tool calls are accepted in one answer; more is an invalid response.
-pub(crate) const MAX_TOOL_CALLS: usize = 1024;
-
-/// Why a 2xx body is not a usable answer.
-#[derive(Debug)]
-pub(crate) enum WireError {
-    /// Not a chat completion (bad JSON, missing fields).
-    Invalid(String),
-    /// A well-formed `{"error": …}` object instead of an answer; the message is bounded.
-    Provider(String),
-}
+use crate::wire::{MAX_TOOL_CALLS, WireError, arguments_text, count, provider_error_in};
 
 /// How an OpenAI-compatible endpoint is asked for structured output (\[beyond\]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +169,7 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, WireError> {
         message: Message { reasoning_content: reasoning, tool_calls, ..Message::assistant(content) },
         usage: value.get("usage").map(usage_from).unwrap_or_default(),
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
+        model: None,
     })
 }
 
@@ -233,21 +220,23 @@ fn parse_tool_calls(calls: &[Value]) -> Result<Vec<ToolCall>, String> {
         .collect()
 }
 
-/// Tool-call arguments as the raw string the tool receives: a string is kept verbatim, an
-/// absent or `null` value is empty, anything else (an object some servers send) is serialised.
-pub(crate) fn arguments_text(arguments: Option<&Value>) -> String {
-    match arguments {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
 /// The usage object of an answer (`prompt_tokens`/`completion_tokens`, or the
-/// `input_tokens`/`output_tokens` some gateways use).
+/// `input_tokens`/`output_tokens` some gateways use), with the cache part where it is
+/// reported: read from `prompt_tokens_details.cached_tokens` (OpenAI),
+/// `prompt_cache_hit_tokens` (DeepSeek) or `cache_read_input_tokens`, written from
+/// `cache_creation_input_tokens` — never more than the input count.
 pub(crate) fn usage_from(usage: &Value) -> Usage {
     let output_tokens = count(usage, "completion_tokens").or_else(|| count(usage, "output_tokens")).unwrap_or(0);
-    Usage { input_tokens: count_input_tokens(usage), output_tokens }
+    let input_tokens = count_input_tokens(usage);
+    let cache_read = usage
+        .get("prompt_tokens_details")
+        .and_then(|details| count(details, "cached_tokens"))
+        .or_else(|| count(usage, "prompt_cache_hit_tokens"))
+        .or_else(|| count(usage, "cache_read_input_tokens"))
+        .unwrap_or(0)
+        .min(input_tokens);
+    let cache_write = count(usage, "cache_creation_input_tokens").unwrap_or(0).min(input_tokens - cache_read);
+    Usage { input_tokens, output_tokens, cache_read_tokens: cache_read, cache_write_tokens: cache_write }
 }
 
 /// Spec `budgets.md` §1: input tokens are the reported prompt tokens plus cache-read and
@@ -280,47 +269,6 @@ pub(crate) fn count_input_tokens(usage: &Value) -> u64 {
     total
 }
 
-fn count(usage: &Value, field: &str) -> Option<u64> {
-    usage.get(field).and_then(Value::as_u64)
-}
-
-/// A `{"error": {"message": …}}` (or `{"error": "…"}`) object, if the value is one.
-pub(crate) fn provider_error_in(value: &Value) -> Option<String> {
-    let error = value.get("error").filter(|error| !error.is_null())?;
-    let message = match error {
-        Value::String(text) => text.clone(),
-        other => other.get("message").and_then(Value::as_str).map_or_else(|| other.to_string(), str::to_owned),
-    };
-    Some(bound_detail(&message))
-}
-
-/// The provider's message from an error body: `error.message` when the body is the usual JSON
-/// object, nothing for another JSON object, otherwise the body text itself; bounded to
-/// [`MAX_ERROR_DETAIL_CHARS`].
-pub(crate) fn error_message_from_body(body: &[u8]) -> String {
-    if let Ok(value) = serde_json::from_slice::<Value>(body) {
-        if let Some(message) = provider_error_in(&value) {
-            return message;
-        }
-        if let Some(message) = value.get("message").and_then(Value::as_str) {
-            return bound_detail(message);
-        }
-        if value.is_object() {
-            // A JSON object without a message says nothing a user can act on.
-            return String::new();
-        }
-    }
-    bound_detail(String::from_utf8_lossy(body).trim())
-}
-
-/// Cuts text to [`MAX_ERROR_DETAIL_CHARS`] characters, marking the cut with `…`.
-pub(crate) fn bound_detail(text: &str) -> String {
-    match text.char_indices().nth(MAX_ERROR_DETAIL_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,7 +277,7 @@ mod tests {
     fn openai_cached_tokens_are_part_of_prompt_tokens() {
         let usage =
             json!({"prompt_tokens": 100, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 80}});
-        assert_eq!(usage_from(&usage), Usage { input_tokens: 100, output_tokens: 7 });
+        assert_eq!(usage_from(&usage), Usage { cache_read_tokens: 80, ..Usage::new(100, 7) });
     }
 
     #[test]
@@ -350,7 +298,12 @@ mod tests {
             "prompt_tokens_details": {"cached_tokens": 200}});
         assert_eq!(count_input_tokens(&folded), 240);
         let native = json!({"input_tokens": 10, "output_tokens": 3, "cache_read_input_tokens": 5});
-        assert_eq!(usage_from(&native), Usage { input_tokens: 15, output_tokens: 3 });
+        assert_eq!(usage_from(&native), Usage { cache_read_tokens: 5, ..Usage::new(15, 3) });
+        let both = json!({"prompt_tokens": 10, "cache_read_input_tokens": 200, "cache_creation_input_tokens": 30});
+        assert_eq!(
+            usage_from(&both),
+            Usage { input_tokens: 240, output_tokens: 0, cache_read_tokens: 200, cache_write_tokens: 30 }
+        );
     }
 
     #[test]
@@ -396,20 +349,5 @@ mod tests {
         assert_eq!(StructuredOutput::for_host(Some("api.openai.com")), StructuredOutput::JsonSchema);
         assert_eq!(StructuredOutput::for_host(Some("127.0.0.1")), StructuredOutput::JsonSchema);
         assert_eq!(StructuredOutput::for_host(None), StructuredOutput::JsonSchema);
-    }
-
-    #[test]
-    fn object_arguments_are_serialised() {
-        assert_eq!(arguments_text(Some(&json!({"command": "ls"}))), r#"{"command":"ls"}"#);
-        assert_eq!(arguments_text(Some(&json!("{\"a\": 1}"))), "{\"a\": 1}");
-        assert_eq!(arguments_text(None), "");
-    }
-
-    #[test]
-    fn error_detail_is_bounded() {
-        let long = "x".repeat(2000);
-        let detail = error_message_from_body(format!(r#"{{"error":{{"message":"{long}"}}}}"#).as_bytes());
-        assert_eq!(detail.chars().count(), MAX_ERROR_DETAIL_CHARS + 1);
-        assert_eq!(error_message_from_body(b"plain text\n"), "plain text");
     }
 }

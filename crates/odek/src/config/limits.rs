@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::time::Duration;
 
-use odek_agent::budget::{BudgetLimits, resolve_price};
+use odek_agent::budget::{BudgetLimits, ModelPrices, resolve_price};
 use serde::Deserialize;
 
 use super::{Config, ConfigError, PROJECT_DISPLAY};
@@ -40,7 +40,13 @@ pub const MAX_DEADLINE_SECONDS: u64 = 86_400;
 pub const DEFAULT_SHUTDOWN_DRAIN_SECONDS: u64 = 10;
 
 /// The `limits` keys that set a price; a project may set none of them.
-pub const PRICE_KEYS: &[&str] = &["input_cost_per_million_usd", "output_cost_per_million_usd", "model_prices"];
+pub const PRICE_KEYS: &[&str] = &[
+    "input_cost_per_million_usd",
+    "output_cost_per_million_usd",
+    "cache_read_cost_per_million_usd",
+    "cache_write_cost_per_million_usd",
+    "model_prices",
+];
 
 /// `limits` as written in one file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -58,6 +64,8 @@ pub(crate) struct LimitsFile {
     max_cost_usd: Option<f64>,
     input_cost_per_million_usd: Option<f64>,
     output_cost_per_million_usd: Option<f64>,
+    cache_read_cost_per_million_usd: Option<f64>,
+    cache_write_cost_per_million_usd: Option<f64>,
     model_prices: Option<BTreeMap<String, ModelPriceFile>>,
     strict: Option<bool>,
 }
@@ -67,15 +75,33 @@ pub(crate) struct LimitsFile {
 struct ModelPriceFile {
     input_cost_per_million_usd: Option<f64>,
     output_cost_per_million_usd: Option<f64>,
+    cache_read_cost_per_million_usd: Option<f64>,
+    cache_write_cost_per_million_usd: Option<f64>,
 }
 
-/// Per-model prices (USD per million tokens); `0` = no price.
+impl ModelPriceFile {
+    fn fields(&self) -> [(&'static str, Option<f64>); 4] {
+        [
+            ("input_cost_per_million_usd", self.input_cost_per_million_usd),
+            ("output_cost_per_million_usd", self.output_cost_per_million_usd),
+            ("cache_read_cost_per_million_usd", self.cache_read_cost_per_million_usd),
+            ("cache_write_cost_per_million_usd", self.cache_write_cost_per_million_usd),
+        ]
+    }
+}
+
+/// Per-model prices (USD per million tokens); `0` = no price (for the cache prices: the
+/// input price).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ModelPrice {
     /// USD per million input tokens.
     pub input_cost_per_million_usd: f64,
     /// USD per million output tokens.
     pub output_cost_per_million_usd: f64,
+    /// \[beyond\] USD per million input tokens read from the prompt cache.
+    pub cache_read_cost_per_million_usd: f64,
+    /// \[beyond\] USD per million input tokens written to the prompt cache.
+    pub cache_write_cost_per_million_usd: f64,
 }
 
 /// The merged budgets and prices of both files. Every `0` means "no limit" / "no price". The
@@ -109,6 +135,10 @@ pub struct LimitsConfig {
     pub input_cost_per_million_usd: f64,
     /// Flat output price (USD per million tokens).
     pub output_cost_per_million_usd: f64,
+    /// \[beyond\] Flat cache-read price (USD per million tokens; `0` = the input price).
+    pub cache_read_cost_per_million_usd: f64,
+    /// \[beyond\] Flat cache-write price (USD per million tokens; `0` = the input price).
+    pub cache_write_cost_per_million_usd: f64,
     /// Prices by exact model id; global file only.
     pub model_prices: BTreeMap<String, ModelPrice>,
     /// \[beyond\] Any refused operation, MCP server that did not start or named tool that is not
@@ -131,10 +161,7 @@ pub(crate) fn check_limits_not_negative(path: &str, limits: &LimitsFile) -> Resu
         }
     }
     for (model, price) in limits.model_prices.iter().flatten() {
-        for (field, value) in [
-            ("input_cost_per_million_usd", price.input_cost_per_million_usd),
-            ("output_cost_per_million_usd", price.output_cost_per_million_usd),
-        ] {
+        for (field, value) in price.fields() {
             if value.is_some_and(|v| v < 0.0) {
                 return Err(negative(format!("model_prices.{model}.{field}")));
             }
@@ -187,11 +214,13 @@ pub(crate) fn check_deadlines(path: &str, limits: &LimitsFile) -> Result<(), Con
     Ok(())
 }
 
-fn float_fields(limits: &LimitsFile) -> [(&'static str, Option<f64>); 3] {
+fn float_fields(limits: &LimitsFile) -> [(&'static str, Option<f64>); 5] {
     [
         ("max_cost_usd", limits.max_cost_usd),
         ("input_cost_per_million_usd", limits.input_cost_per_million_usd),
         ("output_cost_per_million_usd", limits.output_cost_per_million_usd),
+        ("cache_read_cost_per_million_usd", limits.cache_read_cost_per_million_usd),
+        ("cache_write_cost_per_million_usd", limits.cache_write_cost_per_million_usd),
     ]
 }
 
@@ -231,6 +260,8 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
             let price = ModelPrice {
                 input_cost_per_million_usd: price.input_cost_per_million_usd.unwrap_or(0.0),
                 output_cost_per_million_usd: price.output_cost_per_million_usd.unwrap_or(0.0),
+                cache_read_cost_per_million_usd: price.cache_read_cost_per_million_usd.unwrap_or(0.0),
+                cache_write_cost_per_million_usd: price.cache_write_cost_per_million_usd.unwrap_or(0.0),
             };
             (model.clone(), price)
         })
@@ -248,6 +279,8 @@ pub(crate) fn merge_limits(global: &LimitsFile, project: &LimitsFile, warnings: 
         max_cost_usd,
         input_cost_per_million_usd: global.input_cost_per_million_usd.unwrap_or(0.0),
         output_cost_per_million_usd: global.output_cost_per_million_usd.unwrap_or(0.0),
+        cache_read_cost_per_million_usd: global.cache_read_cost_per_million_usd.unwrap_or(0.0),
+        cache_write_cost_per_million_usd: global.cache_write_cost_per_million_usd.unwrap_or(0.0),
         model_prices,
         strict: global.strict.unwrap_or(false) || project.strict.unwrap_or(false),
     }
@@ -281,27 +314,42 @@ fn seconds_or_default(seconds: u64, default: u64) -> Duration {
     Duration::from_secs(seconds)
 }
 
+impl LimitsConfig {
+    /// The prices of `model` (§3): its `model_prices` entry, each missing or non-positive price
+    /// falling back to the flat one on its own; a cache price still `0` then means the input
+    /// price, when the cost is computed.
+    pub fn prices_of(&self, model: &str) -> ModelPrices {
+        let specific = self.model_prices.get(model);
+        let pick =
+            |field: fn(&ModelPrice) -> f64, flat: f64| specific.map(field).filter(|price| *price > 0.0).unwrap_or(flat);
+        let (input, output) = resolve_price(
+            specific.map(|price| (price.input_cost_per_million_usd, price.output_cost_per_million_usd)),
+            (self.input_cost_per_million_usd, self.output_cost_per_million_usd),
+        );
+        ModelPrices {
+            input,
+            output,
+            cache_read: pick(|price| price.cache_read_cost_per_million_usd, self.cache_read_cost_per_million_usd),
+            cache_write: pick(|price| price.cache_write_cost_per_million_usd, self.cache_write_cost_per_million_usd),
+        }
+    }
+}
+
 /// The loop's limits for the run `config` describes: the merged budgets, and the prices of
-/// `core.model` (its `model_prices` entry, each missing or non-positive price falling back to
-/// the flat one, `budgets.md` §3). `shell_timeout_seconds` is the shell tool's, not a budget.
+/// `core.model` ([`LimitsConfig::prices_of`]). `shell_timeout_seconds` is the shell tool's, not
+/// a budget.
 impl From<&Config> for BudgetLimits {
     fn from(config: &Config) -> BudgetLimits {
         let limits = &config.limits;
-        let model_price = limits
-            .model_prices
-            .get(&config.core.model)
-            .map(|price| (price.input_cost_per_million_usd, price.output_cost_per_million_usd));
-        let (input_price, output_price) =
-            resolve_price(model_price, (limits.input_cost_per_million_usd, limits.output_cost_per_million_usd));
         BudgetLimits {
             max_runtime_seconds: limits.max_runtime_seconds,
             max_tool_calls: limits.max_tool_calls,
             max_input_tokens: limits.max_input_tokens,
             max_output_tokens: limits.max_output_tokens,
             max_cost_usd: limits.max_cost_usd,
-            input_price_per_million: input_price,
-            output_price_per_million: output_price,
+            ..BudgetLimits::default()
         }
+        .priced_at(limits.prices_of(&config.core.model))
     }
 }
 
@@ -367,9 +415,15 @@ mod tests {
             max_cost_usd: 2.5,
             input_cost_per_million_usd: 0.3,
             output_cost_per_million_usd: 1.2,
+            cache_read_cost_per_million_usd: 0.03,
+            cache_write_cost_per_million_usd: 0.0,
             model_prices: BTreeMap::from([(
                 "m1".to_owned(),
-                ModelPrice { input_cost_per_million_usd: 3.0, output_cost_per_million_usd: 0.0 },
+                ModelPrice {
+                    input_cost_per_million_usd: 3.0,
+                    cache_write_cost_per_million_usd: 3.75,
+                    ..ModelPrice::default()
+                },
             )]),
             strict: false,
         };
@@ -384,6 +438,8 @@ mod tests {
                 max_cost_usd: 2.5,
                 input_price_per_million: 3.0,
                 output_price_per_million: 1.2,
+                cache_read_price_per_million: 0.03,
+                cache_write_price_per_million: 3.75,
             }
         );
         config.core.model = "other".to_owned();

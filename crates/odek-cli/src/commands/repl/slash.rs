@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn usage_with_and_without_prices_and_budgets() {
-        let spent = Spent { turns: 2, usage: Usage { input_tokens: 1500, output_tokens: 40 }, tool_calls: 3 };
+        let spent = Spent { turns: 2, usage: Usage::new(1500, 40), tool_calls: 3 };
         let none = usage_text(spent, &BudgetLimits::default());
         assert_eq!(
             none,
