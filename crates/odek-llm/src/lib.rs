@@ -1,13 +1,15 @@
-//! Model providers for odek: the OpenAI-compatible chat-completions client (with SSE streaming),
-//! the replay provider that answers from a script file, and the recording wrapper that writes
-//! such scripts — all behind the object-safe [`Provider`] trait the agent loop uses.
+//! Model providers for odek: the OpenAI-compatible chat-completions client and the native
+//! OpenAI Responses API client (stateless; both with SSE streaming), the replay provider that
+//! answers from a script file, and the recording wrapper that writes such scripts — all behind
+//! the object-safe [`Provider`] trait the agent loop uses.
 //!
 //! The public surface is the list re-exported below, the modules being internal: the
 //! [`Provider`] trait with its [`ChatRequest`], [`ChatResponse`], [`Thinking`] and
 //! [`StreamObserver`]; the conversation types ([`Message`], [`Role`], [`ToolCall`],
 //! [`FunctionCall`], [`ToolDefinition`], [`Usage`]); the errors ([`LlmError`], [`TransportKind`]);
-//! and the providers: [`OpenAiProvider`] (configured by [`EndpointConfig`]), [`ReplayProvider`]
-//! (answering from a [`ReplayScript`]) and [`RecordingProvider`].
+//! and the providers: [`OpenAiProvider`] and [`ResponsesProvider`] (configured by
+//! [`EndpointConfig`]), [`ReplayProvider`] (answering from a [`ReplayScript`]) and
+//! [`RecordingProvider`].
 
 mod error;
 mod fallback;
@@ -17,6 +19,7 @@ mod openai;
 mod provider;
 mod record;
 mod replay;
+mod responses;
 mod sse;
 mod wire;
 
@@ -30,3 +33,4 @@ pub use provider::{
 };
 pub use record::RecordingProvider;
 pub use replay::{ReplayProvider, ReplayScript, ReplayToolCall, ReplayTurn};
+pub use responses::ResponsesProvider;
