@@ -1,14 +1,17 @@
-//! Model providers for odek: the OpenAI-compatible chat-completions client (with SSE streaming),
-//! the replay provider that answers from a script file, and the recording wrapper that writes
-//! such scripts — all behind the object-safe [`Provider`] trait the agent loop uses.
+//! Model providers for odek: the OpenAI-compatible chat-completions client and the native
+//! Anthropic Messages client (both with SSE streaming), the replay provider that answers from a
+//! script file, and the recording wrapper that writes such scripts — all behind the object-safe
+//! [`Provider`] trait the agent loop uses.
 //!
 //! The public surface is the list re-exported below, the modules being internal: the
 //! [`Provider`] trait with its [`ChatRequest`], [`ChatResponse`], [`Thinking`] and
 //! [`StreamObserver`]; the conversation types ([`Message`], [`Role`], [`ToolCall`],
 //! [`FunctionCall`], [`ToolDefinition`], [`Usage`]); the errors ([`LlmError`], [`TransportKind`]);
-//! and the providers: [`OpenAiProvider`] (configured by [`EndpointConfig`]), [`ReplayProvider`]
+//! and the providers: [`OpenAiProvider`] and [`AnthropicProvider`] (configured by
+//! [`EndpointConfig`], the latter with [`AnthropicOptions`]), [`ReplayProvider`]
 //! (answering from a [`ReplayScript`]) and [`RecordingProvider`].
 
+mod anthropic;
 mod error;
 mod fallback;
 mod http;
@@ -20,6 +23,7 @@ mod replay;
 mod sse;
 mod wire;
 
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicOptions, AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL};
 pub use error::{LlmError, TransportKind};
 pub use fallback::{FallbackEntry, FallbackProvider, falls_back};
 pub use http::{DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, EndpointConfig};
