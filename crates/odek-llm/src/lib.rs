@@ -1,16 +1,18 @@
 //! Model providers for odek: the OpenAI-compatible chat-completions client and the native
-//! OpenAI Responses API client (stateless; both with SSE streaming), the replay provider that
-//! answers from a script file, and the recording wrapper that writes such scripts — all behind
-//! the object-safe [`Provider`] trait the agent loop uses.
+//! OpenAI Responses API and Anthropic Messages clients (all three with SSE streaming), the
+//! replay provider that answers from a script file, and the recording wrapper that writes such
+//! scripts — all behind the object-safe [`Provider`] trait the agent loop uses, with
+//! [`FallbackProvider`] to chain them (`fallback_models`).
 //!
 //! The public surface is the list re-exported below, the modules being internal: the
 //! [`Provider`] trait with its [`ChatRequest`], [`ChatResponse`], [`Thinking`] and
 //! [`StreamObserver`]; the conversation types ([`Message`], [`Role`], [`ToolCall`],
 //! [`FunctionCall`], [`ToolDefinition`], [`Usage`]); the errors ([`LlmError`], [`TransportKind`]);
-//! and the providers: [`OpenAiProvider`] and [`ResponsesProvider`] (configured by
-//! [`EndpointConfig`]), [`ReplayProvider`] (answering from a [`ReplayScript`]) and
-//! [`RecordingProvider`].
+//! and the providers: [`OpenAiProvider`], [`ResponsesProvider`] and [`AnthropicProvider`]
+//! (configured by [`EndpointConfig`], the latter with [`AnthropicOptions`]), [`ReplayProvider`]
+//! (answering from a [`ReplayScript`]), [`RecordingProvider`] and [`FallbackProvider`].
 
+mod anthropic;
 mod error;
 mod fallback;
 mod http;
@@ -23,6 +25,7 @@ mod responses;
 mod sse;
 mod wire;
 
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicOptions, AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL};
 pub use error::{LlmError, TransportKind};
 pub use fallback::{FallbackEntry, FallbackProvider, falls_back};
 pub use http::{DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, EndpointConfig};

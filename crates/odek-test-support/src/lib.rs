@@ -1,11 +1,13 @@
 //! Test support shared by odek's crates: where the workspace binaries are, built on demand so a
 //! test run of one crate (`cargo test -p odek-mcp`) works as well as the whole workspace, a
-//! scripted OpenAI-compatible server ([`openai::ScriptedServer`]) to point providers at, the
-//! OpenAI Responses API's answers for it ([`responses::Answer`]), and a JSON-RPC client over
-//! pipes ([`peer::Peer`]) to drive an extension server line by line.
+//! scripted OpenAI-compatible server ([`openai::ScriptedServer`]) to point providers at (with
+//! Anthropic Messages answers from [`anthropic`] and OpenAI Responses answers from
+//! [`responses::Answer`]), and a JSON-RPC client over pipes ([`peer::Peer`]) to drive an
+//! extension server line by line.
 //!
 //! Start at [`fixture_server`], [`odek_binary`] and [`openai::ScriptedServer::start`].
 
+pub mod anthropic;
 pub mod events;
 pub mod openai;
 pub mod peer;
