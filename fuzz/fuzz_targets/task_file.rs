@@ -44,6 +44,7 @@ fuzz_target!(|data: &[u8]| {
         max_cost_usd: 2.5,
         input_price_per_million: 1.0,
         output_price_per_million: 2.0,
+        ..BudgetLimits::default()
     };
     let child = clamp_to_share(operator, &share);
     assert_eq!(child.max_output_tokens, operator.max_output_tokens, "output tokens are never shared");

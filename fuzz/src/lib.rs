@@ -75,13 +75,47 @@ pub fn assert_no_seeded_secret(text: &str, what: &str) {
     }
 }
 
-/// The OpenAI-compatible provider the provider targets decode with: keyed with
-/// [`SEEDED_API_KEY`], the seeded secrets registered, never connected (port 9).
-pub fn seeded_provider() -> &'static odek_llm::OpenAiProvider {
-    static PROVIDER: OnceLock<odek_llm::OpenAiProvider> = OnceLock::new();
-    PROVIDER.get_or_init(|| {
+/// The providers the provider targets decode with, one per wire format (chat completions,
+/// Anthropic Messages, OpenAI Responses): keyed with [`SEEDED_API_KEY`], the seeded secrets
+/// registered, never connected (port 9).
+pub struct SeededProviders {
+    pub chat: odek_llm::OpenAiProvider,
+    pub anthropic: odek_llm::AnthropicProvider,
+    pub responses: odek_llm::ResponsesProvider,
+}
+
+impl SeededProviders {
+    /// What each decoder makes of a non-streamed `body`, in the order chat, Anthropic,
+    /// Responses.
+    pub fn decode_bodies(&self, body: &[u8]) -> [Result<odek_llm::ChatResponse, odek_llm::LlmError>; 3] {
+        [
+            self.chat.decode_completion_body(body),
+            self.anthropic.decode_completion_body(body),
+            self.responses.decode_completion_body(body),
+        ]
+    }
+
+    /// What each decoder makes of an SSE body arriving as `chunks`, in the same order.
+    pub fn decode_streams(&self, chunks: &[&[u8]]) -> [Result<odek_llm::ChatResponse, odek_llm::LlmError>; 3] {
+        [
+            self.chat.decode_stream_body(chunks),
+            self.anthropic.decode_stream_body(chunks),
+            self.responses.decode_stream_body(chunks),
+        ]
+    }
+}
+
+/// The seeded providers, made once per process.
+pub fn seeded_providers() -> &'static SeededProviders {
+    static PROVIDERS: OnceLock<SeededProviders> = OnceLock::new();
+    PROVIDERS.get_or_init(|| {
         register_seeded_secrets();
-        odek_llm::OpenAiProvider::new(odek_llm::EndpointConfig::new("http://127.0.0.1:9/v1", SEEDED_API_KEY)).unwrap()
+        let config = || odek_llm::EndpointConfig::new("http://127.0.0.1:9/v1", SEEDED_API_KEY);
+        SeededProviders {
+            chat: odek_llm::OpenAiProvider::new(config()).unwrap(),
+            anthropic: odek_llm::AnthropicProvider::new(config(), odek_llm::AnthropicOptions::default()).unwrap(),
+            responses: odek_llm::ResponsesProvider::new(config()).unwrap(),
+        }
     })
 }
 

@@ -176,6 +176,9 @@ pub struct LoopArgs {
     /// Turn the digest of trimmed context off
     #[arg(long)]
     pub no_compaction: bool,
+    /// Do not ask the provider to cache the prompt prefix (Anthropic cache breakpoints)
+    #[arg(long)]
+    pub no_prompt_caching: bool,
     /// Allow only these tools (repeatable)
     #[arg(long = "tool", value_name = "NAME")]
     pub tools: Vec<String>,
@@ -289,7 +292,7 @@ pub struct RunArgs {
     /// Model id sent to the provider
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
-    /// Provider adapter: empty/openai (OpenAI-compatible) or replay
+    /// Provider: openai (chat completions), openai-responses, anthropic, replay, or a name from providers in ~/.odek/config.json
     #[arg(long, value_name = "ID")]
     pub provider: Option<String>,
     /// Provider endpoint
@@ -337,7 +340,7 @@ pub struct ReplArgs {
     /// Model id sent to the provider
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
-    /// Provider adapter: empty/openai (OpenAI-compatible) or replay
+    /// Provider: openai (chat completions), openai-responses, anthropic, replay, or a name from providers in ~/.odek/config.json
     #[arg(long, value_name = "ID")]
     pub provider: Option<String>,
     /// Provider endpoint
@@ -355,6 +358,9 @@ pub struct ReplArgs {
     /// Turn the digest of trimmed context off
     #[arg(long)]
     pub no_compaction: bool,
+    /// Do not ask the provider to cache the prompt prefix (Anthropic cache breakpoints)
+    #[arg(long)]
+    pub no_prompt_caching: bool,
     /// Stream the model's answers (SSE), printed as they arrive
     #[arg(long)]
     pub stream: bool,
@@ -414,6 +420,7 @@ impl ReplArgs {
                 record: self.record.clone(),
                 no_planning: self.no_planning,
                 no_compaction: self.no_compaction,
+                no_prompt_caching: self.no_prompt_caching,
                 quiet: self.quiet,
                 events_jsonl: self.events_jsonl.clone(),
                 events_include_args: self.events_include_args,

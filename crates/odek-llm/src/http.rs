@@ -32,7 +32,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, 
 use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::error::{LlmError, TransportKind};
-use crate::provider::{ChatResponse, NoStreamObserver, StreamObserver};
+use crate::provider::{ChatRequest, ChatResponse, NoStreamObserver, StreamObserver};
 use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder};
 use crate::wire::{WireError, error_message_from_body};
 
@@ -220,16 +220,19 @@ impl Endpoint {
         self.url.host_str()
     }
 
-    /// One model call: `body` (JSON) posted with retries, within `overall` when given.
+    /// One model call: `body` posted with retries, streamed when `request.stream`, within
+    /// `request.timeout` when given.
     pub(crate) async fn call<D: Dialect>(
         &self,
         dialect: &D,
-        body: Vec<u8>,
-        stream: bool,
-        overall: Option<Duration>,
+        body: &serde_json::Value,
+        request: &ChatRequest<'_>,
         observer: &dyn StreamObserver,
     ) -> Result<ChatResponse, LlmError> {
-        match overall {
+        let body = serde_json::to_vec(body)
+            .map_err(|err| LlmError::InvalidConfig { detail: format!("cannot encode the request: {err}") })?;
+        let stream = request.stream;
+        match request.timeout {
             Some(limit) => timeout(limit, self.call_with_retries(dialect, &body, stream, observer))
                 .await
                 .unwrap_or_else(|_| Err(self.timeout_error(limit))),

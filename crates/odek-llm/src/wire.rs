@@ -19,6 +19,20 @@ pub(crate) enum WireError {
     Provider(String),
 }
 
+/// A 2xx body as JSON.
+pub(crate) fn body_json(body: &[u8]) -> Result<Value, WireError> {
+    serde_json::from_slice(body).map_err(|err| WireError::Invalid(format!("body is not JSON: {err}")))
+}
+
+/// One SSE event's data as JSON; `None` for data that is empty or blank (skipped by every API).
+pub(crate) fn event_json(data: &str) -> Result<Option<Value>, WireError> {
+    let data = data.trim();
+    if data.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(data).map(Some).map_err(|err| WireError::Invalid(format!("stream event is not JSON: {err}")))
+}
+
 /// Tool-call arguments as the raw string the tool receives: a string is kept verbatim, an
 /// absent or `null` value is empty, anything else (an object some servers send) is serialised.
 pub(crate) fn arguments_text(arguments: Option<&Value>) -> String {

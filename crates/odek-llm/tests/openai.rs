@@ -415,7 +415,7 @@ async fn malformed_json_is_invalid_response() {
     let second = call(&provider, false).await.unwrap_err();
     assert_eq!(second.to_string(), format!("{}: invalid response: no choices in the answer", endpoint(&server)));
     let third = call(&provider, true).await.unwrap_err();
-    assert!(third.to_string().contains("invalid response: stream chunk is not JSON"), "{third}");
+    assert!(third.to_string().contains("invalid response: stream event is not JSON"), "{third}");
 }
 
 #[tokio::test]

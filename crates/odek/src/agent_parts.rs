@@ -12,13 +12,20 @@ use odek_agent::budget::{Budget, BudgetLimits};
 use odek_agent::subagent::delegate::DelegateSettings;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tools::BuiltinSettings;
-use odek_llm::{EndpointConfig, LlmError, OpenAiProvider, Provider, RecordingProvider, ReplayProvider};
+use std::collections::BTreeMap;
 
-use crate::config::{BudgetInherit, Config, CoreConfig, LimitsConfig};
+use odek_llm::{
+    AnthropicOptions, AnthropicProvider, EndpointConfig, FallbackEntry, FallbackProvider, LlmError, OpenAiProvider,
+    Provider, RecordingProvider, ReplayProvider, ResponsesProvider,
+};
+
+use crate::config::{
+    BudgetInherit, Config, FallbackTarget, NamedProvider, ProviderKind, ResolvedProvider, resolve_provider,
+};
 use crate::error::RuntimeError;
 use crate::setup::Setup;
 
-/// Provider ids `--provider` accepts.
+/// The OpenAI-compatible kind's name (`--provider openai`, also the default).
 pub const OPENAI_PROVIDER: &str = "openai";
 /// The replay provider: answers from an `odek.replay/v1` script (docs/REPLAY.md), no network.
 pub const REPLAY_PROVIDER: &str = "replay";
@@ -36,42 +43,49 @@ pub fn delegation_depth() -> u32 {
     std::env::var(DEPTH_VARIABLE).ok().and_then(|depth| depth.parse().ok()).unwrap_or(0)
 }
 
-/// The provider `core.provider` names: the OpenAI-compatible client (a key is required unless
-/// the endpoint is loopback; its first-byte and stream-idle deadlines from `limits`) or the
-/// replay script; wrapped to record when `record` is set.
+/// The provider `core.provider` names — a wire kind (`openai`, `openai-responses`,
+/// `anthropic`), a `providers` entry, or the replay script — with the `fallback_models` chain
+/// after it when there is one ([`odek_llm::FallbackProvider`]), wrapped to record when `record`
+/// is set. An HTTP provider needs a key unless its endpoint is loopback or its headers carry
+/// the credential; its first-byte and stream-idle deadlines come from `limits`.
 pub fn build_provider(
-    core: &CoreConfig,
-    limits: &LimitsConfig,
+    config: &Config,
     api_key: Option<&str>,
+    fallbacks: &[FallbackTarget],
     replay: Option<&TaskReplay>,
     record: Option<&std::path::Path>,
 ) -> Result<Arc<dyn Provider>, RuntimeError> {
-    let provider: Box<dyn Provider> = match core.provider.as_str() {
-        "" | OPENAI_PROVIDER => {
-            let key = api_key.unwrap_or_default().to_owned();
-            if key.is_empty() && !is_loopback(&core.base_url) {
-                return Err(RuntimeError::Setup(format!(
-                    "no API key for {}: set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json",
-                    core.base_url
-                )));
-            }
-            Box::new(OpenAiProvider::new(EndpointConfig {
-                first_byte_timeout: limits.first_byte_timeout(),
-                stream_idle_timeout: limits.stream_idle_timeout(),
-                ..EndpointConfig::new(&core.base_url, key)
-            })?)
-        }
-        REPLAY_PROVIDER => {
-            let replay = replay.ok_or_else(|| RuntimeError::Setup("--provider replay needs --replay <file>".into()))?;
-            // A script handed down in a task file was not parsed from a file here.
-            replay.script.validate().map_err(|detail| LlmError::Replay { path: replay.source.clone(), detail })?;
-            Box::new(ReplayProvider::from_script(replay.source.clone(), replay.script.clone()))
-        }
-        other => {
-            return Err(RuntimeError::Setup(format!(
-                "unknown provider {} (want openai or replay)",
-                odek_contract::quoting::quote(other)
-            )));
+    let core = &config.core;
+    let provider: Box<dyn Provider> = if core.provider == REPLAY_PROVIDER {
+        let replay = replay.ok_or_else(|| RuntimeError::Setup("--provider replay needs --replay <file>".into()))?;
+        // A script handed down in a task file was not parsed from a file here.
+        replay.script.validate().map_err(|detail| LlmError::Replay { path: replay.source.clone(), detail })?;
+        Box::new(ReplayProvider::from_script(replay.source.clone(), replay.script.clone()))
+    } else {
+        let target = resolve_provider(&core.provider, core, &config.providers, &BTreeMap::new(), api_key)
+            .ok_or_else(|| {
+                RuntimeError::Setup(format!(
+                    "unknown provider {} (want openai, openai-responses, anthropic, replay or a name from providers in ~/.odek/config.json)",
+                    odek_contract::quoting::quote(&core.provider)
+                ))
+            })?;
+        let primary = endpoint_provider(&target, config)?;
+        if fallbacks.is_empty() {
+            primary
+        } else {
+            let chain = fallbacks
+                .iter()
+                .map(|fallback| {
+                    Ok(FallbackEntry {
+                        provider_name: fallback.provider.name.clone(),
+                        model: fallback.model.clone(),
+                        provider: endpoint_provider(&fallback.provider, config)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, RuntimeError>>()?;
+            let first =
+                FallbackEntry { provider_name: target.name.clone(), model: core.model.clone(), provider: primary };
+            Box::new(FallbackProvider::new(first, chain))
         }
     };
     let provider: Box<dyn Provider> = match record {
@@ -79,6 +93,45 @@ pub fn build_provider(
         None => provider,
     };
     Ok(Arc::from(provider))
+}
+
+/// One HTTP provider of the kind `target` speaks.
+fn endpoint_provider(target: &ResolvedProvider, config: &Config) -> Result<Box<dyn Provider>, RuntimeError> {
+    let key = target.api_key.clone().unwrap_or_default();
+    if key.is_empty() && target.headers.is_empty() && !is_loopback(&target.base_url) {
+        return Err(RuntimeError::Setup(missing_key_message(target, &config.providers)));
+    }
+    let limits = &config.limits;
+    let endpoint = EndpointConfig {
+        first_byte_timeout: limits.first_byte_timeout(),
+        stream_idle_timeout: limits.stream_idle_timeout(),
+        headers: target.headers.clone(),
+        ..EndpointConfig::new(&target.base_url, key)
+    };
+    Ok(match target.kind {
+        ProviderKind::OpenAi => Box::new(OpenAiProvider::new(endpoint)?),
+        ProviderKind::OpenAiResponses => Box::new(ResponsesProvider::new(endpoint)?),
+        ProviderKind::Anthropic => Box::new(AnthropicProvider::new(
+            endpoint,
+            AnthropicOptions { prompt_caching: config.core.prompt_caching, ..AnthropicOptions::default() },
+        )?),
+    })
+}
+
+/// Where the key of `target` comes from, for the error when there is none.
+fn missing_key_message(target: &ResolvedProvider, providers: &BTreeMap<String, NamedProvider>) -> String {
+    let sources = match (providers.get(&target.name), target.kind) {
+        (Some(named), _) if !named.api_key_env.is_empty() => format!("set {}", named.api_key_env),
+        (Some(_), _) => format!("set providers.{}.api_key_env (or headers) in ~/.odek/config.json", target.name),
+        (None, ProviderKind::OpenAi) => {
+            "set ODEK_API_KEY (or DEEPSEEK_API_KEY / OPENAI_API_KEY), or api_key in ~/.odek/config.json".to_owned()
+        }
+        (None, ProviderKind::OpenAiResponses) => {
+            "set ODEK_API_KEY or OPENAI_API_KEY, or api_key in ~/.odek/config.json".to_owned()
+        }
+        (None, ProviderKind::Anthropic) => "set ANTHROPIC_API_KEY, or api_key in ~/.odek/config.json".to_owned(),
+    };
+    format!("no API key for {}: {sources}", target.base_url)
 }
 
 /// Local endpoints (llama.cpp, Ollama, vLLM on this machine) may run without a key.

@@ -7,11 +7,12 @@
 //! [`Session::close`]. Each turn is one run in the event stream (`run_started` … `run_completed`
 //! or `run_failed`) with budgets of its own.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use odek_agent::budget::{Budget, BudgetLimits};
+use odek_agent::budget::{Budget, BudgetLimits, ModelPrices};
 use odek_agent::events::{EventEmitter, EventStream, Fanout, RunId, open_sink};
 use odek_agent::finish::checks::CheckReport;
 use odek_agent::finish::output_file::OutputWritten;
@@ -37,7 +38,9 @@ use odek_mcp::{McpHub, McpObserver, ServerInfo};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent_parts::{REPLAY_PROVIDER, budget_limits, build_provider, builtin_settings, delegate_settings};
-use crate::config::{CliOverrides, Config, ConfigSources, PlanningConfig, resolve_effective};
+use crate::config::{
+    CliOverrides, Config, ConfigSources, FallbackTarget, PlanningConfig, fallback_chain, resolve_effective,
+};
 use crate::denials::{DenialRecorder, Denials, named_but_unavailable, strict_refusal, unavailable_warning};
 use crate::error::RuntimeError;
 use crate::finish::{FinishOverrides, finish_settings, write_answer};
@@ -111,6 +114,8 @@ pub struct Settings {
     pub finish: FinishSettings,
     /// \[beyond\] `--output-file`: where an accepted answer is written.
     pub output_file: Option<PathBuf>,
+    /// \[beyond\] `fallback_models` resolved (each entry's endpoint and key), in order.
+    pub fallbacks: Vec<FallbackTarget>,
 }
 
 /// The assembled runtime: config, settings, the face's subscriber and any tools the embedder
@@ -166,7 +171,9 @@ impl Runtime {
             }
         };
         let finish = finish_settings(&overrides.finish, &config)?;
+        let fallbacks = fallback_chain(&config.fallback_models, &config.core, &config.providers, &setup.loaded.env);
         let settings = Settings {
+            fallbacks,
             finish,
             output_file: overrides.finish.output_file.clone(),
             stream: config.core.stream || overrides.stream,
@@ -318,11 +325,10 @@ impl Runtime {
                 Some(Arc::new(TaskReplay { source: path.display().to_string(), script: ReplayScript::load(path)? }))
             }
         };
-        let core = &settings.config.core;
         let provider = build_provider(
-            core,
-            &settings.config.limits,
+            &settings.config,
             settings.api_key.as_deref(),
+            &settings.fallbacks,
             replay.as_deref(),
             settings.record.as_deref(),
         )?;
@@ -728,7 +734,9 @@ impl Session<'_> {
         tool_context.interactive = gate.is_some();
         tool_context.liveness = liveness;
         let limits = self.turn_limits(&|warning| subscriber.warning(warning));
-        let budget = Budget::new(limits, started).after(self.spent.usage, self.spent.tool_calls);
+        let budget = Budget::new(limits, started)
+            .after(self.spent.usage, self.spent.tool_calls)
+            .with_model_prices(fallback_prices(&settings.fallbacks, config));
         let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
         builtins.extend(runtime.extra_tools.iter().cloned());
         let mut delegate = delegate_settings(
@@ -839,6 +847,11 @@ fn missing_servers(setup: &Setup, in_hub: &[ServerInfo]) -> Vec<String> {
 
 fn lock(persisted: &Mutex<Persisted>) -> std::sync::MutexGuard<'_, Persisted> {
     persisted.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// \[beyond\] The prices of the models a fallback may answer with, by model id.
+fn fallback_prices(fallbacks: &[FallbackTarget], config: &Config) -> BTreeMap<String, ModelPrices> {
+    fallbacks.iter().map(|fallback| (fallback.model.clone(), config.limits.prices_of(&fallback.model))).collect()
 }
 
 /// The `plan` tool's caps from the resolved `planning` section (`plan.md` §9).

@@ -64,7 +64,7 @@ pub fn context_window(model: &str) -> Option<u64> {
 
 /// The provider error texts that mean "the context is too long" (§1 step 4).
 pub(crate) fn is_context_length_error(message: &str) -> bool {
-    const MARKERS: [&str; 10] = [
+    const MARKERS: [&str; 11] = [
         "context_length_exceeded",
         "maximum context length",
         "context length",
@@ -75,6 +75,8 @@ pub(crate) fn is_context_length_error(message: &str) -> bool {
         "too many tokens",
         "input is too long",
         "reduce the length",
+        // [beyond] Anthropic's 400 `invalid_request_error`: "prompt is too long: N tokens > M maximum".
+        "prompt is too long",
     ];
     MARKERS.iter().any(|marker| message.contains(marker))
 }
@@ -454,5 +456,6 @@ mod tests {
     fn context_length_errors_are_recognised() {
         assert!(is_context_length_error("HTTP 400: This model's maximum context length is 8192 tokens"));
         assert!(!is_context_length_error("HTTP 500: internal"));
+        assert!(is_context_length_error("HTTP 400: prompt is too long: 210000 tokens > 200000 maximum"));
     }
 }

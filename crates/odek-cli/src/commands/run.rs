@@ -152,6 +152,7 @@ pub(crate) fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result
         max_cost_usd: positive_usd(flags.max_cost_usd.as_deref())?,
         planning: flags.no_planning.then_some(false),
         compaction: flags.no_compaction.then_some(false),
+        prompt_caching: flags.no_prompt_caching.then_some(false),
         tools: flags.tools.clone(),
         no_tools: flags.no_tools.clone(),
         strict: flags.strict,

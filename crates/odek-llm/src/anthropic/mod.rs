@@ -113,9 +113,8 @@ impl Provider for AnthropicProvider {
         observer: &'a dyn StreamObserver,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let body = serde_json::to_vec(&wire::request_body(&request, &self.options))
-                .map_err(|err| LlmError::InvalidConfig { detail: format!("cannot encode the request: {err}") })?;
-            self.endpoint.call(&self.dialect, body, request.stream, request.timeout, observer).await
+            let body = wire::request_body(&request, &self.options);
+            self.endpoint.call(&self.dialect, &body, &request, observer).await
         })
     }
 }

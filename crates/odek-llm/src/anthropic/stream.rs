@@ -241,13 +241,10 @@ fn tool_arguments(index: u64, json: &str, start_input: Option<&Value>) -> Result
 impl StreamDecoder for MessageStream {
     /// One event's data: JSON whose `type` names the event; empty data is skipped.
     fn apply(&mut self, data: &str, observer: &dyn StreamObserver) -> Result<bool, WireError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(false);
+        match crate::wire::event_json(data)? {
+            Some(event) => self.apply_event(&event, observer),
+            None => Ok(false),
         }
-        let event: Value =
-            serde_json::from_str(data).map_err(|err| WireError::Invalid(format!("stream event is not JSON: {err}")))?;
-        self.apply_event(&event, observer)
     }
 
     /// How many events changed the answer: the start, a block started, extended or stopped, a

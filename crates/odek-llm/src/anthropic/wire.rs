@@ -239,8 +239,7 @@ pub(crate) enum Block {
 
 /// Reads a non-streamed answer (`{"type": "message", "content": […], …}`).
 pub(crate) fn parse_message(body: &[u8]) -> Result<ChatResponse, WireError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|err| WireError::Invalid(format!("body is not JSON: {err}")))?;
+    let value: Value = crate::wire::body_json(body)?;
     if let Some(message) = provider_error_in(&value) {
         return Err(WireError::Provider(message));
     }

@@ -95,9 +95,8 @@ impl Provider for OpenAiProvider {
         observer: &'a dyn StreamObserver,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let body = serde_json::to_vec(&wire::request_body(&request, self.dialect.structured))
-                .map_err(|err| LlmError::InvalidConfig { detail: format!("cannot encode the request: {err}") })?;
-            self.endpoint.call(&self.dialect, body, request.stream, request.timeout, observer).await
+            let body = wire::request_body(&request, self.dialect.structured);
+            self.endpoint.call(&self.dialect, &body, &request, observer).await
         })
     }
 }
@@ -133,6 +132,6 @@ mod tests {
         let one_read = provider().decode_stream_body(&[&whole]).unwrap_err().to_string();
         let two_reads = provider().decode_stream_body(&[head, tail]).unwrap_err().to_string();
         assert_eq!(one_read, two_reads);
-        assert!(one_read.contains("stream chunk is not JSON"), "{one_read}");
+        assert!(one_read.contains("stream event is not JSON"), "{one_read}");
     }
 }

@@ -140,16 +140,12 @@ impl StreamDecoder for StreamAccumulator {
     /// One `data:` event: `[DONE]` ends the stream, an empty one is skipped, anything else
     /// must be a JSON chunk.
     fn apply(&mut self, data: &str, observer: &dyn StreamObserver) -> Result<bool, WireError> {
-        let data = data.trim();
-        if data == "[DONE]" {
+        if data.trim() == "[DONE]" {
             return Ok(true);
         }
-        if data.is_empty() {
-            return Ok(false);
+        if let Some(chunk) = crate::wire::event_json(data)? {
+            self.apply_chunk(&chunk, observer)?;
         }
-        let chunk: Value =
-            serde_json::from_str(data).map_err(|err| WireError::Invalid(format!("stream chunk is not JSON: {err}")))?;
-        self.apply_chunk(&chunk, observer)?;
         Ok(false)
     }
 

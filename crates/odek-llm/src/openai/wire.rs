@@ -148,8 +148,7 @@ fn wire_tool(tool: &ToolDefinition) -> Value {
 
 /// Reads a non-streamed chat completion.
 pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, WireError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|err| WireError::Invalid(format!("body is not JSON: {err}")))?;
+    let value: Value = crate::wire::body_json(body)?;
     if let Some(message) = provider_error_in(&value) {
         return Err(WireError::Provider(message));
     }

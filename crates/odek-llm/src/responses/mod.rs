@@ -85,9 +85,8 @@ impl Provider for ResponsesProvider {
         observer: &'a dyn StreamObserver,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let body = serde_json::to_vec(&wire::request_body(&request))
-                .map_err(|err| LlmError::InvalidConfig { detail: format!("cannot encode the request: {err}") })?;
-            self.endpoint.call(&self.dialect, body, request.stream, request.timeout, observer).await
+            let body = wire::request_body(&request);
+            self.endpoint.call(&self.dialect, &body, &request, observer).await
         })
     }
 }

@@ -213,13 +213,13 @@ impl StreamDecoder for ResponseStream {
     /// One event's data: empty data (and a `[DONE]` some gateways add) is skipped, anything
     /// else must be a JSON event.
     fn apply(&mut self, data: &str, observer: &dyn StreamObserver) -> Result<bool, WireError> {
-        let data = data.trim();
-        if data.is_empty() || data == "[DONE]" {
+        if data.trim() == "[DONE]" {
             return Ok(false);
         }
-        let event: Value =
-            serde_json::from_str(data).map_err(|err| WireError::Invalid(format!("stream event is not JSON: {err}")))?;
-        self.apply_event(&event, observer)
+        match crate::wire::event_json(data)? {
+            Some(event) => self.apply_event(&event, observer),
+            None => Ok(false),
+        }
     }
 
     /// How many events changed the answer: an item added or replaced by a different one, a

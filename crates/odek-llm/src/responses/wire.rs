@@ -320,8 +320,7 @@ pub(crate) fn response_usage(response: &Value) -> Usage {
 /// Reads a non-streamed answer: the response object. A non-null top-level `error` (a failed
 /// response, or an error object instead of a response) is the provider's error.
 pub(crate) fn parse_response(body: &[u8]) -> Result<ChatResponse, WireError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|err| WireError::Invalid(format!("body is not JSON: {err}")))?;
+    let value: Value = crate::wire::body_json(body)?;
     if let Some(message) = provider_error_in(&value) {
         return Err(WireError::Provider(message));
     }

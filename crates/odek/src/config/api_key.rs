@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::Config;
+use super::providers::{ProviderKind, kind_key, resolve_provider};
 
 /// The environment variables consulted, around the global `api_key` (which sits second).
 pub const API_KEY_VARIABLES: [&str; 3] = odek_contract::secret_names::PROVIDER_KEY_VARIABLES;
@@ -15,14 +16,15 @@ pub const API_KEY_VARIABLES: [&str; 3] = odek_contract::secret_names::PROVIDER_K
 /// The key to send, or `None` when no source has one. A value of only whitespace counts as
 /// empty. The key is registered with [`odek_contract::redaction::register_secret`] before it is
 /// returned.
+///
+/// \[beyond\] This is the key of the run's provider ([`super::providers::resolve_provider`]):
+/// the OpenAI-compatible kind reads the order above; `anthropic`, `openai-responses` and a
+/// named provider read their own sources, so a key never reaches another vendor.
 pub fn resolve_api_key(env: &BTreeMap<String, String>, config: &Config) -> Option<String> {
-    let from_env = |name: &str| env.get(name).map(String::as_str);
-    let [odek, deepseek, openai] = API_KEY_VARIABLES;
-    let key = [from_env(odek), Some(config.core.api_key.as_str()), from_env(deepseek), from_env(openai)]
-        .into_iter()
-        .flatten()
-        .find(|key| !key.trim().is_empty())?
-        .to_owned();
+    let key = match resolve_provider(&config.core.provider, &config.core, &config.providers, env, None) {
+        Some(provider) => provider.api_key?,
+        None => kind_key(ProviderKind::OpenAi, &config.core, env)?,
+    };
     odek_contract::redaction::register_secret(&key);
     Some(key)
 }

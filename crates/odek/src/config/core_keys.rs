@@ -34,6 +34,7 @@ pub(crate) struct CoreFile {
     max_concurrency: Option<i64>,
     stream: Option<bool>,
     compaction: Option<bool>,
+    prompt_caching: Option<bool>,
     system: Option<String>,
     no_agents: Option<bool>,
     pub(crate) sandbox: Option<bool>,
@@ -62,6 +63,9 @@ pub struct CoreConfig {
     pub stream: bool,
     /// Model digest of trimmed context.
     pub compaction: bool,
+    /// \[beyond\] Ask the provider to cache the prompt prefix (Anthropic `cache_control`
+    /// breakpoints); on by default.
+    pub prompt_caching: bool,
     /// Identity prompt override; empty = built-in.
     pub system: String,
     /// Skip `./AGENTS.md`.
@@ -82,6 +86,7 @@ impl std::fmt::Debug for CoreConfig {
             .field("max_concurrency", &self.max_concurrency)
             .field("stream", &self.stream)
             .field("compaction", &self.compaction)
+            .field("prompt_caching", &self.prompt_caching)
             .field("system", &self.system)
             .field("no_agents", &self.no_agents)
             .finish()
@@ -101,6 +106,7 @@ impl Default for CoreConfig {
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             stream: false,
             compaction: true,
+            prompt_caching: true,
             system: String::new(),
             no_agents: false,
         }
@@ -135,6 +141,7 @@ impl CoreConfig {
         set_count(&mut self.max_concurrency, file.max_concurrency);
         set_bool(&mut self.stream, file.stream);
         set_bool(&mut self.compaction, file.compaction);
+        set_bool(&mut self.prompt_caching, file.prompt_caching);
         set_bool(&mut self.no_agents, file.no_agents);
     }
 }

@@ -25,6 +25,8 @@ pub struct CliOverrides {
     pub planning: Option<bool>,
     /// `--compaction` / `--no-compaction`.
     pub compaction: Option<bool>,
+    /// \[beyond\] `--no-prompt-caching` (`Some(false)`).
+    pub prompt_caching: Option<bool>,
     /// `--tool` names: the whitelist of the highest layer.
     pub tools: Vec<String>,
     /// `--no-tool` names: merged into `tools.disabled`.
@@ -94,8 +96,21 @@ pub fn resolve_effective(loaded: &LoadedConfig, cli: &CliOverrides) -> Result<Ef
     let mut config = loaded.config.clone();
     env_layer.apply_to(&mut config);
     apply_cli_overrides(&mut config, cli);
+    apply_named_provider_model(&mut config, env_layer.model.is_some() || cli.model.is_some());
     let api_key = resolve_api_key(&loaded.env, &config);
     Ok(EffectiveConfig { config, api_key, no_color: env_layer.no_color.unwrap_or(false), warnings })
+}
+
+/// \[beyond\] A named provider's `model` is the run's model unless `--model` or `ODEK_MODEL`
+/// chose one (`model_chosen`): it overrides the files' `model`, which may be meant for another
+/// provider.
+fn apply_named_provider_model(config: &mut Config, model_chosen: bool) {
+    if model_chosen {
+        return;
+    }
+    if let Some(named) = config.providers.get(&config.core.provider).filter(|named| !named.model.is_empty()) {
+        config.core.model.clone_from(&named.model);
+    }
 }
 
 /// The flag layer: every flag given replaces the value below it; `--no-agents` only turns the
@@ -115,6 +130,9 @@ pub fn apply_cli_overrides(config: &mut Config, cli: &CliOverrides) {
     core.no_agents |= cli.no_agents;
     if let Some(compaction) = cli.compaction {
         core.compaction = compaction;
+    }
+    if let Some(prompt_caching) = cli.prompt_caching {
+        core.prompt_caching = prompt_caching;
     }
     if let Some(planning) = cli.planning {
         config.planning.enabled = planning;

@@ -61,6 +61,27 @@ pub enum ConfigError {
         /// The key inside `limits`.
         key: String,
     },
+    /// \[beyond\] A `providers` entry that cannot be used.
+    #[error("config {path}: providers.{name}: {detail}")]
+    InvalidProvider {
+        /// The config file's path as shown.
+        path: String,
+        /// The entry's name.
+        name: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// \[beyond\] A `fallback_models` entry that is not `<provider>/<model>` with a known
+    /// provider.
+    #[error(
+        "config {path}: fallback_models: {entry:?} is not <provider>/<model> with a provider odek knows (openai, openai-responses, anthropic or a providers name)"
+    )]
+    InvalidFallback {
+        /// The config file's path as shown.
+        path: String,
+        /// The entry as written.
+        entry: String,
+    },
     /// \[beyond\] A liveness deadline or the heartbeat interval outside its range; `key` is the
     /// dotted path (`limits.first_byte_timeout_seconds`, `events.heartbeat_seconds`).
     #[error("config {path}: {key} must be {rule}, got {value}")]

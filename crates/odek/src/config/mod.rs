@@ -35,6 +35,7 @@ mod limits;
 mod mcp_servers;
 mod planning;
 mod project_restrictions;
+mod providers;
 mod secrets_env;
 mod server_keys;
 mod subagent;
@@ -72,6 +73,9 @@ pub use self::planning::{
     PlanningConfig,
 };
 pub use self::project_restrictions::{OPERATOR_ONLY_KEYS, OPERATOR_ONLY_NESTED_KEYS, is_sandbox_knob};
+pub use self::providers::{
+    FallbackTarget, NamedProvider, ProviderKind, ResolvedProvider, fallback_chain, resolve_provider, split_fallback,
+};
 pub use self::secrets_env::{SecretsEnv, load_secrets_env, parse_secrets_text};
 pub use self::server_keys::{SERVER_ENTRY_KEYS, SUPPORTED_SERVER_TYPES, likely_typo_of};
 pub use self::subagent::{
@@ -91,6 +95,7 @@ use self::mcp_servers::{
 };
 use self::planning::{PlanningFile, merge_planning};
 use self::project_restrictions::{refuse_project_secret_env, strip_operator_only};
+use self::providers::{ProviderFile, check_fallback_models, check_providers};
 use self::server_keys::{check_server_entries, drop_remote_servers};
 use self::subagent::{ProfileFile, SubagentFile, validate_profiles, validate_subagent};
 use self::substitution::{ProtectedNames, Trust, secret_env_references, substitute_config_vars};
@@ -184,6 +189,11 @@ pub struct Config {
     /// global file's, then the project's (a project may add checks: they only make a run
     /// stricter, and they run under the danger policy like any shell command).
     pub checks: Vec<String>,
+    /// \[beyond\] Global file only: named model endpoints (`--provider <name>`).
+    pub providers: BTreeMap<String, NamedProvider>,
+    /// \[beyond\] Global file only: `<provider>/<model>` entries a call moves to when its
+    /// provider fails before answering.
+    pub fallback_models: Vec<String>,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -283,7 +293,24 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
     let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
     let checks = merge_checks([&global.policy.checks, &project.policy.checks].into_iter().flatten().flatten());
-    let config = Config { core, limits, events, mcp_servers, dangerous, tools, planning, subagent, profiles, checks };
+    // `providers` and `fallback_models` are operator-only: the project's were stripped.
+    let providers = check_providers(&global_display, global.policy.providers.as_ref())?;
+    let fallback_models = global.policy.fallback_models.clone().unwrap_or_default();
+    check_fallback_models(&global_display, &fallback_models, &providers)?;
+    let config = Config {
+        core,
+        limits,
+        events,
+        mcp_servers,
+        dangerous,
+        tools,
+        planning,
+        subagent,
+        profiles,
+        checks,
+        providers,
+        fallback_models,
+    };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
 
@@ -307,6 +334,8 @@ struct PolicySections {
     profiles: Option<BTreeMap<String, ProfileFile>>,
     events: Option<EventsFile>,
     checks: Option<Vec<String>>,
+    providers: Option<BTreeMap<String, ProviderFile>>,
+    fallback_models: Option<Vec<String>>,
 }
 
 /// Check command lines from their sources in order (the global file's, the project's, then a
@@ -427,6 +456,9 @@ fn check_object_shapes(display: &str, root: &Value) -> Result<(), ConfigError> {
                 objects.push((format!("profiles.{name}.tools"), tools));
             }
         }
+    }
+    if let Some(Value::Object(providers)) = root.get("providers") {
+        objects.extend(providers.iter().map(|(name, entry)| (format!("providers.{name}"), entry)));
     }
     if let Some(Value::Object(prices)) = root.get("limits").and_then(|limits| limits.get("model_prices")) {
         objects.extend(prices.iter().map(|(model, price)| (format!("limits.model_prices.{model}"), price)));

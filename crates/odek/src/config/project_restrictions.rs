@@ -21,6 +21,7 @@ pub const OPERATOR_ONLY_KEYS: &[&str] = &[
     "api_key",
     "provider",
     "providers",
+    "fallback_models",
     "llm",
     "system",
     "dangerous",
