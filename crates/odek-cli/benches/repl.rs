@@ -16,12 +16,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../tests/run_support/mod.rs"]
+mod run_support;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use run_support::Sandbox;
 use serde_json::{Value, json};
 
 const PROMPT_RUNS: usize = 30;
@@ -29,38 +33,33 @@ const TURN_ROUNDS: usize = 15;
 const LONG_TURN: usize = 90;
 
 fn main() {
-    let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    let project = root.path().join("project");
-    std::fs::create_dir_all(home.join(".odek")).unwrap();
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(project.join("f.txt"), "a small file\n").unwrap();
-    let odek = odek_test_support::odek_binary();
+    let bench = Sandbox::new();
+    std::fs::write(bench.project.join("f.txt"), "a small file\n").unwrap();
 
     for servers in [3, 0] {
-        configure(&home, servers);
-        let mut samples: Vec<f64> = (0..=PROMPT_RUNS).map(|_| first_prompt_ms(&odek, &home, &project)).collect();
+        configure(&bench, servers);
+        let mut samples: Vec<f64> = (0..=PROMPT_RUNS).map(|_| first_prompt_ms(&bench)).collect();
         samples.remove(0);
         report(&format!("odek repl → first prompt, {servers} stdio MCP servers, {PROMPT_RUNS} runs"), samples);
     }
 
-    configure(&home, 0);
-    let long = project.join("long.replay.json");
-    let short = project.join("short.replay.json");
+    configure(&bench, 0);
+    let long = bench.project.join("long.replay.json");
+    let short = bench.project.join("short.replay.json");
     std::fs::write(&long, script(&turn(LONG_TURN))).unwrap();
     std::fs::write(&short, script(&turn(1))).unwrap();
     // Each REPL turn starts a fresh conversation (`/new`), so every turn replays its script from
     // the start and a long conversation's trimming never enters the figure; the `/new` costs the
     // short and the long turn alike and cancels out of the difference.
-    let mut repl_short_face = Repl::start(&odek, &home, &project, &short);
-    let mut repl = Repl::start(&odek, &home, &project, &long);
+    let mut repl_short_face = Repl::start(&bench, &short);
+    let mut repl = Repl::start(&bench, &long);
     let per_iteration = |long: f64, short: f64| (long - short) / (LONG_TURN - 1) as f64;
     let (mut run_samples, mut saved_samples, mut repl_samples) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..=TURN_ROUNDS {
-        let run_short = run_ms(&odek, &home, &project, &short, false);
-        let run_long = run_ms(&odek, &home, &project, &long, false);
-        let saved_short = run_ms(&odek, &home, &project, &short, true);
-        let saved_long = run_ms(&odek, &home, &project, &long, true);
+        let run_short = run_ms(&bench, &short, false);
+        let run_long = run_ms(&bench, &long, false);
+        let saved_short = run_ms(&bench, &short, true);
+        let saved_long = run_ms(&bench, &long, true);
         let repl_short = repl_short_face.turn_ms();
         let repl_long = repl.turn_ms();
         if round > 0 {
@@ -86,13 +85,11 @@ fn main() {
     println!("repl / run: {:.2}", repl_median / run_median);
 }
 
-fn configure(home: &Path, servers: usize) {
+fn configure(bench: &Sandbox, servers: usize) {
     let fixture = odek_test_support::fixture_server();
     let servers: serde_json::Map<String, Value> =
         (1..=servers).map(|n| (format!("fixture{n}"), json!({"command": fixture, "auto_approve": true}))).collect();
-    let config = home.join(".odek/config.json");
-    std::fs::write(&config, json!({"provider": "replay", "mcp_servers": servers}).to_string()).unwrap();
-    std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    bench.global_config(&json!({"provider": "replay", "mcp_servers": servers}));
 }
 
 /// A turn of `iterations` replayed model answers: `read_file` calls, then the answer.
@@ -108,26 +105,15 @@ fn script(turns: &[Value]) -> String {
     json!({"schema": "odek.replay/v1", "turns": turns}).to_string()
 }
 
-fn command(odek: &Path, home: &Path, project: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(odek);
-    command
-        .args(args)
-        .current_dir(project)
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("TERM", "xterm");
-    command
-}
-
 /// Spawn to `odek> ` on a fresh terminal, then Ctrl-D.
-fn first_prompt_ms(odek: &Path, home: &Path, project: &Path) -> f64 {
+fn first_prompt_ms(bench: &Sandbox) -> f64 {
     let size = nix::pty::Winsize { ws_row: 40, ws_col: 200, ws_xpixel: 0, ws_ypixel: 0 };
     let pty = nix::pty::openpty(Some(&size), None).unwrap();
     let slave = File::from(pty.slave);
     let mut master = File::from(pty.master);
-    let mut command = command(odek, home, project, &["repl", "--quiet"]);
+    let mut command = bench.command(&["repl", "--quiet"]);
     command
+        .env("TERM", "xterm")
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave));
@@ -148,19 +134,14 @@ fn first_prompt_ms(odek: &Path, home: &Path, project: &Path) -> f64 {
 }
 
 /// One `odek run` of the replay script (with `--session` when `saved`), spawn to exit.
-fn run_ms(odek: &Path, home: &Path, project: &Path, replay: &Path, saved: bool) -> f64 {
+fn run_ms(bench: &Sandbox, replay: &Path, saved: bool) -> f64 {
     let replay = replay.to_str().unwrap();
     let mut args = vec!["run", "--quiet", "--replay", replay, "go"];
     if saved {
         args.insert(1, "--session");
     }
     let started = Instant::now();
-    let status = command(odek, home, project, &args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
+    let status = bench.command(&args).stdout(Stdio::null()).stderr(Stdio::null()).status().unwrap();
     assert!(status.success());
     started.elapsed().as_secs_f64() * 1000.0
 }
@@ -173,8 +154,9 @@ struct Repl {
 }
 
 impl Repl {
-    fn start(odek: &Path, home: &Path, project: &Path, replay: &Path) -> Repl {
-        let mut child = command(odek, home, project, &["repl", "--quiet", "--replay", replay.to_str().unwrap()])
+    fn start(bench: &Sandbox, replay: &Path) -> Repl {
+        let mut child = bench
+            .command(&["repl", "--quiet", "--replay", replay.to_str().unwrap()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

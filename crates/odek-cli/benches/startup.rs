@@ -7,8 +7,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
+#[path = "../tests/run_support/mod.rs"]
+mod run_support;
+
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+use run_support::Sandbox;
 
 use odek_test_support::openai::{Reply, ScriptedServer};
 use serde_json::json;
@@ -20,37 +25,20 @@ fn server_count() -> usize {
 }
 
 fn main() {
-    let root = tempfile::tempdir().unwrap();
-    let home = root.path().join("home");
-    let project = root.path().join("project");
-    std::fs::create_dir_all(home.join(".odek")).unwrap();
-    std::fs::create_dir_all(&project).unwrap();
+    let sandbox = Sandbox::new();
     let fixture = odek_test_support::fixture_server();
-    let odek = odek_test_support::odek_binary();
     let server = ScriptedServer::start(Vec::new());
     let servers: serde_json::Map<String, serde_json::Value> = (1..=server_count())
         .map(|n| (format!("fixture{n}"), json!({"command": fixture, "auto_approve": true})))
         .collect();
-    let config = home.join(".odek/config.json");
-    std::fs::write(&config, json!({"base_url": server.base_url(), "mcp_servers": servers}).to_string()).unwrap();
-    std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    sandbox.global_config(&json!({"base_url": server.base_url(), "mcp_servers": servers}));
 
     let mut samples = Vec::with_capacity(RUNS);
     for run in 0..=RUNS {
         server.push(Reply::text("done"));
         let started = Instant::now();
-        let mut child = Command::new(&odek)
-            .args(["run", "--quiet", "go"])
-            .current_dir(&project)
-            .env_clear()
-            .env("HOME", &home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("ODEK_API_KEY", "sk-bench")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child =
+            sandbox.command(&["run", "--quiet", "go"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         server.wait_for_requests(run + 1, Duration::from_secs(30));
         let elapsed = started.elapsed();
         assert!(child.wait().unwrap().success());

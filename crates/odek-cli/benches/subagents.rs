@@ -9,56 +9,38 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../tests/run_support/mod.rs"]
+mod run_support;
+
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use odek_test_support::openai::{RecordedRequest, Reply, ScriptedServer};
+use run_support::Sandbox;
 use serde_json::json;
 
 const SPAWN_RUNS: usize = 30;
 const TASKS_PER_CALL: usize = 8;
 
-struct Sandbox {
-    _root: tempfile::TempDir,
-    home: std::path::PathBuf,
-    project: std::path::PathBuf,
+/// A sandbox whose config points at `base_url`, with a `tmp/` in its home for task files.
+fn sandbox(base_url: &str) -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.configure(base_url, false);
+    std::fs::create_dir_all(sandbox.home.join("tmp")).unwrap();
+    sandbox
 }
 
-impl Sandbox {
-    fn new(base_url: &str) -> Sandbox {
-        let root = tempfile::tempdir().unwrap();
-        let home = root.path().join("home");
-        let project = root.path().join("project");
-        std::fs::create_dir_all(home.join(".odek")).unwrap();
-        std::fs::create_dir_all(home.join("tmp")).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        let config = home.join(".odek/config.json");
-        std::fs::write(&config, json!({"base_url": base_url, "model": "bench"}).to_string()).unwrap();
-        std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-        Sandbox { _root: root, home, project }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(odek_test_support::odek_binary());
-        command
-            .args(args)
-            .current_dir(&self.project)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("TMPDIR", self.home.join("tmp"))
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("ODEK_API_KEY", "sk-bench")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        command
-    }
+/// `odek <args>` in `sandbox`, its temporary files in the home's `tmp/`, its output dropped.
+fn odek(sandbox: &Sandbox, args: &[&str]) -> Command {
+    let mut command = sandbox.command(args);
+    command.env("TMPDIR", sandbox.home.join("tmp")).stdout(Stdio::null()).stderr(Stdio::null());
+    command
 }
 
 fn spawn_to_first_request() {
     let server = ScriptedServer::start(Vec::new());
-    let sandbox = Sandbox::new(&server.base_url());
+    let sandbox = sandbox(&server.base_url());
     let mut samples = Vec::with_capacity(SPAWN_RUNS);
     for run in 0..=SPAWN_RUNS {
         server.push(Reply::text("done"));
@@ -68,7 +50,7 @@ fn spawn_to_first_request() {
         std::fs::write(&task, task_json.to_string()).unwrap();
         let started = Instant::now();
         let mut child =
-            sandbox.command(&["subagent", "--task", task.to_str().unwrap(), "--quiet", "--stream"]).spawn().unwrap();
+            odek(&sandbox, &["subagent", "--task", task.to_str().unwrap(), "--quiet", "--stream"]).spawn().unwrap();
         server.wait_for_requests(run + 1, Duration::from_secs(30));
         let elapsed = started.elapsed();
         assert!(child.wait().unwrap().success());
@@ -129,9 +111,9 @@ fn parent_memory_over_delegations() {
             }
         }
     }
-    let sandbox = Sandbox::new(&server.base_url());
+    let sandbox = sandbox(&server.base_url());
     let started = Instant::now();
-    let mut parent = sandbox.command(&["run", "--quiet", "delegate", "a", "lot"]).spawn().unwrap();
+    let mut parent = odek(&sandbox, &["run", "--quiet", "delegate", "a", "lot"]).spawn().unwrap();
     *parent_pid.lock().unwrap() = parent.id();
     assert!(parent.wait().unwrap().success());
     let elapsed = started.elapsed();

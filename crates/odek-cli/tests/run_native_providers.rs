@@ -196,13 +196,29 @@ fn an_anthropic_run_keeps_signed_thinking_caches_its_prefix_and_pairs_parallel_c
     }
 }
 
+/// `--no-prompt-caching` holds for the whole run: the parent's requests and a delegated
+/// child's carry no breakpoint; with caching on, both do.
 #[test]
-fn no_prompt_caching_sends_no_breakpoint() {
-    let server = ScriptedServer::start(vec![anthropic_text(false, "done", AnthropicUsage::new(5, 1))]);
-    let sandbox = anthropic_sandbox(&server);
-    let output = run_anthropic(&sandbox, &["--no-prompt-caching", "go"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(!server.requests()[0].raw_body.contains("cache_control"), "{}", server.requests()[0].raw_body);
+fn no_prompt_caching_sends_no_breakpoint_from_the_run_or_its_children() {
+    for caching in [false, true] {
+        let delegate = anthropic::tool_use("toolu_d1", "delegate_tasks", json!({"tasks": [{"goal": "say hi"}]}));
+        let server = ScriptedServer::start(vec![
+            anthropic::message(vec![delegate], AnthropicUsage::new(5, 1)),
+            anthropic_text(false, "hi from the child", AnthropicUsage::new(5, 1)),
+            anthropic_text(false, "done", AnthropicUsage::new(5, 1)),
+        ]);
+        let sandbox = anthropic_sandbox(&server);
+        let args: &[&str] = if caching { &["go"] } else { &["--no-prompt-caching", "go"] };
+        let output = run_anthropic(&sandbox, args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stdout(&output), "done\n");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 3);
+        assert!(requests[1].raw_body.contains("say hi"), "the child's request: {}", requests[1].raw_body);
+        for request in &requests {
+            assert_eq!(request.raw_body.contains("cache_control"), caching, "{}", request.raw_body);
+        }
+    }
 }
 
 #[test]

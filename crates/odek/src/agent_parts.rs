@@ -187,6 +187,7 @@ pub fn delegate_settings(
         provider: core.provider.clone(),
         model: core.model.clone(),
         base_url: core.base_url.clone(),
+        prompt_caching: (!core.prompt_caching).then_some(false),
         depth,
         max_depth: subagent.max_depth,
         max_concurrency: usize::try_from(subagent.max_concurrency_or(core.max_concurrency)).unwrap_or(1),

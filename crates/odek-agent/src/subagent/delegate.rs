@@ -52,6 +52,9 @@ pub struct DelegateSettings {
     pub provider: String,
     pub model: String,
     pub base_url: String,
+    /// `Some(false)` when this run sends no prompt-cache breakpoints: its children send none
+    /// either (the task file's `prompt_caching`); `None` leaves them to the config.
+    pub prompt_caching: Option<bool>,
     /// This process's delegation depth (`ODEK_SUBAGENT_DEPTH`, 0 at the top).
     pub depth: u32,
     pub max_depth: u32,
@@ -285,6 +288,7 @@ impl DelegateTool {
             provider: settings.provider.clone(),
             model: settings.model.clone(),
             base_url: settings.base_url.clone(),
+            prompt_caching: settings.prompt_caching,
             replay,
             ..TaskFile::default()
         };

@@ -49,6 +49,10 @@ pub struct TaskFile {
     pub model: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub base_url: String,
+    /// **[beyond]** `false` when the parent runs with prompt caching off (`--no-prompt-caching`
+    /// or `"prompt_caching": false`): the child sends no cache breakpoints either.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_caching: Option<bool>,
     /// **[beyond]** With `provider: "replay"`: the child's part of the parent's replay script.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<TaskReplay>,

@@ -211,6 +211,7 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
             model: non_empty(&task.model),
             provider: non_empty(&task.provider),
             base_url: non_empty(&task.base_url),
+            prompt_caching: task.prompt_caching,
             ..CliOverrides::default()
         },
         lenient_thinking: true,

@@ -1,8 +1,8 @@
 //! The real `odek repl` in a real pseudo-terminal: the PTY is its stdin, stdout, stderr and
 //! controlling terminal (a session of its own), so the line editor runs, Ctrl-C typed on it is
 //! SIGINT from the kernel, and a card's keys are read as an operator's. Everything the terminal
-//! shows is read on a thread; [`Terminal::expect`] waits, with a deadline, for text past the
-//! previous match. Start at [`Terminal::spawn`].
+//! shows is read on a thread, which stamps each read; [`Terminal::expect`] waits, with a
+//! deadline, for text past the previous match. Start at [`Terminal::spawn`].
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,8 +21,11 @@ pub const PROMPT: &str = "odek> ";
 pub struct Terminal {
     child: Child,
     master: File,
-    chunks: Receiver<Vec<u8>>,
+    /// Each read of the terminal and when it returned.
+    chunks: Receiver<(Instant, Vec<u8>)>,
     seen: Vec<u8>,
+    /// When the latest read returned.
+    last_read: Instant,
     /// How much of `seen` earlier matches consumed.
     consumed: usize,
     /// How far `seen` was searched for the current needle.
@@ -51,12 +54,12 @@ impl Terminal {
         std::thread::spawn(move || {
             let mut buffer = [0_u8; 65536];
             while let Ok(read @ 1..) = reader.read(&mut buffer) {
-                if sender.send(buffer[..read].to_vec()).is_err() {
+                if sender.send((Instant::now(), buffer[..read].to_vec())).is_err() {
                     break;
                 }
             }
         });
-        Terminal { child, master, chunks, seen: Vec::new(), consumed: 0, scanned: 0 }
+        Terminal { child, master, chunks, seen: Vec::new(), last_read: Instant::now(), consumed: 0, scanned: 0 }
     }
 
     pub fn pid(&self) -> i32 {
@@ -72,6 +75,14 @@ impl Terminal {
     /// [`Terminal::expect`] with a deadline of `limit`; returns how long it took.
     pub fn expect_within(&mut self, needle: &str, limit: Duration) -> Duration {
         let started = Instant::now();
+        self.expect_read(needle, limit);
+        started.elapsed()
+    }
+
+    /// [`Terminal::expect`], returning when the read that completed `needle` returned (for text
+    /// already shown, the latest read's instant: never earlier than the text appeared).
+    pub fn expect_read(&mut self, needle: &str, limit: Duration) -> Instant {
+        let started = Instant::now();
         let deadline = started + limit;
         let needle = needle.as_bytes();
         self.scanned = self.consumed;
@@ -79,11 +90,14 @@ impl Terminal {
             let from = self.scanned.saturating_sub(needle.len()).max(self.consumed);
             if let Some(at) = find(&self.seen[from..], needle) {
                 self.consumed = from + at + needle.len();
-                return started.elapsed();
+                return self.last_read;
             }
             self.scanned = self.seen.len();
             match self.chunks.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(chunk) => self.seen.extend_from_slice(&chunk),
+                Ok((read_at, chunk)) => {
+                    self.seen.extend_from_slice(&chunk);
+                    self.last_read = read_at;
+                }
                 Err(RecvTimeoutError::Timeout) => {
                     panic!("no {:?} within {limit:?}: {}", String::from_utf8_lossy(needle), self.tail())
                 }
@@ -126,13 +140,13 @@ impl Terminal {
         let deadline = Instant::now() + DEADLINE;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                while let Ok(chunk) = self.chunks.recv_timeout(Duration::from_millis(200)) {
+                while let Ok((_, chunk)) = self.chunks.recv_timeout(Duration::from_millis(200)) {
                     self.seen.extend_from_slice(&chunk);
                 }
                 return (status, String::from_utf8_lossy(&self.seen).into_owned());
             }
             match self.chunks.recv_timeout(Duration::from_millis(50)) {
-                Ok(chunk) => self.seen.extend_from_slice(&chunk),
+                Ok((_, chunk)) => self.seen.extend_from_slice(&chunk),
                 Err(_) if Instant::now() < deadline => {}
                 Err(_) => {
                     let _ = self.child.kill();

@@ -17,6 +17,10 @@
 //!   API's `[A-Za-z0-9_-]+` have the other characters replaced by `_` (the same on the call and
 //!   on its result), so no answer can make the next request invalid.
 //! - `output_schema` is not sent (the API has no response format); odek checks the answer.
+//! - Thinking stays off while a tool-use loop that began without it goes on (an answer from
+//!   another provider before a fallback, a session recorded elsewhere): the API keeps one
+//!   thinking setting per assistant turn and refuses a loop whose assistant message does not
+//!   start with a thinking block ([`loop_started_without_thinking`]).
 
 use serde_json::{Map, Value, json};
 
@@ -53,7 +57,7 @@ pub(crate) fn request_body(request: &ChatRequest<'_>, options: &AnthropicOptions
     if options.prompt_caching {
         mark_cache_breakpoints(&mut system, &mut tools, &mut turns);
     }
-    let budget = thinking_budget(request.thinking);
+    let budget = thinking_budget(request.thinking).filter(|_| !loop_started_without_thinking(&turns));
     let max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).saturating_add(budget.unwrap_or(0));
     let mut body = Map::new();
     body.insert("model".into(), Value::from(request.model));
@@ -79,6 +83,16 @@ pub(crate) fn request_body(request: &ChatRequest<'_>, options: &AnthropicOptions
         body.insert("stream".into(), Value::Bool(true));
     }
     Value::Object(body)
+}
+
+/// Whether the conversation goes on with tool results for an assistant message that does not
+/// start with a thinking block: turning thinking on for this request would be refused.
+fn loop_started_without_thinking(turns: &[Turn]) -> bool {
+    let [.., assistant, results] = turns else { return false };
+    let first = |turn: &Turn| turn.blocks.first().and_then(block_type).map(str::to_owned);
+    results.role == "user"
+        && first(results).as_deref() == Some("tool_result")
+        && !matches!(first(assistant).as_deref(), Some("thinking" | "redacted_thinking"))
 }
 
 /// One user or assistant turn being built.
@@ -500,6 +514,37 @@ mod tests {
                 {"type": "tool_use", "id": "t1", "name": "shell", "input": {"c": 1}},
             ])
         );
+    }
+
+    /// A tool-use loop keeps the thinking setting it began with: one whose assistant message
+    /// came without thinking (another provider's, before a fallback) goes on without it, and
+    /// thinking returns with the next user turn.
+    #[test]
+    fn thinking_stays_off_for_a_tool_loop_that_began_without_it() {
+        let thinking = |messages: &[Message]| {
+            let request = ChatRequest { thinking: Thinking::High, ..request(messages, &[]) };
+            let body = request_body(&request, &options(false));
+            (body["thinking"].clone(), body["max_tokens"].clone())
+        };
+        let enabled = (json!({"type": "enabled", "budget_tokens": 16384}), json!(DEFAULT_MAX_TOKENS + 16384));
+        let call = assistant_calling(vec![ToolCall::new("t1", "shell", "{}")]);
+        let result = Message::tool("t1", "shell", "ok");
+        let unsigned = [Message::user("go"), call.clone(), result.clone()];
+        assert_eq!(thinking(&unsigned), (Value::Null, json!(DEFAULT_MAX_TOKENS)));
+
+        let signed = Message {
+            reasoning_blocks: vec![ReasoningBlock::Thinking { thinking: "t".into(), signature: "s".into() }],
+            ..call.clone()
+        };
+        assert_eq!(thinking(&[Message::user("go"), signed, result.clone()]), enabled);
+        let redacted =
+            Message { reasoning_blocks: vec![ReasoningBlock::RedactedThinking { data: "d".into() }], ..call };
+        assert_eq!(thinking(&[Message::user("go"), redacted, result]), enabled);
+
+        let mut next_turn = unsigned.to_vec();
+        next_turn.extend([Message::assistant("done"), Message::user("again")]);
+        assert_eq!(thinking(&next_turn), enabled);
+        assert_eq!(thinking(&[Message::user("go")]), enabled);
     }
 
     /// Arguments and ids are model output: whatever they are, the next request stays valid.

@@ -49,11 +49,6 @@ impl ProviderKind {
         ProviderKind::ALL.iter().find(|(known, _)| *known == name).map(|(_, kind)| *kind)
     }
 
-    /// The kind's name.
-    pub fn as_str(self) -> &'static str {
-        ProviderKind::ALL.iter().find(|(_, kind)| *kind == self).map_or("openai", |(name, _)| name)
-    }
-
     /// The vendor's public endpoint, used when no `base_url` is set.
     pub fn default_base_url(self) -> &'static str {
         match self {
@@ -110,7 +105,6 @@ impl std::fmt::Debug for NamedProvider {
             .field("base_url", &self.base_url)
             .field("api_key_env", &self.api_key_env)
             .field("headers", &header_names)
-            .field("model", &self.model)
             .finish()
     }
 }
@@ -193,8 +187,6 @@ pub struct ResolvedProvider {
     pub api_key: Option<String>,
     /// Extra request headers (a named provider's).
     pub headers: Vec<(String, String)>,
-    /// The named provider's own model; empty for a kind.
-    pub model: String,
 }
 
 impl std::fmt::Debug for ResolvedProvider {
@@ -206,7 +198,6 @@ impl std::fmt::Debug for ResolvedProvider {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("headers", &self.headers.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>())
-            .field("model", &self.model)
             .finish()
     }
 }
@@ -230,7 +221,7 @@ pub fn resolve_provider(
             core.base_url.clone()
         };
         let api_key = explicit_key.map(str::to_owned).or_else(|| kind_key(kind, core, env));
-        ResolvedProvider { name: name.to_owned(), kind, base_url, api_key, headers: Vec::new(), model: String::new() }
+        ResolvedProvider { name: name.to_owned(), kind, base_url, api_key, headers: Vec::new() }
     } else {
         let named = providers.get(name)?;
         let base_url =
@@ -238,14 +229,7 @@ pub fn resolve_provider(
         let from_env = || env.get(&named.api_key_env).filter(|key| !key.trim().is_empty()).cloned();
         let api_key =
             explicit_key.map(str::to_owned).or_else(|| (!named.api_key_env.is_empty()).then(from_env).flatten());
-        ResolvedProvider {
-            name: name.to_owned(),
-            kind: named.kind,
-            base_url,
-            api_key,
-            headers: named.headers.clone(),
-            model: named.model.clone(),
-        }
+        ResolvedProvider { name: name.to_owned(), kind: named.kind, base_url, api_key, headers: named.headers.clone() }
     };
     for secret in resolved.api_key.iter().chain(resolved.headers.iter().map(|(_, value)| value)) {
         odek_contract::redaction::register_secret(secret);
@@ -345,7 +329,7 @@ mod tests {
         assert_eq!(gateway.api_key.as_deref(), Some("gw-secret"));
         assert_eq!(gateway.base_url, "http://127.0.0.1:9/v1");
         assert_eq!(gateway.headers, [("x-team".to_owned(), "t-123".to_owned())]);
-        assert_eq!(gateway.model, "claude-x");
+        assert_eq!(providers["gateway"].model, "claude-x");
         assert!(!format!("{gateway:?}").contains("gw-secret"));
         assert!(resolve_provider("nope", &CoreConfig::default(), &providers, &env, None).is_none());
     }
