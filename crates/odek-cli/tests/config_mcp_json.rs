@@ -111,15 +111,15 @@ fn it_is_read_through_the_same_bounds_and_parse_rules() {
     );
 }
 
-/// A remote entry used to be kept, and then — the HTTP transport not being built yet — failed
-/// every run in the directory (servers are required by default). Now it is skipped with a
-/// warning, like `sse`; `headers` on a local entry are still ignored with a warning.
+/// Remote entries (`"type": "http"`, or a bare `url`) are project servers reached over Streamable
+/// HTTP; a credential-named header in the file is not sent, and `headers` on a local entry are
+/// ignored, each with a warning that never shows a value; `sse` is still refused.
 #[test]
 fn remote_entries_type_and_headers() {
     let fixture = mcp_json(
         Fixture::new(),
         r#"{"mcpServers": {
-            "remote": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer s3cr3t-header"}},
+            "remote": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer s3cr3t-header", "X-Team": "team-7"}},
             "untyped": {"url": "https://mcp.example/mcp"},
             "local": {"type": "stdio", "command": "local-mcp", "headers": {"X-Key": "s3cr3t-header"}},
             "legacy": {"type": "sse", "url": "https://mcp.example/sse"}}}"#,
@@ -128,29 +128,33 @@ fn remote_entries_type_and_headers() {
     assert_eq!(
         loaded.warnings,
         [
-            "./.mcp.json: mcp server \"remote\": remote servers (type \"http\") are not supported by this build yet; server ignored",
-            "./.mcp.json: mcp server \"untyped\": remote servers (type \"http\") are not supported by this build yet; server ignored",
+            "./.mcp.json: mcp server \"remote\": header \"Authorization\" looks like a credential, which only ~/.odek/config.json may send; ignored",
             "./.mcp.json: mcp server \"legacy\": type \"sse\" is not supported (only \"stdio\" and \"http\"); server ignored",
-            "./.mcp.json: mcp server \"local\": headers are not sent by this build; ignored",
+            "./.mcp.json: mcp server \"local\": headers are sent only to a url server; ignored",
         ]
     );
     assert!(!loaded.warnings.concat().contains("s3cr3t"));
     let names: Vec<&str> = loaded.config.mcp_servers.iter().map(|server| server.name.as_str()).collect();
-    assert_eq!(names, ["local"]);
+    assert_eq!(names, ["local", "remote", "untyped"]);
+    let remote = &loaded.config.mcp_servers[1].entry;
+    assert_eq!(remote.headers.keys().collect::<Vec<_>>(), ["X-Team"]);
+    assert!(loaded.config.mcp_servers[0].entry.headers.is_empty());
 }
 
-/// Startup (here `ext list`, approved) that a remote `.mcp.json` entry used to fail goes on without it.
+/// A remote `.mcp.json` entry is started like any project server (once approved): here its
+/// endpoint refuses the connection, and the listing says so.
 #[test]
-fn a_remote_entry_does_not_fail_startup_red() {
+fn a_remote_entry_is_started_over_http() {
     let fixture =
-        mcp_json(Fixture::new(), r#"{"mcpServers": {"remote": {"type": "http", "url": "https://mcp.example/mcp"}}}"#);
+        mcp_json(Fixture::new(), r#"{"mcpServers": {"remote": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}"#);
     let output = odek(&fixture, &["ext", "list"], true);
     let err = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("remote servers (type \"http\") are not supported by this build yet; server ignored"),
+        err.contains("mcp server \"remote\": mcpclient remote: initialize: MCP request not dispatched: connect: "),
         "{err}"
     );
+    assert!(err.contains("Connection refused"), "{err}");
 }
 
 #[test]

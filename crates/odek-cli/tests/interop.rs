@@ -23,7 +23,7 @@ mod support;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Project, Servers, process_with_env_exists};
+use support::{HttpServer, Project, Servers, process_with_env_exists};
 
 const EVERYTHING_TOOLS: &[&str] = &[
     "everything__echo",
@@ -428,6 +428,34 @@ fn filesystem_server_tools_answer_through_odek_with_excluded_tools() {
     assert_eq!(ok_text(&records[6]), "- image (image/png, 70 bytes)");
 }
 
+/// The Python server's `fail` and `write_report` through `odek ext call`: the tool error's
+/// exact line, and the artifact line of a report whose file is where the ref says.
+fn assert_tool_errors_and_artifacts(project: &Project) {
+    let run = project.odek(&["ext", "call", "py__fail", r#"{"message": "disk on fire"}"#]);
+    run.assert_code(1);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr_lines()
+            .contains(&"odek: mcpclient py: tool fail returned error: Error executing tool fail: disk on fire"),
+        "{}",
+        run.stderr
+    );
+
+    let content = "line one\nline two\n";
+    let run =
+        project.odek(&["ext", "call", "py__write_report", &json!({"name": "weekly", "content": content}).to_string()]);
+    run.assert_code(0);
+    let sha256 = hex::encode(Sha256::digest(content));
+    assert_eq!(
+        run.stdout,
+        format!(
+            "Wrote report weekly (18 bytes).\n- artifact \"weekly\" (text/plain, 18 bytes, sha256 {}…): The full report\n",
+            &sha256[..12]
+        )
+    );
+    assert_eq!(std::fs::read_to_string(project.artifacts.join("weekly.txt")).unwrap(), content);
+}
+
 #[test]
 fn python_sdk_server_lists_and_calls_through_odek() {
     let Some(servers) = Servers::installed("python_sdk_server_lists_and_calls_through_odek") else { return };
@@ -455,29 +483,7 @@ fn python_sdk_server_lists_and_calls_through_odek() {
         ]
     );
 
-    let run = project.odek(&["ext", "call", "py__fail", r#"{"message": "disk on fire"}"#]);
-    run.assert_code(1);
-    assert_eq!(run.stdout, "");
-    assert!(
-        run.stderr_lines()
-            .contains(&"odek: mcpclient py: tool fail returned error: Error executing tool fail: disk on fire"),
-        "{}",
-        run.stderr
-    );
-
-    let content = "line one\nline two\n";
-    let run =
-        project.odek(&["ext", "call", "py__write_report", &json!({"name": "weekly", "content": content}).to_string()]);
-    run.assert_code(0);
-    let sha256 = hex::encode(Sha256::digest(content));
-    assert_eq!(
-        run.stdout,
-        format!(
-            "Wrote report weekly (18 bytes).\n- artifact \"weekly\" (text/plain, 18 bytes, sha256 {}…): The full report\n",
-            &sha256[..12]
-        )
-    );
-    assert_eq!(std::fs::read_to_string(project.artifacts.join("weekly.txt")).unwrap(), content);
+    assert_tool_errors_and_artifacts(&project);
 }
 
 /// [beyond] What the official Python SDK produces for images, resource links, embedded resources
@@ -601,4 +607,49 @@ fn python_sdk_server_timeout_crash_and_tool_list_changes_in_one_session() {
     assert_eq!(ok_text(&records[9]), "echo removed");
     assert_eq!(error_text(&records[10]), "mcpclient py: tool echo returned error: Unknown tool: echo");
     assert_eq!(error_text(&records[11]), "mcpclient py: tools/call: MCP error -32602: Invalid request parameters");
+}
+
+/// [beyond] The same Python SDK server over Streamable HTTP (issue 19): the listing, results,
+/// tool errors, artifacts and the model view are what stdio gives, and the server's own
+/// requests and log messages mid-call come on the call's event stream and are answered by POST.
+#[test]
+fn python_sdk_server_over_streamable_http_lists_and_calls_through_odek() {
+    let Some(servers) = Servers::installed("python_sdk_server_over_streamable_http_lists_and_calls_through_odek")
+    else {
+        return;
+    };
+    let project = Project::new();
+    let server = HttpServer::python(&servers, &project.artifacts);
+    let artifacts = project.artifacts.display().to_string();
+    let project = project.configure(&json!({ "mcp_servers": { "py": {
+        "url": server.url, "artifact_roots": [artifacts], "timeout_seconds": 30,
+    }}}));
+    let (run, reports) = project.list_json();
+    run.assert_code(0);
+    let py = report(&reports, "py");
+    assert_eq!(py["status"], "ok", "{}", run.stderr);
+    assert_eq!(py["protocol_version"], "2025-03-26");
+    assert_eq!(strings(&py["tools"]), PYTHON_TOOLS);
+    assert_eq!(py["warnings"], json!([]));
+
+    let run = project.odek(&["ext", "call", "py__add", r#"{"a": 2, "b": 40}"#]);
+    run.assert_code(0);
+    assert_eq!(run.stdout, "42\n");
+
+    assert_tool_errors_and_artifacts(&project);
+
+    let run = project.odek(&["ext", "call", "py__talk_to_client", r#"{"pings": 3}"#]);
+    run.assert_code(0);
+    assert_eq!(
+        run.stdout,
+        "3 ping(s) answered; sampling/createMessage refused with MCP error -32601: method not found\n"
+    );
+    let lines = run.stderr_lines();
+    assert!(lines.contains(&"[py] info: talking to the client"), "{lines:?}");
+
+    let run = project.odek(&["ext", "call", "--model-view", "py__snapshot"]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{}", run.stdout);
+    assert_eq!(lines[2..4], ["Here is the snapshot:", "- image (image/png, 70 bytes)"]);
 }

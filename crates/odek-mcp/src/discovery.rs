@@ -128,7 +128,9 @@ pub(crate) async fn handshake(
             ),
         );
     }
+    connection.set_protocol_version(&protocol_version);
     connection.notify(INITIALIZED.to_vec()).await;
+    connection.open_server_stream();
     // A list_changed that arrived before this listing is answered by it.
     stale.store(false, Ordering::Release);
     let tools = list_tools(connection).await?;

@@ -18,6 +18,13 @@ pub enum Cause {
     ClosedBeforeResponse,
     ClosedAfterOversize,
     RestartLimitExhausted,
+    /// \[beyond\] HTTP: no connection to the server could be made (nothing was sent).
+    Connect(String),
+    /// \[beyond\] HTTP: the exchange broke after the request began to be sent.
+    Transport(String),
+    /// \[beyond\] HTTP: the server answered 404 to the session id; the next call starts a new
+    /// session.
+    SessionExpired,
 }
 
 impl std::fmt::Display for Cause {
@@ -30,6 +37,11 @@ impl std::fmt::Display for Cause {
             Cause::ClosedBeforeResponse => f.write_str("connection closed before response received"),
             Cause::ClosedAfterOversize => f.write_str("connection closed after a response exceeded max_response_bytes"),
             Cause::RestartLimitExhausted => f.write_str("server process exited and the restart limit (3) is exhausted"),
+            Cause::Connect(error) => write!(f, "connect: {error}"),
+            Cause::Transport(error) => write!(f, "http: {error}"),
+            Cause::SessionExpired => {
+                f.write_str("the server ended the session (http 404); the next call starts a new one")
+            }
         }
     }
 }
@@ -49,6 +61,24 @@ pub enum RequestFailure {
     /// A JSON-RPC error object. `message` is already sanitised and capped where the spec says so.
     #[error("MCP error {code}: {message}")]
     Rpc { code: i64, message: String },
+    /// \[beyond\] An HTTP answer that carries no usable response (spec §14's wording).
+    #[error("{0}")]
+    Http(HttpFailure),
+}
+
+/// How an HTTP answer failed a request (spec `mcp-client.md` §14).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HttpFailure {
+    /// A status other than 2xx (3xx included: redirects are never followed). `body` is cut to
+    /// 512 characters with `...` appended when cut.
+    #[error("http {code}: {body}")]
+    Status { code: u16, body: String },
+    #[error("response exceeds max_response_bytes={limit}")]
+    TooLarge { limit: usize },
+    #[error("unexpected response content type {}", quote(content_type))]
+    ContentType { content_type: String },
+    #[error("parse response: {error}")]
+    Parse { error: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -205,7 +235,10 @@ impl McpError {
             McpError::Request { failure, .. } => match failure {
                 RequestFailure::NotDispatched(Cause::DeadlineExceeded)
                 | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded) => "deadline_exceeded",
-                RequestFailure::ResponseTooLarge { .. } => "response_too_large",
+                RequestFailure::ResponseTooLarge { .. } | RequestFailure::Http(HttpFailure::TooLarge { .. }) => {
+                    "response_too_large"
+                }
+                RequestFailure::Http(_) => "protocol_error",
                 RequestFailure::Rpc { .. } => "protocol_error",
                 RequestFailure::NotDispatched(_) | RequestFailure::OutcomeUnknown(_) => "connection_closed",
             },

@@ -22,7 +22,7 @@ use odek_contract::truncation::apply_result_limit;
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use crate::call::{decode_checked_call_result, decode_unless_blocking};
 use crate::catalogue::{Catalogue, Route};
-use crate::connection::{CallOptions, Connection, SpawnParams, cancelled};
+use crate::connection::{CallOptions, Connection, HttpParams, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks_quiet,
 };
@@ -30,7 +30,7 @@ use crate::env_allowlist::server_env;
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
-use crate::server_config::{Limits, ServerSpec, Transport};
+use crate::server_config::{Limits, SecretValue, ServerSpec, Transport};
 use crate::wire::{Params, encode_arguments};
 
 /// Restarts allowed per server per run.
@@ -70,6 +70,8 @@ struct ServerRuntime {
     index: usize,
     roots: ArtifactRoots,
     env: BTreeMap<String, String>,
+    /// \[beyond\] The bearer token of an HTTP server (`token_env`, read once at start).
+    token: Option<SecretValue>,
     stale: Arc<AtomicBool>,
     /// Serialises restarts and re-listing of this server. Held across the awaits of a restart on
     /// purpose: concurrent callers must wait for the one restart rather than start their own.
@@ -141,6 +143,7 @@ impl McpHub {
         options.observer = Arc::new(RedactingObserver(options.observer));
         let mut servers = Vec::with_capacity(specs.len());
         for (index, spec) in specs.into_iter().enumerate() {
+            let token = http_token(&spec, &options);
             let env = match &spec.transport {
                 Transport::Stdio { env, .. } => {
                     let (env, warnings) =
@@ -156,6 +159,7 @@ impl McpHub {
                 roots: ArtifactRoots::new(&spec.artifact_roots),
                 index,
                 env,
+                token,
                 stale: Arc::new(AtomicBool::new(false)),
                 slot: tokio::sync::Mutex::new(Slot::Disabled),
                 restarts: AtomicU32::new(0),
@@ -516,7 +520,8 @@ impl McpHub {
         let restarts = server.restarts.fetch_add(1, Ordering::AcqRel) + 1;
         // Reap the old process first: its stdout may reach EOF before its exit is observed.
         current.shutdown().await;
-        let exit_status = current.exit_info().map_or(-1, |exit| exit.status);
+        // An HTTP server has no process: its restart (a new session) has no exit status.
+        let exit_status = (!current.is_remote()).then(|| current.exit_info().map_or(-1, |exit| exit.status));
 
         let (connection, discovered) = match connect(server, &self.options).await {
             Ok(connected) => connected,
@@ -542,11 +547,7 @@ impl McpHub {
         *server.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = discovered.protocol_version;
         *slot = Slot::Live(Arc::clone(&connection));
         server.restart_due.store(false, Ordering::Release);
-        self.options.observer.event(McpEvent::ServerRestarted {
-            server: name.clone(),
-            restarts,
-            exit_status: Some(exit_status),
-        });
+        self.options.observer.event(McpEvent::ServerRestarted { server: name.clone(), restarts, exit_status });
         let offered = self.catalogue.read().unwrap_or_else(PoisonError::into_inner).offers(server.index, raw_tool);
         if !offered {
             return Err(McpError::NoLongerOffered { server: name.clone(), tool: raw_tool.to_owned() });
@@ -776,10 +777,15 @@ fn is_deadline_failure(error: &McpError) -> bool {
 fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>, McpError> {
     let (command, args) = match &server.spec.transport {
         Transport::Stdio { command, args, .. } => (command, args),
-        Transport::Http { .. } => {
-            return Err(McpError::Unsupported {
-                server: server.spec.name.clone(),
-                detail: "the Streamable HTTP transport (url) is not available in this build; use command".into(),
+        Transport::Http { endpoint, .. } => {
+            return Connection::connect_http(HttpParams {
+                server: &server.spec.name,
+                endpoint,
+                token: server.token.as_ref(),
+                max_response_bytes: server.spec.limits.max_response_bytes,
+                timeout: server.spec.limits.timeout,
+                stale: Arc::clone(&server.stale),
+                observer: Arc::clone(&options.observer),
             });
         }
     };
@@ -793,4 +799,30 @@ fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>
         stale: Arc::clone(&server.stale),
         observer: Arc::clone(&options.observer),
     })
+}
+
+/// The bearer token `token_env` names, from odek's environment (spec §14), registered for
+/// redaction; an unset or empty variable is a warning and the requests go unauthenticated.
+fn http_token(spec: &ServerSpec, options: &HubOptions) -> Option<SecretValue> {
+    let Transport::Http { token_env, .. } = &spec.transport else { return None };
+    if token_env.is_empty() {
+        return None;
+    }
+    let token = options.parent_env.iter().find(|(name, _)| name == token_env).map(|(_, value)| value.clone());
+    match token.filter(|token| !token.is_empty()) {
+        Some(token) => {
+            odek_contract::redaction::register_secret(&token);
+            Some(SecretValue::new(token))
+        }
+        None => {
+            options.observer.warning(
+                &spec.name,
+                &format!(
+                    "mcp server {}: token_env {token_env} is set but the environment variable is empty; requests will be sent unauthenticated",
+                    quote(&spec.name)
+                ),
+            );
+            None
+        }
+    }
 }

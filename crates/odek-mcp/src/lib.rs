@@ -27,6 +27,7 @@ pub mod hub;
 pub mod observer;
 mod output_schema;
 pub mod process;
+pub mod remote;
 pub mod server_config;
 pub mod server_lines;
 pub mod wire;

@@ -132,8 +132,6 @@ fn unchecked_reason(unbounded: &Unbounded) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
-
     use serde_json::json;
 
     use super::*;
@@ -194,13 +192,13 @@ mod tests {
         json!({"$defs": defs, "$ref": "#/$defs/a0"})
     }
 
+    /// The check stops at the step cap (a count, not a clock: how fast that is on a given
+    /// machine belongs to the benchmarks).
     fn fails_fast_with_the_step_cap(schema: &OutputSchema, value: &Value) {
-        let started = Instant::now();
         assert_eq!(
             unchecked(schema, value),
             "the tool's outputSchema would take more than 1000000 steps to check this value"
         );
-        assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
     }
 
     /// Before: n = 20 took 5 s and 1.5 GB, n = 24 was OOM-killed.

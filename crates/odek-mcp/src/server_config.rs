@@ -40,6 +40,11 @@ pub struct ServerEntry {
     pub env: BTreeMap<String, String>,
     pub url: Option<String>,
     pub token_env: Option<String>,
+    /// [beyond] Headers sent on every request to a `url` server (`${VAR}` substituted by the
+    /// loader, values registered for redaction; a project file may not set secret-looking ones).
+    pub headers: BTreeMap<String, SecretValue>,
+    /// [beyond] Allows plain `http://` to a host that is not loopback.
+    pub allow_insecure_http: bool,
     pub timeout_seconds: i64,
     /// [beyond] The start-up deadline of this server (spawn, `initialize`, the whole
     /// `tools/list`); `0`/absent = the run's `limits.mcp_startup_timeout_seconds`.
@@ -107,8 +112,9 @@ impl std::fmt::Debug for SecretValue {
 pub enum Transport {
     /// A child process speaking JSON-RPC over stdio, one message per line.
     Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String> },
-    /// Streamable HTTP (spec §14). Accepted by validation; the transport itself lands later.
-    Http { url: String, token_env: String },
+    /// Streamable HTTP (spec §14): the checked URL and headers, and the variable holding the
+    /// bearer token (`""`: none).
+    Http { endpoint: crate::remote::Endpoint, token_env: String },
 }
 
 /// Effective limits after defaults, clamps and the result floor.
@@ -170,7 +176,10 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             if let Some(ignored) = ignored {
                 warnings.push(format!("mcp server {}: url is set; {ignored}", odek_contract::quoting::quote(name)));
             }
-            Transport::Http { url: url.clone(), token_env: entry.token_env.clone().unwrap_or_default() }
+            let token_env = entry.token_env.clone().unwrap_or_default();
+            let endpoint =
+                crate::remote::check_endpoint(name, url, &entry.headers, &token_env, entry.allow_insecure_http)?;
+            Transport::Http { endpoint, token_env }
         }
         (_, Some(command)) if !command.is_empty() => {
             Transport::Stdio { command: command.clone(), args: entry.args.clone(), env: entry.env.clone() }

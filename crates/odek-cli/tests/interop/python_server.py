@@ -8,7 +8,8 @@ sent to the client (the SDK numbers them from 0), log notifications, a tool-list
 that disappears without notice, a slow tool and a crash; and, for odek's model view, an image,
 resource links and an embedded resource, and structured content with and without a text copy.
 
-Artifacts are written under the directory named by INTEROP_ARTIFACT_DIR.
+Artifacts are written under the directory named by INTEROP_ARTIFACT_DIR. With `--http` it serves
+Streamable HTTP instead of stdio (see `serve_http`).
 """
 
 import hashlib
@@ -190,5 +191,34 @@ def pid() -> int:
     return os.getpid()
 
 
+def serve_http() -> None:
+    """Streamable HTTP on 127.0.0.1 at a port the kernel picks: the socket is bound and listening
+    before the one line `listening http://127.0.0.1:<port>/mcp` is printed, so a test can connect
+    as soon as it reads it. The server exits when its stdin closes, so no test leaves it behind."""
+    import socket
+    import sys
+    import threading
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    print(f"listening http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
+
+    def exit_at_eof() -> None:
+        sys.stdin.read()
+        os._exit(0)
+
+    threading.Thread(target=exit_at_eof, daemon=True).start()
+    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(), log_level="warning"))
+    anyio.run(lambda: server.serve(sockets=[sock]))
+
+
 if __name__ == "__main__":
-    app.run()
+    import sys
+
+    if sys.argv[1:] == ["--http"]:
+        serve_http()
+    else:
+        app.run()

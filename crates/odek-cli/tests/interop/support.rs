@@ -220,3 +220,47 @@ pub fn process_with_env_exists(key: &str, value: &str) -> bool {
         environ.split(|byte| *byte == 0).any(|item| item == needle.as_bytes())
     })
 }
+
+/// A third-party server serving Streamable HTTP on 127.0.0.1, started by the test: it prints
+/// `listening <url>` once its socket listens, and exits when its stdin closes (on drop, which
+/// also kills it in case it does not).
+pub struct HttpServer {
+    child: Child,
+    pub url: String,
+}
+
+impl HttpServer {
+    /// Runs `command` (stdin piped, stdout read for the `listening` line, stderr dropped).
+    pub fn start(mut command: Command) -> HttpServer {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+            let _ = sender.send(line);
+        });
+        let line = receiver.recv_timeout(RUN_DEADLINE).unwrap_or_default();
+        let Some(url) = line.trim().strip_prefix("listening ").map(str::to_owned) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the HTTP server did not say where it listens: {line:?}");
+        };
+        HttpServer { child, url }
+    }
+
+    /// The Python SDK server of these tests over Streamable HTTP, its artifacts in `artifacts`.
+    pub fn python(servers: &Servers, artifacts: &Path) -> HttpServer {
+        let mut command = Command::new(servers.python());
+        command.arg(Servers::python_server_script()).arg("--http").env("INTEROP_ARTIFACT_DIR", artifacts);
+        HttpServer::start(command)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -63,6 +63,15 @@ impl KeyHasher {
             ServerLaunch::Http { url, token_env } => {
                 self.field("url", url.as_bytes());
                 self.field("token_env", token_env.as_bytes());
+                // \[beyond\] Header names and values, ascending by name: a project that changes
+                // what odek sends is asked about again.
+                for (name, value) in &entry.headers {
+                    self.field("header", name.as_bytes());
+                    self.field("headerval", value.expose().as_bytes());
+                }
+                if entry.allow_insecure_http {
+                    self.field("allow_insecure_http", b"true");
+                }
             }
             ServerLaunch::Stdio { command, args } => {
                 self.field("command", command.as_bytes());

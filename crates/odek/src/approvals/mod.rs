@@ -274,6 +274,14 @@ pub fn server_approval_prompt(server: &McpServerConfig) -> String {
             if !token_env.is_empty() {
                 text.push_str(&format!("  token_env: {}\n", shown_value(token_env)));
             }
+            // Names only: a value may be a credential.
+            if !entry.headers.is_empty() {
+                let names: Vec<&str> = entry.headers.keys().map(String::as_str).collect();
+                text.push_str(&format!("  headers: {}\n", shown_value(&names.join(", "))));
+            }
+            if entry.allow_insecure_http {
+                text.push_str("  allow_insecure_http: true\n");
+            }
         }
     }
     if !entry.env.is_empty() {

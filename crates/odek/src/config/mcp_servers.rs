@@ -9,7 +9,7 @@
 //!
 //! Also the \[beyond\] `secret_env` rules of the global file: names a process environment can hold
 //! ([`check_secret_env`]) and every value registered for redaction
-//! ([`register_secret_env_values`]).
+//! ([`register_server_secret_values`]).
 
 use std::collections::BTreeMap;
 
@@ -110,10 +110,12 @@ pub(crate) fn check_secret_env(
     Ok(())
 }
 
-/// Every `secret_env` value becomes a known secret, wherever it came from (`${VAR}` or a literal),
-/// so a server, a tool result or the model repeating it is redacted everywhere odek writes.
-pub(crate) fn register_secret_env_values(servers: &BTreeMap<String, ServerEntry>) {
-    for value in servers.values().flat_map(|entry| entry.secret_env.values()) {
+/// Every `secret_env` value and \[beyond\] every header value of a remote server becomes a known
+/// secret, wherever it came from (`${VAR}` or a literal), so a server, a tool result or the model
+/// repeating it is redacted everywhere odek writes (values shorter than the redactor's minimum
+/// are skipped by it).
+pub(crate) fn register_server_secret_values(servers: &BTreeMap<String, ServerEntry>) {
+    for value in servers.values().flat_map(|entry| entry.secret_env.values().chain(entry.headers.values())) {
         if !value.is_empty() {
             odek_contract::redaction::register_secret(value.expose());
         }
@@ -171,7 +173,8 @@ fn launches_something(entry: &ServerEntry) -> bool {
 /// Field-by-field identity for §13.4. Absent and empty strings are the same (both mean "not
 /// set"); `artifact_roots` compare as sorted lists, as in the approval key. \[beyond\] The
 /// `secret_env` names count too: a project entry can have none, so a global entry that hands
-/// its server secrets never auto-approves a project look-alike.
+/// its server secrets never auto-approves a project look-alike; and so do `headers` and
+/// `allow_insecure_http`.
 fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
     non_empty(&a.command) == non_empty(&b.command)
         && a.args == b.args
@@ -183,6 +186,8 @@ fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
         && a.max_result_chars == b.max_result_chars
         && sorted(&a.artifact_roots) == sorted(&b.artifact_roots)
         && a.secret_env.keys().eq(b.secret_env.keys())
+        && a.headers == b.headers
+        && a.allow_insecure_http == b.allow_insecure_http
 }
 
 fn non_empty(value: &Option<String>) -> Option<&str> {

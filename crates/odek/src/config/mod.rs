@@ -17,7 +17,8 @@
 //! spec's warnings use. Warnings that the spec words with `~/.odek/…` keep that spelling.
 //!
 //! Processing order for each file: bounded read (5 MiB) → JSON object check → (`./.mcp.json`
-//! only) remote entries dropped → (project only) `secret_env` refused, §9 restrictions strip
+//! only) its server map kept alone → (project only) `secret_env` refused, §9 restrictions and
+//! credential-named headers strip
 //! operator-only keys, `auto_approve` and prices → server entry keys checked (typo warnings,
 //! `type`, `headers`) → `${VAR}` substitution (in project files not of the variables a global
 //! `secret_env` reads) → typed decode of the known keys (a wrong type names the key) → range
@@ -91,12 +92,12 @@ use self::events::{EventsFile, check_events, merge_events};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
-    check_secret_env, join_project_servers, merge_mcp_servers, register_secret_env_values, servers_of_file,
+    check_secret_env, join_project_servers, merge_mcp_servers, register_server_secret_values, servers_of_file,
 };
 use self::planning::{PlanningFile, merge_planning};
-use self::project_restrictions::{refuse_project_secret_env, strip_operator_only};
+use self::project_restrictions::{refuse_project_secret_env, strip_credential_headers, strip_operator_only};
 use self::providers::{ProviderFile, check_fallback_models, check_providers};
-use self::server_keys::{check_server_entries, drop_remote_servers};
+use self::server_keys::check_server_entries;
 use self::subagent::{ProfileFile, SubagentFile, validate_profiles, validate_subagent};
 use self::substitution::{ProtectedNames, Trust, secret_env_references, substitute_config_vars};
 use self::tools::{ToolsFile, merge_tools};
@@ -257,7 +258,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
         return Err(ConfigError::SandboxUnavailable);
     }
     check_secret_env(&global_display, &global.servers, &mut warnings)?;
-    register_secret_env_values(&global.servers);
+    register_server_secret_values(&global.servers);
     let project_path = sources.project_config_path();
     let project = match read_config_object(&project_path, PROJECT_DISPLAY, Trust::Project, &mut warnings)? {
         Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?,
@@ -268,12 +269,12 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
             Some(mut top) => {
                 // Only the server map: the rest of the file belongs to whichever CLI wrote it.
                 top.retain(|key, _| key == MCP_JSON_MAP_KEY);
-                drop_remote_servers(MCP_JSON_DISPLAY, &mut top, &mut warnings);
                 parse_config_file(MCP_JSON_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?.servers
             }
             None => BTreeMap::new(),
         };
     let project_servers = join_project_servers(MCP_JSON_DISPLAY, project.servers, mcp_json_servers)?;
+    register_server_secret_values(&project_servers);
 
     let mut core = CoreConfig::default();
     core.apply_file(&global.core);
@@ -406,6 +407,7 @@ fn parse_config_file(
     if trust == Trust::Project {
         refuse_project_secret_env(display, &top)?;
         strip_operator_only(display, &mut top, warnings);
+        strip_credential_headers(display, &mut top, warnings);
     }
     check_server_entries(display, &mut top, trust, warnings);
     let mut root = Value::Object(top);

@@ -4,11 +4,13 @@
 //!
 //! Handled here: operator-only keys (top level and the nested `skills.dirs`,
 //! `skills.embedding`, `tools.enabled`), sandbox knobs, `mcp_servers.<name>.auto_approve`, and
-//! prices in `limits`; and, fatal rather than stripped, \[beyond\] `secret_env` in any server entry
+//! prices in `limits`, \[beyond\] credential-named `headers` ([`strip_credential_headers`]); and,
+//! fatal rather than stripped, \[beyond\] `secret_env` in any server entry
 //! ([`refuse_project_secret_env`]). The limit clamp (lower only) needs both files and lives in
 //! [`super::limits`].
 
 use odek_contract::quoting::quote;
+use odek_contract::secret_names::is_secret_looking;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
@@ -65,6 +67,34 @@ pub(crate) fn refuse_project_secret_env(display: &str, top: &Map<String, Value>)
         }
     }
     Ok(())
+}
+
+/// \[beyond\] A project file may not send a remote server a header whose name looks like a
+/// credential (`Authorization`, `X-Api-Key`, `Cookie`…): the operator's tokens reach a server
+/// through the global file or `token_env`, which the approval card shows. Each such header is
+/// removed with a warning that names it, never its value.
+pub(crate) fn strip_credential_headers(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    for map_key in SERVER_MAP_KEYS {
+        let Some(Value::Object(servers)) = top.get_mut(*map_key) else {
+            continue;
+        };
+        for (name, entry) in servers.iter_mut() {
+            let Some(Value::Object(headers)) = entry.get_mut("headers") else {
+                continue;
+            };
+            headers.retain(|header, _| {
+                let credential = is_secret_looking(header);
+                if credential {
+                    warnings.push(format!(
+                        "{display}: mcp server {}: header {} looks like a credential, which only ~/.odek/config.json may send; ignored",
+                        quote(name),
+                        quote(header)
+                    ));
+                }
+                !credential
+            });
+        }
+    }
 }
 
 /// Removes everything §9 forbids from a project file's top-level object, in place; `display` is
@@ -165,5 +195,24 @@ mod tests {
         }
         let Value::Object(top) = json!({"mcp_servers": {"gh": {"env": {"secret_env": "x"}}}}) else { unreachable!() };
         assert!(refuse_project_secret_env("./odek.json", &top).is_ok());
+    }
+
+    #[test]
+    fn credential_headers_in_a_project_file_are_ignored_red() {
+        let Value::Object(mut top) = json!({"mcpServers": {"r": {"url": "https://x.example", "headers": {
+            "Authorization": "Bearer s3cret", "X-Api-Key": "k", "x-auth-token": "t", "Cookie": "c",
+            "Private-Token": "p", "X-Team": "t-1",
+        }}}}) else {
+            unreachable!()
+        };
+        let mut warnings = Vec::new();
+        strip_credential_headers("./.mcp.json", &mut top, &mut warnings);
+        assert_eq!(top["mcpServers"]["r"]["headers"], json!({"X-Team": "t-1"}));
+        assert_eq!(warnings.len(), 5, "{warnings:?}");
+        assert_eq!(
+            warnings[0],
+            "./.mcp.json: mcp server \"r\": header \"Authorization\" looks like a credential, which only ~/.odek/config.json may send; ignored"
+        );
+        assert!(!warnings.concat().contains("s3cret"));
     }
 }

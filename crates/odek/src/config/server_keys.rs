@@ -1,8 +1,8 @@
 //! The keys of one `mcp_servers.<name>` entry as written, checked at the JSON level before the
 //! entry is decoded: a warning for an unknown key that looks like a typo of a known one (edit
-//! distance ≤ 2, [`likely_typo_of`]), and the two keys of the `.mcp.json` format other agent
-//! CLIs write that odek reads its own way, `type` and `headers` ([`check_foreign_keys`]). Every
-//! other unknown key stays silently ignored (the additive rule).
+//! distance ≤ 2, [`likely_typo_of`]), and the keys of the `.mcp.json` format other agent CLIs
+//! write whose meaning depends on the entry, `type` and `headers` ([`check_foreign_keys`]).
+//! Every other unknown key stays silently ignored (the additive rule).
 //!
 //! Start at [`check_server_entries`]; it runs on every file (global, `./odek.json`,
 //! `./.mcp.json`) with the file's display path.
@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use super::mcp_servers::SERVER_MAP_KEYS;
 use super::substitution::Trust;
 
-/// Every key odek reads in a server entry: the fields of `ServerEntry`, then `type` and `headers`
-/// (read here, never decoded).
+/// Every key odek reads in a server entry: the fields of `ServerEntry`, then `type` (read here,
+/// never decoded).
 pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "command",
     "args",
@@ -31,8 +31,9 @@ pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "exclude_tools",
     "required",
     "secret_env",
-    "type",
     "headers",
+    "allow_insecure_http",
+    "type",
 ];
 
 /// The `type` values odek can serve: a child process, or a Streamable HTTP `url`.
@@ -67,35 +68,8 @@ pub(crate) fn check_server_entries(
     }
 }
 
-/// \[beyond\] Removes the remote entries of `./.mcp.json` (`"type": "http"`, or a `url` where
-/// `type` is absent or `stdio`), each with a warning: this build has no HTTP transport, and an
-/// entry another agent CLI reads would otherwise stop every run in the directory (servers are
-/// required by default). Entries of another `type` are left to [`check_server_entries`].
-pub(crate) fn drop_remote_servers(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
-    for map_key in SERVER_MAP_KEYS {
-        let Some(Value::Object(servers)) = top.get_mut(*map_key) else {
-            continue;
-        };
-        servers.retain(|name, entry| {
-            let remote = match entry.get("type") {
-                Some(Value::String(kind)) if kind == "http" => true,
-                None | Some(Value::Null) => has_url(entry),
-                Some(Value::String(kind)) if kind == "stdio" => has_url(entry),
-                Some(_) => false,
-            };
-            if remote {
-                warnings.push(format!(
-                    "{display}: mcp server {}: remote servers (type \"http\") are not supported by this build yet; server ignored",
-                    quote(name)
-                ));
-            }
-            !remote
-        });
-    }
-}
-
 /// Whether an entry has a non-empty `url` (which, when set, is the transport the entry uses).
-fn has_url(entry: &Value) -> bool {
+fn has_url(entry: &Map<String, Value>) -> bool {
     entry.get("url").and_then(Value::as_str).is_some_and(|url| !url.is_empty())
 }
 
@@ -167,13 +141,17 @@ fn edit_distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
 /// `type` and `headers`, as `.mcp.json` files of other agent CLIs write them. `type` `stdio` or
 /// `http` is accepted (the entry's `command` or `url` says the same); any other `type` (`sse`,
 /// the legacy transport) is one odek cannot serve, so the entry is dropped with a warning
-/// (returns false). `headers` are not sent by this build: ignored with a warning that names no
-/// header (their values are often credentials).
+/// (returns false). `headers` go only to a `url` server: on a local entry they are ignored with
+/// a warning that names no header (their values are often credentials).
 fn check_foreign_keys(display: &str, name: &str, fields: &mut Map<String, Value>, warnings: &mut Vec<String>) -> bool {
-    if fields.get("headers").is_some_and(|headers| !headers.is_null()) {
-        warnings.push(format!("{display}: mcp server {}: headers are not sent by this build; ignored", quote(name)));
+    if !has_url(fields) {
+        let set = |headers: &Value| !headers.is_null() && headers.as_object().is_none_or(|headers| !headers.is_empty());
+        if fields.get("headers").is_some_and(set) {
+            warnings
+                .push(format!("{display}: mcp server {}: headers are sent only to a url server; ignored", quote(name)));
+        }
+        fields.remove("headers");
     }
-    fields.remove("headers");
     match fields.get("type") {
         None | Some(Value::Null) => true,
         Some(Value::String(kind)) if SUPPORTED_SERVER_TYPES.contains(&kind.as_str()) => true,
@@ -247,6 +225,8 @@ mod tests {
             exclude_tools,
             required,
             secret_env,
+            headers,
+            allow_insecure_http,
         );
         // Each is the key serde reads: a value no field type accepts is refused under it.
         for field in &fields {
@@ -254,7 +234,7 @@ mod tests {
             assert!(refused.is_err(), "{field} is not a key ServerEntry reads");
         }
         assert!(serde_json::from_value::<ServerEntry>(json!({"not_a_field": [[{}]]})).is_ok());
-        fields.extend(["type", "headers"]);
+        fields.push("type");
         assert_eq!(SERVER_ENTRY_KEYS, fields);
     }
 
@@ -282,9 +262,9 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_types_drop_the_entry_and_headers_are_ignored() {
+    fn unsupported_types_drop_the_entry_and_local_headers_are_ignored() {
         let Value::Object(mut top) = json!({"mcpServers": {
-            "local": {"type": "stdio", "command": "x", "comand": "y"},
+            "local": {"type": "stdio", "command": "x", "comand": "y", "headers": {"X-Key": "s3cret"}},
             "remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer s3cret"}},
             "legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
             "odd": {"type": 7, "command": "x"}
@@ -295,14 +275,15 @@ mod tests {
         check_server_entries("./.mcp.json", &mut top, Trust::Project, &mut warnings);
         let names: Vec<&String> = top["mcpServers"].as_object().unwrap().keys().collect();
         assert_eq!(names, ["local", "remote"]);
-        assert!(top["mcpServers"]["remote"].get("headers").is_none());
+        assert_eq!(top["mcpServers"]["remote"]["headers"]["Authorization"], "Bearer s3cret");
+        assert!(top["mcpServers"]["local"].get("headers").is_none());
         assert_eq!(
             warnings,
             [
                 "./.mcp.json: mcp server \"legacy\": type \"sse\" is not supported (only \"stdio\" and \"http\"); server ignored",
                 "./.mcp.json: mcp server \"local\": unknown key \"comand\" (did you mean \"command\"?)",
+                "./.mcp.json: mcp server \"local\": headers are sent only to a url server; ignored",
                 "./.mcp.json: mcp server \"odd\": type 7 is not supported (only \"stdio\" and \"http\"); server ignored",
-                "./.mcp.json: mcp server \"remote\": headers are not sent by this build; ignored",
             ]
         );
         assert!(!warnings.concat().contains("s3cret"));

@@ -1,10 +1,16 @@
-//! One live stdio connection to an MCP server process (spec `mcp-client.md` §5, §7–§9, §11, §13):
-//! the single writer, the bounded reader that routes responses by integer id, answers to
-//! server-initiated requests, deadlines with progress resets, cancellation, exit detection and
-//! the shutdown sequence. It knows nothing of tools: `discovery` and `hub` build the protocol on
-//! top, and the frames it writes and reads are `wire`'s.
+//! One live connection to an MCP server (spec `mcp-client.md` §5, §7–§9, §11, §13, §14): a stdio
+//! server process with the single writer and the bounded reader that routes responses by integer
+//! id, or \[beyond\] a Streamable HTTP endpoint (`http`), whose POSTed answers and event streams
+//! are routed the same way. Answers to server-initiated requests, deadlines with progress resets,
+//! cancellation, exit detection and the shutdown sequence are shared. It knows nothing of tools:
+//! `discovery` and `hub` build the protocol on top, and the frames it writes and reads are `wire`'s.
 //!
-//! Start at [`Connection::spawn`] and [`Connection::request`].
+//! Start at [`Connection::spawn`] (stdio), [`Connection::connect_http`] and [`Connection::request`].
+
+mod http;
+mod sse;
+
+pub(crate) use http::HttpParams;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -82,6 +88,9 @@ enum Closed {
     WriteFailed(String),
     /// odek closed the connection.
     Shutdown,
+    /// \[beyond\] An HTTP server answered 404 to a request carrying its session id: the session
+    /// expired, and the next call starts a new one.
+    SessionExpired,
 }
 
 impl Closed {
@@ -92,6 +101,8 @@ impl Closed {
             Closed::Eof | Closed::Shutdown => RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch),
             Closed::Oversize { limit } => RequestFailure::ResponseTooLarge { server: server.to_owned(), limit: *limit },
             Closed::WriteFailed(error) => RequestFailure::NotDispatched(Cause::Write(error.clone())),
+            Closed::SessionExpired if dispatched => RequestFailure::OutcomeUnknown(Cause::SessionExpired),
+            Closed::SessionExpired => RequestFailure::NotDispatched(Cause::SessionExpired),
         }
     }
 
@@ -100,6 +111,7 @@ impl Closed {
             Closed::Eof | Closed::Shutdown => RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch),
             Closed::Oversize { .. } => RequestFailure::NotDispatched(Cause::ClosedAfterOversize),
             Closed::WriteFailed(error) => RequestFailure::NotDispatched(Cause::Write(error.clone())),
+            Closed::SessionExpired => RequestFailure::NotDispatched(Cause::SessionExpired),
         }
     }
 }
@@ -114,6 +126,8 @@ struct RequestState {
     activity: AtomicU64,
     /// Only `tools/call` carries a progress token; progress for other ids is ignored.
     accepts_progress: bool,
+    /// Cancelled once the caller stopped waiting (an HTTP exchange then drops its response).
+    abandoned: CancellationToken,
 }
 
 type Reply = Result<ResultFrame, RequestFailure>;
@@ -152,6 +166,8 @@ impl Hasher for RequestIdHasher {
 #[derive(Debug)]
 struct Outgoing {
     bytes: Vec<u8>,
+    /// The request's id (`None` for notifications and answers): an HTTP exchange fails it.
+    id: Option<i64>,
     /// Set for requests: the writer skips the message if the caller gave up while it was queued.
     request: Option<Arc<RequestState>>,
 }
@@ -174,6 +190,34 @@ struct Shared {
 }
 
 impl Shared {
+    /// The state of a new connection (`limits`: `max_response_bytes`, the request timeout), the
+    /// writer queue's receiving end and the exit watch.
+    fn new(
+        server: &str,
+        limits: (usize, Duration),
+        stale: Arc<AtomicBool>,
+        observer: Arc<dyn McpObserver>,
+        lines: ServerLineSink,
+    ) -> (Arc<Shared>, mpsc::Receiver<Outgoing>, watch::Receiver<Option<ExitInfo>>) {
+        let (writer, writer_rx) = mpsc::channel(WRITER_QUEUE);
+        let (exit, exit_rx) = watch::channel(None);
+        let (max_response_bytes, timeout) = limits;
+        let shared = Arc::new(Shared {
+            server: server.to_owned(),
+            max_response_bytes,
+            timeout,
+            pending: Mutex::new(PendingMap::default()),
+            closed: Mutex::new(None),
+            stale,
+            observer,
+            lines,
+            writer,
+            stop: CancellationToken::new(),
+            exit,
+        });
+        (shared, writer_rx, exit_rx)
+    }
+
     /// Marks the connection closed (first reason wins) and fails every waiting request.
     fn close(&self, reason: Closed) {
         {
@@ -203,11 +247,24 @@ impl Shared {
         self.closed.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Fails the waiting request `id` (an HTTP exchange that ended without its answer).
+    fn fail_request(&self, id: i64, failure: RequestFailure) {
+        let waiting = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        if let Some(waiting) = waiting {
+            let _ = waiting.reply.send(Err(failure));
+        }
+    }
+
+    /// Whether request `id` still waits for its answer.
+    fn is_pending(&self, id: i64) -> bool {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).contains_key(&id)
+    }
+
     /// Queues a message without waiting (replies to server requests, cancellations). When the
     /// 32-message queue is full the message is dropped: a server that does not read its stdin
     /// gets no answers, and odek's memory stays bounded whatever it sends.
     fn send_detached(&self, bytes: Vec<u8>) {
-        let _ = self.writer.try_send(Outgoing { bytes, request: None });
+        let _ = self.writer.try_send(Outgoing { bytes, id: None, request: None });
     }
 }
 
@@ -220,6 +277,8 @@ pub(crate) struct Connection {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     writer_task: Mutex<Option<JoinHandle<()>>>,
     shutdown_once: OnceCell<()>,
+    /// \[beyond\] The HTTP endpoint, for a Streamable HTTP server (no process then).
+    http: Option<Arc<http::HttpLink>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -250,21 +309,8 @@ impl Connection {
                 .map_err(|err| McpError::Spawn { server: params.server.to_owned(), error: err.to_string() })?;
         let pid = child.id();
 
-        let (writer_tx, writer_rx) = mpsc::channel(WRITER_QUEUE);
-        let (exit_tx, exit_rx) = watch::channel(None);
-        let shared = Arc::new(Shared {
-            server: params.server.to_owned(),
-            max_response_bytes: params.max_response_bytes,
-            timeout: params.timeout,
-            pending: Mutex::new(PendingMap::default()),
-            closed: Mutex::new(None),
-            stale: params.stale,
-            observer: Arc::clone(&params.observer),
-            lines,
-            writer: writer_tx,
-            stop: CancellationToken::new(),
-            exit: exit_tx,
-        });
+        let limits = (params.max_response_bytes, params.timeout);
+        let (shared, writer_rx, exit_rx) = Shared::new(params.server, limits, params.stale, params.observer, lines);
 
         let writer_task = tokio::spawn(run_writer(Arc::clone(&shared), stdin, writer_rx));
         let reader_task = tokio::spawn(run_reader(Arc::clone(&shared), stdout));
@@ -278,12 +324,35 @@ impl Connection {
             tasks: Mutex::new(vec![reader_task, stderr_task, exit_task]),
             writer_task: Mutex::new(Some(writer_task)),
             shutdown_once: OnceCell::new(),
+            http: None,
         }))
     }
 
     /// The server name this connection belongs to.
     pub fn server(&self) -> &str {
         &self.shared.server
+    }
+
+    /// Whether this is a Streamable HTTP connection (no process, no exit status).
+    pub fn is_remote(&self) -> bool {
+        self.http.is_some()
+    }
+
+    /// Tells an HTTP connection the protocol version `initialize` settled on (sent as
+    /// `MCP-Protocol-Version` from 2025-06-18 on); nothing for stdio.
+    pub fn set_protocol_version(&self, version: &str) {
+        if let Some(http) = &self.http {
+            http.set_protocol_version(version);
+        }
+    }
+
+    /// After the handshake: an HTTP connection opens the server's standalone event stream (GET),
+    /// when the server offers one; nothing for stdio.
+    pub fn open_server_stream(&self) {
+        if let Some(http) = &self.http {
+            let task = tokio::spawn(http::listen(Arc::clone(&self.shared), Arc::clone(http)));
+            self.tasks.lock().unwrap_or_else(PoisonError::into_inner).push(task);
+        }
     }
 
     /// The process exit, once observed.
@@ -302,6 +371,7 @@ impl Connection {
         let server_exited = |exit: Option<ExitInfo>| exit.is_some_and(|exit| !exit.caused_by_odek);
         match self.shared.closed_reason() {
             Some(Closed::Oversize { .. } | Closed::Shutdown) => false,
+            Some(Closed::SessionExpired) => true,
             Some(Closed::WriteFailed(_)) => server_exited(self.exit_info()),
             Some(Closed::Eof) => self.exit_info().is_none_or(|exit| !exit.caused_by_odek),
             None => server_exited(self.exit_info()),
@@ -314,8 +384,11 @@ impl Connection {
         if self.shared.closed_reason().is_some() {
             return;
         }
-        let _ =
-            tokio::time::timeout(self.shared.timeout, self.shared.writer.send(Outgoing { bytes, request: None })).await;
+        let _ = tokio::time::timeout(
+            self.shared.timeout,
+            self.shared.writer.send(Outgoing { bytes, id: None, request: None }),
+        )
+        .await;
     }
 
     /// Sends one request and waits for its response. `method` is one of odek's protocol methods
@@ -337,6 +410,7 @@ impl Connection {
             dispatched_at: AtomicU64::new(0),
             activity: AtomicU64::new(enqueued_at),
             accepts_progress: method == "tools/call",
+            abandoned: CancellationToken::new(),
         });
         let (reply_tx, mut reply_rx) = oneshot::channel();
         self.shared
@@ -355,7 +429,7 @@ impl Connection {
         }
 
         let timeout = self.shared.timeout;
-        let outgoing = Outgoing { bytes, request: Some(Arc::clone(&state)) };
+        let outgoing = Outgoing { bytes, id: Some(id), request: Some(Arc::clone(&state)) };
         // The queue usually has room: only a full queue needs the deadline-bounded wait.
         let sent = match self.shared.writer.try_send(outgoing) {
             Ok(()) => Ok(Ok(())),
@@ -426,6 +500,16 @@ impl Connection {
     async fn shutdown_inner(&self) {
         self.shared.close(Closed::Shutdown);
         self.shared.stop.cancel();
+        if let Some(http) = &self.http {
+            // No process: stop the exchanges and the event stream, then end the session.
+            let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+            let writer = self.writer_task.lock().unwrap_or_else(PoisonError::into_inner).take();
+            for task in tasks.into_iter().chain(writer) {
+                task.abort();
+            }
+            http.end_session().await;
+            return;
+        }
         let writer = self.writer_task.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(mut writer) = writer
             && tokio::time::timeout(WRITER_GRACE, &mut writer).await.is_err()
@@ -471,6 +555,7 @@ impl PendingGuard<'_> {
     /// The request will not be sent or waited for any longer.
     fn give_up(&mut self, cause: Cause) -> RequestFailure {
         self.settled = true;
+        self.state.abandoned.cancel();
         self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
         if self.state.phase.compare_exchange(QUEUED, CANCELLED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             return RequestFailure::NotDispatched(cause);
@@ -482,6 +567,7 @@ impl PendingGuard<'_> {
 
     fn forget(&mut self) {
         self.settled = true;
+        self.state.abandoned.cancel();
         self.state.phase.store(CANCELLED, Ordering::Release);
         self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
     }

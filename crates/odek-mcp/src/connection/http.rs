@@ -1,0 +1,538 @@
+//! The Streamable HTTP side of a connection (spec `mcp-client.md` §14, MCP 2025-03-26): every
+//! message the writer queue holds becomes one POST, and the JSON body or the event stream that
+//! answers it is routed message by message exactly like a stdio line; the session id, the
+//! standalone GET stream (with `Last-Event-ID` resumption) and the closing DELETE live here.
+//!
+//! Start at [`Connection::connect_http`]. Bounds: at most `max_response_bytes + 1` bytes of one
+//! POST's body or stream are read (more fails that request and drops its HTTP connection; the
+//! next call goes on), each event of the GET stream is held to the same bound, at most
+//! [`MAX_IN_FLIGHT`] exchanges run at once, and nothing waits without a deadline or the
+//! connection's stop.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::sse::{EventTooLarge, SseParser};
+use super::*;
+use crate::error::HttpFailure;
+use crate::remote::{Endpoint, is_link_local};
+use crate::server_config::SecretValue;
+
+/// Exchanges (POSTs with their answers) that may run at once on one connection.
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
+/// How much of an error status's body is read, and how much of it is shown (characters).
+const ERROR_BODY_READ_BYTES: usize = 4096;
+const ERROR_BODY_CHARS: usize = 512;
+/// The closing DELETE's deadline.
+const DELETE_GRACE: Duration = Duration::from_secs(1);
+/// The standalone stream: pause between reconnections, and how many failed attempts in a row
+/// end it.
+const LISTEN_RETRY: Duration = Duration::from_secs(1);
+const LISTEN_ATTEMPTS: u32 = 5;
+/// Longest session id kept (the spec wants visible ASCII; longer ones are ignored).
+const MAX_SESSION_ID_BYTES: usize = 1024;
+/// The first protocol version whose requests carry `MCP-Protocol-Version`.
+const VERSION_HEADER_SINCE: &str = "2025-06-18";
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_HEADER: &str = "last-event-id";
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// Everything an HTTP connection needs.
+pub(crate) struct HttpParams<'a> {
+    pub server: &'a str,
+    pub endpoint: &'a Endpoint,
+    /// The bearer token `token_env` named, when it was set.
+    pub token: Option<&'a SecretValue>,
+    pub max_response_bytes: usize,
+    pub timeout: Duration,
+    pub stale: Arc<AtomicBool>,
+    pub observer: Arc<dyn McpObserver>,
+}
+
+/// The endpoint of one connection and the state its exchanges share.
+pub(crate) struct HttpLink {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    /// The configured headers and the bearer token, every value marked sensitive.
+    headers: HeaderMap,
+    session: Mutex<Option<HeaderValue>>,
+    protocol_version: Mutex<Option<HeaderValue>>,
+    in_flight: Arc<Semaphore>,
+}
+
+impl Connection {
+    /// Opens a Streamable HTTP connection: builds the client (rustls with the system's roots,
+    /// no redirects, link-local addresses refused) and starts the writer that POSTs each
+    /// message. No protocol message is sent yet.
+    pub fn connect_http(params: HttpParams<'_>) -> Result<Arc<Connection>, McpError> {
+        let spawn_error = |error: String| McpError::Spawn { server: params.server.to_owned(), error };
+        let link = Arc::new(HttpLink::new(&params).map_err(spawn_error)?);
+        let lines = ServerLineSink::new(params.server, Arc::clone(&params.observer));
+        let limits = (params.max_response_bytes, params.timeout);
+        let (shared, writer_rx, exit_rx) = Shared::new(params.server, limits, params.stale, params.observer, lines);
+        let writer_task = tokio::spawn(run_poster(Arc::clone(&shared), Arc::clone(&link), writer_rx));
+        Ok(Arc::new(Connection {
+            shared,
+            next_id: AtomicI64::new(1),
+            pid: None,
+            exit: exit_rx,
+            tasks: Mutex::new(Vec::new()),
+            writer_task: Mutex::new(Some(writer_task)),
+            shutdown_once: OnceCell::new(),
+            http: Some(link),
+        }))
+    }
+}
+
+impl HttpLink {
+    fn new(params: &HttpParams<'_>) -> Result<HttpLink, String> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &params.endpoint.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|err| format!("header {name}: {err}"))?;
+            headers.insert(name, sensitive(value.expose())?);
+        }
+        if let Some(token) = params.token {
+            headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {}", token.expose()))?);
+        }
+        let client = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_native_certs(true)
+            .tls_built_in_webpki_certs(false)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(params.timeout)
+            .dns_resolver(Arc::new(GuardedResolver))
+            .user_agent(concat!("odek/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| format!("build the HTTP client: {}", error_chain(&err)))?;
+        Ok(HttpLink {
+            client,
+            url: params.endpoint.url.clone(),
+            headers,
+            session: Mutex::new(None),
+            protocol_version: Mutex::new(None),
+            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        })
+    }
+
+    pub(crate) fn set_protocol_version(&self, version: &str) {
+        let sent = (version >= VERSION_HEADER_SINCE).then(|| HeaderValue::from_str(version).ok()).flatten();
+        *self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = sent;
+    }
+
+    fn session(&self) -> Option<HeaderValue> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Keeps the session id the server assigns (on `initialize`); a later or malformed one is
+    /// ignored.
+    fn note_session(&self, response: &reqwest::Response) {
+        let Some(id) = response.headers().get(SESSION_HEADER) else { return };
+        let visible = id.as_bytes().iter().all(|byte| (0x21..=0x7e).contains(byte));
+        if !visible || id.is_empty() || id.len() > MAX_SESSION_ID_BYTES {
+            return;
+        }
+        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        if session.is_none() {
+            let mut id = id.clone();
+            id.set_sensitive(true);
+            *session = Some(id);
+        }
+    }
+
+    /// A request to the endpoint with every header this connection sends.
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut headers = self.headers.clone();
+        if let Some(session) = self.session() {
+            headers.insert(SESSION_HEADER, session);
+        }
+        if let Some(version) = self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+            headers.insert(VERSION_HEADER, version);
+        }
+        self.client.request(method, self.url.clone()).headers(headers)
+    }
+
+    /// Shutdown: ends the session with `DELETE`, best effort, within [`DELETE_GRACE`].
+    pub(crate) async fn end_session(&self) {
+        if self.session().is_none() {
+            return;
+        }
+        let _ = tokio::time::timeout(DELETE_GRACE, self.request(reqwest::Method::DELETE).send()).await;
+    }
+}
+
+fn sensitive(value: &str) -> Result<HeaderValue, String> {
+    let mut value = HeaderValue::from_str(value).map_err(|_| "a header value is not valid".to_owned())?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// The writer of an HTTP connection: each queued message is one exchange of its own, so calls
+/// run in parallel; a request is dispatched when its exchange starts (spec §14).
+async fn run_poster(shared: Arc<Shared>, link: Arc<HttpLink>, mut queue: mpsc::Receiver<Outgoing>) {
+    loop {
+        let message = tokio::select! {
+            biased;
+            () = shared.stop.cancelled() => return,
+            message = queue.recv() => match message {
+                Some(message) => message,
+                None => return,
+            },
+        };
+        let permit = match &message.request {
+            Some(state) => {
+                let permit = tokio::select! {
+                    biased;
+                    () = shared.stop.cancelled() => return,
+                    () = state.abandoned.cancelled() => continue,
+                    permit = Arc::clone(&link.in_flight).acquire_owned() => permit,
+                };
+                let Ok(permit) = permit else { return };
+                if state.phase.compare_exchange(QUEUED, DISPATCHED, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    continue;
+                }
+                let now = clock_now();
+                state.dispatched_at.store(now, Ordering::Release);
+                state.activity.store(now, Ordering::Release);
+                permit
+            }
+            // Notifications and answers never wait: with every slot taken they are dropped, as
+            // a full stdio queue drops them.
+            None => match Arc::clone(&link.in_flight).try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => continue,
+            },
+        };
+        tokio::spawn(exchange(Arc::clone(&shared), Arc::clone(&link), message, permit));
+    }
+}
+
+/// One POST and its answer, until the answer is routed, the caller gives up, or the connection
+/// stops; a message without an id (notification, answer) is bounded by the server timeout.
+async fn exchange(shared: Arc<Shared>, link: Arc<HttpLink>, message: Outgoing, _permit: OwnedSemaphorePermit) {
+    let abandoned = message.request.as_ref().map(|state| state.abandoned.clone());
+    let timeout = shared.timeout;
+    let work = post(&shared, &link, message.bytes, message.id);
+    tokio::select! {
+        biased;
+        () = shared.stop.cancelled() => {}
+        () = cancelled(abandoned.as_ref()) => {}
+        _ = async {
+            match message.id {
+                Some(_) => work.await,
+                None => { let _ = tokio::time::timeout(timeout, work).await; }
+            }
+        } => {}
+    }
+}
+
+async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>) {
+    let fail = |failure: RequestFailure| {
+        if let Some(id) = id {
+            shared.fail_request(id, failure);
+        }
+    };
+    let had_session = link.session().is_some();
+    let sent = link
+        .request(reqwest::Method::POST)
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, ACCEPT_BOTH)
+        .body(bytes)
+        .send()
+        .await;
+    let response = match sent {
+        Ok(response) => response,
+        Err(error) => return fail(transport_failure(&error)),
+    };
+    let status = response.status();
+    if status == reqwest::StatusCode::NOT_FOUND && had_session {
+        // The session expired: this request and every waiting one fail, the next call starts over.
+        shared.close(Closed::SessionExpired);
+        return;
+    }
+    link.note_session(&response);
+    if !status.is_success() {
+        let body = read_capped(response, ERROR_BODY_READ_BYTES).await.unwrap_or_default();
+        return fail(RequestFailure::Http(HttpFailure::Status { code: status.as_u16(), body: cut_body(&body) }));
+    }
+    let Some(id) = id else {
+        // A notification's or an answer's 202: whatever body comes is read up to the cap and dropped.
+        let _ = read_capped(response, shared.max_response_bytes).await;
+        return;
+    };
+    match content_type(&response).as_str() {
+        "application/json" => {
+            let limit = shared.max_response_bytes;
+            match read_capped(response, limit).await {
+                Ok(body) if body.len() > limit => fail(RequestFailure::Http(HttpFailure::TooLarge { limit })),
+                Ok(body) => route_body(shared, id, body),
+                Err(failure) => fail(failure),
+            }
+        }
+        "text/event-stream" => {
+            let last_event_id = match read_stream(shared, Some(id), response, StreamBound::Total).await {
+                StreamEnd::Answered => return,
+                StreamEnd::Failed(failure) => return fail(failure),
+                StreamEnd::Ended { last_event_id } => last_event_id,
+            };
+            // The stream broke before the answer: one resumption from the last event seen.
+            if let Some(last_event_id) = last_event_id
+                && let Some(response) = resume(link, &last_event_id).await
+            {
+                match read_stream(shared, Some(id), response, StreamBound::Total).await {
+                    StreamEnd::Answered => return,
+                    StreamEnd::Failed(failure) => return fail(failure),
+                    StreamEnd::Ended { .. } => {}
+                }
+            }
+            fail(RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse));
+        }
+        other => fail(RequestFailure::Http(HttpFailure::ContentType { content_type: other.to_owned() })),
+    }
+}
+
+/// A JSON body is one JSON-RPC message, routed like a stdio line; a body that is not the
+/// answer to `id` fails it.
+fn route_body(shared: &Shared, id: i64, body: Vec<u8>) {
+    let error = match serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+        Err(error) => Some(error.to_string()),
+        Ok(_) if body.trim_ascii_start().starts_with(b"[") => {
+            Some("a JSON-RPC batch is not an answer to a single request".to_owned())
+        }
+        Ok(_) => None,
+    };
+    if error.is_none() {
+        route_line(shared, body);
+    }
+    if shared.is_pending(id) {
+        let error = error.unwrap_or_else(|| format!("the body holds no response to request {id}"));
+        shared.fail_request(id, RequestFailure::Http(HttpFailure::Parse { error }));
+    }
+}
+
+/// How an event stream is bounded: a POST's stream as a whole (spec §14), the standalone
+/// stream event by event (it lives as long as the connection).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StreamBound {
+    Total,
+    PerEvent,
+}
+
+enum StreamEnd {
+    /// The request's answer was routed (or its caller stopped waiting).
+    Answered,
+    Failed(RequestFailure),
+    /// The stream ended first.
+    Ended {
+        last_event_id: Option<String>,
+    },
+}
+
+/// Routes every event of `response` until request `id` is answered (for the standalone stream,
+/// `id` is `None`: until the stream ends).
+async fn read_stream(
+    shared: &Shared,
+    id: Option<i64>,
+    mut response: reqwest::Response,
+    bound: StreamBound,
+) -> StreamEnd {
+    let limit = shared.max_response_bytes;
+    let too_large = || StreamEnd::Failed(RequestFailure::Http(HttpFailure::TooLarge { limit }));
+    let mut parser = SseParser::new(limit);
+    let mut total = 0_usize;
+    loop {
+        let Ok(Some(chunk)) = response.chunk().await else {
+            return StreamEnd::Ended { last_event_id: parser.last_event_id().map(str::to_owned) };
+        };
+        total = total.saturating_add(chunk.len());
+        if bound == StreamBound::Total && total > limit {
+            return too_large();
+        }
+        if parser.feed(&chunk, |event| route_line(shared, event.data)) == Err(EventTooLarge) {
+            return too_large();
+        }
+        if let Some(id) = id
+            && !shared.is_pending(id)
+        {
+            return StreamEnd::Answered;
+        }
+    }
+}
+
+/// `GET` with `Last-Event-ID`: the server may replay what the broken stream would have sent.
+async fn resume(link: &HttpLink, last_event_id: &str) -> Option<reqwest::Response> {
+    let last_event_id = HeaderValue::from_str(last_event_id).ok()?;
+    let response = link
+        .request(reqwest::Method::GET)
+        .header(ACCEPT, "text/event-stream")
+        .header(LAST_EVENT_HEADER, last_event_id)
+        .send()
+        .await
+        .ok()?;
+    (response.status().is_success() && content_type(&response) == "text/event-stream").then_some(response)
+}
+
+/// The standalone stream (spec 2025-03-26 "Listening for Messages from the Server"): server
+/// notifications and requests outside any call, routed like every other message. A server that
+/// answers 405 (or anything but an event stream) offers none. A dropped stream is resumed from
+/// its last event; [`LISTEN_ATTEMPTS`] failures in a row end it.
+pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
+    let mut last_event_id: Option<String> = None;
+    let mut failures = 0;
+    while failures < LISTEN_ATTEMPTS && !shared.stop.is_cancelled() {
+        let mut request = link.request(reqwest::Method::GET).header(ACCEPT, "text/event-stream");
+        if let Some(id) = last_event_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
+            request = request.header(LAST_EVENT_HEADER, id);
+        }
+        let response = tokio::select! {
+            biased;
+            () = shared.stop.cancelled() => return,
+            response = request.send() => response,
+        };
+        match response {
+            Ok(response) if response.status().is_success() && content_type(&response) == "text/event-stream" => {
+                let end = tokio::select! {
+                    biased;
+                    () = shared.stop.cancelled() => return,
+                    end = read_stream(&shared, None, response, StreamBound::PerEvent) => end,
+                };
+                match end {
+                    StreamEnd::Ended { last_event_id: Some(id) } => {
+                        last_event_id = Some(id);
+                        failures = 0;
+                    }
+                    _ => failures += 1,
+                }
+            }
+            Ok(response) if response.status() == reqwest::StatusCode::NOT_FOUND && link.session().is_some() => {
+                shared.close(Closed::SessionExpired);
+                return;
+            }
+            // 405 (no stream offered), another status or another type: nothing to listen to.
+            Ok(_) => return,
+            Err(_) => failures += 1,
+        }
+        tokio::select! {
+            () = shared.stop.cancelled() => return,
+            () = tokio::time::sleep(LISTEN_RETRY) => {}
+        }
+    }
+}
+
+/// The media type of a response, lower-cased, without parameters.
+fn content_type(response: &reqwest::Response) -> String {
+    let raw = response.headers().get(CONTENT_TYPE).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+    let raw = raw.unwrap_or_default();
+    raw.split(';').next().unwrap_or_default().trim().to_ascii_lowercase()
+}
+
+/// Reads at most `limit + 1` bytes of the body (so that "more than `limit`" can be told); the
+/// rest is never read, and dropping the response closes its connection.
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, RequestFailure> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = (limit + 1).saturating_sub(body.len());
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if body.len() > limit {
+                    return Ok(body);
+                }
+            }
+            Ok(None) => return Ok(body),
+            Err(error) => return Err(RequestFailure::OutcomeUnknown(Cause::Transport(error_chain(&error)))),
+        }
+    }
+}
+
+/// An error status's body as the error shows it: lossy UTF-8, cut to 512 characters with `...`.
+fn cut_body(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut chars = text.chars();
+    let shown: String = chars.by_ref().take(ERROR_BODY_CHARS).collect();
+    if chars.next().is_some() { format!("{shown}...") } else { shown }
+}
+
+/// A failed send: nothing went out when no connection was made; otherwise the outcome is unknown.
+fn transport_failure(error: &reqwest::Error) -> RequestFailure {
+    if error.is_connect() {
+        RequestFailure::NotDispatched(Cause::Connect(error_chain(error)))
+    } else {
+        RequestFailure::OutcomeUnknown(Cause::Transport(error_chain(error)))
+    }
+}
+
+/// An error with its causes, `: `-joined (reqwest's own text names only the outermost).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Name resolution that never hands out a link-local address (cloud metadata endpoints live
+/// there): such addresses are dropped, and a name that has only those is refused.
+struct GuardedResolver;
+
+/// A name that resolved only to link-local addresses.
+#[derive(Debug, thiserror::Error)]
+#[error("refusing to connect to link-local address {0}")]
+struct LinkLocalRefused(std::net::IpAddr);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed = allowed_addresses(&resolved).map_err(Box::new)?;
+            let addresses: reqwest::dns::Addrs = Box::new(allowed.into_iter());
+            Ok(addresses)
+        })
+    }
+}
+
+fn allowed_addresses(resolved: &[SocketAddr]) -> Result<Vec<SocketAddr>, LinkLocalRefused> {
+    let allowed: Vec<SocketAddr> = resolved.iter().filter(|address| !is_link_local(&address.ip())).copied().collect();
+    match (allowed.is_empty(), resolved.first()) {
+        (true, Some(first)) => Err(LinkLocalRefused(first.ip())),
+        _ => Ok(allowed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_drops_link_local_addresses_and_refuses_a_name_with_only_those_red() {
+        let address = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let mixed = [address("169.254.169.254:0"), address("10.1.2.3:0"), address("[fe80::1]:0")];
+        assert_eq!(allowed_addresses(&mixed).unwrap(), [address("10.1.2.3:0")]);
+        let only = [address("169.254.169.254:0")];
+        assert_eq!(
+            allowed_addresses(&only).unwrap_err().to_string(),
+            "refusing to connect to link-local address 169.254.169.254"
+        );
+        assert!(allowed_addresses(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn error_bodies_are_cut_to_512_characters() {
+        assert_eq!(cut_body(b"short"), "short");
+        let long = "é".repeat(600);
+        let cut = cut_body(long.as_bytes());
+        assert_eq!(cut.chars().count(), 515);
+        assert!(cut.ends_with("..."));
+        assert_eq!(cut_body(&[0xff, b'a']), "\u{fffd}a");
+    }
+}
