@@ -28,7 +28,8 @@
 //!   batch request is answered by an array of the answers' outcomes.
 //! - `GET` (with `text/event-stream` in `Accept`, else 406) opens the standalone SSE stream, which
 //!   carries what the test pushes ([`McpHttpServer::push_notification`]), each message on one
-//!   stream only; [`McpScript::without_get_stream`] answers 405 instead.
+//!   stream only; [`McpScript::without_get_stream`] answers 405 instead, and
+//!   [`McpHttpServer::close_get_streams`] ends the open ones (a client's reconnection).
 //! - Every SSE event carries `id: <stream>-<n>` (stream 0 is the standalone stream, every SSE
 //!   answer to a POST gets the next number). A `GET` with `Last-Event-ID` replays what followed
 //!   that event on its stream: a POST stream is replayed to its end and closed, the standalone
@@ -69,6 +70,7 @@
 //! - [`ToolAnswer::gzip_bomb`]`(n)`: `Content-Encoding: gzip`, about a thousandth of `n` on the
 //!   wire, inflating to exactly `n` bytes (a JSON-RPC response head, then spaces).
 //! - [`ToolAnswer::batch`]: the response inside a JSON array (after any messages).
+//! - [`ToolAnswer::unannounced`]: a body whose length is known sent without `Content-Length`.
 //! - [`ToolAnswer::drop_before_response`]: an SSE answer that sends its messages, then hangs up
 //!   before the response, which is then only reachable by `GET` + `Last-Event-ID`.
 //! - [`ToolAnswer::never_answers`]: accepts and holds, not a byte sent, until the client leaves or
@@ -77,7 +79,8 @@
 //!   `n`-byte value / `n` extra headers.
 //! - [`ToolAnswer::http`]: any status, type and body; [`ToolAnswer::rpc_error`]; progress and any
 //!   message before the response over SSE ([`ToolAnswer::with_progress`],
-//!   [`ToolAnswer::with_messages`]); [`ToolAnswer::after_release`] holds an answer on a [`Gate`].
+//!   [`ToolAnswer::with_messages`]); [`ToolAnswer::with_header`] (`Retry-After`, `WWW-Authenticate`…);
+//!   [`ToolAnswer::after_release`] holds an answer on a [`Gate`].
 //!
 //! Sockets: [`McpHttpServer::open_connections`] counts live TCP connections (a connection is gone
 //! once the server closed its socket, which it does as soon as the client closed its side, even
