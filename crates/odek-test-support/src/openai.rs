@@ -69,6 +69,12 @@ impl Gate {
         changed.notify_all();
     }
 
+    /// Whether [`Gate::release`] was called (the MCP HTTP server polls it while it also watches
+    /// its client's socket).
+    pub(crate) fn is_open(&self) -> bool {
+        *self.0.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn wait(&self) {
         let (open, changed) = &*self.0;
         let mut is_open = open.lock().unwrap_or_else(PoisonError::into_inner);
