@@ -55,7 +55,8 @@ pub(crate) struct HttpParams<'a> {
 
 /// The endpoint of one connection and the state its exchanges share.
 pub(crate) struct HttpLink {
-    client: reqwest::Client,
+    /// Taken at shutdown: dropping the client closes its pooled connections at once.
+    client: Mutex<Option<reqwest::Client>>,
     url: reqwest::Url,
     /// The configured headers and the bearer token, every value marked sensitive.
     headers: HeaderMap,
@@ -109,7 +110,7 @@ impl HttpLink {
             .build()
             .map_err(|err| format!("build the HTTP client: {}", error_chain(&err)))?;
         Ok(HttpLink {
-            client,
+            client: Mutex::new(Some(client)),
             url: params.endpoint.url.clone(),
             headers,
             session: Mutex::new(None),
@@ -143,8 +144,10 @@ impl HttpLink {
         }
     }
 
-    /// A request to the endpoint with every header this connection sends.
-    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+    /// A request to the endpoint with every header this connection sends; `None` once the
+    /// connection was shut down.
+    fn request(&self, method: reqwest::Method) -> Option<reqwest::RequestBuilder> {
+        let client = self.client.lock().unwrap_or_else(PoisonError::into_inner).clone()?;
         let mut headers = self.headers.clone();
         if let Some(session) = self.session() {
             headers.insert(SESSION_HEADER, session);
@@ -152,15 +155,18 @@ impl HttpLink {
         if let Some(version) = self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner).clone() {
             headers.insert(VERSION_HEADER, version);
         }
-        self.client.request(method, self.url.clone()).headers(headers)
+        Some(client.request(method, self.url.clone()).headers(headers))
     }
 
-    /// Shutdown: ends the session with `DELETE`, best effort, within [`DELETE_GRACE`].
+    /// Shutdown: ends the session with `DELETE`, best effort, within [`DELETE_GRACE`], then
+    /// drops the client, which closes every connection it pooled.
     pub(crate) async fn end_session(&self) {
-        if self.session().is_none() {
-            return;
+        if self.session().is_some()
+            && let Some(delete) = self.request(reqwest::Method::DELETE)
+        {
+            let _ = tokio::time::timeout(DELETE_GRACE, delete.send()).await;
         }
-        let _ = tokio::time::timeout(DELETE_GRACE, self.request(reqwest::Method::DELETE).send()).await;
+        self.client.lock().unwrap_or_else(PoisonError::into_inner).take();
     }
 }
 
@@ -229,6 +235,18 @@ async fn exchange(shared: Arc<Shared>, link: Arc<HttpLink>, message: Outgoing, _
     }
 }
 
+/// One notification POSTed and its answer awaited, within the server timeout.
+pub(crate) async fn notify(shared: &Shared, link: &HttpLink, bytes: Vec<u8>) {
+    let _ = tokio::time::timeout(shared.timeout, async {
+        tokio::select! {
+            biased;
+            () = shared.stop.cancelled() => {}
+            () = post(shared, link, bytes, None) => {}
+        }
+    })
+    .await;
+}
+
 async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>) {
     let fail = |failure: RequestFailure| {
         if let Some(id) = id {
@@ -236,13 +254,10 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
         }
     };
     let had_session = link.session().is_some();
-    let sent = link
-        .request(reqwest::Method::POST)
-        .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, ACCEPT_BOTH)
-        .body(bytes)
-        .send()
-        .await;
+    let Some(request) = link.request(reqwest::Method::POST) else {
+        return fail(RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch));
+    };
+    let sent = request.header(CONTENT_TYPE, "application/json").header(ACCEPT, ACCEPT_BOTH).body(bytes).send().await;
     let response = match sent {
         Ok(response) => response,
         Err(error) => return fail(transport_failure(&error)),
@@ -366,7 +381,7 @@ async fn read_stream(
 async fn resume(link: &HttpLink, last_event_id: &str) -> Option<reqwest::Response> {
     let last_event_id = HeaderValue::from_str(last_event_id).ok()?;
     let response = link
-        .request(reqwest::Method::GET)
+        .request(reqwest::Method::GET)?
         .header(ACCEPT, "text/event-stream")
         .header(LAST_EVENT_HEADER, last_event_id)
         .send()
@@ -383,7 +398,8 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
     let mut last_event_id: Option<String> = None;
     let mut failures = 0;
     while failures < LISTEN_ATTEMPTS && !shared.stop.is_cancelled() {
-        let mut request = link.request(reqwest::Method::GET).header(ACCEPT, "text/event-stream");
+        let Some(request) = link.request(reqwest::Method::GET) else { return };
+        let mut request = request.header(ACCEPT, "text/event-stream");
         if let Some(id) = last_event_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
             request = request.header(LAST_EVENT_HEADER, id);
         }

@@ -379,10 +379,15 @@ impl Connection {
     }
 
     /// Sends a notification (no id, no reply) through the writer queue, waiting at most until
-    /// the server timeout for room.
+    /// the server timeout for room (over HTTP: until its POST was answered, as long at most).
     pub async fn notify(&self, bytes: Vec<u8>) {
         if self.shared.closed_reason().is_some() {
             return;
+        }
+        if let Some(http) = &self.http {
+            // Over HTTP the notification's own exchange is awaited, so what follows it
+            // (`notifications/initialized`, then the listing) reaches the server in that order.
+            return http::notify(&self.shared, http, bytes).await;
         }
         let _ = tokio::time::timeout(
             self.shared.timeout,

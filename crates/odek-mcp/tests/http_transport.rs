@@ -1,0 +1,234 @@
+//! The Streamable HTTP transport (spec `mcp-client.md` §14, issue 19) end to end through
+//! `McpHub`, against the scripted and hostile servers of `odek_test_support::mcp_http`: each
+//! hostile behaviour gets its exact outcome within a bounded time, and leaves no socket open.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use odek_mcp::server_config::{SecretValue, ServerEntry};
+use odek_mcp::{ApproveAll, McpEvent, McpHub};
+use odek_test_support::mcp_http::{McpHttpServer, McpScript, ToolAnswer};
+use serde_json::{Value, json};
+use support::{Recorder, call, options, spec};
+
+/// Longest any wait here may take.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "description": format!("the {name} tool"), "inputSchema": {"type": "object"}})
+}
+
+/// A server offering `answer` as the tool `t` (and `ok`, which always answers "fine").
+fn server(script: McpScript, answer: impl Fn(&Value) -> ToolAnswer + Send + Sync + 'static) -> McpHttpServer {
+    McpHttpServer::start(script.tool(tool("t"), answer).tool(tool("ok"), |_| ToolAnswer::text("fine")))
+}
+
+fn entry(server: &McpHttpServer) -> ServerEntry {
+    ServerEntry { url: Some(server.url()), timeout_seconds: 5, ..ServerEntry::default() }
+}
+
+async fn hub_with(entry: ServerEntry, env: Vec<(String, String)>) -> (McpHub, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let mut options = options(&recorder, Arc::new(ApproveAll));
+    options.parent_env = env;
+    let hub = McpHub::start(vec![spec("web", &entry)], options).await.unwrap();
+    (hub, recorder)
+}
+
+async fn hub(entry: ServerEntry) -> (McpHub, Arc<Recorder>) {
+    hub_with(entry, Vec::new()).await
+}
+
+/// Shuts the hub down and waits for the server to see every connection closed.
+async fn finish(hub: McpHub, server: &McpHttpServer) {
+    hub.shutdown().await;
+    server.wait_for_open_connections_at_most(0, LIMIT);
+}
+
+#[tokio::test]
+async fn a_session_lists_calls_and_ends_with_delete_sending_its_headers_and_token() {
+    let server = server(McpScript::new(), |args| ToolAnswer::text(format!("got {args}")).sse().with_progress(2));
+    let mut entry = entry(&server);
+    entry.token_env = Some("WEB_TOKEN".into());
+    entry.headers = BTreeMap::from([("X-Team".to_owned(), SecretValue::new("team-7"))]);
+    let (hub, _) = hub_with(entry, vec![("WEB_TOKEN".into(), "tok-0123456789abcdef".into())]).await;
+    assert_eq!(call(&hub, "web__t", r#"{"a":1}"#).await.unwrap(), r#"got {"a":1}"#);
+    assert_eq!(call(&hub, "web__ok", "").await.unwrap(), "fine");
+    finish(hub, &server).await;
+
+    let requests = server.requests();
+    let methods: Vec<(&str, Option<&str>)> = requests.iter().map(|r| (r.method.as_str(), r.rpc_method())).collect();
+    assert_eq!(methods[0], ("POST", Some("initialize")));
+    assert_eq!(methods[1], ("POST", Some("notifications/initialized")));
+    assert!(methods.contains(&("DELETE", None)), "{methods:?}");
+    for request in &requests {
+        assert_eq!(request.header("authorization"), Some("Bearer tok-0123456789abcdef"));
+        assert_eq!(request.header("x-team"), Some("team-7"));
+        if request.rpc_method() != Some("initialize") {
+            assert_eq!(request.session_id(), Some("session-1"), "{:?}", request.rpc_method());
+        }
+    }
+    let post = requests.iter().find(|r| r.rpc_method() == Some("tools/call")).unwrap();
+    assert_eq!(post.header("accept"), Some("application/json, text/event-stream"));
+    assert_eq!(post.header("content-type"), Some("application/json"));
+}
+
+#[tokio::test]
+async fn an_empty_token_env_warns_and_sends_no_authorization() {
+    let server = server(McpScript::new(), |_| ToolAnswer::text("x"));
+    let entry = ServerEntry { token_env: Some("NOPE".into()), ..entry(&server) };
+    let (hub, recorder) = hub(entry).await;
+    assert_eq!(
+        recorder.warnings(),
+        [
+            "mcp server \"web\": token_env NOPE is set but the environment variable is empty; requests will be sent unauthenticated"
+        ]
+    );
+    finish(hub, &server).await;
+    assert!(server.requests().iter().all(|request| request.header("authorization").is_none()));
+}
+
+#[tokio::test]
+async fn a_body_past_max_response_bytes_fails_that_call_drops_its_connection_and_the_next_call_works_red() {
+    for answer in [ToolAnswer::huge_text(1 << 30), ToolAnswer::huge_text(1 << 30).sse(), ToolAnswer::endless_sse_line()]
+    {
+        let answer = std::sync::Mutex::new(Some(answer));
+        let server = server(McpScript::new(), move |_| answer.lock().unwrap().take().unwrap_or(ToolAnswer::text("x")));
+        let entry = ServerEntry { max_response_bytes: 1 << 20, ..entry(&server) };
+        let (hub, _) = hub(entry).await;
+        assert_eq!(
+            call(&hub, "web__t", "").await.unwrap_err(),
+            "mcpclient web: tools/call: response exceeds max_response_bytes=1048576"
+        );
+        assert_eq!(call(&hub, "web__ok", "").await.unwrap(), "fine");
+        finish(hub, &server).await;
+    }
+}
+
+#[tokio::test]
+async fn statuses_redirects_types_and_batches_fail_the_call_with_the_spec_text_red() {
+    let server = server(McpScript::new(), |args| match args["case"].as_str().unwrap_or_default() {
+        "500" => ToolAnswer::http(500, "text/plain", "x".repeat(600)),
+        "redirect" => ToolAnswer::redirect(307),
+        "html" => ToolAnswer::text("hi").content_type("text/html"),
+        "batch" => ToolAnswer::text("hi").batch(),
+        "gzip" => ToolAnswer::gzip_bomb(1 << 30),
+        "not json" => ToolAnswer::http(200, "application/json", "{not json"),
+        _ => ToolAnswer::text("plain"),
+    });
+    let (hub, _) = hub(entry(&server)).await;
+    let failure = |case: &str| {
+        let hub = &hub;
+        let args = json!({"case": case}).to_string();
+        async move { call(hub, "web__t", &args).await.unwrap_err() }
+    };
+    assert_eq!(failure("500").await, format!("mcpclient web: tools/call: http 500: {}...", "x".repeat(512)));
+    let redirect = failure("redirect").await;
+    assert!(redirect.starts_with("mcpclient web: tools/call: http 307: "), "{redirect}");
+    assert_eq!(server.redirect_target_connections(), 0, "the redirect was not followed");
+    assert_eq!(failure("html").await, "mcpclient web: tools/call: unexpected response content type \"text/html\"");
+    assert_eq!(
+        failure("batch").await,
+        "mcpclient web: tools/call: parse response: a JSON-RPC batch is not an answer to a single request"
+    );
+    // Never inflated: the compressed bytes are not JSON.
+    assert!(failure("gzip").await.starts_with("mcpclient web: tools/call: parse response: "));
+    assert!(failure("not json").await.starts_with("mcpclient web: tools/call: parse response: "));
+    assert_eq!(call(&hub, "web__t", "{}").await.unwrap(), "plain");
+    finish(hub, &server).await;
+}
+
+#[tokio::test]
+async fn a_5xx_storm_fails_calls_until_the_server_recovers() {
+    let server = server(McpScript::new().storm(&[502, 503], None), |_| ToolAnswer::text("x"));
+    let recorder = Arc::new(Recorder::default());
+    let error = McpHub::start(vec![spec("web", &entry(&server))], options(&recorder, Arc::new(ApproveAll)))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with("mcp server \"web\": mcpclient web: initialize: http 502: storm answer"), "{error}");
+    assert!(
+        recorder.events().contains(&McpEvent::ServerFailed { server: "web".into(), error_class: "protocol_error" })
+    );
+}
+
+#[tokio::test]
+async fn a_session_that_expires_fails_the_call_and_the_next_call_starts_a_new_one() {
+    let server = server(McpScript::new(), |_| ToolAnswer::text("x"));
+    let (hub, recorder) = hub(entry(&server)).await;
+    assert_eq!(call(&hub, "web__ok", "").await.unwrap(), "fine");
+    server.expire_sessions();
+    assert_eq!(
+        call(&hub, "web__ok", "").await.unwrap_err(),
+        "mcpclient web: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: the server ended the session (http 404); the next call starts a new one"
+    );
+    assert_eq!(call(&hub, "web__ok", "").await.unwrap(), "fine");
+    assert!(
+        recorder.events().contains(&McpEvent::ServerRestarted { server: "web".into(), restarts: 1, exit_status: None }),
+        "{:?}",
+        recorder.events()
+    );
+    finish(hub, &server).await;
+    let last = server.requests().into_iter().rfind(|r| r.rpc_method() == Some("tools/call")).unwrap();
+    assert_eq!(last.session_id(), Some("session-2"));
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_its_answer_is_resumed_from_the_last_event() {
+    let server =
+        server(McpScript::new(), |_| ToolAnswer::text("resumed answer").sse().with_progress(1).drop_before_response());
+    let (hub, _) = hub(entry(&server)).await;
+    assert_eq!(call(&hub, "web__t", "").await.unwrap(), "resumed answer");
+    finish(hub, &server).await;
+    let resumed = server.requests().into_iter().find(|r| r.method == "GET" && r.header("last-event-id").is_some());
+    assert!(resumed.is_some(), "no GET with Last-Event-ID: {:?}", server.requests());
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_or_dribbles_hits_the_timeout_and_leaves_no_socket_red() {
+    for answer in [ToolAnswer::never_answers(), ToolAnswer::text("slow").dribble(Duration::from_secs(1))] {
+        let answer = std::sync::Mutex::new(Some(answer));
+        let server = server(McpScript::new(), move |_| answer.lock().unwrap().take().unwrap_or(ToolAnswer::text("x")));
+        let entry = ServerEntry { timeout_seconds: 1, ..entry(&server) };
+        let (hub, _) = hub(entry).await;
+        let started = std::time::Instant::now();
+        let error = call(&hub, "web__t", "").await.unwrap_err();
+        assert_eq!(
+            error,
+            "mcpclient web: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+        );
+        assert!(started.elapsed() < LIMIT);
+        finish(hub, &server).await;
+    }
+}
+
+#[tokio::test]
+async fn the_standalone_stream_carries_list_changes() {
+    let server = server(McpScript::new(), |_| ToolAnswer::text("x"));
+    let (hub, _) = hub(entry(&server)).await;
+    server.push_notification(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    support::wait_stale(&hub).await;
+    finish(hub, &server).await;
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_not_dispatched() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let recorder = Arc::new(Recorder::default());
+    let entry = ServerEntry { url: Some(url), ..ServerEntry::default() };
+    let error = McpHub::start(vec![spec("web", &entry)], options(&recorder, Arc::new(ApproveAll)))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("mcp server \"web\": mcpclient web: initialize: MCP request not dispatched: connect: "),
+        "{error}"
+    );
+}
