@@ -221,9 +221,9 @@ pub fn process_with_env_exists(key: &str, value: &str) -> bool {
     })
 }
 
-/// A third-party server serving Streamable HTTP on 127.0.0.1, started by the test: it prints
-/// `listening <url>` once its socket listens, and exits when its stdin closes (on drop, which
-/// also kills it in case it does not).
+/// A third-party server serving Streamable HTTP on 127.0.0.1, started by the test: it prints a
+/// line `listening <url>` once its socket listens (other stdout lines before it are skipped),
+/// and exits when its stdin closes (on drop, which also kills it in case it does not).
 pub struct HttpServer {
     child: Child,
     pub url: String,
@@ -236,9 +236,11 @@ impl HttpServer {
         let stdout = child.stdout.take().unwrap();
         let (sender, receiver) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
-            let _ = sender.send(line);
+            let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok);
+            let listening = lines.by_ref().take(100).find(|line| line.starts_with("listening "));
+            let _ = sender.send(listening.unwrap_or_default());
+            // Drained to the end: a server that logs on stdout must not die of a closed pipe.
+            lines.for_each(drop);
         });
         let line = receiver.recv_timeout(RUN_DEADLINE).unwrap_or_default();
         let Some(url) = line.trim().strip_prefix("listening ").map(str::to_owned) else {
@@ -253,6 +255,17 @@ impl HttpServer {
     pub fn python(servers: &Servers, artifacts: &Path) -> HttpServer {
         let mut command = Command::new(servers.python());
         command.arg(Servers::python_server_script()).arg("--http").env("INTEROP_ARTIFACT_DIR", artifacts);
+        HttpServer::start(command)
+    }
+}
+
+impl HttpServer {
+    /// `@modelcontextprotocol/server-everything` in its `streamableHttp` mode, on a port the
+    /// kernel picks (`tests/interop/listen_hook.mjs` reports it).
+    pub fn everything(servers: &Servers) -> HttpServer {
+        let hook = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/listen_hook.mjs");
+        let mut command = Command::new("node");
+        command.arg("--import").arg(hook).arg(servers.everything()).arg("streamableHttp").env("PORT", "0");
         HttpServer::start(command)
     }
 }
