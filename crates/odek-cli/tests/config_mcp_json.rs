@@ -111,9 +111,10 @@ fn it_is_read_through_the_same_bounds_and_parse_rules() {
     );
 }
 
-/// Remote entries (`"type": "http"`, or a bare `url`) are project servers reached over Streamable
-/// HTTP; a credential-named header in the file is not sent, and `headers` on a local entry are
-/// ignored, each with a warning that never shows a value; `sse` is still refused.
+/// Remote entries (`"type": "http"`, or a bare `url`; `"sse"` for the legacy transport) are
+/// project servers reached over HTTP; a credential-named header in the file is not sent, and
+/// `headers` on a local entry are ignored, each with a warning that never shows a value; another
+/// `type` is refused.
 #[test]
 fn remote_entries_type_and_headers() {
     let fixture = mcp_json(
@@ -122,23 +123,25 @@ fn remote_entries_type_and_headers() {
             "remote": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer s3cr3t-header", "X-Team": "team-7"}},
             "untyped": {"url": "https://mcp.example/mcp"},
             "local": {"type": "stdio", "command": "local-mcp", "headers": {"X-Key": "s3cr3t-header"}},
-            "legacy": {"type": "sse", "url": "https://mcp.example/sse"}}}"#,
+            "legacy": {"type": "sse", "url": "https://mcp.example/sse"},
+            "ws": {"type": "websocket", "url": "wss://mcp.example/ws"}}}"#,
     );
     let loaded = fixture.load().unwrap();
     assert_eq!(
         loaded.warnings,
         [
             "./.mcp.json: mcp server \"remote\": header \"Authorization\" looks like a credential, which only ~/.odek/config.json may send; ignored",
-            "./.mcp.json: mcp server \"legacy\": type \"sse\" is not supported (only \"stdio\" and \"http\"); server ignored",
             "./.mcp.json: mcp server \"local\": headers are sent only to a url server; ignored",
+            "./.mcp.json: mcp server \"ws\": type \"websocket\" is not supported (only \"stdio\", \"http\" and \"sse\"); server ignored",
         ]
     );
     assert!(!loaded.warnings.concat().contains("s3cr3t"));
     let names: Vec<&str> = loaded.config.mcp_servers.iter().map(|server| server.name.as_str()).collect();
-    assert_eq!(names, ["local", "remote", "untyped"]);
-    let remote = &loaded.config.mcp_servers[1].entry;
+    assert_eq!(names, ["legacy", "local", "remote", "untyped"]);
+    let remote = &loaded.config.mcp_servers[2].entry;
     assert_eq!(remote.headers.keys().collect::<Vec<_>>(), ["X-Team"]);
-    assert!(loaded.config.mcp_servers[0].entry.headers.is_empty());
+    assert!(loaded.config.mcp_servers[1].entry.headers.is_empty());
+    assert_eq!(loaded.config.mcp_servers[0].entry.kind.as_deref(), Some("sse"));
 }
 
 /// A remote `.mcp.json` entry is started like any project server (once approved): here its

@@ -654,50 +654,56 @@ fn python_sdk_server_over_streamable_http_lists_and_calls_through_odek() {
     assert_eq!(lines[2..4], ["Here is the snapshot:", "- image (image/png, 70 bytes)"]);
 }
 
-/// [beyond] `@modelcontextprotocol/server-everything` in its Streamable HTTP mode (issue 19): the
-/// same tools as over stdio, results, a tool error, progress that keeps a long operation alive
-/// past its timeout (on the call's event stream), and a timeout without it, on one session.
+/// [beyond] `@modelcontextprotocol/server-everything` over Streamable HTTP and over the deprecated
+/// HTTP+SSE transport (`"type": "sse"`) (issue 19): the same tools as over stdio, results, a tool
+/// error, progress that keeps a long operation alive past its timeout, and a timeout without it.
 #[test]
-fn everything_server_over_streamable_http_answers_through_odek() {
-    let Some(servers) = Servers::installed("everything_server_over_streamable_http_answers_through_odek") else {
+fn everything_server_over_streamable_http_and_legacy_sse_answers_through_odek() {
+    let Some(servers) =
+        Servers::installed("everything_server_over_streamable_http_and_legacy_sse_answers_through_odek")
+    else {
         return;
     };
-    let server = HttpServer::everything(&servers);
-    let project = Project::new()
-        .configure(&json!({ "mcp_servers": { "everything": { "url": server.url, "timeout_seconds": 3 } } }));
-    let (run, reports) = project.list_json();
-    run.assert_code(0);
-    let everything = report(&reports, "everything");
-    assert_eq!(everything["status"], "ok", "{}", run.stderr);
-    assert_eq!(strings(&everything["tools"]), EVERYTHING_TOOLS);
-    assert_eq!(everything["warnings"], json!([]));
+    for mode in ["streamableHttp", "sse"] {
+        let server = HttpServer::everything(&servers, mode);
+        let kind = if mode == "sse" { "sse" } else { "http" };
+        let project = Project::new().configure(&json!({ "mcp_servers": { "everything": {
+            "type": kind, "url": server.url, "timeout_seconds": 3,
+        }}}));
+        let (run, reports) = project.list_json();
+        run.assert_code(0);
+        let everything = report(&reports, "everything");
+        assert_eq!(everything["status"], "ok", "{mode}: {}", run.stderr);
+        assert_eq!(strings(&everything["tools"]), EVERYTHING_TOOLS);
+        assert_eq!(everything["warnings"], json!([]));
 
-    let (run, records) = project.call_jsonl(&[
-        json!({"tool": "everything__echo", "arguments": {"message": "hello over http"}}),
-        json!({"tool": "everything__get-sum", "arguments": {"a": 2, "b": 3}}),
-        json!({"tool": "everything__get-tiny-image", "arguments": {}}),
-        json!({"tool": "everything__echo", "arguments": {}}),
-        json!({"tool": "everything__trigger-long-running-operation", "arguments": {"duration": 4, "steps": 8}}),
-        json!({"tool": "everything__trigger-long-running-operation", "arguments": {"duration": 4, "steps": 1}}),
-        json!({"tool": "everything__echo", "arguments": {"message": "still here"}}),
-    ]);
-    run.assert_code(0);
-    assert_eq!(ok_text(&records[0]), "Echo: hello over http");
-    assert_eq!(ok_text(&records[1]), "The sum of 2 and 3 is 5.");
-    assert_eq!(
-        ok_text(&records[2]),
-        "Here's the image you requested:\nThe image above is the MCP logo.\n- image (image/png, 4033 bytes)"
-    );
-    assert_eq!(
-        error_text(&records[3]),
-        "mcpclient everything: tool echo returned error: MCP error -32602: Input validation error: \
-         Invalid arguments for tool echo: Invalid input: expected string, received undefined at message"
-    );
-    assert_eq!(ok_text(&records[4]), "Long running operation completed. Duration: 4 seconds, Steps: 8.");
-    assert_eq!(
-        error_text(&records[5]),
-        "mcpclient everything: tools/call: MCP request outcome unknown after dispatch; verify remote state \
-         before retrying: context deadline exceeded"
-    );
-    assert_eq!(ok_text(&records[6]), "Echo: still here");
+        let (run, records) = project.call_jsonl(&[
+            json!({"tool": "everything__echo", "arguments": {"message": "hello over http"}}),
+            json!({"tool": "everything__get-sum", "arguments": {"a": 2, "b": 3}}),
+            json!({"tool": "everything__get-tiny-image", "arguments": {}}),
+            json!({"tool": "everything__echo", "arguments": {}}),
+            json!({"tool": "everything__trigger-long-running-operation", "arguments": {"duration": 4, "steps": 8}}),
+            json!({"tool": "everything__trigger-long-running-operation", "arguments": {"duration": 4, "steps": 1}}),
+            json!({"tool": "everything__echo", "arguments": {"message": "still here"}}),
+        ]);
+        run.assert_code(0);
+        assert_eq!(ok_text(&records[0]), "Echo: hello over http", "{mode}");
+        assert_eq!(ok_text(&records[1]), "The sum of 2 and 3 is 5.");
+        assert_eq!(
+            ok_text(&records[2]),
+            "Here's the image you requested:\nThe image above is the MCP logo.\n- image (image/png, 4033 bytes)"
+        );
+        assert_eq!(
+            error_text(&records[3]),
+            "mcpclient everything: tool echo returned error: MCP error -32602: Input validation error: \
+             Invalid arguments for tool echo: Invalid input: expected string, received undefined at message"
+        );
+        assert_eq!(ok_text(&records[4]), "Long running operation completed. Duration: 4 seconds, Steps: 8.", "{mode}");
+        assert_eq!(
+            error_text(&records[5]),
+            "mcpclient everything: tools/call: MCP request outcome unknown after dispatch; verify remote state \
+             before retrying: context deadline exceeded"
+        );
+        assert_eq!(ok_text(&records[6]), "Echo: still here", "{mode}");
+    }
 }

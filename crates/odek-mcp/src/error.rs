@@ -25,6 +25,8 @@ pub enum Cause {
     /// \[beyond\] HTTP: the server answered 404 to the session id; the next call starts a new
     /// session.
     SessionExpired,
+    /// \[beyond\] HTTP+SSE: the stream never named the endpoint messages go to.
+    NoEndpoint,
 }
 
 impl std::fmt::Display for Cause {
@@ -39,6 +41,7 @@ impl std::fmt::Display for Cause {
             Cause::RestartLimitExhausted => f.write_str("server process exited and the restart limit (3) is exhausted"),
             Cause::Connect(error) => write!(f, "connect: {error}"),
             Cause::Transport(error) => write!(f, "http: {error}"),
+            Cause::NoEndpoint => f.write_str("the server's event stream named no endpoint (an \"endpoint\" event)"),
             Cause::SessionExpired => {
                 f.write_str("the server ended the session (http 404); the next call starts a new one")
             }

@@ -777,7 +777,7 @@ fn is_deadline_failure(error: &McpError) -> bool {
 fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>, McpError> {
     let (command, args) = match &server.spec.transport {
         Transport::Stdio { command, args, .. } => (command, args),
-        Transport::Http { endpoint, .. } => {
+        Transport::Http { endpoint, legacy_sse, .. } => {
             return Connection::connect_http(HttpParams {
                 server: &server.spec.name,
                 endpoint,
@@ -786,6 +786,7 @@ fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>
                 timeout: server.spec.limits.timeout,
                 stale: Arc::clone(&server.stale),
                 observer: Arc::clone(&options.observer),
+                legacy_sse: *legacy_sse,
             });
         }
     };

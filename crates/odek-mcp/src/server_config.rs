@@ -45,6 +45,10 @@ pub struct ServerEntry {
     pub headers: BTreeMap<String, SecretValue>,
     /// [beyond] Allows plain `http://` to a host that is not loopback.
     pub allow_insecure_http: bool,
+    /// `type` as Claude-style files write it (`stdio`, `http`, [beyond] `sse`: the deprecated
+    /// HTTP+SSE transport for a `url`); absent means "what `url` or `command` says".
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
     pub timeout_seconds: i64,
     /// [beyond] The start-up deadline of this server (spawn, `initialize`, the whole
     /// `tools/list`); `0`/absent = the run's `limits.mcp_startup_timeout_seconds`.
@@ -113,8 +117,9 @@ pub enum Transport {
     /// A child process speaking JSON-RPC over stdio, one message per line.
     Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String> },
     /// Streamable HTTP (spec §14): the checked URL and headers, and the variable holding the
-    /// bearer token (`""`: none).
-    Http { endpoint: crate::remote::Endpoint, token_env: String },
+    /// bearer token (`""`: none). \[beyond\] `legacy_sse`: the deprecated HTTP+SSE transport
+    /// (2024-11-05; `"type": "sse"`), whose `url` is the event stream.
+    Http { endpoint: crate::remote::Endpoint, token_env: String, legacy_sse: bool },
 }
 
 /// Effective limits after defaults, clamps and the result floor.
@@ -179,7 +184,7 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             let token_env = entry.token_env.clone().unwrap_or_default();
             let endpoint =
                 crate::remote::check_endpoint(name, url, &entry.headers, &token_env, entry.allow_insecure_http)?;
-            Transport::Http { endpoint, token_env }
+            Transport::Http { endpoint, token_env, legacy_sse: entry.kind.as_deref() == Some("sse") }
         }
         (_, Some(command)) if !command.is_empty() => {
             Transport::Stdio { command: command.clone(), args: entry.args.clone(), env: entry.env.clone() }

@@ -1,6 +1,7 @@
 // Loaded with `node --import` ahead of a third-party server that listens on `PORT` (0: the
 // kernel picks one) and never says which: binds it to 127.0.0.1, prints the one line
-// `listening http://127.0.0.1:<port>/mcp` once its socket listens, and exits when stdin closes,
+// `listening http://127.0.0.1:<port><LISTEN_PATH>` (default `/mcp`) once its socket listens,
+// and exits when stdin closes,
 // so a test learns the URL without a guess and leaves no server behind.
 import net from "node:net";
 
@@ -11,7 +12,7 @@ net.Server.prototype.listen = function (...args) {
   }
   this.once("listening", () => {
     const { port } = this.address();
-    process.stdout.write(`listening http://127.0.0.1:${port}/mcp\n`);
+    process.stdout.write(`listening http://127.0.0.1:${port}${process.env.LISTEN_PATH ?? "/mcp"}\n`);
   });
   return listen.apply(this, args);
 };

@@ -260,12 +260,14 @@ impl HttpServer {
 }
 
 impl HttpServer {
-    /// `@modelcontextprotocol/server-everything` in its `streamableHttp` mode, on a port the
-    /// kernel picks (`tests/interop/listen_hook.mjs` reports it).
-    pub fn everything(servers: &Servers) -> HttpServer {
+    /// `@modelcontextprotocol/server-everything` in its `streamableHttp` (URL `/mcp`) or its
+    /// deprecated `sse` mode (URL `/sse`), on a port the kernel picks
+    /// (`tests/interop/listen_hook.mjs` reports it).
+    pub fn everything(servers: &Servers, mode: &str) -> HttpServer {
         let hook = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/listen_hook.mjs");
+        let path = if mode == "sse" { "/sse" } else { "/mcp" };
         let mut command = Command::new("node");
-        command.arg("--import").arg(hook).arg(servers.everything()).arg("streamableHttp").env("PORT", "0");
+        command.arg("--import").arg(hook).arg(servers.everything()).arg(mode).env("PORT", "0").env("LISTEN_PATH", path);
         HttpServer::start(command)
     }
 }

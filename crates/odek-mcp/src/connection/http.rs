@@ -3,6 +3,10 @@
 //! answers it is routed message by message exactly like a stdio line; the session id, the
 //! standalone GET stream (with `Last-Event-ID` resumption) and the closing DELETE live here.
 //!
+//! \[beyond\] The deprecated HTTP+SSE transport (2024-11-05, `"type": "sse"`) shares all of it:
+//! there the `url` is one long event stream ([`legacy_stream`]) whose `endpoint` event names
+//! where messages are POSTed, and every answer comes on that stream.
+//!
 //! Start at [`Connection::connect_http`]. Bounds: at most `max_response_bytes + 1` bytes of one
 //! POST's body or stream are read (more fails that request and drops its HTTP connection; the
 //! next call goes on), each event of the GET stream is held to the same bound, at most
@@ -51,6 +55,8 @@ pub(crate) struct HttpParams<'a> {
     pub timeout: Duration,
     pub stale: Arc<AtomicBool>,
     pub observer: Arc<dyn McpObserver>,
+    /// The deprecated HTTP+SSE transport instead of Streamable HTTP.
+    pub legacy_sse: bool,
 }
 
 /// The endpoint of one connection and the state its exchanges share.
@@ -63,6 +69,8 @@ pub(crate) struct HttpLink {
     session: Mutex<Option<HeaderValue>>,
     protocol_version: Mutex<Option<HeaderValue>>,
     in_flight: Arc<Semaphore>,
+    /// HTTP+SSE only: where messages are POSTed, once the stream's `endpoint` event named it.
+    legacy_endpoint: Option<watch::Sender<Option<reqwest::Url>>>,
 }
 
 impl Connection {
@@ -76,12 +84,16 @@ impl Connection {
         let limits = (params.max_response_bytes, params.timeout);
         let (shared, writer_rx, exit_rx) = Shared::new(params.server, limits, params.stale, params.observer, lines);
         let writer_task = tokio::spawn(run_poster(Arc::clone(&shared), Arc::clone(&link), writer_rx));
+        let tasks = match link.legacy_endpoint {
+            Some(_) => vec![tokio::spawn(legacy_stream(Arc::clone(&shared), Arc::clone(&link)))],
+            None => Vec::new(),
+        };
         Ok(Arc::new(Connection {
             shared,
             next_id: AtomicI64::new(1),
             pid: None,
             exit: exit_rx,
-            tasks: Mutex::new(Vec::new()),
+            tasks: Mutex::new(tasks),
             writer_task: Mutex::new(Some(writer_task)),
             shutdown_once: OnceCell::new(),
             http: Some(link),
@@ -116,7 +128,13 @@ impl HttpLink {
             session: Mutex::new(None),
             protocol_version: Mutex::new(None),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            legacy_endpoint: params.legacy_sse.then(|| watch::channel(None).0),
         })
+    }
+
+    /// Whether this is the deprecated HTTP+SSE transport.
+    pub(crate) fn is_legacy(&self) -> bool {
+        self.legacy_endpoint.is_some()
     }
 
     pub(crate) fn set_protocol_version(&self, version: &str) {
@@ -147,6 +165,10 @@ impl HttpLink {
     /// A request to the endpoint with every header this connection sends; `None` once the
     /// connection was shut down.
     fn request(&self, method: reqwest::Method) -> Option<reqwest::RequestBuilder> {
+        self.request_to(method, self.url.clone())
+    }
+
+    fn request_to(&self, method: reqwest::Method, url: reqwest::Url) -> Option<reqwest::RequestBuilder> {
         let client = self.client.lock().unwrap_or_else(PoisonError::into_inner).clone()?;
         let mut headers = self.headers.clone();
         if let Some(session) = self.session() {
@@ -155,7 +177,7 @@ impl HttpLink {
         if let Some(version) = self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner).clone() {
             headers.insert(VERSION_HEADER, version);
         }
-        Some(client.request(method, self.url.clone()).headers(headers))
+        Some(client.request(method, url).headers(headers))
     }
 
     /// Shutdown: ends the session with `DELETE`, best effort, within [`DELETE_GRACE`], then
@@ -254,7 +276,19 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
         }
     };
     let had_session = link.session().is_some();
-    let Some(request) = link.request(reqwest::Method::POST) else {
+    let target = match &link.legacy_endpoint {
+        // HTTP+SSE: the message waits (within the server timeout) for the endpoint event.
+        Some(endpoint) => {
+            let mut endpoint = endpoint.subscribe();
+            let named = tokio::time::timeout(shared.timeout, endpoint.wait_for(Option::is_some)).await;
+            match named.ok().and_then(Result::ok).and_then(|url| url.clone()) {
+                Some(url) => url,
+                None => return fail(RequestFailure::NotDispatched(Cause::NoEndpoint)),
+            }
+        }
+        None => link.url.clone(),
+    };
+    let Some(request) = link.request_to(reqwest::Method::POST, target) else {
         return fail(RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch));
     };
     let sent = request.header(CONTENT_TYPE, "application/json").header(ACCEPT, ACCEPT_BOTH).body(bytes).send().await;
@@ -273,8 +307,9 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
         let body = read_capped(response, ERROR_BODY_READ_BYTES).await.unwrap_or_default();
         return fail(RequestFailure::Http(HttpFailure::Status { code: status.as_u16(), body: cut_body(&body) }));
     }
-    let Some(id) = id else {
-        // A notification's or an answer's 202: whatever body comes is read up to the cap and dropped.
+    let Some(id) = id.filter(|_| link.legacy_endpoint.is_none()) else {
+        // A notification's or an answer's 202 (and over HTTP+SSE every message's, the answer
+        // coming on the stream): whatever body comes is read up to the cap and dropped.
         let _ = read_capped(response, shared.max_response_bytes).await;
         return;
     };
@@ -438,6 +473,54 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
     }
 }
 
+/// HTTP+SSE: the one stream every answer comes on. Its `endpoint` event names where messages
+/// go (resolved against `url`, and refused unless it has the same origin); every other event is
+/// a message, routed like a stdio line, each held to `max_response_bytes`. The stream's end
+/// closes the connection (the next call restarts it).
+pub(crate) async fn legacy_stream(shared: Arc<Shared>, link: Arc<HttpLink>) {
+    let Some(endpoint) = &link.legacy_endpoint else { return };
+    let opened = match link.request(reqwest::Method::GET) {
+        Some(request) => request.header(ACCEPT, "text/event-stream").send().await.ok(),
+        None => None,
+    };
+    let Some(mut response) =
+        opened.filter(|response| response.status().is_success() && content_type(response) == "text/event-stream")
+    else {
+        shared.close(Closed::Eof);
+        return;
+    };
+    let mut parser = SseParser::new(shared.max_response_bytes);
+    loop {
+        let Ok(Some(chunk)) = response.chunk().await else { break };
+        let mut foreign = false;
+        let fed = parser.feed(&chunk, |event| match event.kind.as_deref() {
+            Some("endpoint") => match same_origin_endpoint(&link.url, &event.data) {
+                Some(url) => {
+                    endpoint.send_replace(Some(url));
+                }
+                None => foreign = true,
+            },
+            None => route_line(&shared, event.data),
+            Some(_) => {}
+        });
+        if fed.is_err() {
+            shared.close(Closed::Oversize { limit: shared.max_response_bytes });
+            return;
+        }
+        if foreign {
+            break;
+        }
+    }
+    shared.close(Closed::Eof);
+}
+
+/// An `endpoint` event's URL, resolved against the stream's, when it has the stream's origin.
+fn same_origin_endpoint(stream: &reqwest::Url, data: &[u8]) -> Option<reqwest::Url> {
+    let text = std::str::from_utf8(data).ok()?.trim();
+    let url = stream.join(text).ok()?;
+    (url.origin() == stream.origin()).then_some(url)
+}
+
 /// The media type of a response, lower-cased, without parameters.
 fn content_type(response: &reqwest::Response) -> String {
     let raw = response.headers().get(CONTENT_TYPE).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
@@ -540,6 +623,17 @@ mod tests {
             "refusing to connect to link-local address 169.254.169.254"
         );
         assert!(allowed_addresses(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_endpoint_event_is_resolved_and_must_keep_the_origin_red() {
+        let stream = reqwest::Url::parse("http://127.0.0.1:8080/sse").unwrap();
+        let resolved = |data: &str| same_origin_endpoint(&stream, data.as_bytes()).map(|url| url.to_string());
+        assert_eq!(resolved("/message?sessionId=abc").as_deref(), Some("http://127.0.0.1:8080/message?sessionId=abc"));
+        assert_eq!(resolved("http://127.0.0.1:8080/m").as_deref(), Some("http://127.0.0.1:8080/m"));
+        assert_eq!(resolved("http://127.0.0.1:9999/m"), None);
+        assert_eq!(resolved("https://evil.example/m"), None);
+        assert_eq!(resolved("//evil.example/m"), None);
     }
 
     #[test]

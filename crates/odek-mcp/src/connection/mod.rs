@@ -349,7 +349,7 @@ impl Connection {
     /// After the handshake: an HTTP connection opens the server's standalone event stream (GET),
     /// when the server offers one; nothing for stdio.
     pub fn open_server_stream(&self) {
-        if let Some(http) = &self.http {
+        if let Some(http) = self.http.as_ref().filter(|http| !http.is_legacy()) {
             let task = tokio::spawn(http::listen(Arc::clone(&self.shared), Arc::clone(http)));
             self.tasks.lock().unwrap_or_else(PoisonError::into_inner).push(task);
         }

@@ -72,6 +72,9 @@ impl KeyHasher {
                 if entry.allow_insecure_http {
                     self.field("allow_insecure_http", b"true");
                 }
+                if entry.kind.as_deref() == Some("sse") {
+                    self.field("type", b"sse");
+                }
             }
             ServerLaunch::Stdio { command, args } => {
                 self.field("command", command.as_bytes());

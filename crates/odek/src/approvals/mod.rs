@@ -282,6 +282,9 @@ pub fn server_approval_prompt(server: &McpServerConfig) -> String {
             if entry.allow_insecure_http {
                 text.push_str("  allow_insecure_http: true\n");
             }
+            if entry.kind.as_deref() == Some("sse") {
+                text.push_str("  type: sse (the deprecated HTTP+SSE transport)\n");
+            }
         }
     }
     if !entry.env.is_empty() {

@@ -173,8 +173,8 @@ fn launches_something(entry: &ServerEntry) -> bool {
 /// Field-by-field identity for §13.4. Absent and empty strings are the same (both mean "not
 /// set"); `artifact_roots` compare as sorted lists, as in the approval key. \[beyond\] The
 /// `secret_env` names count too: a project entry can have none, so a global entry that hands
-/// its server secrets never auto-approves a project look-alike; and so do `headers` and
-/// `allow_insecure_http`.
+/// its server secrets never auto-approves a project look-alike; and so do `headers`,
+/// `allow_insecure_http` and `type`.
 fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
     non_empty(&a.command) == non_empty(&b.command)
         && a.args == b.args
@@ -188,6 +188,7 @@ fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
         && a.secret_env.keys().eq(b.secret_env.keys())
         && a.headers == b.headers
         && a.allow_insecure_http == b.allow_insecure_http
+        && a.kind == b.kind
 }
 
 fn non_empty(value: &Option<String>) -> Option<&str> {

@@ -36,8 +36,9 @@ pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "type",
 ];
 
-/// The `type` values odek can serve: a child process, or a Streamable HTTP `url`.
-pub const SUPPORTED_SERVER_TYPES: &[&str] = &["stdio", "http"];
+/// The `type` values odek can serve: a child process, a Streamable HTTP `url`, or \[beyond\] a
+/// `url` speaking the deprecated HTTP+SSE transport.
+pub const SUPPORTED_SERVER_TYPES: &[&str] = &["stdio", "http", "sse"];
 
 /// Keys a project file's typo is never taken for: the project may not set them (`auto_approve`
 /// is stripped, §13.4), so suggesting one would only invite a key that is thrown away.
@@ -139,9 +140,9 @@ fn edit_distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
 }
 
 /// `type` and `headers`, as `.mcp.json` files of other agent CLIs write them. `type` `stdio` or
-/// `http` is accepted (the entry's `command` or `url` says the same); any other `type` (`sse`,
-/// the legacy transport) is one odek cannot serve, so the entry is dropped with a warning
-/// (returns false). `headers` go only to a `url` server: on a local entry they are ignored with
+/// `http` is accepted (the entry's `command` or `url` says the same), and `sse` (the legacy
+/// transport, for a `url`); any other `type` is one odek cannot serve, so the entry is dropped
+/// with a warning (returns false). `headers` go only to a `url` server: on a local entry they are ignored with
 /// a warning that names no header (their values are often credentials).
 fn check_foreign_keys(display: &str, name: &str, fields: &mut Map<String, Value>, warnings: &mut Vec<String>) -> bool {
     if !has_url(fields) {
@@ -161,7 +162,7 @@ fn check_foreign_keys(display: &str, name: &str, fields: &mut Map<String, Value>
                 other => other.to_string().chars().take(64).collect(),
             };
             warnings.push(format!(
-                "{display}: mcp server {}: type {shown} is not supported (only \"stdio\" and \"http\"); server ignored",
+                "{display}: mcp server {}: type {shown} is not supported (only \"stdio\", \"http\" and \"sse\"); server ignored",
                 quote(name)
             ));
             false
@@ -227,14 +228,20 @@ mod tests {
             secret_env,
             headers,
             allow_insecure_http,
+            kind,
         );
+        // `kind` is read from the key `type`.
+        for field in &mut fields {
+            if *field == "kind" {
+                *field = "type";
+            }
+        }
         // Each is the key serde reads: a value no field type accepts is refused under it.
         for field in &fields {
             let refused = serde_json::from_value::<ServerEntry>(json!({ *field: [[{}]] }));
             assert!(refused.is_err(), "{field} is not a key ServerEntry reads");
         }
         assert!(serde_json::from_value::<ServerEntry>(json!({"not_a_field": [[{}]]})).is_ok());
-        fields.push("type");
         assert_eq!(SERVER_ENTRY_KEYS, fields);
     }
 
@@ -274,16 +281,15 @@ mod tests {
         let mut warnings = Vec::new();
         check_server_entries("./.mcp.json", &mut top, Trust::Project, &mut warnings);
         let names: Vec<&String> = top["mcpServers"].as_object().unwrap().keys().collect();
-        assert_eq!(names, ["local", "remote"]);
+        assert_eq!(names, ["legacy", "local", "remote"]);
         assert_eq!(top["mcpServers"]["remote"]["headers"]["Authorization"], "Bearer s3cret");
         assert!(top["mcpServers"]["local"].get("headers").is_none());
         assert_eq!(
             warnings,
             [
-                "./.mcp.json: mcp server \"legacy\": type \"sse\" is not supported (only \"stdio\" and \"http\"); server ignored",
                 "./.mcp.json: mcp server \"local\": unknown key \"comand\" (did you mean \"command\"?)",
                 "./.mcp.json: mcp server \"local\": headers are sent only to a url server; ignored",
-                "./.mcp.json: mcp server \"odd\": type 7 is not supported (only \"stdio\" and \"http\"); server ignored",
+                "./.mcp.json: mcp server \"odd\": type 7 is not supported (only \"stdio\", \"http\" and \"sse\"); server ignored",
             ]
         );
         assert!(!warnings.concat().contains("s3cret"));
