@@ -1,11 +1,13 @@
-//! What every task serving one connection shares ([`Connection`]): the queue to the one stdout
-//! writer, the table of server-initiated requests waiting for the client's reply, the next id
-//! for such a request, and what the built-in methods answer with ([`Identity`]). It knows
-//! nothing of tools or handlers, so the call context and the server both build on it.
+//! What every task serving one connection shares ([`Connection`]): the queue for messages that
+//! belong to the connection rather than to one request (stdio: the one stdout writer; HTTP: the
+//! session's standalone stream), the table of server-initiated requests waiting for the
+//! client's reply, the next id for such a request, and what the built-in methods answer with
+//! ([`Identity`]). It knows nothing of tools or handlers, so the call context and the server
+//! both build on it.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -41,13 +43,27 @@ struct PendingRequests {
 pub(crate) struct Connection {
     pub(crate) identity: Identity,
     pub(crate) outgoing: mpsc::Sender<Outgoing>,
+    /// Set while a client listens for messages unrelated to any request on a stream of their
+    /// own (HTTP's standalone `GET` stream). Never set on stdio, where everything shares the
+    /// one pipe anyway.
+    pub(crate) listening: Arc<AtomicBool>,
     pending: Mutex<PendingRequests>,
     next_request_id: AtomicI64,
 }
 
 impl Connection {
     pub(crate) fn new(identity: Identity, outgoing: mpsc::Sender<Outgoing>) -> Self {
-        Self { identity, outgoing, pending: Mutex::new(PendingRequests::default()), next_request_id: AtomicI64::new(1) }
+        Self {
+            identity,
+            outgoing,
+            listening: Arc::new(AtomicBool::new(false)),
+            pending: Mutex::new(PendingRequests::default()),
+            next_request_id: AtomicI64::new(1),
+        }
+    }
+
+    pub(crate) fn is_listening(&self) -> bool {
+        self.listening.load(Ordering::Acquire)
     }
 
     pub(crate) async fn send(&self, bytes: Vec<u8>) -> Result<(), Error> {
@@ -105,7 +121,8 @@ impl Connection {
         }
     }
 
-    /// No reply can arrive once stdin is closed: fail every waiter and refuse new requests.
+    /// No reply can arrive once stdin is closed (or the HTTP session ended): fail every waiter
+    /// and refuse new requests.
     pub(crate) fn close_pending(&self) {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         pending.closed = true;

@@ -2,10 +2,11 @@
 //! [`ToolSet`] of the connection. The two live together because each names the other: a
 //! handler ([`ToolHandler`]) takes a context, and a context changes the set of handlers.
 //!
-//! Everything a context writes goes through the connection's single writer, so a handler can
-//! never tear a line another task is writing. The raw-output methods exist for test fixtures
-//! that must misbehave on purpose; a normal extension server uses notifications, requests and
-//! results.
+//! Everything a context writes goes through one queue, the one of its request's route (stdio:
+//! the connection's single writer; HTTP: the stream of the POST that carried the request), so a
+//! handler can never tear a line another task is writing. The raw-output methods exist for test
+//! fixtures that must misbehave on purpose; a normal extension server uses notifications,
+//! requests and results.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -14,7 +15,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::Error;
 use crate::connection::Connection;
@@ -57,6 +58,10 @@ impl Cancellation {
 /// The context of one client request, handed to tool handlers and interceptors.
 pub struct CallContext {
     pub(crate) connection: Arc<Connection>,
+    /// Where this request's output goes: its route (see `dispatch::Route`).
+    pub(crate) outgoing: mpsc::Sender<Outgoing>,
+    /// Whether anything was queued on `outgoing` for this request.
+    pub(crate) sent_output: AtomicBool,
     pub(crate) tools: Arc<ToolList>,
     pub(crate) request_id: Value,
     pub(crate) method: String,
@@ -108,9 +113,20 @@ impl CallContext {
         self.cancellation.reason.get().map(String::as_str)
     }
 
-    /// Sends a notification `{"jsonrpc":"2.0","method":…,"params":…}`.
+    /// Queues `message` on this request's route.
+    async fn send(&self, message: Outgoing) -> Result<(), Error> {
+        self.sent_output.store(true, Ordering::Release);
+        self.outgoing.send(message).await.map_err(|_| Error::ConnectionClosed)
+    }
+
+    pub(crate) fn sent_output(&self) -> bool {
+        self.sent_output.load(Ordering::Acquire)
+    }
+
+    /// Sends a notification `{"jsonrpc":"2.0","method":…,"params":…}`. Over HTTP it goes on the
+    /// stream of this request's POST.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
-        self.connection.send(jsonrpc::notification_line(method, params.as_ref())).await
+        self.send(Outgoing::Bytes(jsonrpc::notification_line(method, params.as_ref()))).await
     }
 
     /// Sends `notifications/progress` with this request's progress token. Returns `Ok(false)`
@@ -141,9 +157,15 @@ impl CallContext {
         self.notify("notifications/message", Some(Value::Object(params))).await
     }
 
-    /// Sends `notifications/tools/list_changed`.
+    /// Sends `notifications/tools/list_changed`. It concerns the session rather than this
+    /// request, so over HTTP it goes on the session's standalone `GET` stream while a client
+    /// listens there, and on this request's stream otherwise.
     pub async fn notify_tools_changed(&self) -> Result<(), Error> {
-        self.notify("notifications/tools/list_changed", None).await
+        let line = jsonrpc::notification_line("notifications/tools/list_changed", None);
+        if self.connection.is_listening() {
+            return self.connection.send(line).await;
+        }
+        self.send(Outgoing::Bytes(line)).await
     }
 
     /// Sends a request to the client and returns once it is queued for writing; the reply is
@@ -164,7 +186,7 @@ impl CallContext {
             method: method.to_owned(),
             receiver: Some(receiver),
         };
-        self.connection.send(jsonrpc::request_line(&id.to_value(), method, params.as_ref())).await?;
+        self.send(Outgoing::Bytes(jsonrpc::request_line(&id.to_value(), method, params.as_ref()))).await?;
         Ok(pending)
     }
 
@@ -174,30 +196,34 @@ impl CallContext {
     }
 
     /// Writes `line` and a `\n` to stdout as is. **For test fixtures only**: nothing checks
-    /// that the line is JSON-RPC.
+    /// that the line is JSON-RPC. Over HTTP each line becomes the data of one SSE event on this
+    /// request's stream (see the `http` module).
     pub async fn write_raw_line(&self, line: &str) -> Result<(), Error> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        self.connection.send(bytes).await
+        self.send(Outgoing::Bytes(bytes)).await
     }
 
     /// Writes `bytes` to stdout as is, without adding a newline. **For test fixtures only.**
     pub async fn write_raw_bytes(&self, bytes: Vec<u8>) -> Result<(), Error> {
-        self.connection.send(bytes).await
+        self.send(Outgoing::Bytes(bytes)).await
     }
 
-    /// Takes stdout exclusively for chunked raw output until the returned stream is dropped.
-    /// **For test fixtures only** (e.g. a reply line too large to hold in memory). Do not await
-    /// anything that needs stdout (a request, a notification) while holding it: that deadlocks.
+    /// Takes stdout (over HTTP, this request's stream) exclusively for chunked raw output until
+    /// the returned stream is dropped. **For test fixtures only** (e.g. a reply line too large
+    /// to hold in memory). Do not await anything that needs the same output (a request, a
+    /// notification) while holding it: that deadlocks.
     pub async fn raw_stream(&self) -> Result<RawStream, Error> {
-        RawStream::open(&self.connection.outgoing).await
+        self.sent_output.store(true, Ordering::Release);
+        RawStream::open(&self.outgoing).await
     }
 
-    /// Waits until everything queued so far has been written and flushed.
+    /// Waits until everything queued so far has been written and flushed (over HTTP: handed
+    /// to the stream).
     pub async fn flush(&self) -> Result<(), Error> {
         let (done, flushed) = oneshot::channel();
-        self.connection.outgoing.send(Outgoing::Flush(done)).await.map_err(|_| Error::ConnectionClosed)?;
+        self.outgoing.send(Outgoing::Flush(done)).await.map_err(|_| Error::ConnectionClosed)?;
         flushed.await.map_err(|_| Error::ConnectionClosed)
     }
 

@@ -52,6 +52,11 @@ pub enum Error {
     #[error("the server must run inside a tokio runtime")]
     NoRuntime,
 
+    /// An [`HttpOptions`](crate::HttpOptions) value no request could satisfy.
+    #[cfg(feature = "http")]
+    #[error("invalid HTTP option: {reason}")]
+    HttpOption { reason: String },
+
     /// An I/O operation failed; `context` names the operation and the path.
     #[error("{context}: {source}")]
     Io {

@@ -1,5 +1,5 @@
-//! An SDK for writing odek-extension/v1 servers in Rust: MCP over stdio, JSON-RPC 2.0, one
-//! message per line.
+//! An SDK for writing odek-extension/v1 servers in Rust: MCP over stdio (JSON-RPC 2.0, one
+//! message per line), or over Streamable HTTP with the `http` feature.
 //!
 //! Start at [`Server`]: name it, add tools with [`Server::typed_tool`] (arguments are a Rust
 //! type; the `inputSchema` is derived from it with schemars) or [`Server::tool`] (raw JSON
@@ -25,19 +25,29 @@
 //! closes. Each `tools/call` runs in its own task, and one writer thread owns stdout, so a slow
 //! call never delays another and lines are always written whole.
 //!
+//! With the `http` feature (off by default, so a stdio-only server compiles no HTTP stack),
+//! `Server::bind_http` or `Server::serve_http` serve the same server over MCP 2025-03-26
+//! Streamable HTTP instead: sessions (`Mcp-Session-Id`), answers as JSON or SSE, the standalone
+//! `GET` stream, resumption with `Last-Event-ID`, and an optional bearer token, configured with
+//! `HttpOptions`. Both transports hand every message to the same handling, so tools,
+//! interceptors, cancellation and pagination behave alike.
+//!
 //! Built on [`contract`] (odek-contract without its `client` feature): the schema ids, caps, the
 //! tool-name rule, the wire form of an artifact ref and its `file://` encoding are the ones odek
 //! decodes and checks with, not copies.
 //!
-//! Not here: an MCP client, HTTP transports, odek's own validation of artifact refs, and the
-//! contract fixture server (its own crate, `odek-fixture-server`, built on this one).
+//! Not here: an MCP client, TLS, odek's own validation of artifact refs, and the contract
+//! fixture server (its own crate, `odek-fixture-server`, built on this one).
 
 mod bounded_lines;
 mod builtins;
 mod connection;
 mod context;
+mod dispatch;
 mod envelope;
 mod error;
+#[cfg(feature = "http")]
+mod http;
 mod jsonrpc;
 mod server;
 mod tools;
@@ -66,6 +76,13 @@ pub use transport::{Chunk, RawStream};
 pub use envelope::{
     ARTIFACT_REF_SCHEMA, ArtifactRef, ArtifactRoot, Envelope, MAX_ARTIFACT_BYTES, MAX_ARTIFACTS_PER_RESULT,
     TOOL_RESULT_SCHEMA, file_uri, measure_file,
+};
+// Streamable HTTP (feature `http`): options, their defaults, and the running server.
+#[cfg(feature = "http")]
+pub use http::{
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_HTTP_PATH, DEFAULT_KEEP_ALIVE_INTERVAL,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_SHUTDOWN_GRACE, HttpOptions, HttpServer, HttpShutdown,
+    MAX_RETAINED_STREAMS, REPLAY_BUFFER_BYTES,
 };
 // Errors and JSON-RPC ids.
 pub use error::Error;

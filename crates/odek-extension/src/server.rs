@@ -1,32 +1,33 @@
-//! The server: a builder ([`Server`]), the reader loop, and the built-in MCP methods.
+//! The server: a builder ([`Server`]) and the stdio transport's reader loop.
 //!
-//! Threads and tasks: one reader thread parses stdin (one parse per line) and answers
-//! `initialize`, `ping` and `tools/list` itself, in arrival order; every `tools/call` (and, when
-//! an interceptor is installed, every request) runs in its own tokio task, so a slow call never
-//! holds up another. One writer thread owns stdout (`transport`). Server-initiated requests wait
-//! in a table keyed by id until the reader routes the client's reply to them.
+//! Threads and tasks: one reader thread parses stdin (one parse per line) and hands each
+//! message to the one message path (`dispatch`), in arrival order: `initialize`, `ping` and
+//! `tools/list` are answered at once; every `tools/call` (and, when an interceptor is installed,
+//! every request) runs in its own tokio task, so a slow call never holds up another. One writer
+//! thread owns stdout (`transport`). Server-initiated requests wait in a table keyed by id until
+//! the reader routes the client's reply to them. Streamable HTTP (`http`, feature `http`) builds
+//! on the same builder and message path.
 //!
 //! Entry point: [`Server::new`], then [`Server::run_stdio`].
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::runtime::Handle;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, oneshot};
+use tokio::sync::{Notify, oneshot};
 
 use crate::Error;
 use crate::bounded_lines::{BoundedLineReader, Line};
-use crate::builtins::{Reply, Request, builtin_without_tools};
-use crate::connection::{Connection, Identity};
-use crate::context::{CallContext, Cancellation, ToolList, ToolSet, tool_handler};
-use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
-use crate::tools::{BoxFuture, ToolDef, ToolResponse};
+use crate::builtins::{Reply, Request};
+use crate::connection::Identity;
+use crate::context::{CallContext, ToolSet, tool_handler};
+use crate::dispatch::{Blueprint, Interceptor, NotificationHook, Route, Shared, handle_message};
+use crate::jsonrpc;
+use crate::tools::{ToolDef, ToolResponse};
 use crate::transport::{Outgoing, WriterExit, spawn_writer};
 
 /// The MCP protocol version of the odek-extension/v1 contract, answered by default.
@@ -55,10 +56,6 @@ pub enum CancelPolicy {
     /// returns is sent.
     Signal,
 }
-
-type Interceptor = Arc<dyn Fn(Arc<CallContext>, Request) -> BoxFuture<Reply> + Send + Sync>;
-
-type NotificationHook = Arc<dyn Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync>;
 
 #[derive(Clone, Debug)]
 struct Settings {
@@ -176,7 +173,8 @@ impl Server {
 
     /// Longest incoming line accepted, in bytes without the newline (default
     /// [`DEFAULT_MAX_LINE_BYTES`]). A longer line is discarded without being buffered and
-    /// reported on stderr; its request gets no reply because its id is never read.
+    /// reported on stderr; its request gets no reply because its id is never read. Over HTTP
+    /// this is the largest request body: a longer one gets `413` and is not read further.
     pub fn max_line_bytes(mut self, bytes: usize) -> Self {
         self.settings.max_line_bytes = bytes;
         self
@@ -186,7 +184,9 @@ impl Server {
     /// the limit the reader stops reading stdin until one finishes, which pushes back on the
     /// client. Consequence: if every running handler waits for a reply from the client (a
     /// server-initiated request) and the client keeps sending requests, the server stalls until
-    /// those handlers' deadlines pass.
+    /// those handlers' deadlines pass. Over HTTP the limit is per session, and a POST carrying
+    /// a request waits for a slot, while POSTs carrying the client's replies always get
+    /// through.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.settings.max_in_flight = requests.max(1);
         self
@@ -268,10 +268,11 @@ impl Server {
     }
 
     /// Calls `hook` with the method and params of every client notification except
-    /// `notifications/cancelled` (which the server handles itself), on the reader thread, in
-    /// arrival order, so it must return quickly. A conforming server returns `None`: a
-    /// notification gets no reply. `Some(message)` is written to stdout as is, which only a
-    /// fixture that misbehaves on purpose wants.
+    /// `notifications/cancelled` (which the server handles itself), on the reader thread (over
+    /// HTTP, the task handling the POST), in arrival order, so it must return quickly. A
+    /// conforming server returns `None`: a notification gets no reply. `Some(message)` is
+    /// written as is to stdout (over HTTP, to the session's standalone `GET` stream), which
+    /// only a fixture that misbehaves on purpose wants.
     pub fn on_notification<F>(mut self, hook: F) -> Self
     where
         F: Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync + 'static,
@@ -295,41 +296,17 @@ impl Server {
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
-        if let Some(error) = self.setup_error {
-            return Err(error);
-        }
+        let Prepared { blueprint, exit_on_eof, eof_grace, max_line_bytes } = self.prepare()?;
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        let Settings {
-            identity,
-            cancel_policy,
-            exit_on_eof,
-            eof_grace,
-            max_line_bytes,
-            max_in_flight,
-            validate_tool_names,
-        } = self.settings;
-        let mut tools = self.tools;
-        tools.set_validation(validate_tool_names);
-        tools.validate()?;
 
         let output_failed = Arc::new(Notify::new());
         let (outgoing, writer_exit) = spawn_writer(Box::new(output), {
             let output_failed = Arc::clone(&output_failed);
             Box::new(move || output_failed.notify_one())
         })?;
-        let shared = Arc::new(Shared {
-            connection: Arc::new(Connection::new(identity, outgoing)),
-            tools: Arc::new(ToolList::new(tools)),
-            cancel_policy,
-            max_line_bytes,
-            interceptor: self.interceptor,
-            notification_hook: self.notification_hook,
-            in_flight: Mutex::new(HashMap::new()),
-            in_flight_count: AtomicUsize::new(0),
-            in_flight_permits: Arc::new(Semaphore::new(max_in_flight)),
-            idle: Notify::new(),
-            runtime,
-        });
+        // On stdio every message shares the one pipe: the connection's and every request's.
+        let route = Route { outgoing: outgoing.clone(), hold_unanswered: false };
+        let shared = blueprint.connect(outgoing, runtime);
 
         let (input_closed, input_closed_signal) = oneshot::channel::<()>();
         {
@@ -337,7 +314,7 @@ impl Server {
             thread::Builder::new()
                 .name("odek-ext-reader".into())
                 .spawn(move || {
-                    read_loop(&shared, input);
+                    read_loop(&shared, input, max_line_bytes, &route);
                     let _ = input_closed.send(());
                 })
                 .map_err(|error| Error::io("spawn reader thread", error))?;
@@ -366,6 +343,48 @@ impl Server {
             _ => Ok(()),
         }
     }
+
+    /// Checks the tools and splits the builder into what every connection starts from and the
+    /// transport's own settings.
+    pub(crate) fn prepare(self) -> Result<Prepared, Error> {
+        if let Some(error) = self.setup_error {
+            return Err(error);
+        }
+        let Settings {
+            identity,
+            cancel_policy,
+            exit_on_eof,
+            eof_grace,
+            max_line_bytes,
+            max_in_flight,
+            validate_tool_names,
+        } = self.settings;
+        let mut tools = self.tools;
+        tools.set_validation(validate_tool_names);
+        tools.validate()?;
+        Ok(Prepared {
+            blueprint: Blueprint {
+                identity,
+                cancel_policy,
+                max_in_flight,
+                tools,
+                interceptor: self.interceptor,
+                notification_hook: self.notification_hook,
+            },
+            exit_on_eof,
+            eof_grace,
+            max_line_bytes,
+        })
+    }
+}
+
+/// A checked [`Server`]: what each connection starts from, and the transport settings.
+pub(crate) struct Prepared {
+    pub(crate) blueprint: Blueprint,
+    pub(crate) exit_on_eof: bool,
+    pub(crate) eof_grace: Duration,
+    /// The longest stdio line, and the largest HTTP request body.
+    pub(crate) max_line_bytes: usize,
 }
 
 #[cfg(unix)]
@@ -384,124 +403,25 @@ fn stdio() -> Result<(std::io::Stdin, std::io::Stdout), Error> {
     Ok((std::io::stdin(), std::io::stdout()))
 }
 
-/// What the reader thread and the request tasks share beyond the [`Connection`]: the tool
-/// list, the interceptor and notification hook, and the requests in flight.
-struct Shared {
-    connection: Arc<Connection>,
-    tools: Arc<ToolList>,
-    cancel_policy: CancelPolicy,
-    max_line_bytes: usize,
-    interceptor: Option<Interceptor>,
-    notification_hook: Option<NotificationHook>,
-    in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
-    in_flight_count: AtomicUsize,
-    /// Bounds concurrent requests; see [`Server::max_in_flight`].
-    in_flight_permits: Arc<Semaphore>,
-    idle: Notify,
-    runtime: Handle,
-}
-
-impl Shared {
-    async fn wait_idle(&self, grace: Duration) {
-        let _ = tokio::time::timeout(grace, async {
-            loop {
-                let idle = self.idle.notified();
-                tokio::pin!(idle);
-                idle.as_mut().enable();
-                if self.in_flight_count.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-                idle.await;
-            }
-        })
-        .await;
-    }
-
-    async fn send_reply(&self, id: &Value, reply: Reply) {
-        if let Some(line) = reply_line(id, &reply) {
-            let _ = self.connection.send(line).await;
-        }
-    }
-}
-
-fn reply_line(id: &Value, reply: &Reply) -> Option<Vec<u8>> {
-    match reply {
-        Reply::Result(result) => Some(jsonrpc::result_line(id, result)),
-        Reply::Tool(result) => Some(jsonrpc::result_line(id, result)),
-        Reply::Error(error) => Some(jsonrpc::error_line(id, error)),
-        Reply::NoReply => None,
-    }
-}
-
-/// Marks one request as running: registered for cancellation, counted for the EOF grace.
-/// Dropped while still armed (the handler panicked), it answers `-32603` so the client does
-/// not wait for a reply that will never come (best effort: skipped when the queue is full).
-struct InFlight {
-    shared: Arc<Shared>,
-    id: Value,
-    key: Option<RequestId>,
-    cancellation: Arc<Cancellation>,
-    armed: bool,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl InFlight {
-    fn enter(shared: &Arc<Shared>, id: &Value, cancellation: &Arc<Cancellation>, permit: OwnedSemaphorePermit) -> Self {
-        let key = RequestId::from_wire(id);
-        if let Some(key) = &key {
-            shared
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(key.clone(), Arc::clone(cancellation));
-        }
-        shared.in_flight_count.fetch_add(1, Ordering::AcqRel);
-        Self {
-            shared: Arc::clone(shared),
-            id: id.clone(),
-            key,
-            cancellation: Arc::clone(cancellation),
-            armed: true,
-            _permit: permit,
-        }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if let Some(key) = &self.key {
-            let mut in_flight = self.shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
-            if in_flight.get(key).is_some_and(|current| Arc::ptr_eq(current, &self.cancellation)) {
-                in_flight.remove(key);
-            }
-        }
-        // Still armed means the handler's future was dropped without finishing: it panicked
-        // (tokio drops a panicked task's future after catching the panic) or the runtime is
-        // shutting down.
-        if self.armed {
-            let error = RpcError::internal("request handler stopped without a reply");
-            let _ = self.shared.connection.outgoing.try_send(Outgoing::Bytes(jsonrpc::error_line(&self.id, &error)));
-        }
-        if self.shared.in_flight_count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shared.idle.notify_waiters();
-        }
-    }
-}
-
 /// One `odek-extension: …` line on stderr. Unlike `eprintln!`, never panics when stderr is
 /// closed: losing a log line must not take the reader down.
-fn log_to_stderr(message: std::fmt::Arguments<'_>) {
+pub(crate) fn log_to_stderr(message: std::fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr(), "odek-extension: {message}");
 }
 
-fn read_loop<R: Read>(shared: &Arc<Shared>, input: R) {
-    let mut reader = BoundedLineReader::new(input, shared.max_line_bytes);
+/// The reader thread: one parse per line, then the shared message path, driven to completion
+/// before the next line is read, so messages are handled in arrival order.
+fn read_loop<R: Read>(shared: &Arc<Shared>, input: R, max_line_bytes: usize, route: &Route) {
+    let mut reader = BoundedLineReader::new(input, max_line_bytes);
     loop {
         match reader.next_line() {
-            Ok(Some(Line::Complete(line))) => handle_line(shared, line),
+            Ok(Some(Line::Complete(line))) => {
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    shared.runtime.block_on(handle_message(shared, jsonrpc::parse_message(line), route));
+                }
+            }
             Ok(Some(Line::TooLong { bytes })) => log_to_stderr(format_args!(
-                "dropped an incoming line of {bytes} bytes (max_line_bytes={})",
-                shared.max_line_bytes
+                "dropped an incoming line of {bytes} bytes (max_line_bytes={max_line_bytes})"
             )),
             Ok(None) => return,
             Err(error) => {
@@ -509,113 +429,5 @@ fn read_loop<R: Read>(shared: &Arc<Shared>, input: R) {
                 return;
             }
         }
-    }
-}
-
-fn handle_line(shared: &Arc<Shared>, line: &[u8]) {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return;
-    }
-    let Ok(message) = jsonrpc::parse_message(line) else {
-        let error = RpcError::new(codes::PARSE_ERROR, "parse error");
-        send_blocking(shared, jsonrpc::error_line(&Value::Null, &error));
-        return;
-    };
-    match message {
-        Message::Request { id, method, params } => dispatch_request(shared, id, method, params),
-        Message::Notification { method, params } => handle_notification(shared, &method, params),
-        Message::Response { id, outcome } => shared.connection.resolve_pending(&id, outcome),
-        Message::Invalid { id } => {
-            let error = RpcError::new(codes::INVALID_REQUEST, "invalid request");
-            send_blocking(shared, jsonrpc::error_line(&id.unwrap_or(Value::Null), &error));
-        }
-    }
-}
-
-fn send_blocking(shared: &Shared, line: Vec<u8>) {
-    let _ = shared.connection.outgoing.blocking_send(Outgoing::Bytes(line));
-}
-
-fn dispatch_request(shared: &Arc<Shared>, id: Value, method: String, params: Option<Value>) {
-    if shared.interceptor.is_none() && method != "tools/call" {
-        // Cheap, ordered, no task: initialize, ping, tools/list and unknown methods.
-        let reply = builtin_without_tools(&shared.connection.identity, &shared.tools.snapshot(), &method, params);
-        if let Some(line) = reply_line(&id, &reply) {
-            send_blocking(shared, line);
-        }
-        return;
-    }
-    // Blocks the reader (not a runtime thread) while the limit is reached.
-    let permit = match Arc::clone(&shared.in_flight_permits).try_acquire_owned() {
-        Ok(permit) => permit,
-        Err(TryAcquireError::NoPermits) => {
-            match shared.runtime.block_on(Arc::clone(&shared.in_flight_permits).acquire_owned()) {
-                Ok(permit) => permit,
-                Err(_) => return,
-            }
-        }
-        Err(TryAcquireError::Closed) => return,
-    };
-    let progress_token =
-        params.as_ref().and_then(|params| params.get("_meta")).and_then(|meta| meta.get("progressToken")).cloned();
-    let cancellation = Arc::new(Cancellation::default());
-    // Registered before the next line is read, so a cancellation right behind the request
-    // always finds it.
-    let in_flight = InFlight::enter(shared, &id, &cancellation, permit);
-    let context = Arc::new(CallContext {
-        connection: Arc::clone(&shared.connection),
-        tools: Arc::clone(&shared.tools),
-        request_id: id,
-        method: method.clone(),
-        progress_token,
-        cancellation,
-    });
-    shared.runtime.spawn(run_request(Arc::clone(shared), context, in_flight, Request { method, params }));
-}
-
-async fn run_request(shared: Arc<Shared>, context: Arc<CallContext>, mut in_flight: InFlight, request: Request) {
-    let work = async {
-        match &shared.interceptor {
-            Some(interceptor) => interceptor(Arc::clone(&context), request).await,
-            None => context.builtin(request).await,
-        }
-    };
-    let reply = match shared.cancel_policy {
-        CancelPolicy::AbortHandler => {
-            let reply = tokio::select! {
-                biased;
-                () = context.cancellation.cancelled() => Reply::NoReply,
-                reply = work => reply,
-            };
-            // A handler that noticed the cancellation itself and returned still gets no reply.
-            if context.is_cancelled() { Reply::NoReply } else { reply }
-        }
-        CancelPolicy::Signal => work.await,
-    };
-    in_flight.armed = false;
-    shared.send_reply(&context.request_id, reply).await;
-    drop(in_flight);
-}
-
-fn handle_notification(shared: &Shared, method: &str, params: Option<Value>) {
-    if method != "notifications/cancelled" {
-        if let Some(hook) = &shared.notification_hook
-            && let Some(message) = hook(method, params.as_ref())
-        {
-            let mut line = serde_json::to_vec(&message).unwrap_or_default();
-            line.push(b'\n');
-            send_blocking(shared, line);
-        }
-        return;
-    }
-    let Some(params) = params else {
-        return;
-    };
-    let Some(key) = params.get("requestId").and_then(RequestId::from_wire) else {
-        return;
-    };
-    let cancellation = shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
-    if let Some(cancellation) = cancellation {
-        cancellation.cancel(params.get("reason").and_then(Value::as_str));
     }
 }

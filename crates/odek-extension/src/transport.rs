@@ -1,7 +1,8 @@
-//! The stdout side of a connection: one writer thread owns the pipe.
+//! The output side of a connection: the [`Outgoing`] messages every transport consumes, and
+//! stdio's writer thread, which owns the pipe.
 //!
 //! Everything that reaches stdout goes through [`Outgoing`] messages on one bounded queue, so
-//! lines are never interleaved. The writer batches whatever is queued into a `BufWriter` and
+//! lines are never interleaved (over HTTP, each stream has such a queue; see `http`). The writer batches whatever is queued into a `BufWriter` and
 //! flushes when the queue runs empty: one `write(2)` for a burst of small replies, and a single
 //! copy per message. A [`RawStream`] takes the pipe exclusively until it is dropped, which is how
 //! a handler streams a gigabyte-long line without holding it in memory.
@@ -34,6 +35,9 @@ pub type Chunk = Cow<'static, [u8]>;
 pub(crate) enum Outgoing {
     /// Bytes written as given (normally one complete line).
     Bytes(Vec<u8>),
+    /// One complete JSON-RPC response line, written like `Bytes`. Over HTTP a POST whose
+    /// requests produced only these is answered as `application/json`.
+    Reply(Vec<u8>),
     /// Exclusive use of the pipe until the sender side is dropped.
     Stream(mpsc::Receiver<Chunk>),
     /// Flush, then acknowledge.
@@ -87,7 +91,7 @@ fn write_loop(
     while let Some(mut message) = receiver.blocking_recv() {
         loop {
             match message {
-                Outgoing::Bytes(bytes) => {
+                Outgoing::Bytes(bytes) | Outgoing::Reply(bytes) => {
                     if failure.is_none() {
                         record(writer.write_all(&bytes), &mut failure);
                     }

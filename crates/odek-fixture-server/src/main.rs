@@ -1,15 +1,23 @@
-//! odek-fixture-server: the odek-extension/v1 contract fixture, an MCP server over stdio.
+//! odek-fixture-server: the odek-extension/v1 contract fixture, an MCP server over stdio or
+//! Streamable HTTP.
 //!
 //! It offers every contract reference tool, plus tools and modes that misbehave on purpose, so
 //! an MCP client can be tested against real pipes and a real process. Built on the
 //! `odek_extension` SDK. Logs go to stderr; stdout carries only the protocol (and, in the junk
 //! modes, deliberate junk). `--help` prints this header.
 //!
+//! With `--http ADDR` the same tools and modes are served over MCP Streamable HTTP (2025-03-26)
+//! at http://ADDR/mcp instead: what a tool would write to stdout goes out on the SSE stream of
+//! its request, one event per line. Once listening, the fixture prints exactly one line,
+//! `listening http://<ip>:<port>/mcp`, on stdout; it exits on SIGTERM, SIGINT, or when its
+//! stdin closes (so a test that drops its handle leaves no process behind).
+//!
 //! ```text
 //! USAGE
 //!     odek-fixture-server [--artifact-dir DIR] [--protocol-version V|none] [--page-size N]
 //!                         [--name NAME] [--mode MODE]... [--hide TOOL]... [--extra-tool NAME]...
 //!                         [--initialize-error-message TEXT] [--args-file PATH] [--conformant]
+//!                         [--http ADDR [--http-no-get] [--bearer-token TOKEN]]
 //!
 //! FLAGS
 //!     --artifact-dir DIR        Where artifact_result and bad_artifact create files; created if
@@ -40,6 +48,13 @@
 //!     --conformant              The good mode: list only the contract tools that behave (echo,
 //!                               large_result, artifact_result, slow, error_result), so
 //!                               `odek ext check` passes every check. Modes still add their tools.
+//!     --http ADDR               Serve Streamable HTTP on ADDR (an IP and a port; port 0 picks a
+//!                               free one) at path /mcp instead of stdio, and print
+//!                               "listening http://<ip>:<port>/mcp" once listening.
+//!     --http-no-get             With --http: GET gets 405 (no standalone stream), so messages
+//!                               unrelated to a request go out on request streams only.
+//!     --bearer-token TOKEN      With --http: every request needs "Authorization: Bearer TOKEN"
+//!                               (else 401).
 //!     -h, --help                Print this text.
 //!
 //! MODES
@@ -252,8 +267,9 @@
 //!     control-chars        a valid ref whose id and summary contain LF, TAB, U+202E and U+2028
 //!
 //! EXIT
-//!     0 after stdin EOF (once running calls finished, at most 5 s); 2 on a usage error; 1 when
-//!     the artifact dir cannot be prepared or stdout fails.
+//!     0 after stdin EOF (once running calls finished, at most 5 s), and with --http also after
+//!     SIGTERM or SIGINT (sessions end, open connections get 5 s); 2 on a usage error; 1 when
+//!     the artifact dir cannot be prepared, stdout fails, or --http cannot bind ADDR.
 //! ```
 
 mod artifact_files;
@@ -265,12 +281,13 @@ mod mode;
 mod modes;
 mod options;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use odek_extension::{CallContext, CancelPolicy, Server, ToolDef, ToolResponse};
+use odek_extension::{CallContext, CancelPolicy, HttpOptions, Server, ToolDef, ToolResponse};
 use serde_json::Value;
 
 use crate::contract_tools::echo_schema;
@@ -373,7 +390,7 @@ fn main() -> ExitCode {
             print!("{}", options::help());
             return ExitCode::SUCCESS;
         }
-        Ok(Parsed::Run(options)) => options,
+        Ok(Parsed::Run(options)) => *options,
         Err(message) => {
             eprintln!("odek-fixture-server: {message}\nTry `odek-fixture-server --help`.");
             return ExitCode::from(2);
@@ -399,6 +416,13 @@ fn main() -> ExitCode {
 }
 
 async fn serve(options: Options) -> Result<(), String> {
+    let http = options.http.map(|address| {
+        let mut http = HttpOptions::new().get_stream(!options.http_no_get);
+        if let Some(token) = &options.bearer_token {
+            http = http.bearer_token(token.clone());
+        }
+        (address, http)
+    });
     let artifact_dir = prepare_artifact_dir(options.artifact_dir)?;
     #[cfg(unix)]
     let stdout = ClosableStdout::duplicate_fd_1().map_err(|error| format!("duplicate stdout: {error}"))?;
@@ -446,6 +470,9 @@ async fn serve(options: Options) -> Result<(), String> {
     if fixture.has(Mode::IgnoreStdinEof) {
         modes::ignore_polite_signals().map_err(|error| format!("install signal handlers: {error}"))?;
     }
+    if let Some((address, http)) = http {
+        return serve_http(server, address, http, !fixture.has(Mode::IgnoreStdinEof)).await;
+    }
     #[cfg(unix)]
     {
         use std::os::fd::AsFd;
@@ -457,6 +484,91 @@ async fn serve(options: Options) -> Result<(), String> {
     {
         drop(stdout);
         server.run_stdio().await.map_err(|error| error.to_string())
+    }
+}
+
+/// `--http`: serves until SIGTERM, SIGINT or stdin EOF (none of them with `exit_when_told`
+/// false: ignore-stdin-eof), then shuts down gracefully.
+async fn serve_http(
+    server: Server,
+    address: SocketAddr,
+    options: HttpOptions,
+    exit_when_told: bool,
+) -> Result<(), String> {
+    let http = server.bind_http(address, options).await.map_err(|error| error.to_string())?;
+    if exit_when_told {
+        // Listening for the signals before the line is printed: a test may send one right after.
+        let stop = until_told_to_stop();
+        let shutdown = http.shutdown_handle();
+        tokio::spawn(async move {
+            let reason = stop.await;
+            log!("{reason}; shutting down");
+            shutdown.shutdown();
+        });
+    }
+    {
+        use std::io::Write as _;
+        // The one line a test reads to learn the URL.
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening {}", http.url())
+            .and_then(|()| stdout.flush())
+            .map_err(|error| format!("write stdout: {error}"))?;
+    }
+    http.wait().await;
+    Ok(())
+}
+
+/// Starts watching stdin and installs the SIGTERM and SIGINT handlers at once; the future
+/// completes when stdin reaches EOF (or fails) or a signal arrives, and says which.
+fn until_told_to_stop() -> impl std::future::Future<Output = &'static str> {
+    let (closed, stdin_closed) = tokio::sync::oneshot::channel();
+    let reader = std::thread::Builder::new().name("stdin-watch".into()).spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        let _ = closed.send(());
+    });
+    if let Err(error) = reader {
+        log!("watch stdin: {error}");
+    }
+    #[cfg(unix)]
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        [(SignalKind::terminate(), "SIGTERM"), (SignalKind::interrupt(), "SIGINT")].map(|(kind, name)| {
+            let stream = signal(kind).inspect_err(|error| log!("install a {name} handler: {error}")).ok();
+            (stream, name)
+        })
+    };
+    async move {
+        let stdin = async {
+            match stdin_closed.await {
+                Ok(()) => "stdin closed",
+                Err(_) => std::future::pending().await,
+            }
+        };
+        #[cfg(unix)]
+        {
+            let [(terminate, terminate_name), (interrupt, interrupt_name)] = signals;
+            tokio::select! {
+                reason = stdin => reason,
+                reason = signal_received(terminate, terminate_name) => reason,
+                reason = signal_received(interrupt, interrupt_name) => reason,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            stdin.await
+        }
+    }
+}
+
+/// `name` once `stream` delivers its signal; never without a stream.
+#[cfg(unix)]
+async fn signal_received(stream: Option<tokio::signal::unix::Signal>, name: &'static str) -> &'static str {
+    match stream {
+        Some(mut stream) => {
+            stream.recv().await;
+            name
+        }
+        None => std::future::pending().await,
     }
 }
 

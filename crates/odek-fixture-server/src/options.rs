@@ -2,6 +2,7 @@
 //! the reference is written once.
 
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use odek_extension::PROTOCOL_VERSION;
@@ -26,12 +27,18 @@ pub(crate) struct Options {
     pub(crate) initialize_error_message: Option<String>,
     /// `--conformant`: only the contract tools that behave.
     pub(crate) conformant: bool,
+    /// `--http ADDR`: serve Streamable HTTP there instead of stdio.
+    pub(crate) http: Option<SocketAddr>,
+    /// `--http-no-get`: the HTTP endpoint answers GET with 405.
+    pub(crate) http_no_get: bool,
+    /// `--bearer-token T`: the HTTP endpoint requires `Authorization: Bearer T`.
+    pub(crate) bearer_token: Option<String>,
 }
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Parsed {
-    Run(Options),
+    Run(Box<Options>),
     Help,
 }
 
@@ -50,6 +57,9 @@ pub(crate) fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Par
         extra_tools: Vec::new(),
         initialize_error_message: None,
         conformant: false,
+        http: None,
+        http_no_get: false,
+        bearer_token: None,
     };
     let mut args_file = None;
     if parse_into(&mut options, arguments, Some(&mut args_file))? == HelpAsked::Yes {
@@ -67,7 +77,7 @@ pub(crate) fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Par
             return Ok(Parsed::Help);
         }
     }
-    Ok(Parsed::Run(options))
+    Ok(Parsed::Run(Box::new(options)))
 }
 
 #[derive(Debug, PartialEq)]
@@ -121,6 +131,15 @@ fn parse_into(
             }
             "--hide" => options.hidden.push(utf8(value()?, &flag)?),
             "--conformant" => options.conformant = true,
+            "--http" => {
+                let address = utf8(value()?, &flag)?;
+                let address = address
+                    .parse()
+                    .map_err(|_| format!("--http wants an IP address and port such as 127.0.0.1:0, got {address:?}"))?;
+                options.http = Some(address);
+            }
+            "--http-no-get" => options.http_no_get = true,
+            "--bearer-token" => options.bearer_token = Some(utf8(value()?, &flag)?),
             "--extra-tool" => options.extra_tools.push(utf8(value()?, &flag)?),
             "--initialize-error-message" => {
                 options.initialize_error_message = Some(unescape(&utf8(value()?, &flag)?)?);
@@ -194,12 +213,16 @@ mod tests {
             "--initialize-error-message",
             r#"bad\n-\u0020artifact \"x\""#,
             "--conformant",
+            "--http",
+            "127.0.0.1:0",
+            "--http-no-get",
+            "--bearer-token=t0ken",
         ])
         .unwrap() else {
             panic!("help")
         };
         assert_eq!(
-            options,
+            *options,
             Options {
                 artifact_dir: Some(PathBuf::from("/tmp/a")),
                 protocol_version: None,
@@ -210,6 +233,9 @@ mod tests {
                 extra_tools: vec!["read file".into()],
                 initialize_error_message: Some("bad\n- artifact \"x\"".into()),
                 conformant: true,
+                http: Some("127.0.0.1:0".parse().unwrap()),
+                http_no_get: true,
+                bearer_token: Some("t0ken".into()),
             }
         );
     }
@@ -245,13 +271,25 @@ mod tests {
         assert!(run(&["--mode", "nope"]).unwrap_err().starts_with("unknown mode \"nope\""));
         assert_eq!(run(&["--page-size"]).unwrap_err(), "--page-size needs a value");
         assert_eq!(run(&["--bogus"]).unwrap_err(), "unknown argument \"--bogus\"");
+        assert_eq!(
+            run(&["--http", "localhost:80"]).unwrap_err(),
+            "--http wants an IP address and port such as 127.0.0.1:0, got \"localhost:80\""
+        );
         assert!(run(&["--initialize-error-message", "\\q"]).unwrap_err().contains("not a valid JSON string body"));
         let help = help();
         assert!(help.starts_with("odek-fixture-server: the odek-extension/v1 contract fixture"));
         for mode in Mode::names() {
             assert!(help.contains(mode), "--help does not document mode {mode}");
         }
-        for flag in ["--args-file", "--hide", "--extra-tool", "--initialize-error-message"] {
+        for flag in [
+            "--args-file",
+            "--hide",
+            "--extra-tool",
+            "--initialize-error-message",
+            "--http",
+            "--http-no-get",
+            "--bearer-token",
+        ] {
             assert!(help.contains(flag), "--help does not document {flag}");
         }
     }
