@@ -628,6 +628,7 @@ fn python_sdk_server_over_streamable_http_lists_and_calls_through_odek() {
     run.assert_code(0);
     let py = report(&reports, "py");
     assert_eq!(py["status"], "ok", "{}", run.stderr);
+    assert_eq!(py["url"], server.url);
     assert_eq!(py["protocol_version"], "2025-03-26");
     assert_eq!(strings(&py["tools"]), PYTHON_TOOLS);
     assert_eq!(py["warnings"], json!([]));

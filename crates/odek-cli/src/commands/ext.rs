@@ -336,6 +336,12 @@ struct ServerReport {
     required: bool,
     /// [beyond] The names of the variables `secret_env` hands the server; never their values.
     secret_env: Vec<String>,
+    /// [beyond] A remote server's endpoint, and the names of the headers sent to it (never
+    /// their values).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    headers: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     protocol_version: Option<String>,
     tool_count: usize,
@@ -385,6 +391,8 @@ async fn list(json: bool) -> Result<(), CommandError> {
             },
             required: server.entry.is_required(),
             secret_env: server.entry.secret_env.keys().cloned().collect(),
+            url: server.entry.url.clone().filter(|url| !url.is_empty()),
+            headers: server.entry.headers.keys().cloned().collect(),
             protocol_version: None,
             tool_count: 0,
             tools: Vec::new(),
@@ -486,6 +494,12 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
         }
         if !report.secret_env.is_empty() {
             writeln!(out, "  secret_env: {}", line(&report.secret_env.join(", ")))?;
+        }
+        if let Some(url) = &report.url {
+            writeln!(out, "  url: {}", line(url))?;
+        }
+        if !report.headers.is_empty() {
+            writeln!(out, "  headers: {}", line(&report.headers.join(", ")))?;
         }
         if let Some(limits) = &report.limits {
             writeln!(
