@@ -186,6 +186,11 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
                 crate::remote::check_endpoint(name, url, &entry.headers, &token_env, entry.allow_insecure_http)?;
             Transport::Http { endpoint, token_env, legacy_sse: entry.kind.as_deref() == Some("sse") }
         }
+        _ if entry.kind.as_deref() == Some("sse") => {
+            return Err(McpError::Config(format!(
+                "mcpclient {name}: type \"sse\" is the HTTP+SSE transport and needs a url"
+            )));
+        }
         (_, Some(command)) if !command.is_empty() => {
             Transport::Stdio { command: command.clone(), args: entry.args.clone(), env: entry.env.clone() }
         }
@@ -311,6 +316,18 @@ mod tests {
         );
         let error = effective_limits("srv", &entry(-1), &mut warnings).unwrap_err();
         assert_eq!(error.to_string(), "mcpclient srv: startup_timeout_seconds must be >= 0, got -1");
+    }
+
+    #[test]
+    fn type_sse_needs_a_url() {
+        let sse = ServerEntry { kind: Some("sse".into()), command: Some("x".into()), ..ServerEntry::default() };
+        assert_eq!(
+            validate_server("web", &sse).unwrap_err().to_string(),
+            "mcpclient web: type \"sse\" is the HTTP+SSE transport and needs a url"
+        );
+        let with_url = ServerEntry { url: Some("http://127.0.0.1:1/sse".into()), ..sse };
+        let (spec, _) = validate_server("web", &with_url).unwrap();
+        assert!(matches!(spec.transport, Transport::Http { legacy_sse: true, .. }));
     }
 
     #[test]

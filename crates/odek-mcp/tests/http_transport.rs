@@ -95,8 +95,12 @@ async fn an_empty_token_env_warns_and_sends_no_authorization() {
 
 #[tokio::test]
 async fn a_body_past_max_response_bytes_fails_that_call_drops_its_connection_and_the_next_call_works_red() {
-    for answer in [ToolAnswer::huge_text(1 << 30), ToolAnswer::huge_text(1 << 30).sse(), ToolAnswer::endless_sse_line()]
-    {
+    for answer in [
+        ToolAnswer::huge_text(1 << 30),
+        ToolAnswer::huge_text(1 << 30).sse(),
+        ToolAnswer::endless_sse_line(),
+        ToolAnswer::huge_structured_content(100 << 20),
+    ] {
         let answer = std::sync::Mutex::new(Some(answer));
         let server = server(McpScript::new(), move |_| answer.lock().unwrap().take().unwrap_or(ToolAnswer::text("x")));
         let entry = ServerEntry { max_response_bytes: 1 << 20, ..entry(&server) };
