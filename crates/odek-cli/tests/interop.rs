@@ -23,7 +23,7 @@ mod support;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{HttpServer, Project, Servers, process_with_env_exists};
+use support::{Project, Servers, process_with_env_exists};
 
 const EVERYTHING_TOOLS: &[&str] = &[
     "everything__echo",
@@ -619,7 +619,7 @@ fn python_sdk_server_over_streamable_http_lists_and_calls_through_odek() {
         return;
     };
     let project = Project::new();
-    let server = HttpServer::python(&servers, &project.artifacts);
+    let server = support::python_http(&servers, &project.artifacts);
     let artifacts = project.artifacts.display().to_string();
     let project = project.configure(&json!({ "mcp_servers": { "py": {
         "url": server.url, "artifact_roots": [artifacts], "timeout_seconds": 30,
@@ -666,7 +666,7 @@ fn everything_server_over_streamable_http_and_legacy_sse_answers_through_odek() 
         return;
     };
     for mode in ["streamableHttp", "sse"] {
-        let server = HttpServer::everything(&servers, mode);
+        let server = support::everything_http(&servers, mode);
         let kind = if mode == "sse" { "sse" } else { "http" };
         let project = Project::new().configure(&json!({ "mcp_servers": { "everything": {
             "type": kind, "url": server.url, "timeout_seconds": 3,

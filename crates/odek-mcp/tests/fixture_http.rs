@@ -7,52 +7,32 @@
 
 mod support;
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
 use odek_mcp::server_config::ServerEntry;
 use odek_mcp::{ApproveAll, CallOptions, McpHub};
+use odek_test_support::listening::ListeningServer;
 use support::{Recorder, call, options, spec};
 
-/// The fixture serving HTTP on a port the kernel picks; its stdin is held, and dropping this
-/// closes it (the fixture exits at EOF) and reaps the process.
+/// The fixture serving HTTP on a port the kernel picks, with its own artifact directory.
 struct HttpFixture {
-    child: Child,
-    url: String,
+    server: ListeningServer,
     artifacts: tempfile::TempDir,
 }
 
 impl HttpFixture {
     fn start(args: &[&str]) -> HttpFixture {
         let artifacts = tempfile::tempdir().unwrap();
-        let mut child = Command::new(odek_test_support::fixture_server())
-            .args(["--http", "127.0.0.1:0", "--artifact-dir"])
-            .arg(artifacts.path())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().strip_prefix("listening ").expect("the listening line").to_owned();
-        HttpFixture { child, url, artifacts }
+        let mut command = Command::new(odek_test_support::fixture_server());
+        command.args(["--http", "127.0.0.1:0", "--artifact-dir"]).arg(artifacts.path()).args(args);
+        HttpFixture { server: ListeningServer::start(command), artifacts }
     }
 
     fn entry(&self, with_root: bool) -> ServerEntry {
         let roots = if with_root { vec![self.artifacts.path().to_string_lossy().into_owned()] } else { Vec::new() };
-        ServerEntry { url: Some(self.url.clone()), artifact_roots: roots, ..ServerEntry::default() }
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        ServerEntry { url: Some(self.server.url.clone()), artifact_roots: roots, ..ServerEntry::default() }
     }
 }
 

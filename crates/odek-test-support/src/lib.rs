@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 pub mod events;
+pub mod listening;
 pub mod mcp_http;
 pub mod openai;
 pub mod peer;

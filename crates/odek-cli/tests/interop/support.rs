@@ -221,61 +221,23 @@ pub fn process_with_env_exists(key: &str, value: &str) -> bool {
     })
 }
 
-/// A third-party server serving Streamable HTTP on 127.0.0.1, started by the test: it prints a
-/// line `listening <url>` once its socket listens (other stdout lines before it are skipped),
-/// and exits when its stdin closes (on drop, which also kills it in case it does not).
-pub struct HttpServer {
-    child: Child,
-    pub url: String,
+/// A third-party server serving Streamable HTTP on 127.0.0.1 that says where it listens.
+pub use odek_test_support::listening::ListeningServer as HttpServer;
+
+/// The Python SDK server of these tests over Streamable HTTP, its artifacts in `artifacts`.
+pub fn python_http(servers: &Servers, artifacts: &Path) -> HttpServer {
+    let mut command = Command::new(servers.python());
+    command.arg(Servers::python_server_script()).arg("--http").env("INTEROP_ARTIFACT_DIR", artifacts);
+    HttpServer::start(command)
 }
 
-impl HttpServer {
-    /// Runs `command` (stdin piped, stdout read for the `listening` line, stderr dropped).
-    pub fn start(mut command: Command) -> HttpServer {
-        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok);
-            let listening = lines.by_ref().take(100).find(|line| line.starts_with("listening "));
-            let _ = sender.send(listening.unwrap_or_default());
-            // Drained to the end: a server that logs on stdout must not die of a closed pipe.
-            lines.for_each(drop);
-        });
-        let line = receiver.recv_timeout(RUN_DEADLINE).unwrap_or_default();
-        let Some(url) = line.trim().strip_prefix("listening ").map(str::to_owned) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the HTTP server did not say where it listens: {line:?}");
-        };
-        HttpServer { child, url }
-    }
-
-    /// The Python SDK server of these tests over Streamable HTTP, its artifacts in `artifacts`.
-    pub fn python(servers: &Servers, artifacts: &Path) -> HttpServer {
-        let mut command = Command::new(servers.python());
-        command.arg(Servers::python_server_script()).arg("--http").env("INTEROP_ARTIFACT_DIR", artifacts);
-        HttpServer::start(command)
-    }
-}
-
-impl HttpServer {
-    /// `@modelcontextprotocol/server-everything` in its `streamableHttp` (URL `/mcp`) or its
-    /// deprecated `sse` mode (URL `/sse`), on a port the kernel picks
-    /// (`tests/interop/listen_hook.mjs` reports it).
-    pub fn everything(servers: &Servers, mode: &str) -> HttpServer {
-        let hook = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/listen_hook.mjs");
-        let path = if mode == "sse" { "/sse" } else { "/mcp" };
-        let mut command = Command::new("node");
-        command.arg("--import").arg(hook).arg(servers.everything()).arg(mode).env("PORT", "0").env("LISTEN_PATH", path);
-        HttpServer::start(command)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `@modelcontextprotocol/server-everything` in its `streamableHttp` (URL `/mcp`) or its
+/// deprecated `sse` mode (URL `/sse`), on a port the kernel picks
+/// (`tests/interop/listen_hook.mjs` reports it).
+pub fn everything_http(servers: &Servers, mode: &str) -> HttpServer {
+    let hook = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/listen_hook.mjs");
+    let path = if mode == "sse" { "/sse" } else { "/mcp" };
+    let mut command = Command::new("node");
+    command.arg("--import").arg(hook).arg(servers.everything()).arg(mode).env("PORT", "0").env("LISTEN_PATH", path);
+    HttpServer::start(command)
 }
