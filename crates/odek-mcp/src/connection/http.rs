@@ -44,6 +44,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_HEADER: &str = "last-event-id";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const EVENT_STREAM: &str = "text/event-stream";
 
 /// Everything an HTTP connection needs.
 pub(crate) struct HttpParams<'a> {
@@ -322,7 +323,7 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
                 Err(failure) => fail(failure),
             }
         }
-        "text/event-stream" => {
+        EVENT_STREAM => {
             let last_event_id = match read_stream(shared, Some(id), response, StreamBound::Total).await {
                 StreamEnd::Answered => return,
                 StreamEnd::Failed(failure) => return fail(failure),
@@ -412,17 +413,26 @@ async fn read_stream(
     }
 }
 
+/// A `GET` for an event stream, resumed after `last_event_id` when given; `None` once the
+/// connection was shut down.
+fn stream_request(link: &HttpLink, last_event_id: Option<HeaderValue>) -> Option<reqwest::RequestBuilder> {
+    let request = link.request(reqwest::Method::GET)?.header(ACCEPT, EVENT_STREAM);
+    Some(match last_event_id {
+        Some(id) => request.header(LAST_EVENT_HEADER, id),
+        None => request,
+    })
+}
+
+/// A 2xx answer that is an event stream.
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response.status().is_success() && content_type(response) == EVENT_STREAM
+}
+
 /// `GET` with `Last-Event-ID`: the server may replay what the broken stream would have sent.
 async fn resume(link: &HttpLink, last_event_id: &str) -> Option<reqwest::Response> {
     let last_event_id = HeaderValue::from_str(last_event_id).ok()?;
-    let response = link
-        .request(reqwest::Method::GET)?
-        .header(ACCEPT, "text/event-stream")
-        .header(LAST_EVENT_HEADER, last_event_id)
-        .send()
-        .await
-        .ok()?;
-    (response.status().is_success() && content_type(&response) == "text/event-stream").then_some(response)
+    let response = stream_request(link, Some(last_event_id))?.send().await.ok()?;
+    is_event_stream(&response).then_some(response)
 }
 
 /// The standalone stream (spec 2025-03-26 "Listening for Messages from the Server"): server
@@ -433,18 +443,15 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
     let mut last_event_id: Option<String> = None;
     let mut failures = 0;
     while failures < LISTEN_ATTEMPTS && !shared.stop.is_cancelled() {
-        let Some(request) = link.request(reqwest::Method::GET) else { return };
-        let mut request = request.header(ACCEPT, "text/event-stream");
-        if let Some(id) = last_event_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
-            request = request.header(LAST_EVENT_HEADER, id);
-        }
+        let resume_from = last_event_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok());
+        let Some(request) = stream_request(&link, resume_from) else { return };
         let response = tokio::select! {
             biased;
             () = shared.stop.cancelled() => return,
             response = request.send() => response,
         };
         match response {
-            Ok(response) if response.status().is_success() && content_type(&response) == "text/event-stream" => {
+            Ok(response) if is_event_stream(&response) => {
                 let end = tokio::select! {
                     biased;
                     () = shared.stop.cancelled() => return,
@@ -479,13 +486,11 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
 /// closes the connection (the next call restarts it).
 pub(crate) async fn legacy_stream(shared: Arc<Shared>, link: Arc<HttpLink>) {
     let Some(endpoint) = &link.legacy_endpoint else { return };
-    let opened = match link.request(reqwest::Method::GET) {
-        Some(request) => request.header(ACCEPT, "text/event-stream").send().await.ok(),
+    let opened = match stream_request(&link, None) {
+        Some(request) => request.send().await.ok(),
         None => None,
     };
-    let Some(mut response) =
-        opened.filter(|response| response.status().is_success() && content_type(response) == "text/event-stream")
-    else {
+    let Some(mut response) = opened.filter(is_event_stream) else {
         shared.close(Closed::Eof);
         return;
     };
