@@ -7,7 +7,8 @@
 //! [`run`] is the loop ([`run::Agent`] with its [`run::ToolSet`] and [`run::LoopSettings`],
 //! returning a [`run::RunOutcome`] or a [`run::RunError`]); [`tool`] is the seam every tool
 //! implements ([`tool::Tool`]); [`tools`] builds the built-in tools; [`mcp_outcome`] turns an MCP
-//! call result into a tool outcome; [`observer`] is what the loop reports while it runs;
+//! call result into a tool outcome; \[beyond\] the resource tools ([`LIST_MCP_RESOURCES`],
+//! [`READ_MCP_RESOURCE`]) join them while a server offers resources; [`observer`] is what the loop reports while it runs;
 //! [`events`] turns those reports into `odek.event/v1` lines; [`budget`] holds the limits and the
 //! share a sub-agent gets; [`liveness`] tracks a run's phase and progress for `run_heartbeat`
 //! and types a stall; [`prompt`] composes the system prompt and the task's attachments;
@@ -20,6 +21,7 @@ pub mod budget;
 pub mod events;
 pub mod finish;
 pub mod liveness;
+mod mcp_resources;
 mod mcp_tool;
 pub mod observer;
 pub mod plan;
@@ -30,4 +32,5 @@ pub mod subagent;
 pub mod tool;
 pub mod tools;
 
+pub use mcp_resources::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE, call_resource_tool};
 pub use mcp_tool::mcp_outcome;

@@ -17,6 +17,9 @@
 //! symlink after the check; swapping a parent directory in that window is not defended against
 //! (the working directory is not expected to change under a starting run).
 //!
+//! \[beyond\] The MCP servers' `instructions` are the prompt's last section, put in (and
+//! replaced) once the servers are up: [`upsert_server_instructions`].
+//!
 //! Nothing here prints: warnings are returned without the `odek: warning: ` prefix.
 
 use std::borrow::Cow;
@@ -29,6 +32,8 @@ use odek_contract::prompt_injection::detects_prompt_injection;
 use odek_contract::quoting::quote;
 use odek_contract::regular_file::{Bounded, Follow, open_regular_read, read_capped, read_past_limit};
 use odek_contract::untrusted::wrap_untrusted;
+use odek_llm::{Message, Role};
+use odek_mcp::ServerInstructions;
 use thiserror::Error;
 
 /// Largest `~/.odek/IDENTITY.md` used (256 KiB, in bytes); a larger file is ignored.
@@ -197,6 +202,37 @@ fn load_agents_md(cwd: &Path, warnings: &mut Vec<String>) -> Option<String> {
         Err(err) => {
             warnings.push(format!("{AGENTS_DISPLAY}: {err}; ignored"));
             None
+        }
+    }
+}
+
+/// \[beyond\] The line that introduces the MCP servers' `instructions`, the system prompt's
+/// last section.
+pub const MCP_INSTRUCTIONS_HEADING: &str = "# MCP server instructions";
+
+/// \[beyond\] `system` with its MCP-instructions section replaced by one holding `blocks` (each
+/// already screened and wrapped by the MCP client), or removed when there are none. The section
+/// is the prompt's tail from the last `\n\n` + [`MCP_INSTRUCTIONS_HEADING`] + `\n\n`, so a
+/// session continued with other servers never keeps the old servers' text. (A project's
+/// `AGENTS.md` could spell the heading too; it would only cut its own text, and only when no
+/// server sends instructions.)
+pub fn with_server_instructions(system: &str, blocks: &[ServerInstructions]) -> String {
+    let marker = format!("\n\n{MCP_INSTRUCTIONS_HEADING}\n\n");
+    let base = system.rfind(&marker).map_or(system, |at| &system[..at]);
+    if blocks.is_empty() {
+        return base.to_owned();
+    }
+    let blocks: Vec<&str> = blocks.iter().map(|instructions| instructions.block.as_str()).collect();
+    format!("{base}{marker}{}", blocks.join("\n\n"))
+}
+
+/// \[beyond\] [`with_server_instructions`] applied to the conversation's first message when it
+/// is the system prompt; a conversation without one is left as it is.
+pub fn upsert_server_instructions(messages: &mut [Message], blocks: &[ServerInstructions]) {
+    if let Some(system) = messages.first_mut().filter(|message| message.role == Role::System) {
+        let updated = with_server_instructions(&system.content, blocks);
+        if updated != system.content {
+            system.content = updated;
         }
     }
 }
@@ -404,6 +440,35 @@ mod tests {
     fn at_tokens_need_a_word_start() {
         let tokens: Vec<&str> = at_tokens("see @a.rs and mail@b.rs, @ or (@c) @d.").collect();
         assert_eq!(tokens, vec!["a.rs", "d."]);
+    }
+
+    fn instructions(server: &str, text: &str) -> ServerInstructions {
+        ServerInstructions { server: server.to_owned(), block: format!("Instructions of {server}: {text}") }
+    }
+
+    #[test]
+    fn server_instructions_are_the_last_section_and_replaced_not_stacked() {
+        let base = "identity\n\n# Runtime context\n\n- Date: x";
+        let first = with_server_instructions(base, &[instructions("a", "one"), instructions("b", "two")]);
+        assert_eq!(
+            first,
+            format!("{base}\n\n# MCP server instructions\n\nInstructions of a: one\n\nInstructions of b: two")
+        );
+        let second = with_server_instructions(&first, &[instructions("c", "three")]);
+        assert_eq!(second, format!("{base}\n\n# MCP server instructions\n\nInstructions of c: three"));
+        assert_eq!(with_server_instructions(&second, &[]), base);
+        assert_eq!(with_server_instructions(base, &[]), base);
+    }
+
+    #[test]
+    fn only_a_leading_system_message_gets_the_instructions() {
+        let mut messages = vec![Message::user("task")];
+        upsert_server_instructions(&mut messages, &[instructions("a", "one")]);
+        assert_eq!(messages[0].content, "task");
+        let mut messages = vec![Message::system("prompt"), Message::user("task")];
+        upsert_server_instructions(&mut messages, &[instructions("a", "one")]);
+        assert_eq!(messages[0].content, "prompt\n\n# MCP server instructions\n\nInstructions of a: one");
+        assert_eq!(messages[1].content, "task");
     }
 
     #[test]

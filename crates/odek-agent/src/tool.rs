@@ -45,6 +45,11 @@ impl ToolOutcome {
         ToolOutcome { output: output.into(), untrusted_source: Some(source.into()), ..ToolOutcome::default() }
     }
 
+    /// `Some(observed_chars)` when `max_result_chars` cut the output.
+    pub fn observed_chars(&self) -> Option<u64> {
+        self.truncated_observed_chars
+    }
+
     /// A refused operation: the denial text the model reads, and the denial itself.
     pub fn denied(class: DangerClass, reason: impl Into<String>) -> ToolOutcome {
         let reason = reason.into();

@@ -708,3 +708,50 @@ fn everything_server_over_streamable_http_and_legacy_sse_answers_through_odek() 
         assert_eq!(ok_text(&records[6]), "Echo: still here", "{mode}");
     }
 }
+
+/// [beyond] `@modelcontextprotocol/server-everything`'s instructions and resources (issue 19
+/// item 3), over stdio and Streamable HTTP: `odek ext list` says it sent instructions and offers
+/// resources; `list_mcp_resources` gives one line per listed document, `read_mcp_resource` a
+/// document's text inside the server's wrapper and a blob as its metadata line only; an unknown
+/// uri is the server's own error.
+#[test]
+fn everything_server_instructions_and_resources_reach_the_model() {
+    let Some(servers) = Servers::installed("everything_server_instructions_and_resources_reach_the_model") else {
+        return;
+    };
+    let http = support::everything_http(&servers, "streamableHttp");
+    let projects = [
+        ("stdio", everything_project(&servers, &json!({}))),
+        ("http", Project::new().configure(&json!({ "mcp_servers": { "everything": { "url": http.url } } }))),
+    ];
+    for (transport, project) in projects {
+        let (run, reports) = project.list_json();
+        run.assert_code(0);
+        let everything = report(&reports, "everything");
+        assert_eq!((everything["instructions"].as_bool(), everything["resources"].as_bool()), (Some(true), Some(true)));
+
+        let document = "demo://resource/static/document/architecture.md";
+        let (run, records) = project.call_jsonl(&[
+            json!({"tool": "list_mcp_resources", "arguments": {}}),
+            json!({"tool": "read_mcp_resource", "arguments": {"server": "everything", "uri": document}}),
+            json!({"tool": "read_mcp_resource", "arguments": {"uri": "demo://resource/dynamic/blob/1"}}),
+            json!({"tool": "read_mcp_resource", "arguments": {"uri": "demo://nothing/here"}}),
+        ]);
+        run.assert_code(0);
+        let listing = ok_text(&records[0]);
+        assert!(listing.starts_with("MCP server \"everything\" lists "), "{transport}: {listing}");
+        assert!(
+            listing.contains(&format!("\n- \"{document}\" (name \"architecture.md\", text/markdown): ")),
+            "{transport}: {listing}"
+        );
+        assert!(ok_text(&records[1]).starts_with("# Everything Server"), "{transport}: {}", ok_text(&records[1]));
+        let blob = ok_text(&records[2]);
+        assert!(blob.starts_with("- resource \"demo://resource/dynamic/blob/1\" ("), "{transport}: {blob}");
+        assert!(blob.ends_with(" bytes)") && !blob.contains('\n'), "{transport}: {blob}");
+        assert!(
+            error_text(&records[3]).starts_with("mcpclient everything: resources/read: MCP error "),
+            "{transport}: {}",
+            error_text(&records[3])
+        );
+    }
+}

@@ -291,7 +291,7 @@ fn tool_returned_error(context: &ResultContext<'_>, message: String) -> McpError
     McpError::ToolReturnedError { server: context.server.to_owned(), tool: context.tool.to_owned(), message }
 }
 
-fn contract_error(context: &ResultContext<'_>, error: &odek_contract::ContractError) -> McpError {
+pub(crate) fn contract_error(context: &ResultContext<'_>, error: &odek_contract::ContractError) -> McpError {
     McpError::ToolResult {
         server: context.server.to_owned(),
         tool: context.tool.to_owned(),

@@ -20,15 +20,15 @@ use odek_contract::quoting::quote;
 use odek_contract::render::clean_field_to;
 use odek_contract::untrusted::wrap_untrusted;
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::caps::{MAX_SCHEMA_BYTES, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, MAX_TOOLS_PER_SERVER};
 use crate::connection::{CallOptions, Connection};
 use crate::error::{McpError, RejectedName, RequestFailure};
+use crate::instructions::{Instructions, model_facing_instructions};
 use crate::observer::McpObserver;
 use crate::output_schema::{OutputSchema, compile_output_schema};
-use crate::wire::{INITIALIZED, Params, ResultFrame, json_string, parse_object};
+use crate::wire::{CappedSeq, INITIALIZED, Params, ResultFrame, json_string, parse_object};
 
 /// Versions accepted without a warning. [beyond] `2024-11-05` is among them: what odek uses of
 /// the protocol (tools, pagination, progress, log messages) is the same in it.
@@ -98,6 +98,10 @@ pub(crate) struct Discovered {
     /// The server's `protocolVersion` answer (`""` when it gave none).
     pub protocol_version: String,
     pub tools: Vec<ListedTool>,
+    /// \[beyond\] Its `instructions`, as the model may see them.
+    pub instructions: Instructions,
+    /// \[beyond\] Whether its capabilities offer `resources`.
+    pub resources: bool,
 }
 
 /// `initialize`, `notifications/initialized`, then every `tools/list` page. Each request uses the
@@ -128,13 +132,21 @@ pub(crate) async fn handshake(
             ),
         );
     }
+    let instructions = model_facing_instructions(&server, result.get("instructions"));
+    let resources = offers_resources(result.get("capabilities"));
     connection.set_protocol_version(&protocol_version);
     connection.notify(INITIALIZED.to_vec()).await;
     connection.open_server_stream();
     // A list_changed that arrived before this listing is answered by it.
     stale.store(false, Ordering::Release);
     let tools = list_tools(connection).await?;
-    Ok(Discovered { protocol_version, tools })
+    Ok(Discovered { protocol_version, tools, instructions, resources })
+}
+
+/// \[beyond\] Whether an `initialize` answer's `capabilities` offer resources: a `resources`
+/// member that is an object.
+pub fn offers_resources(capabilities: Option<&Value>) -> bool {
+    capabilities.and_then(|capabilities| capabilities.get("resources")).is_some_and(Value::is_object)
 }
 
 /// The version an `initialize` answer's `protocolVersion` field names: `""` when it is absent or
@@ -156,46 +168,12 @@ pub fn initialize_params(client_version: &str) -> String {
 
 #[derive(Deserialize)]
 struct ToolsPage {
+    /// At most [`MAX_TOOLS_PER_SERVER`] tools are built; the rest are only counted (skipped
+    /// without being decoded), so a page of a million tiny tools costs a counter.
     #[serde(default)]
-    tools: Option<CappedTools>,
+    tools: Option<CappedSeq<WireTool, MAX_TOOLS_PER_SERVER>>,
     #[serde(default, rename = "nextCursor")]
     next_cursor: Option<Value>,
-}
-
-/// A page's `tools` array: at most [`MAX_TOOLS_PER_SERVER`] tools are built; the rest are only
-/// counted (skipped without being decoded), so a page of a million tiny tools costs a counter.
-struct CappedTools {
-    kept: Vec<WireTool>,
-    listed: usize,
-}
-
-impl<'de> Deserialize<'de> for CappedTools {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct CappedVisitor;
-        impl<'de> Visitor<'de> for CappedVisitor {
-            type Value = CappedTools;
-
-            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                formatter.write_str("an array of tools")
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CappedTools, A::Error> {
-                let mut kept = Vec::new();
-                while kept.len() < MAX_TOOLS_PER_SERVER {
-                    match seq.next_element::<WireTool>()? {
-                        Some(tool) => kept.push(tool),
-                        None => return Ok(CappedTools { listed: kept.len(), kept }),
-                    }
-                }
-                let mut listed = kept.len();
-                while seq.next_element::<IgnoredAny>()?.is_some() {
-                    listed = listed.saturating_add(1);
-                }
-                Ok(CappedTools { kept, listed })
-            }
-        }
-        deserializer.deserialize_seq(CappedVisitor)
-    }
 }
 
 #[derive(Deserialize)]
@@ -305,8 +283,9 @@ impl Listing {
         }
         let page: ToolsPage =
             parse_object(result_json).map_err(|error| McpError::ToolsListParse { server: server(), error })?;
-        let tools = page.tools.unwrap_or(CappedTools { kept: Vec::new(), listed: 0 });
-        if self.tools.len().saturating_add(tools.listed) > MAX_TOOLS_PER_SERVER {
+        let tools = page.tools.unwrap_or_default();
+        let listed = tools.kept.len().saturating_add(tools.omitted);
+        if self.tools.len().saturating_add(listed) > MAX_TOOLS_PER_SERVER {
             return Err(McpError::TooManyTools { server: server(), page: self.pages });
         }
         self.tools.extend(tools.kept.into_iter().map(listed_tool));
@@ -514,7 +493,7 @@ mod tests {
         tools.push(serde_json::json!({"name": 5}));
         let page: ToolsPage = serde_json::from_value(serde_json::json!({"tools": tools})).unwrap();
         let capped = page.tools.unwrap();
-        assert_eq!((capped.kept.len(), capped.listed), (MAX_TOOLS_PER_SERVER, MAX_TOOLS_PER_SERVER + 1));
+        assert_eq!((capped.kept.len(), capped.omitted), (MAX_TOOLS_PER_SERVER, 1));
     }
 
     #[test]

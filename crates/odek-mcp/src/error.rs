@@ -130,6 +130,13 @@ pub enum McpError {
     ApprovalRequired(String),
     #[error("mcpclient {server}: parse result: {error}")]
     ResultParse { server: String, error: String },
+    /// \[beyond\] The answer to another request of odek's (`resources/list`, `resources/read`)
+    /// is not what MCP says.
+    #[error("mcpclient {server}: parse {method}: {error}")]
+    ResponseParse { server: String, method: &'static str, error: String },
+    /// \[beyond\] A resource request named a server that offers no resources (or none is live).
+    #[error("{}", no_resources_text(server, offering))]
+    NoResources { server: String, offering: Vec<String> },
     /// `isError: true`; `message` is sanitised and capped.
     #[error("mcpclient {server}: tool {tool} returned error: {message}")]
     ToolReturnedError { server: String, tool: String, message: String },
@@ -164,6 +171,16 @@ pub enum McpError {
     /// The startup wrapper `mcp server "<name>": <error>`, never applied twice.
     #[error("{}", startup_text(server, source))]
     Startup { server: String, source: Box<McpError> },
+}
+
+/// `no MCP server "<server>" offers resources; servers with resources: "a", "b"` (or `: none`).
+fn no_resources_text(server: &str, offering: &[String]) -> String {
+    let offering = if offering.is_empty() {
+        "none".to_owned()
+    } else {
+        offering.iter().map(|name| quote(name)).collect::<Vec<_>>().join(", ")
+    };
+    format!("no MCP server {} offers resources; servers with resources: {offering}", quote(server))
 }
 
 /// A raw tool name the §3 rules reject, and the rule it breaks.
@@ -251,7 +268,8 @@ impl McpError {
             | McpError::TooManyPages { .. }
             | McpError::ToolListTooLarge { .. }
             | McpError::TooManyTools { .. }
-            | McpError::ResultParse { .. } => "protocol_error",
+            | McpError::ResultParse { .. }
+            | McpError::ResponseParse { .. } => "protocol_error",
             McpError::InvalidToolNames { .. } | McpError::ExposedNameCollision { .. } => "invalid_tool",
             McpError::RestartFailed { source, .. }
             | McpError::RestartRejected { source, .. }
@@ -260,7 +278,8 @@ impl McpError {
             McpError::ToolReturnedError { .. }
             | McpError::ToolResult { .. }
             | McpError::NoLongerOffered { .. }
-            | McpError::ToolNotFound { .. } => "error",
+            | McpError::ToolNotFound { .. }
+            | McpError::NoResources { .. } => "error",
         }
     }
 

@@ -24,14 +24,16 @@ use crate::call::{decode_checked_call_result, decode_unless_blocking};
 use crate::catalogue::{Catalogue, Route};
 use crate::connection::{CallOptions, Connection, HttpParams, SpawnParams, cancelled};
 use crate::discovery::{
-    Discovered, ListedTool, ToolDescriptor, check_tool_names, handshake, list_tools, registration_checks_quiet,
+    Discovered, ListedTool, ToolDescriptor, check_tool_names, cursor_params, handshake, list_tools,
+    registration_checks_quiet,
 };
 use crate::env_allowlist::server_env;
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
+use crate::resources::{LIST_METHOD, READ_METHOD, decode_read_result, read_params, render_resource_page};
 use crate::server_config::{Limits, SecretValue, ServerSpec, Transport};
-use crate::wire::{Params, encode_arguments};
+use crate::wire::{Params, ResultFrame, encode_arguments};
 
 /// Restarts allowed per server per run.
 pub(crate) const MAX_RESTARTS: u32 = 3;
@@ -58,6 +60,10 @@ pub struct ServerInfo {
     pub tools: Vec<ExposedName>,
     pub restarts: u32,
     pub disabled: bool,
+    /// \[beyond\] The server sent `instructions` that reach the system prompt.
+    pub instructions: bool,
+    /// \[beyond\] Its handshake offered resources.
+    pub resources: bool,
 }
 
 enum Slot {
@@ -82,6 +88,11 @@ struct ServerRuntime {
     /// connection meanwhile.
     restart_due: AtomicBool,
     protocol_version: Mutex<String>,
+    /// \[beyond\] The model-facing block of the server's `instructions`, from its latest
+    /// handshake.
+    instructions: Mutex<Option<String>>,
+    /// \[beyond\] Whether the latest handshake offered `resources`.
+    resources: AtomicBool,
     /// Tools the approver turned down, as listed: a re-list does not ask (or warn) again.
     declined: Mutex<Vec<ToolDescriptor>>,
 }
@@ -165,6 +176,8 @@ impl McpHub {
                 restarts: AtomicU32::new(0),
                 restart_due: AtomicBool::new(false),
                 protocol_version: Mutex::new(String::new()),
+                instructions: Mutex::new(None),
+                resources: AtomicBool::new(false),
                 declined: Mutex::new(Vec::new()),
                 spec,
             }));
@@ -185,7 +198,14 @@ impl McpHub {
                 let started = Instant::now();
                 // The per-server checks run here, concurrently; registration stays in name order.
                 let outcome = connect(&server, &options).await.map(|(connection, discovered)| {
-                    (connection, discovered.protocol_version, prepare(&server.spec, discovered.tools))
+                    let mut prepared = prepare(&server.spec, discovered.tools);
+                    prepared.warnings.extend(discovered.instructions.warning);
+                    let handshake = Handshake {
+                        protocol_version: discovered.protocol_version,
+                        instructions: discovered.instructions.block,
+                        resources: discovered.resources,
+                    };
+                    (connection, handshake, prepared)
                 });
                 (outcome, started.elapsed())
             }));
@@ -209,8 +229,8 @@ impl McpHub {
                 continue;
             }
             let result = match outcome {
-                Ok((connection, protocol_version, prepared)) => {
-                    hub.register_started(server, connection, protocol_version, prepared, connect_time).await
+                Ok((connection, handshake, prepared)) => {
+                    hub.register_started(server, connection, handshake, prepared, connect_time).await
                 }
                 Err(error) => Err(error),
             };
@@ -243,7 +263,7 @@ impl McpHub {
         &self,
         server: &ServerRuntime,
         connection: Arc<Connection>,
-        protocol_version: String,
+        handshake: Handshake,
         prepared: Prepared,
         connect_time: Duration,
     ) -> Result<(), McpError> {
@@ -256,7 +276,8 @@ impl McpHub {
                 return Err(error);
             }
         };
-        *server.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = protocol_version.clone();
+        let protocol_version = handshake.protocol_version.clone();
+        server.keep_handshake(handshake);
         *server.slot.lock().await = Slot::Live(connection);
         self.options.observer.event(McpEvent::ServerStarted {
             server: server.spec.name.clone(),
@@ -368,7 +389,9 @@ impl McpHub {
                 limits: server.spec.limits,
                 tools: catalogue.tools_of(server.index).iter().map(|tool| tool.exposed.clone()).collect(),
                 restarts: server.restarts.load(Ordering::Acquire),
-                disabled: server.slot.try_lock().is_ok_and(|slot| matches!(*slot, Slot::Disabled)),
+                disabled: !server.is_enabled(),
+                instructions: server.instructions.lock().unwrap_or_else(PoisonError::into_inner).is_some(),
+                resources: server.resources.load(Ordering::Acquire),
             })
             .collect()
     }
@@ -398,41 +421,12 @@ impl McpHub {
     ) -> Result<ToolOutput, McpError> {
         let name = &server.spec.name;
         let raw_tool: &str = &route.raw_name;
-        let not_dispatched = |cause| McpError::Request {
-            server: name.clone(),
-            method: "tools/call",
-            failure: RequestFailure::NotDispatched(cause),
-        };
-        let connection = match self.live_connection(server) {
-            Some(connection) => connection,
-            None => {
-                // Waiting for another caller's restart, or restarting, happens within the
-                // caller's bounds.
-                let connecting = self.connection_for_call(server, raw_tool, exposed);
-                tokio::select! {
-                    biased;
-                    () = cancelled(options.cancel.as_ref()) => return Err(not_dispatched(Cause::Canceled)),
-                    connection = until(options.deadline, connecting) => match connection {
-                        Some(connection) => connection?,
-                        None => return Err(not_dispatched(Cause::DeadlineExceeded)),
-                    },
-                }
-            }
-        };
+        let connection = self.connection_within(server, Purpose::Tool { raw_tool, exposed }, options).await?;
         let encoded = encode_arguments(arguments);
         let frame = connection
             .request("tools/call", Params::ToolCall { prefix: &route.params_prefix, arguments: &encoded }, options)
             .await
-            .map_err(|failure| {
-                let failure = match failure {
-                    RequestFailure::Rpc { code, message } => {
-                        let context = result_context(server, raw_tool);
-                        RequestFailure::Rpc { code, message: cap_error_text(&message, &context).text }
-                    }
-                    other => other,
-                };
-                McpError::Request { server: name.clone(), method: "tools/call", failure }
-            })?;
+            .map_err(|failure| request_error(server, "tools/call", raw_tool, failure))?;
         let output_schema = route.output_schema.clone();
         let context = result_context(server, raw_tool);
         if let Some(decoded) = decode_unless_blocking(frame.result_json(), &context, as_check(output_schema.as_deref()))
@@ -444,28 +438,25 @@ impl McpHub {
         // check's own work is bounded; an abandoned one finishes alone).
         let (server_name, tool, limit, roots) =
             (name.clone(), raw_tool.to_owned(), server.spec.limits.max_result_chars, server.roots.clone());
-        let decoding = tokio::task::spawn_blocking(move || {
-            let context = ResultContext { server: &server_name, tool: &tool, max_result_chars: limit, roots: &roots };
-            decode_checked_call_result(frame.result_json(), &context, as_check(output_schema.as_deref()))
-        });
-        let abandoned = |cause| McpError::Request {
-            server: name.clone(),
-            method: "tools/call",
-            failure: RequestFailure::OutcomeUnknown(cause),
-        };
-        tokio::select! {
-            biased;
-            () = cancelled(options.cancel.as_ref()) => Err(abandoned(Cause::Canceled)),
-            decoded = until(options.deadline, decoding) => match decoded {
-                None => Err(abandoned(Cause::DeadlineExceeded)),
-                Some(Ok(decoded)) => decoded,
-                Some(Err(join)) => Err(McpError::ToolResult {
-                    server: name.clone(),
-                    tool: raw_tool.to_owned(),
-                    detail: format!("decoding the result failed: {join}"),
-                }),
+        let decoded = decode_off_workers(
+            move || {
+                let context =
+                    ResultContext { server: &server_name, tool: &tool, max_result_chars: limit, roots: &roots };
+                decode_checked_call_result(frame.result_json(), &context, as_check(output_schema.as_deref()))
             },
-        }
+            options,
+        )
+        .await;
+        decoded.map_err(|failure| match failure {
+            Abandoned::Cause(cause) => McpError::Request {
+                server: name.clone(),
+                method: "tools/call",
+                failure: RequestFailure::OutcomeUnknown(cause),
+            },
+            Abandoned::Failed(detail) => {
+                McpError::ToolResult { server: name.clone(), tool: raw_tool.to_owned(), detail }
+            }
+        })?
     }
 
     /// The usual case without waiting: the slot is free (no restart or re-list under way) and
@@ -485,21 +476,21 @@ impl McpHub {
     async fn connection_for_call(
         &self,
         server: &ServerRuntime,
-        raw_tool: &str,
-        exposed: &str,
+        purpose: Purpose<'_>,
     ) -> Result<Arc<Connection>, McpError> {
         let name = &server.spec.name;
+        let method = purpose.method();
         let mut slot = server.slot.lock().await;
         if self.closed.load(Ordering::Acquire) {
             return Err(McpError::Request {
                 server: name.clone(),
-                method: "tools/call",
+                method,
                 failure: RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch),
             });
         }
         let current = match &*slot {
             Slot::Live(connection) => Arc::clone(connection),
-            Slot::Disabled => return Err(McpError::ToolNotFound { exposed: exposed.to_owned() }),
+            Slot::Disabled => return Err(purpose.unavailable(name, self.resource_servers())),
         };
         if !current.is_dead() {
             return Ok(current);
@@ -512,7 +503,7 @@ impl McpHub {
         if server.restarts.load(Ordering::Acquire) >= MAX_RESTARTS {
             return Err(McpError::Request {
                 server: name.clone(),
-                method: "tools/call",
+                method,
                 failure: RequestFailure::NotDispatched(Cause::RestartLimitExhausted),
             });
         }
@@ -544,15 +535,168 @@ impl McpHub {
             }
             return Err(McpError::RestartFailed { server: name.clone(), source: Box::new(error) });
         }
-        *server.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = discovered.protocol_version;
+        if let Some(warning) = &discovered.instructions.warning {
+            self.options.observer.warning(name, warning);
+        }
+        server.keep_handshake(Handshake {
+            protocol_version: discovered.protocol_version,
+            instructions: discovered.instructions.block,
+            resources: discovered.resources,
+        });
         *slot = Slot::Live(Arc::clone(&connection));
         server.restart_due.store(false, Ordering::Release);
         self.options.observer.event(McpEvent::ServerRestarted { server: name.clone(), restarts, exit_status });
-        let offered = self.catalogue.read().unwrap_or_else(PoisonError::into_inner).offers(server.index, raw_tool);
-        if !offered {
-            return Err(McpError::NoLongerOffered { server: name.clone(), tool: raw_tool.to_owned() });
+        match purpose {
+            Purpose::Tool { raw_tool, .. } => {
+                let catalogue = self.catalogue.read().unwrap_or_else(PoisonError::into_inner);
+                if !catalogue.offers(server.index, raw_tool) {
+                    return Err(McpError::NoLongerOffered { server: name.clone(), tool: raw_tool.to_owned() });
+                }
+            }
+            Purpose::Resources { .. } if !server.resources.load(Ordering::Acquire) => {
+                return Err(purpose.unavailable(name, self.resource_servers()));
+            }
+            Purpose::Resources { .. } => {}
         }
         Ok(connection)
+    }
+
+    /// The live connection for a request of `purpose`, within the caller's bounds: at once in
+    /// the usual case, else after waiting for another caller's restart or restarting the server
+    /// (spec §11) — a deadline or cancellation first fails the request as not dispatched.
+    async fn connection_within(
+        &self,
+        server: &ServerRuntime,
+        purpose: Purpose<'_>,
+        options: &CallOptions,
+    ) -> Result<Arc<Connection>, McpError> {
+        if let Some(connection) = self.live_connection(server) {
+            return Ok(connection);
+        }
+        let not_dispatched = |cause| McpError::Request {
+            server: server.spec.name.clone(),
+            method: purpose.method(),
+            failure: RequestFailure::NotDispatched(cause),
+        };
+        tokio::select! {
+            biased;
+            () = cancelled(options.cancel.as_ref()) => Err(not_dispatched(Cause::Canceled)),
+            connection = until(options.deadline, self.connection_for_call(server, purpose)) => match connection {
+                Some(connection) => connection,
+                None => Err(not_dispatched(Cause::DeadlineExceeded)),
+            },
+        }
+    }
+
+    /// \[beyond\] The model-facing block of every live server's `instructions`, in name order
+    /// (servers that sent none, or had them withheld, are left out).
+    pub fn instructions(&self) -> Vec<ServerInstructions> {
+        self.servers
+            .iter()
+            .filter(|server| server.is_enabled())
+            .filter_map(|server| {
+                let block = server.instructions.lock().unwrap_or_else(PoisonError::into_inner).clone()?;
+                Some(ServerInstructions { server: server.spec.name.clone(), block })
+            })
+            .collect()
+    }
+
+    /// \[beyond\] The live servers whose handshake offered resources, in name order.
+    pub fn resource_servers(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|server| server.resources.load(Ordering::Acquire) && server.is_enabled())
+            .map(|server| server.spec.name.clone())
+            .collect()
+    }
+
+    /// \[beyond\] One `resources/list` page of `server` (the first without a `cursor`) as the
+    /// model reads it (`resources::render_resource_page`), capped at the server's
+    /// `max_result_chars`; `tool` names the caller in the truncation notice. Errors are worded
+    /// and bounded as a tool call's are.
+    pub async fn list_resources(
+        &self,
+        server: &str,
+        cursor: Option<&str>,
+        tool: &str,
+        options: &CallOptions,
+    ) -> Result<ToolOutput, McpError> {
+        let runtime = self.resource_server(server)?;
+        let params = cursor.map(cursor_params);
+        let params = params.as_deref().map_or(Params::Absent, Params::Json);
+        let context = result_context(&runtime, tool);
+        let frame = self.resource_request(&runtime, LIST_METHOD, params, options).await;
+        let output = frame.and_then(|frame| {
+            render_resource_page(&runtime.spec.name, tool, frame.result_json(), runtime.spec.limits.max_result_chars)
+        });
+        output.map_err(|error| bound_error(error, &context))
+    }
+
+    /// \[beyond\] Reads the resource `uri` of `server` through the model view
+    /// (`resources::decode_read_result`): texts as text, binary contents as metadata lines,
+    /// envelopes and artifact refs under the server's roots as for a tool, capped at its
+    /// `max_result_chars`. Errors are worded and bounded as a tool call's are.
+    pub async fn read_resource(&self, server: &str, uri: &str, options: &CallOptions) -> Result<ToolOutput, McpError> {
+        let runtime = self.resource_server(server)?;
+        let params = read_params(uri);
+        let context = result_context(&runtime, READ_METHOD);
+        let frame = self.resource_request(&runtime, READ_METHOD, Params::Json(&params), options).await;
+        let output = match frame {
+            Ok(frame) => {
+                // Artifact refs are stat'ed and hashed: off the async workers.
+                let (name, limit, roots) =
+                    (runtime.spec.name.clone(), runtime.spec.limits.max_result_chars, runtime.roots.clone());
+                let decoded = decode_off_workers(
+                    move || {
+                        let context =
+                            ResultContext { server: &name, tool: READ_METHOD, max_result_chars: limit, roots: &roots };
+                        decode_read_result(frame.result_json(), &context)
+                    },
+                    options,
+                )
+                .await;
+                let server = &runtime.spec.name;
+                decoded.unwrap_or_else(|failure| {
+                    Err(match failure {
+                        Abandoned::Cause(cause) => McpError::Request {
+                            server: server.clone(),
+                            method: READ_METHOD,
+                            failure: RequestFailure::OutcomeUnknown(cause),
+                        },
+                        Abandoned::Failed(error) => {
+                            McpError::ResponseParse { server: server.clone(), method: READ_METHOD, error }
+                        }
+                    })
+                })
+            }
+            Err(error) => Err(error),
+        };
+        output.map_err(|error| bound_error(error, &context))
+    }
+
+    /// The live server `name`, when its handshake offered resources.
+    fn resource_server(&self, name: &str) -> Result<Arc<ServerRuntime>, McpError> {
+        self.servers
+            .iter()
+            .find(|server| server.spec.name == name && server.resources.load(Ordering::Acquire) && server.is_enabled())
+            .cloned()
+            .ok_or_else(|| McpError::NoResources { server: name.to_owned(), offering: self.resource_servers() })
+    }
+
+    /// One resource request on `server`'s connection (restarted first when it crashed), with
+    /// a JSON-RPC error message capped like a tool's.
+    async fn resource_request(
+        &self,
+        server: &ServerRuntime,
+        method: &'static str,
+        params: Params<'_>,
+        options: &CallOptions,
+    ) -> Result<ResultFrame, McpError> {
+        let connection = self.connection_within(server, Purpose::Resources { method }, options).await?;
+        connection
+            .request(method, params, options)
+            .await
+            .map_err(|failure| request_error(server, method, method, failure))
     }
 
     /// Re-lists every server whose list was announced as changed (spec §12); call before each
@@ -693,6 +837,44 @@ fn as_check(schema: Option<&OutputSchema>) -> Option<&dyn OutputCheck> {
     schema.map(|schema| schema as &dyn OutputCheck)
 }
 
+/// A failed request of `server`; a JSON-RPC error's message (the server's text) is sanitised
+/// and capped as a result of `tool` would be.
+fn request_error(server: &ServerRuntime, method: &'static str, tool: &str, failure: RequestFailure) -> McpError {
+    let failure = match failure {
+        RequestFailure::Rpc { code, message } => {
+            RequestFailure::Rpc { code, message: cap_error_text(&message, &result_context(server, tool)).text }
+        }
+        other => other,
+    };
+    McpError::Request { server: server.spec.name.clone(), method, failure }
+}
+
+/// Why [`decode_off_workers`] gave no decoded result.
+enum Abandoned {
+    /// The caller's cancellation or deadline came first.
+    Cause(Cause),
+    /// The decoding task failed (`decoding the result failed: <why>`).
+    Failed(String),
+}
+
+/// Runs `decode` on a blocking thread, never past the caller's cancellation and deadline (an
+/// abandoned decode finishes alone; its work is bounded).
+async fn decode_off_workers<T: Send + 'static>(
+    decode: impl FnOnce() -> T + Send + 'static,
+    options: &CallOptions,
+) -> Result<T, Abandoned> {
+    let decoding = tokio::task::spawn_blocking(decode);
+    tokio::select! {
+        biased;
+        () = cancelled(options.cancel.as_ref()) => Err(Abandoned::Cause(Cause::Canceled)),
+        decoded = until(options.deadline, decoding) => match decoded {
+            None => Err(Abandoned::Cause(Cause::DeadlineExceeded)),
+            Some(Ok(decoded)) => Ok(decoded),
+            Some(Err(join)) => Err(Abandoned::Failed(format!("decoding the result failed: {join}"))),
+        },
+    }
+}
+
 /// Runs `future` until the deadline, if any; `None` when the deadline came first.
 async fn until<F: std::future::Future>(deadline: Option<tokio::time::Instant>, future: F) -> Option<F::Output> {
     match deadline {
@@ -720,6 +902,65 @@ impl McpObserver for RedactingObserver {
 
     fn activity(&self, server: &str) {
         self.0.activity(server);
+    }
+}
+
+/// \[beyond\] A server's `instructions` as the model may see them (`instructions.rs`): a
+/// preamble naming the server, then its text, cut at [`crate::MAX_INSTRUCTIONS_BYTES`], inside
+/// the untrusted wrapper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInstructions {
+    pub server: String,
+    /// The model-facing block, ready to be put into the system prompt.
+    pub block: String,
+}
+
+/// What a request needs a server's connection for: what a failure names, and what must still
+/// hold after a restart.
+#[derive(Clone, Copy)]
+enum Purpose<'a> {
+    /// `tools/call` of a listed tool (still offered after a restart).
+    Tool { raw_tool: &'a str, exposed: &'a str },
+    /// A resource request (the server still offers resources after a restart).
+    Resources { method: &'static str },
+}
+
+impl Purpose<'_> {
+    fn method(self) -> &'static str {
+        match self {
+            Purpose::Tool { .. } => "tools/call",
+            Purpose::Resources { method } => method,
+        }
+    }
+
+    /// The error for a server that was disabled (or no longer offers what is asked).
+    fn unavailable(self, server: &str, offering: Vec<String>) -> McpError {
+        match self {
+            Purpose::Tool { exposed, .. } => McpError::ToolNotFound { exposed: exposed.to_owned() },
+            Purpose::Resources { .. } => McpError::NoResources { server: server.to_owned(), offering },
+        }
+    }
+}
+
+/// What a server's handshake told that outlives it: shown by `servers`, put into the system
+/// prompt, deciding the resource tools.
+struct Handshake {
+    protocol_version: String,
+    instructions: Option<String>,
+    resources: bool,
+}
+
+impl ServerRuntime {
+    /// Keeps what the latest handshake said (at start and after each restart).
+    fn keep_handshake(&self, handshake: Handshake) {
+        *self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = handshake.protocol_version;
+        *self.instructions.lock().unwrap_or_else(PoisonError::into_inner) = handshake.instructions;
+        self.resources.store(handshake.resources, Ordering::Release);
+    }
+
+    /// Whether the server is live now (not disabled; a slot held by a restart counts as live).
+    fn is_enabled(&self) -> bool {
+        !self.slot.try_lock().is_ok_and(|slot| matches!(*slot, Slot::Disabled))
     }
 }
 

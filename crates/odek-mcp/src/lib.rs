@@ -24,10 +24,12 @@ pub mod discovery;
 pub mod env_allowlist;
 mod error;
 pub mod hub;
+mod instructions;
 pub mod observer;
 mod output_schema;
 pub mod process;
 pub mod remote;
+mod resources;
 pub mod server_config;
 pub mod server_lines;
 pub mod wire;
@@ -68,6 +70,10 @@ pub use hub::HubOptions;
 pub use hub::McpHub;
 /// A server's state as `odek ext list` shows it.
 pub use hub::ServerInfo;
+/// A server's `instructions` as the model may see them, and the cap on them.
+pub use hub::ServerInstructions;
+/// The untrusted source of a server's instructions (`mcp-instructions:<server>`).
+pub use instructions::{INSTRUCTIONS_SOURCE_PREFIX, MAX_INSTRUCTIONS_BYTES, instructions_source};
 /// The MCP lifecycle events of spec `events.md` §3.
 pub use observer::McpEvent;
 /// Receives events, warnings and server lines.
@@ -84,6 +90,8 @@ pub use output_schema::compile_output_schema;
 pub use output_schema::{MAX_CHECK_DEPTH, MAX_CHECK_STEPS, Unbounded};
 /// Compiles a schema, saying where in it an error is.
 pub use output_schema::{SchemaError, compile_schema};
+/// Most resources of one `resources/list` page given a line.
+pub use resources::MAX_LISTED_RESOURCES;
 /// A server's effective limits: timeout, response bytes, result characters.
 pub use server_config::Limits;
 /// A `secret_env` value that `Debug` never shows.

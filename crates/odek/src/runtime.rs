@@ -20,7 +20,9 @@ use odek_agent::finish::{FinishGates, FinishSettings};
 use odek_agent::liveness::{Liveness, Phase, spawn_heartbeat};
 use odek_agent::observer::{LoopEvent, LoopObserver};
 use odek_agent::plan::{PLAN_TOOL_NAME, PlanBoard, PlanCaps, render_plan};
-use odek_agent::prompt::{PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, user_message};
+use odek_agent::prompt::{
+    PromptInputs, compose_system_prompt, expand_at_references, read_ctx_file, upsert_server_instructions, user_message,
+};
 use odek_agent::run::context_window;
 use odek_agent::run::{Agent, Checkpoint, LoopSettings, RunError, Saved, ToolSet};
 use odek_agent::session::{
@@ -721,6 +723,11 @@ impl Session<'_> {
         let persisted = self.persisted.clone();
         let Started { hub, provider, replay, .. } = self.start(events.as_ref()).await?;
         let (hub, provider, replay) = (hub.clone(), Arc::clone(provider), replay.clone());
+        // [beyond] What the servers' latest handshakes said, as the prompt's last section (a
+        // restart or a continued session may have changed it).
+        if let Some(hub) = &hub {
+            upsert_server_instructions(&mut self.messages, &hub.instructions());
+        }
         let subscriber = &runtime.subscriber;
         let settings = &runtime.settings;
         let config = &settings.config;

@@ -212,6 +212,7 @@ impl ToolSet {
         let mut tools: Vec<Arc<dyn Tool>> = self.builtins.clone();
         if let Some(hub) = &self.hub {
             tools.extend(crate::mcp_tool::McpTool::all(hub));
+            tools.extend(crate::mcp_resources::resource_tools(hub));
         }
         self.current.clear();
         self.definitions.clear();
@@ -625,9 +626,12 @@ impl Agent {
         }
         let from = if *scanned > messages.len() { 0 } else { *scanned };
         // The plan's own wrapper fences what the model itself wrote; it is not ingested content.
+        // \[beyond\] Nor are the servers' screened `instructions` in the system prompt: like their
+        // tool descriptions, they describe tools rather than carry what the run read.
         let ingested = |message: &Message| {
-            odek_contract::untrusted::untrusted_sources(&message.content)
-                .any(|source| source != crate::plan::render::PLAN_SOURCE)
+            odek_contract::untrusted::untrusted_sources(&message.content).any(|source| {
+                source != crate::plan::render::PLAN_SOURCE && !source.starts_with(odek_mcp::INSTRUCTIONS_SOURCE_PREFIX)
+            })
         };
         if messages[from..].iter().any(ingested) {
             flag.store(true, std::sync::atomic::Ordering::Release);

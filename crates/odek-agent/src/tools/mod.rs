@@ -58,7 +58,7 @@ pub fn builtin_tools(settings: BuiltinSettings) -> Vec<Arc<dyn Tool>> {
 }
 
 /// Decodes a tool's JSON arguments; an empty string is `{}`.
-fn parse_arguments<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, ToolError> {
+pub(crate) fn parse_arguments<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, ToolError> {
     let text = if arguments.trim().is_empty() { "{}" } else { arguments };
     serde_json::from_str(text).map_err(|err| ToolError::new(format!("invalid arguments for {tool}: {err}")))
 }

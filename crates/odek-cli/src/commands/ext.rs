@@ -9,9 +9,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use odek_agent::mcp_outcome;
 use odek_agent::run::{outcome_text, tool_message};
-use odek_agent::tool::ToolError;
+use odek_agent::tool::{ToolError, ToolOutcome};
+use odek_agent::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE, call_resource_tool, mcp_outcome};
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
 use odek_mcp::hub::optional_failure_warning;
@@ -132,6 +132,9 @@ fn could_be_shortened_from(tool: &str, server: &str) -> bool {
 }
 
 async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), CommandError> {
+    if is_resource_tool(tool) {
+        return call_resource_tool_once(tool, arguments, model_view).await;
+    }
     let hub = start_for_call(tool, Arc::new(StderrObserver)).await?;
     let options = CallOptions { deadline: None, cancel: Some(cancel_on_stop_signals()) };
     let descriptor = descriptor_of(&hub, tool);
@@ -150,6 +153,45 @@ async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), C
     writeln!(stdout, "{}", odek_contract::redaction::redact(&output.text))?;
     stdout.flush()?;
     Ok(())
+}
+
+/// [beyond] Whether `tool` is one of the resource tools (`list_mcp_resources`,
+/// `read_mcp_resource`), which `ext call` runs as the loop does, over every enabled server.
+fn is_resource_tool(tool: &str) -> bool {
+    tool == LIST_MCP_RESOURCES || tool == READ_MCP_RESOURCE
+}
+
+/// One resource tool call: the servers started as a run starts them (the tool's `server`
+/// argument may name any of them), the call through the loop's own tool, printed as a tool's.
+async fn call_resource_tool_once(tool: &str, arguments: &str, model_view: bool) -> Result<(), CommandError> {
+    let hub = Arc::new(start_for_calls(Arc::new(StderrObserver)).await?);
+    let options = CallOptions { deadline: None, cancel: Some(cancel_on_stop_signals()) };
+    let outcome = resource_tool_outcome(&hub, tool, arguments, options).await;
+    hub.shutdown().await;
+    let mut stdout = std::io::stdout().lock();
+    if model_view {
+        writeln!(stdout, "{}", tool_message(tool, &outcome_text(&outcome)))?;
+        stdout.flush()?;
+        return if outcome.is_err() { Err(CommandError::Reported) } else { Ok(()) };
+    }
+    let outcome =
+        outcome.map_err(|error| CommandError::Fatal(odek_contract::redaction::redact(&error.0).into_owned()))?;
+    writeln!(stdout, "{}", odek_contract::redaction::redact(&outcome.output))?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// A resource tool's outcome; `tool "<name>" not found` when no server offers resources, as the
+/// loop would answer (the tools are not offered then).
+async fn resource_tool_outcome(
+    hub: &Arc<McpHub>,
+    tool: &str,
+    arguments: &str,
+    options: CallOptions,
+) -> Result<ToolOutcome, ToolError> {
+    call_resource_tool(hub, tool, arguments, options)
+        .await
+        .unwrap_or_else(|| Err(ToolError::new(McpError::ToolNotFound { exposed: tool.to_owned() }.to_string())))
 }
 
 /// The catalogue entry behind an exposed name, as the loop's tool for it holds it.
@@ -205,14 +247,14 @@ struct CallRecord {
 /// sequence (a timeout then a reuse, a crash then a restart) can be scripted. Tool-list changes
 /// are applied before each call, as the loop does before each model turn.
 async fn call_jsonl(model_view: bool) -> Result<(), CommandError> {
-    let hub = start_for_calls(Arc::new(StderrObserver)).await?;
+    let hub = Arc::new(start_for_calls(Arc::new(StderrObserver)).await?);
     let cancel = cancel_on_stop_signals();
     let outcome = answer_lines(&hub, &cancel, model_view).await;
     hub.shutdown().await;
     outcome
 }
 
-async fn answer_lines(hub: &McpHub, cancel: &CancellationToken, model_view: bool) -> Result<(), CommandError> {
+async fn answer_lines(hub: &Arc<McpHub>, cancel: &CancellationToken, model_view: bool) -> Result<(), CommandError> {
     let mut requests = BoundedLineReader::new(tokio::io::stdin(), MAX_JSONL_LINE_BYTES, Overflow::Fail);
     loop {
         let line = tokio::select! {
@@ -246,13 +288,16 @@ async fn answer_lines(hub: &McpHub, cancel: &CancellationToken, model_view: bool
     }
 }
 
-async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken, model_view: bool) -> CallRecord {
+async fn answer(hub: &Arc<McpHub>, request: CallRequest, cancel: &CancellationToken, model_view: bool) -> CallRecord {
     let arguments = match request.arguments {
         None => NO_ARGUMENTS.to_owned(),
         Some(serde_json::Value::String(raw)) => raw,
         Some(value) => value.to_string(),
     };
     hub.refresh_stale().await;
+    if is_resource_tool(&request.tool) {
+        return answer_resource_tool(hub, request.tool, &arguments, cancel, model_view).await;
+    }
     let descriptor = descriptor_of(hub, &request.tool);
     let started = Instant::now();
     let options = CallOptions { deadline: None, cancel: Some(cancel.clone()) };
@@ -279,6 +324,31 @@ async fn answer(hub: &McpHub, request: CallRequest, cancel: &CancellationToken, 
             model_view: view,
         },
     }
+}
+
+/// One `--jsonl` request for a resource tool, answered as [`answer`] answers a tool's.
+async fn answer_resource_tool(
+    hub: &Arc<McpHub>,
+    tool: String,
+    arguments: &str,
+    cancel: &CancellationToken,
+    model_view: bool,
+) -> CallRecord {
+    let started = Instant::now();
+    let options = CallOptions { deadline: None, cancel: Some(cancel.clone()) };
+    let outcome = resource_tool_outcome(hub, &tool, arguments, options).await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let view = model_view.then(|| tool_message(&tool, &outcome_text(&outcome)));
+    let redact = |text: &str| odek_contract::redaction::redact(text).into_owned();
+    let (text, error, observed_chars) = match &outcome {
+        Ok(outcome) => (
+            Some(redact(&outcome.output)),
+            None,
+            outcome.observed_chars().map(|chars| usize::try_from(chars).unwrap_or(usize::MAX)),
+        ),
+        Err(error) => (None, Some(redact(&error.0)), None),
+    };
+    CallRecord { tool: Some(tool), ok: outcome.is_ok(), text, error, duration_ms, observed_chars, model_view: view }
 }
 
 /// Collects each server's warnings for the listing while still printing them on stderr; every
@@ -346,6 +416,10 @@ struct ServerReport {
     protocol_version: Option<String>,
     tool_count: usize,
     tools: Vec<String>,
+    /// [beyond] The server sent instructions that reach the system prompt.
+    instructions: bool,
+    /// [beyond] The server offers resources (`list_mcp_resources`, `read_mcp_resource`).
+    resources: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     limits: Option<LimitsReport>,
     artifact_roots: Vec<String>,
@@ -396,6 +470,8 @@ async fn list(json: bool) -> Result<(), CommandError> {
             protocol_version: None,
             tool_count: 0,
             tools: Vec::new(),
+            instructions: false,
+            resources: false,
             limits: None,
             artifact_roots: server.entry.artifact_roots.clone(),
             warnings: Vec::new(),
@@ -429,6 +505,8 @@ async fn list(json: bool) -> Result<(), CommandError> {
             report.protocol_version = Some(info.protocol_version);
             report.tool_count = info.tools.len();
             report.tools = info.tools.into_iter().map(odek_contract::names::ExposedName::into_string).collect();
+            report.instructions = info.instructions;
+            report.resources = info.resources;
         }
     }
     for (name, error) in &failures {
@@ -515,6 +593,12 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
                 line(&report.artifact_roots.join(", "))
             };
             writeln!(out, "  artifact_roots: {roots}")?;
+        }
+        if report.instructions {
+            writeln!(out, "  instructions: sent (in the system prompt, screened and wrapped)")?;
+        }
+        if report.resources {
+            writeln!(out, "  resources: offered (list_mcp_resources, read_mcp_resource)")?;
         }
         for tool in &report.tools {
             writeln!(out, "  tool: {tool}")?;

@@ -16,6 +16,7 @@ use std::ops::Range;
 
 use odek_contract::canonical_json::canonicalize_text;
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 
 /// `notifications/initialized`, the line that ends the handshake (spec §6 step 4).
 pub const INITIALIZED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
@@ -270,6 +271,50 @@ pub fn parse_object<'a, T: Deserialize<'a>>(json: &'a [u8]) -> Result<T, String>
         return Err(format!("expected a JSON object, found {found}"));
     }
     serde_json::from_slice(json).map_err(|err| err.to_string())
+}
+
+/// A JSON array of which at most `MAX` elements are built; the others are skipped unparsed and
+/// only counted, so a page of a million tiny elements costs a counter.
+pub(crate) struct CappedSeq<T, const MAX: usize> {
+    /// The first `MAX` elements.
+    pub kept: Vec<T>,
+    /// The elements past them, counted only.
+    pub omitted: usize,
+}
+
+impl<T, const MAX: usize> Default for CappedSeq<T, MAX> {
+    fn default() -> Self {
+        CappedSeq { kept: Vec::new(), omitted: 0 }
+    }
+}
+
+impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for CappedSeq<T, MAX> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CappedVisitor<T, const MAX: usize>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>, const MAX: usize> Visitor<'de> for CappedVisitor<T, MAX> {
+            type Value = CappedSeq<T, MAX>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("an array")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CappedSeq<T, MAX>, A::Error> {
+                let mut kept = Vec::new();
+                while kept.len() < MAX {
+                    match seq.next_element::<T>()? {
+                        Some(element) => kept.push(element),
+                        None => return Ok(CappedSeq { kept, omitted: 0 }),
+                    }
+                }
+                let mut omitted = 0_usize;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    omitted = omitted.saturating_add(1);
+                }
+                Ok(CappedSeq { kept, omitted })
+            }
+        }
+        deserializer.deserialize_seq(CappedVisitor::<T, MAX>(std::marker::PhantomData))
+    }
 }
 
 /// A JSON string literal.

@@ -98,7 +98,8 @@ pub fn tools_text(catalogue: &Catalogue) -> String {
                         0 => String::new(),
                         n => format!(", restarted {n} time(s)"),
                     };
-                    format!("running, {} tool(s){restarts}: {}", tools.len(), tools.join(", "))
+                    let resources = if server.resources { ", resources" } else { "" };
+                    format!("running, {} tool(s){restarts}{resources}: {}", tools.len(), tools.join(", "))
                 };
                 text.push_str(&format!("  {name}: {status}\n"));
             }
