@@ -25,9 +25,10 @@
 //! argument members; and exits cleanly when stdin closes.
 //!
 //! Resources are opt-in: once [`Server::resource`] (a static resource: a [`ResourceDef`] and
-//! its [`ResourceBody`], text or base64 blob) or [`Server::resource_reader`] (contents computed
-//! per uri) is used, `initialize` also announces `"resources":{"listChanged":false}`,
-//! `resources/list` lists the static ones (paginated like `tools/list`, same cursors), and
+//! its [`ResourceBody`], text or base64 blob), [`Server::dynamic_resource`] (a listed resource
+//! whose contents are made on each read) or [`Server::resource_reader`] (contents of unlisted
+//! uris) is used, `initialize` also announces `"resources":{"listChanged":false}`,
+//! `resources/list` lists the listed ones (paginated like `tools/list`, same cursors), and
 //! `resources/read` answers `{"contents":[…]}`, `-32002 "Resource not found: \"<uri>\""` for a
 //! uri nobody serves, or `-32602` when `uri` is missing or not a string. Without them the
 //! `resources/*` methods stay `-32601` and no capability is announced.

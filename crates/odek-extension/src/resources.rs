@@ -1,9 +1,10 @@
 //! What a server offers besides tools (MCP 2025-03-26 "resources"): what `resources/list`
 //! says about one resource ([`ResourceDef`]), what `resources/read` answers with
 //! ([`ResourceContents`], [`ResourceBody`]), and the server's fixed set of them
-//! ([`Resources`]): static resources, each read as the one body it was given, and an optional
-//! reader for every other uri. The methods themselves are answered in `builtins`; the builder
-//! methods are [`Server::resource`](crate::Server::resource) and
+//! ([`Resources`]): listed resources, each read as the one body it was given or through its own
+//! reader, and an optional reader for every other uri. The methods themselves are answered in
+//! `builtins`; the builder methods are [`Server::resource`](crate::Server::resource),
+//! [`Server::dynamic_resource`](crate::Server::dynamic_resource) and
 //! [`Server::resource_reader`](crate::Server::resource_reader).
 //!
 //! Not here: subscriptions, `notifications/resources/list_changed` and resource templates. The
@@ -140,16 +141,24 @@ where
     Arc::new(move |context, uri| Box::pin(reader(context, uri)))
 }
 
-pub(crate) struct StaticResource {
-    pub(crate) def: ResourceDef,
-    body: ResourceBody,
+/// Where a listed resource's contents come from.
+enum Source {
+    /// The same body on every read.
+    Body(ResourceBody),
+    /// Its own reader, asked on every read.
+    Reader(ResourceReader),
 }
 
-/// The resources of one server, fixed when it starts: the static ones in `resources/list`
+pub(crate) struct ListedResource {
+    pub(crate) def: ResourceDef,
+    source: Source,
+}
+
+/// The resources of one server, fixed when it starts: the listed ones in `resources/list`
 /// order, and the reader asked for any other uri.
 #[derive(Clone, Default)]
 pub(crate) struct Resources {
-    listed: Vec<Arc<StaticResource>>,
+    listed: Vec<Arc<ListedResource>>,
     index: HashMap<String, usize>,
     reader: Option<ResourceReader>,
 }
@@ -168,7 +177,7 @@ impl std::fmt::Debug for Resources {
 pub(crate) enum Lookup {
     /// A static resource's contents.
     Found(ResourceContents),
-    /// Not a static resource: the reader decides.
+    /// The reader that decides: the resource's own, or the one for unlisted uris.
     Ask(ResourceReader),
     /// Nobody serves this uri.
     NotFound,
@@ -177,11 +186,21 @@ pub(crate) enum Lookup {
 impl Resources {
     /// Adds a static resource at the end of the list; fails on a uri already listed.
     pub(crate) fn add(&mut self, def: ResourceDef, body: ResourceBody) -> Result<(), Error> {
+        self.list(def, Source::Body(body))
+    }
+
+    /// Adds a resource read by its own `reader` at the end of the list; fails on a uri already
+    /// listed.
+    pub(crate) fn add_dynamic(&mut self, def: ResourceDef, reader: ResourceReader) -> Result<(), Error> {
+        self.list(def, Source::Reader(reader))
+    }
+
+    fn list(&mut self, def: ResourceDef, source: Source) -> Result<(), Error> {
         if self.index.contains_key(&def.uri) {
             return Err(Error::DuplicateResource { uri: def.uri });
         }
         self.index.insert(def.uri.clone(), self.listed.len());
-        self.listed.push(Arc::new(StaticResource { def, body }));
+        self.listed.push(Arc::new(ListedResource { def, source }));
         Ok(())
     }
 
@@ -195,17 +214,22 @@ impl Resources {
         !self.listed.is_empty() || self.reader.is_some()
     }
 
-    pub(crate) fn listed(&self) -> &[Arc<StaticResource>] {
+    pub(crate) fn listed(&self) -> &[Arc<ListedResource>] {
         &self.listed
     }
 
-    /// Who answers a read of `uri`: a static resource first, then the reader.
+    /// Who answers a read of `uri`: a listed resource first, then the reader of unlisted uris.
     pub(crate) fn lookup(&self, uri: &str) -> Lookup {
         if let Some(&position) = self.index.get(uri) {
             let resource = &self.listed[position];
-            let mut contents = ResourceContents::new(uri, resource.body.clone());
-            contents.mime_type.clone_from(&resource.def.mime_type);
-            return Lookup::Found(contents);
+            return match &resource.source {
+                Source::Body(body) => {
+                    let mut contents = ResourceContents::new(uri, body.clone());
+                    contents.mime_type.clone_from(&resource.def.mime_type);
+                    Lookup::Found(contents)
+                }
+                Source::Reader(reader) => Lookup::Ask(Arc::clone(reader)),
+            };
         }
         match &self.reader {
             Some(reader) => Lookup::Ask(Arc::clone(reader)),
@@ -238,7 +262,7 @@ mod tests {
     }
 
     #[test]
-    fn static_resources_are_unique_and_found_before_the_reader() {
+    fn listed_resources_are_unique_and_found_before_the_reader() {
         let mut resources = Resources::default();
         assert!(!resources.offered());
         resources.add(ResourceDef::new("a://1", "one").with_mime_type("text/plain"), ResourceBody::text("1")).unwrap();
@@ -258,5 +282,14 @@ mod tests {
         resources.set_reader(resource_reader(|_, uri| async move { Err(RpcError::resource_not_found(&uri)) }));
         assert!(matches!(resources.lookup("a://2"), Lookup::Ask(_)));
         assert!(matches!(resources.lookup("a://1"), Lookup::Found(_)));
+        let dynamic =
+            resource_reader(|_, uri| async move { Ok(vec![ResourceContents::new(uri, ResourceBody::text(""))]) });
+        resources.add_dynamic(ResourceDef::new("a://3", "three"), Arc::clone(&dynamic)).unwrap();
+        assert!(matches!(
+            resources.add_dynamic(ResourceDef::new("a://1", "x"), dynamic),
+            Err(Error::DuplicateResource { .. })
+        ));
+        assert!(matches!(resources.lookup("a://3"), Lookup::Ask(_)));
+        assert_eq!(resources.listed().len(), 2);
     }
 }

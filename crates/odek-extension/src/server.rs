@@ -220,11 +220,8 @@ impl Server {
         F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResponse> + Send + 'static,
     {
-        if let Err(error) = self.tools.add_handler(def, tool_handler(handler))
-            && self.setup_error.is_none()
-        {
-            self.setup_error = Some(error);
-        }
+        let added = self.tools.add_handler(def, tool_handler(handler));
+        self.keep_setup_error(added);
         self
     }
 
@@ -254,11 +251,8 @@ impl Server {
         F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResponse> + Send + 'static,
     {
-        if let Err(error) = self.tools.add_typed(name, description, handler)
-            && self.setup_error.is_none()
-        {
-            self.setup_error = Some(error);
-        }
+        let added = self.tools.add_typed(name, description, handler);
+        self.keep_setup_error(added);
         self
     }
 
@@ -282,21 +276,33 @@ impl Server {
     /// # }
     /// ```
     pub fn resource(mut self, def: ResourceDef, body: ResourceBody) -> Self {
-        if let Err(error) = self.resources.add(def, body)
-            && self.setup_error.is_none()
-        {
-            self.setup_error = Some(error);
-        }
+        let added = self.resources.add(def, body);
+        self.keep_setup_error(added);
         self
     }
 
-    /// Answers `resources/read` of every uri no static resource ([`Server::resource`]) has:
-    /// `reader` gets the request's context and the uri, and returns the contents or the error
-    /// to send — [`RpcError::resource_not_found`](crate::RpcError::resource_not_found) for a
-    /// uri it does not serve. Each read runs in its own task, like a tool call, and is
-    /// cancelled the same way. Such uris are not listed by `resources/list`; a later call
-    /// replaces an earlier reader. With a reader the server announces the `resources`
-    /// capability even without static resources.
+    /// Adds a resource whose contents are made on each read: listed by `resources/list` as
+    /// `def` says (in the order added, among the static ones), and read by `reader`, which gets
+    /// the request's context and the uri and returns the contents or the error to send. Each
+    /// read runs in its own task, like a tool call, and is cancelled the same way. A uri added
+    /// twice makes [`Server::run`] fail.
+    pub fn dynamic_resource<F, Fut>(mut self, def: ResourceDef, reader: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadOutcome> + Send + 'static,
+    {
+        let added = self.resources.add_dynamic(def, resource_reader(reader));
+        self.keep_setup_error(added);
+        self
+    }
+
+    /// Answers `resources/read` of every uri no listed resource ([`Server::resource`],
+    /// [`Server::dynamic_resource`]) has: `reader` gets the request's context and the uri, and
+    /// returns the contents or the error to send —
+    /// [`RpcError::resource_not_found`](crate::RpcError::resource_not_found) for a uri it does
+    /// not serve. Reads run in tasks as with [`Server::dynamic_resource`]. Such uris are not
+    /// listed by `resources/list`; a later call replaces an earlier reader. With a reader the
+    /// server announces the `resources` capability even without listed resources.
     pub fn resource_reader<F, Fut>(mut self, reader: F) -> Self
     where
         F: Fn(Arc<CallContext>, String) -> Fut + Send + Sync + 'static,
@@ -304,6 +310,15 @@ impl Server {
     {
         self.resources.set_reader(resource_reader(reader));
         self
+    }
+
+    /// Keeps the first error of the builder's methods, for [`Server::run`] to fail with.
+    fn keep_setup_error(&mut self, outcome: Result<(), Error>) {
+        if let Err(error) = outcome
+            && self.setup_error.is_none()
+        {
+            self.setup_error = Some(error);
+        }
     }
 
     /// Removes a tool added earlier (nothing happens if there is none), so a server assembled

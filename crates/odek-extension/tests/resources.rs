@@ -9,10 +9,13 @@
 
 mod support;
 
-use odek_extension::{Reply, ResourceBody, ResourceDef, Server};
+use std::sync::Arc;
+
+use odek_extension::{Reply, ResourceBody, ResourceContents, ResourceDef, Server};
 use serde_json::json;
 use support::InProcess;
 use support::resources::{Rpc, check_huge_uri_is_not_echoed, check_no_resources, check_resources, resource_server};
+use tokio::sync::Notify;
 
 fn over_stdio(server: Server, check: fn(&mut Rpc<'_>)) {
     let mut server = InProcess::start(server);
@@ -46,6 +49,38 @@ fn an_interceptor_delegating_to_the_builtins_serves_resources_too() {
     let server =
         support::resources::plain_server().intercept(|context, request| async move { context.builtin(request).await });
     over_stdio(server, check_no_resources);
+}
+
+#[test]
+fn instructions_alone_announce_no_resources() {
+    let mut server = InProcess::start(support::resources::plain_server().instructions("Call echo with {text}."));
+    let initialized = server.initialize();
+    assert_eq!(initialized["instructions"], json!("Call echo with {text}."));
+    assert_eq!(initialized["capabilities"], json!({"tools":{"listChanged":true}}));
+    assert_eq!(server.request("resources/list", None)["error"]["code"], json!(-32601));
+}
+
+#[test]
+fn a_slow_read_holds_up_no_other_request() {
+    let release = Arc::new(Notify::new());
+    let server = support::resources::plain_server().dynamic_resource(ResourceDef::new("slow://one", "slow"), {
+        let release = Arc::clone(&release);
+        move |_, uri| {
+            let release = Arc::clone(&release);
+            async move {
+                release.notified().await;
+                Ok(vec![ResourceContents::new(uri, ResourceBody::text("at last"))])
+            }
+        }
+    });
+    let mut server = InProcess::start(server);
+    server.initialize();
+    let read = server.send_request("resources/read", Some(json!({"uri":"slow://one"})));
+    assert_eq!(server.request("ping", None)["result"], json!({}), "answered while the read waits");
+    release.notify_one();
+    let (response, before) = server.wait_response(read);
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(response["result"], json!({"contents":[{"uri":"slow://one","text":"at last"}]}));
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! One resources scenario for both transports: a server with `instructions`, five static
-//! resources (text and blob), a reader for `dyn://` uris and pages of two, and the checks that
-//! run against it through a function sending one request and returning its JSON-RPC response.
+//! One resources scenario for both transports: a server with `instructions`, four static
+//! resources (text and blob), one made on each read, a reader for unlisted `dyn://` uris and
+//! pages of two, and the checks that run against it through a function sending one request and
+//! returning its JSON-RPC response.
 
 use odek_extension::{
     MAX_SHOWN_URI_RUNES, ResourceBody, ResourceContents, ResourceDef, RpcError, Server, ToolDef, ToolResponse,
@@ -38,7 +39,10 @@ pub fn resource_server() -> Server {
         )
         .resource(ResourceDef::new("docs://plain", "plain"), ResourceBody::text("no media type"))
         .resource(ResourceDef::new("docs://four", "four"), ResourceBody::text("4"))
-        .resource(ResourceDef::new("docs://five", "five"), ResourceBody::text("5"))
+        .dynamic_resource(ResourceDef::new("docs://live", "live"), |context, uri| async move {
+            let text = format!("made for request {}", context.request_id());
+            Ok(vec![ResourceContents::new(uri, ResourceBody::text(text))])
+        })
         .resource_reader(|context, uri| async move {
             match uri.strip_prefix("dyn://echo/") {
                 Some(rest) => Ok(vec![
@@ -82,7 +86,7 @@ pub fn check_resources(rpc: &mut Rpc<'_>) {
             None => break,
         }
     }
-    assert_eq!(uris, ["docs://guide", "docs://logo", "docs://plain", "docs://four", "docs://five"]);
+    assert_eq!(uris, ["docs://guide", "docs://logo", "docs://plain", "docs://four", "docs://live"]);
     assert_eq!(pages.len(), 3);
     assert_eq!(
         pages[0]["resources"][0],
@@ -103,6 +107,11 @@ pub fn check_resources(rpc: &mut Rpc<'_>) {
     assert_eq!(
         read(rpc, json!("docs://plain"))["result"],
         json!({"contents":[{"uri":"docs://plain","text":"no media type"}]})
+    );
+    let live = read(rpc, json!("docs://live"));
+    assert_eq!(
+        live["result"],
+        json!({"contents":[{"uri":"docs://live","text":format!("made for request {}", live["id"])}]})
     );
     assert_eq!(
         read(rpc, json!("dyn://echo/abc"))["result"],
