@@ -5,7 +5,7 @@
 //! Transport (threads, pipes) lives in `transport`; method semantics live in `server`.
 
 use odek_contract::quoting::quote;
-use odek_contract::runes::runes_with_ellipsis;
+use odek_contract::render::clean_field_to;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -60,12 +60,15 @@ impl RpcError {
     }
 
     /// `-32002 "Resource not found: \"<uri>\""` with `data` `{"uri": <uri>}`, MCP's answer to a
-    /// read of a uri nobody serves. The uri is quoted (control characters escaped); one longer
-    /// than [`MAX_SHOWN_URI_RUNES`] is cut in the message and left out of `data`.
+    /// read of a uri nobody serves. In the message the uri is cleaned as the contract cleans
+    /// fields (every control or bidi-control character becomes a space), cut at
+    /// [`MAX_SHOWN_URI_RUNES`] with `…`, and quoted; a uri that had to be cut is left out of
+    /// `data`, so the answer never grows with the request.
     pub fn resource_not_found(uri: &str) -> Self {
-        let shown = runes_with_ellipsis(uri, MAX_SHOWN_URI_RUNES);
-        let data = (shown.len() == uri.len()).then(|| serde_json::json!({ "uri": uri }));
-        Self { code: codes::RESOURCE_NOT_FOUND, message: format!("Resource not found: {}", quote(&shown)), data }
+        let cut = uri.chars().nth(MAX_SHOWN_URI_RUNES).is_some();
+        let shown = quote(&clean_field_to(uri, MAX_SHOWN_URI_RUNES));
+        let data = (!cut).then(|| serde_json::json!({ "uri": uri }));
+        Self { code: codes::RESOURCE_NOT_FOUND, message: format!("Resource not found: {shown}"), data }
     }
 
     fn from_value(error: &Value) -> Self {
@@ -294,15 +297,17 @@ mod tests {
     }
 
     #[test]
-    fn resource_not_found_quotes_the_uri_and_never_echoes_a_huge_one() {
+    fn resource_not_found_shows_the_uri_cleaned_and_never_echoes_a_huge_one() {
         assert_eq!(
-            RpcError::resource_not_found("a://x\ny"),
+            RpcError::resource_not_found("a://x\ny\u{202e}\"z\\"),
             RpcError {
                 code: -32002,
-                message: "Resource not found: \"a://x\\ny\"".into(),
-                data: Some(json!({"uri":"a://x\ny"})),
+                message: "Resource not found: \"a://x y \\\"z\\\\\"".into(),
+                data: Some(json!({"uri":"a://x\ny\u{202e}\"z\\"})),
             }
         );
+        let exact = "e".repeat(MAX_SHOWN_URI_RUNES);
+        assert_eq!(RpcError::resource_not_found(&exact).data, Some(json!({"uri": exact})));
         let huge = "u".repeat(1_000_000);
         let error = RpcError::resource_not_found(&huge);
         assert_eq!(error.message, format!("Resource not found: \"{}…\"", "u".repeat(MAX_SHOWN_URI_RUNES)));

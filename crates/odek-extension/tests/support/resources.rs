@@ -121,7 +121,7 @@ pub fn check_resources(rpc: &mut Rpc<'_>) {
     // Unknown uris, from the server and from the reader; bad params.
     assert_eq!(
         read(rpc, json!("nope://x\u{1b}[31m"))["error"],
-        json!({"code":-32002,"message":"Resource not found: \"nope://x\\u001b[31m\"","data":{"uri":"nope://x\u{1b}[31m"}})
+        json!({"code":-32002,"message":"Resource not found: \"nope://x [31m\"","data":{"uri":"nope://x\u{1b}[31m"}})
     );
     assert_eq!(
         read(rpc, json!("dyn://other"))["error"],
