@@ -16,12 +16,14 @@ use crate::Error;
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::transport::Outgoing;
 
-/// What `initialize` and `tools/list` answer with.
+/// What `initialize` answers with (its `instructions` included), and the page size of
+/// `tools/list` and `resources/list`.
 #[derive(Clone, Debug)]
 pub(crate) struct Identity {
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) protocol_version: Option<String>,
+    pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
 }
 

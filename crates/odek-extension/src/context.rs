@@ -20,6 +20,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::Error;
 use crate::connection::Connection;
 use crate::jsonrpc::{self, RequestId, RpcError};
+use crate::resources::Resources;
 use crate::tools::{BoxFuture, ToolDef, ToolResponse, validate_tool_name};
 use crate::transport::{Outgoing, RawStream};
 
@@ -63,6 +64,7 @@ pub struct CallContext {
     /// Whether anything was queued on `outgoing` for this request.
     pub(crate) sent_output: AtomicBool,
     pub(crate) tools: Arc<ToolList>,
+    pub(crate) resources: Arc<Resources>,
     pub(crate) request_id: Value,
     pub(crate) method: String,
     pub(crate) progress_token: Option<Value>,

@@ -23,6 +23,10 @@ pub enum Error {
     #[error("tool {} is already registered", quote(.name))]
     DuplicateTool { name: String },
 
+    /// A resource with this uri is already registered.
+    #[error("resource {} is already registered", quote(.uri))]
+    DuplicateResource { uri: String },
+
     /// The connection to the client is gone (stdin reached EOF or stdout failed), so nothing
     /// can be sent and no reply can arrive.
     #[error("connection closed")]

@@ -4,8 +4,14 @@
 //! pipe in one piece. Parsing happens exactly once per incoming line, in [`parse_message`].
 //! Transport (threads, pipes) lives in `transport`; method semantics live in `server`.
 
+use odek_contract::quoting::quote;
+use odek_contract::render::clean_field_to;
 use serde::Serialize;
 use serde_json::Value;
+
+/// Most runes of a uri repeated in a `-32002` message; a longer uri is cut there (with `…`)
+/// and left out of the error's `data`, so a huge uri is never echoed whole.
+pub const MAX_SHOWN_URI_RUNES: usize = 256;
 
 /// JSON-RPC error codes this crate produces.
 pub mod codes {
@@ -19,6 +25,8 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// The server failed while handling the request.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// `resources/read` of a uri the server does not serve (MCP 2025-03-26).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
 
 /// A JSON-RPC error object.
@@ -49,6 +57,18 @@ impl RpcError {
     /// `-32603` with `message`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(codes::INTERNAL_ERROR, message)
+    }
+
+    /// `-32002 "Resource not found: \"<uri>\""` with `data` `{"uri": <uri>}`, MCP's answer to a
+    /// read of a uri nobody serves. In the message the uri is cleaned as the contract cleans
+    /// fields (every control or bidi-control character becomes a space), cut at
+    /// [`MAX_SHOWN_URI_RUNES`] with `…`, and quoted; a uri that had to be cut is left out of
+    /// `data`, so the answer never grows with the request.
+    pub fn resource_not_found(uri: &str) -> Self {
+        let cut = uri.chars().nth(MAX_SHOWN_URI_RUNES).is_some();
+        let shown = quote(&clean_field_to(uri, MAX_SHOWN_URI_RUNES));
+        let data = (!cut).then(|| serde_json::json!({ "uri": uri }));
+        Self { code: codes::RESOURCE_NOT_FOUND, message: format!("Resource not found: {shown}"), data }
     }
 
     fn from_value(error: &Value) -> Self {
@@ -274,6 +294,24 @@ mod tests {
         let exponent: Value = serde_json::from_str("1e0").unwrap();
         assert_eq!(RequestId::from_wire(&exponent), None);
         assert_eq!(RequestId::from_wire(&Value::Null), None);
+    }
+
+    #[test]
+    fn resource_not_found_shows_the_uri_cleaned_and_never_echoes_a_huge_one() {
+        assert_eq!(
+            RpcError::resource_not_found("a://x\ny\u{202e}\"z\\"),
+            RpcError {
+                code: -32002,
+                message: "Resource not found: \"a://x y \\\"z\\\\\"".into(),
+                data: Some(json!({"uri":"a://x\ny\u{202e}\"z\\"})),
+            }
+        );
+        let exact = "e".repeat(MAX_SHOWN_URI_RUNES);
+        assert_eq!(RpcError::resource_not_found(&exact).data, Some(json!({"uri": exact})));
+        let huge = "u".repeat(1_000_000);
+        let error = RpcError::resource_not_found(&huge);
+        assert_eq!(error.message, format!("Resource not found: \"{}…\"", "u".repeat(MAX_SHOWN_URI_RUNES)));
+        assert_eq!(error.data, None);
     }
 
     #[test]

@@ -18,12 +18,23 @@
 //! ```
 //!
 //! What the server does on its own: answers `initialize` (protocol version
-//! [`PROTOCOL_VERSION`] unless configured, capabilities `{"tools":{"listChanged":true}}`),
-//! `ping`, `tools/list` (optionally paginated) and `tools/call`; answers any other method with
-//! `-32601 "method not found"`; reports an unknown tool as an `isError` result; ignores unknown
-//! params, unknown notifications and unknown argument members; and exits cleanly when stdin
-//! closes. Each `tools/call` runs in its own task, and one writer thread owns stdout, so a slow
-//! call never delays another and lines are always written whole.
+//! [`PROTOCOL_VERSION`] unless configured, capabilities `{"tools":{"listChanged":true}}`, and
+//! the [`Server::instructions`] when given), `ping`, `tools/list` (optionally paginated) and
+//! `tools/call`; answers any other method with `-32601 "method not found"`; reports an unknown
+//! tool as an `isError` result; ignores unknown params, unknown notifications and unknown
+//! argument members; and exits cleanly when stdin closes.
+//!
+//! Resources are opt-in: once [`Server::resource`] (a static resource: a [`ResourceDef`] and
+//! its [`ResourceBody`], text or base64 blob), [`Server::dynamic_resource`] (a listed resource
+//! whose contents are made on each read) or [`Server::resource_reader`] (contents of unlisted
+//! uris) is used, `initialize` also announces `"resources":{"listChanged":false}`,
+//! `resources/list` lists the listed ones (paginated like `tools/list`, same cursors), and
+//! `resources/read` answers `{"contents":[…]}`, `-32002 "Resource not found: \"<uri>\""` for a
+//! uri nobody serves, or `-32602` when `uri` is missing or not a string. Without them the
+//! `resources/*` methods stay `-32601` and no capability is announced.
+//!
+//! Each `tools/call` (and `resources/read`) runs in its own task, and one writer thread owns
+//! stdout, so a slow call never delays another and lines are always written whole.
 //!
 //! With the `http` feature (off by default, so a stdio-only server compiles no HTTP stack),
 //! `Server::bind_http` or `Server::serve_http` serve the same server over MCP 2025-03-26
@@ -49,6 +60,7 @@ mod error;
 #[cfg(feature = "http")]
 mod http;
 mod jsonrpc;
+mod resources;
 mod server;
 mod tools;
 mod transport;
@@ -69,6 +81,9 @@ pub use tools::{
     BoxFuture, Content, MAX_TOOL_NAME_BYTES, ToolDef, ToolResponse, ToolResult, arguments, validate_tool_name,
 };
 pub use typed::{input_schema_for, typed_def, typed_handler};
+// Resources: definitions, what a read answers, and the not-found rule.
+pub use jsonrpc::MAX_SHOWN_URI_RUNES;
+pub use resources::{ReadOutcome, ResourceBody, ResourceContents, ResourceDef};
 // What a handler can do while it runs.
 pub use context::{CallContext, PendingReply};
 pub use transport::{Chunk, RawStream};

@@ -1,9 +1,10 @@
 //! The server: a builder ([`Server`]) and the stdio transport's reader loop.
 //!
 //! Threads and tasks: one reader thread parses stdin (one parse per line) and hands each
-//! message to the one message path (`dispatch`), in arrival order: `initialize`, `ping` and
-//! `tools/list` are answered at once; every `tools/call` (and, when an interceptor is installed,
-//! every request) runs in its own tokio task, so a slow call never holds up another. One writer
+//! message to the one message path (`dispatch`), in arrival order: `initialize`, `ping`,
+//! `tools/list` and `resources/list` are answered at once; every `tools/call` and
+//! `resources/read` (and, when an interceptor is installed, every request) runs in its own
+//! tokio task, so a slow call never holds up another. One writer
 //! thread owns stdout (`transport`). Server-initiated requests wait in a table keyed by id until
 //! the reader routes the client's reply to them. Streamable HTTP (`http`, feature `http`) builds
 //! on the same builder and message path.
@@ -27,6 +28,7 @@ use crate::connection::Identity;
 use crate::context::{CallContext, ToolSet, tool_handler};
 use crate::dispatch::{Blueprint, Interceptor, NotificationHook, Route, Shared, handle_message};
 use crate::jsonrpc;
+use crate::resources::{ReadOutcome, ResourceBody, ResourceDef, Resources, resource_reader};
 use crate::tools::{ToolDef, ToolResponse};
 use crate::transport::{Outgoing, WriterExit, spawn_writer};
 
@@ -90,6 +92,7 @@ struct Settings {
 pub struct Server {
     settings: Settings,
     tools: ToolSet,
+    resources: Resources,
     setup_error: Option<Error>,
     interceptor: Option<Interceptor>,
     notification_hook: Option<NotificationHook>,
@@ -101,14 +104,15 @@ impl std::fmt::Debug for Server {
             .debug_struct("Server")
             .field("settings", &self.settings)
             .field("tools", &self.tools)
+            .field("resources", &self.resources)
             .finish_non_exhaustive()
     }
 }
 
 impl Server {
     /// A server that reports `name` and `version` in `serverInfo`, answers protocol version
-    /// [`PROTOCOL_VERSION`], lists all tools on one page, validates tool names, aborts cancelled
-    /// handlers and exits on stdin EOF.
+    /// [`PROTOCOL_VERSION`] without `instructions`, offers no resources, lists all tools on one
+    /// page, validates tool names, aborts cancelled handlers and exits on stdin EOF.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self {
             settings: Settings {
@@ -116,6 +120,7 @@ impl Server {
                     name: name.into(),
                     version: version.into(),
                     protocol_version: Some(PROTOCOL_VERSION.to_owned()),
+                    instructions: None,
                     page_size: None,
                 },
                 cancel_policy: CancelPolicy::default(),
@@ -126,6 +131,7 @@ impl Server {
                 validate_tool_names: true,
             },
             tools: ToolSet::new(false),
+            resources: Resources::default(),
             setup_error: None,
             interceptor: None,
             notification_hook: None,
@@ -144,10 +150,18 @@ impl Server {
         self
     }
 
-    /// Paginates `tools/list` with at most `tools_per_page` tools per page; `0` (the default)
-    /// lists everything on one page.
-    pub fn page_size(mut self, tools_per_page: usize) -> Self {
-        self.settings.identity.page_size = (tools_per_page > 0).then_some(tools_per_page);
+    /// The `instructions` answered to `initialize`: how to use this server's tools and
+    /// resources, in a few lines. A client may show them to its model (odek does, screened and
+    /// marked as the server's words), so write them as a manual, not as orders. None by default.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.settings.identity.instructions = Some(text.into());
+        self
+    }
+
+    /// Paginates `tools/list` and `resources/list` with at most `per_page` entries per page;
+    /// `0` (the default) lists everything on one page.
+    pub fn page_size(mut self, per_page: usize) -> Self {
+        self.settings.identity.page_size = (per_page > 0).then_some(per_page);
         self
     }
 
@@ -206,11 +220,8 @@ impl Server {
         F: Fn(Arc<CallContext>, Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResponse> + Send + 'static,
     {
-        if let Err(error) = self.tools.add_handler(def, tool_handler(handler))
-            && self.setup_error.is_none()
-        {
-            self.setup_error = Some(error);
-        }
+        let added = self.tools.add_handler(def, tool_handler(handler));
+        self.keep_setup_error(added);
         self
     }
 
@@ -240,12 +251,74 @@ impl Server {
         F: Fn(Arc<CallContext>, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResponse> + Send + 'static,
     {
-        if let Err(error) = self.tools.add_typed(name, description, handler)
+        let added = self.tools.add_typed(name, description, handler);
+        self.keep_setup_error(added);
+        self
+    }
+
+    /// Adds a static resource: listed by `resources/list` as `def` says (in the order added),
+    /// and read by `resources/read` as one contents item, `body` with `def`'s uri and
+    /// `mimeType`. The server then announces the `resources` capability (`listChanged: false`:
+    /// the list is fixed once it runs). A uri added twice makes [`Server::run`] fail.
+    ///
+    /// ```no_run
+    /// use odek_extension::{ResourceBody, ResourceDef, Server};
+    ///
+    /// # async fn serve() -> Result<(), odek_extension::Error> {
+    /// Server::new("docs", "1.0.0")
+    ///     .instructions("Read docs://guide before calling any tool.")
+    ///     .resource(
+    ///         ResourceDef::new("docs://guide", "guide").with_mime_type("text/markdown"),
+    ///         ResourceBody::text("# Guide\nCall `search` first."),
+    ///     )
+    ///     .run_stdio()
+    ///     .await
+    /// # }
+    /// ```
+    pub fn resource(mut self, def: ResourceDef, body: ResourceBody) -> Self {
+        let added = self.resources.add(def, body);
+        self.keep_setup_error(added);
+        self
+    }
+
+    /// Adds a resource whose contents are made on each read: listed by `resources/list` as
+    /// `def` says (in the order added, among the static ones), and read by `reader`, which gets
+    /// the request's context and the uri and returns the contents or the error to send. Each
+    /// read runs in its own task, like a tool call, and is cancelled the same way. A uri added
+    /// twice makes [`Server::run`] fail.
+    pub fn dynamic_resource<F, Fut>(mut self, def: ResourceDef, reader: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadOutcome> + Send + 'static,
+    {
+        let added = self.resources.add_dynamic(def, resource_reader(reader));
+        self.keep_setup_error(added);
+        self
+    }
+
+    /// Answers `resources/read` of every uri no listed resource ([`Server::resource`],
+    /// [`Server::dynamic_resource`]) has: `reader` gets the request's context and the uri, and
+    /// returns the contents or the error to send —
+    /// [`RpcError::resource_not_found`](crate::RpcError::resource_not_found) for a uri it does
+    /// not serve. Reads run in tasks as with [`Server::dynamic_resource`]. Such uris are not
+    /// listed by `resources/list`; a later call replaces an earlier reader. With a reader the
+    /// server announces the `resources` capability even without listed resources.
+    pub fn resource_reader<F, Fut>(mut self, reader: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadOutcome> + Send + 'static,
+    {
+        self.resources.set_reader(resource_reader(reader));
+        self
+    }
+
+    /// Keeps the first error of the builder's methods, for [`Server::run`] to fail with.
+    fn keep_setup_error(&mut self, outcome: Result<(), Error>) {
+        if let Err(error) = outcome
             && self.setup_error.is_none()
         {
             self.setup_error = Some(error);
         }
-        self
     }
 
     /// Removes a tool added earlier (nothing happens if there is none), so a server assembled
@@ -368,6 +441,7 @@ impl Server {
                 cancel_policy,
                 max_in_flight,
                 tools,
+                resources: Arc::new(self.resources),
                 interceptor: self.interceptor,
                 notification_hook: self.notification_hook,
             },

@@ -132,9 +132,10 @@ async fn large_result(_: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> Tool
     ToolResponse::items(content)
 }
 
+/// artifact_result's arguments (also what the envelope resource asks of it).
 #[derive(Deserialize)]
 #[serde(default)]
-struct ArtifactResultArgs {
+pub(crate) struct ArtifactResultArgs {
     text: Option<String>,
     content: Option<String>,
     size: Option<u64>,
@@ -172,6 +173,20 @@ impl Default for ArtifactResultArgs {
     }
 }
 
+impl ArtifactResultArgs {
+    /// One text/plain file of `content`, referenced as `id` with `summary`, in an envelope
+    /// saying `text`.
+    pub(crate) fn one_file(id: &str, content: &str, summary: &str, text: &str) -> Self {
+        Self {
+            text: Some(text.to_owned()),
+            content: Some(content.to_owned()),
+            id: id.to_owned(),
+            summary: Some(summary.to_owned()),
+            ..Self::default()
+        }
+    }
+}
+
 pub(crate) async fn artifact_result(fixture: Arc<Fixture>, _: Arc<CallContext>, args: Value) -> ToolResponse {
     let args = match arguments::<ArtifactResultArgs>(args) {
         Ok(args) => args,
@@ -184,7 +199,8 @@ pub(crate) async fn artifact_result(fixture: Arc<Fixture>, _: Arc<CallContext>, 
     }
 }
 
-fn build_artifact_result(fixture: &Fixture, args: ArtifactResultArgs) -> Result<Envelope, String> {
+/// Writes the files `args` asks for and returns the envelope referencing them. Blocking I/O.
+pub(crate) fn build_artifact_result(fixture: &Fixture, args: ArtifactResultArgs) -> Result<Envelope, String> {
     let count = args.count.max(1);
     let base_id = match args.id_len {
         Some(length) => fit_to_chars(&args.id, length),

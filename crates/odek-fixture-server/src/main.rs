@@ -1,8 +1,9 @@
 //! odek-fixture-server: the odek-extension/v1 contract fixture, an MCP server over stdio or
 //! Streamable HTTP.
 //!
-//! It offers every contract reference tool, plus tools and modes that misbehave on purpose, so
-//! an MCP client can be tested against real pipes and a real process. Built on the
+//! It offers every contract reference tool, plus tools and modes that misbehave on purpose, and
+//! `instructions` and a few resources (see RESOURCES), so an MCP client can be tested against
+//! real pipes and a real process. Built on the
 //! `odek_extension` SDK. Logs go to stderr; stdout carries only the protocol (and, in the junk
 //! modes, deliberate junk). `--help` prints this header.
 //!
@@ -17,6 +18,7 @@
 //!     odek-fixture-server [--artifact-dir DIR] [--protocol-version V|none] [--page-size N]
 //!                         [--name NAME] [--mode MODE]... [--hide TOOL]... [--extra-tool NAME]...
 //!                         [--initialize-error-message TEXT] [--args-file PATH] [--conformant]
+//!                         [--instructions TEXT | --no-instructions] [--no-resources]
 //!                         [--http ADDR [--http-no-get] [--bearer-token TOKEN]]
 //!
 //! FLAGS
@@ -25,7 +27,8 @@
 //!                               bad_artifact's "outside" files go to the sibling DIR-outside.
 //!     --protocol-version V      protocolVersion answered to initialize (default 2025-03-26);
 //!                               "none" omits the field.
-//!     --page-size N             tools/list pages of at most N tools (default 0: one page).
+//!     --page-size N             tools/list and resources/list pages of at most N entries
+//!                               (default 0: one page).
 //!     --name NAME               serverInfo.name (default odek-fixture).
 //!     --mode MODE               Turn on a misbehaviour; repeatable, or comma-separated.
 //!     --hide TOOL               Leave TOOL out (any tool, mode and extra tools included): it is
@@ -47,7 +50,16 @@
 //!                               adds nothing, an unreadable one is a usage error.
 //!     --conformant              The good mode: list only the contract tools that behave (echo,
 //!                               large_result, artifact_result, slow, error_result), so
-//!                               `odek ext check` passes every check. Modes still add their tools.
+//!                               `odek ext check` passes every check. Modes still add their tools;
+//!                               the instructions and resources stay.
+//!     --instructions TEXT       initialize answers "instructions": TEXT (JSON string escapes
+//!                               decoded as for --initialize-error-message, so an args file can
+//!                               carry spaces; an empty TEXT is sent as ""), instead of the
+//!                               default text (see RESOURCES). For testing a client's screening
+//!                               of hostile instructions.
+//!     --no-instructions         initialize answers no "instructions".
+//!     --no-resources            Offer no resources: no "resources" capability, and
+//!                               resources/list and resources/read get -32601.
 //!     --http ADDR               Serve Streamable HTTP on ADDR (an IP and a port; port 0 picks a
 //!                               free one) at path /mcp instead of stdio, and print
 //!                               "listening http://<ip>:<port>/mcp" once listening.
@@ -234,6 +246,25 @@
 //!                               Replies {"jsonrpc":"2.0","id":<id>,"result":<result>,"error":<error>}
 //!                               the same way; "result" is left out unless given (and not null).
 //!
+//! RESOURCES (unless --no-resources; initialize then answers the capability
+//! "resources": {"listChanged": false}; an unknown uri gets -32002 "Resource not found: "<uri>"")
+//!     fixture://readme          text/markdown, title "About this fixture": a short overview.
+//!     fixture://large           text/plain, exactly 300000 characters: the lines
+//!                               "large resource line 000001", "…000002", … (27 bytes each with the
+//!                               line feed), cut at 300000; over odek's default max_result_chars.
+//!     fixture://pixel.png       image/png, a 70-byte 1x1 PNG as a base64 blob.
+//!     fixture://envelope        application/json: an odek.tool-result/v1 envelope, text "An
+//!                               envelope read as a resource; its report is attached as an
+//!                               artifact.", with one ref "resource-report" (text/plain, summary
+//!                               "The report the envelope resource refers to") to a file written
+//!                               in the artifact dir on each read (as artifact_result writes
+//!                               them), content "the report behind fixture://envelope\n".
+//!     The default instructions (one line, whatever --no-resources says):
+//!         odek-fixture is a test server for the odek-extension/v1 contract. Call echo with
+//!         {"text": ...} for a round trip, large_result for long text, artifact_result for an
+//!         odek.tool-result/v1 envelope with artifact refs, and slow with {"ms": ...} for
+//!         progress. The resource fixture://readme lists the resources.
+//!
 //! BAD ARTIFACT KINDS (F = a real file in the artifact dir, D = the artifact dir, N = D's name;
 //! refs carry F's correct sha256 and size_bytes unless the kind is about them)
 //!     traversal            file://D/../N/F             (resolves back into D: only ".." is wrong)
@@ -280,6 +311,7 @@ mod misbehaviour_tools;
 mod mode;
 mod modes;
 mod options;
+mod resources;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -464,6 +496,7 @@ async fn serve(options: Options) -> Result<(), String> {
     for name in &options.hidden {
         server = server.without_tool(name);
     }
+    server = resources::register(server, &fixture, options.instructions, options.resources);
     server = modes::intercept(server, &fixture);
     server = modes::on_notification(server, &fixture);
 

@@ -32,8 +32,8 @@ const PING_DEADLINE: Duration = Duration::from_secs(5);
 /// How long exit_mid_call waits for queued output before exiting anyway.
 const EXIT_FLUSH_DEADLINE: Duration = Duration::from_secs(1);
 
-/// A 1x1 transparent PNG, base64.
-const TINY_PNG_BASE64: &str =
+/// A 1x1 transparent PNG, base64 (also the fixture's blob resource).
+pub(crate) const TINY_PNG_BASE64: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
 pub(crate) fn register(server: Server, fixture: &Arc<Fixture>) -> Server {

@@ -53,8 +53,9 @@ fn initialize_answers_the_contract_version_and_lists_every_tool() {
         fixture.initialize(),
         json!({
             "protocolVersion":"2025-03-26",
-            "capabilities":{"tools":{"listChanged":true}},
-            "serverInfo":{"name":"odek-fixture","version":env!("CARGO_PKG_VERSION")}
+            "capabilities":{"tools":{"listChanged":true},"resources":{"listChanged":false}},
+            "serverInfo":{"name":"odek-fixture","version":env!("CARGO_PKG_VERSION")},
+            "instructions":"odek-fixture is a test server for the odek-extension/v1 contract. Call echo with {\"text\": ...} for a round trip, large_result for long text, artifact_result for an odek.tool-result/v1 envelope with artifact refs, and slow with {\"ms\": ...} for progress. The resource fixture://readme lists the resources."
         })
     );
     let listed = fixture.request("tools/list", None);

@@ -203,6 +203,41 @@ fn the_fixture_serves_its_contract_tools_over_http() {
 }
 
 #[test]
+fn the_fixture_serves_its_instructions_and_resources_over_http() {
+    let fixture = HttpFixture::spawn(&["--page-size", "2"]);
+    let initialize = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}});
+    let response = fixture.post(None, &[], &initialize);
+    let session = response.header("mcp-session-id").unwrap().to_owned();
+    let result = &response.json()["result"];
+    assert!(result["instructions"].as_str().unwrap().starts_with("odek-fixture is a test server"), "{result}");
+    assert_eq!(result["capabilities"]["resources"], json!({"listChanged":false}));
+
+    let mut uris = Vec::new();
+    let mut request = json!({"jsonrpc":"2.0","id":2,"method":"resources/list"});
+    loop {
+        let page = fixture.post(Some(&session), &[], &request).json()["result"].clone();
+        uris.extend(page["resources"].as_array().unwrap().iter().map(|resource| resource["uri"].clone()));
+        match page.get("nextCursor") {
+            Some(cursor) => request["params"] = json!({"cursor": cursor}),
+            None => break,
+        }
+    }
+    assert_eq!(uris, ["fixture://readme", "fixture://large", "fixture://pixel.png", "fixture://envelope"]);
+
+    let read = |id: i64, uri: &str| {
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"resources/read","params":{"uri":uri}});
+        fixture.post(Some(&session), &[], &body).json()
+    };
+    let large = read(3, "fixture://large");
+    assert_eq!(large["result"]["contents"][0]["text"].as_str().unwrap().len(), 300_000);
+    assert_eq!(read(4, "fixture://pixel.png")["result"]["contents"][0]["mimeType"], json!("image/png"));
+    assert_eq!(
+        read(5, "fixture://nope")["error"],
+        json!({"code":-32002,"message":"Resource not found: \"fixture://nope\"","data":{"uri":"fixture://nope"}})
+    );
+}
+
+#[test]
 fn the_http_flags_require_a_token_and_turn_get_off() {
     let fixture = HttpFixture::spawn(&["--bearer-token", "fixture-token", "--http-no-get"]);
     let refused = fixture.post(None, &[], &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}));

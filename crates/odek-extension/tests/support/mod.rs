@@ -1,10 +1,12 @@
 //! Test support: an in-process [`odek_extension::Server`] on pipes ([`InProcess`]), driven by
-//! the shared JSON-RPC [`Peer`].
+//! the shared JSON-RPC [`Peer`]; and the resources scenario both transports run (`resources`).
 
 #![allow(dead_code)]
 
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
+
+pub mod resources;
 
 pub use odek_test_support::peer::{Peer, READ_DEADLINE, line_channel};
 
