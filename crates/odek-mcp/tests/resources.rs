@@ -193,3 +193,61 @@ async fn an_expired_session_is_renewed_for_a_resource_request_and_keeps_the_inst
     assert_eq!(hub.instructions().len(), 1);
     finish(hub, &[&server]).await;
 }
+
+/// The contract fixture's instructions and resources, over stdio and over Streamable HTTP: the
+/// same instructions block, listing and reads — a cut large text with the exact notice, a blob
+/// as its metadata line, and an envelope whose artifact ref is verified under the server's root.
+#[tokio::test]
+async fn the_fixtures_resources_read_the_same_over_stdio_and_http() {
+    let stdio = support::Fixture::new(&[]);
+    let http_artifacts = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(odek_test_support::fixture_server());
+    command.args(["--http", "127.0.0.1:0", "--artifact-dir"]).arg(http_artifacts.path());
+    let http = odek_test_support::listening::ListeningServer::start(command);
+    let http_entry = ServerEntry {
+        url: Some(http.url.clone()),
+        artifact_roots: vec![http_artifacts.path().to_string_lossy().into_owned()],
+        ..ServerEntry::default()
+    };
+    let mut views = Vec::new();
+    for entry in [stdio.entry.clone(), http_entry] {
+        let entry = ServerEntry { max_result_chars: 1000, ..entry };
+        let recorder = Arc::new(Recorder::default());
+        let hub = McpHub::start(vec![spec("fx", &entry)], options(&recorder, Arc::new(ApproveAll))).await.unwrap();
+        let instructions = hub.instructions();
+        assert_eq!(instructions.len(), 1);
+        assert!(instructions[0].block.contains("\nodek-fixture is a test server for the odek-extension/v1 contract."));
+        let listing = list(&hub, "fx", None).await.unwrap();
+        let (readme, _) = read(&hub, "fx", "fixture://readme").await.unwrap();
+        let (large, observed) = read(&hub, "fx", "fixture://large").await.unwrap();
+        assert_eq!(observed, Some(300_000));
+        let notice = "\n[odek: result truncated — server \"fx\" tool \"resources/read\" produced 300000 chars, exceeding the configured max_result_chars=1000; the full result is available via the retained artifact references, if any]";
+        assert!(large.ends_with(notice), "{large}");
+        assert_eq!(large.chars().count(), 1000);
+        let (pixel, _) = read(&hub, "fx", "fixture://pixel.png").await.unwrap();
+        assert_eq!(pixel, "- resource \"fixture://pixel.png\" (image/png, embedded blob of 70 bytes)");
+        let (envelope, _) = read(&hub, "fx", "fixture://envelope").await.unwrap();
+        assert!(
+            envelope.starts_with(
+                "An envelope read as a resource; its report is attached as an artifact.\n- artifact \"resource-report\" (text/plain, "
+            ),
+            "{envelope}"
+        );
+        hub.shutdown().await;
+        views.push((listing, readme, large, pixel));
+    }
+    assert_eq!(views[0], views[1], "stdio and HTTP give the model the same views");
+    assert!(views[0].0.starts_with("MCP server \"fx\" lists 4 resource(s) on this page:\n"), "{}", views[0].0);
+}
+
+/// A resource envelope's artifact ref is refused without a configured root, as a tool's is.
+#[tokio::test]
+async fn a_resource_envelope_without_a_root_is_refused_red() {
+    let fixture = support::Fixture::new(&[]);
+    let entry = ServerEntry { artifact_roots: Vec::new(), ..fixture.entry.clone() };
+    let recorder = Arc::new(Recorder::default());
+    let hub = McpHub::start(vec![spec("fx", &entry)], options(&recorder, Arc::new(ApproveAll))).await.unwrap();
+    let error = read(&hub, "fx", "fixture://envelope").await.unwrap_err();
+    assert!(error.starts_with("mcpclient fx: tool resources/read: artifact ref rejected: "), "{error}");
+    hub.shutdown().await;
+}
