@@ -2,17 +2,19 @@
 //! its bounded line reader and single writer, routing by integer id, deadlines and cancellation,
 //! discovery, crash recovery, and the call pipeline that turns a `tools/call` result into the
 //! exact text the model sees. It also lends `odek ext check` (crate `odek-conformance`) the
-//! pieces a server is checked with — the spawn, the wire frames, the listing, the registration
-//! checks and the result decoding — so a server is judged by what the client does with it.
+//! pieces a server is checked with — the spawn, the HTTP connection, the wire frames, the
+//! listing, the registration checks and the result decoding — so a server is judged by what the
+//! client does with it.
 //!
 //! Start at [`McpHub::start`] (startup of every server of a run) and [`McpHub::call`] (one tool
 //! call through the whole pipeline). The public modules are those other crates reach into by
 //! path: `wire` (the frames odek writes and reads), `process` (starting a server and killing its
-//! group), `discovery` (the listing and the registration checks), `bounded_lines`, `observer`,
-//! `server_lines`, `server_config`, `env_allowlist`, `approval` and `hub`; everything else is
-//! re-exported below or private. Imports go one way: `wire`, `bounded_lines`, `observer`,
-//! `caps` and `approval` import nothing else of the crate, and no module imports back from a
-//! module that imports it (`hub` is on top).
+//! group), `discovery` (the listing and the registration checks), `remote` (a remote entry's
+//! URL, headers and token), `remote_session` (one HTTP connection driven by its caller),
+//! `bounded_lines`, `observer`, `server_lines`, `server_config`, `env_allowlist`, `approval` and
+//! `hub`; everything else is re-exported below or private. Imports go one way: `wire`,
+//! `bounded_lines`, `observer`, `caps` and `approval` import nothing else of the crate, and no
+//! module imports back from a module that imports it (`hub` is on top).
 
 pub mod approval;
 pub mod bounded_lines;
@@ -29,6 +31,7 @@ pub mod observer;
 mod output_schema;
 pub mod process;
 pub mod remote;
+pub mod remote_session;
 mod resources;
 pub mod server_config;
 pub mod server_lines;
@@ -58,6 +61,8 @@ pub use discovery::ToolDescriptor;
 pub use discovery::ToolHints;
 /// Why a request failed at the transport.
 pub use error::Cause;
+/// How an HTTP answer failed a request (spec §14's wording).
+pub use error::HttpFailure;
 /// The error of every client operation; its text is the spec's.
 pub use error::McpError;
 /// A listed tool name the name rules reject, and why.

@@ -1,7 +1,8 @@
 //! The rules of a remote (Streamable HTTP) server entry, before any connection: its URL (spec
 //! `mcp-client.md` §14: absolute `http`/`https`, a host, no credentials; \[beyond\] plain `http`
 //! only to a loopback host unless `allow_insecure_http`), link-local addresses, and the
-//! `headers` odek sends. Pure: no I/O. Start at [`check_endpoint`].
+//! `headers` odek sends, and the bearer token `token_env` names ([`bearer_token`]). No I/O.
+//! Start at [`check_endpoint`].
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -70,6 +71,33 @@ pub fn check_endpoint(
     }
     let headers = headers.iter().map(|(name, value)| (name.clone(), value.clone())).collect();
     Ok(Endpoint { url: parsed, headers })
+}
+
+/// The bearer token `token_env` names, looked up in `env` (odek's environment; spec §14):
+/// `(None, None)` when no variable is named. An unset or empty variable gives no token and the
+/// spec's warning (without the `odek: warning: ` prefix): the requests go unauthenticated. A
+/// token found is registered for redaction, so no report or log line can show it.
+pub fn bearer_token(
+    server: &str,
+    token_env: &str,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> (Option<SecretValue>, Option<String>) {
+    if token_env.is_empty() {
+        return (None, None);
+    }
+    match env.into_iter().find(|(name, value)| name == token_env && !value.is_empty()) {
+        Some((_, token)) => {
+            odek_contract::redaction::register_secret(&token);
+            (Some(SecretValue::new(token)), None)
+        }
+        None => (
+            None,
+            Some(format!(
+                "mcp server {}: token_env {token_env} is set but the environment variable is empty; requests will be sent unauthenticated",
+                quote(server)
+            )),
+        ),
+    }
 }
 
 /// One configured header: a token name that is not the transport's own, and a value of one line.
@@ -213,6 +241,21 @@ mod tests {
         let many: BTreeMap<String, SecretValue> =
             (0..=MAX_HEADERS).map(|n| (format!("X-{n}"), SecretValue::new("v"))).collect();
         assert!(check_endpoint("web", "https://x.example/", &many, "", false).is_err());
+    }
+
+    #[test]
+    fn the_bearer_token_comes_from_the_named_variable_and_is_never_shown_red() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect()
+        };
+        assert_eq!(bearer_token("web", "", env(&[("T", "x")])), (None, None));
+        let (token, warning) = bearer_token("web", "WEB_TOKEN", env(&[("WEB_TOKEN", "tok-remote-0123456789")]));
+        assert_eq!((token.as_ref().map(SecretValue::expose), warning), (Some("tok-remote-0123456789"), None));
+        assert_eq!(odek_contract::redaction::redact("sent tok-remote-0123456789"), "sent [REDACTED]");
+        let want = "mcp server \"web\": token_env WEB_TOKEN is set but the environment variable is empty; requests will be sent unauthenticated";
+        for pairs in [&[][..], &[("WEB_TOKEN", "")][..]] {
+            assert_eq!(bearer_token("web", "WEB_TOKEN", env(pairs)), (None, Some(want.to_owned())));
+        }
     }
 
     #[test]

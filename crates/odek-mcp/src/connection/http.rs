@@ -143,7 +143,7 @@ impl HttpLink {
         *self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner) = sent;
     }
 
-    fn session(&self) -> Option<HeaderValue> {
+    pub(crate) fn session(&self) -> Option<HeaderValue> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 

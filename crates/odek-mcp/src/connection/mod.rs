@@ -355,6 +355,11 @@ impl Connection {
         }
     }
 
+    /// Whether an HTTP server issued a session id (on `initialize`); never for stdio.
+    pub fn session_issued(&self) -> bool {
+        self.http.as_ref().is_some_and(|http| http.session().is_some())
+    }
+
     /// The process exit, once observed.
     pub fn exit_info(&self) -> Option<ExitInfo> {
         *self.exit.borrow()
