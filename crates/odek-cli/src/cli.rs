@@ -112,10 +112,11 @@ pub enum ExtCommand {
     },
     /// Check an extension server against the odek-extension/v1 contract and report pass / warn /
     /// fail per check (exit 0 all pass, 1 any failure, 2 warnings only)
-    Check(ExtCheckArgs),
+    Check(Box<ExtCheckArgs>),
 }
 
-/// `odek ext check [flags] <configured-server>` or `odek ext check [flags] -- <command> [args...]`.
+/// `odek ext check [flags] <configured-server>`, `odek ext check [flags] --url <url>` or
+/// `odek ext check [flags] -- <command> [args...]`.
 #[derive(Debug, Clone, Args)]
 pub struct ExtCheckArgs {
     /// Print one JSON object with every check instead of the report
@@ -141,11 +142,25 @@ pub struct ExtCheckArgs {
     /// Concurrent calls in the load check
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = odek_conformance::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
-    /// The server name used for exposed names (default: the command's file name)
+    /// The server name used for exposed names (default: the command's file name, or the URL's host)
     #[arg(long, value_name = "NAME", conflicts_with = "server")]
     pub name: Option<String>,
+    /// Check the Streamable HTTP server at this URL (http only to a loopback host unless
+    /// --allow-insecure-http; no credentials in the URL)
+    #[arg(long, value_name = "URL", conflicts_with_all = ["server", "command"])]
+    pub url: Option<String>,
+    /// A header sent with every request to --url, as 'Name: value' (repeatable; the value is
+    /// never printed)
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "url")]
+    pub headers: Vec<String>,
+    /// The environment variable holding a bearer token for --url (sent as Authorization: Bearer)
+    #[arg(long, value_name = "VAR", requires = "url")]
+    pub token_env: Option<String>,
+    /// Allow plain http:// to a host that is not loopback (with --url)
+    #[arg(long, requires = "url")]
+    pub allow_insecure_http: bool,
     /// A server configured in mcp_servers
-    #[arg(required_unless_present = "command", conflicts_with = "command")]
+    #[arg(required_unless_present_any = ["command", "url"], conflicts_with = "command")]
     pub server: Option<String>,
     /// After `--`: the command that starts the server, and its arguments
     #[arg(last = true, value_name = "COMMAND")]

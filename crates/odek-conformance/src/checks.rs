@@ -1,6 +1,8 @@
 //! The checks of `odek ext check`, one function each, named after what they require. Each
 //! reads the [`Observations`] and returns its [`CheckResult`]s; none of them talks to the
-//! server. Start at [`all`], which lists them in report order.
+//! server. A check that only means something for a process is reported as not applicable over
+//! HTTP, never judged on what HTTP cannot show. Start at [`all`], which lists
+//! them in report order.
 
 use std::collections::HashSet;
 
@@ -17,7 +19,7 @@ use serde::Serialize;
 
 use crate::observe::{CallObservation, Observations, UNKNOWN_ARGUMENT, is_error_result};
 use crate::options::CheckOptions;
-use crate::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, Offender, cut};
+use crate::probe::{Answer, EVIDENCE_BYTES, Exit, Failure, cut};
 use odek_mcp::McpError;
 use odek_mcp::OutputSchema;
 use odek_mcp::discovery::{
@@ -49,7 +51,7 @@ impl Status {
 /// The verdict of one check (for per-tool checks, on one tool).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckResult {
-    /// `handshake`, `stdout`, `tools`, `calls`, `load` or `shutdown`.
+    /// `handshake`, `stdout`, `http`, `tools`, `calls`, `load` or `shutdown`.
     pub group: &'static str,
     /// The check's name, e.g. `ping_answers`.
     pub check: &'static str,
@@ -72,17 +74,47 @@ pub fn judge(observations: &Observations, options: &CheckOptions) -> Vec<CheckRe
 
 /// Every check in report order.
 fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoots) -> Vec<CheckResult> {
-    let mut results = vec![server_starts(observations)];
-    if observations.spawn_error.is_some() {
+    let remote = options.target.is_remote();
+    let mut results = vec![if remote { server_reachable(observations) } else { server_starts(observations) }];
+    if observations.start_error.is_some() {
         return results;
     }
+    // A check of what only a process has: judged over stdio, not applicable over HTTP.
+    let process_only = |group, name, why: &str, judge: &dyn Fn() -> CheckResult| {
+        if remote { check(group, name, Status::Skip, format!("not applicable over HTTP: {why}")) } else { judge() }
+    };
     results.push(initialize_answers(observations));
     results.push(protocol_version_supported(observations));
-    results.push(initialized_notification_accepted(observations));
+    results.push(process_only(
+        "handshake",
+        "initialized_notification_accepted",
+        "odek reads nothing back from a notification's POST (a server that fails on it fails ping_answers)",
+        &|| initialized_notification_accepted(observations),
+    ));
     results.push(ping_answers(observations));
-    results.push(stdout_only_json_rpc(observations));
-    results.push(stdout_lines_within_limit(observations, options));
-    results.push(responses_match_requests(observations));
+    results.push(process_only(
+        "stdout",
+        "stdout_only_json_rpc",
+        "there is no stdout (see answers_are_json_rpc)",
+        &|| stdout_only_json_rpc(observations),
+    ));
+    results.push(process_only(
+        "stdout",
+        "stdout_lines_within_limit",
+        "there is no stdout (see answers_within_limit)",
+        &|| stdout_lines_within_limit(observations, options),
+    ));
+    results.push(process_only(
+        "stdout",
+        "responses_match_requests",
+        "each answer comes on its own request's POST (see answers_are_json_rpc)",
+        &|| responses_match_requests(observations),
+    ));
+    if remote {
+        results.push(session_id_issued(observations, options));
+        results.push(answers_are_json_rpc(observations));
+        results.push(answers_within_limit(observations, options));
+    }
     results.push(tools_list_answers(observations));
     let listed = match &observations.tools {
         Some(Ok(tools)) => Some(tools.as_slice()),
@@ -129,7 +161,12 @@ fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoot
     }
     results.push(tools_exercised(observations));
     results.push(concurrent_calls_answered(observations, options));
-    results.push(exits_on_stdin_close(observations));
+    results.push(process_only(
+        "shutdown",
+        "exits_on_stdin_close",
+        "there is no process (odek ends the session with DELETE)",
+        &|| exits_on_stdin_close(observations),
+    ));
     results
 }
 
@@ -182,9 +219,19 @@ fn millis(duration: std::time::Duration) -> u128 {
 
 /// The command can be started at all.
 fn server_starts(observations: &Observations) -> CheckResult {
-    match &observations.spawn_error {
+    match &observations.start_error {
         None => check("handshake", "server_starts", Status::Pass, "the process started"),
         Some(error) => check("handshake", "server_starts", Status::Fail, format!("the process did not start: {error}")),
+    }
+}
+
+/// HTTP: something answers at the URL and takes the credentials (the first request neither
+/// failed to connect nor got 401 or 403).
+fn server_reachable(observations: &Observations) -> CheckResult {
+    const NAME: &str = "server_reachable";
+    match &observations.start_error {
+        None => check("handshake", NAME, Status::Pass, "connected; the credentials were not refused"),
+        Some(error) => check("handshake", NAME, Status::Fail, error.clone()),
     }
 }
 
@@ -282,18 +329,14 @@ fn ping_answers(observations: &Observations) -> CheckResult {
     }
 }
 
-fn first_offender(offenders: &[Offender]) -> String {
-    offenders.first().map(|offender| offender.excerpt.clone()).unwrap_or_default()
-}
-
 /// Nothing but JSON-RPC messages on stdout: logs belong on stderr.
 fn stdout_only_json_rpc(observations: &Observations) -> CheckResult {
     const NAME: &str = "stdout_only_json_rpc";
     let transcript = &observations.transcript;
-    if transcript.not_json_rpc_count == 0 {
+    if transcript.not_json_rpc.count == 0 {
         return check("stdout", NAME, Status::Pass, format!("{} line(s), all JSON-RPC", transcript.lines));
     }
-    let during = transcript.not_json_rpc.first().map(|offender| offender.during.as_str()).unwrap_or_default();
+    let during = transcript.not_json_rpc.kept.first().map(|offender| offender.during.as_str()).unwrap_or_default();
     with_evidence(
         check(
             "stdout",
@@ -301,10 +344,10 @@ fn stdout_only_json_rpc(observations: &Observations) -> CheckResult {
             Status::Fail,
             format!(
                 "{} of {} stdout line(s) are not JSON-RPC messages (first while waiting for {during}); write logs to stderr",
-                transcript.not_json_rpc_count, transcript.lines
+                transcript.not_json_rpc.count, transcript.lines
             ),
         ),
-        first_offender(&transcript.not_json_rpc),
+        transcript.not_json_rpc.first_excerpt(),
     )
 }
 
@@ -336,7 +379,7 @@ fn stdout_lines_within_limit(observations: &Observations, options: &CheckOptions
 fn responses_match_requests(observations: &Observations) -> CheckResult {
     const NAME: &str = "responses_match_requests";
     let transcript = &observations.transcript;
-    if transcript.unmatched_count == 0 {
+    if transcript.unmatched.count == 0 {
         return check("stdout", NAME, Status::Pass, "every response matched a request id");
     }
     with_evidence(
@@ -346,11 +389,79 @@ fn responses_match_requests(observations: &Observations) -> CheckResult {
             Status::Fail,
             format!(
                 "{} response(s) matched no request in flight (a wrong, repeated or non-integer id); echo each request's id exactly once",
-                transcript.unmatched_count
+                transcript.unmatched.count
             ),
         ),
-        first_offender(&transcript.unmatched),
+        transcript.unmatched.first_excerpt(),
     )
+}
+
+/// HTTP: whether the server keeps a session (`Mcp-Session-Id` on `initialize`). Either is
+/// fine; the report says which odek will do.
+fn session_id_issued(observations: &Observations, options: &CheckOptions) -> CheckResult {
+    const NAME: &str = "session_id_issued";
+    if options.target.transport() == "http+sse" {
+        return check(
+            "http",
+            NAME,
+            Status::Skip,
+            "not applicable over HTTP+SSE: the session is the endpoint its event stream names",
+        );
+    }
+    let reason = if observations.transcript.session_issued {
+        "the server issued a session id on initialize; odek sends it with every request and ends the session with DELETE"
+    } else {
+        "no session id was issued (a stateless server); odek sends none"
+    };
+    check("http", NAME, Status::Pass, reason)
+}
+
+/// HTTP: every answer is `application/json` (one JSON-RPC message, the response to its POST)
+/// or `text/event-stream`; odek fails a request whose answer is anything else.
+fn answers_are_json_rpc(observations: &Observations) -> CheckResult {
+    const NAME: &str = "answers_are_json_rpc";
+    let unreadable = &observations.transcript.unreadable_answers;
+    let Some(first) = unreadable.kept.first() else {
+        return check(
+            "http",
+            NAME,
+            Status::Pass,
+            "every answer was application/json or text/event-stream with the response to its request",
+        );
+    };
+    with_evidence(
+        check(
+            "http",
+            NAME,
+            Status::Fail,
+            format!(
+                "{} answer(s) could not be used and failed their request (first while waiting for {}); answer each POST with application/json holding the response to it, or text/event-stream",
+                unreadable.count, first.during
+            ),
+        ),
+        &first.excerpt,
+    )
+}
+
+/// HTTP: every JSON body and event stream fits in `max_response_bytes`.
+fn answers_within_limit(observations: &Observations, options: &CheckOptions) -> CheckResult {
+    const NAME: &str = "answers_within_limit";
+    match &observations.transcript.oversized {
+        None => check(
+            "http",
+            NAME,
+            Status::Pass,
+            format!("every answer fit in max_response_bytes ({} bytes)", options.max_response_bytes),
+        ),
+        Some((limit, during)) => check(
+            "http",
+            NAME,
+            Status::Fail,
+            format!(
+                "an answer longer than max_response_bytes ({limit} bytes) arrived while waiting for {during}; odek stops reading it, drops it and fails that request (later ones go on): return a summary and an artifact instead"
+            ),
+        ),
+    }
 }
 
 /// `tools/list` is answered and its pagination ends.
@@ -802,6 +913,11 @@ fn concurrent_calls_answered(observations: &Observations, options: &CheckOptions
         }
         Some((_, failure)) => {
             let ids: Vec<String> = unanswered.iter().map(|(id, _)| id.to_string()).collect();
+            let numbered = if options.target.is_remote() {
+                "unanswered requests (by position in the burst)"
+            } else {
+                "unanswered ids"
+            };
             with_evidence(
                 check(
                     "load",
@@ -814,7 +930,7 @@ fn concurrent_calls_answered(observations: &Observations, options: &CheckOptions
                         options.timeout.as_secs_f64()
                     ),
                 ),
-                format!("unanswered ids: {}", ids.join(", ")),
+                format!("{numbered}: {}", ids.join(", ")),
             )
         }
     }
@@ -851,6 +967,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::options::Target;
+    use crate::probe::{Offender, Offenders};
 
     fn tool(name: &str) -> ListedTool {
         ListedTool { name: name.into(), input_schema: serde_json::json!({"type":"object"}), ..ListedTool::default() }
@@ -912,8 +1030,10 @@ mod tests {
     fn hygiene_failures_carry_the_first_offending_line() {
         let mut seen = observations();
         seen.transcript.lines = 5;
-        seen.transcript.not_json_rpc_count = 2;
-        seen.transcript.not_json_rpc = vec![Offender { excerpt: "INFO starting".into(), during: "initialize".into() }];
+        seen.transcript.not_json_rpc = Offenders {
+            kept: vec![Offender { excerpt: "INFO starting".into(), during: "initialize".into() }],
+            count: 2,
+        };
         let result = stdout_only_json_rpc(&seen);
         assert_eq!(result.status, Status::Fail);
         assert_eq!(result.evidence.as_deref(), Some("INFO starting"));
@@ -924,19 +1044,74 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_server_that_cannot_start_gets_one_failing_check() {
-        let mut seen = observations();
-        seen.spawn_error = Some("start /nope: No such file or directory (os error 2)".into());
-        let options = CheckOptions {
+    fn options_for(target: Target) -> CheckOptions {
+        CheckOptions {
             timeout: Duration::from_secs(1),
             max_response_bytes: 1024,
             max_result_chars: 1000,
             concurrency: 1,
-            ..CheckOptions::new("s".into(), "/nope".into(), Vec::new(), Default::default())
-        };
-        let results = all(&seen, &options, &ArtifactRoots::default());
+            ..CheckOptions::new("s".into(), target)
+        }
+    }
+
+    fn stdio() -> Target {
+        Target::Stdio { command: "/nope".into(), args: Vec::new(), env: Default::default() }
+    }
+
+    fn http() -> Target {
+        let endpoint =
+            odek_mcp::remote::check_endpoint("s", "http://127.0.0.1:9/mcp", &Default::default(), "", false).unwrap();
+        Target::Http { endpoint, token: None, legacy_sse: false }
+    }
+
+    #[test]
+    fn a_server_that_cannot_start_or_be_reached_gets_one_failing_check() {
+        let mut seen = observations();
+        seen.start_error = Some("start /nope: No such file or directory (os error 2)".into());
+        let results = all(&seen, &options_for(stdio()), &ArtifactRoots::default());
         assert_eq!(results.len(), 1);
         assert_eq!((results[0].check, results[0].status), ("server_starts", Status::Fail));
+        seen.start_error = Some("the server could not be reached: …".into());
+        let results = all(&seen, &options_for(http()), &ArtifactRoots::default());
+        assert_eq!(results.len(), 1);
+        assert_eq!((results[0].check, results[0].status), ("server_reachable", Status::Fail));
+        assert_eq!(results[0].reason, "the server could not be reached: …");
+    }
+
+    /// Before: every check was judged as if the server were a process, so an HTTP server would
+    /// have "passed" stdout hygiene it never had and "failed" to exit on a stdin it never had.
+    #[test]
+    fn process_only_checks_are_not_applicable_over_http() {
+        let mut seen = observations();
+        seen.transcript.oversized = Some((1024, "tools/call big".into()));
+        let excerpt = "unexpected response content type \"text/html\"".to_owned();
+        seen.transcript.unreadable_answers.note(Offender { excerpt, during: "ping".into() });
+        let results = all(&seen, &options_for(http()), &ArtifactRoots::default());
+        let status = |name: &str| results.iter().find(|result| result.check == name).map(|result| result.status);
+        for name in [
+            "initialized_notification_accepted",
+            "stdout_only_json_rpc",
+            "stdout_lines_within_limit",
+            "responses_match_requests",
+            "exits_on_stdin_close",
+        ] {
+            assert_eq!(status(name), Some(Status::Skip), "{name}");
+            let reason = &results.iter().find(|result| result.check == name).unwrap().reason;
+            assert!(reason.starts_with("not applicable over HTTP: "), "{reason}");
+        }
+        assert_eq!(status("server_reachable"), Some(Status::Pass));
+        assert_eq!(status("server_starts"), None);
+        assert_eq!(status("session_id_issued"), Some(Status::Pass));
+        let oversized = results.iter().find(|result| result.check == "answers_within_limit").unwrap();
+        assert_eq!(oversized.status, Status::Fail);
+        assert!(oversized.reason.starts_with(
+            "an answer longer than max_response_bytes (1024 bytes) arrived while waiting for tools/call big; "
+        ));
+        let unreadable = results.iter().find(|result| result.check == "answers_are_json_rpc").unwrap();
+        assert_eq!(unreadable.status, Status::Fail);
+        assert_eq!(unreadable.evidence.as_deref(), Some("unexpected response content type \"text/html\""));
+        // Over stdio the same observations are judged as before, and nothing is about HTTP.
+        let results = all(&seen, &options_for(stdio()), &ArtifactRoots::default());
+        assert!(results.iter().all(|result| result.group != "http" && result.check != "server_reachable"));
     }
 }

@@ -1,7 +1,8 @@
-//! The observing half of a check run: [`observe`] starts the server once, drives it through the
-//! handshake, its tool list, a call of each planned tool, a burst of concurrent calls and a
-//! shutdown, and records [`Observations`] — restarting the server when a step kills the
-//! connection, so later steps still run. Nothing here judges; `checks` does.
+//! The observing half of a check run: [`observe`] starts the server (or opens an HTTP session)
+//! once, drives it through the handshake, its tool list, a call of each planned tool, a burst of
+//! concurrent calls and a shutdown, and records [`Observations`] — restarting the server (a new
+//! session over HTTP) when a step kills the connection, so later steps still run. Nothing here
+//! judges; `checks` does.
 //!
 //! Which tools are called is decided up front, by [`plan_calls`]: never one annotated
 //! `destructiveHint: true`, only `readOnlyHint: true` ones under [`CallPolicy::ReadOnly`] (the
@@ -13,13 +14,13 @@
 use std::time::Duration;
 
 use odek_mcp::discovery::{ListedTool, ListingError, initialize_params, list_pages};
-use odek_mcp::wire::{INITIALIZED, Params, tool_call_prefix};
+use odek_mcp::wire::{Params, tool_call_prefix};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::arguments::arguments_from_schema;
-use crate::options::{CallPolicy, CheckOptions};
-use crate::probe::{Answer, Exit, Failure, Launch, Pages, Probe, Transcript};
+use crate::options::{CallPolicy, CheckOptions, Target};
+use crate::probe::{Answer, Exit, Failure, HttpLaunch, Launch, Pages, Probe, StdioLaunch, Transcript};
 
 /// The argument added to a successful call to see that unknown arguments are tolerated.
 pub(crate) const UNKNOWN_ARGUMENT: &str = "odek_check_unknown_argument";
@@ -74,14 +75,16 @@ pub(crate) struct SkippedCall {
 pub(crate) struct LoadObservation {
     /// What was sent N times: `tools/call <tool>` or `ping`.
     pub what: String,
+    /// Each request's id (stdio) or position in the burst (HTTP), and its outcome.
     pub outcomes: Vec<(i64, Result<Answer, Failure>)>,
 }
 
 /// Everything one check run saw.
 #[derive(Debug, Default)]
 pub(crate) struct Observations {
-    /// Set when the process could not be started at all.
-    pub spawn_error: Option<String>,
+    /// Set when the process could not be started at all, or (HTTP) nothing answered at the URL
+    /// or it refused the credentials: then nothing else was run.
+    pub start_error: Option<String>,
     pub initialize: Option<InitializeObservation>,
     pub ping: Option<Result<Answer, Failure>>,
     pub tools: Option<Result<Vec<ListedTool>, String>>,
@@ -101,18 +104,11 @@ pub(crate) struct Observations {
 /// Runs the server through every step and records what it did.
 pub(crate) async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[PlannedCall]) + Sync)) -> Observations {
     let mut observations = Observations::default();
-    let launch = Launch {
-        server: options.server.clone(),
-        command: options.command.clone(),
-        args: options.args.clone(),
-        env: options.env.clone(),
-        max_response_bytes: options.max_response_bytes,
-        write_timeout: options.timeout,
-    };
-    let mut probe = match Probe::spawn(&launch, Transcript::default()) {
+    let launch = launch(options);
+    let mut probe = match Probe::open(&launch, Transcript::default()) {
         Ok(probe) => probe,
         Err(error) => {
-            observations.spawn_error = Some(error);
+            observations.start_error = Some(error);
             return observations;
         }
     };
@@ -120,6 +116,13 @@ pub(crate) async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[Planned
     let init = initialize_params(&options.client_version);
 
     let initialize = probe.request("initialize", Params::Json(&init), timeout).await;
+    if let Some(error) = initialize.as_ref().err().and_then(Failure::unreachable) {
+        // Every later step would fail the same way: one failure says it.
+        observations.start_error = Some(error);
+        let (_, transcript) = probe.close().await;
+        observations.transcript = transcript;
+        return observations;
+    }
     observations.initialize = Some(InitializeObservation { outcome: initialize });
     observations.ping = Some(probe.initialized_then_ping(timeout).await);
 
@@ -187,9 +190,31 @@ pub(crate) async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[Planned
 
     session.revive().await;
     let (exit, transcript) = session.probe.close().await;
-    observations.exit = Some(exit);
+    observations.exit = exit;
     observations.transcript = transcript;
     observations
+}
+
+/// How to reach the server of `options`.
+fn launch(options: &CheckOptions) -> Launch {
+    match &options.target {
+        Target::Stdio { command, args, env } => Launch::Stdio(StdioLaunch {
+            server: options.server.clone(),
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+            max_response_bytes: options.max_response_bytes,
+            write_timeout: options.timeout,
+        }),
+        Target::Http { endpoint, token, legacy_sse } => Launch::Http(HttpLaunch {
+            server: options.server.clone(),
+            endpoint: endpoint.clone(),
+            token: token.clone(),
+            legacy_sse: *legacy_sse,
+            max_response_bytes: options.max_response_bytes,
+            timeout: options.timeout,
+        }),
+    }
 }
 
 /// `--call` examples naming a tool the listing does not have, each once.
@@ -338,26 +363,31 @@ struct Session<'a> {
 impl Session<'_> {
     /// Names the step about to use the connection (in restart notes and hygiene evidence).
     fn step(&mut self, step: String) {
-        self.probe.step.clone_from(&step);
+        self.probe.set_step(&step);
         self.last_step = step;
     }
 
-    /// When the connection died, starts the server again (handshake included, not judged) so
-    /// the following steps still run. The transcript carries over.
+    /// When the connection died, starts the server again, or a new session over HTTP
+    /// (handshake included, not judged) so the following steps still run. The transcript
+    /// carries over.
     async fn revive(&mut self) {
         if !self.probe.is_dead() || self.restarts.len() >= MAX_RESTARTS {
             return;
         }
-        let Ok(replacement) = Probe::spawn(self.launch, Transcript::default()) else { return };
+        let Ok(replacement) = Probe::open(self.launch, Transcript::default()) else { return };
         let old = std::mem::replace(&mut self.probe, replacement);
-        // The new process has not written anything yet: its transcript continues the old one.
+        // The new connection has not seen anything yet: its transcript continues the old one.
         let (_, transcript) = old.close().await;
-        self.probe.transcript = transcript;
-        self.restarts.push(format!("the server was restarted after {} closed the connection", self.last_step));
-        self.probe.step = "initialize after a restart".to_owned();
+        self.probe.continue_transcript(transcript);
+        self.restarts.push(if self.launch.is_remote() {
+            format!("a new session was started after the server ended the previous one during {}", self.last_step)
+        } else {
+            format!("the server was restarted after {} closed the connection", self.last_step)
+        });
+        self.probe.set_step("initialize after a restart");
         let _ = self.probe.request("initialize", Params::Json(self.init), self.timeout).await;
-        let _ = self.probe.notify(INITIALIZED).await;
-        self.probe.step.clone_from(&self.last_step);
+        self.probe.initialized().await;
+        self.probe.set_step(&self.last_step);
     }
 }
 
@@ -425,7 +455,10 @@ mod tests {
             skip_calls: vec!["skipped".into()],
             calls,
             concurrency: 1,
-            ..CheckOptions::new("srv".into(), "/bin/srv".into(), Vec::new(), BTreeMap::new())
+            ..CheckOptions::new(
+                "srv".into(),
+                Target::Stdio { command: "/bin/srv".into(), args: Vec::new(), env: BTreeMap::new() },
+            )
         }
     }
 

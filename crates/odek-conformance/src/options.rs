@@ -1,10 +1,12 @@
-//! What one check run is told: the server to start, its limits, the author's examples and which
-//! tools may be called. A leaf: every other module of the crate reads it.
+//! What one check run is told: the server to check (a command over stdio or a URL over
+//! Streamable HTTP), its limits, the author's examples and which tools may be called. A leaf:
+//! every other module of the crate reads it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use odek_mcp::server_config::Limits;
+use odek_mcp::remote::Endpoint;
+use odek_mcp::server_config::{Limits, SecretValue};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -16,10 +18,7 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 pub struct CheckOptions {
     /// The server name used for exposed names and stderr prefixes.
     pub server: String,
-    pub command: String,
-    pub args: Vec<String>,
-    /// The environment the server runs with (already built by the allowlist rules).
-    pub env: BTreeMap<String, String>,
+    pub target: Target,
     /// Per-request timeout.
     pub timeout: Duration,
     pub max_response_bytes: usize,
@@ -41,16 +40,14 @@ pub struct CheckOptions {
 }
 
 impl CheckOptions {
-    /// A check of `command args`, shown as `server`, run in `env` with a stdio server's default
-    /// limits: no examples, skips, exclusions or artifact roots; every tool not annotated
-    /// destructive may be called, [`DEFAULT_CONCURRENCY`] at a time.
-    pub fn new(server: String, command: String, args: Vec<String>, env: BTreeMap<String, String>) -> Self {
+    /// A check of `target`, shown as `server`, with a server's default limits: no examples,
+    /// skips, exclusions or artifact roots; every tool not annotated destructive may be called,
+    /// [`DEFAULT_CONCURRENCY`] at a time.
+    pub fn new(server: String, target: Target) -> Self {
         let limits = Limits::default();
         CheckOptions {
             server,
-            command,
-            args,
-            env,
+            target,
             timeout: limits.timeout,
             max_response_bytes: limits.max_response_bytes,
             max_result_chars: limits.max_result_chars,
@@ -61,6 +58,33 @@ impl CheckOptions {
             calls: CallPolicy::All,
             concurrency: DEFAULT_CONCURRENCY,
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+/// How the server is reached.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A command started over stdio, with its environment (already built by the allowlist rules).
+    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String> },
+    /// A Streamable HTTP endpoint, checked by odek's rules
+    /// ([`odek_mcp::remote::check_endpoint`]), with the bearer token
+    /// ([`odek_mcp::remote::bearer_token`]); `legacy_sse` for the deprecated HTTP+SSE transport.
+    Http { endpoint: Endpoint, token: Option<SecretValue>, legacy_sse: bool },
+}
+
+impl Target {
+    /// Whether the server is reached over HTTP (no process, no stdout, no stderr).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Target::Http { .. })
+    }
+
+    /// `stdio`, `streamable-http` or `http+sse`, as the report names the transport.
+    pub fn transport(&self) -> &'static str {
+        match self {
+            Target::Stdio { .. } => "stdio",
+            Target::Http { legacy_sse: false, .. } => "streamable-http",
+            Target::Http { legacy_sse: true, .. } => "http+sse",
         }
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::checks::{CheckResult, Status};
 use crate::observe::PlannedCall;
-use crate::options::{CallPolicy, CheckOptions};
+use crate::options::{CallPolicy, CheckOptions, Target};
 use crate::probe::cut;
 
 /// Longest reason kept, in bytes (4 KiB): room for a server's whole error message, but not for
@@ -42,7 +42,18 @@ pub struct Counts {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub server: String,
+    /// `stdio`, `streamable-http` or `http+sse`.
+    pub transport: &'static str,
+    /// stdio: the command line, redacted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// HTTP: the URL (never with credentials: odek refuses those), redacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP: the names of the headers sent with every request (`Authorization` for a bearer
+    /// token), never their values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
     pub verdict: Verdict,
     pub counts: Counts,
     pub checks: Vec<CheckResult>,
@@ -55,9 +66,10 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of these results. Every text that can carry a secret (the command line, and
-    /// reasons and evidence quoting the server) passes through odek's redaction, so the report
-    /// is safe to keep as a CI log. Reasons are cut to [`MAX_REASON_BYTES`].
+    /// The report of these results. Every text that can carry a secret (the command line or
+    /// URL, and reasons and evidence quoting the server) passes through odek's redaction, and of
+    /// headers only the names are kept, so the report is safe to keep as a CI log. Reasons are
+    /// cut to [`MAX_REASON_BYTES`].
     pub fn new(options: &CheckOptions, mut checks: Vec<CheckResult>, notes: Vec<String>) -> Report {
         for check in &mut checks {
             check.reason = cut(&redact(&check.reason), MAX_REASON_BYTES);
@@ -79,11 +91,25 @@ impl Report {
         } else {
             Verdict::Pass
         };
-        let command =
-            std::iter::once(&options.command).chain(&options.args).map(|part| redact(part).into_owned()).collect();
+        let (command, url, headers) = match &options.target {
+            Target::Stdio { command, args, .. } => {
+                let command = std::iter::once(command).chain(args).map(|part| redact(part).into_owned()).collect();
+                (command, None, Vec::new())
+            }
+            Target::Http { endpoint, token, .. } => {
+                let mut headers: Vec<String> = endpoint.headers.iter().map(|(name, _)| name.clone()).collect();
+                if token.is_some() {
+                    headers.push("Authorization".to_owned());
+                }
+                (Vec::new(), Some(redact(endpoint.url.as_str()).into_owned()), headers)
+            }
+        };
         Report {
             server: options.server.clone(),
+            transport: options.target.transport(),
             command,
+            url,
+            headers,
             verdict,
             counts,
             checks,
@@ -117,12 +143,25 @@ impl Report {
         format!("verdict: {word} ({fail} failed, {warn} warning(s), {pass} passed, {skip} skipped)")
     }
 
+    /// What was checked: the command line, or the URL with its transport and header names.
+    fn target(&self) -> String {
+        let Some(url) = &self.url else { return self.command.join(" ") };
+        let transport = if self.transport == "http+sse" { "HTTP+SSE" } else { "Streamable HTTP" };
+        if self.headers.is_empty() {
+            format!("{url} ({transport})")
+        } else {
+            format!("{url} ({transport}; headers: {})", self.headers.join(", "))
+        }
+    }
+
     /// The terminal form: a header, one line per check grouped by phase with the call plan
     /// before the calls, the notes, the verdict.
     pub fn render_text(&self) -> String {
-        let command = self.command.join(" ");
-        let mut out =
-            format!("odek ext check: server {:?}: {}\n", self.server, sanitise_for_terminal(&command, Layout::Lines));
+        let mut out = format!(
+            "odek ext check: server {:?}: {}\n",
+            self.server,
+            sanitise_for_terminal(&self.target(), Layout::Lines)
+        );
         let mut group = "";
         let mut plan_shown = false;
         for result in &self.checks {
@@ -183,6 +222,9 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use odek_mcp::remote::check_endpoint;
+    use odek_mcp::server_config::SecretValue;
+
     use super::*;
 
     fn result(check: &'static str, status: Status) -> CheckResult {
@@ -195,7 +237,10 @@ mod tests {
             max_response_bytes: 1024,
             max_result_chars: 1000,
             concurrency: 1,
-            ..CheckOptions::new("srv".into(), "/bin/srv".into(), vec!["--x".into()], Default::default())
+            ..CheckOptions::new(
+                "srv".into(),
+                Target::Stdio { command: "/bin/srv".into(), args: vec!["--x".into()], env: Default::default() },
+            )
         }
     }
 
@@ -237,7 +282,8 @@ mod tests {
     fn server_text_in_the_report_never_reaches_the_terminal_raw_red() {
         let hostile = "\u{202E}evil\u{1b}[31m\u{1b}]0;title\u{7}\u{1b}]8;;http://x\u{1b}\\link";
         let mut options = options();
-        options.args = vec![hostile.into()];
+        options.target =
+            Target::Stdio { command: "/bin/srv".into(), args: vec![hostile.into()], env: Default::default() };
         let mut failing = result("tool_names_valid", Status::Fail);
         failing.tool = Some(hostile.into());
         failing.reason = hostile.into();
@@ -299,7 +345,11 @@ mod tests {
     fn secrets_in_the_command_line_and_evidence_are_redacted_red() {
         let token = format!("ghp_{}", "a".repeat(36));
         let mut leaky = options();
-        leaky.args = vec![format!("--token={token}")];
+        leaky.target = Target::Stdio {
+            command: "/bin/srv".into(),
+            args: vec![format!("--token={token}")],
+            env: Default::default(),
+        };
         let mut failing = result("stdout_only_json_rpc", Status::Fail);
         failing.reason = format!("saw {token}");
         failing.evidence = Some(format!("debug: token {token}"));
@@ -308,5 +358,32 @@ mod tests {
         assert!(!json.contains(&token), "{json}");
         assert!(!report.render_text().contains(&token));
         assert!(report.render_text().contains("[REDACTED]"));
+    }
+
+    /// A remote server's report names the URL and its headers, never a header's value or the
+    /// token, and has no command line.
+    #[test]
+    fn a_remote_report_shows_header_names_never_values_red() {
+        let headers = [("X-Team".to_owned(), SecretValue::new("team-secret-value-42"))].into_iter().collect();
+        let endpoint = check_endpoint("web", "http://127.0.0.1:8/mcp", &headers, "WEB_TOKEN", false).unwrap();
+        let token = Some(SecretValue::new("token-value-never-shown-7"));
+        let mut remote = options();
+        remote.target = Target::Http { endpoint, token, legacy_sse: false };
+        let report = Report::new(&remote, vec![result("tools_list_answers", Status::Pass)], Vec::new());
+        let text = report.render_text();
+        assert!(
+            text.starts_with(
+                "odek ext check: server \"srv\": http://127.0.0.1:8/mcp (Streamable HTTP; headers: X-Team, Authorization)\n"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["transport"], "streamable-http");
+        assert_eq!(json["url"], "http://127.0.0.1:8/mcp");
+        assert_eq!(json["headers"], serde_json::json!(["X-Team", "Authorization"]));
+        assert!(json.get("command").is_none(), "{json}");
+        for shown in [text, json.to_string()] {
+            assert!(!shown.contains("team-secret-value-42") && !shown.contains("token-value-never-shown-7"), "{shown}");
+        }
     }
 }

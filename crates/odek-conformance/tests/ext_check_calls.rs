@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use odek_conformance::{CallPolicy, CheckOptions, CheckResult, Report, Status, run_conformance};
+use odek_conformance::{CallPolicy, CheckOptions, CheckResult, Report, Status, Target, run_conformance};
 use serde_json::{Value, json};
 
 /// The interpreter's own path: a version-manager shim may need variables the check does not pass.
@@ -26,9 +26,11 @@ async fn check(dir: &Path, spec: &Value) -> Report {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../odek-mcp/tests/scripted/one_tool_server.py");
     let options = CheckOptions {
         server: "srv".into(),
-        command: python(),
-        args: vec![script.display().to_string(), spec_path.display().to_string()],
-        env: BTreeMap::new(),
+        target: Target::Stdio {
+            command: python(),
+            args: vec![script.display().to_string(), spec_path.display().to_string()],
+            env: BTreeMap::new(),
+        },
         timeout: Duration::from_secs(10),
         max_response_bytes: 1 << 20,
         max_result_chars: 200_000,

@@ -41,7 +41,7 @@ pub const MAX_JSONL_LINE_BYTES: usize = 16 * 1024 * 1024;
 pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     match command {
         ExtCommand::List { json } => list(json).await,
-        ExtCommand::Check(args) => check::check(args).await,
+        ExtCommand::Check(args) => check::check(*args).await,
         ExtCommand::Call { jsonl: true, model_view, .. } => call_jsonl(model_view).await,
         // Without arguments the call sends `{}`: MCP servers built on the TypeScript SDK reject
         // the `null` an empty argument string becomes (pass '' to send exactly that).

@@ -1,17 +1,22 @@
-//! `odek ext check`: resolves what to start (a configured server, or a command after `--`), with
-//! odek's environment rules and the server's limits, hands it to the conformance checks in
-//! `odek_conformance`, prints the report (text or `--json`) and returns a verdict that is
-//! not a pass as the outcome ([`CommandError::Check`]: exit 1 any failure, 2 warnings only).
-//! Which tools are called (`--calls`) defaults to read-only ones for a configured server — it
-//! runs with the operator's real credentials — and to every non-destructive one for a command
-//! after `--`; the plan goes to stderr before the first call.
+//! `odek ext check`: resolves what to check (a configured server, a command after `--`, or a
+//! Streamable HTTP server at `--url` with its `--header`s and `--token-env`), with odek's
+//! environment, URL and header rules and the server's limits, hands it to the conformance checks
+//! in `odek_conformance`, prints the report (text or `--json`) and returns a verdict that is not
+//! a pass as the outcome ([`CommandError::Check`]: exit 1 any failure, 2 warnings only). Which
+//! tools are called (`--calls`) defaults to read-only ones for a configured server — it runs
+//! with the operator's real credentials — and to every non-destructive one otherwise; the plan
+//! goes to stderr before the first call. A header value or token is never printed.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use odek_conformance::{CallPolicy, CheckOptions, PlannedCall, Verdict, render_plan, run_conformance};
+use odek_conformance::{CallPolicy, CheckOptions, PlannedCall, Target, Verdict, render_plan, run_conformance};
+use odek_contract::quoting::quote;
 use odek_mcp::env_allowlist::{process_env, server_env};
+use odek_mcp::remote::{bearer_token, check_endpoint};
+use odek_mcp::server_config::SecretValue;
 use odek_mcp::{Transport, validate_server};
 
 use crate::cli::ExtCheckArgs;
@@ -48,24 +53,18 @@ pub(crate) async fn check(args: ExtCheckArgs) -> Result<(), CommandError> {
 /// What to start and with which limits, from the flags and (for a configured server) the config.
 fn check_options(args: &ExtCheckArgs) -> Result<CheckOptions, CommandError> {
     let examples = call_examples(&args.calls)?;
-    let mut options = match (&args.server, args.command.split_first()) {
-        (Some(name), _) => configured_server(name)?,
-        (None, Some((command, command_args))) => {
-            let server = match &args.name {
-                Some(name) => {
-                    odek_contract::names::validate_server_name(name)
-                        .map_err(|err| CommandError::Fatal(err.to_string()))?;
-                    name.clone()
-                }
-                None => server_name_for(command),
-            };
+    let mut options = match (&args.server, &args.url, args.command.split_first()) {
+        (Some(name), _, _) => configured_server(name)?,
+        (None, Some(url), _) => url_server(args, url)?,
+        (None, None, Some((command, command_args))) => {
+            let server = chosen_name(args, command_stem(command))?;
             let (env, warnings) = server_env(&server, &Default::default(), &Default::default(), process_env());
             print_warnings(&warnings);
-            CheckOptions::new(server, command.clone(), command_args.to_vec(), env)
+            CheckOptions::new(server, Target::Stdio { command: command.clone(), args: command_args.to_vec(), env })
         }
-        (None, None) => {
+        (None, None, None) => {
             return Err(CommandError::Fatal(
-                "ext check needs a configured server name or a command after --".to_owned(),
+                "ext check needs a configured server name, --url or a command after --".to_owned(),
             ));
         }
     };
@@ -99,8 +98,53 @@ fn call_examples(flat: &[String]) -> Result<Vec<(String, serde_json::Value)>, Co
         .collect()
 }
 
-/// A configured stdio server, validated, approved (project servers) and given its environment
-/// exactly as a run would.
+/// `--name`, validated, else a name made from `stem`.
+fn chosen_name(args: &ExtCheckArgs, stem: &str) -> Result<String, CommandError> {
+    match &args.name {
+        Some(name) => {
+            odek_contract::names::validate_server_name(name).map_err(|err| CommandError::Fatal(err.to_string()))?;
+            Ok(name.clone())
+        }
+        None => Ok(server_name_from(stem)),
+    }
+}
+
+/// A server at `--url`, checked by the rules odek applies to a configured `url` (no credentials
+/// in it, plain http only to loopback unless `--allow-insecure-http`, link-local refused; each
+/// header a valid name and a one-line value), with the bearer token `--token-env` names.
+fn url_server(args: &ExtCheckArgs, url: &str) -> Result<CheckOptions, CommandError> {
+    let host = url::Url::parse(url).ok().and_then(|parsed| parsed.host_str().map(str::to_owned));
+    let server = chosen_name(args, host.as_deref().unwrap_or_default())?;
+    let headers = header_flags(&args.headers)?;
+    let token_env = args.token_env.clone().unwrap_or_default();
+    let endpoint = check_endpoint(&server, url, &headers, &token_env, args.allow_insecure_http)
+        .map_err(|err| CommandError::Fatal(err.to_string()))?;
+    let (token, warning) = bearer_token(&server, &token_env, process_env());
+    print_warnings(&Vec::from_iter(warning));
+    Ok(CheckOptions::new(server, Target::Http { endpoint, token, legacy_sse: false }))
+}
+
+/// `--header 'Name: value'` flags as odek's `headers`: the name trimmed, the value without the
+/// spaces or tabs around it. Each value is registered for redaction at once, and no error ever
+/// shows one.
+fn header_flags(flags: &[String]) -> Result<BTreeMap<String, SecretValue>, CommandError> {
+    let mut headers = BTreeMap::new();
+    for flag in flags {
+        let Some((name, value)) = flag.split_once(':') else {
+            return Err(CommandError::Fatal("--header wants 'Name: value'; one has no ':'".to_owned()));
+        };
+        let (name, value) = (name.trim_matches([' ', '\t']), value.trim_matches([' ', '\t']));
+        odek_contract::redaction::register_secret(value);
+        if headers.keys().any(|known: &String| known.eq_ignore_ascii_case(name)) {
+            return Err(CommandError::Fatal(format!("--header {}: given more than once", quote(name))));
+        }
+        headers.insert(name.to_owned(), SecretValue::new(value));
+    }
+    Ok(headers)
+}
+
+/// A configured server, validated, approved (project servers) and given its environment or its
+/// token exactly as a run would.
 fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
     let setup = load_setup()?;
     let Some(server) = setup.loaded.config.mcp_servers.iter().find(|server| server.name == name) else {
@@ -113,15 +157,19 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         .map_err(|err| CommandError::Fatal(odek_mcp::McpError::at_startup(name, err).to_string()))?;
     print_warnings(&warnings);
     setup.approvals(Arc::new(StdConsole)).approve_project_servers(std::slice::from_ref(server))?;
-    let Transport::Stdio { command, args, env } = spec.transport else {
-        return Err(CommandError::Fatal(format!(
-            "mcp server {}: ext check runs stdio servers; this one is configured with a url",
-            odek_contract::quoting::quote(name)
-        )));
-    };
     let parent = setup.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone()));
-    let (env, warnings) = server_env(name, &env, &spec.secret_env, parent);
-    print_warnings(&warnings);
+    let target = match spec.transport {
+        Transport::Stdio { command, args, env } => {
+            let (env, warnings) = server_env(name, &env, &spec.secret_env, parent);
+            print_warnings(&warnings);
+            Target::Stdio { command, args, env }
+        }
+        Transport::Http { endpoint, token_env, legacy_sse } => {
+            let (token, warning) = bearer_token(name, &token_env, parent);
+            print_warnings(&Vec::from_iter(warning));
+            Target::Http { endpoint, token, legacy_sse }
+        }
+    };
     Ok(CheckOptions {
         timeout: spec.limits.timeout,
         max_response_bytes: spec.limits.max_response_bytes,
@@ -130,14 +178,18 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         exclude_tools: spec.exclude_tools,
         // Real credentials: only tools that say they change nothing, unless --calls all.
         calls: CallPolicy::ReadOnly,
-        ..CheckOptions::new(name.to_owned(), command, args, env)
+        ..CheckOptions::new(name.to_owned(), target)
     })
 }
 
-/// A valid server name from the command's file name: characters outside `[A-Za-z0-9_-]` become
-/// `-`, `__` collapses, at most 64 bytes.
-fn server_name_for(command: &str) -> String {
-    let stem = std::path::Path::new(command).file_stem().and_then(|stem| stem.to_str()).unwrap_or_default();
+/// The command's file name without its extension.
+fn command_stem(command: &str) -> &str {
+    std::path::Path::new(command).file_stem().and_then(|stem| stem.to_str()).unwrap_or_default()
+}
+
+/// A valid server name from a command's file name or a URL's host: characters outside
+/// `[A-Za-z0-9_-]` become `-`, `__` collapses, at most 64 bytes.
+fn server_name_from(stem: &str) -> String {
     let mut name = String::with_capacity(stem.len());
     for c in stem.chars() {
         let c = if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' };
@@ -154,12 +206,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn server_names_come_from_the_command() {
-        assert_eq!(server_name_for("/usr/bin/odek-fixture-server"), "odek-fixture-server");
-        assert_eq!(server_name_for("./my server.py"), "my-server");
-        assert_eq!(server_name_for("a__b"), "a_b");
-        assert_eq!(server_name_for(""), FALLBACK_SERVER_NAME);
-        assert_eq!(server_name_for(&"x".repeat(80)).len(), 64);
+    fn server_names_come_from_the_command_or_the_host() {
+        let name = |command: &str| server_name_from(command_stem(command));
+        assert_eq!(name("/usr/bin/odek-fixture-server"), "odek-fixture-server");
+        assert_eq!(name("./my server.py"), "my-server");
+        assert_eq!(name("a__b"), "a_b");
+        assert_eq!(name(""), FALLBACK_SERVER_NAME);
+        assert_eq!(name(&"x".repeat(80)).len(), 64);
+        assert_eq!(server_name_from("127.0.0.1"), "127-0-0-1");
+        assert_eq!(server_name_from("mcp.example.com"), "mcp-example-com");
+    }
+
+    /// Before: there was no --header; a value must never be echoed, whatever is wrong with it.
+    #[test]
+    fn header_flags_are_name_value_pairs_never_echoed_red() {
+        let flags = |list: &[&str]| list.iter().map(|flag| (*flag).to_owned()).collect::<Vec<_>>();
+        let headers = header_flags(&flags(&["X-Team:  team 1\t", "Authorization: Bearer b"])).unwrap();
+        assert_eq!(headers["X-Team"].expose(), "team 1");
+        assert_eq!(headers["Authorization"].expose(), "Bearer b");
+        for (list, want) in [
+            (&["no-colon-secret-value"][..], "--header wants 'Name: value'; one has no ':'"),
+            (&["X-A: one-secret-value", "x-a: two-secret-value"][..], "--header \"x-a\": given more than once"),
+        ] {
+            let Err(CommandError::Fatal(error)) = header_flags(&flags(list)) else { panic!("{list:?} accepted") };
+            assert_eq!(error, want);
+        }
     }
 
     #[test]

@@ -1,38 +1,34 @@
-//! The recording stdio session `odek ext check` drives: it spawns the server with the client's
-//! own [`spawn_server`] (no shell, own process group, the allowlisted environment, stderr
-//! forwarded as `[<server>] <line>`), reads stdout through the client's bounded line reader and
-//! writes and reads frames with the client's `wire` module, and — unlike the client, which skips
-//! what it cannot route — keeps a [`Transcript`] of every line that is not a JSON-RPC message and
-//! of every response that answers nothing. Requests are matched strictly by integer id;
-//! server-initiated requests are answered as odek answers them.
+//! The stdio side of the probe: it spawns the server with the client's own [`spawn_server`] (no
+//! shell, own process group, the allowlisted environment, stderr forwarded as `[<server>]
+//! <line>`), reads stdout through the client's bounded line reader and writes and reads frames
+//! with the client's `wire` module, and — unlike the client, which skips what it cannot route —
+//! keeps a [`Transcript`] of every line that is not a JSON-RPC message and of every response
+//! that answers nothing. Requests are matched strictly by integer id; server-initiated requests
+//! are answered as odek answers them.
 //!
-//! Start at [`Probe::spawn`], [`Probe::request`] and [`Probe::close`].
+//! Start at [`StdioProbe::spawn`], [`StdioProbe::requests`] and [`StdioProbe::close`].
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use odek_mcp::bounded_lines::{BoundedLineReader, LineError, Overflow};
-use odek_mcp::discovery::PageSource;
 use odek_mcp::process::{ServerCommand, ServerProcess, SpawnError, exit_status, kill_process_group, spawn_server};
 use odek_mcp::wire::{
     Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, integer_id, parse_object, progress_token,
     server_request_reply,
 };
 use odek_mcp::{EXIT_GRACE, PROGRESS_CAP, StderrObserver};
-use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::{Answer, Exit, Failure, Offender, Transcript, excerpt, only_answer};
+
 /// Lines the stdout reader may queue ahead of the probe before it waits: with lines of up to
 /// `max_response_bytes`, the probe holds at most this many plus one.
 const STDOUT_QUEUE_LINES: usize = 4;
-/// Offending lines kept as evidence; later ones are only counted.
-const KEPT_OFFENDERS: usize = 8;
-/// Bytes of an offending line kept as evidence.
-pub const EVIDENCE_BYTES: usize = 160;
 
 /// What the stdout reader hands the probe.
 enum Incoming {
@@ -44,97 +40,9 @@ enum Incoming {
     Eof,
 }
 
-/// One stdout line that broke a hygiene rule, cut for evidence.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Offender {
-    pub excerpt: String,
-    /// The request the probe was waiting for when the line arrived (`""` when none).
-    pub during: String,
-}
-
-/// Everything seen on stdout across every session of one check run.
-#[derive(Debug, Default, Clone)]
-pub struct Transcript {
-    /// Lines read in full.
-    pub lines: u64,
-    /// Largest line read in full, newline included.
-    pub largest_line: usize,
-    /// Lines that are not JSON-RPC messages (blank, not JSON, not an object, no `jsonrpc`).
-    pub not_json_rpc: Vec<Offender>,
-    pub not_json_rpc_count: u64,
-    /// Responses whose id matches no request in flight (never sent, already answered, or not
-    /// an integer).
-    pub unmatched: Vec<Offender>,
-    pub unmatched_count: u64,
-    /// A line exceeded `max_response_bytes`: the limit and the request it cut off.
-    pub oversized: Option<(usize, String)>,
-    /// Error responses without an id that arrived while the probe waited for the ping right
-    /// after `notifications/initialized`: the server took the notification for a request.
-    pub initialized_replies: Vec<Offender>,
-}
-
-/// How a request ended without an answer, or with an error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
-    Timeout(Duration),
-    /// The process exited or stdout closed; the exit status when it is known.
-    Closed(Option<i32>),
-    /// A stdout line exceeded the limit; the connection is unusable.
-    Oversized(usize),
-    Write(String),
-    Rpc {
-        code: i64,
-        message: String,
-    },
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Timeout(timeout) => write!(f, "no answer within {} s", timeout.as_secs_f64()),
-            Failure::Closed(Some(status)) => write!(f, "the server exited (status {status}) without answering"),
-            Failure::Closed(None) => f.write_str("stdout closed without an answer"),
-            Failure::Oversized(limit) => {
-                write!(f, "a stdout line exceeded max_response_bytes ({limit} bytes); the connection was closed")
-            }
-            Failure::Write(error) => write!(f, "writing the request failed: {error}"),
-            Failure::Rpc { code, message } => write!(f, "JSON-RPC error {code}: {message}"),
-        }
-    }
-}
-
-/// A successful response and how long it took.
-#[derive(Debug)]
-pub struct Answer {
-    pub frame: ResultFrame,
-    pub elapsed: Duration,
-}
-
-impl Answer {
-    /// The raw JSON of `result` (`null` when absent).
-    pub fn result_json(&self) -> &[u8] {
-        self.frame.result_json()
-    }
-
-    pub fn result_value(&self) -> Value {
-        serde_json::from_slice(self.result_json()).unwrap_or(Value::Null)
-    }
-}
-
-/// How the server's process ended when its stdin was closed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
-    /// It exited by itself after `elapsed`, with this status.
-    Exited { status: i32, elapsed: Duration },
-    /// It was still running after the grace period and was killed.
-    Killed,
-    /// It had already exited before stdin was closed.
-    AlreadyGone(i32),
-}
-
 /// How to start the server.
 #[derive(Debug, Clone)]
-pub struct Launch {
+pub struct StdioLaunch {
     pub server: String,
     pub command: String,
     pub args: Vec<String>,
@@ -145,7 +53,7 @@ pub struct Launch {
 }
 
 /// One live server process.
-pub struct Probe {
+pub struct StdioProbe {
     child: Child,
     stdin: Option<ChildStdin>,
     incoming: mpsc::Receiver<Incoming>,
@@ -162,15 +70,15 @@ pub struct Probe {
     pub transcript: Transcript,
 }
 
-impl std::fmt::Debug for Probe {
+impl std::fmt::Debug for StdioProbe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Probe").field("pid", &self.child.id()).field("dead", &self.dead).finish_non_exhaustive()
+        f.debug_struct("StdioProbe").field("pid", &self.child.id()).field("dead", &self.dead).finish_non_exhaustive()
     }
 }
 
-impl Probe {
+impl StdioProbe {
     /// Starts the process and its stdout and stderr readers; sends nothing yet.
-    pub fn spawn(launch: &Launch, transcript: Transcript) -> Result<Probe, String> {
+    pub fn spawn(launch: &StdioLaunch, transcript: Transcript) -> Result<StdioProbe, String> {
         let command = ServerCommand { command: &launch.command, args: &launch.args, env: &launch.env };
         let ServerProcess { child, stdin, stdout, .. } =
             spawn_server(&launch.server, command, Arc::new(StderrObserver)).map_err(|error| match error {
@@ -193,7 +101,7 @@ impl Probe {
                 }
             }
         });
-        Ok(Probe {
+        Ok(StdioProbe {
             child,
             stdin: Some(stdin),
             incoming,
@@ -217,23 +125,12 @@ impl Probe {
         self.write(line).await
     }
 
-    /// Sends one request and waits at most `timeout` for the response with its id.
-    pub async fn request(
-        &mut self,
-        method: &'static str,
-        params: Params<'_>,
-        timeout: Duration,
-    ) -> Result<Answer, Failure> {
-        let mut answers = self.requests(method, &[params], timeout).await;
-        answers.pop().map_or(Err(Failure::Closed(None)), |(_, answer)| answer)
-    }
-
     /// Sends `notifications/initialized`, then a ping; an error response without an id that
     /// arrives before the ping's answer is recorded as a reply to the notification.
     pub async fn initialized_then_ping(&mut self, timeout: Duration) -> Result<Answer, Failure> {
         self.notify(odek_mcp::wire::INITIALIZED).await?;
         self.idless_replies_answer_notification = true;
-        let ping = self.request("ping", Params::Absent, timeout).await;
+        let ping = only_answer(self.requests("ping", &[Params::Absent], timeout).await);
         self.idless_replies_answer_notification = false;
         ping
     }
@@ -298,10 +195,7 @@ impl Probe {
                 if id.is_none() && error.is_some() && self.idless_replies_answer_notification {
                     self.transcript.initialized_replies.push(offender);
                 } else {
-                    self.transcript.unmatched_count += 1;
-                    if self.transcript.unmatched.len() < KEPT_OFFENDERS {
-                        self.transcript.unmatched.push(offender);
-                    }
+                    self.transcript.unmatched.note(offender);
                 }
                 continue;
             };
@@ -408,24 +302,7 @@ impl Probe {
     }
 
     fn note_not_json_rpc(&mut self, line: &[u8], during: &str) {
-        self.transcript.not_json_rpc_count += 1;
-        if self.transcript.not_json_rpc.len() < KEPT_OFFENDERS {
-            self.transcript.not_json_rpc.push(Offender { excerpt: excerpt(line), during: during.to_owned() });
-        }
-    }
-}
-
-/// The `tools/list` pages of a probe, each request waiting at most `timeout`.
-pub struct Pages<'p> {
-    pub probe: &'p mut Probe,
-    pub timeout: Duration,
-}
-
-impl PageSource for Pages<'_> {
-    type Failure = Failure;
-
-    async fn request_page(&mut self, params: Params<'_>) -> Result<ResultFrame, Failure> {
-        self.probe.request("tools/list", params, self.timeout).await.map(|answer| answer.frame)
+        self.transcript.not_json_rpc.note(Offender { excerpt: excerpt(line), during: during.to_owned() });
     }
 }
 
@@ -439,24 +316,6 @@ fn is_json_rpc(line: &[u8]) -> bool {
     parse_object::<Version<'_>>(line).is_ok_and(|version| version.jsonrpc.as_deref() == Some("2.0"))
 }
 
-/// At most [`EVIDENCE_BYTES`] of a line, cut at a character boundary with `…` when cut.
-pub fn excerpt(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(line);
-    cut(&text, EVIDENCE_BYTES)
-}
-
-/// `text` cut to at most `max_bytes` at a character boundary, `…` appended when cut.
-pub fn cut(text: &str, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text.to_owned();
-    }
-    let mut end = max_bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\u{2026}", &text[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,12 +327,5 @@ mod tests {
         assert!(!is_json_rpc(b"[1,2]"));
         assert!(!is_json_rpc(b"INFO starting"));
         assert!(!is_json_rpc(b""));
-    }
-
-    #[test]
-    fn excerpts_cut_at_a_character_boundary() {
-        assert_eq!(cut("abc", 3), "abc");
-        assert_eq!(cut("ab\u{e9}cd", 3), "ab\u{2026}");
-        assert_eq!(excerpt(&vec![b'x'; 500]).len(), EVIDENCE_BYTES + "\u{2026}".len());
     }
 }
