@@ -3,6 +3,10 @@
 //! check fails, every other check still runs and reports), the exit codes and both report forms,
 //! the SDK's examples and the documented Python server, and the pinned third-party servers that
 //! `.ci/install-interop` installs (skipped with a notice when they are missing, outside CI).
+//! Over Streamable HTTP (`--url`, or a configured `url`): the fixture served with `--http`, its
+//! bearer token by `--header` or `--token-env` (never shown), the URL and header rules odek's
+//! client applies (refused before anything is sent), and hostile servers from
+//! `odek_test_support::mcp_http` (an oversized answer, another content type).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +14,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use odek_test_support::listening::ListeningServer;
+use odek_test_support::mcp_http::{McpHttpServer, McpScript, ToolAnswer};
 use serde_json::{Value, json};
 
 // Shared with `interop.rs`, which uses all of it; this file only needs where the servers are.
@@ -56,12 +62,18 @@ impl Sandbox {
     }
 
     fn odek(&self, args: &[&str]) -> Output {
+        self.odek_with_env(args, &[])
+    }
+
+    /// `odek` with these variables besides `HOME` and `PATH`.
+    fn odek_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(odek_test_support::odek_binary())
             .args(args)
             .current_dir(&self.home)
             .env_clear()
             .env("HOME", &self.home)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
             .output()
             .unwrap()
     }
@@ -803,6 +815,293 @@ fn third_party_everything_server_configured_gets_only_its_read_only_calls() {
     );
     assert_eq!(find(&report, "call_answers", Some("get-sum"))["status"], "pass");
     assert_eq!(find(&report, "tools_exercised", None)["status"], "pass");
+}
+
+// ---- Streamable HTTP ------------------------------------------------------------------------
+
+/// The fixture's bearer token in these tests (long enough for odek's redaction).
+const FIXTURE_TOKEN: &str = "fixture-bearer-token-4b2e9d17";
+
+/// Checks a process has and an HTTP server has not: reported, never judged.
+const NOT_OVER_HTTP: &[&str] = &[
+    "initialized_notification_accepted",
+    "stdout_only_json_rpc",
+    "stdout_lines_within_limit",
+    "responses_match_requests",
+    "exits_on_stdin_close",
+];
+
+impl Sandbox {
+    /// The fixture serving Streamable HTTP on a port the kernel picks, writing artifacts into
+    /// the sandbox, with these extra arguments.
+    fn http_fixture(&self, fixture_args: &[&str]) -> ListeningServer {
+        let mut command = Command::new(odek_test_support::fixture_server());
+        command.args(["--http", "127.0.0.1:0", "--conformant", "--artifact-dir"]).arg(&self.artifacts);
+        command.args(fixture_args);
+        ListeningServer::start(command)
+    }
+
+    /// `odek ext check --json --url <url>` with the flags the fixture's checks need, then these.
+    fn check_url(&self, url: &str, check_args: &[&str], env: &[(&str, &str)]) -> Output {
+        let root = self.artifacts.to_str().unwrap();
+        let mut args = vec!["ext", "check", "--json", "--timeout", "5", "--artifact-root", root];
+        args.extend_from_slice(&["--call", "slow", r#"{"ms":20}"#, "--url", url]);
+        args.extend_from_slice(check_args);
+        self.odek_with_env(&args, env)
+    }
+}
+
+/// Stdout and stderr, for "never shown" assertions.
+fn all_output(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// A clean pass over HTTP: no failure, no warning, every process-only check reported as not
+/// applicable, the HTTP checks passed.
+fn assert_http_pass(output: &Output) -> Value {
+    let (report, code) = json_report(output);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(with_status(&report, "fail"), BTreeSet::new(), "{report:#}");
+    assert_eq!(with_status(&report, "warn"), BTreeSet::new(), "{report:#}");
+    assert_eq!(report["transport"], "streamable-http");
+    assert!(report.get("command").is_none(), "{report:#}");
+    for name in NOT_OVER_HTTP {
+        let check = find(&report, name, None);
+        assert_eq!(check["status"], "skip", "{check}");
+        assert!(check["reason"].as_str().unwrap().starts_with("not applicable over HTTP: "), "{check}");
+    }
+    for name in ["server_reachable", "session_id_issued", "answers_are_json_rpc", "answers_within_limit"] {
+        assert_eq!(find(&report, name, None)["status"], "pass", "{name}: {report:#}");
+    }
+    assert!(checks(&report).iter().all(|check| check["check"] != "server_starts"), "{report:#}");
+    report
+}
+
+#[test]
+fn the_fixture_over_streamable_http_passes_with_no_failure() {
+    let sandbox = Sandbox::new();
+    let fixture = sandbox.http_fixture(&[]);
+    let report = assert_http_pass(&sandbox.check_url(&fixture.url, &[], &[]));
+    assert_eq!(report["url"], fixture.url.as_str());
+    assert_eq!(report["server"], "127-0-0-1", "named after the URL's host");
+    for tool in ["echo", "large_result", "artifact_result", "slow", "error_result"] {
+        assert_eq!(find(&report, "call_answers", Some(tool))["status"], "pass", "{tool}");
+    }
+    assert_eq!(find(&report, "artifacts_validate", Some("artifact_result"))["status"], "pass");
+    assert_eq!(
+        find(&report, "session_id_issued", None)["reason"],
+        "the server issued a session id on initialize; odek sends it with every request and ends the session with DELETE"
+    );
+    let load = find(&report, "concurrent_calls_answered", None);
+    assert!(load["reason"].as_str().unwrap().starts_with("8 concurrent ping answered"), "{load}");
+
+    // The text form names the URL and the transport.
+    let root = sandbox.artifacts.to_str().unwrap();
+    let output = sandbox.odek(&["ext", "check", "--name", "fx", "--artifact-root", root, "--url", &fixture.url]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with(&format!("odek ext check: server \"fx\": {} (Streamable HTTP)\n", fixture.url)), "{text}");
+    assert!(text.contains("\nhttp\n  pass  session_id_issued: "), "{text}");
+    assert!(text.contains("  skip  exits_on_stdin_close: not applicable over HTTP: there is no process"), "{text}");
+}
+
+#[test]
+fn a_bearer_token_by_header_or_token_env_is_sent_and_never_shown_red() {
+    let sandbox = Sandbox::new();
+    let fixture = sandbox.http_fixture(&["--bearer-token", FIXTURE_TOKEN]);
+    let bearer = format!("Authorization: Bearer {FIXTURE_TOKEN}");
+    for (check_args, env) in [
+        (vec!["--header", bearer.as_str()], vec![]),
+        (vec!["--token-env", "FX_TOKEN"], vec![("FX_TOKEN", FIXTURE_TOKEN)]),
+    ] {
+        let output = sandbox.check_url(&fixture.url, &check_args, &env);
+        let report = assert_http_pass(&output);
+        assert_eq!(report["headers"], json!(["Authorization"]), "only the header's name");
+        assert!(!all_output(&output).contains(FIXTURE_TOKEN), "the token leaked: {}", all_output(&output));
+    }
+}
+
+#[test]
+fn a_wrong_or_missing_token_fails_clearly_and_is_never_shown_red() {
+    let sandbox = Sandbox::new();
+    let fixture = sandbox.http_fixture(&["--bearer-token", FIXTURE_TOKEN]);
+    let wrong = "wrong-bearer-token-0c5a8e33";
+    let header = format!("Authorization: Bearer {wrong}");
+    for check_args in [vec!["--header", header.as_str()], vec![]] {
+        let output = sandbox.check_url(&fixture.url, &check_args, &[]);
+        let (report, code) = json_report(&output);
+        assert_eq!(code, 1, "{report:#}");
+        assert_eq!(checks(&report).len(), 1, "nothing else runs against a server that refused us: {report:#}");
+        let check = find(&report, "server_reachable", None);
+        assert_eq!(check["status"], "fail");
+        let reason = check["reason"].as_str().unwrap();
+        assert!(reason.starts_with("the server refused the request's credentials: http 401: "), "{reason}");
+        assert!(reason.ends_with("give the right ones with --token-env VAR or --header 'Authorization: Bearer …' (for a configured server: its token_env or headers)"), "{reason}");
+        let shown = all_output(&output);
+        assert!(!shown.contains(wrong) && !shown.contains(FIXTURE_TOKEN), "a token leaked: {shown}");
+    }
+}
+
+/// What odek refuses before it sends anything: the exact error, exit 1, no report, no request.
+fn assert_refused(sandbox: &Sandbox, check_args: &[&str], want: &str, hidden: &str) {
+    let server = McpHttpServer::start(McpScript::new());
+    let url = server.url();
+    let args: Vec<&str> = ["ext", "check"]
+        .into_iter()
+        .chain(check_args.iter().map(|arg| if *arg == "URL" { url.as_str() } else { arg }))
+        .collect();
+    let output = sandbox.odek(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", all_output(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), format!("odek: {want}\n"));
+    assert!(output.stdout.is_empty(), "{}", all_output(&output));
+    assert!(!hidden.is_empty() && !all_output(&output).contains(hidden), "{}", all_output(&output));
+    assert!(server.requests().is_empty(), "nothing is sent: {:?}", server.requests());
+}
+
+#[test]
+fn credentials_in_the_url_are_refused_and_never_echoed_red() {
+    let sandbox = Sandbox::new();
+    let server = McpHttpServer::start(McpScript::new());
+    let with_credentials = server.url().replacen("http://", "http://checker:url-password-77d1@", 1);
+    assert_refused(
+        &sandbox,
+        &["--url", &with_credentials],
+        "mcpclient 127-0-0-1: credentials in the URL are not allowed; use token_env instead",
+        "url-password-77d1",
+    );
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn a_header_value_with_a_line_break_is_refused_red() {
+    let sandbox = Sandbox::new();
+    for value in ["team-7\r\nX-Injected: smuggled-header-value", "team-7\nX-Injected: smuggled-header-value"] {
+        let header = format!("X-Team: {value}");
+        assert_refused(
+            &sandbox,
+            &["--url", "URL", "--header", &header],
+            "mcpclient 127-0-0-1: header \"X-Team\": the value contains a line break",
+            "smuggled-header-value",
+        );
+    }
+    assert_refused(
+        &sandbox,
+        &["--url", "URL", "--header", "no-colon-secret-value-31"],
+        "--header wants 'Name: value'; one has no ':'",
+        "no-colon-secret-value-31",
+    );
+}
+
+#[test]
+fn plain_http_beyond_loopback_and_link_local_addresses_are_refused_red() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.odek(&["ext", "check", "--url", "http://mcp.example.com/mcp"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "odek: mcpclient mcp-example-com: plain http is allowed only to a loopback host; use https, or set \"allow_insecure_http\": true\n"
+    );
+    let output = sandbox.odek(&["ext", "check", "--allow-insecure-http", "--url", "http://169.254.169.254/latest"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "odek: mcpclient 169-254-169-254: refusing to connect to link-local address 169.254.169.254\n"
+    );
+}
+
+/// A remote server whose `echo` answers and whose other tool answers with `answer`; both
+/// annotated read-only, so a configured server's default `--calls read-only` calls them.
+fn hostile_server(tool: &str, answer: fn() -> ToolAnswer) -> McpHttpServer {
+    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    let annotations = json!({"readOnlyHint": true});
+    let echo = json!({"name": "echo", "description": "Echo.", "inputSchema": schema, "annotations": annotations});
+    let hostile =
+        json!({"name": tool, "description": "Misbehaves.", "inputSchema": schema, "annotations": annotations});
+    McpHttpServer::start(
+        McpScript::new()
+            .tool(echo, |args: &Value| ToolAnswer::text(args["text"].as_str().unwrap_or("echoed").to_owned()))
+            .tool(hostile, move |_: &Value| answer()),
+    )
+}
+
+#[test]
+fn an_oversized_answer_fails_its_call_within_the_limit_and_the_run_goes_on() {
+    let sandbox = Sandbox::new();
+    // 64 MiB, generated while it is sent: odek reads at most max_response_bytes + 1 of it.
+    let server = hostile_server("flood", || ToolAnswer::huge_text(64 * 1024 * 1024));
+    let token = "configured-token-value-6a1f";
+    sandbox.configure(&json!({"remote": {
+        "url": server.url(), "token_env": "REMOTE_TOKEN", "headers": {"X-Team": "team-header-value-93"},
+        "max_response_bytes": 65536, "timeout_seconds": 5,
+    }}));
+    let output = sandbox.odek_with_env(&["ext", "check", "--json", "remote"], &[("REMOTE_TOKEN", token)]);
+    let (report, code) = json_report(&output);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(with_status(&report, "fail"), names(&["answers_within_limit", "call_answers"]), "{report:#}");
+    assert_eq!(find(&report, "call_answers", Some("flood"))["reason"], "response exceeds max_response_bytes=65536");
+    assert!(
+        find(&report, "answers_within_limit", None)["reason"].as_str().unwrap().starts_with(
+            "an answer longer than max_response_bytes (65536 bytes) arrived while waiting for tools/call flood; "
+        ),
+        "{report:#}"
+    );
+    // The run went on: the other tool, the repeat with an unknown argument and the burst.
+    assert_eq!(find(&report, "call_answers", Some("echo"))["status"], "pass");
+    assert_eq!(find(&report, "unknown_arguments_tolerated", Some("echo"))["status"], "pass");
+    assert_eq!(find(&report, "concurrent_calls_answered", None)["status"], "pass");
+    assert_eq!(report["headers"], json!(["X-Team", "Authorization"]));
+    // Every request carried the configured header and the token, which no output shows.
+    let requests = server.requests();
+    assert!(requests.iter().any(|request| request.method == "DELETE"), "the session is ended");
+    for request in &requests {
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {token}").as_str()));
+        assert_eq!(request.header("x-team"), Some("team-header-value-93"));
+    }
+    let shown = all_output(&output);
+    assert!(!shown.contains(token) && !shown.contains("team-header-value-93"), "{shown}");
+}
+
+#[test]
+fn an_answer_of_another_content_type_fails_answers_are_json_rpc() {
+    let sandbox = Sandbox::new();
+    let server = hostile_server("html", || ToolAnswer::text("not for odek").content_type("text/html"));
+    let output = sandbox.odek(&["ext", "check", "--json", "--timeout", "5", "--url", &server.url()]);
+    let (report, code) = json_report(&output);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(with_status(&report, "fail"), names(&["answers_are_json_rpc", "call_answers"]), "{report:#}");
+    let check = find(&report, "answers_are_json_rpc", None);
+    assert_eq!(check["evidence"], "unexpected response content type \"text/html\"");
+    assert!(
+        check["reason"].as_str().unwrap().starts_with(
+            "1 answer(s) could not be used and failed their request (first while waiting for tools/call html); "
+        ),
+        "{check}"
+    );
+}
+
+/// [beyond] `@modelcontextprotocol/server-everything` over Streamable HTTP and over the
+/// deprecated HTTP+SSE transport (`"type": "sse"`), configured by `url`: the same checks pass
+/// as over stdio, and over HTTP+SSE there is no session id to judge.
+#[test]
+fn third_party_everything_server_over_http_and_legacy_sse_is_checked() {
+    let Some(servers) =
+        interop_support::Servers::installed("third_party_everything_server_over_http_and_legacy_sse_is_checked")
+    else {
+        return;
+    };
+    for (mode, kind, transport) in [("streamableHttp", "http", "streamable-http"), ("sse", "sse", "http+sse")] {
+        let server = interop_support::everything_http(&servers, mode);
+        let sandbox = Sandbox::new();
+        sandbox.configure(&json!({"everything": {"type": kind, "url": server.url, "timeout_seconds": 30}}));
+        let long_operation = ["--call", "trigger-long-running-operation", r#"{"duration":1,"steps":2}"#];
+        let output = sandbox.odek(&[&["ext", "check", "--json"][..], &long_operation, &["everything"]].concat());
+        let report = assert_clean_pass(&output);
+        assert_eq!(report["transport"], transport, "{mode}");
+        assert_eq!(find(&report, "tools_list_answers", None)["reason"], "13 tool(s)", "{mode}");
+        assert_eq!(find(&report, "tools_exercised", None)["status"], "pass", "{mode}: {report:#}");
+        let session = find(&report, "session_id_issued", None);
+        let want = if kind == "sse" { "skip" } else { "pass" };
+        assert_eq!(session["status"], want, "{mode}: {session}");
+    }
 }
 
 fn set_private(path: &Path) {
