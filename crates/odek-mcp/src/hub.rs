@@ -1043,28 +1043,13 @@ fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>
     })
 }
 
-/// The bearer token `token_env` names, from odek's environment (spec §14), registered for
-/// redaction; an unset or empty variable is a warning and the requests go unauthenticated.
+/// The bearer token `token_env` names, from odek's environment (spec §14, `remote::bearer_token`);
+/// an unset or empty variable is a warning and the requests go unauthenticated.
 fn http_token(spec: &ServerSpec, options: &HubOptions) -> Option<SecretValue> {
     let Transport::Http { token_env, .. } = &spec.transport else { return None };
-    if token_env.is_empty() {
-        return None;
+    let (token, warning) = crate::remote::bearer_token(&spec.name, token_env, options.parent_env.iter().cloned());
+    if let Some(warning) = warning {
+        options.observer.warning(&spec.name, &warning);
     }
-    let token = options.parent_env.iter().find(|(name, _)| name == token_env).map(|(_, value)| value.clone());
-    match token.filter(|token| !token.is_empty()) {
-        Some(token) => {
-            odek_contract::redaction::register_secret(&token);
-            Some(SecretValue::new(token))
-        }
-        None => {
-            options.observer.warning(
-                &spec.name,
-                &format!(
-                    "mcp server {}: token_env {token_env} is set but the environment variable is empty; requests will be sent unauthenticated",
-                    quote(&spec.name)
-                ),
-            );
-            None
-        }
-    }
+    token
 }
