@@ -1,17 +1,41 @@
 //! `tools/call` through the whole pipeline against the fixture server: routing, decoding,
 //! envelopes, artifacts, truncation and error wording (spec `mcp-client.md` §7–§10,
-//! `results-and-artifacts.md`).
+//! `results-and-artifacts.md`), every case over stdio and over Streamable HTTP (§14, issue 19):
+//! the same answers, whether they came as a line, a JSON body or an event stream.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use odek_mcp::CallOptions;
-use support::{Fixture, call, spec, start};
+use support::{Fixture, Transport, call, spec, start};
 
-#[tokio::test]
-async fn echo_round_trip_and_argument_encoding() {
-    let fixture = Fixture::new(&[]);
+support::over_both_transports!(
+    async:
+    echo_round_trip_and_argument_encoding,
+    large_result_gets_the_exact_truncation_notice,
+    result_floor_is_enforced_with_a_warning,
+    artifact_envelope_renders_metadata_lines_only,
+    traversal_refs_are_rejected_red,
+    hosts_queries_and_other_schemes_are_rejected_red,
+    escapes_and_missing_files_are_rejected_red,
+    tampered_hash_and_size_are_rejected_red,
+    envelope_shape_errors_red,
+    no_roots_means_every_ref_is_rejected_red,
+    forged_metadata_lines_and_control_characters_red,
+    tool_errors_and_rpc_errors_are_worded_exactly,
+    junk_on_stdout_and_server_requests_never_disturb_routing,
+    parallel_calls_are_matched_by_id,
+    parse_result_error_is_capped_red,
+    malformed_results_are_parse_errors,
+    rpc_error_message_is_sanitised_and_capped_red,
+    error_takes_precedence_over_result,
+    server_request_with_pending_id_is_not_a_response,
+    escaped_large_result_is_capped_while_decoding,
+);
+
+async fn echo_round_trip_and_argument_encoding(transport: Transport) {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     assert_eq!(call(&hub, "fx__echo", r#"{"text":"hello extension","extra":1}"#).await.unwrap(), "hello extension");
     let pid = call(&hub, "fx__pid", "").await.unwrap();
@@ -20,9 +44,8 @@ async fn echo_round_trip_and_argument_encoding() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn large_result_gets_the_exact_truncation_notice() {
-    let mut fixture = Fixture::new(&[]);
+async fn large_result_gets_the_exact_truncation_notice(transport: Transport) {
+    let mut fixture = Fixture::over(transport, &[]);
     fixture.entry.max_result_chars = 1000;
     let (hub, recorder) = start(vec![spec("limited", &fixture.entry)]).await;
     assert!(recorder.warnings().is_empty(), "1000 is above the floor: no warning");
@@ -38,9 +61,8 @@ async fn large_result_gets_the_exact_truncation_notice() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn result_floor_is_enforced_with_a_warning() {
-    let mut fixture = Fixture::new(&[]);
+async fn result_floor_is_enforced_with_a_warning(transport: Transport) {
+    let mut fixture = Fixture::over(transport, &[]);
     fixture.entry.max_result_chars = 10;
     let (spec, warnings) = odek_mcp::validate_server("tiny-srv", &fixture.entry).unwrap();
     assert_eq!(
@@ -64,9 +86,8 @@ async fn result_floor_is_enforced_with_a_warning() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn artifact_envelope_renders_metadata_lines_only() {
-    let fixture = Fixture::new(&[]);
+async fn artifact_envelope_renders_metadata_lines_only(transport: Transport) {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let out = hub
         .call(
@@ -93,8 +114,8 @@ async fn artifact_envelope_renders_metadata_lines_only() {
     hub.shutdown().await;
 }
 
-async fn bad(kind: &str) -> String {
-    let fixture = Fixture::new(&[]);
+async fn bad(transport: Transport, kind: &str) -> String {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let result = call(&hub, "fx__bad_artifact", &format!(r#"{{"kind":"{kind}"}}"#)).await;
     hub.shutdown().await;
@@ -103,84 +124,80 @@ async fn bad(kind: &str) -> String {
 
 const PREFIX: &str = "mcpclient fx: tool bad_artifact: ";
 
-#[tokio::test]
-async fn traversal_refs_are_rejected_red() {
+async fn traversal_refs_are_rejected_red(transport: Transport) {
     for kind in ["traversal", "encoded-traversal"] {
-        let err = bad(kind).await;
+        let err = bad(transport, kind).await;
         assert!(err.starts_with(&format!("{PREFIX}artifact ref rejected: artifact ")), "{kind}: {err}");
         assert!(err.ends_with("is not clean (contains .., //, or . elements)"), "{kind}: {err}");
     }
 }
 
-#[tokio::test]
-async fn hosts_queries_and_other_schemes_are_rejected_red() {
+async fn hosts_queries_and_other_schemes_are_rejected_red(transport: Transport) {
     for kind in ["host", "userinfo", "query", "fragment", "opaque"] {
-        let err = bad(kind).await;
+        let err = bad(transport, kind).await;
         assert!(
             err.ends_with("uri must be a plain file:// path (no host, userinfo, query, or fragment)"),
             "{kind}: {err}"
         );
     }
-    let err = bad("http").await;
+    let err = bad(transport, "http").await;
     assert!(err.ends_with("uses uri scheme \"https\"; only file:// is accepted"), "{err}");
 }
 
-#[tokio::test]
-async fn escapes_and_missing_files_are_rejected_red() {
+async fn escapes_and_missing_files_are_rejected_red(transport: Transport) {
     for kind in ["outside", "symlink-escape"] {
-        let err = bad(kind).await;
+        let err = bad(transport, kind).await;
         assert!(err.ends_with("resolves outside every configured artifact root"), "{kind}: {err}");
     }
     for kind in ["missing", "dangling-symlink"] {
-        let err = bad(kind).await;
+        let err = bad(transport, kind).await;
         assert!(err.contains("file is not resolvable (missing or dangling symlink): "), "{kind}: {err}");
     }
-    assert!(bad("directory").await.ends_with("is not a regular file"));
+    assert!(bad(transport, "directory").await.ends_with("is not a regular file"));
 }
 
-#[tokio::test]
-async fn tampered_hash_and_size_are_rejected_red() {
-    let err = bad("wrong-hash").await;
+async fn tampered_hash_and_size_are_rejected_red(transport: Transport) {
+    let err = bad(transport, "wrong-hash").await;
     assert!(err.contains(" sha256 mismatch: ref declares ") && err.contains("…, file hashes to "), "{err}");
-    assert!(bad("uppercase-hash").await.ends_with("is not a lowercase hex SHA-256 digest"));
-    let err = bad("wrong-size").await;
+    assert!(bad(transport, "uppercase-hash").await.ends_with("is not a lowercase hex SHA-256 digest"));
+    let err = bad(transport, "wrong-size").await;
     assert!(err.contains(" size mismatch: ref declares "), "{err}");
-    assert!(bad("negative-size").await.ends_with("declares a negative size_bytes"));
-    let err = bad("oversize").await;
+    assert!(bad(transport, "negative-size").await.ends_with("declares a negative size_bytes"));
+    let err = bad(transport, "oversize").await;
     assert!(err.ends_with("is 67108865 bytes; the absolute artifact cap is 67108864 bytes"), "{err}");
 }
 
-#[tokio::test]
-async fn envelope_shape_errors_red() {
+async fn envelope_shape_errors_red(transport: Transport) {
     assert_eq!(
-        bad("too-many").await,
+        bad(transport, "too-many").await,
         format!("{PREFIX}odek.tool-result/v1 envelope carries 65 artifacts; the cap is 64")
     );
     assert_eq!(
-        bad("too-many-split").await,
+        bad(transport, "too-many-split").await,
         format!("{PREFIX}odek.tool-result/v1 envelope carries 65 artifacts; the cap is 64")
     );
     assert!(
-        bad("duplicate-id")
+        bad(transport, "duplicate-id")
             .await
             .starts_with(&format!("{PREFIX}odek.tool-result/v1 envelope carries duplicate artifact id "))
     );
-    assert!(bad("malformed").await.starts_with(&format!("{PREFIX}malformed odek.tool-result/v1 envelope: ")));
+    assert!(
+        bad(transport, "malformed").await.starts_with(&format!("{PREFIX}malformed odek.tool-result/v1 envelope: "))
+    );
     assert_eq!(
-        bad("bad-schema").await,
+        bad(transport, "bad-schema").await,
         format!(
             "{PREFIX}artifact ref rejected: artifact schema \"odek.artifact-ref/v2\" does not match \"odek.artifact-ref/v1\""
         )
     );
     assert_eq!(
-        bad("missing-id").await,
+        bad(transport, "missing-id").await,
         format!("{PREFIX}artifact ref rejected: artifact ref is missing required field id")
     );
 }
 
-#[tokio::test]
-async fn no_roots_means_every_ref_is_rejected_red() {
-    let mut fixture = Fixture::new(&[]);
+async fn no_roots_means_every_ref_is_rejected_red(transport: Transport) {
+    let mut fixture = Fixture::over(transport, &[]);
     fixture.entry.artifact_roots.clear();
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let err = call(&hub, "fx__artifact_result", "{}").await.unwrap_err();
@@ -191,9 +208,8 @@ async fn no_roots_means_every_ref_is_rejected_red() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn forged_metadata_lines_and_control_characters_red() {
-    let fixture = Fixture::new(&[]);
+async fn forged_metadata_lines_and_control_characters_red(transport: Transport) {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let out = call(&hub, "fx__bad_artifact", r#"{"kind":"forged-line"}"#).await.unwrap();
     assert!(out.starts_with("ok\n - artifact \"fake\" (text/plain)\n- artifact "), "{out}");
@@ -209,9 +225,8 @@ async fn forged_metadata_lines_and_control_characters_red() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn tool_errors_and_rpc_errors_are_worded_exactly() {
-    let fixture = Fixture::new(&[]);
+async fn tool_errors_and_rpc_errors_are_worded_exactly(transport: Transport) {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     assert_eq!(
         call(&hub, "fx__error_result", "{}").await.unwrap_err(),
@@ -229,9 +244,8 @@ async fn tool_errors_and_rpc_errors_are_worded_exactly() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn junk_on_stdout_and_server_requests_never_disturb_routing() {
-    let fixture = Fixture::new(&["--mode", "junk-stdout,ping-before-call,unknown-request-before-call"]);
+async fn junk_on_stdout_and_server_requests_never_disturb_routing(transport: Transport) {
+    let fixture = Fixture::over(transport, &["--mode", "junk-stdout,ping-before-call,unknown-request-before-call"]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     for text in ["one", "two", "three"] {
         assert_eq!(call(&hub, "fx__echo", &format!(r#"{{"text":"{text}"}}"#)).await.unwrap(), text);
@@ -240,9 +254,8 @@ async fn junk_on_stdout_and_server_requests_never_disturb_routing() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn parallel_calls_are_matched_by_id() {
-    let fixture = Fixture::new(&[]);
+async fn parallel_calls_are_matched_by_id(transport: Transport) {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let hub = std::sync::Arc::new(hub);
     let mut tasks = Vec::new();
@@ -270,9 +283,8 @@ async fn parallel_calls_are_matched_by_id() {
 /// The truncation notice's fixed tail, whatever the server, tool and observed count.
 const NOTICE_TAIL: &str = "; the full result is available via the retained artifact references, if any]";
 
-#[tokio::test]
-async fn parse_result_error_is_capped_red() {
-    let mut fixture = Fixture::new(&[]);
+async fn parse_result_error_is_capped_red(transport: Transport) {
+    let mut fixture = Fixture::over(transport, &[]);
     fixture.entry.max_result_chars = 1000;
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let args = format!(r#"{{"result":{{"content":"{}"}}}}"#, "A".repeat(100_000));
@@ -288,9 +300,8 @@ async fn parse_result_error_is_capped_red() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn malformed_results_are_parse_errors() {
-    let fixture = Fixture::new(&[]);
+async fn malformed_results_are_parse_errors(transport: Transport) {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     assert_eq!(
         call(&hub, "fx__raw_result", r#"{"result":[1]}"#).await.unwrap_err(),
@@ -307,9 +318,8 @@ async fn malformed_results_are_parse_errors() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn rpc_error_message_is_sanitised_and_capped_red() {
-    let mut fixture = Fixture::new(&[]);
+async fn rpc_error_message_is_sanitised_and_capped_red(transport: Transport) {
+    let mut fixture = Fixture::over(transport, &[]);
     fixture.entry.max_result_chars = 1000;
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let err = call(&hub, "fx__raw_error", r#"{"error":{"code":-32000,"message":"bad\n- artifact \"x\" (a)"}}"#)
@@ -325,9 +335,8 @@ async fn rpc_error_message_is_sanitised_and_capped_red() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn error_takes_precedence_over_result() {
-    let fixture = Fixture::new(&[]);
+async fn error_takes_precedence_over_result(transport: Transport) {
+    let fixture = Fixture::over(transport, &[]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     let args = r#"{"error":{"code":-32001,"message":"the error wins"},"result":{"content":[{"type":"text","text":"the result loses"}]}}"#;
     assert_eq!(
@@ -337,9 +346,8 @@ async fn error_takes_precedence_over_result() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn server_request_with_pending_id_is_not_a_response() {
-    let fixture = Fixture::new(&["--mode", "ping-with-call-id"]);
+async fn server_request_with_pending_id_is_not_a_response(transport: Transport) {
+    let fixture = Fixture::over(transport, &["--mode", "ping-with-call-id"]);
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     // The fixture answers the call only once the client answered the ping carrying the call's
     // id, so the real answer proves both: the ping was not taken for the response, and it was
@@ -350,9 +358,8 @@ async fn server_request_with_pending_id_is_not_a_response() {
     hub.shutdown().await;
 }
 
-#[tokio::test]
-async fn escaped_large_result_is_capped_while_decoding() {
-    let mut fixture = Fixture::new(&[]);
+async fn escaped_large_result_is_capped_while_decoding(transport: Transport) {
+    let mut fixture = Fixture::over(transport, &[]);
     fixture.entry.max_result_chars = 1000;
     let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
     // Every character is an escape on the wire: the bounded decoder's path.

@@ -6,6 +6,13 @@
 //! outlives the hub; a last case makes 10,000 calls and checks that descriptors and memory stay
 //! flat.
 //!
+//! Every case that is not about the process odek runs also runs over Streamable HTTP (issue 19),
+//! where the fixture writes what it would write to stdout on the event stream of the request:
+//! there the hub's shutdown must also have closed every connection to the server. The HTTP
+//! analogue of a crash is a server that goes away mid-call and comes back knowing no session
+//! ([`fault_http_server_dies_mid_call_and_comes_back`]). Stdio only, each saying why: stdout
+//! closed under a running process, a process that ignores stdin EOF, and a stderr flood.
+//!
 //! The cases count this process's descriptors and children, so they run one at a time
 //! ([`isolated`]).
 
@@ -18,12 +25,27 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use odek_mcp::{CallOptions, McpEvent, McpHub};
-use support::{Fixture, Recorder, call, spec, start, stderr_lines_dropped};
+use support::{Fixture, Recorder, Transport, call, spec, start, stderr_lines_dropped};
+
+support::over_both_transports!(
+    sync:
+    fault_server_hangs,
+    fault_server_writes_junk,
+    fault_server_writes_a_gigabyte_line,
+    fault_server_drips_one_byte_per_second,
+    fault_server_answers_under_wrong_string_and_null_ids,
+    fault_server_answers_twice_under_the_same_id,
+    fault_server_sends_requests_of_its_own,
+    ten_thousand_calls_leak_nothing,
+);
 
 /// The matrix cases measure process-wide counts: one case at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const OUTCOME_UNKNOWN_DEADLINE: &str = "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded";
+const OUTCOME_UNKNOWN: &str =
+    "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: ";
+const SESSION_EXPIRED: &str = "the server ended the session (http 404); the next call starts a new one";
 const OUTCOME_UNKNOWN_CLOSED: &str = "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: connection closed before response received";
 
 /// Open descriptors of this process.
@@ -71,8 +93,10 @@ fn alive(pid: i32) -> bool {
 
 /// Runs one case alone, on a runtime of its own, and checks that once the runtime is gone this
 /// process holds exactly the descriptors and children it held before, and that no process of
-/// the case's fixture is left. Runtimes of other tests would skew the counts, so cases take
-/// [`SERIAL`] before building theirs.
+/// the case's fixture is left (an HTTP fixture's server, the test's own, is stopped first, after
+/// the check that the shut-down hub let go of every connection to it while the runtime still
+/// ran). Runtimes of other tests would skew the counts, so cases take [`SERIAL`] before building
+/// theirs.
 fn isolated<Fut: std::future::Future<Output = Fixture>>(case: impl FnOnce() -> Fut) {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // Tokio's process-wide signal registry is created once, on the first child, and kept.
@@ -82,8 +106,13 @@ fn isolated<Fut: std::future::Future<Output = Fixture>>(case: impl FnOnce() -> F
     });
     let (fds, kids) = (open_fds(), children());
     let runtime = runtime();
-    let fixture = runtime.block_on(case());
+    let mut fixture = runtime.block_on(async {
+        let fixture = case().await;
+        fixture.wait_until_the_client_let_go().await;
+        fixture
+    });
     drop(runtime);
+    fixture.stop_http_server();
     // Dropping the runtime closed everything it owned; a loaded machine gets a bounded moment
     // to finish reaping before this fails. Nothing notifies us, so poll.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -140,10 +169,9 @@ fn fault_server_crashes_mid_call() {
     });
 }
 
-#[test]
-fn fault_server_hangs() {
+fn fault_server_hangs(transport: Transport) {
     isolated(|| async {
-        let mut fixture = Fixture::new(&[]);
+        let mut fixture = Fixture::over(transport, &[]);
         fixture.entry.timeout_seconds = 1;
         let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
         let pid: i32 = call(&hub, "fx__pid", "").await.unwrap().parse().unwrap();
@@ -157,15 +185,80 @@ fn fault_server_hangs() {
         assert_within(started, Duration::from_secs(5), "a second call to a hung server");
         assert!(restarted(&recorder).is_empty());
         assert!(alive(pid));
-        // Shutdown: stdin closed, 1 s for the writer, 5 s for the exit, then SIGKILL.
+        // Shutdown: stdin closed, 1 s for the writer, 5 s for the exit, then SIGKILL; over HTTP
+        // the DELETE gets 1 s.
         let started = Instant::now();
         hub.shutdown().await;
         assert_within(started, Duration::from_secs(15), "shutting down a hung server");
-        assert!(!alive(pid), "the hung process {pid} was killed and reaped");
+        if transport == Transport::Stdio {
+            assert!(!alive(pid), "the hung process {pid} was killed and reaped");
+        }
         fixture
     });
 }
 
+/// The server goes away over HTTP: its process exits mid-call, so the exchange breaks and
+/// nothing listens any more (an HTTP server is not odek's to restart); then a new process serves
+/// the port, knowing none of the old sessions. Whichever meets its 404 first — a call, or the
+/// standalone stream reconnecting — the server is re-initialised exactly once, however many
+/// calls wait for it, and `mcp_server_restarted` has no exit status.
+#[test]
+fn fault_http_server_dies_mid_call_and_comes_back() {
+    isolated(|| async {
+        let mut fixture = Fixture::over(Transport::Http, &[]);
+        let started = Instant::now();
+        let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
+        let hub = Arc::new(hub);
+        let first: i32 = call(&hub, "fx__pid", "").await.unwrap().parse().unwrap();
+        let broken = call(&hub, "fx__exit_mid_call", r#"{"code":7}"#).await.unwrap_err();
+        assert!(broken.starts_with(&format!("{OUTCOME_UNKNOWN}http: ")), "{broken}");
+        fixture.wait_until_the_client_let_go().await;
+        let refused = call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err();
+        assert!(refused.starts_with("mcpclient fx: tools/call: MCP request not dispatched: connect: "), "{refused}");
+        assert!(restarted(&recorder).is_empty(), "nothing to restart while nothing listens");
+
+        fixture.restart_http_server();
+        let expired = [
+            format!("{OUTCOME_UNKNOWN}{SESSION_EXPIRED}"),
+            format!("mcpclient fx: tools/call: MCP request not dispatched: {SESSION_EXPIRED}"),
+        ];
+        for outcome in concurrent_pid_calls(&hub, 8).await {
+            assert!(
+                outcome.as_ref().is_ok_and(|pid| *pid != first)
+                    || outcome.as_ref().is_err_and(|error| expired.contains(error)),
+                "{outcome:?}"
+            );
+        }
+        let pids: BTreeSet<i32> = concurrent_pid_calls(&hub, 8).await.into_iter().map(Result::unwrap).collect();
+        assert_eq!(pids.len(), 1, "one process serves them all: {pids:?}");
+        assert!(!pids.contains(&first));
+        assert_eq!(
+            restarted(&recorder),
+            vec![McpEvent::ServerRestarted { server: "fx".into(), restarts: 1, exit_status: None }]
+        );
+        hub.shutdown().await;
+        assert_within(started, Duration::from_secs(20), "a server that dies and comes back");
+        fixture
+    });
+}
+
+/// `count` calls of `fx__pid` at once, each its pid or its error.
+async fn concurrent_pid_calls(hub: &Arc<McpHub>, count: usize) -> Vec<Result<i32, String>> {
+    let calls: Vec<_> = (0..count)
+        .map(|_| {
+            let hub = Arc::clone(hub);
+            tokio::spawn(async move { call(&hub, "fx__pid", "").await.map(|pid| pid.parse().unwrap()) })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for outcome in calls {
+        outcomes.push(outcome.await.unwrap());
+    }
+    outcomes
+}
+
+/// Stdio only: over HTTP stdout is not the transport (a server that drops the connection is
+/// [`fault_http_server_dies_mid_call_and_comes_back`]).
 #[test]
 fn fault_server_closes_stdout_but_keeps_running() {
     isolated(|| async {
@@ -192,6 +285,7 @@ fn fault_server_closes_stdout_but_keeps_running() {
     });
 }
 
+/// Stdio only: about the shutdown sequence of a process odek runs.
 #[test]
 fn fault_server_closes_stdout_and_ignores_stdin_eof() {
     isolated(|| async {
@@ -209,12 +303,12 @@ fn fault_server_closes_stdout_and_ignores_stdin_eof() {
     });
 }
 
-#[test]
-fn fault_server_writes_junk() {
+fn fault_server_writes_junk(transport: Transport) {
     isolated(|| async {
         // Before every response: a non-JSON line, an array, a number, a blank line, and responses
-        // under the ids "N", null, N.0, Ne0 and 999999 (see the fixture's --help).
-        let fixture = Fixture::new(&["--mode", "junk-stdout"]);
+        // under the ids "N", null, N.0, Ne0 and 999999 (see the fixture's --help); over HTTP,
+        // one event each on the request's stream.
+        let fixture = Fixture::over(transport, &["--mode", "junk-stdout"]);
         let started = Instant::now();
         let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
         for index in 0..20 {
@@ -227,24 +321,16 @@ fn fault_server_writes_junk() {
     });
 }
 
-#[test]
-fn fault_server_writes_a_gigabyte_line() {
+/// Over stdio the line closes the connection for good; over HTTP it fails its call alone.
+fn fault_server_writes_a_gigabyte_line(transport: Transport) {
     isolated(|| async {
-        let fixture = Fixture::new(&[]);
+        let fixture = Fixture::over(transport, &[]);
         let started = Instant::now();
         let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
         // Reset the peak-RSS mark, so the check below is about this line alone (on kernels
         // without the reset it stays the process's lifetime peak, a stricter bound).
         let _ = std::fs::write("/proc/self/clear_refs", "5");
-        let err = call(&hub, "fx__oversized_line", r#"{"bytes":1073741824}"#).await.unwrap_err();
-        assert_eq!(
-            err,
-            "mcpclient fx: tools/call: mcpclient fx: response line exceeded configured max_response_bytes limit of 10485760 bytes"
-        );
-        assert_eq!(
-            call(&hub, "fx__echo", r#"{"text":"x"}"#).await.unwrap_err(),
-            "mcpclient fx: tools/call: MCP request not dispatched: connection closed after a response exceeded max_response_bytes"
-        );
+        support::assert_an_oversized_answer_fails_by_the_transport_s_rule(&hub, transport, 1 << 30, 10_485_760).await;
         assert!(restarted(&recorder).is_empty(), "an oversized line is never restarted");
         // The reader held at most max_response_bytes of the line: this process's peak resident
         // memory never came near the gigabyte the server tried to send.
@@ -256,10 +342,9 @@ fn fault_server_writes_a_gigabyte_line() {
     });
 }
 
-#[test]
-fn fault_server_drips_one_byte_per_second() {
+fn fault_server_drips_one_byte_per_second(transport: Transport) {
     isolated(|| async {
-        let mut fixture = Fixture::new(&[]);
+        let mut fixture = Fixture::over(transport, &[]);
         fixture.entry.timeout_seconds = 2;
         let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
         // Byte by byte but quick enough: the line is assembled exactly.
@@ -281,6 +366,7 @@ fn fault_server_drips_one_byte_per_second() {
     });
 }
 
+/// Stdio only: an HTTP server has no stderr odek reads (§14).
 #[test]
 fn fault_server_floods_stderr() {
     isolated(|| async {
@@ -311,16 +397,21 @@ fn fault_server_floods_stderr() {
     });
 }
 
-#[test]
-fn fault_server_answers_under_wrong_string_and_null_ids() {
+fn fault_server_answers_under_wrong_string_and_null_ids(transport: Transport) {
     isolated(|| async {
-        let mut fixture = Fixture::new(&[]);
+        let mut fixture = Fixture::over(transport, &[]);
         fixture.entry.timeout_seconds = 1;
         let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
         let hub = Arc::new(hub);
         let started = Instant::now();
         // No frame under any of these ids may be taken for the call's answer: each call waits for
-        // its own id until the server timeout.
+        // its own id until the server timeout. Over HTTP the server ends the request's stream
+        // once its handler is done, the answer never sent: the call fails as soon as the stream
+        // (resumed once) ends, as over a closed pipe.
+        let unanswered = match transport {
+            Transport::Stdio => OUTCOME_UNKNOWN_DEADLINE,
+            Transport::Http => OUTCOME_UNKNOWN_CLOSED,
+        };
         let forms = ["string", "null", "fractional", "float", "exponent", "wrong", "missing"];
         let calls: Vec<_> = forms
             .iter()
@@ -331,7 +422,7 @@ fn fault_server_answers_under_wrong_string_and_null_ids() {
             })
             .collect();
         for (form, outcome) in forms.iter().zip(calls) {
-            assert_eq!(outcome.await.unwrap().unwrap_err(), OUTCOME_UNKNOWN_DEADLINE, "form {form}");
+            assert_eq!(outcome.await.unwrap().unwrap_err(), unanswered, "form {form}");
         }
         assert_within(started, Duration::from_secs(6), "seven misaddressed replies (timeout 1 s, concurrent)");
         assert_eq!(call(&hub, "fx__echo", r#"{"text":"still routed"}"#).await.unwrap(), "still routed");
@@ -340,10 +431,9 @@ fn fault_server_answers_under_wrong_string_and_null_ids() {
     });
 }
 
-#[test]
-fn fault_server_answers_twice_under_the_same_id() {
+fn fault_server_answers_twice_under_the_same_id(transport: Transport) {
     isolated(|| async {
-        let fixture = Fixture::new(&[]);
+        let fixture = Fixture::over(transport, &[]);
         let started = Instant::now();
         let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
         for index in 0..10 {
@@ -360,16 +450,15 @@ fn fault_server_answers_twice_under_the_same_id() {
     });
 }
 
-#[test]
-fn fault_server_sends_requests_of_its_own() {
+fn fault_server_sends_requests_of_its_own(transport: Transport) {
     isolated(|| async {
         // During the handshake: list_changed, a log message and a ping. Before every call: pings
         // (one with a string id, one reusing the call's own id) and sampling/createMessage; each
-        // call is answered only once odek replied correctly.
-        let fixture = Fixture::new(&[
-            "--mode",
-            "early-notifications,ping-before-call,unknown-request-before-call,ping-with-call-id",
-        ]);
+        // call is answered only once odek replied correctly (over HTTP: in POSTs of its own).
+        let fixture = Fixture::over(
+            transport,
+            &["--mode", "early-notifications,ping-before-call,unknown-request-before-call,ping-with-call-id"],
+        );
         let started = Instant::now();
         let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
         for index in 0..10 {
@@ -384,14 +473,13 @@ fn fault_server_sends_requests_of_its_own() {
 
 /// 10,000 sequential calls through one connection: descriptors exactly flat, resident memory
 /// within a small fixed slack of where it stood after a warm-up.
-#[test]
-fn ten_thousand_calls_leak_nothing() {
+fn ten_thousand_calls_leak_nothing(transport: Transport) {
     const WARM_UP: usize = 1_000;
     const CALLS: usize = 10_000;
     /// Allowed growth of resident memory from the warm-up to the end: 8 MiB (in KiB).
     const RSS_SLACK_KIB: u64 = 8 * 1024;
     isolated(|| async {
-        let fixture = Fixture::new(&[]);
+        let fixture = Fixture::over(transport, &[]);
         let (hub, _) = start(vec![spec("fx", &fixture.entry)]).await;
         run_echo_calls(&hub, 0..WARM_UP).await;
         let (fds_before, rss_before) = (open_fds(), status_kib("VmRSS:"));
@@ -400,7 +488,7 @@ fn ten_thousand_calls_leak_nothing() {
         let took = started.elapsed();
         let (fds_after, rss_after) = (open_fds(), status_kib("VmRSS:"));
         eprintln!(
-            "ten_thousand_calls_leak_nothing: {} calls after a {WARM_UP}-call warm-up in {took:?}; \
+            "ten_thousand_calls_leak_nothing ({transport:?}): {} calls after a {WARM_UP}-call warm-up in {took:?}; \
          fds {fds_before} -> {fds_after}; RSS {rss_before} KiB -> {rss_after} KiB",
             CALLS - WARM_UP
         );

@@ -236,3 +236,23 @@ async fn a_refused_connection_is_not_dispatched() {
         "{error}"
     );
 }
+
+/// A URL may carry a credential in its path or query (hosted servers hand such URLs out, and
+/// only userinfo is refused); the error of a failed exchange, which the model receives, names the
+/// server and never its URL, as a stdio error never shows the server's command line.
+#[tokio::test]
+async fn a_transport_error_never_shows_the_url_to_the_model_red() {
+    let server = server(McpScript::new(), |_| ToolAnswer::hang_up());
+    let entry = ServerEntry { url: Some(format!("{}?key=url-secret-0123", server.url())), ..entry(&server) };
+    let (hub, _) = hub(entry).await;
+    let dropped = call(&hub, "web__t", "").await.unwrap_err();
+    let prefix = "mcpclient web: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: http: ";
+    assert!(dropped.starts_with(prefix), "{dropped}");
+    drop(server);
+    let refused = call(&hub, "web__ok", "").await.unwrap_err();
+    assert!(refused.starts_with("mcpclient web: tools/call: MCP request not dispatched: connect: "), "{refused}");
+    for error in [dropped, refused] {
+        assert!(!error.contains("url-secret") && !error.contains("127.0.0.1"), "{error}");
+    }
+    hub.shutdown().await;
+}

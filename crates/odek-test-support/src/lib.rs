@@ -2,13 +2,15 @@
 //! test run of one crate (`cargo test -p odek-mcp`) works as well as the whole workspace, a
 //! scripted OpenAI-compatible server ([`openai::ScriptedServer`]) to point providers at (with
 //! Anthropic Messages answers from [`anthropic`] and OpenAI Responses answers from
-//! [`responses::Answer`]), and a JSON-RPC client over pipes ([`peer::Peer`]) to drive an
-//! extension server line by line.
+//! [`responses::Answer`]), a JSON-RPC client over pipes ([`peer::Peer`]) to drive an
+//! extension server line by line, and a forward proxy ([`forward_proxy::ForwardProxy`]) to point
+//! `HTTP_PROXY` at.
 //!
 //! Start at [`fixture_server`], [`odek_binary`] and [`openai::ScriptedServer::start`].
 
 pub mod anthropic;
 pub mod events;
+pub mod forward_proxy;
 pub mod listening;
 pub mod mcp_http;
 pub mod openai;

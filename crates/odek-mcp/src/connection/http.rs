@@ -295,7 +295,7 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
     let sent = request.header(CONTENT_TYPE, "application/json").header(ACCEPT, ACCEPT_BOTH).body(bytes).send().await;
     let response = match sent {
         Ok(response) => response,
-        Err(error) => return fail(transport_failure(&error)),
+        Err(error) => return fail(transport_failure(error)),
     };
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND && had_session {
@@ -547,7 +547,7 @@ async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Ve
                 }
             }
             Ok(None) => return Ok(body),
-            Err(error) => return Err(RequestFailure::OutcomeUnknown(Cause::Transport(error_chain(&error)))),
+            Err(error) => return Err(RequestFailure::OutcomeUnknown(Cause::Transport(request_error_text(error)))),
         }
     }
 }
@@ -561,12 +561,18 @@ fn cut_body(body: &[u8]) -> String {
 }
 
 /// A failed send: nothing went out when no connection was made; otherwise the outcome is unknown.
-fn transport_failure(error: &reqwest::Error) -> RequestFailure {
+fn transport_failure(error: reqwest::Error) -> RequestFailure {
     if error.is_connect() {
-        RequestFailure::NotDispatched(Cause::Connect(error_chain(error)))
+        RequestFailure::NotDispatched(Cause::Connect(request_error_text(error)))
     } else {
-        RequestFailure::OutcomeUnknown(Cause::Transport(error_chain(error)))
+        RequestFailure::OutcomeUnknown(Cause::Transport(request_error_text(error)))
     }
+}
+
+/// A failed exchange's error as a call's error shows it (to the model too): without the URL,
+/// which may carry a credential in its path or query; the server's name already says where.
+fn request_error_text(error: reqwest::Error) -> String {
+    error_chain(&error.without_url())
 }
 
 /// An error with its causes, `: `-joined (reqwest's own text names only the outermost).
