@@ -87,3 +87,9 @@ pub fn processes_mentioning(marker: &Path) -> Vec<u32> {
     }
     pids
 }
+
+/// Path to the `sandbox-probe` binary (the confined process of the sandbox's red tests),
+/// building it first if this test run did not.
+pub fn sandbox_probe() -> PathBuf {
+    ensure_built("odek-test-support", "sandbox-probe")
+}

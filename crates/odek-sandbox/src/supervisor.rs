@@ -1,0 +1,525 @@
+//! The network half of the confinement that a kernel rule cannot express: every `connect` and
+//! `bind` of a confined process tree stops at a seccomp notification, and this supervisor — a
+//! thread of odek's, outside the sandbox — reads the address from the caller's memory into a
+//! copy, decides on that copy, and, when allowed, performs the call itself on a duplicate of the
+//! caller's socket (so nothing the caller changes afterwards can matter). IP destinations follow
+//! the network mode and allow-list; Unix sockets may be reached or created only beneath the
+//! writable paths (never `/run/docker.sock` and the like); a refusal is `EACCES` and a recorded
+//! [`Denial`]. Start at [`Supervisor::start`] and [`decide`].
+
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use nix::fcntl::{OFlag, openat};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::stat::{Mode, SFlag, fstat};
+
+use crate::notify::{self, Notification};
+use crate::policy::{Host, HostPort, NetworkMode};
+
+/// Notified calls handled at once; more are answered `EAGAIN` (the tree's process limit keeps
+/// this far away in practice).
+const MAX_IN_FLIGHT: usize = 64;
+/// Denials kept per confined command; later ones are only counted.
+const MAX_DENIALS: usize = 64;
+/// `sizeof(struct sockaddr_un)`.
+const SOCKADDR_UN_LEN: usize = 110;
+
+/// One operation the supervisor refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// `connect` or `bind`.
+    pub operation: &'static str,
+    /// The destination as the caller named it (`93.184.216.34:443`, a socket path).
+    pub target: String,
+    /// Why, in one line (`network: loopback`, `outside the writable paths`).
+    pub reason: String,
+}
+
+/// What the supervisor allows.
+#[derive(Debug, Clone)]
+pub(crate) struct NetRules {
+    pub mode: NetworkMode,
+    /// Allow-list entries with an address (names go through the proxy).
+    pub allowed: Vec<(IpAddr, u16)>,
+    /// The allow-list proxy, always reachable.
+    pub proxy: Option<SocketAddr>,
+    /// Where Unix sockets may be reached or created (canonical).
+    pub unix_roots: Vec<PathBuf>,
+}
+
+impl NetRules {
+    pub(crate) fn new(
+        mode: NetworkMode,
+        allow_hosts: &[HostPort],
+        proxy: Option<SocketAddr>,
+        unix_roots: Vec<PathBuf>,
+    ) -> NetRules {
+        let allowed = allow_hosts
+            .iter()
+            .filter_map(|entry| match entry.host {
+                Host::Ip(ip) => Some((canonical_ip(ip), entry.port)),
+                Host::Name(_) => None,
+            })
+            .collect();
+        NetRules { mode, allowed, proxy, unix_roots }
+    }
+}
+
+/// A socket address as read from the caller, parsed far enough to decide on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Address {
+    Inet(SocketAddr),
+    /// A path socket (bytes up to the first NUL).
+    UnixPath(Vec<u8>),
+    /// An abstract socket, or an unnamed one (autobind).
+    UnixAbstract,
+    /// `AF_UNSPEC`, `AF_NETLINK`: local to the kernel.
+    Local,
+    /// Another family (`AF_VSOCK`, Bluetooth…).
+    Other(u16),
+}
+
+/// Parses a `struct sockaddr` of `bytes.len()` bytes.
+pub(crate) fn parse_address(bytes: &[u8]) -> Option<Address> {
+    let family = u16::from_ne_bytes([*bytes.first()?, *bytes.get(1)?]);
+    let port = || Some(u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]));
+    Some(match i32::from(family) {
+        libc::AF_INET => {
+            let octets: [u8; 4] = bytes.get(4..8)?.try_into().ok()?;
+            Address::Inet(SocketAddr::new(IpAddr::V4(Ipv4Addr::from(octets)), port()?))
+        }
+        libc::AF_INET6 => {
+            let octets: [u8; 16] = bytes.get(8..24)?.try_into().ok()?;
+            Address::Inet(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(octets)), port()?))
+        }
+        libc::AF_UNIX => match bytes.get(2..) {
+            None | Some([]) | Some([0, ..]) => Address::UnixAbstract,
+            Some(path) => Address::UnixPath(path.split(|byte| *byte == 0).next().unwrap_or_default().to_vec()),
+        },
+        libc::AF_UNSPEC | libc::AF_NETLINK => Address::Local,
+        other => Address::Other(other as u16),
+    })
+}
+
+/// `::ffff:a.b.c.d` as `a.b.c.d`, so a v4-mapped destination is judged as the v4 one.
+fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V4(_) => ip,
+    }
+}
+
+/// `connect` or `bind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    Connect,
+    Bind,
+}
+
+impl Operation {
+    fn name(self) -> &'static str {
+        match self {
+            Operation::Connect => "connect",
+            Operation::Bind => "bind",
+        }
+    }
+}
+
+/// The supervisor's answer for an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Do the call with the caller's address, as read.
+    Pass,
+    /// Resolve the path socket (beneath the Unix roots) and do the call through it.
+    UnixPath,
+    Refuse(String),
+}
+
+/// The rule for one address: IP destinations by the network mode, the allow-list and the
+/// proxy (a `bind` only to loopback unless the network is open); path sockets are checked
+/// later, once resolved; abstract sockets may be bound but not connected to (they belong to
+/// whoever made them, outside the sandbox as likely as in it); other families only when the
+/// network is open.
+pub(crate) fn decide(operation: Operation, address: &Address, rules: &NetRules) -> Verdict {
+    let open = rules.mode == NetworkMode::Allow;
+    match address {
+        Address::Inet(_) | Address::Other(_) if open => Verdict::Pass,
+        Address::Inet(socket) => {
+            let ip = canonical_ip(socket.ip());
+            let allowed = match operation {
+                Operation::Bind => ip.is_loopback(),
+                Operation::Connect => {
+                    (rules.mode == NetworkMode::Loopback && ip.is_loopback())
+                        || rules.allowed.contains(&(ip, socket.port()))
+                        || rules
+                            .proxy
+                            .is_some_and(|proxy| canonical_ip(proxy.ip()) == ip && proxy.port() == socket.port())
+                }
+            };
+            if allowed {
+                Verdict::Pass
+            } else {
+                let what = match operation {
+                    Operation::Bind => "only loopback addresses may be bound",
+                    Operation::Connect => "not on the allow-list",
+                };
+                Verdict::Refuse(format!("{what} (network: {})", rules.mode.as_str()))
+            }
+        }
+        Address::UnixPath(_) => Verdict::UnixPath,
+        Address::UnixAbstract if operation == Operation::Bind => Verdict::Pass,
+        Address::UnixAbstract => Verdict::Refuse("abstract Unix sockets are not reachable from the sandbox".to_owned()),
+        Address::Local => Verdict::Pass,
+        Address::Other(family) => Verdict::Refuse(format!(
+            "address family {family} is not reachable from the sandbox (network: {})",
+            rules.mode.as_str()
+        )),
+    }
+}
+
+/// How a refused address is shown in a [`Denial`].
+fn shown(address: &Address) -> String {
+    match address {
+        Address::Inet(socket) => socket.to_string(),
+        Address::UnixPath(path) => String::from_utf8_lossy(path).into_owned(),
+        Address::UnixAbstract => "(abstract Unix socket)".to_owned(),
+        Address::Local => "(local)".to_owned(),
+        Address::Other(family) => format!("(address family {family})"),
+    }
+}
+
+/// The supervisor of one confined command.
+pub(crate) struct Supervisor {
+    thread: Option<JoinHandle<()>>,
+    stop: Option<OwnedFd>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    rules: NetRules,
+    denials: Mutex<(Vec<Denial>, usize)>,
+    /// Duplicated sockets a handler is connecting on: shut down when the supervisor stops, so
+    /// no blocking connect outlives the command.
+    in_flight: Mutex<HashSet<RawFd>>,
+    handling: AtomicUsize,
+}
+
+impl Supervisor {
+    /// Starts answering the notifications of `listener` on a thread of its own; it ends when
+    /// every process of the tree is gone or [`Supervisor::stop`] is called.
+    pub(crate) fn start(listener: OwnedFd, rules: NetRules) -> std::io::Result<Supervisor> {
+        let (stop_read, stop_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let shared = Arc::new(Shared {
+            rules,
+            denials: Mutex::new((Vec::new(), 0)),
+            in_flight: Mutex::new(HashSet::new()),
+            handling: AtomicUsize::new(0),
+        });
+        let state = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("odek-sandbox-supervisor".to_owned())
+            .spawn(move || serve(&Arc::new(listener), &stop_read, &state))?;
+        Ok(Supervisor { thread: Some(thread), stop: Some(stop_write), shared })
+    }
+
+    /// The refusals so far, and how many more were not kept.
+    pub(crate) fn denials(&self) -> (Vec<Denial>, usize) {
+        self.shared.denials.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Stops answering: the thread ends, and every connect a handler is still making on the
+    /// command's behalf is aborted.
+    pub(crate) fn stop(&mut self) {
+        drop(self.stop.take());
+        for socket in self.shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            notify::shutdown(*socket);
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn serve(listener: &Arc<OwnedFd>, stop: &OwnedFd, shared: &Arc<Shared>) {
+    loop {
+        let mut fds =
+            [PollFd::new(listener.as_fd_ref(), PollFlags::POLLIN), PollFd::new(stop.as_fd_ref(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return,
+        }
+        let listener_events = fds[0].revents().unwrap_or(PollFlags::empty());
+        let stop_events = fds[1].revents().unwrap_or(PollFlags::empty());
+        if !stop_events.is_empty() {
+            return;
+        }
+        if listener_events.contains(PollFlags::POLLIN) {
+            let Ok(notification) = notify::receive(listener.as_raw_fd()) else { continue };
+            if shared.handling.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
+                shared.handling.fetch_sub(1, Ordering::AcqRel);
+                notify::answer(listener.as_raw_fd(), notification.id, Err(libc::EAGAIN));
+                continue;
+            }
+            let (handler_listener, handler_shared) = (Arc::clone(listener), Arc::clone(shared));
+            let spawned = std::thread::Builder::new().name("odek-sandbox-call".to_owned()).spawn(move || {
+                let outcome = handle(handler_listener.as_raw_fd(), &notification, &handler_shared);
+                notify::answer(handler_listener.as_raw_fd(), notification.id, outcome);
+                handler_shared.handling.fetch_sub(1, Ordering::AcqRel);
+            });
+            if spawned.is_err() {
+                // No thread to spare: the call fails rather than waits.
+                shared.handling.fetch_sub(1, Ordering::AcqRel);
+                notify::answer(listener.as_raw_fd(), notification.id, Err(libc::EAGAIN));
+            }
+        } else if listener_events.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) {
+            // Every process of the tree is gone.
+            return;
+        }
+    }
+}
+
+/// Borrowing an `OwnedFd` for `poll`.
+trait AsFdRef {
+    fn as_fd_ref(&self) -> std::os::fd::BorrowedFd<'_>;
+}
+
+impl AsFdRef for OwnedFd {
+    fn as_fd_ref(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(self)
+    }
+}
+
+/// One notified call: read the address, decide, do it on a duplicate of the caller's socket.
+fn handle(listener: RawFd, notification: &Notification, shared: &Shared) -> Result<i64, i32> {
+    let operation = match notification.syscall {
+        libc::SYS_connect => Operation::Connect,
+        libc::SYS_bind => Operation::Bind,
+        _ => return Err(libc::ENOSYS),
+    };
+    let [socket_fd, address_ptr, address_len, ..] = notification.args;
+    let bytes = notify::read_memory(notification.pid, address_ptr, address_len as usize).map_err(|_| libc::EFAULT)?;
+    let pidfd = notify::pidfd_open(notification.pid).map_err(|_| libc::ESRCH)?;
+    if !notify::still_pending(listener, notification.id) {
+        return Err(libc::EINTR);
+    }
+    let socket = notify::take_fd(&pidfd, socket_fd).map_err(|error| error.raw_os_error().unwrap_or(libc::EBADF))?;
+    let Some(address) = parse_address(&bytes) else { return Err(libc::EINVAL) };
+    let refuse = |reason: String| {
+        shared.record(Denial { operation: operation.name(), target: shown(&address), reason });
+        Err(libc::EACCES)
+    };
+    match decide(operation, &address, &shared.rules) {
+        Verdict::Refuse(reason) => refuse(reason),
+        Verdict::Pass => shared.perform(operation, &socket, &bytes),
+        Verdict::UnixPath => {
+            let Address::UnixPath(path) = &address else { return Err(libc::EINVAL) };
+            match resolve_unix(notification.pid, operation, path, &shared.rules.unix_roots) {
+                Ok((rewritten, _held)) => shared.perform(operation, &socket, &rewritten),
+                Err(Resolved::Refused(reason)) => refuse(reason),
+                Err(Resolved::Errno(errno)) => Err(errno),
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn record(&self, denial: Denial) {
+        let mut denials = self.denials.lock().unwrap_or_else(PoisonError::into_inner);
+        if denials.0.len() < MAX_DENIALS {
+            denials.0.push(denial);
+        } else {
+            denials.1 += 1;
+        }
+    }
+
+    /// The call itself, on the duplicate, registered so a stop can abort it.
+    fn perform(&self, operation: Operation, socket: &OwnedFd, address: &[u8]) -> Result<i64, i32> {
+        let fd = socket.as_raw_fd();
+        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(fd);
+        let result = match operation {
+            Operation::Connect => notify::connect_raw(socket, address),
+            Operation::Bind => notify::bind_raw(socket, address),
+        };
+        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&fd);
+        result.map(|()| 0)
+    }
+}
+
+/// Why a path socket cannot be used.
+enum Resolved {
+    Refused(String),
+    Errno(i32),
+}
+
+/// Resolves the caller's socket path (relative to its working directory) the way the kernel
+/// would, and — when it lies beneath `roots` — returns an address naming it through
+/// `/proc/self/fd/<n>` (and the fd, to hold while the call is made), so the call reaches exactly
+/// what was checked. For `connect`, the path itself must be a socket there; for `bind`, its
+/// directory must be there (the socket is created by the call).
+fn resolve_unix(
+    pid: u32,
+    operation: Operation,
+    path: &[u8],
+    roots: &[PathBuf],
+) -> Result<(Vec<u8>, OwnedFd), Resolved> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = Path::new(std::ffi::OsStr::from_bytes(path));
+    let base = if path.is_absolute() {
+        None
+    } else {
+        let cwd = format!("/proc/{pid}/cwd");
+        Some(
+            nix::fcntl::open(cwd.as_str(), OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
+                .map_err(|errno| Resolved::Errno(errno as i32))?,
+        )
+    };
+    let open_at = |target: &Path, flags: OFlag| -> Result<OwnedFd, Resolved> {
+        let flags = flags | OFlag::O_PATH | OFlag::O_CLOEXEC;
+        let opened = match &base {
+            Some(base) => openat(base, target, flags, Mode::empty()),
+            None => nix::fcntl::open(target, flags, Mode::empty()),
+        };
+        opened.map_err(|errno| Resolved::Errno(errno as i32))
+    };
+    let (held, name) = match operation {
+        Operation::Connect => {
+            let fd = open_at(path, OFlag::empty())?;
+            let kind = fstat(&fd).map_err(|errno| Resolved::Errno(errno as i32))?;
+            if SFlag::from_bits_truncate(kind.st_mode) & SFlag::S_IFMT != SFlag::S_IFSOCK {
+                return Err(Resolved::Errno(libc::ECONNREFUSED));
+            }
+            (fd, None)
+        }
+        Operation::Bind => {
+            let name = path.file_name().ok_or(Resolved::Errno(libc::EINVAL))?;
+            let directory = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            (open_at(directory, OFlag::O_DIRECTORY)?, Some(name.to_owned()))
+        }
+    };
+    let real =
+        std::fs::read_link(format!("/proc/self/fd/{}", held.as_raw_fd())).map_err(|_| Resolved::Errno(libc::EACCES))?;
+    if !roots.iter().any(|root| real.starts_with(root)) {
+        return Err(Resolved::Refused(format!("{} is outside the writable paths", real.display())));
+    }
+    let mut through = format!("/proc/self/fd/{}", held.as_raw_fd()).into_bytes();
+    if let Some(name) = name {
+        through.push(b'/');
+        through.extend_from_slice(name.as_bytes());
+    }
+    if through.len() >= SOCKADDR_UN_LEN - 2 {
+        return Err(Resolved::Errno(libc::ENAMETOOLONG));
+    }
+    let mut address = Vec::with_capacity(SOCKADDR_UN_LEN);
+    address.extend_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
+    address.extend_from_slice(&through);
+    address.push(0);
+    Ok((address, held))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inet(text: &str) -> Address {
+        Address::Inet(text.parse().unwrap())
+    }
+
+    fn rules(mode: NetworkMode) -> NetRules {
+        NetRules::new(
+            mode,
+            &[
+                crate::policy::parse_allow_host("10.0.0.5:5432").unwrap(),
+                crate::policy::parse_allow_host("example.com:443").unwrap(),
+            ],
+            Some("127.0.0.1:40000".parse().unwrap()),
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn addresses_parse_from_raw_sockaddrs() {
+        let mut v4 = vec![0_u8; 16];
+        v4[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        v4[2..4].copy_from_slice(&443_u16.to_be_bytes());
+        v4[4..8].copy_from_slice(&[93, 184, 216, 34]);
+        assert_eq!(parse_address(&v4), Some(inet("93.184.216.34:443")));
+        let mut unix = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        unix.extend_from_slice(b"/run/docker.sock\0junk");
+        assert_eq!(parse_address(&unix), Some(Address::UnixPath(b"/run/docker.sock".to_vec())));
+        let mut abstract_socket = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        abstract_socket.extend_from_slice(b"\0name");
+        assert_eq!(parse_address(&abstract_socket), Some(Address::UnixAbstract));
+        assert_eq!(parse_address(&[1]), None);
+        assert_eq!(parse_address(&(libc::AF_INET as u16).to_ne_bytes()), None, "a short sockaddr_in");
+    }
+
+    #[test]
+    fn loopback_mode_allows_loopback_the_list_and_the_proxy_only_red() {
+        let loopback = rules(NetworkMode::Loopback);
+        for allowed in ["127.0.0.1:8080", "[::1]:22", "[::ffff:127.0.0.1]:5000", "10.0.0.5:5432", "127.0.0.1:40000"] {
+            assert_eq!(decide(Operation::Connect, &inet(allowed), &loopback), Verdict::Pass, "{allowed}");
+        }
+        for refused in ["93.184.216.34:443", "10.0.0.5:22", "[::ffff:10.0.0.6]:5432", "[2606:4700::1]:443"] {
+            assert_eq!(
+                decide(Operation::Connect, &inet(refused), &loopback),
+                Verdict::Refuse("not on the allow-list (network: loopback)".to_owned()),
+                "{refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn deny_mode_allows_only_the_list_and_the_proxy_red() {
+        let deny = rules(NetworkMode::Deny);
+        assert_eq!(
+            decide(Operation::Connect, &inet("127.0.0.1:8080"), &deny),
+            Verdict::Refuse("not on the allow-list (network: deny)".to_owned())
+        );
+        assert_eq!(decide(Operation::Connect, &inet("127.0.0.1:40000"), &deny), Verdict::Pass);
+        assert_eq!(decide(Operation::Connect, &inet("10.0.0.5:5432"), &deny), Verdict::Pass);
+    }
+
+    #[test]
+    fn binding_is_loopback_only_unless_the_network_is_open_red() {
+        let loopback = rules(NetworkMode::Loopback);
+        assert_eq!(decide(Operation::Bind, &inet("127.0.0.1:0"), &loopback), Verdict::Pass);
+        assert!(matches!(decide(Operation::Bind, &inet("0.0.0.0:8080"), &loopback), Verdict::Refuse(_)));
+        assert_eq!(decide(Operation::Bind, &inet("0.0.0.0:8080"), &rules(NetworkMode::Allow)), Verdict::Pass);
+    }
+
+    #[test]
+    fn unix_and_other_families() {
+        let deny = rules(NetworkMode::Deny);
+        assert_eq!(
+            decide(Operation::Connect, &Address::UnixPath(b"/run/docker.sock".to_vec()), &deny),
+            Verdict::UnixPath
+        );
+        assert!(matches!(decide(Operation::Connect, &Address::UnixAbstract, &deny), Verdict::Refuse(_)));
+        assert_eq!(decide(Operation::Bind, &Address::UnixAbstract, &deny), Verdict::Pass);
+        assert_eq!(decide(Operation::Connect, &Address::Local, &deny), Verdict::Pass);
+        assert!(matches!(decide(Operation::Connect, &Address::Other(40), &deny), Verdict::Refuse(_)), "vsock");
+        assert_eq!(decide(Operation::Connect, &Address::Other(40), &rules(NetworkMode::Allow)), Verdict::Pass);
+    }
+}
