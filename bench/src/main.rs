@@ -1,19 +1,22 @@
 //! `odek-bench`: odek-mcp's full client pipeline measured side by side with its peers (a raw
 //! tokio line client, rmcp, the TypeScript SDK, the Python SDK) against one raw Rust echo server,
-//! `odek-bench-echo-server`. It owns the measurement harness only; it never changes a client.
+//! `odek-bench-echo-server`, over stdio or (`--transport http`) Streamable HTTP on 127.0.0.1.
+//! It owns the measurement harness only; it never changes a client.
 //!
 //! Every measurement runs in a fresh child process, `odek-bench probe`, pinned to one core with
-//! `taskset` while the server it spawns is pinned to another; the parent repeats, takes medians
-//! and prints markdown tables. Start at [`throughput::run`] (sequential `tools/call` round trips)
+//! `taskset` while the server it spawns (the client's child over stdio, the probe's over HTTP)
+//! is pinned to another; the parent repeats, takes medians and prints markdown tables. Start at [`throughput::run`] (sequential `tools/call` round trips)
 //! and [`memory::run`] (the oversized and large response-line scenarios); [`probe::run`] is the
 //! child side.
 
 mod child;
 mod clients;
+mod http_server;
 mod memory;
 mod odek_client;
 mod pinning;
 mod probe;
+mod raw_http_client;
 mod raw_line_client;
 mod report;
 #[cfg(feature = "peers")]
@@ -27,7 +30,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::clients::ClientKind;
+use crate::clients::{ClientKind, Transport};
 use crate::pinning::Setup;
 
 #[derive(Parser)]
@@ -55,7 +58,8 @@ enum Command {
         #[command(flatten)]
         throughput: throughput::ThroughputOptions,
     },
-    /// The oversized (1 GiB) and large (50 MB) response-line scenarios: time, outcome, peak RSS.
+    /// The oversized (1 GiB) and large (50 MB) response-line scenarios (over HTTP: the 1 GiB
+    /// response as a JSON body and as one SSE event): time, outcome, peak RSS.
     Memory {
         #[command(flatten)]
         setup: SetupArgs,
@@ -71,10 +75,16 @@ enum Command {
 /// Where the server is and how processes are pinned.
 #[derive(Args)]
 struct SetupArgs {
-    /// Clients to run, comma-separated (default: all).
-    #[arg(long, value_delimiter = ',', default_values_t = ClientKind::ALL)]
+    /// How the clients reach the server: stdio (the server is each client's child) or Streamable
+    /// HTTP (the server is started with `--http 127.0.0.1:0` and prints where it listens).
+    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
+    transport: Transport,
+    /// Clients to run, comma-separated (default: every client of the transport).
+    #[arg(long, value_delimiter = ',')]
     clients: Vec<ClientKind>,
-    /// The echo server binary (default: `odek-bench-echo-server` next to this binary).
+    /// The echo server binary (default: `odek-bench-echo-server` next to this binary). Over
+    /// HTTP any server taking `--http ADDR` and printing `listening <url>` will do, such as
+    /// `odek-fixture-server` (throughput only: it has no `big_line`).
     #[arg(long)]
     server: Option<PathBuf>,
     /// Run without `taskset` pinning.
@@ -90,7 +100,14 @@ struct SetupArgs {
 
 impl SetupArgs {
     fn resolve(&self) -> anyhow::Result<Setup> {
-        Setup::new(self.server.clone(), self.clients.clone(), !self.no_pin, self.client_cpu, self.server_cpu)
+        Setup::new(
+            self.transport,
+            self.server.clone(),
+            self.clients.clone(),
+            !self.no_pin,
+            self.client_cpu,
+            self.server_cpu,
+        )
     }
 }
 

@@ -10,6 +10,11 @@
 //!   80 characters), the shape of a file's contents: a client can no longer borrow the text
 //!   from the line and has to decode a copy. Same cap and bound.
 //!
+//! Over Streamable HTTP (`--transport http`) the scenarios are the 1 GiB response under each
+//! client's default cap, once as a JSON body (`oversize`) and once as the `data` of one SSE
+//! event (`oversize-sse`). odek-mcp's call must fail with `response exceeds
+//! max_response_bytes=<cap>` and its peak RSS stay ≤ the cap + 32 MiB.
+//!
 //! Start at [`run`].
 
 use std::time::Duration;
@@ -18,7 +23,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::child::run_with_deadline;
-use crate::clients::ClientKind;
+use crate::clients::{ClientKind, Transport};
 use crate::pinning::Setup;
 use crate::probe::{Outcome, ProbeReport};
 use crate::report::{Table, group_thousands, mebibytes};
@@ -36,6 +41,8 @@ pub const LARGE_CAP_BYTES: u64 = 64 * MIB;
 /// odek-mcp's oversize bounds: time to the error (1 s) and peak RSS (48 MiB).
 pub const OVERSIZE_MAX_ELAPSED: Duration = Duration::from_secs(1);
 pub const OVERSIZE_MAX_PEAK_BYTES: u64 = 48 * MIB;
+/// odek-mcp's oversize bound over HTTP: peak RSS ≤ the cap + 32 MiB.
+pub const HTTP_OVERSIZE_PEAK_ALLOWANCE_BYTES: u64 = 32 * MIB;
 /// The probe's deadline beyond the scenario timeout (30 s).
 const PROBE_GRACE: Duration = Duration::from_secs(30);
 
@@ -57,7 +64,11 @@ pub struct MemoryOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ScenarioChoice {
     Oversize,
+    /// HTTP only: the 1 GiB response as one SSE event.
+    OversizeSse,
+    /// Stdio only.
     Large,
+    /// Stdio only.
     LargeLines,
     All,
 }
@@ -65,29 +76,45 @@ pub enum ScenarioChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scenario {
     Oversize,
+    OversizeSse,
     Large,
     LargeLines,
 }
 
 impl Scenario {
-    fn name(self) -> &'static str {
-        match self {
-            Scenario::Oversize => "1 GiB line",
-            Scenario::Large => "50 MB line",
-            Scenario::LargeLines => "50 MB line of 80-char lines",
+    fn name(self, transport: Transport) -> &'static str {
+        match (self, transport) {
+            (Scenario::Oversize, Transport::Stdio) => "1 GiB line",
+            (Scenario::Oversize, Transport::Http) => "1 GiB JSON body",
+            (Scenario::OversizeSse, _) => "1 GiB SSE event",
+            (Scenario::Large, _) => "50 MB line",
+            (Scenario::LargeLines, _) => "50 MB line of 80-char lines",
         }
+    }
+
+    /// The scenarios `choice` selects over `transport`.
+    fn selected(choice: ScenarioChoice, transport: Transport) -> anyhow::Result<Vec<Scenario>> {
+        Ok(match (choice, transport) {
+            (ScenarioChoice::Oversize, _) => vec![Scenario::Oversize],
+            (ScenarioChoice::OversizeSse, Transport::Http) => vec![Scenario::OversizeSse],
+            (ScenarioChoice::Large, Transport::Stdio) => vec![Scenario::Large],
+            (ScenarioChoice::LargeLines, Transport::Stdio) => vec![Scenario::LargeLines],
+            (ScenarioChoice::All, Transport::Stdio) => vec![Scenario::Oversize, Scenario::Large, Scenario::LargeLines],
+            (ScenarioChoice::All, Transport::Http) => vec![Scenario::Oversize, Scenario::OversizeSse],
+            (choice, transport) => anyhow::bail!("scenario {choice:?} has no {transport} variant"),
+        })
     }
 
     fn line_bytes(self) -> u64 {
         match self {
-            Scenario::Oversize => OVERSIZE_LINE_BYTES,
+            Scenario::Oversize | Scenario::OversizeSse => OVERSIZE_LINE_BYTES,
             Scenario::Large | Scenario::LargeLines => LARGE_LINE_BYTES,
         }
     }
 
     fn newline_every(self) -> u64 {
         match self {
-            Scenario::Oversize | Scenario::Large => 0,
+            Scenario::Oversize | Scenario::OversizeSse | Scenario::Large => 0,
             Scenario::LargeLines => LARGE_LINES_NEWLINE_EVERY,
         }
     }
@@ -95,35 +122,47 @@ impl Scenario {
     /// `None`: each client's default cap.
     fn cap(self) -> Option<u64> {
         match self {
-            Scenario::Oversize => None,
+            Scenario::Oversize | Scenario::OversizeSse => None,
             Scenario::Large | Scenario::LargeLines => Some(LARGE_CAP_BYTES),
         }
     }
 
     /// The cap column: what limit the client actually ran with.
-    fn cap_label(self, client: ClientKind) -> &'static str {
-        match (self, client) {
-            (Scenario::Oversize, ClientKind::OdekMcp) => "10 MiB (default)",
-            (Scenario::Oversize, ClientKind::Rmcp) => "16 MiB (default)",
-            (Scenario::Oversize, ClientKind::TypescriptSdk) => "10 MiB (default)",
+    fn cap_label(self, client: ClientKind, transport: Transport) -> &'static str {
+        match (self, client, transport) {
+            (Scenario::Oversize | Scenario::OversizeSse, ClientKind::OdekMcp, _) => "10 MiB (default)",
+            (Scenario::Oversize | Scenario::OversizeSse, ClientKind::Rmcp, _) => "16 MiB (default)",
+            (Scenario::Oversize, ClientKind::TypescriptSdk, Transport::Stdio) => "10 MiB (default)",
             (
                 Scenario::Large | Scenario::LargeLines,
                 ClientKind::OdekMcp | ClientKind::Rmcp | ClientKind::TypescriptSdk,
+                _,
             ) => "64 MiB",
             _ => "none",
         }
     }
 
     /// odek-mcp's target for this scenario, with its verdict.
-    fn odek_target(self, report: &Measured) -> (String, bool) {
-        match self {
-            Scenario::Oversize => (
+    fn odek_target(self, transport: Transport, report: &Measured) -> (String, bool) {
+        match (self, transport) {
+            (Scenario::Oversize | Scenario::OversizeSse, Transport::Http) => {
+                let cap = u64::try_from(odek_mcp::server_config::DEFAULT_MAX_RESPONSE_BYTES).unwrap_or(0);
+                let error = format!("response exceeds max_response_bytes={cap}");
+                let bound = cap + HTTP_OVERSIZE_PEAK_ALLOWANCE_BYTES;
+                (
+                    format!("error `{error}`, peak ≤ {}", mebibytes(bound)),
+                    report.outcome == Outcome::Error
+                        && report.detail.contains(&error)
+                        && report.peak_rss_bytes <= bound,
+                )
+            }
+            (Scenario::Oversize | Scenario::OversizeSse, Transport::Stdio) => (
                 format!("error ≤ 1 s, peak ≤ {}", mebibytes(OVERSIZE_MAX_PEAK_BYTES)),
                 report.outcome == Outcome::Error
                     && report.elapsed <= OVERSIZE_MAX_ELAPSED
                     && report.peak_rss_bytes <= OVERSIZE_MAX_PEAK_BYTES,
             ),
-            Scenario::Large | Scenario::LargeLines => (
+            (Scenario::Large | Scenario::LargeLines, _) => (
                 format!("result, peak ≤ {}", mebibytes(large_max_peak_bytes())),
                 report.outcome == Outcome::Ok && report.peak_rss_bytes <= large_max_peak_bytes(),
             ),
@@ -139,32 +178,32 @@ struct Measured {
     peak_rss_bytes: u64,
 }
 
-/// Runs the selected scenarios for every selected client (raw-line is a throughput baseline
-/// only) and returns the markdown section.
+/// Runs the selected scenarios for every selected client (the raw clients are throughput
+/// baselines only, and rmcp-pooled has rmcp's limits) and returns the markdown section.
 pub fn run(setup: &Setup, options: &MemoryOptions) -> anyhow::Result<String> {
-    let scenarios = match options.scenario {
-        ScenarioChoice::Oversize => vec![Scenario::Oversize],
-        ScenarioChoice::Large => vec![Scenario::Large],
-        ScenarioChoice::LargeLines => vec![Scenario::LargeLines],
-        ScenarioChoice::All => vec![Scenario::Oversize, Scenario::Large, Scenario::LargeLines],
-    };
-    let clients: Vec<ClientKind> =
-        setup.clients.iter().copied().filter(|client| *client != ClientKind::RawLine).collect();
+    let transport = setup.transport;
+    let scenarios = Scenario::selected(options.scenario, transport)?;
+    let clients: Vec<ClientKind> = setup
+        .clients
+        .iter()
+        .copied()
+        .filter(|client| !matches!(client, ClientKind::RawLine | ClientKind::RawHttp | ClientKind::RmcpPooled))
+        .collect();
     let mut table =
         Table::new(&["Scenario", "Client", "Cap", "Outcome", "Time", "Peak RSS", "odek-mcp target", "Detail"]);
     let mut verdicts = String::new();
     for scenario in scenarios {
         for &client in &clients {
             if let Err(reason) = client.availability(&setup.repo_root) {
-                table.row(vec![scenario.name().to_owned(), client.to_string(), String::new(), reason]);
+                table.row(vec![scenario.name(transport).to_owned(), client.to_string(), String::new(), reason]);
                 continue;
             }
             let measured = match run_once(setup, client, scenario, options.peer_timeout_secs) {
                 Ok(measured) => measured,
                 Err(err) => {
-                    eprintln!("memory {}: {client} failed: {err:#}", scenario.name());
+                    eprintln!("memory {}: {client} failed: {err:#}", scenario.name(transport));
                     table.row(vec![
-                        scenario.name().to_owned(),
+                        scenario.name(transport).to_owned(),
                         client.to_string(),
                         String::new(),
                         format!("failed: {err:#}"),
@@ -174,22 +213,23 @@ pub fn run(setup: &Setup, options: &MemoryOptions) -> anyhow::Result<String> {
             };
             eprintln!(
                 "memory {}: {client:<15} {} in {:.0} ms, peak RSS {}",
-                scenario.name(),
+                scenario.name(transport),
                 measured.outcome.label(),
                 measured.elapsed.as_secs_f64() * 1000.0,
                 mebibytes(measured.peak_rss_bytes)
             );
             let target = if client == ClientKind::OdekMcp {
-                let (target, pass) = scenario.odek_target(&measured);
-                verdicts.push_str(&format!("\nodek-mcp {}: {target} — **{}**\n", scenario.name(), pass_fail(pass)));
+                let (target, pass) = scenario.odek_target(transport, &measured);
+                let name = scenario.name(transport);
+                verdicts.push_str(&format!("\nodek-mcp {name}: {target} — **{}**\n", pass_fail(pass)));
                 format!("{target}: **{}**", pass_fail(pass))
             } else {
                 String::new()
             };
             table.row(vec![
-                scenario.name().to_owned(),
+                scenario.name(transport).to_owned(),
                 format!("**{client}**"),
-                scenario.cap_label(client).to_owned(),
+                scenario.cap_label(client, transport).to_owned(),
                 measured.outcome.label().to_owned(),
                 format_elapsed(measured.elapsed),
                 mebibytes(measured.peak_rss_bytes),
@@ -197,6 +237,17 @@ pub fn run(setup: &Setup, options: &MemoryOptions) -> anyhow::Result<String> {
                 measured.detail.replace('|', "\\|"),
             ]);
         }
+    }
+    if transport == Transport::Http {
+        return Ok(format!(
+            "## Memory over Streamable HTTP: a 1 GiB response\n\n\
+             1 GiB = {} bytes, sent with its `Content-Length` as a JSON body, or as the `data` of one SSE event; each client at its default cap.\n\
+             Peak RSS is the client process's high-water mark (`VmHWM`, or `ru_maxrss` of the reaped SDK process).\n\n{}{verdicts}\n\
+             Load average at the end: {}\n",
+            group_thousands(OVERSIZE_LINE_BYTES as f64),
+            table.render(),
+            crate::report::load_average()
+        ));
     }
     Ok(format!(
         "## Memory: oversized and large response lines\n\n\
@@ -224,6 +275,9 @@ fn run_once(setup: &Setup, client: ClientKind, scenario: Scenario, timeout_secs:
     ];
     if let Some(cap) = scenario.cap() {
         args.push(format!("--max-response-bytes={cap}"));
+    }
+    if scenario == Scenario::OversizeSse {
+        args.push("--event-stream".to_owned());
     }
     let mut command = setup.probe_command(&args)?;
     let deadline = Duration::from_secs(timeout_secs) + PROBE_GRACE;

@@ -1,7 +1,8 @@
 //! The odek-mcp row: one server named `echo` validated from a `ServerEntry` with
-//! `validate_server`, started with `McpHub::start`, and called through `McpHub::call` — the full
-//! pipeline (catalogue routing, argument encoding, the connection's writer and bounded reader,
-//! id routing, result decoding, envelope probe, sanitising and the result cap).
+//! `validate_server` (a `command` over stdio, a `url` over HTTP), started with `McpHub::start`,
+//! and called through `McpHub::call` — the full pipeline (catalogue routing, argument encoding,
+//! the connection's writer and bounded reader or its POST per message, id routing, result
+//! decoding, envelope probe, sanitising and the result cap).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail, ensure};
 use odek_mcp::{ApproveAll, CallOptions, HubOptions, McpEvent, McpHub, McpObserver, ServerEntry, validate_server};
 
-use crate::probe::{BigLine, MemoryCall, Outcome};
-use crate::usage::{Stopwatch, Timed};
+use crate::probe::{BigLine, MemoryCall, Outcome, Target};
+use crate::usage::{EchoOnce, Timed, timed_calls};
 
 /// The configured server name; its tools are exposed as `echo__<tool>`.
 const SERVER_NAME: &str = "echo";
@@ -29,35 +30,36 @@ impl McpObserver for SilentObserver {
 }
 
 /// `calls` sequential `echo__echo` calls after `warmup` untimed ones.
-pub async fn throughput(server: &[String], calls: u64, warmup: u64) -> anyhow::Result<Timed> {
-    let hub = start_hub(server, None).await?;
+pub async fn throughput(target: &Target, calls: u64, warmup: u64) -> anyhow::Result<Timed> {
+    let hub = start_hub(target, None).await?;
     let options = CallOptions::default();
-    for _ in 0..warmup {
-        echo_once(&hub, &options).await?;
-    }
-    let stopwatch = Stopwatch::start()?;
-    for _ in 0..calls {
-        echo_once(&hub, &options).await?;
-    }
-    let timed = stopwatch.stop(calls)?;
+    let timed = timed_calls(&mut EchoCaller { hub: &hub, options }, calls, warmup).await?;
     shutdown(&hub).await;
     Ok(timed)
 }
 
-async fn echo_once(hub: &McpHub, options: &CallOptions) -> anyhow::Result<()> {
-    let output = hub.call("echo__echo", ECHO_ARGUMENTS, options).await?;
-    ensure!(output.text == "hello", "unexpected echo result {:?}", output.text);
-    Ok(())
+/// The hub and the options every throughput call is made with.
+struct EchoCaller<'a> {
+    hub: &'a McpHub,
+    options: CallOptions,
+}
+
+impl EchoOnce for EchoCaller<'_> {
+    async fn echo_once(&mut self) -> anyhow::Result<()> {
+        let output = self.hub.call("echo__echo", ECHO_ARGUMENTS, &self.options).await?;
+        ensure!(output.text == "hello", "unexpected echo result {:?}", output.text);
+        Ok(())
+    }
 }
 
 /// One `echo__big_line` call under the default cap or `max_response_bytes`.
 pub async fn memory(
-    server: &[String],
+    target: &Target,
     line: BigLine,
     max_response_bytes: Option<u64>,
     timeout: Duration,
 ) -> anyhow::Result<MemoryCall> {
-    let hub = start_hub(server, max_response_bytes).await?;
+    let hub = start_hub(target, max_response_bytes).await?;
     let arguments = serde_json::Value::Object(line.arguments()).to_string();
     let started = Instant::now();
     let result = tokio::time::timeout(timeout, hub.call("echo__big_line", &arguments, &CallOptions::default())).await;
@@ -78,14 +80,19 @@ pub async fn memory(
     Ok(MemoryCall { outcome, elapsed, detail })
 }
 
-async fn start_hub(server: &[String], max_response_bytes: Option<u64>) -> anyhow::Result<McpHub> {
-    let Some((command, args)) = server.split_first() else { bail!("empty server command") };
-    let entry = ServerEntry {
-        command: Some(command.clone()),
-        args: args.to_vec(),
+async fn start_hub(target: &Target, max_response_bytes: Option<u64>) -> anyhow::Result<McpHub> {
+    let mut entry = ServerEntry {
         max_response_bytes: max_response_bytes.map_or(Ok(0), i64::try_from).context("max_response_bytes")?,
         ..ServerEntry::default()
     };
+    match target {
+        Target::Stdio(server) => {
+            let Some((command, args)) = server.split_first() else { bail!("empty server command") };
+            entry.command = Some(command.clone());
+            entry.args = args.to_vec();
+        }
+        Target::Http(url) => entry.url = Some(url.clone()),
+    }
     let (spec, _warnings) = validate_server(SERVER_NAME, &entry)?;
     let options = HubOptions {
         observer: Arc::new(SilentObserver),

@@ -5,18 +5,23 @@
 //! dominate the cost of every client; docs/BENCHMARKS.md shows both layouts.
 //!
 //! Start at [`Setup::probe_command`] (the pinned child the parent runs) and
-//! [`Setup::server_argv`] (the pinned server command every client is given).
+//! [`Setup::server_argv`] (the pinned server command every client is given, or over HTTP the
+//! probe starts).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
 
-use crate::clients::ClientKind;
+use crate::clients::{ClientKind, Transport};
+
+/// Where an HTTP server is told to listen: a free port on loopback.
+const HTTP_LISTEN_ADDRESS: &str = "127.0.0.1:0";
 
 /// The resolved configuration of a bench run.
 #[derive(Debug)]
 pub struct Setup {
+    pub transport: Transport,
     pub repo_root: PathBuf,
     pub server: PathBuf,
     pub clients: Vec<ClientKind>,
@@ -32,7 +37,9 @@ pub struct Pinning {
 }
 
 impl Setup {
+    /// `clients` empty means every client of `transport`; one that does not speak it is an error.
     pub fn new(
+        transport: Transport,
         server: Option<PathBuf>,
         clients: Vec<ClientKind>,
         pin: bool,
@@ -48,20 +55,28 @@ impl Setup {
             bail!("echo server {} not found; build it with `cargo build --release -p odek-bench`", server.display());
         }
         let server = server.canonicalize().with_context(|| format!("resolving {}", server.display()))?;
+        let clients = if clients.is_empty() { ClientKind::all_for(transport) } else { clients };
+        if let Some(client) = clients.iter().find(|client| !client.speaks(transport)) {
+            bail!("{client} has no {transport} row");
+        }
         let pinning = if pin { Pinning::detect(client_cpu, server_cpu)? } else { None };
-        Ok(Setup { repo_root: repo_root(), server, clients, pinning })
+        Ok(Setup { transport, repo_root: repo_root(), server, clients, pinning })
     }
 
-    /// The server command line every client spawns: `taskset -c <server cpu> <server>` when
-    /// pinned.
+    /// The server command line every client spawns (over HTTP: the probe):
+    /// `taskset -c <server cpu> <server>` when pinned, and `--http 127.0.0.1:0` over HTTP.
     pub fn server_argv(&self) -> Vec<String> {
         let server = self.server.display().to_string();
-        match &self.pinning {
+        let mut argv = match &self.pinning {
             Some(pinning) => {
                 vec![pinning.taskset.display().to_string(), "-c".to_owned(), pinning.server_cpu.to_string(), server]
             }
             None => vec![server],
+        };
+        if self.transport == Transport::Http {
+            argv.extend(["--http".to_owned(), HTTP_LISTEN_ADDRESS.to_owned()]);
         }
+        argv
     }
 
     /// `[taskset -c <client cpu>] odek-bench probe <probe args> -- <server argv>`.
@@ -75,7 +90,8 @@ impl Setup {
             }
             None => Command::new(own),
         };
-        command.arg("probe").args(probe_args).arg("--").args(self.server_argv());
+        command.arg("probe").arg(format!("--transport={}", self.transport)).args(probe_args);
+        command.arg("--").args(self.server_argv());
         Ok(command)
     }
 

@@ -11,7 +11,7 @@ use anyhow::{Context, bail, ensure};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::usage::{Stopwatch, Timed};
+use crate::usage::{EchoOnce, Timed, timed_calls};
 
 /// Read buffer of the response stream (64 KiB).
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -32,16 +32,15 @@ struct LineClient {
 pub async fn throughput(server: &[String], calls: u64, warmup: u64) -> anyhow::Result<Timed> {
     let mut client = LineClient::spawn(server)?;
     client.handshake().await?;
-    for _ in 0..warmup {
-        client.echo_once().await?;
-    }
-    let stopwatch = Stopwatch::start()?;
-    for _ in 0..calls {
-        client.echo_once().await?;
-    }
-    let timed = stopwatch.stop(calls)?;
+    let timed = timed_calls(&mut client, calls, warmup).await?;
     client.close().await;
     Ok(timed)
+}
+
+impl EchoOnce for LineClient {
+    fn echo_once(&mut self) -> impl Future<Output = anyhow::Result<()>> + Send {
+        self.echo()
+    }
 }
 
 impl LineClient {
@@ -81,7 +80,7 @@ impl LineClient {
         Ok(())
     }
 
-    async fn echo_once(&mut self) -> anyhow::Result<()> {
+    async fn echo(&mut self) -> anyhow::Result<()> {
         self.round_trip(|request, id| {
             write!(
                 request,

@@ -76,10 +76,21 @@ pub fn environment(setup: &Setup) -> String {
         setup.describe_pinning(),
         versions.join(", ")
     );
+    out.push_str(&format!("- transport: {}\n", describe_transport(setup)));
     out.push_str(&format!("- echo server: {}\n", setup.server.display()));
     out.push_str(&format!("- built from: {}\n", env!("ODEK_BENCH_BUILT_FROM")));
     out.push_str(&format!("- load average at start: {} (other work on the machine skews every row)\n", load_average()));
     out
+}
+
+fn describe_transport(setup: &Setup) -> String {
+    match setup.transport {
+        crate::clients::Transport::Stdio => "stdio (each client spawns the server)".to_owned(),
+        crate::clients::Transport::Http => format!(
+            "Streamable HTTP to 127.0.0.1 (each probe starts a fresh `{}` and hands the client its URL)",
+            setup.server_argv().join(" ")
+        ),
+    }
 }
 
 /// The 1, 5 and 15 minute load averages from `/proc/loadavg`.

@@ -12,12 +12,10 @@ use anyhow::{Context, bail};
 
 use crate::child::run_with_deadline;
 use crate::clients::ClientKind;
-use crate::probe::{Outcome, ProbeArgs, ProbeMode, ProbeReport};
+use crate::probe::{Outcome, ProbeArgs, ProbeMode, ProbeReport, Target};
 
 /// Overrides the Python venv location (as in `install.sh`).
 const PY_VENV_ENV: &str = "ODEK_BENCH_PY_VENV";
-/// Throughput runs may take this long plus a millisecond per call (60 s).
-const THROUGHPUT_DEADLINE_BASE: Duration = Duration::from_secs(60);
 
 /// An installed SDK peer: the interpreter and the script it runs.
 #[derive(Debug)]
@@ -83,9 +81,10 @@ fn py_venv(repo_root: &Path) -> PathBuf {
     std::env::var_os(PY_VENV_ENV).map_or_else(|| repo_root.join(".ci/cache/bench-peers/py-venv"), PathBuf::from)
 }
 
-/// Runs the peer script once as this process's only child and returns its report with the
-/// child's peak RSS filled in.
-pub fn probe(args: &ProbeArgs) -> anyhow::Result<ProbeReport> {
+/// Runs the peer script once and returns its report with the script's peak RSS filled in. The
+/// script is the only child this process reaps (over HTTP the server is still running when the
+/// peak is read), so the reaped children's peak is the script's.
+pub fn probe(args: &ProbeArgs, target: &Target) -> anyhow::Result<ProbeReport> {
     let repo_root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("repo root")?;
     let peer = SdkPeer::locate(args.client, repo_root).map_err(anyhow::Error::msg)?;
     let mut command = Command::new(&peer.program);
@@ -93,15 +92,20 @@ pub fn probe(args: &ProbeArgs) -> anyhow::Result<ProbeReport> {
     let deadline = match args.mode {
         ProbeMode::Throughput => {
             command.args(["throughput", &args.calls.to_string(), &args.warmup.to_string()]);
-            THROUGHPUT_DEADLINE_BASE + Duration::from_millis(args.calls + args.warmup)
+            crate::throughput::run_deadline(args.transport, args.calls + args.warmup)
         }
         ProbeMode::Memory => {
             let cap = args.max_response_bytes.unwrap_or(0);
+            let event_stream = u8::from(args.event_stream);
             command.args(["memory", &args.line_bytes.to_string(), &cap.to_string(), &args.newline_every.to_string()]);
+            command.arg(event_stream.to_string());
             Duration::from_secs(args.timeout_secs)
         }
     };
-    command.arg("--").args(&args.server);
+    match target {
+        Target::Stdio(server) => command.arg("--").args(server),
+        Target::Http(url) => command.args(["--url", url]),
+    };
     let run = run_with_deadline(&mut command, deadline)?;
     let peak_rss_bytes = crate::usage::reaped_children_peak_bytes()?;
     let reported = run.report_line().map(serde_json::from_str::<ProbeReport>).transpose();

@@ -40,6 +40,24 @@ fn cpu_time(usage: &Usage) -> Duration {
     Duration::from_micros(u64::try_from(micros).unwrap_or(0))
 }
 
+/// One echo round trip of a throughput client.
+pub trait EchoOnce {
+    fn echo_once(&mut self) -> impl Future<Output = anyhow::Result<()>> + Send;
+}
+
+/// `warmup` untimed round trips of `client`, then `calls` timed ones: the loop every Rust
+/// throughput client runs.
+pub async fn timed_calls(client: &mut impl EchoOnce, calls: u64, warmup: u64) -> anyhow::Result<Timed> {
+    for _ in 0..warmup {
+        client.echo_once().await?;
+    }
+    let stopwatch = Stopwatch::start()?;
+    for _ in 0..calls {
+        client.echo_once().await?;
+    }
+    stopwatch.stop(calls)
+}
+
 /// Wall-clock and CPU time of a timed loop.
 #[derive(Debug, Clone, Copy)]
 pub struct Stopwatch {

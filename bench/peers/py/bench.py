@@ -3,7 +3,7 @@ documentation shows (mcp 2.x; in 1.x the same loop is `stdio_client` + `ClientSe
 `odek-bench probe`, never by hand:
 
     python bench.py throughput <calls> <warmup> -- <server command...>
-    python bench.py memory <line bytes> <cap bytes, ignored: the SDK has no cap> <newline every> -- <server command...>
+    python bench.py memory <line bytes> <cap bytes, ignored: the SDK has no cap> <newline every> <event stream, ignored: HTTP only> -- <server command...>
 
 Prints one JSON line in the probe's report shapes; the probe adds peak RSS and timeouts.
 """
