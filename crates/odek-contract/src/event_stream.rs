@@ -103,6 +103,7 @@ pub struct EventStreamParser<D: EventData> {
 }
 
 impl<D: EventData> EventStreamParser<D> {
+    /// A parser at the start of a stream.
     pub fn new(config: EventStreamConfig) -> EventStreamParser<D> {
         EventStreamParser {
             config,
@@ -135,7 +136,8 @@ impl<D: EventData> EventStreamParser<D> {
     }
 
     /// The stream ended: what [`EventStreamConfig::unterminated_event`] says happens to an
-    /// event still open, happens. A caller that discards may skip this call.
+    /// event still open, happens (a [`ContractError`] only from reading an unterminated last
+    /// line). A caller that discards may skip this call.
     pub fn finish(&mut self, mut on_event: impl FnMut(StreamEvent<'_, D::Slice>)) -> Result<(), ContractError> {
         if let Some(failed) = &self.failed {
             return Err(failed.clone());
