@@ -101,6 +101,13 @@ pub enum ContractError {
     #[error("artifact path {quoted_path} is not clean (contains .. or . elements)")]
     FileUriNotClean { quoted_path: String },
 
+    // Server-sent events (`event_stream`): a line or an event past the bound, and a line that is
+    // not UTF-8 where the stream must be text.
+    #[error("stream event longer than {max_bytes} bytes")]
+    StreamEventTooLong { max_bytes: usize },
+    #[error("stream line is not UTF-8")]
+    StreamLineNotUtf8,
+
     /// The operating system's CSPRNG failed; no wrapper nonce can be made.
     #[error("untrusted wrapper nonce: operating-system randomness unavailable: {detail}")]
     NonceUnavailable { detail: String },

@@ -18,6 +18,8 @@
 //! - [`envelope`]: detecting an `odek.tool-result/v1` envelope; the schema ids and the ref cap.
 //! - [`error`]: [`ContractError`], every rule's failure in the spec's words.
 //! - [`escaped_text`]: capping a text straight from its JSON string literal.
+//! - `event_stream` (`client`): server-sent events read incrementally from any chunks, within
+//!   a bound; the one parser of odek's model streams and MCP event streams.
 //! - [`model_view`]: what the model receives from one `tools/call` result.
 //! - [`names`]: server and tool names, and the exposed `<server>__<tool>` name.
 //! - [`outcome`]: the words for how a run ended.
@@ -39,6 +41,8 @@ pub mod content_lines;
 pub mod envelope;
 pub mod error;
 pub mod escaped_text;
+#[cfg(feature = "client")]
+pub mod event_stream;
 pub mod model_view;
 pub mod names;
 pub mod outcome;

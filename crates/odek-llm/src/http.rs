@@ -28,12 +28,12 @@
 use std::error::Error as _;
 use std::time::Duration;
 
+use odek_contract::event_stream::{EventStreamConfig, EventStreamParser, StreamEvent, UnterminatedEvent};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use tokio::time::{Instant, timeout, timeout_at};
 
 use crate::error::{LlmError, TransportKind};
 use crate::provider::{ChatRequest, ChatResponse, NoStreamObserver, StreamObserver};
-use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder};
 use crate::wire::{WireError, error_message_from_body};
 
 /// Default bound of one attempt: 300 s.
@@ -432,25 +432,30 @@ impl Endpoint {
         bytes: Option<&[u8]>,
         observer: &dyn StreamObserver,
     ) -> Result<bool, LlmError> {
-        let framed = match bytes {
-            None => body.framing.finish(&mut body.events),
-            Some(bytes) => {
-                body.total_bytes = body.total_bytes.saturating_add(bytes.len());
-                if body.total_bytes > MAX_RESPONSE_BYTES {
-                    return Err(self.invalid(format!("stream exceeds {MAX_RESPONSE_BYTES} bytes")));
-                }
-                body.framing.push(bytes, &mut body.events)
-            }
-        };
-        // The events completed before a framing error come first, so the outcome never depends
-        // on how the body was cut into reads: an end marker among them ends the stream
-        // (whatever follows it is ignored) and a bad event among them is the error reported.
-        for data in body.events.drain(..) {
-            if body.decoder.apply(&data, observer).map_err(|err| self.wire_error(err))? {
-                body.done = true;
-                break;
+        if let Some(bytes) = bytes {
+            body.total_bytes = body.total_bytes.saturating_add(bytes.len());
+            if body.total_bytes > MAX_RESPONSE_BYTES {
+                return Err(self.invalid(format!("stream exceeds {MAX_RESPONSE_BYTES} bytes")));
             }
         }
+        // Each event is applied as the framing completes it, so the events before a framing
+        // error come first and the outcome never depends on how the body was cut into reads:
+        // an end marker ends the stream (whatever follows it is ignored) and the first bad
+        // event is the error reported.
+        let mut applied = Ok(());
+        let mut apply = |event: StreamEvent<'_, str>| {
+            if !body.done && applied.is_ok() {
+                match body.decoder.apply(event.data, observer) {
+                    Ok(done) => body.done = done,
+                    Err(err) => applied = Err(err),
+                }
+            }
+        };
+        let framed = match bytes {
+            None => body.framing.finish(&mut apply),
+            Some(bytes) => body.framing.feed(bytes, &mut apply),
+        };
+        applied.map_err(|err| self.wire_error(err))?;
         if !body.done {
             framed.map_err(|err| self.invalid(err.to_string()))?;
         }
@@ -562,9 +567,10 @@ impl Endpoint {
 
 /// A streamed body being decoded: the SSE framing, the answer so far, and the bytes seen.
 struct StreamBody<S> {
-    framing: SseDecoder,
+    /// Text only (a line that is not UTF-8 fails the answer), 4 MiB a line or an event, and a
+    /// last event without its closing blank line still counts.
+    framing: EventStreamParser<String>,
     decoder: S,
-    events: Vec<String>,
     total_bytes: usize,
     /// The end marker was seen.
     done: bool,
@@ -573,9 +579,11 @@ struct StreamBody<S> {
 impl<S> StreamBody<S> {
     fn new(decoder: S) -> StreamBody<S> {
         StreamBody {
-            framing: SseDecoder::new(DEFAULT_MAX_EVENT_BYTES),
+            framing: EventStreamParser::new(EventStreamConfig {
+                unterminated_event: UnterminatedEvent::Dispatch,
+                ..EventStreamConfig::default()
+            }),
             decoder,
-            events: Vec::new(),
             total_bytes: 0,
             done: false,
         }

@@ -22,7 +22,6 @@ mod provider;
 mod record;
 mod replay;
 mod responses;
-mod sse;
 mod wire;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicOptions, AnthropicProvider, DEFAULT_ANTHROPIC_BASE_URL};

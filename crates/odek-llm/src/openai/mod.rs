@@ -134,4 +134,20 @@ mod tests {
         assert_eq!(one_read, two_reads);
         assert!(one_read.contains("stream event is not JSON"), "{one_read}");
     }
+
+    /// The framing is `odek_contract::event_stream`'s: every SSE line ending (a lone `\r`
+    /// included) and a leading byte-order mark decode alike, and its two errors read as before.
+    #[test]
+    fn every_line_ending_decodes_alike_and_framing_errors_read_as_before() {
+        let stream = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n: ping\n\ndata: [DONE]\n\n";
+        let answer = provider().decode_stream_body(&[stream.as_bytes()]).unwrap();
+        for variant in [stream.replace('\n', "\r\n"), stream.replace('\n', "\r"), format!("\u{feff}{stream}")] {
+            assert_eq!(provider().decode_stream_body(&[variant.as_bytes()]).unwrap(), answer, "{variant:?}");
+        }
+        let endless = [&b"data: "[..], &vec![b'x'; 4 * 1024 * 1024]].concat();
+        let error = provider().decode_stream_body(&[&endless]).unwrap_err().to_string();
+        assert!(error.ends_with("stream event longer than 4194304 bytes"), "{error}");
+        let error = provider().decode_stream_body(&[b": \xff\n\n"]).unwrap_err().to_string();
+        assert!(error.ends_with("stream line is not UTF-8"), "{error}");
+    }
 }

@@ -16,10 +16,10 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use odek_contract::event_stream::{EventStreamConfig, EventStreamParser};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::sse::{EventTooLarge, SseParser};
 use super::*;
 use crate::error::HttpFailure;
 use crate::remote::{Endpoint, is_link_local};
@@ -392,7 +392,9 @@ async fn read_stream(
 ) -> StreamEnd {
     let limit = shared.max_response_bytes;
     let too_large = || StreamEnd::Failed(RequestFailure::Http(HttpFailure::TooLarge { limit }));
-    let mut parser = SseParser::new(limit);
+    // Any bytes: each event's data is routed like a stdio line, which judges it.
+    let mut parser =
+        EventStreamParser::<Vec<u8>>::new(EventStreamConfig { max_event_bytes: limit, ..EventStreamConfig::default() });
     let mut total = 0_usize;
     loop {
         let Ok(Some(chunk)) = response.chunk().await else {
@@ -402,7 +404,7 @@ async fn read_stream(
         if bound == StreamBound::Total && total > limit {
             return too_large();
         }
-        if parser.feed(&chunk, |event| route_line(shared, event.data)) == Err(EventTooLarge) {
+        if parser.feed(&chunk, |event| route_line(shared, event.data.to_vec())).is_err() {
             return too_large();
         }
         if let Some(id) = id
@@ -494,18 +496,21 @@ pub(crate) async fn legacy_stream(shared: Arc<Shared>, link: Arc<HttpLink>) {
         shared.close(Closed::Eof);
         return;
     };
-    let mut parser = SseParser::new(shared.max_response_bytes);
+    let mut parser = EventStreamParser::<Vec<u8>>::new(EventStreamConfig {
+        max_event_bytes: shared.max_response_bytes,
+        ..EventStreamConfig::default()
+    });
     loop {
         let Ok(Some(chunk)) = response.chunk().await else { break };
         let mut foreign = false;
-        let fed = parser.feed(&chunk, |event| match event.kind.as_deref() {
-            Some("endpoint") => match same_origin_endpoint(&link.url, &event.data) {
+        let fed = parser.feed(&chunk, |event| match event.event_type {
+            Some("endpoint") => match same_origin_endpoint(&link.url, event.data) {
                 Some(url) => {
                     endpoint.send_replace(Some(url));
                 }
                 None => foreign = true,
             },
-            None => route_line(&shared, event.data),
+            None => route_line(&shared, event.data.to_vec()),
             Some(_) => {}
         });
         if fed.is_err() {

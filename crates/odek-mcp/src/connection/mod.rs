@@ -8,7 +8,6 @@
 //! Start at [`Connection::spawn`] (stdio), [`Connection::connect_http`] and [`Connection::request`].
 
 mod http;
-mod sse;
 
 pub(crate) use http::HttpParams;
 
