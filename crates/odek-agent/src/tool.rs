@@ -63,17 +63,23 @@ impl ToolOutcome {
 
 /// A failed call; the loop renders it as `error: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError(pub String);
+pub struct ToolError {
+    /// What the model reads after `error: `.
+    pub message: String,
+    /// \[beyond\] An operation the sandbox refused while the call ran (reported as
+    /// `operation_denied`, like a policy denial).
+    pub(crate) denial: Option<Denial>,
+}
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> ToolError {
-        ToolError(message.into())
+        ToolError { message: message.into(), denial: None }
     }
 }
 
 impl std::fmt::Display for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -105,6 +111,9 @@ pub struct ToolContext {
     pub(crate) untrusted_ingested: Arc<std::sync::atomic::AtomicBool>,
     /// The run's liveness tracker (off unless heartbeats are on); shared by every clone.
     pub liveness: crate::liveness::Liveness,
+    /// \[beyond\] The kernel sandbox every command of the run is confined in (`None`: the
+    /// sandbox is off, or this kernel cannot enforce it).
+    pub sandbox: Option<Arc<odek_sandbox::Sandbox>>,
 }
 
 impl ToolContext {
@@ -119,6 +128,7 @@ impl ToolContext {
             approved: false,
             untrusted_ingested: Arc::default(),
             liveness: crate::liveness::Liveness::off(),
+            sandbox: None,
         }
     }
 }
@@ -129,6 +139,7 @@ impl std::fmt::Debug for ToolContext {
             .field("cwd", &self.cwd)
             .field("interactive", &self.interactive)
             .field("approved", &self.approved)
+            .field("sandboxed", &self.sandbox.is_some())
             .finish_non_exhaustive()
     }
 }

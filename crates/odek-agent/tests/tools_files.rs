@@ -87,9 +87,9 @@ async fn read_file_errors_carry_the_hint_words() {
     std::fs::write(dir.path().join("blob.bin"), [0_u8, 1, 2, 0, 255]).unwrap();
     let ctx = default_context(dir.path());
     let call = |path: &str| json!({ "path": path }).to_string();
-    assert!(ReadFileTool.call(&call("missing.txt"), &ctx).await.unwrap_err().0.contains("no such file"));
-    assert!(ReadFileTool.call(&call("folder"), &ctx).await.unwrap_err().0.contains("is a directory"));
-    assert!(ReadFileTool.call(&call("blob.bin"), &ctx).await.unwrap_err().0.contains("binary"));
+    assert!(ReadFileTool.call(&call("missing.txt"), &ctx).await.unwrap_err().message.contains("no such file"));
+    assert!(ReadFileTool.call(&call("folder"), &ctx).await.unwrap_err().message.contains("is a directory"));
+    assert!(ReadFileTool.call(&call("blob.bin"), &ctx).await.unwrap_err().message.contains("binary"));
 }
 
 #[tokio::test]
@@ -181,10 +181,10 @@ async fn patch_missing_and_ambiguous_anchors() {
     let ctx = default_context(dir.path());
     let shown = path.display();
     let missing = json!({"path": "f.txt", "old_string": "zzz", "new_string": "y"}).to_string();
-    assert_eq!(PatchTool.call(&missing, &ctx).await.unwrap_err().0, format!("old_string not found in {shown}"));
+    assert_eq!(PatchTool.call(&missing, &ctx).await.unwrap_err().message, format!("old_string not found in {shown}"));
     let ambiguous = json!({"path": "f.txt", "old_string": "a", "new_string": "c"}).to_string();
     assert_eq!(
-        PatchTool.call(&ambiguous, &ctx).await.unwrap_err().0,
+        PatchTool.call(&ambiguous, &ctx).await.unwrap_err().message,
         format!("old_string matches 2 times in {shown}; add context or set replace_all")
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\na\nb\n", "failed patches change nothing");
@@ -192,7 +192,7 @@ async fn patch_missing_and_ambiguous_anchors() {
     assert!(PatchTool.call(&all, &ctx).await.unwrap().output.contains("replaced 2 occurrences"));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "c\nc\nb\n");
     let no_file = json!({"path": "nope.txt", "old_string": "a", "new_string": "b"}).to_string();
-    assert!(PatchTool.call(&no_file, &ctx).await.unwrap_err().0.contains("no such file"));
+    assert!(PatchTool.call(&no_file, &ctx).await.unwrap_err().message.contains("no such file"));
 }
 
 #[tokio::test]
@@ -214,7 +214,7 @@ async fn cancelled_tools_stop() {
     let ctx = default_context(dir.path());
     ctx.cancel.cancel();
     let error = ReadFileTool.call(&json!({"path": "a.txt"}).to_string(), &ctx).await.unwrap_err();
-    assert_eq!(error.0, "cancelled");
+    assert_eq!(error.message, "cancelled");
 }
 
 /// read_file and patch opened a FIFO and waited for a writer forever; write_file renamed a
@@ -232,12 +232,12 @@ async fn file_tools_refuse_a_fifo_without_blocking_red() {
     let deadline = std::time::Duration::from_secs(10);
     let read =
         tokio::time::timeout(deadline, ReadFileTool.call(&json!({"path": "pipe"}).to_string(), &ctx)).await.unwrap();
-    assert_eq!(read.unwrap_err().0, expected);
+    assert_eq!(read.unwrap_err().message, expected);
     let patch = json!({"path": "pipe", "old_string": "a", "new_string": "b"}).to_string();
     let patched = tokio::time::timeout(deadline, PatchTool.call(&patch, &ctx)).await.unwrap();
-    assert_eq!(patched.unwrap_err().0, expected);
+    assert_eq!(patched.unwrap_err().message, expected);
     let write = json!({"path": "pipe", "content": "x"}).to_string();
     let written = tokio::time::timeout(deadline, WriteFileTool.call(&write, &ctx)).await.unwrap();
-    assert_eq!(written.unwrap_err().0, expected);
+    assert_eq!(written.unwrap_err().message, expected);
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(&std::fs::symlink_metadata(&pipe).unwrap().file_type()));
 }

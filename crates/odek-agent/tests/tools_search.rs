@@ -92,7 +92,7 @@ async fn missing_root_and_no_matches() {
     let dir = tree();
     let ctx = context(dir.path());
     let error = SearchFilesTool.call(&json!({"pattern": "x", "path": "nope"}).to_string(), &ctx).await.unwrap_err();
-    assert!(error.0.contains("no such file or directory"), "{}", error.0);
+    assert!(error.message.contains("no such file or directory"), "{}", error.message);
     let none = SearchFilesTool.call(&json!({"pattern": "zzzz"}).to_string(), &ctx).await.unwrap();
     assert_eq!(none.output, format!("no matches under {}", dir.path().display()));
 }

@@ -58,9 +58,9 @@ async fn output_and_untrusted_source() {
 async fn non_zero_exit_is_an_error_with_exit_status() {
     let dir = tempfile::tempdir().unwrap();
     let error = ShellTool::default().call(&args("echo oops; exit 3"), &permissive(dir.path())).await.unwrap_err();
-    assert!(error.0.contains("oops"), "{}", error.0);
-    assert!(error.0.ends_with("\nexit status 3"), "{}", error.0);
-    assert!(error.0.contains("untrusted_content_"), "failing output is still fenced: {}", error.0);
+    assert!(error.message.contains("oops"), "{}", error.message);
+    assert!(error.message.ends_with("\nexit status 3"), "{}", error.message);
+    assert!(error.message.contains("untrusted_content_"), "failing output is still fenced: {}", error.message);
 }
 
 #[tokio::test]
@@ -74,7 +74,7 @@ async fn runs_in_cwd_and_workdir() {
     let there = ShellTool::default().call(&sub, &ctx).await.unwrap();
     assert_eq!(Path::new(&there.output).canonicalize().unwrap(), dir.path().join("sub").canonicalize().unwrap());
     let missing = serde_json::json!({"command": "pwd", "workdir": "nope"}).to_string();
-    assert!(ShellTool::default().call(&missing, &ctx).await.unwrap_err().0.contains("no such directory"));
+    assert!(ShellTool::default().call(&missing, &ctx).await.unwrap_err().message.contains("no such directory"));
 }
 
 #[tokio::test]
@@ -103,7 +103,7 @@ async fn timeout_kills_the_process_group() {
     let started = Instant::now();
     let error = ShellTool::default().call(&call, &permissive(dir.path())).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(60));
-    assert!(error.0.contains("timed out after 1s"), "{}", error.0);
+    assert!(error.message.contains("timed out after 1s"), "{}", error.message);
     let pid = read_pid(&pid_file).expect("the background job wrote its pid");
     eventually("the background job to die", || process_dead(pid)).await;
 }
@@ -118,8 +118,8 @@ async fn timeout_kills_a_grandchild_that_left_the_group_red() {
     let started = Instant::now();
     let error = ShellTool::default().call(&call, &permissive(dir.path())).await.unwrap_err();
     let took = started.elapsed();
-    assert!(error.0.contains("command timed out after 1s; its process group was killed"), "{}", error.0);
-    assert!(error.0.contains("before"), "the output so far is kept: {}", error.0);
+    assert!(error.message.contains("command timed out after 1s; its process group was killed"), "{}", error.message);
+    assert!(error.message.contains("before"), "the output so far is kept: {}", error.message);
     // The deadline plus the kill, not plus the drain graces the holder used to cost.
     assert!(took < Duration::from_secs(4), "the call took {took:?}");
     let pid = read_pid(&dir.path().join("escaped.pid")).expect("the background job wrote its pid");
@@ -156,7 +156,7 @@ async fn cancellation_kills_the_command() {
     };
     let error = ShellTool::default().call(&args("echo $$ > shell.pid; sleep 300"), &ctx).await.unwrap_err();
     watcher.await.unwrap();
-    assert_eq!(error.0, "cancelled");
+    assert_eq!(error.message, "cancelled");
     let pid = read_pid(&pid_file).unwrap();
     eventually("the shell to die", || process_dead(pid)).await;
 }
@@ -225,6 +225,6 @@ fn risk_reports_class_and_full_command() {
 async fn bad_arguments_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = permissive(dir.path());
-    assert!(ShellTool::default().call("", &ctx).await.unwrap_err().0.starts_with("invalid arguments for shell"));
-    assert_eq!(ShellTool::default().call(&args("  "), &ctx).await.unwrap_err().0, "command must not be empty");
+    assert!(ShellTool::default().call("", &ctx).await.unwrap_err().message.starts_with("invalid arguments for shell"));
+    assert_eq!(ShellTool::default().call(&args("  "), &ctx).await.unwrap_err().message, "command must not be empty");
 }

@@ -328,9 +328,12 @@ pub struct RunArgs {
     /// Persist the run as a session under ~/.odek/sessions
     #[arg(long)]
     pub session: bool,
-    /// Sandboxed shell execution (not available in this build)
-    #[arg(long)]
+    /// Confine every process odek starts in the kernel sandbox (the default where the kernel can)
+    #[arg(long, conflicts_with = "no_sandbox")]
     pub sandbox: bool,
+    /// Run processes unconfined (refused when the sandbox is required)
+    #[arg(long)]
+    pub no_sandbox: bool,
     #[command(flatten)]
     pub common: LoopArgs,
 }
@@ -415,6 +418,12 @@ pub struct ReplArgs {
     /// Estimated cost budget of the session in USD (needs prices in ~/.odek/config.json)
     #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub max_cost_usd: Option<String>,
+    /// Confine every process odek starts in the kernel sandbox (the default where the kernel can)
+    #[arg(long, conflicts_with = "no_sandbox")]
+    pub sandbox: bool,
+    /// Run processes unconfined (refused when the sandbox is required)
+    #[arg(long)]
+    pub no_sandbox: bool,
 }
 
 impl ReplArgs {
@@ -427,6 +436,8 @@ impl ReplArgs {
             planning: self.planning,
             compaction: self.compaction,
             session: true,
+            sandbox: self.sandbox,
+            no_sandbox: self.no_sandbox,
             common: LoopArgs {
                 max_iter: self.max_iter.clone(),
                 stream: self.stream,

@@ -125,17 +125,34 @@ fn env_warnings_follow_the_loader_warnings() {
 }
 
 #[test]
-fn sandbox_from_env_or_flag_is_fatal() {
-    for value in ["1", "true", "TRUE"] {
+fn sandbox_switches_from_env_and_flags() {
+    for value in ["0", "false", "FALSE"] {
         let loaded = Fixture::new().env("ODEK_SANDBOX", value).load().unwrap();
-        let err = resolve_effective(&loaded, &CliOverrides::default()).unwrap_err();
-        assert!(matches!(err, ConfigError::SandboxUnavailable));
-        assert_eq!(err.to_string(), "sandbox is not available in this build");
+        assert!(!resolve_effective(&loaded, &CliOverrides::default()).unwrap().config.sandbox.enabled);
+        // The flag is above the environment.
+        let on = resolve_effective(&loaded, &CliOverrides { sandbox: Some(true), ..CliOverrides::default() }).unwrap();
+        assert!(on.config.sandbox.enabled);
     }
-    let loaded = Fixture::new().env("ODEK_SANDBOX", "0").load().unwrap();
-    resolve_effective(&loaded, &CliOverrides::default()).unwrap();
-    let err = resolve_effective(&loaded, &CliOverrides { sandbox: true, ..CliOverrides::default() }).unwrap_err();
-    assert_eq!(err.to_string(), "sandbox is not available in this build");
+    let loaded = Fixture::new().global(r#"{"sandbox": false}"#).env("ODEK_SANDBOX", "1").load().unwrap();
+    assert!(resolve_effective(&loaded, &CliOverrides::default()).unwrap().config.sandbox.enabled);
+    let loaded = Fixture::new().load().unwrap();
+    let off = resolve_effective(&loaded, &CliOverrides { sandbox: Some(false), ..CliOverrides::default() }).unwrap();
+    assert!(!off.config.sandbox.enabled);
+}
+
+#[test]
+fn a_required_sandbox_cannot_be_switched_off_red() {
+    let required = "sandbox.required is set: the sandbox cannot be turned off";
+    let loaded = Fixture::new().env("ODEK_REQUIRE_SANDBOX", "1").env("ODEK_SANDBOX", "0").load().unwrap();
+    let err = resolve_effective(&loaded, &CliOverrides::default()).unwrap_err();
+    assert!(matches!(err, ConfigError::SandboxRequired));
+    assert_eq!(err.to_string(), required);
+    let loaded = Fixture::new().global(r#"{"sandbox": {"required": true}}"#).load().unwrap();
+    let err =
+        resolve_effective(&loaded, &CliOverrides { sandbox: Some(false), ..CliOverrides::default() }).unwrap_err();
+    assert_eq!(err.to_string(), required);
+    let effective = resolve_effective(&loaded, &CliOverrides::default()).unwrap();
+    assert!(effective.config.sandbox.enabled && effective.config.sandbox.required);
 }
 
 #[test]

@@ -177,17 +177,29 @@ fn negative_counts_are_fatal() {
 }
 
 #[test]
-fn sandbox_is_unavailable_from_the_global_file_and_operator_only_in_the_project() {
-    assert_eq!(Fixture::new().global(r#"{"sandbox": true}"#).error(), "sandbox is not available in this build");
-    assert!(Fixture::new().global(r#"{"sandbox": false}"#).load().unwrap().warnings.is_empty());
-    let loaded = Fixture::new().project(r#"{"sandbox": true, "sandbox_image": "x"}"#).load().unwrap();
+fn the_sandbox_section_is_global_and_a_project_may_only_tighten_it() {
+    let loaded = Fixture::new().global(r#"{"sandbox": {"network": "loopback"}}"#).load().unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert!(loaded.config.sandbox.enabled);
+    assert!(!Fixture::new().global(r#"{"sandbox": false}"#).load().unwrap().config.sandbox.enabled);
+    let fixture = Fixture::new().global(r#"{"sandbox": {"writable": ["/"]}}"#);
+    assert_eq!(fixture.error(), format!("config {}: \"/\" cannot be writable", fixture.global_display()));
+    let loaded = Fixture::new()
+        .global(r#"{"sandbox": false}"#)
+        .project(r#"{"sandbox": {"enabled": true, "network": "allow"}, "sandbox_image": "x"}"#)
+        .load()
+        .unwrap();
+    assert!(loaded.config.sandbox.enabled);
     assert_eq!(
         loaded.warnings,
         vec![
-            "./odek.json: \"sandbox\" is operator-only and was ignored",
             "./odek.json: \"sandbox_image\" is operator-only and was ignored",
+            "./odek.json: sandbox.network ignored (a project may only tighten the sandbox)",
         ]
     );
+    let loaded = Fixture::new().project(r#"{"sandbox": false}"#).load().unwrap();
+    assert!(loaded.config.sandbox.enabled);
+    assert_eq!(loaded.warnings, vec!["./odek.json: sandbox.enabled ignored (a project may only tighten the sandbox)"]);
 }
 
 #[test]

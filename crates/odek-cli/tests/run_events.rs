@@ -55,7 +55,7 @@ fn a_session_run_streams_every_event_in_order_and_pairs_by_call_id() {
     assert!(
         events.iter().all(|e| e["run_id"] == run_id && e["session_id"] == session_id && e["schema"] == "odek.event/v1")
     );
-    assert_eq!(events[0]["data"], serde_json::json!({"model": "test-model", "sandbox": false, "max_iterations": 90}));
+    assert_eq!(events[0]["data"], serde_json::json!({"model": "test-model", "sandbox": true, "max_iterations": 90}));
     assert_eq!(events[1]["data"]["server"], "fixture");
     assert_eq!(events[2]["data"]["call_id"], "call_a");
     assert_eq!(events[2]["tool"], "fixture__echo");

@@ -125,7 +125,7 @@ async fn refuse(client: &mut TcpStream, denials: &Mutex<(Vec<Denial>, usize)>, t
     {
         let mut kept = denials.lock().unwrap_or_else(PoisonError::into_inner);
         let denial =
-            Denial { operation: "connect", target: target.to_owned(), reason: format!("{why} (through the proxy)") };
+            Denial { operation: "connect", target: target.to_owned(), reason: format!("{why}, through the proxy") };
         if kept.0.len() < MAX_DENIALS { kept.0.push(denial) } else { kept.1 += 1 }
     }
     let body = format!("odek sandbox: {target} is refused: {why}\n");

@@ -193,7 +193,7 @@ async fn a_host_not_on_the_allow_list_is_refused_by_the_proxy_red() {
     assert_eq!(refused.line, "denied OTHER: HTTP/1.1 403 Forbidden");
     assert_eq!(refused.finished.denials.len(), 1, "{:?}", refused.finished.denials);
     assert_eq!(refused.finished.denials[0].target, "example.com:443");
-    assert_eq!(refused.finished.denials[0].reason, "not on the allow-list (through the proxy)");
+    assert_eq!(refused.finished.denials[0].reason, "not on the allow-list, through the proxy");
 }
 
 #[tokio::test]

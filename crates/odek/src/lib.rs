@@ -21,6 +21,7 @@ pub mod config;
 mod denials;
 mod error;
 mod finish;
+mod run_sandbox;
 mod runtime;
 pub mod setup;
 mod subscriber;

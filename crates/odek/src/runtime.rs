@@ -46,6 +46,7 @@ use crate::config::{
 use crate::denials::{DenialRecorder, Denials, named_but_unavailable, strict_refusal, unavailable_warning};
 use crate::error::RuntimeError;
 use crate::finish::{FinishOverrides, finish_settings, write_answer};
+use crate::run_sandbox::{RunSandbox, prepare_sandbox};
 use crate::setup::{Setup, start_hub};
 use crate::subscriber::{LoopView, McpRoute, McpView, Subscriber, TeeSink, Unattended};
 
@@ -129,6 +130,8 @@ pub struct Runtime {
     extra_tools: Vec<Arc<dyn Tool>>,
     /// What `delegate_tasks` runs as `<program> subagent`; this process's executable when unset.
     subagent_program: Option<PathBuf>,
+    /// \[beyond\] The sandbox every command is confined in (`None`: off, or not enforceable).
+    sandbox: Option<RunSandbox>,
 }
 
 impl Runtime {
@@ -195,7 +198,9 @@ impl Runtime {
             artifact_read: true,
             parent_session: None,
         };
-        Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new(), subagent_program: None })
+        let sandbox =
+            prepare_sandbox(&settings.config.sandbox, &setup.sources, &|warning| subscriber.warning(warning))?;
+        Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new(), subagent_program: None, sandbox })
     }
 
     /// Adds an in-process tool, offered beside the built-in ones in every turn.
@@ -243,18 +248,48 @@ impl Runtime {
         record.model.clone_from(&core.model);
         record.provider.clone_from(&core.provider);
         record.base_url.clone_from(&core.base_url);
+        record.sandbox = self.sandboxed();
         Ok((record, lock))
     }
 
     /// Continues `record` with the model, provider and endpoint it was started with (a base
-    /// URL the session did not record keeps this runtime's).
-    pub fn adopt_endpoint(&mut self, record: &SessionRecord) {
+    /// URL the session did not record keeps this runtime's), and \[beyond\] its sandbox posture:
+    /// a sandboxed session is continued sandboxed (`odek: session was sandboxed — enabling
+    /// sandbox for this continuation` when the config had it off), an unsandboxed one
+    /// unsandboxed unless the sandbox is required.
+    pub fn adopt_session(&mut self, record: &SessionRecord) -> Result<(), RuntimeError> {
         let core = &mut self.settings.config.core;
         core.model.clone_from(&record.model);
         core.provider.clone_from(&record.provider);
         if !record.base_url.is_empty() {
             core.base_url.clone_from(&record.base_url);
         }
+        let sandbox = &mut self.settings.config.sandbox;
+        if record.sandbox == sandbox.enabled || (!record.sandbox && sandbox.required) {
+            return Ok(());
+        }
+        sandbox.enabled = record.sandbox;
+        if record.sandbox {
+            self.subscriber.notice("odek: session was sandboxed — enabling sandbox for this continuation");
+        } else {
+            self.subscriber.notice("odek: session was not sandboxed — continuing without the sandbox");
+        }
+        self.sandbox = None;
+        self.sandbox = prepare_sandbox(&self.settings.config.sandbox, &self.setup.sources, &|warning| {
+            self.subscriber.warning(warning);
+        })?;
+        Ok(())
+    }
+
+    /// \[beyond\] Whether the processes this runtime starts are confined by the kernel sandbox
+    /// (what `run_started.sandbox` and the session file say).
+    pub fn sandboxed(&self) -> bool {
+        self.sandbox.is_some()
+    }
+
+    /// \[beyond\] The sandbox commands are confined in, when it is in force.
+    pub fn sandbox(&self) -> Option<&Arc<odek_sandbox::Sandbox>> {
+        self.sandbox.as_ref().map(|run| &run.sandbox)
     }
 
     /// The system prompt (`--system` text in `system_flag`), its warnings reported.
@@ -570,7 +605,7 @@ impl Session<'_> {
             if let Some(id) = self.id() {
                 events.set_session_id(&id);
             }
-            events.run_started(&self.model, false, runtime.settings.config.core.max_iterations);
+            events.run_started(&self.model, runtime.sandboxed(), runtime.settings.config.core.max_iterations);
         }
         let first_phase = if self.started.is_some() { Phase::Model } else { Phase::McpStartup };
         let heartbeat_every = Duration::from_secs(runtime.settings.config.events.heartbeat_seconds);
@@ -740,6 +775,7 @@ impl Session<'_> {
         tool_context.cancel = cancel.clone();
         tool_context.interactive = gate.is_some();
         tool_context.liveness = liveness;
+        tool_context.sandbox = runtime.sandbox().cloned();
         let limits = self.turn_limits(&|warning| subscriber.warning(warning));
         let budget = Budget::new(limits, started)
             .after(self.spent.usage, self.spent.tool_calls)

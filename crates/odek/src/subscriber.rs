@@ -21,6 +21,10 @@ pub trait Subscriber: Send + Sync {
     /// A warning for the operator, without the `odek: warning: ` prefix.
     fn warning(&self, text: &str);
 
+    /// A line for the operator that is not a warning (`odek: session was sandboxed — …`),
+    /// given whole. Ignored by default.
+    fn notice(&self, _text: &str) {}
+
     /// One `odek.event/v1` event as its JSON line (without the newline). Called only when
     /// [`Subscriber::wants_events`] is true or `events_jsonl` is set, from the event thread.
     fn event(&self, _line: &str) {}

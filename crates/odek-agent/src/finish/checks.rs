@@ -258,7 +258,7 @@ async fn run_check(
             (report(status, code, bytes, None), run.output)
         }
         Err(_) if tool_context.cancel.is_cancelled() => return None,
-        Err(error) => (report(CheckStatus::Failed, None, 0, None), error.0),
+        Err(error) => (report(CheckStatus::Failed, None, 0, None), error.message),
     })
 }
 

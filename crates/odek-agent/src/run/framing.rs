@@ -49,7 +49,7 @@ pub fn outcome_text(outcome: &Result<ToolOutcome, ToolError>) -> String {
                 None => redacted.into_owned(),
             }
         }
-        Err(ToolError(message)) => format!("error: {}", redact(message)),
+        Err(ToolError { message, .. }) => format!("error: {}", redact(message)),
     }
 }
 

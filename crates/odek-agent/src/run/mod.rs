@@ -963,7 +963,10 @@ impl Agent {
                         }
                         Some(call) => match call.outcome().await {
                             Ok((Ok(outcome), duration)) => success(outcome, duration),
-                            Ok((Err(error), duration)) => failure(outcome_text(&Err(error)), duration),
+                            Ok((Err(mut error), duration)) => {
+                                let denial = error.denial.take();
+                                Finished { denial, ..failure(outcome_text(&Err(error)), duration) }
+                            }
                             Err(detail) => failure(
                                 format!("error: tool {} panicked: {}", quote(&shown_tool_name(&name)), redact(&detail)),
                                 Duration::ZERO,

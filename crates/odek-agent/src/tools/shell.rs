@@ -25,7 +25,7 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
 use super::{parse_arguments, policy_denial, resolve_path};
-use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use crate::tool::{Denial, Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::{DangerClass, classify_command_in};
 
 /// Timeout when the model gives none, and the operator's cap when the config sets none
@@ -186,25 +186,81 @@ pub(crate) struct RunResult {
     pub(crate) output: String,
     /// Background processes still held the output open after the shell exited.
     pub(crate) output_abandoned: bool,
+    /// \[beyond\] What the sandbox refused, when the command ran confined.
+    pub(crate) sandbox: Option<odek_sandbox::Finished>,
 }
+
+impl RunResult {
+    /// The first operation the sandbox refused, as the call's denial (`operation_denied`).
+    pub(crate) fn sandbox_denial(&self) -> Option<Denial> {
+        let first = self.sandbox.as_ref()?.denials.first()?;
+        Some(Denial { class: DangerClass::NetworkEgress, reason: sandbox_denial_reason(first) })
+    }
+}
+
+/// `sandbox: connect 127.0.0.1:9 refused (network: deny)`: one refusal as the model and the
+/// event stream read it.
+fn sandbox_denial_reason(denial: &odek_sandbox::Denial) -> String {
+    format!("sandbox: {} {} refused ({})", denial.operation, denial.target, denial.reason)
+}
+
+/// Refusals listed in a call's output; the rest are counted.
+const SANDBOX_DENIALS_SHOWN: usize = 5;
+
+/// The lines a confined command's output ends with: each refusal the sandbox saw (connect,
+/// bind, the proxy), and for a failed command one line naming the sandbox, since a
+/// "Permission denied" from Landlock looks like any other.
+fn sandbox_lines(finished: &odek_sandbox::Finished, failed: bool) -> Vec<String> {
+    let mut lines: Vec<String> =
+        finished.denials.iter().take(SANDBOX_DENIALS_SHOWN).map(sandbox_denial_reason).collect();
+    let more = finished.denials.len().saturating_sub(SANDBOX_DENIALS_SHOWN) + finished.more_denials;
+    if more > 0 {
+        lines.push(format!("sandbox: {more} more refused operation(s)"));
+    }
+    if failed && lines.is_empty() {
+        lines.push(SANDBOX_NOTE.to_owned());
+    }
+    lines
+}
+
+/// What a failed confined command is told about the sandbox.
+const SANDBOX_NOTE: &str = "sandbox: this command ran in odek's sandbox (writes only in the workspace and $TMPDIR, \
+    no access to ~/.odek, network as configured); a permission or connection error may come from it";
 
 fn render_run(command: &str, timeout_seconds: u64, run: RunResult) -> Result<ToolOutcome, ToolError> {
     let source = format!("$ {command}");
+    let denial = run.sandbox_denial();
     let mut output = run.output;
     if run.output_abandoned {
         output.push_str("\n[background processes kept the output open; they were stopped]");
     }
-    match run.end {
-        RunEnd::Exited(0) if output.is_empty() => Ok(ToolOutcome::text("(no output)")),
-        RunEnd::Exited(0) => Ok(ToolOutcome::untrusted(output, source)),
-        RunEnd::Exited(code) => {
-            Err(ToolError::new(with_status_line(&wrap_untrusted(&source, &output), &format!("exit status {code}"))))
-        }
+    let failed = !matches!(run.end, RunEnd::Exited(0));
+    // The sandbox's lines are odek's, outside the untrusted wrapper.
+    let sandbox = run.sandbox.as_ref().map(|finished| sandbox_lines(finished, failed)).unwrap_or_default().join("\n");
+    let status = |status: String| if sandbox.is_empty() { status } else { format!("{sandbox}\n{status}") };
+    let result = match run.end {
+        RunEnd::Exited(0) if output.is_empty() && sandbox.is_empty() => Ok(ToolOutcome::text("(no output)")),
+        RunEnd::Exited(0) if sandbox.is_empty() => Ok(ToolOutcome::untrusted(output, source)),
+        RunEnd::Exited(0) => Ok(ToolOutcome::text(with_status_line(&wrap_untrusted(&source, &output), &sandbox))),
+        RunEnd::Exited(code) => Err(ToolError::new(with_status_line(
+            &wrap_untrusted(&source, &output),
+            &status(format!("exit status {code}")),
+        ))),
         RunEnd::TimedOut => Err(ToolError::new(with_status_line(
             &wrap_untrusted(&source, &output),
-            &format!("command timed out after {timeout_seconds}s; its process group was killed"),
+            &status(format!("command timed out after {timeout_seconds}s; its process group was killed")),
         ))),
         RunEnd::Cancelled => Err(ToolError::new("cancelled")),
+    };
+    match result {
+        Ok(mut outcome) => {
+            outcome.denial = denial;
+            Ok(outcome)
+        }
+        Err(mut error) => {
+            error.denial = denial;
+            Err(error)
+        }
     }
 }
 
@@ -321,9 +377,20 @@ async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolCon
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::new("cancelled"));
     }
+    // [beyond] Confined, or not run at all: a sandbox that cannot be set up fails the call.
+    let mut confinement = match &ctx.sandbox {
+        Some(sandbox) => Some(sandbox.confine(&mut process).map_err(|err| ToolError::new(err.to_string()))?),
+        None => None,
+    };
     let mut child = process.spawn().map_err(spawn_error)?;
     // The parent's copies of the write end must close, or the pipe never reaches EOF.
     drop(process);
+    if let Some(confinement) = &mut confinement
+        && let Err(err) = confinement.started()
+    {
+        let _ = child.start_kill();
+        return Err(ToolError::new(err.to_string()));
+    }
     let mut group = GroupGuard {
         pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw),
         pipe: pipe_inode,
@@ -361,11 +428,16 @@ async fn run_command(command: &str, dir: &Path, timeout: Duration, ctx: &ToolCon
     }
     group.drained = drained;
     drop(group);
+    // Whatever of the command is still alive in its cgroup goes now, then the refusals are read.
+    let sandbox = match confinement {
+        Some(confinement) => tokio::task::spawn_blocking(move || confinement.finish()).await.ok(),
+        None => None,
+    };
     let output = match capture.lock() {
         Ok(capture) => capture.render(),
         Err(poisoned) => poisoned.into_inner().render(),
     };
-    Ok(RunResult { end, output, output_abandoned: exited && !drained_on_its_own || !drained })
+    Ok(RunResult { end, output, output_abandoned: exited && !drained_on_its_own || !drained, sandbox })
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

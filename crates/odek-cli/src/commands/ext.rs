@@ -175,7 +175,7 @@ async fn call_resource_tool_once(tool: &str, arguments: &str, model_view: bool) 
         return if outcome.is_err() { Err(CommandError::Reported) } else { Ok(()) };
     }
     let outcome =
-        outcome.map_err(|error| CommandError::Fatal(odek_contract::redaction::redact(&error.0).into_owned()))?;
+        outcome.map_err(|error| CommandError::Fatal(odek_contract::redaction::redact(&error.message).into_owned()))?;
     writeln!(stdout, "{}", odek_contract::redaction::redact(&outcome.output))?;
     stdout.flush()?;
     Ok(())
@@ -346,7 +346,7 @@ async fn answer_resource_tool(
             None,
             outcome.observed_chars().map(|chars| usize::try_from(chars).unwrap_or(usize::MAX)),
         ),
-        Err(error) => (None, Some(redact(&error.0)), None),
+        Err(error) => (None, Some(redact(&error.message)), None),
     };
     CallRecord { tool: Some(tool), ok: outcome.is_ok(), text, error, duration_ms, observed_chars, model_view: view }
 }

@@ -64,7 +64,7 @@ pub async fn continue_session(args: ContinueArgs) -> Result<(), CommandError> {
         return Err(CommandError::Verbatim("odek continue: a task is required for continue".into()));
     };
     let mut runtime = Runtime::new(setup, &overrides(&args.common, None)?, face.clone())?;
-    runtime.adopt_endpoint(&record);
+    runtime.adopt_session(&record)?;
     record.add_external_refs(parse_external_refs(&args.common.external_refs)?)?;
     let history = safe_state(&record.messages);
     let user = runtime.user_message(&task, &args.common.ctx)?;
@@ -168,7 +168,11 @@ pub(crate) fn overrides(flags: &LoopArgs, run_flags: Option<&RunArgs>) -> Result
         config.provider.clone_from(&run.provider);
         config.base_url.clone_from(&run.base_url);
         config.no_agents = run.no_agents;
-        config.sandbox = run.sandbox;
+        config.sandbox = match (run.sandbox, run.no_sandbox) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        };
         if run.planning {
             config.planning = Some(true);
         }

@@ -79,6 +79,15 @@ impl Subscriber for TerminalFace {
         print_warning(text);
     }
 
+    fn notice(&self, text: &str) {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{}",
+            odek_contract::terminal_text::sanitise_for_terminal(text, odek_contract::terminal_text::Layout::Lines)
+        );
+    }
+
     fn delta(&self, text: &str, reasoning: bool) {
         if let Some(display) = self.display() {
             display.on_delta(text, reasoning);

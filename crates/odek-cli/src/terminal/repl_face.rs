@@ -136,6 +136,10 @@ impl Subscriber for ReplFace {
         self.terminal.warning(text);
     }
 
+    fn notice(&self, text: &str) {
+        self.terminal.notice(text);
+    }
+
     fn delta(&self, text: &str, reasoning: bool) {
         self.terminal.delta(text, reasoning);
         if reasoning {

@@ -2,8 +2,8 @@
 //!
 //! Layering rule used here: an absent key, `null`, an empty string and (for the counts) `0` all
 //! mean "not set at this layer", so the lower layer — ultimately the default — shows through.
-//! The project's operator-only keys (`provider`, `base_url`, `api_key`, `system`, `sandbox`)
-//! never reach this module. The `ODEK_*` and flag layers are applied by the caller later.
+//! The project's operator-only keys (`provider`, `base_url`, `api_key`, `system`) never reach
+//! this module (`sandbox` is a section of its own, `super::sandbox`). The `ODEK_*` and flag layers are applied by the caller later.
 
 use serde::Deserialize;
 
@@ -37,7 +37,6 @@ pub(crate) struct CoreFile {
     prompt_caching: Option<bool>,
     system: Option<String>,
     no_agents: Option<bool>,
-    pub(crate) sandbox: Option<bool>,
 }
 
 /// The resolved core settings. `Debug` hides a non-empty `api_key`.

@@ -31,8 +31,8 @@ pub struct CliOverrides {
     pub tools: Vec<String>,
     /// `--no-tool` names: merged into `tools.disabled`.
     pub no_tools: Vec<String>,
-    /// `--sandbox`: always fatal in this release.
-    pub sandbox: bool,
+    /// \[beyond\] `--sandbox` (`Some(true)`) / `--no-sandbox` (`Some(false)`).
+    pub sandbox: Option<bool>,
     /// `--max-runtime` (seconds), overriding both files in either direction.
     pub max_runtime_seconds: Option<u64>,
     /// `--max-tool-calls`.
@@ -85,16 +85,14 @@ impl std::fmt::Debug for EffectiveConfig {
 }
 
 /// Applies `ODEK_*` (from `loaded.env`) and then the flags to the loaded files, and resolves the
-/// API key. Fails with `sandbox is not available in this build` for `ODEK_SANDBOX=1` or
-/// `--sandbox`.
+/// API key. \[beyond\] Fails when a required sandbox is switched off
+/// (`sandbox.required is set: the sandbox cannot be turned off`).
 pub fn resolve_effective(loaded: &LoadedConfig, cli: &CliOverrides) -> Result<EffectiveConfig, ConfigError> {
-    if cli.sandbox {
-        return Err(ConfigError::SandboxUnavailable);
-    }
     let mut warnings = loaded.warnings.clone();
     let env_layer = read_env_layer(&loaded.env, &mut warnings)?;
     let mut config = loaded.config.clone();
     env_layer.apply_to(&mut config);
+    super::apply_sandbox_switches(&mut config.sandbox, env_layer.sandbox, env_layer.require_sandbox, cli.sandbox)?;
     apply_cli_overrides(&mut config, cli);
     apply_named_provider_model(&mut config, env_layer.model.is_some() || cli.model.is_some());
     let api_key = resolve_api_key(&loaded.env, &config);

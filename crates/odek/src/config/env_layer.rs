@@ -48,15 +48,17 @@ pub struct EnvLayer {
     pub tools_enabled: Option<Vec<String>>,
     /// `ODEK_TOOLS_DISABLED`: added to the blacklist.
     pub tools_disabled: Vec<String>,
+    /// \[beyond\] `ODEK_SANDBOX`: confine the processes odek starts, or not.
+    pub sandbox: Option<bool>,
+    /// \[beyond\] `ODEK_REQUIRE_SANDBOX`: a kernel that cannot confine them is an error.
+    pub require_sandbox: Option<bool>,
 }
 
-/// Reads every `ODEK_*` variable of §11 that configures a run. `ODEK_SANDBOX` set to a true
-/// boolean is fatal (`sandbox is not available in this build`). Warnings are pushed without the
-/// `odek: warning: ` prefix, in the order of the §11 table.
+/// Reads every `ODEK_*` variable of §11 that configures a run. Warnings are pushed without the
+/// `odek: warning: ` prefix, in the order of the §11 table. \[beyond\] `ODEK_SANDBOX` and
+/// `ODEK_REQUIRE_SANDBOX` switch the sandbox (issue 20); turning off a required one is an error.
 pub fn read_env_layer(env: &BTreeMap<String, String>, warnings: &mut Vec<String>) -> Result<EnvLayer, ConfigError> {
-    if env_bool(env, "ODEK_SANDBOX", warnings) == Some(true) {
-        return Err(ConfigError::SandboxUnavailable);
-    }
+    let sandbox = env_bool(env, "ODEK_SANDBOX", warnings);
     let string = |name: &str| env.get(name).filter(|value| !value.is_empty()).cloned();
     Ok(EnvLayer {
         model: string("ODEK_MODEL"),
@@ -74,6 +76,8 @@ pub fn read_env_layer(env: &BTreeMap<String, String>, warnings: &mut Vec<String>
         max_concurrency: env_count(env, "ODEK_MAX_CONCURRENCY", warnings),
         tools_enabled: env.get("ODEK_TOOLS_ENABLED").and_then(|value| tool_list(value)),
         tools_disabled: env.get("ODEK_TOOLS_DISABLED").and_then(|value| tool_list(value)).unwrap_or_default(),
+        sandbox,
+        require_sandbox: env_bool(env, "ODEK_REQUIRE_SANDBOX", warnings),
     })
 }
 

@@ -141,9 +141,18 @@ pub enum ConfigError {
         /// The server's name.
         name: String,
     },
-    /// `--sandbox` or `ODEK_SANDBOX` asked for a sandbox this build does not have.
-    #[error("sandbox is not available in this build")]
-    SandboxUnavailable,
+    /// \[beyond\] A bad value in the global file's `sandbox` section.
+    #[error("config {path}: {detail}")]
+    Sandbox {
+        /// The config file's path as shown.
+        path: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// \[beyond\] `--no-sandbox` or `ODEK_SANDBOX=0` with `sandbox.required` (or
+    /// `ODEK_REQUIRE_SANDBOX=1`).
+    #[error("sandbox.required is set: the sandbox cannot be turned off")]
+    SandboxRequired,
     /// `HOME` is unset, so `~/.odek` has no place.
     #[error("cannot determine the home directory: HOME is not set")]
     NoHome,

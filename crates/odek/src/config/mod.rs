@@ -37,6 +37,7 @@ mod mcp_servers;
 mod planning;
 mod project_restrictions;
 mod providers;
+mod sandbox;
 mod secrets_env;
 mod server_keys;
 mod subagent;
@@ -77,6 +78,7 @@ pub use self::project_restrictions::{OPERATOR_ONLY_KEYS, OPERATOR_ONLY_NESTED_KE
 pub use self::providers::{
     FallbackTarget, NamedProvider, ProviderKind, ResolvedProvider, fallback_chain, resolve_provider, split_fallback,
 };
+pub use self::sandbox::{SandboxConfig, apply_switches as apply_sandbox_switches};
 pub use self::secrets_env::{SecretsEnv, load_secrets_env, parse_secrets_text};
 pub use self::server_keys::{SERVER_ENTRY_KEYS, SUPPORTED_SERVER_TYPES, likely_typo_of};
 pub use self::subagent::{
@@ -97,6 +99,7 @@ use self::mcp_servers::{
 use self::planning::{PlanningFile, merge_planning};
 use self::project_restrictions::{refuse_project_secret_env, strip_credential_headers, strip_operator_only};
 use self::providers::{ProviderFile, check_fallback_models, check_providers};
+use self::sandbox::{SandboxFile, merge_sandbox};
 use self::server_keys::check_server_entries;
 use self::subagent::{ProfileFile, SubagentFile, validate_profiles, validate_subagent};
 use self::substitution::{ProtectedNames, Trust, secret_env_references, substitute_config_vars};
@@ -195,6 +198,8 @@ pub struct Config {
     /// \[beyond\] Global file only: `<provider>/<model>` entries a call moves to when its
     /// provider fails before answering.
     pub fallback_models: Vec<String>,
+    /// \[beyond\] The `sandbox` section (global, tightened by the project).
+    pub sandbox: SandboxConfig,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -254,9 +259,6 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
         }
         None => ParsedFile::default(),
     };
-    if global.core.sandbox == Some(true) {
-        return Err(ConfigError::SandboxUnavailable);
-    }
     check_secret_env(&global_display, &global.servers, &mut warnings)?;
     register_server_secret_values(&global.servers);
     let project_path = sources.project_config_path();
@@ -291,6 +293,13 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
         project.policy.planning.as_ref(),
         &mut warnings,
     );
+    let sandbox = merge_sandbox(
+        &global_display,
+        global.policy.sandbox.as_ref(),
+        project.policy.sandbox.as_ref(),
+        &sources.home,
+        &mut warnings,
+    )?;
     let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
     let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
     let checks = merge_checks([&global.policy.checks, &project.policy.checks].into_iter().flatten().flatten());
@@ -311,6 +320,7 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
         checks,
         providers,
         fallback_models,
+        sandbox,
     };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
@@ -337,6 +347,7 @@ struct PolicySections {
     checks: Option<Vec<String>>,
     providers: Option<BTreeMap<String, ProviderFile>>,
     fallback_models: Option<Vec<String>>,
+    sandbox: Option<SandboxFile>,
 }
 
 /// Check command lines from their sources in order (the global file's, the project's, then a

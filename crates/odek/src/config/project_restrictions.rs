@@ -3,7 +3,7 @@
 //! is removed with one warning and the rest of the file still applies.
 //!
 //! Handled here: operator-only keys (top level and the nested `skills.dirs`,
-//! `skills.embedding`, `tools.enabled`), sandbox knobs, `mcp_servers.<name>.auto_approve`, and
+//! `skills.embedding`, `tools.enabled`), `sandbox_*` knobs, `mcp_servers.<name>.auto_approve`, and
 //! prices in `limits`, \[beyond\] credential-named `headers` ([`strip_credential_headers`]); and,
 //! fatal rather than stripped, \[beyond\] `secret_env` in any server entry
 //! ([`refuse_project_secret_env`]). The limit clamp (lower only) needs both files and lives in
@@ -47,9 +47,10 @@ pub const OPERATOR_ONLY_KEYS: &[&str] = &[
 pub const OPERATOR_ONLY_NESTED_KEYS: &[(&str, &str)] =
     &[("skills", "dirs"), ("skills", "embedding"), ("tools", "enabled")];
 
-/// `sandbox` itself and any `sandbox_*` knob: the project may not set any of them.
+/// Any `sandbox_*` knob (the reference's container options): the project may not set them.
+/// \[beyond\] `sandbox` itself is not among them: a project may tighten it (`super::sandbox`).
 pub fn is_sandbox_knob(key: &str) -> bool {
-    key == "sandbox" || key.starts_with("sandbox_")
+    key.starts_with("sandbox_")
 }
 
 /// \[beyond\] A project file may not give a server `secret_env` (the operator's way to hand a
@@ -163,6 +164,7 @@ mod tests {
             Value::Object(top),
             json!({
                 "model": "m",
+                "sandbox": false,
                 "skills": {"other": 1},
                 "tools": {"disabled": ["b"]},
                 "mcp_servers": {"fs": {"command": "x"}},
@@ -173,7 +175,6 @@ mod tests {
             warnings,
             vec![
                 "./odek.json: \"api_key\" is operator-only and was ignored",
-                "./odek.json: \"sandbox\" is operator-only and was ignored",
                 "./odek.json: \"sandbox_image\" is operator-only and was ignored",
                 "./odek.json: \"skills.dirs\" is operator-only and was ignored",
                 "./odek.json: \"tools.enabled\" is operator-only and was ignored",

@@ -69,7 +69,7 @@ pub async fn run(args: ReplArgs) -> Result<(), CommandError> {
     face.set_streaming(settings.stream && std::io::stdout().is_terminal());
     let (history, record, lock) = match resumed {
         Some((record, lock)) => {
-            runtime.adopt_endpoint(&record);
+            runtime.adopt_session(&record)?;
             (safe_state(&record.messages), record, lock)
         }
         None => {

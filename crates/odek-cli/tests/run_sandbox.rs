@@ -1,0 +1,294 @@
+//! \[beyond\] The sandbox through `odek run` (issue 20), on this machine's kernel: commands the
+//! danger classifier lets through (the config allows every class) still cannot write outside
+//! the workspace (a symlink in the workspace included), read `~/.odek`, reach a loopback
+//! listener, reach a host off the allow-list through the proxy, ptrace their parent, exhaust
+//! the process table or leave a process behind. Each `_red` test runs the same command with
+//! `--no-sandbox` too, where it works, so none can pass vacuously.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod run_support;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::time::Duration;
+
+use odek_test_support::openai::{Reply, ScriptedServer};
+use run_support::*;
+use serde_json::{Value, json};
+
+/// A scene whose config lets every command class through (the classifier stays out of the way),
+/// with `sandbox` as the sandbox section and the probe's directory readable.
+fn scene(server: &ScriptedServer, sandbox: Value) -> Sandbox {
+    let scene = Sandbox::new();
+    let mut section = sandbox;
+    let probe_dir = odek_test_support::sandbox_probe().parent().unwrap().to_path_buf();
+    section["readable"] = json!([probe_dir]);
+    scene.global_config(&json!({
+        "base_url": server.base_url(),
+        "model": "test-model",
+        "dangerous": {"action": "allow", "non_interactive": "allow", "classes": {
+            "install": "allow", "network_egress": "allow", "code_execution": "allow", "system_write": "allow",
+            "persistence": "allow", "unknown": "allow", "destructive": "allow", "unread_exec": "allow"
+        }},
+        "sandbox": section,
+    }));
+    let secrets = scene.home.join(".odek/secrets.env");
+    std::fs::write(&secrets, "ISSUES_TOKEN=tok-secret-4242\n").unwrap();
+    std::fs::set_permissions(&secrets, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    scene
+}
+
+/// Runs `command` through the shell tool in one `odek run` (with `extra` flags), and returns the
+/// tool result the model read and the run's events.
+fn shell(scene: &Sandbox, server: &ScriptedServer, command: &str, extra: &[&str]) -> (String, Vec<Value>) {
+    let arguments = json!({"command": command}).to_string();
+    server.push(Reply::tool_calls(vec![("c1", "shell", arguments.as_str())]));
+    server.push(Reply::text("done"));
+    let before = server.requests().len();
+    let mut args = vec!["run", "--events-jsonl", "events.jsonl"];
+    args.extend_from_slice(extra);
+    args.push("go");
+    let output = output_within(scene.command(&args), Duration::from_secs(60));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), before + 2, "one call, one answer");
+    let result = tool_contents(&requests[before + 1]).pop().unwrap();
+    let events = events(&scene.project.join("events.jsonl"));
+    std::fs::remove_file(scene.project.join("events.jsonl")).unwrap();
+    (result, events)
+}
+
+fn run_started(events: &[Value]) -> &Value {
+    events.iter().find(|event| event["type"] == "run_started").unwrap()
+}
+
+fn denials(events: &[Value]) -> Vec<&Value> {
+    events.iter().filter(|event| event["type"] == "operation_denied").collect()
+}
+
+#[test]
+fn the_sandbox_is_on_by_default_and_reported_in_run_started() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let (result, events) = shell(&scene, &server, "echo hello", &[]);
+    assert!(result.contains("hello"), "{result}");
+    assert_eq!(run_started(&events)["data"]["sandbox"], true);
+    let (_, events) = shell(&scene, &server, "echo hello", &["--no-sandbox"]);
+    assert_eq!(run_started(&events)["data"]["sandbox"], false);
+}
+
+#[test]
+fn a_write_outside_the_workspace_is_refused_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let outside = scene.project.parent().unwrap().join("outside.txt");
+    let command = format!("echo escaped > {}", outside.display());
+    let (result, _) = shell(&scene, &server, &command, &[]);
+    assert!(!outside.exists(), "the sandbox let a write outside the workspace through");
+    assert!(result.contains("Permission denied"), "{result}");
+    assert!(result.contains("sandbox: this command ran in odek's sandbox"), "{result}");
+    assert!(result.contains("exit status 1"), "{result}");
+    let (_, _) = shell(&scene, &server, &command, &["--no-sandbox"]);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "escaped\n");
+}
+
+#[test]
+fn a_write_through_a_symlink_in_the_workspace_is_refused_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let escape = scene.project.parent().unwrap().join("escape");
+    std::fs::create_dir(&escape).unwrap();
+    std::os::unix::fs::symlink(&escape, scene.project.join("link")).unwrap();
+    let (result, _) = shell(&scene, &server, "echo escaped > link/f.txt", &[]);
+    assert!(!escape.join("f.txt").exists(), "the sandbox let a write through a symlink out");
+    assert!(result.contains("Permission denied"), "{result}");
+    shell(&scene, &server, "echo escaped > link/f.txt", &["--no-sandbox"]);
+    assert!(escape.join("f.txt").exists());
+}
+
+#[test]
+fn odek_state_cannot_be_read_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    for file in ["config.json", "secrets.env"] {
+        let command = format!("cat {}", scene.home.join(".odek").join(file).display());
+        let (result, _) = shell(&scene, &server, &command, &[]);
+        assert!(result.contains("Permission denied"), "{file}: {result}");
+        assert!(!result.contains("test-model") && !result.contains("ISSUES_TOKEN"), "{file}: {result}");
+        let (result, _) = shell(&scene, &server, &command, &["--no-sandbox"]);
+        assert!(result.contains("test-model") || result.contains("ISSUES_TOKEN"), "{file}: {result}");
+    }
+}
+
+/// A listener that counts the connections it accepted (on a thread of its own).
+fn counting_listener() -> (u16, std::sync::mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut text = String::new();
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = stream.read_to_string(&mut text);
+            if sender.send(text).is_err() {
+                return;
+            }
+        }
+    });
+    (port, receiver)
+}
+
+#[test]
+fn loopback_is_unreachable_unless_allowed_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let (port, received) = counting_listener();
+    let command = format!("echo knock > /dev/tcp/127.0.0.1/{port}");
+    let denied = scene(&server, json!({}));
+    let (result, _) = shell(&denied, &server, &command, &[]);
+    assert!(result.contains("exit status 1"), "{result}");
+    assert!(received.recv_timeout(Duration::from_millis(300)).is_err(), "a denied connect reached the listener");
+    shell(&denied, &server, &command, &["--no-sandbox"]);
+    assert_eq!(received.recv_timeout(Duration::from_secs(10)).unwrap(), "knock\n");
+    let loopback = scene(&server, json!({"network": "loopback"}));
+    let (result, _) = shell(&loopback, &server, &command, &[]);
+    assert!(!result.contains("exit status"), "{result}");
+    assert_eq!(received.recv_timeout(Duration::from_secs(10)).unwrap(), "knock\n");
+}
+
+#[test]
+fn a_host_off_the_allow_list_is_refused_by_the_proxy_and_reported_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let (port, received) = counting_listener();
+    // `localhost:<port>` is allowed by name; `127.0.0.1:<port>` and any other name are not.
+    // (Loopback mode: tests may reach nothing but 127.0.0.1, and the proxy takes a name to a
+    // loopback address only where loopback is allowed.)
+    let scene = scene(&server, json!({"network": "loopback", "allow_hosts": [format!("localhost:{port}")]}));
+    let probe = odek_test_support::sandbox_probe();
+    for target in [format!("127.0.0.1:{port}"), "unlisted.example:443".to_owned()] {
+        let refused = format!("{} proxy-connect {target}", probe.display());
+        let (result, events) = shell(&scene, &server, &refused, &[]);
+        let reason = format!("sandbox: connect {target} refused (not on the allow-list, through the proxy)");
+        assert!(result.contains(&reason), "{result}");
+        assert!(result.contains("403"), "{result}");
+        let denied = denials(&events);
+        assert_eq!(denied.len(), 1, "{events:?}");
+        assert_eq!(denied[0]["tool"], "shell");
+        assert_eq!(denied[0]["data"]["class"], "network_egress");
+        assert_eq!(denied[0]["data"]["reason"], reason.as_str());
+    }
+    assert!(received.recv_timeout(Duration::from_millis(300)).is_err(), "the proxy connected a refused host");
+    let allowed = format!("{} proxy-connect localhost:{port}", probe.display());
+    let (result, events) = shell(&scene, &server, &allowed, &[]);
+    assert!(result.contains("200"), "{result}");
+    assert!(denials(&events).is_empty(), "{events:?}");
+    assert!(received.recv_timeout(Duration::from_secs(10)).is_ok());
+}
+
+#[test]
+fn other_processes_cannot_be_ptraced_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let probe = odek_test_support::sandbox_probe();
+    // The parent (odek itself) is refused; unconfined, attaching to it would stop odek, so the
+    // unconfined comparison attaches to a sibling instead.
+    let (result, _) = shell(&scene, &server, &format!("{} ptrace $PPID", probe.display()), &[]);
+    assert!(result.contains("EPERM"), "{result}");
+    let sibling = format!("sleep 30 & {} ptrace $!; kill -9 $!", probe.display());
+    let (result, _) = shell(&scene, &server, &sibling, &[]);
+    assert!(result.contains("EPERM"), "{result}");
+    let (result, _) = shell(&scene, &server, &sibling, &["--no-sandbox"]);
+    assert!(result.contains("attached"), "{result}");
+}
+
+#[test]
+fn a_fork_bomb_stops_at_the_process_limit_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let command = format!("{} fork-bomb 700", odek_test_support::sandbox_probe().display());
+    let (result, _) = shell(&scene, &server, &command, &[]);
+    let made: u32 = result.split("ok ").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().parse().unwrap();
+    assert!(made < 512, "{result}");
+    // Unconfined, the same 700 children are made (and killed with the call's process group).
+    let (result, _) = shell(&scene, &server, &command, &["--no-sandbox"]);
+    assert!(result.contains("ok 700 of 700 children"), "{result}");
+}
+
+#[test]
+fn no_process_outlives_the_call_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let marker = scene.project.join("daemon-marker");
+    // A daemon in a session of its own, which says `up` on a FIFO once it runs (so the call
+    // cannot end before it has left the process group), or `refused` when setsid failed.
+    let command = format!(
+        "mkfifo ready && {{ setsid sh -c 'echo up > ready; sleep 1000; :' {} </dev/null >/dev/null 2>&1 || echo refused > ready; }} & cat ready",
+        marker.display()
+    );
+    let (result, _) = shell(&scene, &server, &command, &[]);
+    assert!(result.contains("refused"), "{result}");
+    assert!(odek_test_support::processes_mentioning(&marker).is_empty(), "a confined command left a process");
+    std::fs::remove_file(scene.project.join("ready")).unwrap();
+    let (result, _) = shell(&scene, &server, &command, &["--no-sandbox"]);
+    let left = odek_test_support::processes_mentioning(&marker);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), nix::sys::signal::Signal::SIGKILL);
+    }
+    assert!(result.contains("up"), "{result}");
+    assert!(!left.is_empty(), "unconfined, setsid escapes the process group (so the red case means something)");
+}
+
+#[test]
+fn a_required_sandbox_cannot_be_turned_off_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({"required": true}));
+    let output = scene.odek(&["run", "--no-sandbox", "go"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "odek: sandbox.required is set: the sandbox cannot be turned off\n");
+    let mut command = scene.command(&["run", "go"]);
+    command.env("ODEK_SANDBOX", "0");
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn a_continued_session_keeps_its_posture() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    server.push(Reply::text("first"));
+    let output = scene.odek(&["run", "--session", "--no-sandbox", "go"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    server.push(Reply::text("second"));
+    let output = scene.odek(&["continue", "--events-jsonl", "events.jsonl", "more"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "odek: session was not sandboxed — continuing without the sandbox\n");
+    assert_eq!(run_started(&events(&scene.project.join("events.jsonl")))["data"]["sandbox"], false);
+
+    server.push(Reply::text("third"));
+    let output = scene.odek(&["run", "--session", "go"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut command = scene.command(&["continue", "--events-jsonl", "events2.jsonl", "more"]);
+    command.env("ODEK_SANDBOX", "0");
+    server.push(Reply::text("fourth"));
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "odek: session was sandboxed — enabling sandbox for this continuation\n");
+    assert_eq!(run_started(&events(&scene.project.join("events2.jsonl")))["data"]["sandbox"], true);
+}
+
+#[test]
+fn a_setuid_binary_in_the_workspace_gains_nothing() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    // A copy of `id` owned by this user with the setuid bit: no_new_privs keeps it from raising
+    // anything (and for a non-root user the bit would be ignored outright).
+    std::fs::copy("/usr/bin/id", scene.project.join("suid-id")).unwrap();
+    std::fs::set_permissions(scene.project.join("suid-id"), std::os::unix::fs::PermissionsExt::from_mode(0o4755))
+        .unwrap();
+    let (result, _) = shell(&scene, &server, "./suid-id -u; grep NoNewPrivs /proc/self/status", &[]);
+    assert!(result.contains("NoNewPrivs:\t1"), "{result}");
+    let (result, _) = shell(&scene, &server, "grep NoNewPrivs /proc/self/status", &["--no-sandbox"]);
+    assert!(result.contains("NoNewPrivs:\t0"), "{result}");
+}
