@@ -197,6 +197,24 @@ fn the_sandbox_section_is_global_and_a_project_may_only_tighten_it() {
             "./odek.json: sandbox.network ignored (a project may only tighten the sandbox)",
         ]
     );
+    let fixture = Fixture::new().global(r#"{"sandbox": {"allow_hosts": ["example.com:443/api"]}}"#);
+    assert_eq!(
+        fixture.error(),
+        format!(
+            "config {}: sandbox: allow_hosts entry \"example.com:443/api\": give host:port, without a path",
+            fixture.global_display()
+        )
+    );
+    let fixture = Fixture::new().global(r#"{"sandbox": {"readable": ["/nonexistent/odek-x"]}}"#);
+    let loaded = fixture.load().unwrap();
+    assert!(loaded.config.sandbox.readable.is_empty());
+    assert_eq!(
+        loaded.warnings,
+        vec![format!(
+            "{}: sandbox.readable entry /nonexistent/odek-x does not exist; ignored",
+            fixture.global_display()
+        )]
+    );
     let loaded = Fixture::new().project(r#"{"sandbox": false}"#).load().unwrap();
     assert!(loaded.config.sandbox.enabled);
     assert_eq!(loaded.warnings, vec!["./odek.json: sandbox.enabled ignored (a project may only tighten the sandbox)"]);

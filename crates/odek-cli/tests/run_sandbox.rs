@@ -59,6 +59,17 @@ fn shell(scene: &Sandbox, server: &ScriptedServer, command: &str, extra: &[&str]
     (result, events)
 }
 
+/// Runs one shell call with `arguments` as the model gave them and returns the result it read.
+fn shell_call(scene: &Sandbox, server: &ScriptedServer, arguments: &Value) -> String {
+    let arguments = arguments.to_string();
+    server.push(Reply::tool_calls(vec![("c1", "shell", arguments.as_str())]));
+    server.push(Reply::text("done"));
+    let before = server.requests().len();
+    let output = output_within(scene.command(&["run", "go"]), Duration::from_secs(60));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    tool_contents(&server.requests()[before + 1]).pop().unwrap()
+}
+
 fn run_started(events: &[Value]) -> &Value {
     events.iter().find(|event| event["type"] == "run_started").unwrap()
 }
@@ -291,4 +302,68 @@ fn a_setuid_binary_in_the_workspace_gains_nothing() {
     assert!(result.contains("NoNewPrivs:\t1"), "{result}");
     let (result, _) = shell(&scene, &server, "grep NoNewPrivs /proc/self/status", &["--no-sandbox"]);
     assert!(result.contains("NoNewPrivs:\t0"), "{result}");
+}
+
+/// `odek <args>` as the scene runs it, but on what looks like a kernel without Landlock (the
+/// probe's seccomp filter, inherited by odek).
+fn without_landlock(scene: &Sandbox, args: &[&str]) -> std::process::Command {
+    let plain = scene.command(args);
+    let mut command = std::process::Command::new(odek_test_support::sandbox_probe());
+    command.arg("without-landlock").arg(plain.get_program()).args(plain.get_args()).current_dir(&scene.project);
+    command.env_clear();
+    for (name, value) in plain.get_envs() {
+        if let Some(value) = value {
+            command.env(name, value);
+        }
+    }
+    command.stdin(std::process::Stdio::null());
+    command
+}
+
+#[test]
+fn without_landlock_the_run_says_so_once_and_runs_unconfined() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let outside = scene.project.parent().unwrap().join("outside.txt");
+    let arguments = json!({"command": format!("echo unconfined > {}", outside.display())}).to_string();
+    server.push(Reply::tool_calls(vec![("c1", "shell", arguments.as_str())]));
+    server.push(Reply::text("done"));
+    let output =
+        without_landlock(&scene, &["run", "--quiet", "--events-jsonl", "events.jsonl", "go"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        "odek: warning: sandbox: this kernel does not support Landlock; commands run unconfined (set ODEK_REQUIRE_SANDBOX=1 to refuse instead)\n",
+        "one line, once"
+    );
+    assert_eq!(run_started(&events(&scene.project.join("events.jsonl")))["data"]["sandbox"], false);
+    assert!(outside.exists(), "the fallback is unconfined, and says so");
+}
+
+#[test]
+fn a_required_sandbox_without_landlock_is_a_setup_error_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let plain = scene(&server, json!({}));
+    let expected = "odek: sandbox.required is set but the sandbox cannot be enforced here: sandbox: this kernel does not support Landlock\n";
+    let mut command = without_landlock(&plain, &["run", "go"]);
+    command.env("ODEK_REQUIRE_SANDBOX", "1");
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), expected);
+    let required = scene(&server, json!({"required": true}));
+    let output = without_landlock(&required, &["subagent", "--goal", "g"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(stderr(&output), expected);
+    assert!(server.requests().is_empty(), "no model call without the required sandbox");
+}
+
+#[test]
+fn a_command_that_closes_its_output_and_keeps_running_is_stopped_at_its_deadline() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let marker = scene.project.join("quiet-marker");
+    let command = format!("exec >&- 2>&-; sh -c 'sleep 1000; :' {}", marker.display());
+    let result = shell_call(&scene, &server, &json!({"command": command, "timeout_seconds": 1}));
+    assert!(result.contains("command timed out after 1s; its process group was killed"), "{result}");
+    assert!(odek_test_support::processes_mentioning(&marker).is_empty(), "the quiet command outlived its call");
 }

@@ -36,10 +36,7 @@ pub(crate) fn prepare_sandbox(
     if !config.enabled {
         return Ok(None);
     }
-    let temp_dir = tempfile::Builder::new()
-        .prefix("odek-sandbox-")
-        .tempdir()
-        .map_err(|err| RuntimeError::Setup(format!("sandbox: cannot create the run's temporary directory: {err}")))?;
+    let temp_dir = run_temp_dir()?;
     let policy = run_policy(config, sources, temp_dir.path());
     match Sandbox::new(policy) {
         Ok(sandbox) => Ok(Some(RunSandbox { sandbox: Arc::new(sandbox), _temp_dir: temp_dir })),
@@ -52,6 +49,17 @@ pub(crate) fn prepare_sandbox(
             Ok(None)
         }
     }
+}
+
+/// The run's own temporary directory (mode 0700): under `TMPDIR`, or `/tmp` when `TMPDIR`
+/// names a directory that cannot take it.
+fn run_temp_dir() -> Result<tempfile::TempDir, RuntimeError> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("odek-sandbox-");
+    builder
+        .tempdir()
+        .or_else(|_| builder.tempdir_in("/tmp"))
+        .map_err(|err| RuntimeError::Setup(format!("sandbox: cannot create the run's temporary directory: {err}")))
 }
 
 /// What a command of this run may do: read and execute the system directories, `PATH` and the

@@ -7,7 +7,9 @@
 //! <count>` (how many children could be made; each waits for a kill), `daemon` (leave a child in
 //! a session of its own, its output closed, running `/bin/sleep 1000`; `ok daemon <pid>`),
 //! `proxy-connect <host:port>` (`CONNECT` through `$HTTP_PROXY`; `ok` with the status line on a
-//! 200, `denied` with it otherwise), `sleep`.
+//! 200, `denied` with it otherwise), `sleep`, and `without-landlock <program> <args…>`: run
+//! `program` on what looks like a kernel without Landlock (a seccomp filter answers its three
+//! system calls with `ENOSYS`), for the tests of odek's fallback.
 
 #![allow(unsafe_code)] // ptrace, fork and setsid through libc: the actions under test.
 
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         "fork-bomb" => fork_bomb(arg(1).parse().unwrap_or(10_000)),
         "daemon" => daemon(),
         "proxy-connect" => proxy_connect(&arg(1)),
+        "without-landlock" => without_landlock(&args[1..]),
         "sleep" => {
             std::thread::sleep(std::time::Duration::from_secs(600));
             Ok("slept".to_owned())
@@ -128,4 +131,44 @@ fn daemon() -> std::io::Result<String> {
         }
         pid => Ok(format!("daemon {pid}")),
     }
+}
+
+/// `landlock_create_ruleset`, `landlock_add_rule`, `landlock_restrict_self` (x86_64 and aarch64
+/// share the numbers).
+const LANDLOCK_SYSCALLS: [u32; 3] = [444, 445, 446];
+
+/// Execs `command` with the Landlock system calls failing as on a kernel that lacks them.
+fn without_landlock(command: &[String]) -> std::io::Result<String> {
+    use std::os::unix::process::CommandExt;
+    let Some((program, rest)) = command.split_first() else {
+        return Err(std::io::Error::other("without-landlock needs a program"));
+    };
+    const LOAD_NR: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let mut program_filter = vec![libc::sock_filter { code: LOAD_NR, jt: 0, jf: 0, k: 0 }];
+    for (index, nr) in LANDLOCK_SYSCALLS.iter().enumerate() {
+        // A match jumps to the ENOSYS return past the remaining checks and the allow.
+        let to_enosys = u8::try_from(LANDLOCK_SYSCALLS.len() - index).unwrap_or(0);
+        program_filter.push(libc::sock_filter { code: JEQ, jt: to_enosys, jf: 0, k: *nr });
+    }
+    program_filter.push(libc::sock_filter { code: RET, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW });
+    program_filter.push(libc::sock_filter {
+        code: RET,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA),
+    });
+    let fprog =
+        libc::sock_fprog { len: u16::try_from(program_filter.len()).unwrap_or(0), filter: program_filter.as_mut_ptr() };
+    // SAFETY: prctl with integer arguments, then with a pointer to a filter that outlives it.
+    unsafe {
+        check(libc::c_long::from(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)))?;
+        check(libc::c_long::from(libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &fprog as *const libc::sock_fprog,
+        )))?;
+    }
+    Err(std::process::Command::new(program).args(rest).exec())
 }
