@@ -367,3 +367,24 @@ fn a_command_that_closes_its_output_and_keeps_running_is_stopped_at_its_deadline
     assert!(result.contains("command timed out after 1s; its process group was killed"), "{result}");
     assert!(odek_test_support::processes_mentioning(&marker).is_empty(), "the quiet command outlived its call");
 }
+
+#[test]
+fn git_and_home_toolchains_work_but_their_credentials_stay_unreadable_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    std::fs::write(scene.home.join(".gitconfig"), "[user]\n\tname = Sandboxed Sam\n").unwrap();
+    std::fs::create_dir_all(scene.home.join(".cargo")).unwrap();
+    std::fs::write(scene.home.join(".cargo/config.toml"), "# cargo settings\n").unwrap();
+    std::fs::write(scene.home.join(".cargo/credentials.toml"), "token = \"cio-secret-77\"\n").unwrap();
+    std::fs::create_dir_all(scene.home.join(".ssh")).unwrap();
+    std::fs::write(scene.home.join(".ssh/id_ed25519"), "PRIVATE KEY 88\n").unwrap();
+    let command = "git init -q . && git status --short && git config user.name; \
+        cat ~/.cargo/config.toml; cat ~/.cargo/credentials.toml; cat ~/.ssh/id_ed25519; true";
+    let (result, _) = shell(&scene, &server, command, &[]);
+    assert!(result.contains("Sandboxed Sam"), "{result}");
+    assert!(result.contains("# cargo settings"), "{result}");
+    assert!(!result.contains("cio-secret-77") && !result.contains("PRIVATE KEY 88"), "{result}");
+    assert_eq!(result.matches("Permission denied").count(), 2, "{result}");
+    let (result, _) = shell(&scene, &server, command, &["--no-sandbox"]);
+    assert!(result.contains("cio-secret-77") && result.contains("PRIVATE KEY 88"), "{result}");
+}

@@ -62,21 +62,34 @@ fn run_temp_dir() -> Result<tempfile::TempDir, RuntimeError> {
         .map_err(|err| RuntimeError::Setup(format!("sandbox: cannot create the run's temporary directory: {err}")))
 }
 
-/// What a command of this run may do: read and execute the system directories, `PATH` and the
-/// configured `readable` paths; write the workspace (the working directory), the run's temporary
-/// directory and the configured `writable` paths; never read odek's own state (`~/.odek`) or
-/// another user's home; the configured network.
+/// Toolchains and settings in the home directory a command may read (those that exist): what
+/// `git`, `rustup`/`cargo`, `pyenv` and `nvm` need to start. The rest of the home — keys, cloud
+/// credentials, shell history — stays unreadable.
+pub(crate) const HOME_READABLE: &[&str] =
+    &[".gitconfig", ".config/git", ".rustup", ".cargo", ".pyenv", ".nvm", ".local/bin", ".local/lib"];
+
+/// Credential files beneath [`HOME_READABLE`] that stay unreadable.
+pub(crate) const HOME_SECRETS: &[&str] = &[".cargo/credentials", ".cargo/credentials.toml", ".config/git/credentials"];
+
+/// What a command of this run may do: read and execute the system directories, `PATH`, the
+/// home's toolchains ([`HOME_READABLE`]) and the configured `readable` paths; write the
+/// workspace (the working directory), the run's temporary directory and the configured
+/// `writable` paths; never read odek's own state (`~/.odek`), the credential files
+/// ([`HOME_SECRETS`]) or another user's home; the configured network.
 fn run_policy(config: &SandboxConfig, sources: &ConfigSources, temp_dir: &Path) -> Policy {
     let canonical = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let home = canonical(&sources.home);
     let mut readable = config.readable.clone();
     readable.extend(path_directories(sources.env.get("PATH").map(String::as_str), &home));
+    readable.extend(HOME_READABLE.iter().map(|path| home.join(path)).filter(|path| path.exists()));
+    let mut protected = protected_paths(&canonical(&sources.odek_dir()), &home);
+    protected.extend(HOME_SECRETS.iter().map(|path| home.join(path)));
     Policy {
         workspace: canonical(&sources.cwd),
         temp_dir: canonical(temp_dir),
         readable,
         writable: config.writable.clone(),
-        protected: protected_paths(&canonical(&sources.odek_dir()), &home),
+        protected,
         network: config.network,
         allow_hosts: config.allow_hosts.clone(),
         limits: Limits::default(),
