@@ -100,6 +100,7 @@ async fn start_hub(target: &Target, max_response_bytes: Option<u64>) -> anyhow::
         client_version: env!("CARGO_PKG_VERSION").to_owned(),
         parent_env: odek_mcp::env_allowlist::process_env().collect(),
         startup_timeout: std::time::Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
+        sandbox: odek_mcp::ServerSandbox::Off,
     };
     Ok(McpHub::start(vec![spec], options).await?)
 }

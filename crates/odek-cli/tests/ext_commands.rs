@@ -24,7 +24,9 @@ impl Sandbox {
         let root = tempfile::tempdir().unwrap();
         let home = root.path().join("home");
         let project = root.path().join("project");
-        let artifacts = root.path().join("artifacts");
+        // Inside the workspace: a project's servers run in the sandbox (issue 20), which lets
+        // them write only there.
+        let artifacts = project.join("artifacts");
         for dir in [&home, &project, &artifacts] {
             std::fs::create_dir(dir).unwrap();
         }

@@ -304,22 +304,6 @@ fn a_setuid_binary_in_the_workspace_gains_nothing() {
     assert!(result.contains("NoNewPrivs:\t0"), "{result}");
 }
 
-/// `odek <args>` as the scene runs it, but on what looks like a kernel without Landlock (the
-/// probe's seccomp filter, inherited by odek).
-fn without_landlock(scene: &Sandbox, args: &[&str]) -> std::process::Command {
-    let plain = scene.command(args);
-    let mut command = std::process::Command::new(odek_test_support::sandbox_probe());
-    command.arg("without-landlock").arg(plain.get_program()).args(plain.get_args()).current_dir(&scene.project);
-    command.env_clear();
-    for (name, value) in plain.get_envs() {
-        if let Some(value) = value {
-            command.env(name, value);
-        }
-    }
-    command.stdin(std::process::Stdio::null());
-    command
-}
-
 #[test]
 fn without_landlock_the_run_says_so_once_and_runs_unconfined() {
     let server = ScriptedServer::start(Vec::new());

@@ -49,6 +49,8 @@ pub struct HubOptions {
     pub parent_env: Vec<(String, String)>,
     /// \[beyond\] The start-up deadline of a server whose entry sets none.
     pub startup_timeout: Duration,
+    /// \[beyond\] How the stdio servers that ask for the sandbox are confined (issue 20).
+    pub sandbox: crate::ServerSandbox,
 }
 
 /// A server's state as `odek ext list` shows it.
@@ -1031,7 +1033,12 @@ fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>
             });
         }
     };
+    let sandbox = options
+        .sandbox
+        .for_server(&server.spec)
+        .map_err(|error| McpError::Spawn { server: server.spec.name.clone(), error })?;
     Connection::spawn(SpawnParams {
+        sandbox,
         server: &server.spec.name,
         command,
         args,

@@ -35,6 +35,7 @@ pub mod remote_session;
 mod resources;
 pub mod server_config;
 pub mod server_lines;
+pub mod server_sandbox;
 pub mod wire;
 
 /// Approves every tool: for tests, benchmarks and embedders that vet servers themselves.
@@ -109,3 +110,5 @@ pub use server_config::ServerSpec;
 pub use server_config::Transport;
 /// Validates one configured server into a [`ServerSpec`] and its warnings.
 pub use server_config::validate_server;
+/// \[beyond\] How the hub confines the stdio servers that ask for the sandbox.
+pub use server_sandbox::ServerSandbox;

@@ -1,7 +1,8 @@
 //! Starting and ending an MCP server process (spec `mcp-client.md` §5, §13): the command run
-//! directly (no shell) with a scrubbed environment, piped stdio and its own process group, its
-//! stderr forwarded as `[<server>] <line>` from the start; how its exit is reported; the kill of
-//! its whole group. The client's connection and `odek ext check`'s probe both start servers
+//! directly (no shell) with a scrubbed environment, piped stdio and its own process group —
+//! \[beyond\] confined by the kernel sandbox when it asks for it (issue 20) — its stderr
+//! forwarded as `[<server>] <line>` from the start; how its exit is reported; the kill of its
+//! whole group. The client's connection and `odek ext check`'s probe both start servers
 //! here, so a server is checked exactly as it is run.
 //!
 //! Not here: the environment itself ([`crate::env_allowlist`]), the protocol, and when to wait
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 
+use odek_sandbox::{Confinement, Sandbox};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
@@ -34,6 +36,9 @@ pub struct ServerProcess {
     pub lines: ServerLineSink,
     /// Forwards stderr until EOF.
     pub stderr_task: JoinHandle<()>,
+    /// \[beyond\] The server's confinement, when it runs in the sandbox: lives as long as the
+    /// process and is finished (what is left killed, the refusals read) after its exit.
+    pub confinement: Option<Confinement>,
 }
 
 /// Why a server could not be started.
@@ -45,16 +50,22 @@ pub enum SpawnError {
     /// The child came without one of its pipes (it was killed).
     #[error("stdio pipes unavailable")]
     NoPipes,
+    /// \[beyond\] The server must run confined and the confinement could not be set up.
+    #[error("{0}")]
+    Sandbox(String),
 }
 
 /// Spawns `server`'s command (no shell, `env` only, piped stdio, its own process group, killed
-/// on drop) and starts forwarding its stderr to `observer`. No protocol message is sent.
+/// on drop) — \[beyond\] confined in `sandbox` when given, or not started at all — and starts
+/// forwarding its stderr to `observer`. No protocol message is sent.
 pub fn spawn_server(
     server: &str,
     command: ServerCommand<'_>,
     observer: Arc<dyn McpObserver>,
+    sandbox: Option<&Sandbox>,
 ) -> Result<ServerProcess, SpawnError> {
-    let mut child = Command::new(command.command)
+    let mut process = Command::new(command.command);
+    process
         .args(command.args)
         .env_clear()
         .envs(command.env)
@@ -62,9 +73,18 @@ pub fn spawn_server(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(SpawnError::Start)?;
+        .kill_on_drop(true);
+    let mut confinement = sandbox
+        .map(|sandbox| sandbox.confine(&mut process))
+        .transpose()
+        .map_err(|error| SpawnError::Sandbox(error.to_string()))?;
+    let mut child = process.spawn().map_err(SpawnError::Start)?;
+    if let Some(confinement) = &mut confinement
+        && let Err(error) = confinement.started()
+    {
+        let _ = child.start_kill();
+        return Err(SpawnError::Sandbox(error.to_string()));
+    }
     let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         let _ = child.start_kill();
@@ -72,7 +92,20 @@ pub fn spawn_server(
     };
     let lines = ServerLineSink::new(server, observer);
     let stderr_task = tokio::spawn(forward_stderr(stderr, lines.clone()));
-    Ok(ServerProcess { child, stdin, stdout, lines, stderr_task })
+    Ok(ServerProcess { child, stdin, stdout, lines, stderr_task, confinement })
+}
+
+/// \[beyond\] Ends a server's confinement after its exit (what is left of it killed, off the
+/// runtime's workers) and reports each refusal the sandbox saw as a warning of the server.
+pub async fn finish_confinement(server: &str, confinement: Confinement, observer: &dyn McpObserver) {
+    let Ok(finished) = tokio::task::spawn_blocking(move || confinement.finish()).await else { return };
+    for denial in &finished.denials {
+        observer
+            .warning(server, &format!("sandbox: {} {} refused ({})", denial.operation, denial.target, denial.reason));
+    }
+    if finished.more_denials > 0 {
+        observer.warning(server, &format!("sandbox: {} more refused operation(s)", finished.more_denials));
+    }
 }
 
 /// How a process ended, as odek reports it: its exit code, `128 + signal` when a signal
@@ -111,9 +144,10 @@ mod tests {
     #[tokio::test]
     async fn a_command_that_cannot_start_says_why() {
         let env = BTreeMap::new();
-        let error = spawn_server("s", command("/nonexistent/odek-no-such-server", &[], &env), Arc::new(StderrObserver))
-            .err()
-            .unwrap();
+        let error =
+            spawn_server("s", command("/nonexistent/odek-no-such-server", &[], &env), Arc::new(StderrObserver), None)
+                .err()
+                .unwrap();
         assert!(matches!(error, SpawnError::Start(_)));
         assert_eq!(error.to_string(), "No such file or directory (os error 2)");
     }
@@ -123,7 +157,7 @@ mod tests {
     async fn the_group_kill_ends_the_server_and_its_children() {
         let env = BTreeMap::new();
         let args = ["-c".to_owned(), "/bin/sleep 30 & /bin/sleep 30".to_owned()];
-        let mut process = spawn_server("s", command("/bin/sh", &args, &env), Arc::new(StderrObserver)).unwrap();
+        let mut process = spawn_server("s", command("/bin/sh", &args, &env), Arc::new(StderrObserver), None).unwrap();
         kill_process_group(process.child.id());
         let status = tokio::time::timeout(std::time::Duration::from_secs(10), process.child.wait()).await.unwrap();
         assert_eq!(exit_status(&status.unwrap()), 137);

@@ -70,6 +70,14 @@ pub struct ServerEntry {
     /// from the global config (the loader refuses it in a project file); values are `${VAR}`
     /// references or literals, registered for redaction when loaded.
     pub secret_env: BTreeMap<String, SecretValue>,
+    /// \[beyond\] Start this stdio server confined by the kernel sandbox (issue 20). The loader
+    /// settles it: absent is `false` for a global server and `true` for a project one, which may
+    /// not turn it off.
+    pub sandbox: Option<bool>,
+    /// \[beyond\] Paths a confined server may write besides the workspace and the run's
+    /// temporary directory (absolute once loaded: `~/` expanded; a project server's only beneath
+    /// the workspace).
+    pub writable: Vec<String>,
 }
 
 impl ServerEntry {
@@ -160,6 +168,11 @@ pub struct ServerSpec {
     pub required: bool,
     /// [`ServerEntry::secret_env`], applied to a stdio server's environment after `env`.
     pub secret_env: BTreeMap<String, SecretValue>,
+    /// \[beyond\] [`ServerEntry::sandbox`] as the loader settled it: started confined.
+    pub sandbox: bool,
+    /// \[beyond\] [`ServerEntry::writable`]: what a confined server may write besides the
+    /// workspace and the run's temporary directory.
+    pub writable: Vec<std::path::PathBuf>,
 }
 
 /// Validates one enabled entry (spec `mcp-client.md` §1 step 2): server name, transport, limits.
@@ -199,6 +212,14 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
         }
     };
     let limits = effective_limits(name, entry, &mut warnings)?;
+    let sandbox = entry.sandbox.unwrap_or(false);
+    let writable = confined_writable(name, entry)?;
+    if matches!(transport, Transport::Http { .. }) && (sandbox || !writable.is_empty()) {
+        warnings.push(format!(
+            "mcp server {}: url is set; sandbox and writable apply to stdio servers only and are ignored",
+            odek_contract::quoting::quote(name)
+        ));
+    }
     Ok((
         ServerSpec {
             name: name.to_owned(),
@@ -208,9 +229,29 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             exclude_tools: entry.exclude_tools.clone(),
             required: entry.is_required(),
             secret_env: entry.secret_env.clone(),
+            sandbox,
+            writable,
         },
         warnings,
     ))
+}
+
+/// \[beyond\] `writable` as paths: each absolute (the loader expanded `~/`) and never `/`.
+fn confined_writable(name: &str, entry: &ServerEntry) -> Result<Vec<std::path::PathBuf>, McpError> {
+    let mut paths = Vec::with_capacity(entry.writable.len());
+    for text in &entry.writable {
+        let path = std::path::PathBuf::from(text);
+        if !path.is_absolute() {
+            return Err(McpError::Config(format!(
+                "mcpclient {name}: writable entry {text:?} must be an absolute path or start with ~/"
+            )));
+        }
+        if path.parent().is_none() {
+            return Err(McpError::Config(format!("mcpclient {name}: writable entry \"/\" cannot be writable")));
+        }
+        paths.push(path);
+    }
+    Ok(paths)
 }
 
 /// Applies the limit table of spec `mcp-client.md` §2: `0` means default, negatives are errors,

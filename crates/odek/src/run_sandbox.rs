@@ -51,6 +51,17 @@ pub(crate) fn prepare_sandbox(
     }
 }
 
+/// \[beyond\] How the MCP servers that ask for the sandbox are confined: in the run's policy
+/// when the sandbox is in force, not at all when the operator turned it off, and — when it is on
+/// but this kernel cannot enforce it — not started (they fail closed, with this reason).
+pub(crate) fn server_sandbox(config: &SandboxConfig, run: Option<&RunSandbox>) -> odek_mcp::ServerSandbox {
+    match run {
+        Some(run) => odek_mcp::ServerSandbox::Policy(run.sandbox.policy().clone()),
+        None if config.enabled => odek_mcp::ServerSandbox::Unavailable("cannot be enforced on this machine".to_owned()),
+        None => odek_mcp::ServerSandbox::Off,
+    }
+}
+
 /// The run's own temporary directory (mode 0700): under `TMPDIR`, or `/tmp` when `TMPDIR`
 /// names a directory that cannot take it.
 fn run_temp_dir() -> Result<tempfile::TempDir, RuntimeError> {

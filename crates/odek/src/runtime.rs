@@ -200,6 +200,8 @@ impl Runtime {
         };
         let sandbox =
             prepare_sandbox(&settings.config.sandbox, &setup.sources, &|warning| subscriber.warning(warning))?;
+        let mut setup = setup;
+        setup.adopt_sandbox(&settings.config.sandbox, sandbox.as_ref());
         Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new(), subagent_program: None, sandbox })
     }
 
@@ -278,6 +280,7 @@ impl Runtime {
         self.sandbox = prepare_sandbox(&self.settings.config.sandbox, &self.setup.sources, &|warning| {
             self.subscriber.warning(warning);
         })?;
+        self.setup.adopt_sandbox(&self.settings.config.sandbox, self.sandbox.as_ref());
         Ok(())
     }
 

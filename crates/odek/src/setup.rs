@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use odek_agent::session::{SessionError, SessionStore};
 use odek_mcp::hub::report_optional_failure;
-use odek_mcp::{HubOptions, McpError, McpHub, McpObserver, ServerSpec, ToolApprover, validate_server};
+use odek_mcp::{HubOptions, McpError, McpHub, McpObserver, ServerSandbox, ServerSpec, ToolApprover, validate_server};
 
 use crate::approvals::{Console, McpApprovals};
-use crate::config::{ConfigError, ConfigSources, LoadedConfig, McpServerConfig, load_config};
+use crate::config::{ConfigError, ConfigSources, LoadedConfig, McpServerConfig, SandboxConfig, load_config};
 use crate::error::RuntimeError;
+use crate::run_sandbox::{RunSandbox, prepare_sandbox, server_sandbox};
 
 /// The config files loaded (global file, project file with its restrictions, `secrets.env`),
 /// their warnings reported: the common start of every face.
@@ -20,6 +21,12 @@ pub struct Setup {
     pub sources: ConfigSources,
     /// The files merged, before the environment layer and the flags.
     pub loaded: LoadedConfig,
+    /// \[beyond\] How the servers that ask for the sandbox are confined (issue 20); off until a
+    /// runtime or [`Setup::prepare_server_sandbox`] says otherwise.
+    server_sandbox: ServerSandbox,
+    /// The sandbox prepared by [`Setup::prepare_server_sandbox`] (its temporary directory lives
+    /// as long as the setup).
+    own_sandbox: Option<RunSandbox>,
 }
 
 impl Setup {
@@ -29,7 +36,24 @@ impl Setup {
         for warning in &loaded.warnings {
             warn(&odek_contract::redaction::redact(warning));
         }
-        Ok(Setup { sources, loaded })
+        let server_sandbox = server_sandbox(&loaded.config.sandbox, None);
+        Ok(Setup { sources, loaded, server_sandbox, own_sandbox: None })
+    }
+
+    /// \[beyond\] For a face without a runtime (`odek ext`): prepares the sandbox of the config
+    /// files, which the servers that ask for it are confined in (a warning through `warn` when
+    /// this kernel cannot enforce it: those servers then fail to start).
+    pub fn prepare_server_sandbox(&mut self, warn: &dyn Fn(&str)) -> Result<(), RuntimeError> {
+        let config = self.loaded.config.sandbox.clone();
+        self.own_sandbox = prepare_sandbox(&config, &self.sources, warn)?;
+        self.server_sandbox = server_sandbox(&config, self.own_sandbox.as_ref());
+        Ok(())
+    }
+
+    /// \[beyond\] The runtime's sandbox (`config` after the switches, `run` when in force) is
+    /// the one servers are confined in.
+    pub(crate) fn adopt_sandbox(&mut self, config: &SandboxConfig, run: Option<&RunSandbox>) {
+        self.server_sandbox = server_sandbox(config, run);
     }
 
     /// The configured servers that are not `disabled`.
@@ -50,6 +74,7 @@ impl Setup {
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
             parent_env: self.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
             startup_timeout: self.loaded.config.limits.mcp_startup_timeout(),
+            sandbox: self.server_sandbox.clone(),
         }
     }
 

@@ -55,14 +55,22 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
 /// then start them all; the first failure is fatal. `ext call --jsonl` starts this way, up front
 /// (a request line may name any server, and a sequence is meant to reuse the same processes).
 async fn start_for_calls(observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    Ok(start_hub(&load_setup()?, observer, Arc::new(StdConsole)).await?)
+    Ok(start_hub(&load_server_setup()?, observer, Arc::new(StdConsole)).await?)
+}
+
+/// The config loaded and, \[beyond\], the sandbox of the config files prepared: the servers that
+/// ask for it run confined under `odek ext` as they do in a run.
+fn load_server_setup() -> Result<Setup, CommandError> {
+    let mut setup = load_setup()?;
+    setup.prepare_server_sandbox(&print_warning)?;
+    Ok(setup)
 }
 
 /// [beyond] Startup for one `ext call <server>__<tool>`: as [`start_for_calls`], but only for
 /// the server the name belongs to ([`servers_for_call`]), so no other server is spawned or
 /// asked about.
 async fn start_for_call(tool: &str, observer: Arc<dyn McpObserver>) -> Result<McpHub, CommandError> {
-    let setup = load_setup()?;
+    let setup = load_server_setup()?;
     let servers = servers_for_call(&setup, tool)?;
     Ok(start_servers(&setup, servers, observer, Arc::new(StdConsole)).await?)
 }
@@ -449,7 +457,7 @@ impl From<odek_mcp::Limits> for LimitsReport {
 /// failed ([beyond] a `required: false` server's failure is reported and warned about, and does
 /// not change the exit code, as it would not fail a run).
 async fn list(json: bool) -> Result<(), CommandError> {
-    let setup = load_setup()?;
+    let setup = load_server_setup()?;
     let observer = Arc::new(ListObserver::default());
     let approvals = setup.approvals(Arc::new(StdConsole));
     let mut reports: BTreeMap<String, ServerReport> = BTreeMap::new();

@@ -81,9 +81,9 @@ impl StdioProbe {
     pub fn spawn(launch: &StdioLaunch, transcript: Transcript) -> Result<StdioProbe, String> {
         let command = ServerCommand { command: &launch.command, args: &launch.args, env: &launch.env };
         let ServerProcess { child, stdin, stdout, .. } =
-            spawn_server(&launch.server, command, Arc::new(StderrObserver)).map_err(|error| match error {
+            spawn_server(&launch.server, command, Arc::new(StderrObserver), None).map_err(|error| match error {
                 SpawnError::Start(err) => format!("start {}: {err}", launch.command),
-                SpawnError::NoPipes => error.to_string(),
+                SpawnError::NoPipes | SpawnError::Sandbox(_) => error.to_string(),
             })?;
         let (sender, incoming) = mpsc::channel(STDOUT_QUEUE_LINES);
         let limit = launch.max_response_bytes;

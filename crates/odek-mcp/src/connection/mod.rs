@@ -296,6 +296,8 @@ pub(crate) struct SpawnParams<'a> {
     pub timeout: Duration,
     pub stale: Arc<AtomicBool>,
     pub observer: Arc<dyn McpObserver>,
+    /// \[beyond\] The sandbox this start of the server is confined in (a fresh one per start).
+    pub sandbox: Option<odek_sandbox::Sandbox>,
 }
 
 impl Connection {
@@ -303,8 +305,8 @@ impl Connection {
     /// starts its writer, reader, stderr and process-owner tasks. No protocol message is sent yet.
     pub fn spawn(params: SpawnParams<'_>) -> Result<Arc<Connection>, McpError> {
         let command = ServerCommand { command: params.command, args: params.args, env: params.env };
-        let ServerProcess { child, stdin, stdout, lines, stderr_task } =
-            spawn_server(params.server, command, Arc::clone(&params.observer))
+        let ServerProcess { child, stdin, stdout, lines, stderr_task, confinement } =
+            spawn_server(params.server, command, Arc::clone(&params.observer), params.sandbox.as_ref())
                 .map_err(|err| McpError::Spawn { server: params.server.to_owned(), error: err.to_string() })?;
         let pid = child.id();
 
@@ -313,7 +315,7 @@ impl Connection {
 
         let writer_task = tokio::spawn(run_writer(Arc::clone(&shared), stdin, writer_rx));
         let reader_task = tokio::spawn(run_reader(Arc::clone(&shared), stdout));
-        let exit_task = tokio::spawn(own_process(Arc::clone(&shared), child));
+        let exit_task = tokio::spawn(own_process(Arc::clone(&shared), child, confinement));
 
         Ok(Arc::new(Connection {
             shared,
@@ -749,7 +751,7 @@ fn log_message(shared: &Shared, params: Option<&str>) {
 /// Owns the child process: publishes its exit, and when odek closes the connection runs the
 /// end of the shutdown sequence (stdin is closed by the writer; the process gets 1 s + 5 s to
 /// exit, then its process group is killed) and reaps it.
-async fn own_process(shared: Arc<Shared>, mut child: Child) {
+async fn own_process(shared: Arc<Shared>, mut child: Child, confinement: Option<odek_sandbox::Confinement>) {
     let pid = child.id();
     let status = tokio::select! {
         status = child.wait() => status,
@@ -769,8 +771,11 @@ async fn own_process(shared: Arc<Shared>, mut child: Child) {
             }
         }
     };
-    // Whatever the leader left behind in its group goes with it.
+    // Whatever the leader left behind in its group goes with it (and, confined, its whole cgroup).
     kill_process_group(pid);
+    if let Some(confinement) = confinement {
+        crate::process::finish_confinement(&shared.server, confinement, shared.observer.as_ref()).await;
+    }
     let caused_by_odek = shared.stop.is_cancelled();
     publish_exit(&shared, status, caused_by_odek);
     if shared.closed_reason().is_none() {

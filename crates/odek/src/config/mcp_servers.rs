@@ -9,9 +9,12 @@
 //!
 //! Also the \[beyond\] `secret_env` rules of the global file: names a process environment can hold
 //! ([`check_secret_env`]) and every value registered for redaction
-//! ([`register_server_secret_values`]).
+//! ([`register_server_secret_values`]); and \[beyond\] each server's `sandbox` and `writable`
+//! settled by origin ([`settle_server_sandbox`]: a project server is confined and may not say
+//! otherwise, and writes only beneath the workspace).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use odek_contract::quoting::quote;
 use odek_mcp::server_config::ServerEntry;
@@ -147,6 +150,59 @@ pub(crate) fn merge_mcp_servers(
         merged.insert(name, server);
     }
     merged.into_values().collect()
+}
+
+/// \[beyond\] Issue 20: `sandbox` and `writable` of every server as its origin allows. A global
+/// server is confined only when its entry says so; a project server always is (`"sandbox":
+/// false` is ignored with a warning, like every loosening a project tries). `writable` paths
+/// get `~/` expanded and those that do not exist are left out with a warning; a project
+/// server's must lie beneath the workspace `cwd` (relative ones are taken from there), others are
+/// ignored with a warning.
+pub(crate) fn settle_server_sandbox(
+    servers: &mut [McpServerConfig],
+    home: &Path,
+    cwd: &Path,
+    warnings: &mut Vec<String>,
+) {
+    let workspace = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    for server in servers {
+        let name = quote(&server.name);
+        let entry = &mut server.entry;
+        let project = server.origin == ServerOrigin::Project;
+        if project && entry.sandbox == Some(false) {
+            warnings.push(format!(
+                "project config: mcp server {name}: sandbox false ignored (a project's servers always run in the sandbox)"
+            ));
+        }
+        entry.sandbox = Some(project || entry.sandbox.unwrap_or(false));
+        let mut kept = Vec::with_capacity(entry.writable.len());
+        for text in &entry.writable {
+            let path = match text.strip_prefix("~/") {
+                Some(rest) => home.join(rest),
+                None if text == "~" => home.to_path_buf(),
+                None if project => workspace.join(text),
+                None => PathBuf::from(text),
+            };
+            if !path.is_absolute() {
+                // Validation refuses it with the server's name.
+                kept.push(text.clone());
+                continue;
+            }
+            let Ok(path) = std::fs::canonicalize(&path) else {
+                warnings.push(format!("mcp server {name}: writable entry {} does not exist; ignored", path.display()));
+                continue;
+            };
+            if project && !path.starts_with(&workspace) {
+                warnings.push(format!(
+                    "project config: mcp server {name}: writable entry {} is not beneath the workspace; ignored",
+                    path.display()
+                ));
+                continue;
+            }
+            kept.push(path.to_string_lossy().into_owned());
+        }
+        entry.writable = kept;
+    }
 }
 
 /// §13.4: a project-defined server is auto-approved only if the global file has the same-named

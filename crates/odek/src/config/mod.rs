@@ -95,6 +95,7 @@ use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permissi
 use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
     check_secret_env, join_project_servers, merge_mcp_servers, register_server_secret_values, servers_of_file,
+    settle_server_sandbox,
 };
 use self::planning::{PlanningFile, merge_planning};
 use self::project_restrictions::{refuse_project_secret_env, strip_credential_headers, strip_operator_only};
@@ -283,7 +284,8 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     core.apply_file(&project.core);
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
     let events = merge_events(global.policy.events.as_ref(), project.policy.events.as_ref(), &mut warnings);
-    let mcp_servers = merge_mcp_servers(&global.servers, project_servers);
+    let mut mcp_servers = merge_mcp_servers(&global.servers, project_servers);
+    settle_server_sandbox(&mut mcp_servers, &sources.home, &sources.cwd, &mut warnings);
     // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
     let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
     let tools = merge_tools(global.policy.tools.as_ref(), project.policy.tools.as_ref());

@@ -33,6 +33,8 @@ pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "secret_env",
     "headers",
     "allow_insecure_http",
+    "sandbox",
+    "writable",
     "type",
 ];
 
@@ -228,6 +230,8 @@ mod tests {
             secret_env,
             headers,
             allow_insecure_http,
+            sandbox,
+            writable,
             kind,
         );
         // `kind` is read from the key `type`.
