@@ -61,6 +61,13 @@ const CHILD_DEADLINE_GRACE: Duration = Duration::from_secs(10);
 /// record is dropped (progress is advisory, the reader never waits on the client).
 const RECORD_QUEUE: usize = 256;
 
+/// Progress values while a call waits for a slot stay below this.
+const WAITING_CEILING: f64 = 0.4;
+/// The progress value sent as the child is spawned.
+const STARTING_PROGRESS: f64 = 0.45;
+/// The progress value sent once the child reports it runs.
+const STARTED_PROGRESS: f64 = 0.5;
+
 /// What every run shares: how to start a child, and the slots.
 pub(super) struct RunTasks {
     program: PathBuf,
@@ -185,7 +192,7 @@ impl RunTasks {
             task_file: task_file.0.clone(),
             timeout: Duration::from_secs(limits.timeout_seconds) + CHILD_DEADLINE_GRACE,
         };
-        progress.send(0.5, &format!("run {run_id} starting")).await;
+        progress.send(STARTING_PROGRESS, &format!("run {run_id} starting")).await;
         let stop = self.shutdown.child_token();
         let (records, mut received) = mpsc::channel::<Map<String, Value>>(RECORD_QUEUE);
         let observer: RecordObserver = Arc::new(move |record: &Map<String, Value>| {
@@ -373,8 +380,9 @@ impl RunRequest {
 }
 
 /// The progress of one call: `notifications/progress` when the client gave a token, with a
-/// value that only grows — below 0.5 while it waits for a slot, 0.5 once the run starts, then
-/// the number of the iteration that finished (of `total` = the run's `max_iterations`).
+/// value that only grows — below [`WAITING_CEILING`] while it waits for a slot,
+/// [`STARTING_PROGRESS`] as the child is spawned, [`STARTED_PROGRESS`] once it runs, then the
+/// number of the iteration that finished (of `total` = the run's `max_iterations`).
 struct Progress<'a> {
     call: &'a CallContext,
     last: f64,
@@ -400,7 +408,7 @@ impl<'a> Progress<'a> {
 
     /// A notification while the call waits for a slot: each a little further towards 0.5.
     async fn waiting(&mut self, message: &str) {
-        let value = if self.last < 0.0 { 0.0 } else { self.last + (0.5 - self.last) / 2.0 };
+        let value = if self.last < 0.0 { 0.0 } else { self.last + (WAITING_CEILING - self.last) / 2.0 };
         self.send(value, message).await;
     }
 
@@ -410,7 +418,7 @@ impl<'a> Progress<'a> {
         let total = Some(f64::from(limits.max_iterations));
         if kind == "subagent_started" {
             let pid = record.get("pid").and_then(Value::as_u64).unwrap_or_default();
-            self.send_with_total(0.5, total, &format!("run started (pid {pid})")).await;
+            self.send_with_total(STARTED_PROGRESS, total, &format!("run started (pid {pid})")).await;
         } else if kind == ITERATION_RECORD {
             let iteration = record.get("iteration").and_then(Value::as_u64).unwrap_or_default();
             let tools = record.get("tools_called").and_then(Value::as_u64).unwrap_or_default();
@@ -521,6 +529,9 @@ fn why_stopped(result: &Value, limits: &Limits) -> String {
             format!("the time budget ran out (timeout_seconds {}); the summary is partial", limits.timeout_seconds)
         }
         ("budget_exhausted", _) => format!("an execution budget ran out: {error}"),
+        ("error", _) if error.starts_with("reached max iterations") => {
+            format!("the iteration budget ran out (max_iterations {}): {error}", limits.max_iterations)
+        }
         ("timeout", _) => format!("the run's deadline passed (timeout_seconds {}): {error}", limits.timeout_seconds),
         (status, _) if error.is_empty() => format!("the run ended with status {}", quote(status)),
         _ => error.to_owned(),
