@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// Shared with interop.rs, which uses the rest of it.
+#[allow(dead_code)]
 #[path = "interop/support.rs"]
 mod support;
 

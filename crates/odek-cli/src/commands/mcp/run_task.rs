@@ -491,7 +491,7 @@ fn answer(
     let status = text_of("status");
     let iterations = result["iterations"].as_u64().unwrap_or_default();
     let tokens = result["tokens_used"].as_u64().unwrap_or_default();
-    let seconds = result["duration_seconds"].as_f64().unwrap_or_else(|| elapsed.as_secs_f64());
+    let seconds = result["duration_seconds"].as_f64().unwrap_or(elapsed.as_secs_f64());
     let succeeded = parsed && status == "success";
     let mut lines =
         vec![format!("run {run_id}: {status} · {iterations} iteration(s) · {seconds:.1}s · {tokens} tokens")];
