@@ -47,6 +47,17 @@ pub fn confine_to_root(path: &Path, root: &Path) -> Result<PathBuf, OutsideRoot>
     if !path.is_absolute() || !path.starts_with(root) {
         return Err(OutsideRoot::Outside { path: shown(), root: shown_root() });
     }
+    // The common case, a path that exists: one resolution, one check.
+    if let Ok(resolved) = std::fs::canonicalize(path) {
+        if resolved.starts_with(root) {
+            return Ok(resolved);
+        }
+        return Err(OutsideRoot::ThroughSymlink {
+            path: shown(),
+            root: shown_root(),
+            target: resolved.display().to_string(),
+        });
+    }
     // The longest prefix that exists as an entry (a dangling symlink counts: it exists).
     let mut existing = path;
     let mut missing: Vec<&std::ffi::OsStr> = Vec::new();

@@ -38,9 +38,10 @@ pub(super) fn add_builtin_tools(mut server: Server, runtime: &Runtime) -> std::i
             .with_annotations(annotations(name));
         let tool = Arc::clone(tool);
         let context = Arc::clone(&context);
+        let is_shell = name == "shell";
         server = server.tool(def, move |call, arguments| {
             let (tool, context) = (Arc::clone(&tool), Arc::clone(&context));
-            async move { call_builtin(tool.as_ref(), &context, &call, arguments).await }
+            async move { call_builtin(tool.as_ref(), is_shell, &context, &call, arguments).await }
         });
     }
     Ok(server)
@@ -57,7 +58,13 @@ fn annotations(name: &str) -> ToolAnnotations {
 /// One call: the arguments checked, the tool run with a cancellation of its own (a
 /// `notifications/cancelled` stops it the way a cancelled turn does, and no answer is sent),
 /// the outcome as an MCP result with every known secret redacted.
-async fn call_builtin(tool: &dyn Tool, base: &ToolContext, call: &CallContext, arguments: Value) -> ToolResponse {
+async fn call_builtin(
+    tool: &dyn Tool,
+    is_shell: bool,
+    base: &ToolContext,
+    call: &CallContext,
+    arguments: Value,
+) -> ToolResponse {
     let arguments = match arguments {
         Value::Object(_) => arguments.to_string(),
         Value::Null => "{}".to_owned(),
@@ -65,7 +72,7 @@ async fn call_builtin(tool: &dyn Tool, base: &ToolContext, call: &CallContext, a
     };
     let mut context = base.clone();
     context.cancel = base.cancel.child_token();
-    if let Some(refusal) = shell_workdir_refusal(tool, &arguments, &context) {
+    if is_shell && let Some(refusal) = shell_workdir_refusal(&arguments, &context) {
         return refusal;
     }
     let running = tool.call(&arguments, &context);
@@ -83,10 +90,7 @@ async fn call_builtin(tool: &dyn Tool, base: &ToolContext, call: &CallContext, a
 
 /// The shell's `workdir` is a path like any other: it must stay inside the root. (What the
 /// command itself touches is the danger classifier's, as in `odek run`.)
-fn shell_workdir_refusal(tool: &dyn Tool, arguments: &str, context: &ToolContext) -> Option<ToolResponse> {
-    if tool.definition().name != "shell" {
-        return None;
-    }
+fn shell_workdir_refusal(arguments: &str, context: &ToolContext) -> Option<ToolResponse> {
     let workdir = serde_json::from_str::<Value>(arguments).ok()?.get("workdir")?.as_str()?.to_owned();
     if workdir.trim().is_empty() {
         return None;
