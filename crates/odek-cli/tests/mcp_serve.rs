@@ -401,3 +401,24 @@ fn a_client_that_never_reads_stdout_leaves_memory_bounded_and_a_closed_pipe_ends
     let _ = std::io::Cursor::new(stderr.lock().unwrap().clone()).read_to_string(&mut text);
     assert!(!text.contains("panicked"), "{text}");
 }
+
+#[test]
+fn run_task_holds_the_answer_to_its_output_schema() {
+    let sandbox = Sandbox::new();
+    let script = replay_script(
+        &sandbox,
+        json!([
+            {"goal": "count as json", "turns": [{"content": "{\"apples\": 3}"}]},
+            {"goal": "count as prose", "turns": [{"content": "three"}, {"content": "still three"}, {"content": "three!"}]}
+        ]),
+    );
+    let mut served = sandbox.serve(&["--provider", "replay", "--replay", &script]);
+    let schema = json!({"type": "object", "required": ["apples"], "properties": {"apples": {"type": "integer"}}});
+    let result = served.call("run_task", json!({"goal": "count as json", "output_schema": schema}));
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(envelope(&result)["text"].as_str().unwrap().ends_with("\n\n{\"apples\":3}"), "{result}");
+    let result = served.call("run_task", json!({"goal": "count as prose", "output_schema": schema}));
+    assert_eq!(result["isError"], true, "{result}");
+    let text = envelope(&result)["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("\nstopped: "), "{text}");
+}
