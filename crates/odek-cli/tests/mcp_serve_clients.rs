@@ -155,8 +155,10 @@ impl Drop for HttpServed {
     }
 }
 
-fn serve_http(sandbox: &Sandbox) -> HttpServed {
-    let mut child = sandbox.command(&["mcp", "--http", "127.0.0.1:0"]).spawn().unwrap();
+fn serve_http(sandbox: &Sandbox, extra: &[&str]) -> HttpServed {
+    let mut args = vec!["mcp", "--http", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = sandbox.command(&args).spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (lines, stderr_lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -175,6 +177,11 @@ fn serve_http(sandbox: &Sandbox) -> HttpServed {
 
 /// One POST of `body` to the server; the status code and the body.
 fn post(url: &str, authorization: Option<&str>, body: &Value) -> (u16, String) {
+    post_in(url, authorization, None, body)
+}
+
+/// [`post`] within a session (`Mcp-Session-Id`).
+fn post_in(url: &str, authorization: Option<&str>, session: Option<&str>, body: &Value) -> (u16, String) {
     let rest = url.strip_prefix("http://").unwrap();
     let (authority, path) = rest.split_at(rest.find('/').unwrap());
     let mut stream = TcpStream::connect(authority).unwrap();
@@ -187,6 +194,9 @@ fn post(url: &str, authorization: Option<&str>, body: &Value) -> (u16, String) {
     );
     if let Some(value) = authorization {
         request.push_str(&format!("Authorization: {value}\r\n"));
+    }
+    if let Some(session) = session {
+        request.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
     }
     request.push_str("\r\n");
     request.push_str(&body);
@@ -204,7 +214,7 @@ fn initialize() -> Value {
 #[test]
 fn http_requires_the_printed_bearer_token_red() {
     let sandbox = Sandbox::new();
-    let served = serve_http(&sandbox);
+    let served = serve_http(&sandbox, &[]);
     assert_eq!(served.token.len(), 64, "{}", served.token);
     assert!(served.url.starts_with("http://127.0.0.1:") && served.url.ends_with("/mcp"), "{}", served.url);
     let (status, _) = post(&served.url, None, &initialize());
@@ -233,4 +243,47 @@ fn http_on_a_non_loopback_address_is_refused_without_allow_remote_red() {
             .starts_with("odek: --http \"0.0.0.0:0\": not a loopback address; odek mcp serves a shell and agent runs"),
         "{stderr}"
     );
+}
+
+#[test]
+fn http_serves_run_task_with_progress_on_the_event_stream() {
+    let sandbox = Sandbox::new();
+    sandbox.write("notes.txt", "three apples\n");
+    let script = sandbox.home.join("serve.replay.json");
+    let replay = json!({"schema": "odek.replay/v1", "turns": [], "subagents": [{"goal": "count the apples", "turns": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"content": "There are three apples."}
+    ]}]});
+    std::fs::write(&script, replay.to_string()).unwrap();
+    let served = serve_http(&sandbox, &["--provider", "replay", "--replay", path_str(&script)]);
+    let bearer = format!("Bearer {}", served.token);
+    let (status, response) = post(&served.url, Some(&bearer), &initialize());
+    assert_eq!(status, 200, "{response}");
+    let session = response
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-session-id: ").or_else(|| line.strip_prefix("Mcp-Session-Id: ")))
+        .unwrap_or_else(|| panic!("{response}"))
+        .trim()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post_in(&served.url, Some(&bearer), Some(&session), &initialized).0, 202);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "run_task", "arguments": {"goal": "count the apples"}, "_meta": {"progressToken": "h1"}}});
+    let (status, stream) = post_in(&served.url, Some(&bearer), Some(&session), &call);
+    assert_eq!(status, 200, "{stream}");
+    let messages: Vec<Value> = stream
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    assert!(
+        messages.iter().any(|message| message["method"] == "notifications/progress"
+            && message["params"]["message"].as_str().is_some_and(|text| text.starts_with("iteration 1 of at most "))),
+        "{stream}"
+    );
+    let answer = messages.last().unwrap();
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let envelope: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(envelope["text"].as_str().unwrap().ends_with("There are three apples."), "{envelope}");
 }
