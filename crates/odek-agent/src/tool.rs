@@ -50,6 +50,11 @@ impl ToolOutcome {
         self.truncated_observed_chars
     }
 
+    /// The refusal, when the policy refused the operation (the output is then the denial text).
+    pub fn denial(&self) -> Option<&Denial> {
+        self.denial.as_ref()
+    }
+
     /// A refused operation: the denial text the model reads, and the denial itself.
     pub fn denied(class: DangerClass, reason: impl Into<String>) -> ToolOutcome {
         let reason = reason.into();
@@ -114,6 +119,10 @@ pub struct ToolContext {
     /// \[beyond\] The kernel sandbox every command of the run is confined in (`None`: the
     /// sandbox is off, or this kernel cannot enforce it).
     pub sandbox: Option<Arc<odek_sandbox::Sandbox>>,
+    /// \[beyond\] The confinement root of the file tools (canonical; `odek mcp` sets its start
+    /// directory): every path they read or write must stay inside it
+    /// ([`confine_to_root`](crate::tools::confine_to_root)). `None` (the default): no root.
+    pub(crate) path_root: Option<Arc<PathBuf>>,
 }
 
 impl ToolContext {
@@ -129,7 +138,29 @@ impl ToolContext {
             untrusted_ingested: Arc::default(),
             liveness: crate::liveness::Liveness::off(),
             sandbox: None,
+            path_root: None,
         }
+    }
+
+    /// Confines the file tools to `root`, which also becomes the working directory: every path
+    /// a file tool reads or writes — relative, absolute, through `..` or a symlink — must stay
+    /// inside it, or the call is refused ([`confine_to_root`](crate::tools::confine_to_root)).
+    /// `root` is made canonical here; a root that does not exist is an error.
+    pub fn confined_to(mut self, root: &std::path::Path) -> std::io::Result<ToolContext> {
+        let root = std::fs::canonicalize(root)?;
+        self.cwd.clone_from(&root);
+        self.path_root = Some(Arc::new(root));
+        Ok(self)
+    }
+
+    /// The working directory relative paths resolve against.
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.cwd
+    }
+
+    /// The confinement root of the file tools, when there is one (see [`ToolContext::confined_to`]).
+    pub fn path_root(&self) -> Option<&std::path::Path> {
+        self.path_root.as_deref().map(PathBuf::as_path)
     }
 }
 
@@ -140,6 +171,7 @@ impl std::fmt::Debug for ToolContext {
             .field("interactive", &self.interactive)
             .field("approved", &self.approved)
             .field("sandboxed", &self.sandbox.is_some())
+            .field("path_root", &self.path_root)
             .finish_non_exhaustive()
     }
 }

@@ -43,6 +43,42 @@ pub enum Command {
     Session(SessionCommand),
     /// Run one focused task as a sub-agent (what delegate_tasks starts; never prompts)
     Subagent(SubagentArgs),
+    /// Serve odek over MCP to other agents and editors: the built-in file tools and shell, confined
+    /// to this directory, and whole agent runs (run_task) that return verified artifacts
+    Mcp(McpArgs),
+}
+
+/// `odek mcp`: stdio by default, Streamable HTTP with `--http`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct McpArgs {
+    /// Serve MCP Streamable HTTP on ADDR (host:port, e.g. 127.0.0.1:7300; port 0 picks one) instead
+    /// of stdio; a bearer token every request must carry is printed once on stderr
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Let --http listen on an address that is not loopback (the token is then all that guards it)
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+    /// Where run_task's artifacts go, one folder per run (default ~/.odek/artifacts/mcp)
+    #[arg(long, value_name = "DIR")]
+    pub artifact_root: Option<std::path::PathBuf>,
+    /// run_task calls running at once; more wait, reporting progress (default 2)
+    #[arg(long, value_name = "N")]
+    pub max_concurrent_runs: Option<String>,
+    /// Append the runs' odek.event/v1 streams to FILE (created 0600; - is refused: stdout is the protocol)
+    #[arg(long, value_name = "FILE")]
+    pub events_jsonl: Option<String>,
+    /// Model id run_task's runs use
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Provider of run_task's runs: openai, openai-responses, anthropic, replay, or a name from providers
+    #[arg(long, value_name = "ID")]
+    pub provider: Option<String>,
+    /// Provider endpoint of run_task's runs
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Answer run_task's runs from an odek.replay/v1 script: each goal from its subagents entries
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -524,7 +560,7 @@ pub fn take_directory_flags(args: &[OsString]) -> Result<(Option<std::path::Path
 }
 
 /// The names `odek` accepts as its first word.
-const COMMANDS: &[&str] = &["ext", "run", "continue", "repl", "session", "subagent"];
+const COMMANDS: &[&str] = &["ext", "run", "continue", "repl", "session", "subagent", "mcp"];
 
 /// What parsing decided.
 #[derive(Debug)]

@@ -140,10 +140,24 @@ fn protocol_2_streams_records_and_ends_with_the_framed_result() {
     assert!(!task.exists(), "a parent's task file is deleted after reading");
     let records = json_lines(&output);
     let kinds: Vec<&str> = records.iter().map(|record| record["type"].as_str().unwrap()).collect();
+    // [beyond] `subagent_iteration` after each iteration (issue 21: `odek mcp` reports progress
+    // per iteration from it); a parent that does not know it ignores it.
     assert_eq!(
         kinds,
-        ["subagent_started", "tool_call", "tool_result", "subagent_progress", "subagent_finished", "result"]
+        [
+            "subagent_started",
+            "tool_call",
+            "tool_result",
+            "subagent_progress",
+            "subagent_iteration",
+            "subagent_iteration",
+            "subagent_finished",
+            "result"
+        ]
     );
+    assert_eq!((records[4]["iteration"].as_u64(), records[4]["tools_called"].as_u64()), (Some(1), Some(1)));
+    assert_eq!((records[5]["iteration"].as_u64(), records[5]["tools_called"].as_u64()), (Some(2), Some(0)));
+    assert_eq!(records[5]["budget_iterations"], 5);
     assert!(records.iter().all(|record| record["task_id"] == "task-00112233aabbccdd"));
     assert_eq!(records[0]["max_iter"], 5);
     assert_eq!(records[0]["timeout_s"], 1800);
@@ -152,8 +166,8 @@ fn protocol_2_streams_records_and_ends_with_the_framed_result() {
     assert_eq!(records[1]["name"], "read_file");
     assert_eq!(records[1]["data"], r#"{"path":"a.txt"}"#);
     assert_eq!(records[3]["step"], 1);
-    assert_eq!(records[4]["status"], "success");
-    assert_eq!(records[5]["result"]["summary"], "done reading");
+    assert_eq!(records[6]["status"], "success");
+    assert_eq!(records[7]["result"]["summary"], "done reading");
     // Trusted: the task is not fenced.
     let user = messages(&server.requests()[0])[1]["content"].as_str().unwrap().to_owned();
     assert_eq!(user, "Task: read a.txt");

@@ -78,7 +78,8 @@ pub use server::{
 // Tools: definitions, results, the name rule, handlers and the runtime tool set.
 pub use context::{ToolHandler, ToolSet, tool_handler};
 pub use tools::{
-    BoxFuture, Content, MAX_TOOL_NAME_BYTES, ToolDef, ToolResponse, ToolResult, arguments, validate_tool_name,
+    BoxFuture, Content, MAX_TOOL_NAME_BYTES, ToolAnnotations, ToolDef, ToolResponse, ToolResult, arguments,
+    validate_tool_name,
 };
 pub use typed::{input_schema_for, typed_def, typed_handler};
 // Resources: definitions, what a read answers, and the not-found rule.

@@ -96,7 +96,11 @@ pub struct Server {
     setup_error: Option<Error>,
     interceptor: Option<Interceptor>,
     notification_hook: Option<NotificationHook>,
+    disconnect_hook: Option<DisconnectHook>,
 }
+
+/// What [`Server::on_disconnect`] runs.
+type DisconnectHook = Box<dyn FnOnce() + Send>;
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -135,6 +139,7 @@ impl Server {
             setup_error: None,
             interceptor: None,
             notification_hook: None,
+            disconnect_hook: None,
         }
     }
 
@@ -354,6 +359,19 @@ impl Server {
         self
     }
 
+    /// Runs `hook` once when the stdio client goes away — stdin reaches EOF or writing stdout
+    /// fails — before calls still running get [`Server::eof_grace`] to finish. A server whose
+    /// calls run long (a build, an agent run, a child process) stops them here, so they end
+    /// within the grace instead of being dropped mid-way when the process exits. Runs on the
+    /// runtime's task that serves, so it must return quickly (cancel a token, signal a task).
+    pub fn on_disconnect<F>(mut self, hook: F) -> Self
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.disconnect_hook = Some(Box::new(hook));
+        self
+    }
+
     /// Serves on the process's stdin and stdout until stdin closes (see
     /// [`Server::exit_on_eof`]). Nothing else in the process may write to stdout.
     pub async fn run_stdio(self) -> Result<(), Error> {
@@ -364,11 +382,12 @@ impl Server {
     /// Serves on any blocking byte pipes (for tests: `std::io::pipe()`). Must be called inside
     /// a tokio runtime. Fails before serving if a tool name is invalid or duplicated, and after
     /// serving if writing stdout failed for a reason other than the client closing it.
-    pub async fn run<R, W>(self, input: R, output: W) -> Result<(), Error>
+    pub async fn run<R, W>(mut self, input: R, output: W) -> Result<(), Error>
     where
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
+        let disconnect_hook = self.disconnect_hook.take();
         let Prepared { blueprint, exit_on_eof, eof_grace, max_line_bytes } = self.prepare()?;
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
 
@@ -398,6 +417,9 @@ impl Server {
             () = output_failed.notified() => "writing stdout failed",
         };
         shared.connection.close_pending();
+        if let Some(hook) = disconnect_hook {
+            hook();
+        }
         if !exit_on_eof {
             log_to_stderr(format_args!("{closed}; staying up because exit_on_eof is off"));
             std::future::pending::<()>().await;

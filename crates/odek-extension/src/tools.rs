@@ -35,12 +35,71 @@ pub struct ToolDef {
     /// given); odek checks every `structuredContent` the tool returns against it.
     #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// What the tool does to the world, as hints for clients (MCP 2025-03-26 `annotations`);
+    /// omitted when none is set.
+    #[serde(skip_serializing_if = "ToolAnnotations::is_empty")]
+    pub annotations: ToolAnnotations,
+}
+
+/// A tool's `annotations` (MCP 2025-03-26): hints a client uses to decide how carefully to
+/// call it — `odek ext check` only calls `readOnlyHint: true` tools of a configured server and
+/// never a `destructiveHint: true` one. Hints, not guarantees: a client must not trust them
+/// from a server it does not trust. Each is omitted from the wire while unset.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// A human-readable title for the tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy or overwrite (meaningful when not read-only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches an open world (the network, other systems) rather than a closed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// Annotations of a tool that only reads: `readOnlyHint: true`.
+    pub fn read_only() -> Self {
+        Self { read_only_hint: Some(true), ..Self::default() }
+    }
+
+    /// Annotations of a tool that may change or destroy things: `readOnlyHint: false`,
+    /// `destructiveHint: true`.
+    pub fn destructive() -> Self {
+        Self { read_only_hint: Some(false), destructive_hint: Some(true), ..Self::default() }
+    }
+
+    /// Whether no hint is set (the member is then left out of `tools/list`).
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 impl ToolDef {
-    /// A definition from its three parts, without an output schema.
+    /// A definition from its three parts, without an output schema or annotations.
     pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
-        Self { name: name.into(), description: description.into(), input_schema, output_schema: None }
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+        }
+    }
+
+    /// The same definition with `annotations`.
+    #[must_use]
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
     }
 
     /// The same definition declaring `output_schema` as its `outputSchema`.
@@ -169,6 +228,22 @@ mod tests {
         assert_eq!(
             validate_tool_name("a\tb").unwrap_err().to_string(),
             "tool name \"a\\tb\" contains invalid character '\\t'"
+        );
+    }
+
+    #[test]
+    fn annotations_are_sent_only_when_set() {
+        let plain = serde_json::to_value(ToolDef::new("t", "", json!({"type":"object"}))).unwrap();
+        assert!(plain.get("annotations").is_none(), "{plain}");
+        let read = serde_json::to_value(
+            ToolDef::new("t", "", json!({"type":"object"})).with_annotations(ToolAnnotations::read_only()),
+        )
+        .unwrap();
+        assert_eq!(read["annotations"], json!({"readOnlyHint": true}));
+        let titled = ToolAnnotations { title: Some("Shell".into()), ..ToolAnnotations::destructive() };
+        assert_eq!(
+            serde_json::to_value(&titled).unwrap(),
+            json!({"title": "Shell", "readOnlyHint": false, "destructiveHint": true})
         );
     }
 

@@ -285,6 +285,40 @@ fn a_pending_server_request_fails_when_stdin_closes() {
     server.finished().unwrap();
 }
 
+/// A call that runs until something stops it ends within the grace once the client leaves:
+/// the disconnect hook runs first, and the call answers as it stops.
+#[test]
+fn the_disconnect_hook_stops_long_calls_before_the_grace() {
+    let stop = Arc::new(Notify::new());
+    let server = Server::new("long", "1")
+        .tool(ToolDef::new("forever", "", object_schema()), {
+            let stop = Arc::clone(&stop);
+            move |_context, _| {
+                let stop = Arc::clone(&stop);
+                async move {
+                    stop.notified().await;
+                    ToolResponse::text("stopped by the hook")
+                }
+            }
+        })
+        .eof_grace(Duration::from_secs(30))
+        .on_disconnect({
+            let stop = Arc::clone(&stop);
+            move || stop.notify_one()
+        });
+    let mut server = InProcess::start(server);
+    server.initialize();
+    let call = server.send_request("tools/call", Some(json!({"name":"forever"})));
+    // The call is running once a ping sent after it is answered (calls run in tasks).
+    server.request("ping", None);
+    let started = std::time::Instant::now();
+    server.close_input();
+    let (response, _) = server.wait_response(call);
+    assert_eq!(response["result"]["content"][0]["text"], json!("stopped by the hook"));
+    server.finished().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "waited out the grace: {:?}", started.elapsed());
+}
+
 #[test]
 fn progress_goes_out_only_with_a_token() {
     let server =

@@ -91,6 +91,11 @@ pub enum ChildError {
     SpawnGate(String, Box<ChildPlan>),
 }
 
+/// `operator` lowered to `task` when the task sets a cap (`0`: none of its own).
+fn lower_cap<T: Ord + Default>(operator: T, task: T) -> T {
+    if task == T::default() { operator } else { operator.min(task) }
+}
+
 impl Runtime {
     /// Decides the child's profile, trust, risk cap and budgets from `task` and `flags` and
     /// applies them to this runtime's settings (steps 2–5 of `subagents.md` §4).
@@ -159,6 +164,9 @@ impl Runtime {
             Some(n) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX).min(SUBAGENT_MAX_ITERATIONS),
             _ => subagent.max_iterations,
         };
+        // [beyond] The task's own caps only lower what the operator allows.
+        let timeout_seconds = lower_cap(timeout_seconds, task.timeout_seconds);
+        let max_iterations = lower_cap(max_iterations, task.max_iterations);
         let mut plan = ChildPlan {
             profile: profile_name,
             untrusted,

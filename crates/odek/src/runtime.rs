@@ -235,6 +235,25 @@ impl Runtime {
         &mut self.settings
     }
 
+    /// The context every turn gives the built-in tools before the face's part (cancellation,
+    /// approvals, liveness) is added: the working directory, `~/.odek` and the danger policy of
+    /// the settings, \[beyond\] the sandbox, nobody to approve anything. A face that calls the
+    /// built-in tools itself (`odek mcp`) starts from this one, so whatever confines the turns'
+    /// tools confines its too.
+    pub fn tool_context(&self) -> ToolContext {
+        let sources = &self.setup.sources;
+        let mut context =
+            ToolContext::new(sources.cwd.clone(), sources.odek_dir(), DangerPolicy::new(self.settings.policy.clone()));
+        context.sandbox = self.sandbox().cloned();
+        context
+    }
+
+    /// The built-in tools every turn offers (`shell`, `read_file`, `write_file`, `patch`,
+    /// `search_files`) with the settings' limits, before the config's tool filter.
+    pub fn builtin_tools(&self) -> Vec<Arc<dyn Tool>> {
+        odek_agent::tools::builtin_tools(builtin_settings(&self.settings.config))
+    }
+
     /// The session store (`~/.odek/sessions`).
     pub fn session_store(&self) -> Result<SessionStore, RuntimeError> {
         Ok(self.setup.session_store()?)
@@ -769,21 +788,18 @@ impl Session<'_> {
         let subscriber = &runtime.subscriber;
         let settings = &runtime.settings;
         let config = &settings.config;
-        let sources = &runtime.setup.sources;
         subscriber.loop_started();
         // Interactive means someone answers the approval cards.
         let gate = subscriber.batch_approver();
-        let mut tool_context =
-            ToolContext::new(sources.cwd.clone(), sources.odek_dir(), DangerPolicy::new(settings.policy.clone()));
+        let mut tool_context = runtime.tool_context();
         tool_context.cancel = cancel.clone();
         tool_context.interactive = gate.is_some();
         tool_context.liveness = liveness;
-        tool_context.sandbox = runtime.sandbox().cloned();
         let limits = self.turn_limits(&|warning| subscriber.warning(warning));
         let budget = Budget::new(limits, started)
             .after(self.spent.usage, self.spent.tool_calls)
             .with_model_prices(fallback_prices(&settings.fallbacks, config));
-        let mut builtins = odek_agent::tools::builtin_tools(builtin_settings(config));
+        let mut builtins = runtime.builtin_tools();
         builtins.extend(runtime.extra_tools.iter().cloned());
         let mut delegate = delegate_settings(
             &runtime.setup,

@@ -141,8 +141,8 @@ fn validate_call(arguments: &str, depth: u32, max_depth: u32) -> Result<Vec<Task
 }
 
 /// Writes the task file: `odek-task-<random>.json` in the temp directory, created exclusively
-/// with mode `0600`. The caller deletes it after the child exits.
-fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
+/// with mode `0600`. The caller deletes it after the child exits ([`RemoveOnDrop`]).
+pub fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
     use std::io::Write;
     let mut file = tempfile::Builder::new().prefix("odek-task-").suffix(".json").tempfile()?;
     file.write_all(serde_json::to_string(task).map_err(std::io::Error::other)?.as_bytes())?;
@@ -153,7 +153,7 @@ fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
 
 /// The task file, deleted on every way out of a task, a dropped call included. The child
 /// deletes it after reading; this covers a child that never got that far.
-struct RemoveOnDrop(PathBuf);
+pub struct RemoveOnDrop(pub PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {

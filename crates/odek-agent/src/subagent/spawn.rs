@@ -57,7 +57,7 @@ pub struct ChildReport {
 
 /// §8: the parent's environment minus the `secrets.env` names and the provider key variables,
 /// plus the child's depth and, when a key is handed over, `ODEK_API_KEY_FD=3`.
-pub(crate) fn child_environment(
+pub fn child_environment(
     parent: &[(String, String)],
     secret_names: &[String],
     depth: u32,
@@ -106,9 +106,14 @@ fn lock(read: &SharedRead) -> std::sync::MutexGuard<'_, Read> {
     read.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// **[beyond]** Hears each typed protocol record but `result` (`subagent_started`,
+/// `subagent_progress`, …) as the child writes it, on the reader task: it must return quickly.
+pub type RecordObserver = Arc<dyn Fn(&serde_json::Map<String, Value>) + Send + Sync>;
+
 /// Reads protocol lines until EOF or a safety limit: a `result` record's `result` is the
-/// result; an untyped JSON object is a legacy result (the last one wins); the rest is ignored.
-async fn read_stream(stdout: ChildStdout, shared: SharedRead) {
+/// result; an untyped JSON object is a legacy result (the last one wins); the rest goes to
+/// `on_record`, if any.
+async fn read_stream(stdout: ChildStdout, shared: SharedRead, on_record: Option<RecordObserver>) {
     let mut reader = BoundedLineReader::new(stdout, MAX_CHILD_LINE_BYTES, Overflow::Fail);
     let (mut lines, mut bytes) = (0_u64, 0_u64);
     loop {
@@ -150,7 +155,11 @@ async fn read_stream(stdout: ChildStdout, shared: SharedRead) {
                     read.result = Some(result.clone());
                 }
             }
-            Some(kind) if !kind.is_empty() => {}
+            Some(kind) if !kind.is_empty() => {
+                if let Some(observer) = &on_record {
+                    observer(&object);
+                }
+            }
             _ => read.result = Some(Value::Object(object)),
         }
     }
@@ -167,6 +176,16 @@ struct Ending {
 /// Spawns the child, reads it to the end within the limits and the deadline, reaps it, and
 /// applies §8's result precedence. `on_spawned` gets the pid once the child runs.
 pub async fn run_child(spec: &ChildSpec, cancel: &CancellationToken, on_spawned: impl FnOnce(u32)) -> ChildReport {
+    run_child_observed(spec, cancel, on_spawned, None).await
+}
+
+/// [`run_child`], with every progress record of the child handed to `on_record` as it is read.
+pub async fn run_child_observed(
+    spec: &ChildSpec,
+    cancel: &CancellationToken,
+    on_spawned: impl FnOnce(u32),
+    on_record: Option<RecordObserver>,
+) -> ChildReport {
     let mut command = Command::new(&spec.program);
     command
         .args(["subagent", "--task"])
@@ -203,7 +222,7 @@ pub async fn run_child(spec: &ChildSpec, cancel: &CancellationToken, on_spawned:
         return failure(json!({"status": "error", "error": "read stdout: no pipe"}), pid);
     };
     let shared = SharedRead::default();
-    let mut reader = tokio::spawn(read_stream(stdout, Arc::clone(&shared)));
+    let mut reader = tokio::spawn(read_stream(stdout, Arc::clone(&shared), on_record));
     let mut ending = Ending::default();
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);

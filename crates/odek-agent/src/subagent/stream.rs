@@ -16,6 +16,11 @@ use super::result::SubagentResult;
 use crate::budget::BudgetLimits;
 use crate::observer::{CallResult, LoopEvent, LoopObserver};
 
+/// **[beyond]** The type of the record written after each iteration of the child's loop:
+/// `{"type":"subagent_iteration","task_id","iteration","tools_called","tokens_used"}` plus the
+/// budget fields and `cost_usd` as on `subagent_progress`.
+pub const ITERATION_RECORD: &str = "subagent_iteration";
+
 /// Largest `data` of a `tool_call` / `tool_result` record, in bytes.
 const RECORD_DATA_MAX_BYTES: usize = 4096;
 
@@ -175,6 +180,19 @@ impl LoopObserver for ProgressStream {
             }
             LoopEvent::ModelResponded { totals, .. } => {
                 *self.totals.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = totals;
+            }
+            // [beyond] One record per finished iteration, for a parent that reports progress
+            // per iteration (`odek mcp`'s `run_task`); parents that do not know it ignore it.
+            LoopEvent::IterationCompleted { iteration, totals, tools_called } => {
+                let mut record = self.record(ITERATION_RECORD);
+                record.insert("iteration".into(), iteration.into());
+                record.insert("tools_called".into(), tools_called.into());
+                record.insert("tokens_used".into(), (totals.input_tokens + totals.output_tokens).into());
+                self.budget.add_to(&mut record);
+                if let Some(cost) = self.cost_of(totals) {
+                    record.insert("cost_usd".into(), cost.into());
+                }
+                self.write(record);
             }
             _ => {}
         }

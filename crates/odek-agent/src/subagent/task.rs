@@ -64,6 +64,18 @@ pub struct TaskFile {
     /// after the operator's configured `checks`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// **[beyond]** A cap on the child's iterations, below the operator's (`subagent.max_iterations`
+    /// and `--max-iter` still apply; the lowest wins). `0`: no cap of the task's own.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_iterations: u32,
+    /// **[beyond]** A cap on the child's run in seconds, below the operator's
+    /// (`subagent.timeout_seconds` and `--timeout` still apply; the lowest wins). `0`: none.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub timeout_seconds: u64,
+    /// **[beyond]** Where the child appends its `odek.event/v1` stream (the run's
+    /// `--events-jsonl`; a path, never `-`). Empty: no events.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub events_jsonl: String,
 }
 
 /// A replay script handed down to a child: its own answers and its children's.
@@ -77,6 +89,10 @@ pub struct TaskReplay {
 }
 
 fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+fn is_zero_u64(value: &u64) -> bool {
     *value == 0
 }
 

@@ -7,6 +7,7 @@
 
 mod patch;
 mod read_file;
+mod root;
 mod search_files;
 pub(crate) mod shell;
 mod write_file;
@@ -23,6 +24,7 @@ use serde::de::DeserializeOwned;
 
 pub use patch::PatchTool;
 pub use read_file::ReadFileTool;
+pub use root::{OutsideRoot, confine_to_root};
 pub use search_files::SearchFilesTool;
 pub use shell::{DEFAULT_TIMEOUT_SECONDS as DEFAULT_SHELL_TIMEOUT_SECONDS, ShellTool};
 pub use write_file::WriteFileTool;
@@ -74,6 +76,17 @@ fn resolve_path(raw: &str, ctx: &ToolContext) -> PathBuf {
     };
     let absolute = if path.is_absolute() { path } else { ctx.cwd.join(path) };
     normalize_lexically(&absolute)
+}
+
+/// [`resolve_path`] for a path a file tool reads or writes: when the context has a confinement
+/// root, the path must stay inside it ([`confine_to_root`]) and comes back with its symlinks
+/// resolved, so the place checked is the place used.
+pub fn resolve_file_path(raw: &str, ctx: &ToolContext) -> Result<PathBuf, ToolError> {
+    let path = resolve_path(raw, ctx);
+    match &ctx.path_root {
+        None => Ok(path),
+        Some(root) => confine_to_root(&path, root).map_err(|refusal| ToolError::new(refusal.to_string())),
+    }
 }
 
 /// A NUL byte in the first [`BINARY_SNIFF_BYTES`].

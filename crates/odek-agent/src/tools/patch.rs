@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::write_file::{MAX_CONTENT_BYTES, write_risk};
 use super::{
-    looks_binary, parse_arguments, policy_denial, read_whole_capped, resolve_path, until_cancelled, write_atomically,
+    looks_binary, parse_arguments, policy_denial, read_whole_capped, resolve_file_path, until_cancelled,
+    write_atomically,
 };
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::classify_write;
@@ -61,7 +62,7 @@ impl Tool for PatchTool {
             if args.old_string == args.new_string {
                 return Err(ToolError::new("old_string and new_string are identical; nothing to change"));
             }
-            let path = resolve_path(&args.path, ctx);
+            let path = resolve_file_path(&args.path, ctx)?;
             let shown = path.display().to_string();
             let classification = classify_write(&path, &ctx.cwd, &ctx.odek_home);
             if let Some(denial) = policy_denial(&classification, &shown, ctx) {

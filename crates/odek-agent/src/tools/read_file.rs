@@ -9,7 +9,7 @@ use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
 
 use super::{
-    cut_chars, looks_binary, on_blocking_thread, open_file, parse_arguments, require_file, resolve_path,
+    cut_chars, looks_binary, on_blocking_thread, open_file, parse_arguments, require_file, resolve_file_path,
     until_cancelled,
 };
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
@@ -64,7 +64,7 @@ impl Tool for ReadFileTool {
     fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
         Box::pin(async move {
             let args: ReadFileArgs = parse_arguments("read_file", arguments)?;
-            let path = resolve_path(&args.path, ctx);
+            let path = resolve_file_path(&args.path, ctx)?;
             let offset = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
             let owned = path.clone();

@@ -13,7 +13,7 @@ use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{cut_chars, looks_binary, parse_arguments, resolve_path, until_cancelled};
+use super::{cut_chars, looks_binary, parse_arguments, resolve_file_path, until_cancelled};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Results when the model gives no `max_results`.
@@ -88,7 +88,7 @@ impl Tool for SearchFilesTool {
                 return Err(ToolError::new(format!("pattern too long (max {MAX_PATTERN_CHARS} characters)")));
             }
             let root = match args.path.as_deref() {
-                Some(path) if !path.trim().is_empty() => resolve_path(path, ctx),
+                Some(path) if !path.trim().is_empty() => resolve_file_path(path, ctx)?,
                 _ => ctx.cwd.clone(),
             };
             if let Err(err) = tokio::fs::metadata(&root).await {

@@ -5,7 +5,7 @@
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
 
-use super::{parse_arguments, policy_denial, resolve_path, until_cancelled, write_atomically};
+use super::{parse_arguments, policy_denial, resolve_file_path, resolve_path, until_cancelled, write_atomically};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::classify_write;
 
@@ -53,7 +53,7 @@ impl Tool for WriteFileTool {
                     args.content.len()
                 )));
             }
-            let path = resolve_path(&args.path, ctx);
+            let path = resolve_file_path(&args.path, ctx)?;
             let shown = path.display().to_string();
             if tokio::fs::metadata(&path).await.is_ok_and(|metadata| metadata.is_dir()) {
                 return Err(ToolError::new(format!("{shown} is a directory")));

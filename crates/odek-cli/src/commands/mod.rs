@@ -2,6 +2,7 @@
 //! outcome of [`crate::outcome`], which also chooses the exit code).
 
 pub mod ext;
+pub mod mcp;
 pub mod repl;
 pub mod run;
 pub mod session;
@@ -22,6 +23,7 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         Command::Repl(args) => repl::run(args).await,
         Command::Session(command) => session::run(command).await,
         Command::Subagent(args) => subagent::run(&args.flags).await,
+        Command::Mcp(args) => mcp::run(args).await,
     };
     outcome.map_err(stopped_by_signal)
 }

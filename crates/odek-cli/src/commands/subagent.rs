@@ -215,6 +215,8 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
             ..CliOverrides::default()
         },
         lenient_thinking: true,
+        // [beyond] The parent's `--events-jsonl` (a path; stdout carries the result).
+        events_jsonl: non_empty(&task.events_jsonl).filter(|path| path != "-"),
         ..Overrides::default()
     };
     let face = Arc::new(SubagentFace::default());

@@ -84,7 +84,7 @@ pub struct TaskId(String);
 
 impl TaskId {
     /// `task-` + 16 lowercase hex characters from the OS CSPRNG (§2 step 2).
-    pub(crate) fn mint() -> Result<TaskId, ArtifactError> {
+    pub fn mint() -> Result<TaskId, ArtifactError> {
         let mut random = [0_u8; TASK_ID_RANDOM_BYTES];
         getrandom::fill(&mut random).map_err(|err| ArtifactError::Randomness(err.to_string()))?;
         Ok(TaskId(format!("task-{}", hex::encode(random))))
