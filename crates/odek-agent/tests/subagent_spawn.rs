@@ -22,6 +22,7 @@ fn spec(dir: &std::path::Path, program: std::path::PathBuf, timeout: Duration) -
         api_key: None,
         task_file: dir.join("task.json"),
         timeout,
+        confinement: None,
     }
 }
 

@@ -27,10 +27,7 @@ fn scene(server: &ScriptedServer, sandbox: Value) -> Sandbox {
     scene.global_config(&json!({
         "base_url": server.base_url(),
         "model": "test-model",
-        "dangerous": {"action": "allow", "non_interactive": "allow", "classes": {
-            "install": "allow", "network_egress": "allow", "code_execution": "allow", "system_write": "allow",
-            "persistence": "allow", "unknown": "allow", "destructive": "allow", "unread_exec": "allow"
-        }},
+        "dangerous": allow_every_class(),
         "sandbox": section,
     }));
     let secrets = scene.home.join(".odek/secrets.env");

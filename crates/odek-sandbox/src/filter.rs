@@ -86,7 +86,6 @@ fn refused_calls() -> Vec<i64> {
         libc::SYS_open_by_handle_at,
         libc::SYS_name_to_handle_at,
         libc::SYS_setsid,
-        libc::SYS_setpgid,
         libc::SYS_quotactl,
         libc::SYS_syslog,
         libc::SYS_clock_settime,
@@ -129,11 +128,19 @@ fn target_arch() -> Result<TargetArch, FilterError> {
     TargetArch::try_from(std::env::consts::ARCH).map_err(|error| FilterError(error.to_string()))
 }
 
-/// `EPERM` for the refused calls, `clone` with a namespace flag and the terminal-injection
-/// ioctls.
-fn refusals() -> Result<BpfProgram, FilterError> {
+/// `EPERM` for the refused calls, `clone` with a namespace flag, the terminal-injection ioctls
+/// and `setpgid` — but for `setpgid(0, 0)` (a group of its own) when `own_groups`: an odek
+/// confined as a whole puts each command it starts in a group of its own, as outside.
+fn refusals(own_groups: bool) -> Result<BpfProgram, FilterError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         refused_calls().into_iter().map(|call| (call, Vec::new())).collect();
+    let setpgid_rules = if own_groups {
+        let nonzero = |arg| rule(vec![condition(arg, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)?]);
+        vec![nonzero(0)?, nonzero(1)?]
+    } else {
+        Vec::new()
+    };
+    rules.insert(libc::SYS_setpgid, setpgid_rules);
     let namespace_rules = NAMESPACE_FLAGS
         .iter()
         .map(|flag| rule(vec![condition(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(*flag), *flag)?]))
@@ -214,9 +221,10 @@ fn x32_refusal() -> BpfProgram {
 }
 
 /// Every filter for `network`, the notifying one last (when `notify`: the supervisor is there
-/// to answer; without it `connect` and `bind` are not filtered at all).
-pub(crate) fn build_filters(network: NetworkMode, notify: bool) -> Result<Filters, FilterError> {
-    let mut programs = vec![refusals()?, clone3_unavailable()?, network_refusals(network)?];
+/// to answer; without it `connect` and `bind` are not filtered here — an outer sandbox's
+/// supervisor, when there is one, still sees them). `own_groups`: see [`refusals`].
+pub(crate) fn build_filters(network: NetworkMode, notify: bool, own_groups: bool) -> Result<Filters, FilterError> {
+    let mut programs = vec![refusals(own_groups)?, clone3_unavailable()?, network_refusals(network)?];
     if cfg!(target_arch = "x86_64") {
         programs.push(x32_refusal());
     }
@@ -234,7 +242,7 @@ mod tests {
     fn every_mode_compiles_and_the_notifying_filter_notifies() {
         for network in [NetworkMode::Deny, NetworkMode::Loopback, NetworkMode::Allow] {
             for notify in [false, true] {
-                let filters = build_filters(network, notify).unwrap();
+                let filters = build_filters(network, notify, false).unwrap();
                 assert_eq!(filters.notify, notify);
                 let last = filters.programs.last().unwrap();
                 let notifies = last.iter().any(|instruction| instruction.k == RET_USER_NOTIF);

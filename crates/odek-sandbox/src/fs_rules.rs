@@ -54,9 +54,11 @@ impl Grant {
     }
 }
 
-/// Every path `policy` grants, split around its protected paths; paths that do not exist are
-/// left out (a Landlock rule needs an open file).
-pub(crate) fn grants(policy: &Policy) -> Grants {
+/// Every path `policy` grants, split around its protected paths, and `own_state` — writable
+/// though beneath a protected path (an untrusted sub-agent's own artifact folder), exactly those
+/// directories and nothing around them; paths that do not exist are left out (a Landlock rule
+/// needs an open file).
+pub(crate) fn grants(policy: &Policy, own_state: &[PathBuf]) -> Grants {
     let mut entries = Vec::new();
     let system = SYSTEM_READABLE.iter().map(PathBuf::from);
     for path in system.chain(policy.readable.iter().cloned()) {
@@ -70,6 +72,7 @@ pub(crate) fn grants(policy: &Policy) -> Grants {
     for path in writable {
         grant_split(&path, Grant::Write, &policy.protected, &mut entries);
     }
+    entries.extend(own_state.iter().map(|path| (canonical(path), Grant::Write)));
     entries.retain(|(path, _)| path.exists());
     Grants { entries }
 }
@@ -160,7 +163,7 @@ mod tests {
             std::fs::create_dir_all(home.join(dir)).unwrap();
         }
         std::fs::write(home.join("notes.txt"), "n").unwrap();
-        let grants = grants(&policy(&home, vec![home.join(".odek")]));
+        let grants = grants(&policy(&home, vec![home.join(".odek")]), &[]);
         let mine: Vec<(PathBuf, Grant)> =
             grants.entries.into_iter().filter(|(path, _)| path.starts_with(&home)).collect();
         assert!(mine.contains(&(home.clone(), Grant::ListOnly)), "{mine:?}");
@@ -177,7 +180,7 @@ mod tests {
         std::fs::create_dir_all(home.join(".odek/artifacts")).unwrap();
         let mut inside = policy(&home.join("elsewhere"), vec![home.join(".odek")]);
         inside.readable.push(home.join(".odek/artifacts"));
-        let grants = grants(&inside);
+        let grants = grants(&inside, &[]);
         assert!(!grants.entries.iter().any(|(path, _)| path.starts_with(home.join(".odek"))), "{grants:?}");
     }
 
@@ -188,8 +191,19 @@ mod tests {
         std::fs::create_dir_all(home.join(".odek")).unwrap();
         std::fs::create_dir_all(home.join("work")).unwrap();
         std::os::unix::fs::symlink(home.join(".odek"), home.join("work/state")).unwrap();
-        let grants = grants(&policy(&home.join("work"), vec![home.join(".odek")]));
+        let grants = grants(&policy(&home.join("work"), vec![home.join(".odek")]), &[]);
         assert!(!grants.entries.iter().any(|(path, _)| path.starts_with(home.join(".odek"))), "{grants:?}");
+    }
+
+    #[test]
+    fn own_state_is_granted_exactly_beneath_a_protected_path() {
+        let home = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(home.path()).unwrap();
+        let own = home.join(".odek/artifacts/s1/t1");
+        std::fs::create_dir_all(&own).unwrap();
+        let grants = grants(&policy(&home.join("work"), vec![home.join(".odek")]), std::slice::from_ref(&own));
+        let odek: Vec<_> = grants.entries.iter().filter(|(path, _)| path.starts_with(home.join(".odek"))).collect();
+        assert_eq!(odek, vec![&(own, Grant::Write)]);
     }
 
     #[test]
@@ -197,7 +211,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut with_missing = policy(dir.path(), Vec::new());
         with_missing.readable.push(dir.path().join("nope"));
-        let grants = grants(&with_missing);
+        let grants = grants(&with_missing, &[]);
         assert!(!grants.entries.iter().any(|(path, _)| path.ends_with("nope")));
     }
 }

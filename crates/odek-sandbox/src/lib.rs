@@ -39,6 +39,11 @@ pub use policy::{Host, HostPort, Limits, NetworkMode as Network, Policy, PolicyE
 /// One operation the sandbox refused.
 pub use supervisor::Denial;
 
+/// The variable [`Sandbox::confine`] sets when a supervisor answers the confined process's
+/// `connect` and `bind`: an odek started inside (an untrusted sub-agent) leaves them to it, since
+/// a process tree can have only one seccomp listener (a second is `EBUSY`).
+pub const SUPERVISED_VARIABLE: &str = "ODEK_SANDBOX_SUPERVISED";
+
 /// What this kernel supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Support {
@@ -46,6 +51,10 @@ pub struct Support {
     pub landlock_abi: u32,
     /// seccomp user notifications and `pidfd_getfd` (the connect/bind supervisor).
     pub supervisor: bool,
+    /// This process already runs in an odek sandbox whose supervisor answers its `connect` and
+    /// `bind` (its filter refuses `pidfd_getfd`, and [`SUPERVISED_VARIABLE`] says so): a sandbox
+    /// made here adds no supervisor of its own, the outer one governs.
+    pub outer_supervisor: bool,
 }
 
 impl Support {
@@ -55,9 +64,11 @@ impl Support {
     }
 }
 
-/// Probes the running kernel (cheap: two system calls).
+/// Probes the running kernel (cheap: three system calls).
 pub fn support() -> Support {
-    Support { landlock_abi: notify::landlock_abi(), supervisor: notify::supervisor_supported() }
+    let refused = notify::pidfd_getfd_errno() == libc::EPERM;
+    let outer_supervisor = refused && std::env::var(SUPERVISED_VARIABLE).is_ok_and(|value| value == "1");
+    Support { landlock_abi: notify::landlock_abi(), supervisor: notify::supervisor_supported(), outer_supervisor }
 }
 
 /// Why a sandbox or a confinement could not be set up.
@@ -85,6 +96,8 @@ pub struct Sandbox {
     unix_roots: Vec<PathBuf>,
     /// Whether a kernel-enforced process limit (a `pids` cgroup) could be made when probed.
     process_limit: bool,
+    /// A supervisor answers `connect` and `bind`: this sandbox's, or an outer one's.
+    supervised: bool,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -95,18 +108,33 @@ impl std::fmt::Debug for Sandbox {
 
 impl Sandbox {
     /// Prepares `policy`: validated, every granted path opened, the filters compiled. Fails when
-    /// the kernel cannot enforce it.
+    /// the kernel cannot enforce it. Inside an odek sandbox (an untrusted sub-agent) it adds no
+    /// supervisor of its own: the outer one answers `connect` and `bind` with the outer policy.
     pub fn new(policy: Policy) -> Result<Sandbox, SandboxError> {
+        Sandbox::build(policy, &[], false)
+    }
+
+    /// \[beyond\] A sandbox for a whole odek process (an untrusted sub-agent): `policy`, and
+    /// `own_state` writable although it lies beneath a protected path (the sub-agent's artifact
+    /// folder under `~/.odek`, exactly those directories); the process may give each command it
+    /// starts a process group of its own (`setpgid(0, 0)`), which a plain command may not.
+    pub fn for_odek_process(policy: Policy, own_state: &[PathBuf]) -> Result<Sandbox, SandboxError> {
+        Sandbox::build(policy, own_state, true)
+    }
+
+    fn build(policy: Policy, own_state: &[PathBuf], own_groups: bool) -> Result<Sandbox, SandboxError> {
         policy.validate()?;
         let support = support();
         if !support.enforceable() {
             return Err(SandboxError::Unsupported);
         }
         let needs_supervisor = policy.network != NetworkMode::Deny || !policy.allow_hosts.is_empty();
-        if needs_supervisor && !support.supervisor && policy.restricts_network() {
+        if needs_supervisor && !support.supervisor && !support.outer_supervisor && policy.restricts_network() {
             return Err(SandboxError::NoSupervisor { mode: policy.network.as_str() });
         }
-        let grants = fs_rules::grants(&policy);
+        let own_supervisor = support.supervisor && !support.outer_supervisor;
+        let supervised = own_supervisor || support.outer_supervisor;
+        let grants = fs_rules::grants(&policy, own_state);
         // With an allow-list, "deny" still needs IP sockets for the listed addresses and the proxy.
         let socket_mode = match policy.network {
             NetworkMode::Deny if !policy.allow_hosts.is_empty() => NetworkMode::Loopback,
@@ -115,7 +143,7 @@ impl Sandbox {
         let landlock_network = if socket_mode == NetworkMode::Deny { NetworkMode::Deny } else { NetworkMode::Allow };
         let ruleset = fs_rules::build_ruleset(&grants, landlock_network)
             .map_err(|error| SandboxError::Setup(error.to_string()))?;
-        let filters = filter::build_filters(socket_mode, support.supervisor)
+        let filters = filter::build_filters(socket_mode, own_supervisor, own_groups)
             .map_err(|error| SandboxError::Setup(error.to_string()))?;
         let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
             .ok()
@@ -128,7 +156,7 @@ impl Sandbox {
             .collect();
         cgroup::remove_stale();
         let process_limit = PidsCgroup::create(policy.limits.processes.max(1)).map(|cgroup| cgroup.remove()).is_some();
-        Ok(Sandbox { policy, ruleset: Mutex::new(ruleset), filters, cap_last, unix_roots, process_limit })
+        Ok(Sandbox { policy, ruleset: Mutex::new(ruleset), filters, cap_last, unix_roots, process_limit, supervised })
     }
 
     /// The policy it enforces.
@@ -156,6 +184,11 @@ impl Sandbox {
             None
         };
         command.env("TMPDIR", &self.policy.temp_dir);
+        if self.supervised {
+            command.env(SUPERVISED_VARIABLE, "1");
+        } else {
+            command.env_remove(SUPERVISED_VARIABLE);
+        }
         if let Some(proxy) = &proxy {
             let url = format!("http://{}", proxy.address());
             for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {

@@ -129,9 +129,15 @@ pub(crate) fn supervisor_supported() -> bool {
     let notif = unsafe {
         libc::syscall(libc::SYS_seccomp, libc::SECCOMP_GET_ACTION_AVAIL as libc::c_ulong, 0 as libc::c_ulong, &action)
     } == 0;
-    // SAFETY: pidfd_getfd on fd -1 fails at once: EBADF when the call exists, ENOSYS when not.
-    let getfd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, -1, 0, 0) } < 0 && errno() != libc::ENOSYS;
-    notif && getfd
+    notif && pidfd_getfd_errno() == libc::EBADF
+}
+
+/// What `pidfd_getfd` on fd -1 answers: `EBADF` when the call exists, `ENOSYS` when it does not,
+/// `EPERM` when a seccomp filter refuses it (inside an odek sandbox, which refuses it).
+pub(crate) fn pidfd_getfd_errno() -> i32 {
+    // SAFETY: pidfd_getfd on fd -1 fails at once without touching anything.
+    let result = unsafe { libc::syscall(libc::SYS_pidfd_getfd, -1, 0, 0) };
+    if result < 0 { errno() } else { 0 }
 }
 
 /// The Landlock ABI version of this kernel; `0` without Landlock.

@@ -198,5 +198,6 @@ pub fn delegate_settings(
         artifact_read: depth == 0,
         share: (subagent.budget_inherit == BudgetInherit::Share).then(|| budget.share()),
         replay,
+        sandbox: None,
     }
 }

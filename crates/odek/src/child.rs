@@ -136,9 +136,7 @@ impl Runtime {
         }
 
         // Step 3: trust, which the profile cannot lift.
-        let declared_untrusted = task.trust_level != "trusted";
-        let parent_untrusted = !task.parent_trust.is_empty() && task.parent_trust != "trusted";
-        let untrusted = declared_untrusted || parent_untrusted;
+        let untrusted = task.is_untrusted();
         if untrusted {
             policy.hard_deny.extend(UNTRUSTED_DENIED);
         }

@@ -813,6 +813,7 @@ impl Session<'_> {
         if let Some(program) = &runtime.subagent_program {
             delegate.program.clone_from(program);
         }
+        delegate.sandbox = runtime.sandbox().map(|sandbox| sandbox.policy().clone());
         if delegate.artifact_read && settings.artifact_read {
             builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));
         }

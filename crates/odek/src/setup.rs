@@ -10,7 +10,9 @@ use odek_mcp::hub::report_optional_failure;
 use odek_mcp::{HubOptions, McpError, McpHub, McpObserver, ServerSandbox, ServerSpec, ToolApprover, validate_server};
 
 use crate::approvals::{Console, McpApprovals};
-use crate::config::{ConfigError, ConfigSources, LoadedConfig, McpServerConfig, SandboxConfig, load_config};
+use crate::config::{
+    ConfigError, ConfigSources, LoadedConfig, McpServerConfig, SandboxConfig, load_config, load_handed_config,
+};
 use crate::error::RuntimeError;
 use crate::run_sandbox::{RunSandbox, prepare_sandbox, server_sandbox};
 
@@ -33,11 +35,22 @@ impl Setup {
     /// Loads the files of `sources`; each loader warning goes to `warn`, secrets redacted.
     pub fn load(sources: ConfigSources, warn: &dyn Fn(&str)) -> Result<Setup, ConfigError> {
         let loaded = load_config(&sources)?;
+        Ok(Setup::loaded(sources, loaded, warn))
+    }
+
+    fn loaded(sources: ConfigSources, loaded: LoadedConfig, warn: &dyn Fn(&str)) -> Setup {
         for warning in &loaded.warnings {
             warn(&odek_contract::redaction::redact(warning));
         }
         let server_sandbox = server_sandbox(&loaded.config.sandbox, None);
-        Ok(Setup { sources, loaded, server_sandbox, own_sandbox: None })
+        Setup { sources, loaded, server_sandbox, own_sandbox: None }
+    }
+
+    /// \[beyond\] As [`Setup::load`], with the global file's bytes as a parent handed them over
+    /// (an untrusted sub-agent in the sandbox, which cannot read `~/.odek`; no `secrets.env`).
+    pub fn load_handed(sources: ConfigSources, global: &[u8], warn: &dyn Fn(&str)) -> Result<Setup, ConfigError> {
+        let loaded = load_handed_config(&sources, global)?;
+        Ok(Setup::loaded(sources, loaded, warn))
     }
 
     /// \[beyond\] For a face without a runtime (`odek ext`): prepares the sandbox of the config

@@ -75,6 +75,7 @@ async fn one_run(odek: &str, calls: u64, warmup: u64) -> anyhow::Result<Duration
         client_version: env!("CARGO_PKG_VERSION").to_owned(),
         parent_env: odek_mcp::env_allowlist::process_env().collect(),
         startup_timeout: Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
+        sandbox: odek_mcp::ServerSandbox::Off,
     };
     let hub = McpHub::start(vec![spec], options).await?;
     let call_options = CallOptions::default();

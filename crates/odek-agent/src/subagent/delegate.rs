@@ -18,6 +18,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::{TaskArtifactInput, TaskId, create_artifact_root, register_call_artifacts, shared_registry};
+use super::confine::child_confinement;
 use super::render::{TaskSection, render_results};
 use super::spawn::{ChildReport, ChildSpec, child_environment, run_child};
 use super::task::{TaskFile, TaskReplay};
@@ -74,6 +75,9 @@ pub struct DelegateSettings {
     /// **[beyond]** The replay script this process answers from: each child gets the entry of
     /// `subagents` with its goal.
     pub replay: Option<Arc<TaskReplay>>,
+    /// \[beyond\] The run's sandbox policy, when the sandbox is in force: an untrusted child runs
+    /// confined by it as a whole (issue 20).
+    pub sandbox: Option<odek_sandbox::Policy>,
 }
 
 /// The `delegate_tasks` tool.
@@ -140,11 +144,24 @@ fn validate_call(arguments: &str, depth: u32, max_depth: u32) -> Result<Vec<Task
     Ok(parsed.tasks)
 }
 
+<<<<<<< HEAD
 /// Writes the task file: `odek-task-<random>.json` in the temp directory, created exclusively
 /// with mode `0600`. The caller deletes it after the child exits ([`RemoveOnDrop`]).
 pub fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
+=======
+/// Writes the task file: `odek-task-<random>.json` in the temp directory — \[beyond\] for a
+/// confined child, the run's sandbox temporary directory, which is the child's `TMPDIR` and the
+/// one it may read — created exclusively with mode `0600`. The caller deletes it after the child
+/// exits.
+fn write_task_file(task: &TaskFile, dir: Option<&std::path::Path>) -> std::io::Result<PathBuf> {
+>>>>>>> helper/sbx2
     use std::io::Write;
-    let mut file = tempfile::Builder::new().prefix("odek-task-").suffix(".json").tempfile()?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("odek-task-").suffix(".json");
+    let mut file = match dir {
+        Some(dir) => builder.tempfile_in(dir)?,
+        None => builder.tempfile()?,
+    };
     file.write_all(serde_json::to_string(task).map_err(std::io::Error::other)?.as_bytes())?;
     file.flush()?;
     let (_, path) = file.keep().map_err(|err| err.error)?;
@@ -327,7 +344,19 @@ impl DelegateTool {
             }
             Err(result) => return not_spawned(result),
         };
-        let task_file = match write_task_file(&task) {
+        // [beyond] An untrusted child runs in the sandbox as a whole, or not at all.
+        let confinement = match &settings.sandbox {
+            Some(policy) if task.is_untrusted() => {
+                match child_confinement(policy, &settings.program, &task.base_url, &artifact_root, &settings.odek_home)
+                {
+                    Ok(confinement) => Some(confinement),
+                    Err(err) => return not_spawned(json!({"status": "error", "error": err})),
+                }
+            }
+            _ => None,
+        };
+        let task_dir = confinement.as_ref().map(|confined| confined.sandbox.policy().temp_dir.clone());
+        let task_file = match write_task_file(&task, task_dir.as_deref()) {
             Ok(path) => RemoveOnDrop(path),
             Err(err) => return not_spawned(json!({"status": "error", "error": format!("write task file: {err}")})),
         };
@@ -343,6 +372,7 @@ impl DelegateTool {
             api_key: settings.api_key.clone(),
             task_file: task_file.0.clone(),
             timeout: settings.timeout,
+            confinement,
         };
         let report = run_child(&spec, cancel, |pid| {
             self.emit(Event::subagent_spawned(

@@ -8,6 +8,7 @@
 
 pub mod artifact_read;
 pub mod artifacts;
+mod confine;
 pub mod delegate;
 pub mod prompt;
 mod render;

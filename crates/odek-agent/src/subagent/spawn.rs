@@ -1,6 +1,8 @@
 //! The parent's side of one child process (spec `subagents.md` §8): spawning `odek subagent`
-//! with the filtered environment and the API key on fd 3, reading its stdout within the safety
-//! limits, the deadline and cancellation, and the result precedence. Start at [`run_child`].
+//! with the filtered environment and the API key on fd 3 — \[beyond\] an untrusted child confined
+//! by the sandbox as a whole, with the global config handed over on fd 4 since it cannot read
+//! `~/.odek` — reading its stdout within the safety limits, the deadline and cancellation, and
+//! the result precedence. Start at [`run_child`].
 
 use std::io::{Seek, Write};
 use std::os::fd::OwnedFd;
@@ -28,6 +30,17 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// How long after a kill the pipes are force-closed.
 const FORCE_CLOSE_AFTER_KILL: Duration = Duration::from_secs(1);
 
+/// \[beyond\] The variable that tells a confined child its global config is on fd 4.
+pub const CONFIG_FD_VARIABLE: &str = "ODEK_CONFIG_FD";
+
+/// \[beyond\] How an untrusted child is confined: the sandbox its whole process runs in, and
+/// the global config file it gets on fd 4 instead of reading it (absent: an empty config).
+#[derive(Debug, Clone)]
+pub struct ChildConfinement {
+    pub sandbox: Arc<odek_sandbox::Sandbox>,
+    pub global_config: PathBuf,
+}
+
 /// How to start one child.
 #[derive(Debug, Clone)]
 pub struct ChildSpec {
@@ -40,6 +53,8 @@ pub struct ChildSpec {
     pub api_key: Option<String>,
     pub task_file: PathBuf,
     pub timeout: Duration,
+    /// \[beyond\] Set for an untrusted child when the run's sandbox is in force.
+    pub confinement: Option<ChildConfinement>,
 }
 
 /// What the parent learned from one child.
@@ -70,6 +85,7 @@ pub fn child_environment(
                 && !secret_names.iter().any(|secret| secret == name)
                 && name != "ODEK_SUBAGENT_DEPTH"
                 && name != "ODEK_API_KEY_FD"
+                && name != CONFIG_FD_VARIABLE
         })
         .cloned()
         .collect();
@@ -80,13 +96,48 @@ pub fn child_environment(
     env
 }
 
-/// The key in a `0600` temp file that is unlinked right after it is opened: the open
-/// descriptor is all that is left, and it becomes the child's fd 3.
-fn key_descriptor(key: &str) -> std::io::Result<OwnedFd> {
+/// `bytes` in a `0600` temp file that is unlinked right after it is opened: the open
+/// descriptor is all that is left, and it becomes one of the child's descriptors (the key on 3,
+/// \[beyond\] the config on 4).
+fn handed_descriptor(bytes: &[u8]) -> std::io::Result<OwnedFd> {
     let mut file = tempfile::tempfile()?;
-    file.write_all(key.as_bytes())?;
+    file.write_all(bytes)?;
     file.rewind()?;
     Ok(OwnedFd::from(file))
+}
+
+/// \[beyond\] The global config as the confined child gets it: the file's bytes (at most 5 MiB
+/// and one byte, so the child's own limit applies), or `{}` when there is none.
+fn global_config_bytes(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    const LIMIT: u64 = 5 * 1024 * 1024 + 1;
+    match std::fs::File::open(path) {
+        Ok(file) => {
+            let mut bytes = Vec::new();
+            file.take(LIMIT).read_to_end(&mut bytes)?;
+            Ok(bytes)
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(b"{}".to_vec()),
+        Err(err) => Err(err),
+    }
+}
+
+/// The descriptors a child gets: the key on 3, and \[beyond\] for a confined child the global
+/// config on 4 (with `ODEK_CONFIG_FD=4`).
+fn hand_over(spec: &ChildSpec, command: &mut Command) -> std::io::Result<()> {
+    let mut mappings = Vec::with_capacity(2);
+    if let Some(key) = &spec.api_key {
+        mappings.push(FdMapping { parent_fd: handed_descriptor(key.as_bytes())?, child_fd: 3 });
+    }
+    if let Some(confinement) = &spec.confinement {
+        let config = global_config_bytes(&confinement.global_config)?;
+        mappings.push(FdMapping { parent_fd: handed_descriptor(&config)?, child_fd: 4 });
+        command.env(CONFIG_FD_VARIABLE, "4");
+    }
+    if mappings.is_empty() {
+        return Ok(());
+    }
+    command.fd_mappings(mappings).map(|_| ()).map_err(std::io::Error::other)
 }
 
 /// What reading stdout produced.
@@ -198,21 +249,28 @@ pub async fn run_child_observed(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
-    if let Some(key) = &spec.api_key {
-        let mapped = key_descriptor(key).map_err(|err| err.to_string()).and_then(|fd| {
-            command
-                .fd_mappings(vec![FdMapping { parent_fd: fd, child_fd: 3 }])
-                .map(|_| ())
-                .map_err(|err| err.to_string())
-        });
-        if let Err(error) = mapped {
-            return failure(json!({"status": "error", "error": format!("exit: hand over the API key: {error}")}), None);
-        }
+    if let Err(error) = hand_over(spec, &mut command) {
+        return failure(
+            json!({"status": "error", "error": format!("exit: hand over the API key and config: {error}")}),
+            None,
+        );
     }
+    // [beyond] Confined as a whole, or not started: a sandbox that cannot be set up fails the task.
+    let mut confinement = match spec.confinement.as_ref().map(|confined| confined.sandbox.confine(&mut command)) {
+        None => None,
+        Some(Ok(confinement)) => Some(confinement),
+        Some(Err(error)) => return failure(json!({"status": "error", "error": format!("exit: {error}")}), None),
+    };
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => return failure(json!({"status": "error", "error": format!("exit: {err}")}), None),
     };
+    if let Some(confinement) = &mut confinement
+        && let Err(error) = confinement.started()
+    {
+        let _ = stop_child(&mut child).await;
+        return failure(json!({"status": "error", "error": format!("exit: {error}")}), child.id());
+    }
     let pid = child.id();
     if let Some(pid) = pid {
         on_spawned(pid);
@@ -263,6 +321,10 @@ pub async fn run_child_observed(
         if tokio::time::timeout(grace, &mut reader).await.is_err() {
             reader.abort();
         }
+    }
+    // [beyond] Whatever the child left running in its cgroup goes now.
+    if let Some(confinement) = confinement {
+        let _ = tokio::task::spawn_blocking(move || confinement.finish()).await;
     }
     let mut read = std::mem::take(&mut *lock(&shared));
     if let Some(result) = result_before_stop {

@@ -97,6 +97,13 @@ fn is_zero_u64(value: &u64) -> bool {
 }
 
 impl TaskFile {
+    /// §4: whether the child runs untrusted — unless the task says `trusted` and its parent is
+    /// trusted. \[beyond\] An untrusted child runs confined by the sandbox as a whole (issue 20).
+    pub fn is_untrusted(&self) -> bool {
+        let parent_untrusted = !self.parent_trust.is_empty() && self.parent_trust != "trusted";
+        self.trust_level != "trusted" || parent_untrusted
+    }
+
     /// Whether the child speaks protocol 2 (with `--stream`): a task id and `protocol` ≥ 2.
     pub fn wants_protocol_2(&self) -> bool {
         !self.task_id.is_empty() && self.protocol >= STREAM_PROTOCOL

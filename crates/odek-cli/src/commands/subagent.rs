@@ -11,13 +11,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use odek::child::{ChildError, ChildFlags, ChildPlan};
-use odek::config::CliOverrides;
+use odek::config::{CliOverrides, ConfigSources};
 use odek::parts::delegation_depth;
+use odek::setup::Setup;
 use odek::{Overrides, Runtime, Subscriber};
 use odek_agent::budget::BudgetLimits;
 use odek_agent::observer::{LoopEvent, LoopObserver};
 use odek_agent::plan::PlanEvent;
 use odek_agent::subagent::result::SubagentResult;
+use odek_agent::subagent::spawn::CONFIG_FD_VARIABLE;
 use odek_agent::subagent::stream::{BudgetFields, ProgressStream};
 use odek_agent::subagent::task::{TaskFile, is_parent_task_file, read_task_file};
 use odek_contract::quoting::quote;
@@ -204,7 +206,12 @@ fn prepare(flags: &SubagentFlags, task: &TaskFile, framed: bool) -> Result<Prepa
             Output::Legacy
         }
     };
-    let setup = load_setup().map_err(|err| Prepare::Setup(command_error_text(err), legacy()))?;
+    let handed = read_handed_config().map_err(|message| Prepare::Setup(message, legacy()))?;
+    let setup = match handed {
+        Some(global) => load_handed_setup(&global),
+        None => load_setup(),
+    }
+    .map_err(|err| Prepare::Setup(command_error_text(err), legacy()))?;
     let handed_key = read_handed_key().map_err(|message| Prepare::Setup(message, legacy()))?;
     let overrides = Overrides {
         config: CliOverrides {
@@ -273,7 +280,7 @@ fn read_handed_key() -> Result<Option<String>, String> {
         return Ok(None);
     }
     let mut key = String::new();
-    let file = take_fd3().ok_or_else(|| format!("{API_KEY_FD_VARIABLE}=3 but file descriptor 3 is not open"))?;
+    let file = take_handed_fd(3).ok_or_else(|| format!("{API_KEY_FD_VARIABLE}=3 but file descriptor 3 is not open"))?;
     file.take(MAX_KEY_BYTES).read_to_string(&mut key).map_err(|err| format!("read API key from fd 3: {err}"))?;
     let key = key.trim().to_owned();
     if key.is_empty() {
@@ -283,19 +290,40 @@ fn read_handed_key() -> Result<Option<String>, String> {
     Ok(Some(key))
 }
 
-/// Takes ownership of fd 3, which the parent opened for this process alone; dropping the file
-/// closes it.
+/// \[beyond\] The setup of a confined child: the config files as [`load_setup`] reads them, but
+/// the global one from the bytes its parent handed over.
+fn load_handed_setup(global: &[u8]) -> Result<Setup, CommandError> {
+    Ok(Setup::load_handed(ConfigSources::from_process()?, global, &print_warning)?)
+}
+
+/// \[beyond\] The global config a parent handed over on fd 4 (`ODEK_CONFIG_FD=4`): an
+/// untrusted sub-agent runs in the sandbox, where `~/.odek` cannot be read. `None` without it.
+fn read_handed_config() -> Result<Option<Vec<u8>>, String> {
+    if std::env::var(CONFIG_FD_VARIABLE).ok().as_deref() != Some("4") {
+        return Ok(None);
+    }
+    let file = take_handed_fd(4).ok_or_else(|| format!("{CONFIG_FD_VARIABLE}=4 but file descriptor 4 is not open"))?;
+    let mut bytes = Vec::new();
+    file.take(odek::config::MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("read the config from fd 4: {err}"))?;
+    Ok(Some(bytes))
+}
+
+/// Takes ownership of `fd` (3: the key, 4: \[beyond\] the config), which the parent opened for
+/// this process alone; dropping the file closes it.
 #[allow(unsafe_code)]
-fn take_fd3() -> Option<std::fs::File> {
+fn take_handed_fd(fd: i32) -> Option<std::fs::File> {
     use std::os::fd::FromRawFd;
     // Only a regular file is taken — what a parent hands over — never a pipe, socket or other
-    // descriptor that happens to be number 3.
-    if !std::fs::metadata("/proc/self/fd/3").is_ok_and(|metadata| metadata.is_file()) {
+    // descriptor that happens to have the number.
+    if !std::fs::metadata(format!("/proc/self/fd/{fd}")).is_ok_and(|metadata| metadata.is_file()) {
         return None;
     }
-    // SAFETY: by the `ODEK_API_KEY_FD=3` contract, fd 3 was opened by the parent for this process
-    // and nothing else in the process owns or uses it; it is taken exactly once, at setup.
-    Some(unsafe { std::fs::File::from_raw_fd(3) })
+    // SAFETY: by the `ODEK_API_KEY_FD=3` / `ODEK_CONFIG_FD=4` contract, the fd was opened by the
+    // parent for this process and nothing else in the process owns or uses it; it is taken
+    // exactly once, at setup.
+    Some(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 /// The child as a runtime subscriber: the protocol-2 progress stream when framed (nothing of the

@@ -230,3 +230,12 @@ pub fn without_landlock(scene: &Sandbox, args: &[&str]) -> std::process::Command
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
+
+/// A `dangerous` section that lets every command class through, so the classifier stays out of
+/// the way of what a test means to show (the sandbox's refusals).
+pub fn allow_every_class() -> Value {
+    json!({"action": "allow", "non_interactive": "allow", "classes": {
+        "install": "allow", "network_egress": "allow", "code_execution": "allow", "system_write": "allow",
+        "persistence": "allow", "unknown": "allow", "destructive": "allow", "unread_exec": "allow"
+    }})
+}

@@ -242,8 +242,22 @@ fn register_sensitive_env_values(env: &BTreeMap<String, String>) {
 
 /// Loads `secrets.env`, the global file and the project file, in that order (spec §1).
 pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
+    load_config_from(sources, None)
+}
+
+/// \[beyond\] As [`load_config`], for an untrusted sub-agent confined by the sandbox, which may
+/// not read `~/.odek`: the global file's bytes as its parent handed them over, and no
+/// `secrets.env` (its names never reach a child anyway).
+pub fn load_handed_config(sources: &ConfigSources, global: &[u8]) -> Result<LoadedConfig, ConfigError> {
+    load_config_from(sources, Some(global))
+}
+
+fn load_config_from(sources: &ConfigSources, handed_global: Option<&[u8]>) -> Result<LoadedConfig, ConfigError> {
     let mut warnings = Vec::new();
-    let secrets = load_secrets_env(&sources.secrets_env_path(), &sources.env, &mut warnings)?;
+    let secrets = match handed_global {
+        Some(_) => SecretsEnv::default(),
+        None => load_secrets_env(&sources.secrets_env_path(), &sources.env, &mut warnings)?,
+    };
     let mut env = sources.env.clone();
     for (name, value) in &secrets.injected {
         env.entry(name.clone()).or_insert_with(|| value.clone());
@@ -253,7 +267,11 @@ pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError>
     let global_path = sources.global_config_path();
     let global_display = global_path.display().to_string();
     let mut protected = ProtectedNames { secrets_env: secrets.names.clone(), secret_env: Vec::new() };
-    let global = match read_config_object(&global_path, &global_display, Trust::Operator, &mut warnings)? {
+    let global_object = match handed_global {
+        Some(bytes) => Some(config_object(bytes, &global_display)?),
+        None => read_config_object(&global_path, &global_display, Trust::Operator, &mut warnings)?,
+    };
+    let global = match global_object {
         Some(top) => {
             protected.secret_env = secret_env_references(&top);
             parse_config_file(&global_display, top, Trust::Operator, &env, &protected, &mut warnings)?
@@ -401,10 +419,18 @@ fn read_config_object(
             return Err(ConfigError::TooLarge { path: display.to_owned(), size });
         }
     };
+    config_object(&bytes, display).map(Some)
+}
+
+/// A config file's bytes parsed as its top-level object.
+fn config_object(bytes: &[u8], display: &str) -> Result<Map<String, Value>, ConfigError> {
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError::TooLarge { path: display.to_owned(), size: bytes.len() as u64 });
+    }
     let value: Value =
-        serde_json::from_slice(&bytes).map_err(|source| ConfigError::Parse { path: display.to_owned(), source })?;
+        serde_json::from_slice(bytes).map_err(|source| ConfigError::Parse { path: display.to_owned(), source })?;
     match value {
-        Value::Object(top) => Ok(Some(top)),
+        Value::Object(top) => Ok(top),
         _ => Err(ConfigError::NotAnObject { path: display.to_owned() }),
     }
 }
