@@ -216,6 +216,11 @@ impl RunTasks {
         if cancelled_by_client {
             return ToolResponse::NoReply;
         }
+        // The child may end before its last records were forwarded: they still go out, before
+        // the answer, so every iteration is reported.
+        while let Ok(record) = received.try_recv() {
+            progress.record(&record, &limits).await;
+        }
         let artifacts = verify_artifacts(&report.result, run_root).await;
         answer(&run_id, &report.result, report.parsed, &limits, artifacts, started.elapsed())
     }
