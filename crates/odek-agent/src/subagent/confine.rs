@@ -20,7 +20,7 @@ use super::spawn::ChildConfinement;
 /// executable) readable, `base_url`'s host and port reachable, `artifact_root` writable, and
 /// `odek_home`'s `config.json` handed over. An error is why the sandbox cannot be set up (the
 /// task then fails; the child never runs unconfined).
-pub(crate) fn child_confinement(
+pub fn child_confinement(
     policy: &Policy,
     program: &Path,
     base_url: &str,

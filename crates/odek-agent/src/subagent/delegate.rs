@@ -144,17 +144,11 @@ fn validate_call(arguments: &str, depth: u32, max_depth: u32) -> Result<Vec<Task
     Ok(parsed.tasks)
 }
 
-<<<<<<< HEAD
-/// Writes the task file: `odek-task-<random>.json` in the temp directory, created exclusively
-/// with mode `0600`. The caller deletes it after the child exits ([`RemoveOnDrop`]).
-pub fn write_task_file(task: &TaskFile) -> std::io::Result<PathBuf> {
-=======
 /// Writes the task file: `odek-task-<random>.json` in the temp directory — \[beyond\] for a
 /// confined child, the run's sandbox temporary directory, which is the child's `TMPDIR` and the
 /// one it may read — created exclusively with mode `0600`. The caller deletes it after the child
-/// exits.
-fn write_task_file(task: &TaskFile, dir: Option<&std::path::Path>) -> std::io::Result<PathBuf> {
->>>>>>> helper/sbx2
+/// exits ([`RemoveOnDrop`]).
+pub fn write_task_file(task: &TaskFile, dir: Option<&std::path::Path>) -> std::io::Result<PathBuf> {
     use std::io::Write;
     let mut builder = tempfile::Builder::new();
     builder.prefix("odek-task-").suffix(".json");

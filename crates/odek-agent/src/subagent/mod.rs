@@ -8,7 +8,7 @@
 
 pub mod artifact_read;
 pub mod artifacts;
-mod confine;
+pub mod confine;
 pub mod delegate;
 pub mod prompt;
 mod render;

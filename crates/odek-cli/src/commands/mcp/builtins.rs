@@ -95,7 +95,7 @@ fn shell_workdir_refusal(arguments: &str, context: &ToolContext) -> Option<ToolR
     if workdir.trim().is_empty() {
         return None;
     }
-    resolve_file_path(&workdir, context).err().map(|refusal| ToolResponse::error(redact(&refusal.0)))
+    resolve_file_path(&workdir, context).err().map(|refusal| ToolResponse::error(redact(&refusal.message)))
 }
 
 /// A tool's outcome as an MCP result: its text; a denial or a failure as an `isError` result
@@ -104,6 +104,6 @@ fn mcp_result(outcome: Result<ToolOutcome, ToolError>) -> ToolResponse {
     match outcome {
         Ok(outcome) if outcome.denial().is_some() => ToolResponse::error(redact(&outcome.output)),
         Ok(outcome) => ToolResponse::text(redact(&outcome.output)),
-        Err(error) => ToolResponse::error(redact(&error.0)),
+        Err(error) => ToolResponse::error(redact(&error.message)),
     }
 }

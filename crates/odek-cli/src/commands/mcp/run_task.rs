@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use odek::Runtime;
 use odek::parts::{REPLAY_PROVIDER, delegation_depth, this_program};
 use odek_agent::subagent::artifacts::{TaskId, validate_task_artifacts};
+use odek_agent::subagent::confine::child_confinement;
 use odek_agent::subagent::delegate::{RemoveOnDrop, write_task_file};
 use odek_agent::subagent::spawn::{ChildSpec, RecordObserver, child_environment, run_child_observed};
 use odek_agent::subagent::stream::ITERATION_RECORD;
@@ -84,6 +85,11 @@ pub(super) struct RunTasks {
     artifact_root: PathBuf,
     events_jsonl: String,
     replay: Option<Arc<TaskReplay>>,
+    /// \[beyond\] The runtime's sandbox policy, when the sandbox is in force: an untrusted run's
+    /// whole child process is confined in it (as `delegate_tasks` does), or the run fails.
+    sandbox: Option<odek_sandbox::Policy>,
+    /// `~/.odek`, whose `config.json` a confined child gets on a descriptor.
+    odek_home: PathBuf,
     slots: Arc<Semaphore>,
     max_runs: usize,
     shutdown: CancellationToken,
@@ -144,6 +150,8 @@ impl RunTasks {
                 .unwrap_or_default(),
             cwd,
             replay,
+            sandbox: runtime.sandbox().map(|sandbox| sandbox.policy().clone()),
+            odek_home: setup.sources.odek_dir(),
             slots: Arc::new(Semaphore::new(options.max_concurrent_runs)),
             max_runs: options.max_concurrent_runs,
             shutdown,
@@ -180,7 +188,17 @@ impl RunTasks {
             Ok(prepared) => prepared,
             Err(message) => return ToolResponse::error(message),
         };
-        let task_file = match write_task_file(&task) {
+        let confinement = match &self.sandbox {
+            Some(policy) if task.is_untrusted() => {
+                match child_confinement(policy, &self.program, &task.base_url, &run_root, &self.odek_home) {
+                    Ok(confinement) => Some(confinement),
+                    Err(error) => return ToolResponse::error(format!("run_task: {error}")),
+                }
+            }
+            _ => None,
+        };
+        let task_dir = confinement.as_ref().map(|confined| confined.sandbox.policy().temp_dir.clone());
+        let task_file = match write_task_file(&task, task_dir.as_deref()) {
             Ok(path) => RemoveOnDrop(path),
             Err(error) => return ToolResponse::error(format!("run_task: write task file: {error}")),
         };
@@ -191,6 +209,7 @@ impl RunTasks {
             api_key: self.api_key.clone(),
             task_file: task_file.0.clone(),
             timeout: Duration::from_secs(limits.timeout_seconds) + CHILD_DEADLINE_GRACE,
+            confinement,
         };
         progress.send(STARTING_PROGRESS, &format!("run {run_id} starting")).await;
         let stop = self.shutdown.child_token();
