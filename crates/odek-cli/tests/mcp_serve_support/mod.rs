@@ -69,12 +69,7 @@ impl Sandbox {
 
     /// `odek mcp <args>` started and initialized.
     pub fn serve(&self, args: &[&str]) -> Served {
-        let mut argv = vec!["mcp"];
-        argv.extend_from_slice(args);
-        let mut child = self.command(&argv).spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let stderr = collect(child.stderr.take().unwrap());
+        let (child, stdin, stdout, stderr) = self.spawn_raw(args);
         let mut peer = Peer::new(Box::new(stdin), line_channel(stdout));
         peer.initialize();
         Served { peer, child, stderr }
