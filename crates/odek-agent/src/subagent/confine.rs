@@ -9,7 +9,7 @@
 //! Not here: the confinement itself (`odek_sandbox::Sandbox::for_odek_process`), and what the
 //! child's own sandbox does inside this one (no second supervisor, no cgroup of its own).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use odek_sandbox::{HostPort, Policy, Sandbox, parse_allow_host};
@@ -17,14 +17,15 @@ use odek_sandbox::{HostPort, Policy, Sandbox, parse_allow_host};
 use super::spawn::ChildConfinement;
 
 /// The confinement of an untrusted child of a run confined by `policy`: `program` (the odek
-/// executable) readable, `base_url`'s host and port reachable, `artifact_root` writable, and
-/// `odek_home`'s `config.json` handed over. An error is why the sandbox cannot be set up (the
+/// executable) readable, `base_url`'s host and port reachable, `own_state` writable (its
+/// artifact folder; `run_task`'s operator-chosen events file too — exactly those paths, even
+/// beneath `~/.odek`), and `odek_home`'s `config.json` handed over. An error is why the sandbox cannot be set up (the
 /// task then fails; the child never runs unconfined).
 pub fn child_confinement(
     policy: &Policy,
     program: &Path,
     base_url: &str,
-    artifact_root: &Path,
+    own_state: &[PathBuf],
     odek_home: &Path,
 ) -> Result<ChildConfinement, String> {
     let mut policy = policy.clone();
@@ -36,7 +37,7 @@ pub fn child_confinement(
     {
         policy.allow_hosts.push(endpoint);
     }
-    let sandbox = Sandbox::for_odek_process(policy, &[artifact_root.to_path_buf()]).map_err(|err| err.to_string())?;
+    let sandbox = Sandbox::for_odek_process(policy, own_state).map_err(|err| err.to_string())?;
     Ok(ChildConfinement { sandbox: Arc::new(sandbox), global_config: odek_home.join("config.json") })
 }
 

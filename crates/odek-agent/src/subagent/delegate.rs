@@ -341,8 +341,13 @@ impl DelegateTool {
         // [beyond] An untrusted child runs in the sandbox as a whole, or not at all.
         let confinement = match &settings.sandbox {
             Some(policy) if task.is_untrusted() => {
-                match child_confinement(policy, &settings.program, &task.base_url, &artifact_root, &settings.odek_home)
-                {
+                match child_confinement(
+                    policy,
+                    &settings.program,
+                    &task.base_url,
+                    std::slice::from_ref(&artifact_root),
+                    &settings.odek_home,
+                ) {
                     Ok(confinement) => Some(confinement),
                     Err(err) => return not_spawned(json!({"status": "error", "error": err})),
                 }

@@ -190,7 +190,15 @@ impl RunTasks {
         };
         let confinement = match &self.sandbox {
             Some(policy) if task.is_untrusted() => {
-                match child_confinement(policy, &self.program, &task.base_url, &run_root, &self.odek_home) {
+                let mut own_state = vec![run_root.clone()];
+                if !self.events_jsonl.is_empty() {
+                    // A Landlock rule needs the file to exist: the child appends to it.
+                    match create_events_file(Path::new(&self.events_jsonl)) {
+                        Ok(()) => own_state.push(PathBuf::from(&self.events_jsonl)),
+                        Err(error) => return ToolResponse::error(format!("run_task: events-jsonl: {error}")),
+                    }
+                }
+                match child_confinement(policy, &self.program, &task.base_url, &own_state, &self.odek_home) {
                     Ok(confinement) => Some(confinement),
                     Err(error) => return ToolResponse::error(format!("run_task: {error}")),
                 }
@@ -630,6 +638,13 @@ fn definition() -> ToolDef {
 pub(super) fn add_run_task(server: Server, runs: &Arc<RunTasks>) -> Server {
     let runs = Arc::clone(runs);
     server.tool(definition(), move |call, arguments| Arc::clone(&runs).call(call, arguments))
+}
+
+/// `--events-jsonl`'s file made to exist (mode `0600`, never truncated), so a confined child
+/// can be granted exactly it.
+fn create_events_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().append(true).create(true).mode(0o600).open(path).map(drop)
 }
 
 #[cfg(test)]
