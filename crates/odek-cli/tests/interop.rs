@@ -21,6 +21,8 @@
 #[path = "interop/support.rs"]
 mod support;
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::{Project, Servers, process_with_env_exists};
@@ -167,11 +169,14 @@ fn everything_server_tools_answer_through_odek() {
          Invalid arguments for tool echo: Invalid input: expected string, received undefined at message"
     );
     // The server sees odek's sanitised environment: the allowlisted PATH and HOME plus the
-    // config's non-secret override; the secret-looking override was dropped.
+    // config's non-secret override; the secret-looking override was dropped. A project server
+    // runs confined, so it also gets the run's temporary directory and the sandbox's marker.
     let env: Value = serde_json::from_str(ok_text(&records[6])).unwrap();
     let mut keys: Vec<&String> = env.as_object().unwrap().keys().collect();
     keys.sort();
-    assert_eq!(keys, ["HOME", "INTEROP_MARK", "PATH"]);
+    assert_eq!(keys, ["HOME", "INTEROP_MARK", "ODEK_SANDBOX_SUPERVISED", "PATH", "TMPDIR"]);
+    let temp_dir = env["TMPDIR"].as_str().unwrap();
+    assert!(Path::new(temp_dir).file_name().unwrap().to_str().unwrap().starts_with("odek-sandbox-"), "{temp_dir}");
     assert_eq!(env["HOME"], project.home.display().to_string());
     assert_eq!(env["INTEROP_MARK"], run_mark);
     assert!(

@@ -194,3 +194,45 @@ fn without_landlock_a_server_that_asks_for_the_sandbox_fails_to_start_red() {
     assert!(!scene.project.join("inside.txt").exists(), "the server ran unconfined");
     assert!(!attempt.outside.exists());
 }
+
+/// A confined server whose own files lie outside the workspace cannot read them and dies at
+/// start-up; odek says what to check. Granted through `sandbox.readable`, the same server starts.
+#[test]
+fn a_confined_server_reads_its_files_outside_the_workspace_only_when_granted_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = Sandbox::new();
+    let attempt = Attempt::new(&scene);
+    let script = attempt.outside.with_file_name("server.sh");
+    std::fs::write(
+        &script,
+        format!("echo inside > inside.txt; exec '{}' --conformant\n", odek_test_support::fixture_server().display()),
+    )
+    .unwrap();
+    let fixture_dir = odek_test_support::fixture_server().parent().unwrap().to_path_buf();
+    let entry = json!({"fx": {"command": "/bin/sh", "args": [script], "sandbox": true, "auto_approve": true}});
+    let global = |readable: Vec<PathBuf>| {
+        json!({"base_url": server.base_url(), "model": "test-model", "mcp_servers": entry,
+               "sandbox": {"readable": readable}})
+    };
+
+    scene.global_config(&global(vec![fixture_dir.clone()]));
+    let mut command = scene.command(&["run", "go"]);
+    command.env("ODEK_APPROVE_MCP", "1");
+    let output = output_within(command, Duration::from_secs(60));
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("Permission denied"), "sh could not read its script: {text}");
+    assert!(
+        text.contains(
+            "odek: warning: mcpclient fx: sandbox: the server ran confined and stopped during start-up; if its \
+             program or packages lie outside \
+             the workspace, make them readable with sandbox.readable in ~/.odek/config.json"
+        ),
+        "{text}"
+    );
+    assert!(!scene.project.join("inside.txt").exists());
+
+    scene.global_config(&global(vec![fixture_dir, script.parent().unwrap().to_path_buf()]));
+    let text = run(&scene, &server, &[]);
+    assert!(!text.contains("stopped during start-up"), "{text}");
+}

@@ -997,6 +997,9 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
         // A handshake request whose own timeout fired at the same moment is the same stall.
         Ok(Err(error)) if !(tokio::time::Instant::now() >= deadline && is_deadline_failure(&error)) => {
             connection.shutdown().await;
+            if options.sandbox.confines(&server.spec) {
+                options.observer.warning(&server.spec.name, &crate::server_sandbox::startup_hint(&server.spec.name));
+            }
             return Err(error);
         }
         Ok(Err(_)) | Err(_) => McpError::StartupTimeout { server: server.spec.name.clone(), limit },

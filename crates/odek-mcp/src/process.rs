@@ -100,11 +100,13 @@ pub fn spawn_server(
 pub async fn finish_confinement(server: &str, confinement: Confinement, observer: &dyn McpObserver) {
     let Ok(finished) = tokio::task::spawn_blocking(move || confinement.finish()).await else { return };
     for denial in &finished.denials {
-        observer
-            .warning(server, &format!("sandbox: {} {} refused ({})", denial.operation, denial.target, denial.reason));
+        observer.warning(server, &format!("mcpclient {server}: {denial}"));
     }
     if finished.more_denials > 0 {
-        observer.warning(server, &format!("sandbox: {} more refused operation(s)", finished.more_denials));
+        observer.warning(
+            server,
+            &format!("mcpclient {server}: {}", odek_sandbox::more_refused_line(finished.more_denials)),
+        );
     }
 }
 

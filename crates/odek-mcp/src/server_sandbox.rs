@@ -45,6 +45,24 @@ impl ServerSandbox {
     }
 }
 
+/// What the operator is told when a confined server stops during its start-up (before its
+/// error): the first thing to check is whether it could read its own files.
+pub(crate) fn startup_hint(server: &str) -> String {
+    format!(
+        "mcpclient {server}: sandbox: the server ran confined and stopped during start-up; if its program or \
+         packages lie outside the workspace, make them readable with sandbox.readable in ~/.odek/config.json"
+    )
+}
+
+impl ServerSandbox {
+    /// Whether `spec`'s process runs confined (a stdio server asking for it under a policy).
+    pub(crate) fn confines(&self, spec: &ServerSpec) -> bool {
+        spec.sandbox
+            && matches!(self, ServerSandbox::Policy(_))
+            && matches!(spec.transport, crate::server_config::Transport::Stdio { .. })
+    }
+}
+
 /// The run's policy with the server's own `writable` paths added (those that exist: a Landlock
 /// rule needs an open file), and its program readable and executable when the command names it
 /// by path (a bare name is found on `PATH`, whose directories the run's policy already opens).

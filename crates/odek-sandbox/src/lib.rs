@@ -37,7 +37,7 @@ use crate::supervisor::{NetRules, Supervisor};
 /// What one confined process may do.
 pub use policy::{Host, HostPort, Limits, NetworkMode as Network, Policy, PolicyError, parse_allow_host};
 /// One operation the sandbox refused.
-pub use supervisor::Denial;
+pub use supervisor::{Denial, more_refused_line};
 
 /// The variable [`Sandbox::confine`] sets when a supervisor answers the confined process's
 /// `connect` and `bind`: an odek started inside (an untrusted sub-agent) leaves them to it, since

@@ -41,6 +41,19 @@ pub struct Denial {
     pub reason: String,
 }
 
+/// `sandbox: connect 127.0.0.1:9 refused (network: deny)`: one refusal as odek reports it to
+/// the model, the event stream and the operator.
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sandbox: {} {} refused ({})", self.operation, self.target, self.reason)
+    }
+}
+
+/// `sandbox: 3 more refused operation(s)`: the refusals not listed one by one.
+pub fn more_refused_line(count: usize) -> String {
+    format!("sandbox: {count} more refused operation(s)")
+}
+
 /// What the supervisor allows.
 #[derive(Debug, Clone)]
 pub(crate) struct NetRules {

@@ -93,7 +93,7 @@ fn run_policy(config: &SandboxConfig, sources: &ConfigSources, temp_dir: &Path) 
     let mut readable = config.readable.clone();
     readable.extend(path_directories(sources.env.get("PATH").map(String::as_str), &home));
     readable.extend(HOME_READABLE.iter().map(|path| home.join(path)).filter(|path| path.exists()));
-    let mut protected = protected_paths(&canonical(&sources.odek_dir()), &home);
+    let mut protected = protected_paths(&canonical(&sources.odek_dir()), &home, nix::unistd::geteuid().as_raw());
     protected.extend(HOME_SECRETS.iter().map(|path| home.join(path)));
     Policy {
         workspace: canonical(&sources.cwd),
@@ -124,21 +124,20 @@ fn path_directories(path: Option<&str>, home: &Path) -> Vec<PathBuf> {
     directories
 }
 
-/// Never readable from inside: odek's state directory, and every home directory under `/home`
-/// but `home` (and `/root` unless it is `home`).
-fn protected_paths(odek_dir: &Path, home: &Path) -> Vec<PathBuf> {
+/// Never readable from inside: odek's state directory, and the home directories of other users
+/// — each directory under `/home`, and `/root`, that belongs to another user and is not `home`.
+/// The running user's own home stays unprotected when `HOME` points elsewhere (a CI job with a
+/// scratch `HOME`): it is not granted either, but the operator's `readable` may reach into it.
+fn protected_paths(odek_dir: &Path, home: &Path, own_uid: u32) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     let mut protected = vec![odek_dir.to_path_buf()];
-    if let Ok(entries) = std::fs::read_dir("/home") {
-        for entry in entries.flatten() {
-            let path = std::fs::canonicalize(entry.path()).unwrap_or_else(|_| entry.path());
-            if path != home && !home.starts_with(&path) {
-                protected.push(path);
-            }
+    let homes = std::fs::read_dir("/home").into_iter().flatten().flatten().map(|entry| entry.path());
+    for path in homes.chain([PathBuf::from("/root")]) {
+        let Ok(path) = std::fs::canonicalize(&path) else { continue };
+        let theirs = std::fs::metadata(&path).map_or(true, |metadata| metadata.uid() != own_uid);
+        if theirs && path != home && !home.starts_with(&path) {
+            protected.push(path);
         }
-    }
-    let root = PathBuf::from("/root");
-    if root != home && !home.starts_with(&root) {
-        protected.push(root);
     }
     protected
 }
@@ -161,12 +160,17 @@ mod tests {
 
     #[test]
     fn odek_state_and_other_homes_are_protected_red() {
+        use std::os::unix::fs::MetadataExt;
         let odek = PathBuf::from("/home/me/.odek");
-        let protected = protected_paths(&odek, Path::new("/home/me"));
+        let root_owner = std::fs::metadata("/root").unwrap().uid();
+        let stranger = root_owner + 4242;
+        let protected = protected_paths(&odek, Path::new("/home/me"), stranger);
         assert_eq!(protected[0], odek);
         assert!(protected.contains(&PathBuf::from("/root")));
         assert!(!protected.contains(&PathBuf::from("/home/me")));
-        let as_root = protected_paths(Path::new("/root/.odek"), Path::new("/root"));
-        assert!(!as_root.contains(&PathBuf::from("/root")));
+        let as_root = protected_paths(Path::new("/root/.odek"), Path::new("/root"), stranger);
+        assert!(!as_root.contains(&PathBuf::from("/root")), "the home is never protected from itself");
+        let owner_elsewhere = protected_paths(Path::new("/tmp/h/.odek"), Path::new("/tmp/h"), root_owner);
+        assert!(!owner_elsewhere.contains(&PathBuf::from("/root")), "the running user's own home is not another's");
     }
 }

@@ -194,14 +194,8 @@ impl RunResult {
     /// The first operation the sandbox refused, as the call's denial (`operation_denied`).
     pub(crate) fn sandbox_denial(&self) -> Option<Denial> {
         let first = self.sandbox.as_ref()?.denials.first()?;
-        Some(Denial { class: DangerClass::NetworkEgress, reason: sandbox_denial_reason(first) })
+        Some(Denial { class: DangerClass::NetworkEgress, reason: first.to_string() })
     }
-}
-
-/// `sandbox: connect 127.0.0.1:9 refused (network: deny)`: one refusal as the model and the
-/// event stream read it.
-fn sandbox_denial_reason(denial: &odek_sandbox::Denial) -> String {
-    format!("sandbox: {} {} refused ({})", denial.operation, denial.target, denial.reason)
 }
 
 /// Refusals listed in a call's output; the rest are counted.
@@ -211,11 +205,10 @@ const SANDBOX_DENIALS_SHOWN: usize = 5;
 /// bind, the proxy), and for a failed command one line naming the sandbox, since a
 /// "Permission denied" from Landlock looks like any other.
 fn sandbox_lines(finished: &odek_sandbox::Finished, failed: bool) -> Vec<String> {
-    let mut lines: Vec<String> =
-        finished.denials.iter().take(SANDBOX_DENIALS_SHOWN).map(sandbox_denial_reason).collect();
+    let mut lines: Vec<String> = finished.denials.iter().take(SANDBOX_DENIALS_SHOWN).map(ToString::to_string).collect();
     let more = finished.denials.len().saturating_sub(SANDBOX_DENIALS_SHOWN) + finished.more_denials;
     if more > 0 {
-        lines.push(format!("sandbox: {more} more refused operation(s)"));
+        lines.push(odek_sandbox::more_refused_line(more));
     }
     if failed && lines.is_empty() {
         lines.push(SANDBOX_NOTE.to_owned());

@@ -102,8 +102,11 @@ impl Run {
     }
 }
 
-/// A temp `$HOME` (empty) and a project directory with an `odek.json`, plus an `artifacts`
-/// directory beside them, symlink-resolved so artifact URIs compare exactly.
+/// A temp `$HOME` and a project directory with an `odek.json`, plus an `artifacts` directory
+/// beside them, symlink-resolved so artifact URIs compare exactly. The home holds only the
+/// operator's grant a confined project server needs (README "Sandboxed MCP servers"): the pinned
+/// install, the Python it runs on and the test servers' scripts readable, the artifacts
+/// directory writable.
 pub struct Project {
     _dir: tempfile::TempDir,
     pub home: PathBuf,
@@ -120,6 +123,21 @@ impl Project {
         for path in [&home, &cwd, &artifacts] {
             std::fs::create_dir_all(path).unwrap();
         }
+        // The venv's python is a link into its installation (pyenv's, under the real home),
+        // whose standard library the server reads too.
+        let cache = workspace_root().join(".ci/cache/interop");
+        let python_prefix = cache
+            .join("venv/bin/python")
+            .canonicalize()
+            .ok()
+            .and_then(|python| python.parent().and_then(Path::parent).map(Path::to_path_buf));
+        let scripts = Servers::python_server_script().parent().map(Path::to_path_buf);
+        let readable: Vec<PathBuf> = [Some(cache), python_prefix, scripts].into_iter().flatten().collect();
+        let grant = json!({"sandbox": {"readable": readable, "writable": [&artifacts]}});
+        std::fs::create_dir(home.join(".odek")).unwrap();
+        let config = home.join(".odek/config.json");
+        std::fs::write(&config, grant.to_string()).unwrap();
+        std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         Project { _dir: dir, home, cwd, artifacts }
     }
 

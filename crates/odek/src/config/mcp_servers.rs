@@ -157,7 +157,7 @@ pub(crate) fn merge_mcp_servers(
 /// false` is ignored with a warning, like every loosening a project tries). `writable` paths
 /// get `~/` expanded and those that do not exist are left out with a warning; a project
 /// server's must lie beneath the workspace `cwd` (relative ones are taken from there), others are
-/// ignored with a warning.
+/// ignored with a warning. A remote (`url`) server keeps what its entry says.
 pub(crate) fn settle_server_sandbox(
     servers: &mut [McpServerConfig],
     home: &Path,
@@ -168,7 +168,9 @@ pub(crate) fn settle_server_sandbox(
     for server in servers {
         let name = quote(&server.name);
         let entry = &mut server.entry;
-        let project = server.origin == ServerOrigin::Project;
+        // A remote server is no process of ours: only what its entry says, which validation
+        // then warns about.
+        let project = server.origin == ServerOrigin::Project && entry.url.as_deref().is_none_or(str::is_empty);
         if project && entry.sandbox == Some(false) {
             warnings.push(format!(
                 "project config: mcp server {name}: sandbox false ignored (a project's servers always run in the sandbox)"
@@ -316,5 +318,23 @@ mod tests {
             err.to_string(),
             "config ./odek.json: mcp server \"fs\" is defined in both \"mcp_servers\" and \"mcpServers\""
         );
+    }
+
+    #[test]
+    fn a_project_stdio_server_is_confined_and_a_project_remote_server_is_left_as_written() {
+        let server = |name: &str, entry: ServerEntry| McpServerConfig {
+            name: name.to_owned(),
+            entry,
+            origin: ServerOrigin::Project,
+            auto_approve_effective: false,
+        };
+        let remote = ServerEntry { url: Some("https://mcp.example/mcp".into()), ..ServerEntry::default() };
+        let mut servers = vec![server("local", stdio("srv")), server("remote", remote)];
+        let mut warnings = Vec::new();
+        let dir = tempfile::tempdir().unwrap();
+        settle_server_sandbox(&mut servers, dir.path(), dir.path(), &mut warnings);
+        assert_eq!(servers[0].entry.sandbox, Some(true));
+        assert_eq!(servers[1].entry.sandbox, Some(false));
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }
