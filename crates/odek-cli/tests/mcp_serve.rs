@@ -289,6 +289,34 @@ fn run_task_cancelled_mid_run_stops_the_child_without_orphans() {
     assert!(status.success(), "{stderr}");
 }
 
+/// Whether the open file description behind `fd` is in non-blocking mode.
+fn non_blocking(fd: &impl std::os::fd::AsFd) -> bool {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap()).contains(OFlag::O_NONBLOCK)
+}
+
+#[test]
+fn the_stdio_pipes_are_non_blocking_only_while_odek_mcp_serves_them() {
+    // The mode belongs to the pipe's open file description, which the client (here: the copies
+    // this test keeps of odek's own ends) shares: odek must hand it back as it found it.
+    let sandbox = Sandbox::new();
+    let (stdin_read, stdin_write) = std::io::pipe().unwrap();
+    let (stdout_read, stdout_write) = std::io::pipe().unwrap();
+    let (stdin_kept, stdout_kept) = (stdin_read.try_clone().unwrap(), stdout_write.try_clone().unwrap());
+    let mut child = sandbox.command(&["mcp"]).stdin(stdin_read).stdout(stdout_write).spawn().unwrap();
+    let mut peer =
+        odek_test_support::peer::Peer::new(Box::new(stdin_write), odek_test_support::peer::line_channel(stdout_read));
+    assert!(!non_blocking(&stdin_kept) && !non_blocking(&stdout_kept), "blocking before odek starts");
+    peer.initialize();
+    // Waited on by the runtime itself, without a copying thread.
+    assert!(non_blocking(&stdin_kept) && non_blocking(&stdout_kept), "non-blocking while served");
+    peer.close_input();
+    let status = wait_within(&mut child, EXIT_DEADLINE);
+    assert!(status.success(), "{status:?}");
+    assert!(!non_blocking(&stdin_kept), "stdin blocking again after odek exits");
+    assert!(!non_blocking(&stdout_kept), "stdout blocking again after odek exits");
+}
+
 #[test]
 fn closing_stdin_stops_running_runs() {
     let server = ScriptedServer::start(vec![Reply::never_answers()]);

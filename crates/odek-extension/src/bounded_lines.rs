@@ -1,10 +1,12 @@
-//! A blocking line reader that never holds more than one bounded line in memory.
+//! An async line reader that never holds more than one bounded line in memory.
 //!
 //! Entry point: [`BoundedLineReader::next_line`]. The policy at the limit is explicit: a line
 //! longer than `max_line_bytes` is consumed and discarded up to its newline and reported as
 //! [`Line::TooLong`] with its length, never buffered whole.
 
-use std::io::{self, Read};
+use std::io;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Initial buffer size in bytes; the buffer grows only while one line is longer than this.
 const INITIAL_CAPACITY: usize = 64 * 1024;
@@ -18,7 +20,7 @@ pub(crate) enum Line<'a> {
     TooLong { bytes: u64 },
 }
 
-/// Reads `\n`-terminated lines from a blocking reader.
+/// Reads `\n`-terminated lines from a byte stream.
 pub(crate) struct BoundedLineReader<R> {
     inner: R,
     buffer: Vec<u8>,
@@ -32,7 +34,7 @@ pub(crate) struct BoundedLineReader<R> {
     eof: bool,
 }
 
-impl<R: Read> BoundedLineReader<R> {
+impl<R: AsyncRead + Unpin> BoundedLineReader<R> {
     /// A reader that accepts lines of at most `max_line_bytes` bytes (newline excluded).
     pub(crate) fn new(inner: R, max_line_bytes: usize) -> Self {
         Self {
@@ -48,7 +50,7 @@ impl<R: Read> BoundedLineReader<R> {
 
     /// The next line, or `None` at EOF. The returned slice never contains a partial line,
     /// except for a final line that the peer did not terminate before closing the pipe.
-    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    pub(crate) async fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         loop {
             if let Some(offset) = self.buffer[self.scanned..self.end].iter().position(|&byte| byte == b'\n') {
                 let newline = self.scanned + offset;
@@ -67,11 +69,11 @@ impl<R: Read> BoundedLineReader<R> {
                 return Ok(Some(Line::Complete(&self.buffer[line_start..self.end])));
             }
             if self.end - self.start > self.max_line_bytes {
-                let bytes = self.discard_rest_of_line()?;
+                let bytes = self.discard_rest_of_line().await?;
                 return Ok(Some(Line::TooLong { bytes }));
             }
             self.make_room();
-            let read = read_retrying(&mut self.inner, &mut self.buffer[self.end..])?;
+            let read = read_retrying(&mut self.inner, &mut self.buffer[self.end..]).await?;
             if read == 0 {
                 self.eof = true;
             }
@@ -96,13 +98,13 @@ impl<R: Read> BoundedLineReader<R> {
     }
 
     /// Drops buffered and further bytes up to the next `\n`; returns the dropped line's length.
-    fn discard_rest_of_line(&mut self) -> io::Result<u64> {
+    async fn discard_rest_of_line(&mut self) -> io::Result<u64> {
         let mut dropped = (self.end - self.start) as u64;
         self.start = 0;
         self.end = 0;
         self.scanned = 0;
         loop {
-            let read = read_retrying(&mut self.inner, &mut self.buffer)?;
+            let read = read_retrying(&mut self.inner, &mut self.buffer).await?;
             if read == 0 {
                 self.eof = true;
                 return Ok(dropped);
@@ -119,9 +121,9 @@ impl<R: Read> BoundedLineReader<R> {
     }
 }
 
-fn read_retrying<R: Read>(reader: &mut R, buffer: &mut [u8]) -> io::Result<usize> {
+async fn read_retrying<R: AsyncRead + Unpin>(reader: &mut R, buffer: &mut [u8]) -> io::Result<usize> {
     loop {
-        match reader.read(buffer) {
+        match reader.read(buffer).await {
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             other => return other,
         }
@@ -138,19 +140,23 @@ mod tests {
         chunk: usize,
     }
 
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-            let count = self.chunk.min(buffer.len()).min(self.data.len());
-            buffer[..count].copy_from_slice(&self.data[..count]);
+    impl AsyncRead for Trickle<'_> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buffer: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            let count = self.chunk.min(buffer.remaining()).min(self.data.len());
+            buffer.put_slice(&self.data[..count]);
             self.data = &self.data[count..];
-            Ok(count)
+            std::task::Poll::Ready(Ok(()))
         }
     }
 
-    fn collect(data: &[u8], chunk: usize, max: usize) -> Vec<Result<Vec<u8>, u64>> {
+    async fn collect(data: &[u8], chunk: usize, max: usize) -> Vec<Result<Vec<u8>, u64>> {
         let mut reader = BoundedLineReader::new(Trickle { data, chunk }, max);
         let mut lines = Vec::new();
-        while let Some(line) = reader.next_line().unwrap() {
+        while let Some(line) = reader.next_line().await.unwrap() {
             lines.push(match line {
                 Line::Complete(bytes) => Ok(bytes.to_vec()),
                 Line::TooLong { bytes } => Err(bytes),
@@ -159,31 +165,34 @@ mod tests {
         lines
     }
 
-    #[test]
-    fn splits_lines_across_reads_and_keeps_the_unterminated_tail() {
+    #[tokio::test]
+    async fn splits_lines_across_reads_and_keeps_the_unterminated_tail() {
         for chunk in [1, 2, 3, 7, 1024] {
             assert_eq!(
-                collect(b"ab\n\ncde\nf", chunk, 16),
+                collect(b"ab\n\ncde\nf", chunk, 16).await,
                 vec![Ok(b"ab".to_vec()), Ok(Vec::new()), Ok(b"cde".to_vec()), Ok(b"f".to_vec())]
             );
         }
     }
 
-    #[test]
-    fn a_line_at_the_limit_passes_and_one_byte_more_is_skipped() {
+    #[tokio::test]
+    async fn a_line_at_the_limit_passes_and_one_byte_more_is_skipped() {
         for chunk in [1, 3, 64] {
-            assert_eq!(collect(b"abcd\nabcde\nxy\n", chunk, 4), vec![Ok(b"abcd".to_vec()), Err(5), Ok(b"xy".to_vec())]);
+            assert_eq!(
+                collect(b"abcd\nabcde\nxy\n", chunk, 4).await,
+                vec![Ok(b"abcd".to_vec()), Err(5), Ok(b"xy".to_vec())]
+            );
         }
     }
 
-    #[test]
-    fn never_grows_past_the_limit_on_a_huge_line() {
+    #[tokio::test]
+    async fn never_grows_past_the_limit_on_a_huge_line() {
         let mut data = vec![b'x'; 1 << 20];
         data.extend_from_slice(b"\nok\n");
         let mut reader = BoundedLineReader::new(Trickle { data: &data, chunk: 4096 }, 1000);
-        assert_eq!(reader.next_line().unwrap(), Some(Line::TooLong { bytes: 1 << 20 }));
+        assert_eq!(reader.next_line().await.unwrap(), Some(Line::TooLong { bytes: 1 << 20 }));
         assert!(reader.buffer.len() <= 1001);
-        assert_eq!(reader.next_line().unwrap(), Some(Line::Complete(b"ok")));
-        assert_eq!(reader.next_line().unwrap(), None);
+        assert_eq!(reader.next_line().await.unwrap(), Some(Line::Complete(b"ok")));
+        assert_eq!(reader.next_line().await.unwrap(), None);
     }
 }

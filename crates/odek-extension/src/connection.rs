@@ -40,7 +40,7 @@ struct PendingRequests {
     closed: bool,
 }
 
-/// State shared by the reader thread, the request tasks and every
+/// State shared by the reader task, the request tasks and every
 /// [`CallContext`](crate::CallContext) of one connection.
 pub(crate) struct Connection {
     pub(crate) identity: Identity,

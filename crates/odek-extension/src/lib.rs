@@ -33,8 +33,10 @@
 //! uri nobody serves, or `-32602` when `uri` is missing or not a string. Without them the
 //! `resources/*` methods stay `-32601` and no capability is announced.
 //!
-//! Each `tools/call` (and `resources/read`) runs in its own task, and one writer thread owns
-//! stdout, so a slow call never delays another and lines are always written whole.
+//! Each `tools/call` (and `resources/read`) runs in its own task, and one writer task owns
+//! stdout, so a slow call never delays another and lines are always written whole. Stdin and
+//! stdout pipes are waited on by the tokio runtime itself (no thread of the SDK's between the
+//! pipe and a handler); a terminal or a regular file gets one copying thread.
 //!
 //! With the `http` feature (off by default, so a stdio-only server compiles no HTTP stack),
 //! `Server::bind_http` or `Server::serve_http` serve the same server over MCP 2025-03-26
@@ -50,6 +52,7 @@
 //! Not here: an MCP client, TLS, odek's own validation of artifact refs, and the contract
 //! fixture server (its own crate, `odek-fixture-server`, built on this one).
 
+mod blocking_io;
 mod bounded_lines;
 mod builtins;
 mod connection;

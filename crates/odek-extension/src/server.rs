@@ -1,27 +1,29 @@
 //! The server: a builder ([`Server`]) and the stdio transport's reader loop.
 //!
-//! Threads and tasks: one reader thread parses stdin (one parse per line) and hands each
-//! message to the one message path (`dispatch`), in arrival order: `initialize`, `ping`,
-//! `tools/list` and `resources/list` are answered at once; every `tools/call` and
-//! `resources/read` (and, when an interceptor is installed, every request) runs in its own
-//! tokio task, so a slow call never holds up another. One writer
-//! thread owns stdout (`transport`). Server-initiated requests wait in a table keyed by id until
-//! the reader routes the client's reply to them. Streamable HTTP (`http`, feature `http`) builds
-//! on the same builder and message path.
+//! Tasks: one reader task parses stdin (one parse per line) and hands each message to the one
+//! message path (`dispatch`), in arrival order: `initialize`, `ping`, `tools/list` and
+//! `resources/list` are answered at once; every `tools/call` and `resources/read` (and, when an
+//! interceptor is installed, every request) runs in its own tokio task, so a slow call never
+//! holds up another. One writer task owns stdout (`transport`). Pipes are waited on by the
+//! runtime itself; only stdio that cannot be (a terminal, a file, stdout shared with stderr)
+//! costs a copying thread (`blocking_io`). Server-initiated requests wait in a table keyed by
+//! id until the reader routes the client's reply to them. Streamable HTTP (`http`, feature
+//! `http`) builds on the same builder and message path.
 //!
 //! Entry point: [`Server::new`], then [`Server::run_stdio`].
 
 use std::future::Future;
 use std::io::{Read, Write};
 use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, oneshot};
 
 use crate::Error;
+use crate::blocking_io::OutputThread;
 use crate::bounded_lines::{BoundedLineReader, Line};
 use crate::builtins::{Reply, Request};
 use crate::connection::Identity;
@@ -346,7 +348,7 @@ impl Server {
     }
 
     /// Calls `hook` with the method and params of every client notification except
-    /// `notifications/cancelled` (which the server handles itself), on the reader thread (over
+    /// `notifications/cancelled` (which the server handles itself), in the reader task (over
     /// HTTP, the task handling the POST), in arrival order, so it must return quickly. A
     /// conforming server returns `None`: a notification gets no reply. `Some(message)` is
     /// written as is to stdout (over HTTP, to the session's standalone `GET` stream), which
@@ -373,44 +375,68 @@ impl Server {
     }
 
     /// Serves on the process's stdin and stdout until stdin closes (see
-    /// [`Server::exit_on_eof`]). Nothing else in the process may write to stdout.
+    /// [`Server::exit_on_eof`]). Nothing else in the process may write to stdout. Must be called
+    /// inside a tokio runtime.
     pub async fn run_stdio(self) -> Result<(), Error> {
-        let (input, output) = stdio()?;
-        self.run(input, output).await
+        let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let stdio = crate::blocking_io::stdio(&runtime)?;
+        let served = self.serve(stdio.input, stdio.output, stdio.output_thread).await;
+        stdio.pipe_modes.restore();
+        served
     }
 
-    /// Serves on any blocking byte pipes (for tests: `std::io::pipe()`). Must be called inside
-    /// a tokio runtime. Fails before serving if a tool name is invalid or duplicated, and after
-    /// serving if writing stdout failed for a reason other than the client closing it.
-    pub async fn run<R, W>(mut self, input: R, output: W) -> Result<(), Error>
+    /// Serves on any blocking byte pipes (for tests: `std::io::pipe()`), each read or written
+    /// on a thread of its own. Must be called inside a tokio runtime. Fails before serving if a
+    /// tool name is invalid or duplicated, and after serving if writing stdout failed for a
+    /// reason other than the client closing it.
+    pub async fn run<R, W>(self, input: R, output: W) -> Result<(), Error>
     where
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
+        let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let input = crate::blocking_io::blocking_input(input, &runtime)?;
+        let (output, output_thread) = crate::blocking_io::blocking_output(output, &runtime)?;
+        self.serve(input, output, output_thread).await
+    }
+
+    /// [`Server::run`] on async byte streams (a `tokio::net::unix::pipe`, a socket half):
+    /// no thread besides the runtime's.
+    pub async fn run_async<R, W>(self, input: R, output: W) -> Result<(), Error>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve(Box::new(input), Box::new(output), OutputThread::none()).await
+    }
+
+    async fn serve(
+        mut self,
+        input: crate::blocking_io::Input,
+        output: crate::blocking_io::Output,
+        output_thread: OutputThread,
+    ) -> Result<(), Error> {
         let disconnect_hook = self.disconnect_hook.take();
         let Prepared { blueprint, exit_on_eof, eof_grace, max_line_bytes } = self.prepare()?;
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
 
         let output_failed = Arc::new(Notify::new());
-        let (outgoing, writer_exit) = spawn_writer(Box::new(output), {
+        let (outgoing, writer_exit) = spawn_writer(output, {
             let output_failed = Arc::clone(&output_failed);
             Box::new(move || output_failed.notify_one())
-        })?;
+        });
         // On stdio every message shares the one pipe: the connection's and every request's.
         let route = Route { outgoing: outgoing.clone(), hold_unanswered: false };
         let shared = blueprint.connect(outgoing, runtime);
 
         let (input_closed, input_closed_signal) = oneshot::channel::<()>();
-        {
+        let reader = {
             let shared = Arc::clone(&shared);
-            thread::Builder::new()
-                .name("odek-ext-reader".into())
-                .spawn(move || {
-                    read_loop(&shared, input, max_line_bytes, &route);
-                    let _ = input_closed.send(());
-                })
-                .map_err(|error| Error::io("spawn reader thread", error))?;
-        }
+            tokio::spawn(async move {
+                read_loop(&shared, input, max_line_bytes, &route).await;
+                let _ = input_closed.send(());
+            })
+        };
 
         let closed = tokio::select! {
             _ = input_closed_signal => "stdin closed",
@@ -425,16 +451,23 @@ impl Server {
             std::future::pending::<()>().await;
         }
         shared.wait_idle(eof_grace).await;
-        let exit = tokio::time::timeout(WRITER_SHUTDOWN_WAIT, async {
+        // The writer's error, or a copying thread's, which saw the real pipe: the writer only
+        // saw the thread's end of the in-memory pipe close.
+        let error = tokio::time::timeout(WRITER_SHUTDOWN_WAIT, async {
             shared.connection.outgoing.send(Outgoing::Shutdown).await.ok()?;
-            writer_exit.await.ok()
+            let WriterExit { error } = writer_exit.await.ok()?;
+            output_thread.finished().await.or(error)
         })
-        .await;
-        match exit {
+        .await
+        .ok()
+        .flatten();
+        // After stdout failed the reader may still wait on stdin: it stops here, so the input
+        // is released (and a pipe's mode can be restored) before serving returns.
+        reader.abort();
+        let _ = reader.await;
+        match error {
             // The client closing stdout is an ordinary way for a session to end.
-            Ok(Some(WriterExit { error: Some(error) })) if error.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(Error::io("write stdout", error))
-            }
+            Some(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("write stdout", error)),
             _ => Ok(()),
         }
     }
@@ -483,37 +516,21 @@ pub(crate) struct Prepared {
     pub(crate) max_line_bytes: usize,
 }
 
-#[cfg(unix)]
-fn stdio() -> Result<(std::fs::File, std::fs::File), Error> {
-    use std::os::fd::AsFd;
-    // Own duplicates of fds 0 and 1: reads and writes bypass std's locks and line buffering,
-    // and the writer thread batches with its own buffer.
-    let input = std::io::stdin().as_fd().try_clone_to_owned().map_err(|error| Error::io("duplicate stdin", error))?;
-    let output =
-        std::io::stdout().as_fd().try_clone_to_owned().map_err(|error| Error::io("duplicate stdout", error))?;
-    Ok((input.into(), output.into()))
-}
-
-#[cfg(not(unix))]
-fn stdio() -> Result<(std::io::Stdin, std::io::Stdout), Error> {
-    Ok((std::io::stdin(), std::io::stdout()))
-}
-
 /// One `odek-extension: …` line on stderr. Unlike `eprintln!`, never panics when stderr is
 /// closed: losing a log line must not take the reader down.
 pub(crate) fn log_to_stderr(message: std::fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr(), "odek-extension: {message}");
 }
 
-/// The reader thread: one parse per line, then the shared message path, driven to completion
-/// before the next line is read, so messages are handled in arrival order.
-fn read_loop<R: Read>(shared: &Arc<Shared>, input: R, max_line_bytes: usize, route: &Route) {
+/// The reader: one parse per line, then the shared message path, driven to completion before
+/// the next line is read, so messages are handled in arrival order.
+async fn read_loop<R: AsyncRead + Unpin>(shared: &Arc<Shared>, input: R, max_line_bytes: usize, route: &Route) {
     let mut reader = BoundedLineReader::new(input, max_line_bytes);
     loop {
-        match reader.next_line() {
+        match reader.next_line().await {
             Ok(Some(Line::Complete(line))) => {
                 if !line.iter().all(u8::is_ascii_whitespace) {
-                    shared.runtime.block_on(handle_message(shared, jsonrpc::parse_message(line), route));
+                    handle_message(shared, jsonrpc::parse_message(line), route).await;
                 }
             }
             Ok(Some(Line::TooLong { bytes })) => log_to_stderr(format_args!(

@@ -1,24 +1,26 @@
 //! The output side of a connection: the [`Outgoing`] messages every transport consumes, and
-//! stdio's writer thread, which owns the pipe.
+//! stdio's writer task, which owns the pipe.
 //!
 //! Everything that reaches stdout goes through [`Outgoing`] messages on one bounded queue, so
-//! lines are never interleaved (over HTTP, each stream has such a queue; see `http`). The writer batches whatever is queued into a `BufWriter` and
-//! flushes when the queue runs empty: one `write(2)` for a burst of small replies, and a single
-//! copy per message. A [`RawStream`] takes the pipe exclusively until it is dropped, which is how
-//! a handler streams a gigabyte-long line without holding it in memory.
+//! lines are never interleaved (over HTTP, each stream has such a queue; see `http`). The writer
+//! batches whatever is queued into a buffer and flushes when the queue runs empty: one `write(2)`
+//! for a burst of small replies, and a single copy per message. A [`RawStream`] takes the pipe
+//! exclusively until it is dropped, which is how a handler streams a gigabyte-long line without
+//! holding it in memory.
 //!
-//! Not here: reading stdin (see `server`), and framing (see `jsonrpc`).
+//! Not here: reading stdin (see `server`), blocking pipes (`blocking_io`), and framing
+//! (`jsonrpc`).
 
 use std::borrow::Cow;
-use std::io::{self, BufWriter, Write};
-use std::thread;
+use std::io;
 
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::Error;
 
 /// Capacity of the outgoing queue, in messages. When it is full, async senders wait and the
-/// reader thread blocks, which pushes back on a client that does not read stdout.
+/// reader stops reading, which pushes back on a client that does not read stdout.
 pub(crate) const OUTGOING_QUEUE_MESSAGES: usize = 1024;
 
 /// Capacity of one raw stream's chunk queue, in chunks: at most this many chunks are buffered
@@ -31,7 +33,7 @@ const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 /// A chunk of raw output; `'static` slices (e.g. a constant run of padding) cost no allocation.
 pub type Chunk = Cow<'static, [u8]>;
 
-/// One unit of work for the writer thread.
+/// One unit of work for the writer.
 pub(crate) enum Outgoing {
     /// Bytes written as given (normally one complete line).
     Bytes(Vec<u8>),
@@ -46,74 +48,86 @@ pub(crate) enum Outgoing {
     Shutdown,
 }
 
-/// How the writer thread ended.
+/// How the writer ended.
 pub(crate) struct WriterExit {
     pub(crate) error: Option<io::Error>,
 }
 
-/// Starts the writer thread. `on_failure` runs once, on the writer thread, after the first
-/// write error (the peer is gone); the thread then keeps draining and dropping messages so that
-/// no sender ever blocks on a dead pipe.
-pub(crate) fn spawn_writer(
-    output: Box<dyn Write + Send>,
+/// Starts the writer task on the current runtime. `on_failure` runs once, after the first write
+/// error (the peer is gone); the task then keeps draining and dropping messages so that no
+/// sender ever waits on a dead pipe.
+pub(crate) fn spawn_writer<W>(
+    output: W,
     on_failure: Box<dyn FnOnce() + Send>,
-) -> Result<(mpsc::Sender<Outgoing>, oneshot::Receiver<WriterExit>), Error> {
+) -> (mpsc::Sender<Outgoing>, oneshot::Receiver<WriterExit>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (sender, receiver) = mpsc::channel(OUTGOING_QUEUE_MESSAGES);
     let (exit_sender, exit_receiver) = oneshot::channel();
-    thread::Builder::new()
-        .name("odek-ext-writer".into())
-        .spawn(move || {
-            let exit = write_loop(output, receiver, on_failure);
-            let _ = exit_sender.send(exit);
-        })
-        .map_err(|error| Error::io("spawn writer thread", error))?;
-    Ok((sender, exit_receiver))
+    tokio::spawn(async move {
+        let exit = write_loop(output, receiver, on_failure).await;
+        let _ = exit_sender.send(exit);
+    });
+    (sender, exit_receiver)
 }
 
-fn write_loop(
-    output: Box<dyn Write + Send>,
+/// The first write error, kept; the notification runs when it happens.
+struct Failure {
+    error: Option<io::Error>,
+    on_failure: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Failure {
+    fn healthy(&self) -> bool {
+        self.error.is_none()
+    }
+
+    fn record(&mut self, result: io::Result<()>) {
+        if let Err(error) = result
+            && self.error.is_none()
+        {
+            self.error = Some(error);
+            if let Some(notify) = self.on_failure.take() {
+                notify();
+            }
+        }
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    output: W,
     mut receiver: mpsc::Receiver<Outgoing>,
     on_failure: Box<dyn FnOnce() + Send>,
 ) -> WriterExit {
     let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, output);
-    let mut failure: Option<io::Error> = None;
-    let mut on_failure = Some(on_failure);
-    let mut record = |result: io::Result<()>, failure: &mut Option<io::Error>| {
-        if let Err(error) = result
-            && failure.is_none()
-        {
-            *failure = Some(error);
-            if let Some(notify) = on_failure.take() {
-                notify();
-            }
-        }
-    };
-    while let Some(mut message) = receiver.blocking_recv() {
+    let mut failure = Failure { error: None, on_failure: Some(on_failure) };
+    while let Some(mut message) = receiver.recv().await {
         loop {
             match message {
                 Outgoing::Bytes(bytes) | Outgoing::Reply(bytes) => {
-                    if failure.is_none() {
-                        record(writer.write_all(&bytes), &mut failure);
+                    if failure.healthy() {
+                        failure.record(writer.write_all(&bytes).await);
                     }
                 }
                 Outgoing::Stream(mut chunks) => {
-                    while let Some(chunk) = chunks.blocking_recv() {
-                        if failure.is_none() {
-                            record(writer.write_all(&chunk), &mut failure);
+                    while let Some(chunk) = chunks.recv().await {
+                        if failure.healthy() {
+                            failure.record(writer.write_all(&chunk).await);
                         }
                     }
                 }
                 Outgoing::Flush(done) => {
-                    if failure.is_none() {
-                        record(writer.flush(), &mut failure);
+                    if failure.healthy() {
+                        failure.record(writer.flush().await);
                     }
                     let _ = done.send(());
                 }
                 Outgoing::Shutdown => {
-                    if failure.is_none() {
-                        record(writer.flush(), &mut failure);
+                    if failure.healthy() {
+                        failure.record(writer.flush().await);
                     }
-                    return WriterExit { error: failure };
+                    return WriterExit { error: failure.error };
                 }
             }
             match receiver.try_recv() {
@@ -121,14 +135,14 @@ fn write_loop(
                 Err(_) => break,
             }
         }
-        if failure.is_none() {
-            record(writer.flush(), &mut failure);
+        if failure.healthy() {
+            failure.record(writer.flush().await);
         }
     }
-    if failure.is_none() {
-        record(writer.flush(), &mut failure);
+    if failure.healthy() {
+        failure.record(writer.flush().await);
     }
-    WriterExit { error: failure }
+    WriterExit { error: failure.error }
 }
 
 /// Exclusive, chunked access to stdout. Obtained from
@@ -159,36 +173,44 @@ impl RawStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::Pin;
     use std::sync::{Arc, Mutex};
+    use std::task::{Context, Poll};
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
 
-    impl Write for Shared {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+    impl AsyncWrite for Shared {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
             self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
+            Poll::Ready(Ok(bytes.len()))
         }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
         }
     }
 
     struct Broken;
 
-    impl Write for Broken {
-        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+    impl AsyncWrite for Broken {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, _: &[u8]) -> Poll<io::Result<usize>> {
+            Poll::Ready(Err(io::Error::from(io::ErrorKind::BrokenPipe)))
         }
-        fn flush(&mut self) -> io::Result<()> {
-            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Err(io::Error::from(io::ErrorKind::BrokenPipe)))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
         }
     }
 
     #[tokio::test]
     async fn a_stream_is_never_interleaved_with_other_messages() {
         let output = Shared::default();
-        let (sender, exit) = spawn_writer(Box::new(output.clone()), Box::new(|| {})).unwrap();
+        let (sender, exit) = spawn_writer(output.clone(), Box::new(|| {}));
         let stream = RawStream::open(&sender).await.unwrap();
         sender.send(Outgoing::Bytes(b"after\n".to_vec())).await.unwrap();
         stream.write(&b"part1 "[..]).await.unwrap();
@@ -203,12 +225,11 @@ mod tests {
     async fn a_broken_pipe_is_reported_once_and_senders_never_block() {
         let (tell, told) = oneshot::channel();
         let (sender, exit) = spawn_writer(
-            Box::new(Broken),
+            Broken,
             Box::new(move || {
                 let _ = tell.send(());
             }),
-        )
-        .unwrap();
+        );
         for _ in 0..(OUTGOING_QUEUE_MESSAGES * 2) {
             sender.send(Outgoing::Bytes(b"x\n".to_vec())).await.unwrap();
         }

@@ -10,7 +10,7 @@ pub mod resources;
 
 pub use odek_test_support::peer::{Peer, READ_DEADLINE, line_channel};
 
-/// An in-process server on `std::io::pipe()`s, on its own runtime thread.
+/// An in-process server on pipes (async on the server's side), on its own runtime thread.
 pub struct InProcess {
     pub peer: Peer,
     done: Receiver<Result<(), odek_extension::Error>>,
@@ -23,7 +23,13 @@ impl InProcess {
         let (done_sender, done) = mpsc::channel();
         thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-            let outcome = runtime.block_on(server.run(server_input, server_output));
+            // As `run_stdio` serves a client's pipes: waited on by the runtime, no threads.
+            let outcome = runtime.block_on(async move {
+                use tokio::net::unix::pipe;
+                let input = pipe::Receiver::from_owned_fd(server_input.into()).unwrap();
+                let output = pipe::Sender::from_owned_fd(server_output.into()).unwrap();
+                server.run_async(input, output).await
+            });
             let _ = done_sender.send(outcome);
         });
         Self { peer: Peer::new(Box::new(client_output), line_channel(client_input)), done }
