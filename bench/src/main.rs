@@ -16,6 +16,7 @@ mod memory;
 mod odek_client;
 mod pinning;
 mod probe;
+mod quiet_hub;
 mod raw_http_client;
 mod raw_line_client;
 mod report;

@@ -4,11 +4,10 @@
 //! the connection's writer and bounded reader or its POST per message, id routing, result
 //! decoding, envelope probe, sanitising and the result cap).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
-use odek_mcp::{ApproveAll, CallOptions, HubOptions, McpEvent, McpHub, McpObserver, ServerEntry, validate_server};
+use odek_mcp::{CallOptions, McpHub, ServerEntry, validate_server};
 
 use crate::probe::{BigLine, MemoryCall, Outcome, Target};
 use crate::usage::{EchoOnce, Timed, timed_calls};
@@ -19,15 +18,6 @@ const SERVER_NAME: &str = "echo";
 const ECHO_ARGUMENTS: &str = r#"{"text":"hello"}"#;
 /// How long shutting the hub down may take after a measurement (10 s).
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Drops everything: a measurement must not pay for printing.
-struct SilentObserver;
-
-impl McpObserver for SilentObserver {
-    fn event(&self, _event: McpEvent) {}
-    fn warning(&self, _server: &str, _text: &str) {}
-    fn server_line(&self, _server: &str, _line: &str) {}
-}
 
 /// `calls` sequential `echo__echo` calls after `warmup` untimed ones.
 pub async fn throughput(target: &Target, calls: u64, warmup: u64) -> anyhow::Result<Timed> {
@@ -94,15 +84,7 @@ async fn start_hub(target: &Target, max_response_bytes: Option<u64>) -> anyhow::
         Target::Http(url) => entry.url = Some(url.clone()),
     }
     let (spec, _warnings) = validate_server(SERVER_NAME, &entry)?;
-    let options = HubOptions {
-        observer: Arc::new(SilentObserver),
-        approver: Arc::new(ApproveAll),
-        client_version: env!("CARGO_PKG_VERSION").to_owned(),
-        parent_env: odek_mcp::env_allowlist::process_env().collect(),
-        startup_timeout: std::time::Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
-        sandbox: odek_mcp::ServerSandbox::Off,
-    };
-    Ok(McpHub::start(vec![spec], options).await?)
+    Ok(McpHub::start(vec![spec], crate::quiet_hub::options()).await?)
 }
 
 async fn shutdown(hub: &McpHub) {

@@ -11,11 +11,13 @@
 //!
 //! Usage: odek-bench-mcp-serve <odek binary> [calls] [warmup] [repeats]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
-use odek_mcp::{ApproveAll, CallOptions, HubOptions, McpEvent, McpHub, McpObserver, ServerEntry, validate_server};
+use odek_mcp::{CallOptions, McpHub, ServerEntry, validate_server};
+
+#[path = "../../quiet_hub.rs"]
+mod quiet_hub;
 
 /// The file every call reads (one line).
 const FILE_TEXT: &str = "hello\n";
@@ -23,14 +25,6 @@ const FILE_TEXT: &str = "hello\n";
 const EXPECTED: &str = "     1\thello";
 /// How long shutting the hub down may take after a run.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
-
-struct SilentObserver;
-
-impl McpObserver for SilentObserver {
-    fn event(&self, _event: McpEvent) {}
-    fn warning(&self, _server: &str, _text: &str) {}
-    fn server_line(&self, _server: &str, _line: &str) {}
-}
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -69,15 +63,7 @@ fn main() -> anyhow::Result<()> {
 async fn one_run(odek: &str, calls: u64, warmup: u64) -> anyhow::Result<Duration> {
     let entry = ServerEntry { command: Some(odek.to_owned()), args: vec!["mcp".to_owned()], ..ServerEntry::default() };
     let (spec, _warnings) = validate_server("inner", &entry)?;
-    let options = HubOptions {
-        observer: Arc::new(SilentObserver),
-        approver: Arc::new(ApproveAll),
-        client_version: env!("CARGO_PKG_VERSION").to_owned(),
-        parent_env: odek_mcp::env_allowlist::process_env().collect(),
-        startup_timeout: Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
-        sandbox: odek_mcp::ServerSandbox::Off,
-    };
-    let hub = McpHub::start(vec![spec], options).await?;
+    let hub = McpHub::start(vec![spec], quiet_hub::options()).await?;
     let call_options = CallOptions::default();
     let arguments = r#"{"path":"a.txt"}"#;
     for _ in 0..warmup {
