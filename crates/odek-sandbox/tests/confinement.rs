@@ -9,6 +9,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
 use odek_sandbox::{Finished, Limits, Network, Policy, Sandbox, parse_allow_host};
 
 /// A scratch home (with `.odek/config.json`) holding the workspace, a temp dir and an outside.
@@ -79,7 +81,9 @@ async fn run_in(sandbox: Option<&Sandbox>, cwd: &Path, args: &[&str]) -> Outcome
     let finished = match confinement {
         Some(confinement) => confinement.finish(),
         None => {
-            let _ = std::process::Command::new("kill").args(["-9", &format!("-{group}")]).status();
+            // In-process, never through kill(1): procps' `kill -9 -<pgid>` may read the group as
+            // an option and kill every process on the machine (seen: `kill(-1, SIGKILL)`).
+            let _ = killpg(Pid::from_raw(i32::try_from(group).unwrap()), Signal::SIGKILL);
             Finished::default()
         }
     };
@@ -258,8 +262,8 @@ async fn nothing_outlives_the_command_red() {
     assert!(!alive(pid), "confined, it is killed when the command ends");
 }
 
-fn nix_kill(pid: &str) -> std::io::Result<()> {
-    std::process::Command::new("kill").args(["-9", pid]).status().map(|_| ())
+fn nix_kill(pid: &str) -> nix::Result<()> {
+    kill(Pid::from_raw(pid.parse().unwrap()), Signal::SIGKILL)
 }
 
 #[test]
