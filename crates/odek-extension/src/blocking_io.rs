@@ -1,7 +1,10 @@
-//! Blocking pipes as async streams: stdin and stdout when the kernel cannot wait on them
-//! without a thread (a terminal, a regular file, a pipe shared with stderr), and whatever
-//! [`Server::run`](crate::Server::run) is given. Each gets one thread that only copies bytes
-//! through an in-memory pipe; framing and dispatch stay on the async side.
+//! Blocking pipes beside the async transport: stdin and stdout when the kernel cannot wait on
+//! them without a thread (a terminal, a regular file, stdout shared with stderr), and whatever
+//! [`Server::run`](crate::Server::run) is given. Input gets one thread that copies bytes into an
+//! in-memory pipe; output gets one thread that writes what the writer task hands it and answers
+//! each flush once the bytes are written, with the write's error if it failed, so a flush still
+//! means "written" and a failed write still ends serving at once. Framing and dispatch stay on
+//! the async side.
 //!
 //! Where the stdio descriptors can be waited on directly, [`stdio`] returns them as tokio pipes
 //! and no thread is involved.
@@ -9,9 +12,9 @@
 use std::io::{self, Read, Write};
 use std::thread;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::runtime::Handle;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::Error;
 use crate::server::log_to_stderr;
@@ -19,30 +22,116 @@ use crate::server::log_to_stderr;
 /// Bytes in flight between a blocking pipe's thread and the async side.
 const BRIDGE_BYTES: usize = 64 * 1024;
 
+/// Batches handed to an output thread and not yet written.
+const OUTPUT_BATCHES: usize = 2;
+
 /// The input side, whatever carries it.
 pub(crate) type Input = Box<dyn AsyncRead + Unpin + Send>;
-/// The output side.
-pub(crate) type Output = Box<dyn AsyncWrite + Unpin + Send>;
 
-/// How a blocking output's thread ended. The async side only sees the in-memory pipe close;
-/// this carries the write error that ended the thread, once it has written out what it was
-/// handed.
-pub(crate) struct OutputThread(Option<oneshot::Receiver<Option<io::Error>>>);
+/// The output side: written by the runtime, or by a thread of its own.
+pub(crate) enum Output {
+    /// Waited on by the runtime (a tokio pipe, a socket half, any `AsyncWrite`), buffered.
+    Async(BufWriter<Box<dyn AsyncWrite + Unpin + Send>>),
+    /// A blocking writer on its own thread.
+    Thread(ThreadWriter),
+}
 
-impl OutputThread {
-    /// An output written by the runtime itself: no thread, nothing to wait for.
-    pub(crate) fn none() -> Self {
-        Self(None)
+impl Output {
+    pub(crate) fn of_async(output: Box<dyn AsyncWrite + Unpin + Send>) -> Self {
+        Output::Async(BufWriter::with_capacity(BRIDGE_BYTES, output))
     }
 
-    /// Waits for the thread to end (after the async side dropped its end) and returns its write
-    /// error, if any.
-    pub(crate) async fn finished(self) -> Option<io::Error> {
-        match self.0 {
-            Some(ended) => ended.await.ok().flatten(),
-            None => None,
+    pub(crate) async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Async(writer) => writer.write_all(bytes).await,
+            Output::Thread(writer) => writer.write_all(bytes).await,
         }
     }
+
+    /// Returns once everything written so far reached the output, or with the error that
+    /// stopped it.
+    pub(crate) async fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Async(writer) => writer.flush().await,
+            Output::Thread(writer) => writer.flush().await,
+        }
+    }
+}
+
+/// One unit of work for an output thread.
+enum Job {
+    Write(Vec<u8>),
+    /// Flush, then answer with the first write or flush error so far, if any.
+    Flush(oneshot::Sender<io::Result<()>>),
+}
+
+/// The async side of an output thread: collects bytes into batches of [`BRIDGE_BYTES`] and
+/// hands them over; at most [`OUTPUT_BATCHES`] wait, then the writer task waits too.
+pub(crate) struct ThreadWriter {
+    batch: Vec<u8>,
+    jobs: mpsc::Sender<Job>,
+}
+
+impl ThreadWriter {
+    /// Starts the thread that writes to `output`.
+    pub(crate) fn spawn<W: Write + Send + 'static>(mut output: W) -> Result<Self, Error> {
+        let (jobs, mut queue) = mpsc::channel::<Job>(OUTPUT_BATCHES);
+        thread::Builder::new()
+            .name("odek-ext-writer".into())
+            .spawn(move || {
+                let mut failed: Option<io::Error> = None;
+                while let Some(job) = queue.blocking_recv() {
+                    match job {
+                        Job::Write(bytes) => {
+                            if failed.is_none()
+                                && let Err(error) = output.write_all(&bytes)
+                            {
+                                failed = Some(error);
+                            }
+                        }
+                        Job::Flush(answer) => {
+                            if failed.is_none()
+                                && let Err(error) = output.flush()
+                            {
+                                failed = Some(error);
+                            }
+                            let _ = answer.send(match &failed {
+                                Some(error) => Err(io::Error::new(error.kind(), error.to_string())),
+                                None => Ok(()),
+                            });
+                        }
+                    }
+                }
+            })
+            .map_err(|error| Error::io("spawn writer thread", error))?;
+        Ok(ThreadWriter { batch: Vec::with_capacity(BRIDGE_BYTES), jobs })
+    }
+
+    async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.batch.extend_from_slice(bytes);
+        if self.batch.len() >= BRIDGE_BYTES {
+            self.hand_over().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        if !self.batch.is_empty() {
+            self.hand_over().await?;
+        }
+        let (answer, answered) = oneshot::channel();
+        self.jobs.send(Job::Flush(answer)).await.map_err(|_| thread_gone())?;
+        answered.await.unwrap_or_else(|_| Err(thread_gone()))
+    }
+
+    async fn hand_over(&mut self) -> io::Result<()> {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BRIDGE_BYTES));
+        self.jobs.send(Job::Write(batch)).await.map_err(|_| thread_gone())
+    }
+}
+
+fn thread_gone() -> io::Error {
+    io::Error::other("the stdout writer thread stopped")
 }
 
 /// `input` read on a thread of its own. A read error is logged and ends the input like EOF.
@@ -73,41 +162,10 @@ pub(crate) fn blocking_input<R: Read + Send + 'static>(mut input: R, runtime: &H
     Ok(Box::new(ours))
 }
 
-/// `output` written on a thread of its own, which flushes after each batch the writer hands
-/// over. Its first write error ends it; [`OutputThread::finished`] returns that error.
-pub(crate) fn blocking_output<W: Write + Send + 'static>(
-    mut output: W,
-    runtime: &Handle,
-) -> Result<(Output, OutputThread), Error> {
-    let (ours, mut theirs) = tokio::io::duplex(BRIDGE_BYTES);
-    let (ended, ended_signal) = oneshot::channel();
-    let runtime = runtime.clone();
-    thread::Builder::new()
-        .name("odek-ext-writer".into())
-        .spawn(move || {
-            let mut buffer = vec![0; BRIDGE_BYTES];
-            let error = loop {
-                let read = match runtime.block_on(theirs.read(&mut buffer)) {
-                    Ok(0) | Err(_) => break None,
-                    Ok(read) => read,
-                };
-                if let Err(error) = output.write_all(&buffer[..read]).and_then(|()| output.flush()) {
-                    break Some(error);
-                }
-            };
-            // Closing our end first: a writer still sending learns of the failure at once.
-            drop(theirs);
-            let _ = ended.send(error);
-        })
-        .map_err(|error| Error::io("spawn writer thread", error))?;
-    Ok((Box::new(ours), OutputThread(Some(ended_signal))))
-}
-
 /// The process's stdin and stdout as async streams, and what serving them left to undo.
 pub(crate) struct Stdio {
     pub(crate) input: Input,
     pub(crate) output: Output,
-    pub(crate) output_thread: OutputThread,
     pub(crate) pipe_modes: PipeModes,
 }
 
@@ -126,15 +184,20 @@ pub(crate) struct PipeModes {
 }
 
 impl PipeModes {
-    /// Blocking mode again. Call inside the runtime, after serving ended.
+    /// Blocking mode again. Call inside the runtime, once serving ended and nothing reads or
+    /// writes the pipes any more.
     #[cfg(unix)]
     pub(crate) fn restore(self) {
         use tokio::net::unix::pipe;
-        if let Some(file) = self.stdin {
-            let _ = pipe::Receiver::from_file(file).and_then(pipe::Receiver::into_blocking_fd);
+        if let Some(file) = self.stdin
+            && let Err(error) = pipe::Receiver::from_file(file).and_then(pipe::Receiver::into_blocking_fd)
+        {
+            log_to_stderr(format_args!("stdin stays non-blocking: {error}"));
         }
-        if let Some(file) = self.stdout {
-            let _ = pipe::Sender::from_file(file).and_then(pipe::Sender::into_blocking_fd);
+        if let Some(file) = self.stdout
+            && let Err(error) = pipe::Sender::from_file(file).and_then(pipe::Sender::into_blocking_fd)
+        {
+            log_to_stderr(format_args!("stdout stays non-blocking: {error}"));
         }
     }
 
@@ -144,8 +207,10 @@ impl PipeModes {
 
 /// The process's stdin and stdout as async streams: as tokio pipes when they are pipes the
 /// kernel can wait on (stdout only when it is not also stderr, whose writes must stay
-/// blocking), else through a copying thread. Own duplicates of fds 0 and 1, so reads and writes
-/// bypass std's locks and line buffering.
+/// blocking), else through a thread. Own duplicates of fds 0 and 1, so reads and writes bypass
+/// std's locks and line buffering. A pipe tokio refuses for what it is (its access mode) gets a
+/// thread; one it cannot register after switching it to non-blocking mode is an error, since a
+/// thread would then meet `EAGAIN`.
 #[cfg(unix)]
 pub(crate) fn stdio(runtime: &Handle) -> Result<Stdio, Error> {
     use std::fs::File;
@@ -164,6 +229,7 @@ pub(crate) fn stdio(runtime: &Handle) -> Result<Stdio, Error> {
         (Ok(out), Ok(err)) => err.metadata().is_ok_and(|err| identity(err) == identity(out)),
         _ => true,
     };
+    let refused_as_is = |error: &io::Error| error.kind() == io::ErrorKind::InvalidInput;
 
     let mut pipe_modes = PipeModes::default();
     let input: Input = match is_fifo(&stdin).then(|| stdin.try_clone()) {
@@ -172,32 +238,31 @@ pub(crate) fn stdio(runtime: &Handle) -> Result<Stdio, Error> {
                 pipe_modes.stdin = Some(kept);
                 Box::new(receiver)
             }
-            Err(_) => blocking_input(kept, runtime)?,
+            Err(error) if refused_as_is(&error) => blocking_input(kept, runtime)?,
+            Err(error) => return Err(Error::io("wait on stdin", error)),
         },
         _ => blocking_input(stdin, runtime)?,
     };
-    if is_fifo(&stdout)
-        && !stdout_is_stderr
-        && let Ok(kept) = stdout.try_clone()
-    {
-        match pipe::Sender::from_file(stdout) {
+    let output = match (is_fifo(&stdout) && !stdout_is_stderr).then(|| stdout.try_clone()) {
+        Some(Ok(kept)) => match pipe::Sender::from_file(stdout) {
             Ok(sender) => {
                 pipe_modes.stdout = Some(kept);
-                return Ok(Stdio { input, output: Box::new(sender), output_thread: OutputThread::none(), pipe_modes });
+                Output::of_async(Box::new(sender))
             }
-            Err(_) => {
-                let (output, output_thread) = blocking_output(kept, runtime)?;
-                return Ok(Stdio { input, output, output_thread, pipe_modes });
+            Err(error) if refused_as_is(&error) => Output::Thread(ThreadWriter::spawn(kept)?),
+            Err(error) => {
+                pipe_modes.restore();
+                return Err(Error::io("wait on stdout", error));
             }
-        }
-    }
-    let (output, output_thread) = blocking_output(stdout, runtime)?;
-    Ok(Stdio { input, output, output_thread, pipe_modes })
+        },
+        _ => Output::Thread(ThreadWriter::spawn(stdout)?),
+    };
+    Ok(Stdio { input, output, pipe_modes })
 }
 
 #[cfg(not(unix))]
 pub(crate) fn stdio(runtime: &Handle) -> Result<Stdio, Error> {
     let input = blocking_input(std::io::stdin(), runtime)?;
-    let (output, output_thread) = blocking_output(std::io::stdout(), runtime)?;
-    Ok(Stdio { input, output, output_thread, pipe_modes: PipeModes::default() })
+    let output = Output::Thread(ThreadWriter::spawn(std::io::stdout())?);
+    Ok(Stdio { input, output, pipe_modes: PipeModes::default() })
 }

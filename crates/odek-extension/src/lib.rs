@@ -36,7 +36,7 @@
 //! Each `tools/call` (and `resources/read`) runs in its own task, and one writer task owns
 //! stdout, so a slow call never delays another and lines are always written whole. Stdin and
 //! stdout pipes are waited on by the tokio runtime itself (no thread of the SDK's between the
-//! pipe and a handler); a terminal or a regular file gets one copying thread.
+//! pipe and a handler); a terminal or a regular file gets a thread of its own.
 //!
 //! With the `http` feature (off by default, so a stdio-only server compiles no HTTP stack),
 //! `Server::bind_http` or `Server::serve_http` serve the same server over MCP 2025-03-26

@@ -6,7 +6,7 @@
 //! interceptor is installed, every request) runs in its own tokio task, so a slow call never
 //! holds up another. One writer task owns stdout (`transport`). Pipes are waited on by the
 //! runtime itself; only stdio that cannot be (a terminal, a file, stdout shared with stderr)
-//! costs a copying thread (`blocking_io`). Server-initiated requests wait in a table keyed by
+//! costs a thread (`blocking_io`). Server-initiated requests wait in a table keyed by
 //! id until the reader routes the client's reply to them. Streamable HTTP (`http`, feature
 //! `http`) builds on the same builder and message path.
 //!
@@ -23,7 +23,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{Notify, oneshot};
 
 use crate::Error;
-use crate::blocking_io::OutputThread;
+use crate::blocking_io::{Input, Output, PipeModes, ThreadWriter};
 use crate::bounded_lines::{BoundedLineReader, Line};
 use crate::builtins::{Reply, Request};
 use crate::connection::Identity;
@@ -376,13 +376,13 @@ impl Server {
 
     /// Serves on the process's stdin and stdout until stdin closes (see
     /// [`Server::exit_on_eof`]). Nothing else in the process may write to stdout. Must be called
-    /// inside a tokio runtime.
+    /// inside a tokio runtime with its I/O and time drivers enabled (`enable_all`, as
+    /// `#[tokio::main]` does): pipes are waited on by the runtime itself, and switched back to
+    /// blocking mode when serving ends.
     pub async fn run_stdio(self) -> Result<(), Error> {
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let stdio = crate::blocking_io::stdio(&runtime)?;
-        let served = self.serve(stdio.input, stdio.output, stdio.output_thread).await;
-        stdio.pipe_modes.restore();
-        served
+        self.serve(stdio.input, stdio.output, stdio.pipe_modes).await
     }
 
     /// Serves on any blocking byte pipes (for tests: `std::io::pipe()`), each read or written
@@ -396,8 +396,8 @@ impl Server {
     {
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let input = crate::blocking_io::blocking_input(input, &runtime)?;
-        let (output, output_thread) = crate::blocking_io::blocking_output(output, &runtime)?;
-        self.serve(input, output, output_thread).await
+        let output = Output::Thread(ThreadWriter::spawn(output)?);
+        self.serve(input, output, PipeModes::default()).await
     }
 
     /// [`Server::run`] on async byte streams (a `tokio::net::unix::pipe`, a socket half):
@@ -407,15 +407,12 @@ impl Server {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.serve(Box::new(input), Box::new(output), OutputThread::none()).await
+        self.serve(Box::new(input), Output::of_async(Box::new(output)), PipeModes::default()).await
     }
 
-    async fn serve(
-        mut self,
-        input: crate::blocking_io::Input,
-        output: crate::blocking_io::Output,
-        output_thread: OutputThread,
-    ) -> Result<(), Error> {
+    /// Serves until the input closes or the output fails. `pipe_modes` are restored only when
+    /// the writer and the reader are known to be done with the pipes.
+    async fn serve(mut self, input: Input, output: Output, pipe_modes: PipeModes) -> Result<(), Error> {
         let disconnect_hook = self.disconnect_hook.take();
         let Prepared { blueprint, exit_on_eof, eof_grace, max_line_bytes } = self.prepare()?;
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
@@ -451,21 +448,24 @@ impl Server {
             std::future::pending::<()>().await;
         }
         shared.wait_idle(eof_grace).await;
-        // The writer's error, or a copying thread's, which saw the real pipe: the writer only
-        // saw the thread's end of the in-memory pipe close.
-        let error = tokio::time::timeout(WRITER_SHUTDOWN_WAIT, async {
+        // `Some` once the writer ended, which also dropped the output.
+        let writer_ended = tokio::time::timeout(WRITER_SHUTDOWN_WAIT, async {
             shared.connection.outgoing.send(Outgoing::Shutdown).await.ok()?;
-            let WriterExit { error } = writer_exit.await.ok()?;
-            output_thread.finished().await.or(error)
+            writer_exit.await.ok()
         })
         .await
         .ok()
         .flatten();
         // After stdout failed the reader may still wait on stdin: it stops here, so the input
-        // is released (and a pipe's mode can be restored) before serving returns.
+        // is released before serving returns.
         reader.abort();
-        let _ = reader.await;
-        match error {
+        let reader_ended = tokio::time::timeout(WRITER_SHUTDOWN_WAIT, reader).await.is_ok();
+        // A pipe still in use stays non-blocking: made blocking under a task that still polls
+        // it, a read or write would hold a runtime thread.
+        if writer_ended.is_some() && reader_ended {
+            pipe_modes.restore();
+        }
+        match writer_ended.and_then(|WriterExit { error }| error) {
             // The client closing stdout is an ordinary way for a session to end.
             Some(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("write stdout", error)),
             _ => Ok(()),

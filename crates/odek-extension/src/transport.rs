@@ -8,16 +8,16 @@
 //! exclusively until it is dropped, which is how a handler streams a gigabyte-long line without
 //! holding it in memory.
 //!
-//! Not here: reading stdin (see `server`), blocking pipes (`blocking_io`), and framing
-//! (`jsonrpc`).
+//! Not here: reading stdin (see `server`), what carries the bytes (`blocking_io::Output`: the
+//! runtime, or a thread for a blocking writer), and framing (`jsonrpc`).
 
 use std::borrow::Cow;
 use std::io;
 
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::Error;
+use crate::blocking_io::Output;
 
 /// Capacity of the outgoing queue, in messages. When it is full, async senders wait and the
 /// reader stops reading, which pushes back on a client that does not read stdout.
@@ -26,9 +26,6 @@ pub(crate) const OUTGOING_QUEUE_MESSAGES: usize = 1024;
 /// Capacity of one raw stream's chunk queue, in chunks: at most this many chunks are buffered
 /// between a streaming handler and the pipe.
 const STREAM_QUEUE_CHUNKS: usize = 4;
-
-/// Size of the writer's buffer in bytes; larger writes go to the pipe directly.
-const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
 /// A chunk of raw output; `'static` slices (e.g. a constant run of padding) cost no allocation.
 pub type Chunk = Cow<'static, [u8]>;
@@ -56,13 +53,10 @@ pub(crate) struct WriterExit {
 /// Starts the writer task on the current runtime. `on_failure` runs once, after the first write
 /// error (the peer is gone); the task then keeps draining and dropping messages so that no
 /// sender ever waits on a dead pipe.
-pub(crate) fn spawn_writer<W>(
-    output: W,
+pub(crate) fn spawn_writer(
+    output: Output,
     on_failure: Box<dyn FnOnce() + Send>,
-) -> (mpsc::Sender<Outgoing>, oneshot::Receiver<WriterExit>)
-where
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> (mpsc::Sender<Outgoing>, oneshot::Receiver<WriterExit>) {
     let (sender, receiver) = mpsc::channel(OUTGOING_QUEUE_MESSAGES);
     let (exit_sender, exit_receiver) = oneshot::channel();
     tokio::spawn(async move {
@@ -95,12 +89,12 @@ impl Failure {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    output: W,
+/// Drops the output before returning: when the exit is sent, nothing writes stdout any more.
+async fn write_loop(
+    mut writer: Output,
     mut receiver: mpsc::Receiver<Outgoing>,
     on_failure: Box<dyn FnOnce() + Send>,
 ) -> WriterExit {
-    let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, output);
     let mut failure = Failure { error: None, on_failure: Some(on_failure) };
     while let Some(mut message) = receiver.recv().await {
         loop {
@@ -173,9 +167,11 @@ impl RawStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blocking_io::ThreadWriter;
     use std::pin::Pin;
     use std::sync::{Arc, Mutex};
     use std::task::{Context, Poll};
+    use tokio::io::AsyncWrite;
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -210,7 +206,7 @@ mod tests {
     #[tokio::test]
     async fn a_stream_is_never_interleaved_with_other_messages() {
         let output = Shared::default();
-        let (sender, exit) = spawn_writer(output.clone(), Box::new(|| {}));
+        let (sender, exit) = spawn_writer(Output::of_async(Box::new(output.clone())), Box::new(|| {}));
         let stream = RawStream::open(&sender).await.unwrap();
         sender.send(Outgoing::Bytes(b"after\n".to_vec())).await.unwrap();
         stream.write(&b"part1 "[..]).await.unwrap();
@@ -225,7 +221,7 @@ mod tests {
     async fn a_broken_pipe_is_reported_once_and_senders_never_block() {
         let (tell, told) = oneshot::channel();
         let (sender, exit) = spawn_writer(
-            Broken,
+            Output::of_async(Box::new(Broken)),
             Box::new(move || {
                 let _ = tell.send(());
             }),
@@ -237,5 +233,62 @@ mod tests {
         sender.send(Outgoing::Shutdown).await.unwrap();
         let exit = exit.await.unwrap();
         assert_eq!(exit.error.unwrap().kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    /// A blocking writer that takes its time and records what reached it.
+    #[derive(Clone, Default)]
+    struct Slow(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Slow {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn on_a_thread_a_flush_returns_only_once_the_bytes_are_written() {
+        let output = Slow::default();
+        let (sender, exit) =
+            spawn_writer(Output::Thread(ThreadWriter::spawn(output.clone()).unwrap()), Box::new(|| {}));
+        sender.send(Outgoing::Bytes(b"marker\n".to_vec())).await.unwrap();
+        let (done, flushed) = oneshot::channel();
+        sender.send(Outgoing::Flush(done)).await.unwrap();
+        flushed.await.unwrap();
+        assert_eq!(output.0.lock().unwrap().as_slice(), b"marker\n");
+        sender.send(Outgoing::Shutdown).await.unwrap();
+        assert!(exit.await.unwrap().error.is_none());
+    }
+
+    struct Refusing;
+
+    impl std::io::Write for Refusing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("disk on fire"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn on_a_thread_a_failed_write_is_reported_without_more_output() {
+        let (tell, told) = oneshot::channel();
+        let (sender, exit) = spawn_writer(
+            Output::Thread(ThreadWriter::spawn(Refusing).unwrap()),
+            Box::new(move || {
+                let _ = tell.send(());
+            }),
+        );
+        // One reply and nothing after it: the failure must still be noticed.
+        sender.send(Outgoing::Reply(b"{}\n".to_vec())).await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), told).await.unwrap().unwrap();
+        sender.send(Outgoing::Shutdown).await.unwrap();
+        let error = exit.await.unwrap().error.unwrap();
+        assert_eq!(error.to_string(), "disk on fire");
     }
 }
