@@ -382,7 +382,7 @@ impl Server {
     pub async fn run_stdio(self) -> Result<(), Error> {
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let stdio = crate::blocking_io::stdio(&runtime)?;
-        self.serve(stdio.input, stdio.output, stdio.pipe_modes).await
+        self.serve(runtime, stdio.input, stdio.output, stdio.pipe_modes).await
     }
 
     /// Serves on any blocking byte pipes (for tests: `std::io::pipe()`), each read or written
@@ -397,7 +397,7 @@ impl Server {
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let input = crate::blocking_io::blocking_input(input, &runtime)?;
         let output = Output::Thread(ThreadWriter::spawn(output)?);
-        self.serve(input, output, PipeModes::default()).await
+        self.serve(runtime, input, output, PipeModes::default()).await
     }
 
     /// [`Server::run`] on async byte streams (a `tokio::net::unix::pipe`, a socket half):
@@ -407,15 +407,21 @@ impl Server {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.serve(Box::new(input), Output::of_async(Box::new(output)), PipeModes::default()).await
+        let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        self.serve(runtime, Box::new(input), Output::of_async(Box::new(output)), PipeModes::default()).await
     }
 
     /// Serves until the input closes or the output fails. `pipe_modes` are restored only when
     /// the writer and the reader are known to be done with the pipes.
-    async fn serve(mut self, input: Input, output: Output, pipe_modes: PipeModes) -> Result<(), Error> {
+    async fn serve(
+        mut self,
+        runtime: Handle,
+        input: Input,
+        output: Output,
+        pipe_modes: PipeModes,
+    ) -> Result<(), Error> {
         let disconnect_hook = self.disconnect_hook.take();
         let Prepared { blueprint, exit_on_eof, eof_grace, max_line_bytes } = self.prepare()?;
-        let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
 
         let output_failed = Arc::new(Notify::new());
         let (outgoing, writer_exit) = spawn_writer(output, {
