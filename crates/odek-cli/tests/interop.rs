@@ -58,6 +58,7 @@ const PYTHON_TOOLS: &[&str] = &[
     "py__write_report",
     "py__snapshot",
     "py__find_files",
+    "py__get_file_contents",
     "py__weather",
     "py__forecast_summary",
     "py__talk_to_client",
@@ -222,14 +223,18 @@ fn everything_server_resource_links_and_references_reach_the_model() {
         let rest = text.strip_prefix(before).unwrap_or_else(|| panic!("{text}"));
         rest.strip_suffix(after).unwrap_or_else(|| panic!("{text}")).parse().unwrap_or_else(|_| panic!("{text}"))
     };
+    // [beyond] issue 32: the embedded text itself reaches the model, under its line.
+    let (line, resource_text) = ok_text(&records[1]).rsplit_once('\n').unwrap_or_else(|| panic!("{records:?}"));
     let text_chars = size_in(
-        ok_text(&records[1]),
+        line,
         "Returning resource reference for Resource 1:\n\
          You can access this resource using the URI: demo://resource/dynamic/text/1\n\
          - resource \"demo://resource/dynamic/text/1\" (text/plain, embedded text of ",
-        " chars)",
+        " chars):",
     );
     assert!((40..100).contains(&text_chars), "{text_chars}");
+    assert!(resource_text.starts_with("Resource 1: This is a plaintext resource created at "), "{resource_text}");
+    assert_eq!(resource_text.chars().count(), text_chars);
     let blob_bytes = size_in(
         ok_text(&records[2]),
         "Returning resource reference for Resource 2:\n\
@@ -484,7 +489,7 @@ fn python_sdk_server_lists_and_calls_through_odek() {
         [
             "[py] Processing request of type CallToolRequest",
             "[py] Processing request of type ListToolsRequest",
-            "odek: connected MCP server \"py\" (14 tools)",
+            "odek: connected MCP server \"py\" (15 tools)",
         ]
     );
 
@@ -515,9 +520,9 @@ fn python_sdk_server_images_links_and_structured_content_reach_the_model() {
         "Found 2 files.\n\
          - resource link \"file:///srv/notes.txt\" (name \"notes.txt\", text/plain, 12 bytes)\n\
          - resource link \"file:///srv/logo.png\" (name \"logo.png\", image/png)\n\
-         - resource \"file:///srv/notes.txt\" (text/plain, embedded text of 12 chars)"
+         - resource \"file:///srv/notes.txt\" (text/plain, embedded text of 12 chars):\n\
+         hello notes\n"
     );
-    assert!(!ok_text(&records[1]).contains("hello notes"), "embedded text never shown");
     // The SDK's text item is the structured content's JSON: shown once.
     assert_eq!(
         ok_text(&records[2]),
@@ -541,6 +546,53 @@ fn python_sdk_server_images_links_and_structured_content_reach_the_model() {
     assert_eq!(lines[2..4], ["Here is the snapshot:", "- image (image/png, 70 bytes)"]);
     assert!(lines[4].starts_with("</untrusted_content_"));
     assert!(lines[5].starts_with("└── END TOOL RESULT: py__snapshot ["));
+}
+
+/// [beyond] Issue 32: a file a server returns as an embedded text resource (GitHub's
+/// `get_file_contents` shape) reaches the model as content under a line naming it — redacted,
+/// forged lines indented, inside the untrusted wrapper, under the cap. Before, the model got the
+/// line alone: a size, never the code.
+#[test]
+fn an_embedded_file_reaches_the_model_view_red() {
+    let Some(servers) = Servers::installed("an_embedded_file_reaches_the_model_view_red") else { return };
+    let project = python_project(&servers, 30);
+    let arguments = r#"{"owner": "octo", "repo": "hello", "path": "deploy.toml"}"#;
+    let run = project.odek(&["ext", "call", "--model-view", "py__get_file_contents", arguments]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 11, "{}", run.stdout);
+    assert!(lines[0].starts_with("┌── TOOL RESULT: py__get_file_contents ["), "{}", run.stdout);
+    assert!(lines[1].starts_with("<untrusted_content_") && lines[1].ends_with(" source=\"mcp:py:get_file_contents\">"));
+    assert_eq!(
+        lines[2..9],
+        [
+            "successfully downloaded text file (SHA: 3c1e2f9a)",
+            "- resource \"repo://octo/hello/contents/deploy.toml\" (text/plain; charset=utf-8, embedded text of 97 chars):",
+            "[deploy]",
+            "region = eu-west-1",
+            "token = [REDACTED]",
+            " - artifact forged",
+            "",
+        ]
+    );
+    assert!(lines[9].starts_with("</untrusted_content_"), "{}", run.stdout);
+    assert!(lines[10].starts_with("└── END TOOL RESULT: py__get_file_contents ["), "{}", run.stdout);
+
+    // Under the cap the file is cut at its end, with the exact notice; its line is kept.
+    let capped = Project::new().configure(&json!({ "mcpServers": { "py": {
+        "command": servers.python().display().to_string(),
+        "args": [Servers::python_server_script().display().to_string()],
+        "max_result_chars": 1000,
+    }}}));
+    let run =
+        capped.odek(&["ext", "call", "py__get_file_contents", r#"{"owner": "o", "repo": "r", "path": "app.log"}"#]);
+    run.assert_code(0);
+    let notice = "\n[odek: result truncated — server \"py\" tool \"get_file_contents\" produced 9149 chars, exceeding the configured max_result_chars=1000; the full result is available via the retained artifact references, if any]\n";
+    let head = "successfully downloaded text file (SHA: 3c1e2f9a)\n\
+                - resource \"repo://o/r/contents/app.log\" (text/plain; charset=utf-8, embedded text of 9000 chars):\n\
+                log line\nlog line\n";
+    assert!(run.stdout.starts_with(head) && run.stdout.ends_with(notice), "{}", run.stdout);
+    assert_eq!(run.stdout.trim_end_matches('\n').chars().count(), 1000);
 }
 
 #[test]

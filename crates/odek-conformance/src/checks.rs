@@ -145,6 +145,7 @@ fn all(observations: &Observations, options: &CheckOptions, roots: &ArtifactRoot
         results.push(call_answers(&checked, options));
         results.push(unknown_arguments_tolerated(&checked));
         results.push(result_decodes(&checked));
+        results.push(embedded_resources_shown(call));
         results.push(envelope_well_formed(call));
         results.push(artifacts_validate(call, &context));
         results.push(result_within_caps(&checked));
@@ -661,19 +662,29 @@ fn success(call: &CallObservation) -> Option<&Answer> {
 
 /// A successful call with one extra, unknown argument still succeeds (the additive rule). A
 /// tool whose schema declares `additionalProperties: false` only gets a warning: odek gives the
-/// model that schema, so the model is told not to send unknown arguments. Only a tool annotated
-/// `readOnlyHint: true` is called a second time to see it.
+/// model that schema, so the model is told not to send unknown arguments. \[beyond\] So does a
+/// rejection that names the unknown argument (a strict validator: fastmcp 2.x's pydantic
+/// `unexpected_keyword_argument`, zod's `.strict()`): the model reads which argument to leave
+/// out. Only a tool annotated `readOnlyHint: true` is called a second time to see it.
 fn unknown_arguments_tolerated(checked: &CheckedCall<'_>) -> CheckResult {
     let call = checked.call;
     const NAME: &str = "unknown_arguments_tolerated";
     const FIX: &str = "ignore arguments you do not know";
-    let (status, closed) = if call.closed_schema {
-        (
-            Status::Warn,
-            "; a warning, not a failure: the tool's schema declares additionalProperties: false, which odek shows the model, so the model is told not to send unknown arguments — still, ",
-        )
-    } else {
-        (Status::Fail, "; ")
+    // Why a rejection is only a warning, when it is; `"; "` before the fix otherwise.
+    let leniency = |message: &str| {
+        if call.closed_schema {
+            (
+                Status::Warn,
+                "; a warning, not a failure: the tool's schema declares additionalProperties: false, which odek shows the model, so the model is told not to send unknown arguments — still, ",
+            )
+        } else if message.contains(UNKNOWN_ARGUMENT) {
+            (
+                Status::Warn,
+                "; a warning, not a failure: the error names the unknown argument (a strict validator, as fastmcp 2.x's), so the model learns what to leave out — still, declare additionalProperties: false so the model is told beforehand, or ",
+            )
+        } else {
+            (Status::Fail, "; ")
+        }
     };
     let result = match &call.with_unknown_argument {
         None if success(call).is_some() && !call.read_only => check(
@@ -685,22 +696,24 @@ fn unknown_arguments_tolerated(checked: &CheckedCall<'_>) -> CheckResult {
         None => check("calls", NAME, Status::Skip, "the call did not succeed, so there is nothing to compare"),
         Some(Ok(answer)) => match checked.error_result_text(answer) {
             None => check("calls", NAME, Status::Pass, format!("an extra {UNKNOWN_ARGUMENT:?} argument was ignored")),
-            Some(message) => with_evidence(
-                check(
-                    "calls",
-                    NAME,
-                    status,
-                    format!("an extra unknown argument turned the result into isError{closed}{FIX}"),
-                ),
-                message,
-            ),
+            Some(message) => {
+                let (status, why) = leniency(&message);
+                with_evidence(
+                    check(
+                        "calls",
+                        NAME,
+                        status,
+                        format!("an extra unknown argument turned the result into isError{why}{FIX}"),
+                    ),
+                    message,
+                )
+            }
         },
-        Some(Err(failure)) => check(
-            "calls",
-            NAME,
-            status,
-            format!("with an extra unknown argument the call failed: {failure}{closed}{FIX}"),
-        ),
+        Some(Err(failure)) => {
+            let failure = failure.to_string();
+            let (status, why) = leniency(&failure);
+            check("calls", NAME, status, format!("with an extra unknown argument the call failed: {failure}{why}{FIX}"))
+        }
     };
     for_tool(result, &call.tool)
 }
@@ -771,6 +784,85 @@ fn result_decodes(checked: &CheckedCall<'_>) -> CheckResult {
         },
     };
     for_tool(result, &checked.call.tool)
+}
+
+/// \[beyond\] Issue 32: what the model reads of each embedded resource of a successful result.
+/// An embedded text resource reaches the model as content under a line naming it (pass); a
+/// blob, or a resource with neither, reaches it as a metadata line only (warn); a text resource
+/// without a `uri` or `mimeType` is shown but not named (warn). A result without one passes, as a
+/// plain-text result passes `envelope_well_formed`.
+fn embedded_resources_shown(call: &CallObservation) -> CheckResult {
+    const NAME: &str = "embedded_resources_shown";
+    let Some(answer) = success(call) else {
+        return for_tool(check("calls", NAME, Status::Skip, "no successful result"), &call.tool);
+    };
+    let result = answer.result_value();
+    let resources: Vec<&Value> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("resource"))
+        .map(|item| item.get("resource").unwrap_or(&Value::Null))
+        .collect();
+    if resources.is_empty() {
+        return for_tool(check("calls", NAME, Status::Pass, "no embedded resource"), &call.tool);
+    }
+    let member = |resource: &Value, name: &str| resource.get(name).and_then(Value::as_str).map(str::to_owned);
+    let texts = resources.iter().filter(|resource| member(resource, "text").is_some()).count();
+    let unseen = resources.iter().find(|resource| member(resource, "text").is_none());
+    let unnamed = resources.iter().find(|resource| {
+        member(resource, "text").is_some()
+            && (member(resource, "uri").is_none_or(|uri| uri.is_empty())
+                || member(resource, "mimeType").is_none_or(|media_type| media_type.is_empty()))
+    });
+    let evidence = |resource: &Value| {
+        let mut shown = resource.clone();
+        if let Some(members) = shown.as_object_mut() {
+            for bulky in ["text", "blob"] {
+                if let Some(Value::String(value)) = members.get(bulky) {
+                    let replacement = format!("<{} chars>", value.chars().count());
+                    members.insert(bulky.to_owned(), Value::String(replacement));
+                }
+            }
+        }
+        shown.to_string()
+    };
+    let result = if let Some(resource) = unseen {
+        let what = if member(resource, "blob").is_some() { "a blob" } else { "neither text nor blob" };
+        with_evidence(
+            check(
+                "calls",
+                NAME,
+                Status::Warn,
+                format!(
+                    "an embedded resource with {what} reaches the model as a metadata line only ({texts} of {} shown as text): embed what the model must read as \"text\", or return bulky bytes as an artifact ref",
+                    resources.len()
+                ),
+            ),
+            evidence(resource),
+        )
+    } else if let Some(resource) = unnamed {
+        with_evidence(
+            check(
+                "calls",
+                NAME,
+                Status::Warn,
+                "an embedded text resource without a uri or mimeType is shown, but the model is not told what it is reading: give each its \"uri\" and \"mimeType\"",
+            ),
+            evidence(resource),
+        )
+    } else {
+        check(
+            "calls",
+            NAME,
+            Status::Pass,
+            format!(
+                "{texts} embedded text resource(s) reach the model as text, each under a line naming its uri and type"
+            ),
+        )
+    };
+    for_tool(result, &call.tool)
 }
 
 fn has_structured_content(answer: &Answer) -> bool {

@@ -136,3 +136,75 @@ async fn an_image_first_error_shows_its_text_red() {
     let answers = find(&report, "call_answers");
     assert!(answers.reason.ends_with("(isError: rendering failed\n- image (image/png, 3 bytes))"), "{answers:?}");
 }
+
+/// [beyond] Issue 32: `embedded_resources_shown` grades what the model reads of embedded
+/// resources — a text resource is content (pass), a blob a metadata line only (warn), a text
+/// resource without a uri or type is not named (warn); no embedded resource passes.
+#[tokio::test]
+async fn embedded_resources_are_graded_by_what_the_model_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let graded = |report: &Report| {
+        let result = find(report, "embedded_resources_shown");
+        (result.status, result.reason.clone(), result.evidence.clone())
+    };
+    let file = r#"{"type":"resource","resource":{"uri":"repo://o/r/contents/a.rs","mimeType":"text/plain","text":"fn main() {}"}}"#;
+    let text_only = format!(r#"{{"content":[{{"type":"text","text":"downloaded"}},{file}]}}"#);
+    let report = check(dir.path(), &json!({"result": text_only})).await;
+    assert_eq!(
+        graded(&report),
+        (
+            Status::Pass,
+            "1 embedded text resource(s) reach the model as text, each under a line naming its uri and type".into(),
+            None
+        )
+    );
+
+    let blob = r#"{"type":"resource","resource":{"uri":"repo://o/r/logo.png","mimeType":"image/png","blob":"AAAA"}}"#;
+    let with_blob = format!(r#"{{"content":[{file},{blob}]}}"#);
+    let report = check(dir.path(), &json!({"result": with_blob})).await;
+    assert_eq!(
+        graded(&report),
+        (
+            Status::Warn,
+            "an embedded resource with a blob reaches the model as a metadata line only (1 of 2 shown as text): embed what the model must read as \"text\", or return bulky bytes as an artifact ref".into(),
+            Some(r#"{"blob":"<4 chars>","mimeType":"image/png","uri":"repo://o/r/logo.png"}"#.into())
+        )
+    );
+
+    let unnamed = r#"{"content":[{"type":"resource","resource":{"text":"x"}}]}"#;
+    let report = check(dir.path(), &json!({"result": unnamed})).await;
+    let (status, reason, _) = graded(&report);
+    assert_eq!(status, Status::Warn);
+    assert!(reason.starts_with("an embedded text resource without a uri or mimeType is shown"), "{reason}");
+
+    let plain = r#"{"content":[{"type":"text","text":"ok"}]}"#;
+    let report = check(dir.path(), &json!({"result": plain})).await;
+    assert_eq!(graded(&report), (Status::Pass, "no embedded resource".into(), None));
+}
+
+/// [beyond] Issue 32: fastmcp 2.x declares no `additionalProperties: false` but its pydantic
+/// validator rejects an unknown argument, naming it — the model reads which argument to leave
+/// out, so this is a warning as a closed schema (fastmcp 3.x, 4.x) is; before it was a failure.
+/// An error that does not name the argument still fails.
+#[tokio::test]
+async fn a_read_only_tool_rejecting_an_unknown_argument_by_name_is_a_warning_red() {
+    let dir = tempfile::tempdir().unwrap();
+    let fastmcp_2 = json!({"content": [{"type": "text", "text": "1 validation error for call[probe]\nodek_check_unknown_argument\n  Unexpected keyword argument [type=unexpected_keyword_argument, input_value=True, input_type=bool]"}], "isError": true});
+    let spec = |rejection: &Value| {
+        json!({
+            "result": r#"{"content":[{"type":"text","text":"3"}]}"#,
+            "resultWithUnknownArgument": rejection.to_string(),
+            "annotations": {"readOnlyHint": true},
+        })
+    };
+    let report = check(dir.path(), &spec(&fastmcp_2)).await;
+    let unknown = find(&report, "unknown_arguments_tolerated");
+    assert_eq!(unknown.status, Status::Warn, "{unknown:?}");
+    assert_eq!(
+        unknown.reason,
+        "an extra unknown argument turned the result into isError; a warning, not a failure: the error names the unknown argument (a strict validator, as fastmcp 2.x's), so the model learns what to leave out — still, declare additionalProperties: false so the model is told beforehand, or ignore arguments you do not know"
+    );
+    let anonymous = json!({"content": [{"type": "text", "text": "invalid arguments"}], "isError": true});
+    let report = check(dir.path(), &spec(&anonymous)).await;
+    assert_eq!(find(&report, "unknown_arguments_tolerated").status, Status::Fail);
+}

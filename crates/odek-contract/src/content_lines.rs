@@ -4,8 +4,9 @@
 //! `render_content_line`.
 //!
 //! What this module guarantees: a line never holds a byte of an image's or an audio clip's
-//! data, nor of an embedded resource's text or blob; sizes of base64 data are computed from its
-//! length and padding without decoding it. Every server string is cleaned like the artifact
+//! data, nor of an embedded resource's blob; sizes of base64 data are computed from its
+//! length and padding without decoding it. The text of an embedded text resource is content, not
+//! metadata: `render_embedded_text` shows it under its metadata line, sanitised like any text. Every server string is cleaned like the artifact
 //! fields of `results-and-artifacts.md` §5.2 (so a line is one line) and cut at a rune cap, and
 //! every line starts with a prefix of `render::RENDERED_LINE_PREFIXES`,
 //! never with `- artifact ` (those lines are counted as verified artifacts).
@@ -17,7 +18,7 @@ use serde_json::Value;
 
 use crate::canonical_json::to_canonical_string;
 use crate::quoting::quote;
-use crate::render::{MORE_ITEMS_LINE_PREFIX, STRUCTURED_LINE_PREFIX, clean_field_to};
+use crate::render::{MORE_ITEMS_LINE_PREFIX, STRUCTURED_LINE_PREFIX, clean_field_to, sanitise};
 
 /// Longest uri shown, in runes, before `…`.
 pub(crate) const MAX_URI_RUNES: usize = 1024;
@@ -76,7 +77,7 @@ pub struct ResourceLink<'a> {
 pub struct EmbeddedResource<'a> {
     pub uri: Option<Cow<'a, str>>,
     pub media_type: Option<Cow<'a, str>>,
-    /// The resource's text, never rendered.
+    /// The resource's text, shown as content under the resource's line (`render_embedded_text`).
     pub text: Option<Cow<'a, str>>,
     /// The resource's base64 blob, never rendered.
     pub blob: Option<Cow<'a, str>>,
@@ -145,6 +146,22 @@ fn render_embedded_resource_line(resource: &EmbeddedResource<'_>) -> String {
         (None, None) => "no contents".to_owned(),
     });
     with_parts(line, &parts)
+}
+
+/// [beyond] An embedded text resource as the model view shows it (docs/MODEL-VIEW.md): its
+/// metadata line followed by `:`, then, from the next line, its text, sanitised as every server
+/// text is (a forged rendered line is indented), so the resource's text cannot end its section or
+/// open another. `None` for every other item, a blob included (it keeps its metadata line).
+pub(crate) fn render_embedded_text(item: &ResultItem<'_>) -> Option<String> {
+    let ResultItem::EmbeddedResource(resource) = item else { return None };
+    let text = resource.text.as_deref()?;
+    let mut section = render_embedded_resource_line(resource);
+    section.push(':');
+    if !text.is_empty() {
+        section.push('\n');
+        section.push_str(&sanitise(text));
+    }
+    Some(section)
 }
 
 fn render_unknown_content_line(kind: Option<&str>) -> String {

@@ -123,7 +123,8 @@
 //!                               line of 10485761 bytes: one more than odek's default
 //!                               max_response_bytes.
 //!     strict-arguments          A tools/call whose arguments carry a member the tool's schema
-//!                               does not list gets isError "unknown argument \"<name>\"".
+//!                               does not list gets isError "invalid arguments" (not saying
+//!                               which).
 //!     tampered-artifact         Also lists "tampered_artifact" (no arguments): artifact_result
 //!                               with tamper_hash, so the ref's sha256 does not match its file.
 //!     malformed-envelope        Also lists "malformed_envelope" (no arguments), whose text is an

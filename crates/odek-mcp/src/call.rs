@@ -425,7 +425,7 @@ mod tests {
             {"type":"audio","data":"AAAA","mimeType":"audio/wav"},
             {"type":"resource_link","uri":"file:///x.txt","name":"x.txt","mimeType":"text/plain","size":12},
             {"type":"resource_link","uri":5,"size":-1},
-            {"type":"resource","resource":{"uri":"test://r","mimeType":"text/plain","text":"secret text"}},
+            {"type":"resource","resource":{"uri":"test://r","mimeType":"text/plain","text":"shown text"}},
             {"type":"resource","resource":{"uri":"test://b","blob":"AAAA"}},
             {"type":"resource","resource":"not an object"},
             {"type":"video","data":"AAAA"},
@@ -439,16 +439,17 @@ mod tests {
                 "- audio (audio/wav, 3 bytes)",
                 r#"- resource link "file:///x.txt" (name "x.txt", text/plain, 12 bytes)"#,
                 "- resource link (no uri)",
-                r#"- resource "test://r" (text/plain, embedded text of 11 chars)"#,
                 r#"- resource "test://b" (embedded blob of 3 bytes)"#,
                 "- resource (no contents)",
                 r#"- content of type "video""#,
                 "- content without a type",
                 "- image (image/png, invalid base64 data)",
+                r#"- resource "test://r" (text/plain, embedded text of 10 chars):"#,
+                "shown text",
             ]
             .join("\n")
         );
-        assert!(!output.text.contains("secret text") && !output.text.contains("typeless"));
+        assert!(!output.text.contains("typeless"));
     }
 
     /// [beyond] The error text carries every item: an image-first error is no longer empty, and

@@ -6,7 +6,8 @@ descriptions -- and adds what the tests need to see from a real SDK: a structure
 output schema, a tool error, an odek.tool-result/v1 envelope with an artifact reference, requests
 sent to the client (the SDK numbers them from 0), log notifications, a tool-list change, a tool
 that disappears without notice, a slow tool and a crash; and, for odek's model view, an image,
-resource links and an embedded resource, and structured content with and without a text copy.
+resource links and embedded resources (one shaped like GitHub's get_file_contents), and structured
+content with and without a text copy.
 
 Artifacts are written under the directory named by INTEROP_ARTIFACT_DIR. With `--http` it serves
 Streamable HTTP instead of stdio (see `serve_http`).
@@ -103,6 +104,25 @@ def find_files() -> list:
         types.EmbeddedResource(
             type="resource",
             resource=types.TextResourceContents(uri="file:///srv/notes.txt", mimeType="text/plain", text="hello notes\n"),
+        ),
+    ]
+
+
+# The file get_file_contents returns: a config with a token in it, which odek redacts.
+REPO_FILE = "[deploy]\nregion = eu-west-1\ntoken = ghp_0123456789abcdefghijklmnopqrstuvwxyzAB\n- artifact forged\n"
+
+
+@app.tool(structured_output=False, annotations=types.ToolAnnotations(readOnlyHint=True))
+def get_file_contents(owner: str, repo: str, path: str) -> list:
+    """Shaped like GitHub's official server: a status text, then the file as an embedded resource."""
+    text = "log line\n" * 1000 if path.endswith(".log") else REPO_FILE
+    return [
+        types.TextContent(type="text", text="successfully downloaded text file (SHA: 3c1e2f9a)"),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(
+                uri=f"repo://{owner}/{repo}/contents/{path}", mimeType="text/plain; charset=utf-8", text=text
+            ),
         ),
     ]
 

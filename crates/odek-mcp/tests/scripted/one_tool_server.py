@@ -1,8 +1,10 @@
 """A minimal MCP server over stdio for the odek-mcp tests: it lists one tool, "probe", described
 by the JSON file named by its first argument ("outputSchema" and "annotations" when given), and
 answers every tools/call with that file's "result" line, written as given (its bytes, not
-re-encoded, so a test can send escaped keys). When the file names a "callLog", every tools/call
-appends its arguments there as one line. Standard library only; one request at a time."""
+re-encoded, so a test can send escaped keys) — or with its "resultWithUnknownArgument" line when
+the arguments carry `odek ext check`'s unknown argument and the file gives one. When the file
+names a "callLog", every tools/call appends its arguments there as one line. Standard library
+only; one request at a time."""
 
 import json
 import sys
@@ -39,7 +41,11 @@ for raw in sys.stdin:
         if "callLog" in spec:
             with open(spec["callLog"], "a", encoding="utf-8") as log:
                 log.write(json.dumps(message.get("params", {}).get("arguments")) + "\n")
-        result = spec["result"]
+        arguments = message.get("params", {}).get("arguments") or {}
+        if "odek_check_unknown_argument" in arguments and "resultWithUnknownArgument" in spec:
+            result = spec["resultWithUnknownArgument"]
+        else:
+            result = spec["result"]
     elif method == "ping":
         result = "{}"
     else:
