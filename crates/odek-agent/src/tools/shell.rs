@@ -191,21 +191,25 @@ pub(crate) struct RunResult {
 }
 
 impl RunResult {
-    /// Every operation the sandbox refused while the command ran (the supervisor's and the
-    /// proxy's), as the call's denials — each an `operation_denied` event: the first
-    /// [`SANDBOX_DENIAL_EVENTS`], then one saying how many more there were.
+    /// Every operation the sandbox refused while the command ran, as the call's denials
+    /// ([`sandbox_denials`]).
     pub(crate) fn sandbox_denials(&self) -> Vec<Denial> {
-        let Some(finished) = &self.sandbox else { return Vec::new() };
-        let denial =
-            |refused: &odek_sandbox::Denial| Denial { class: sandbox_class(refused), reason: refused.to_string() };
-        let mut denials: Vec<Denial> = finished.denials.iter().take(SANDBOX_DENIAL_EVENTS).map(denial).collect();
-        let more = finished.denials.len().saturating_sub(SANDBOX_DENIAL_EVENTS) + finished.more_denials;
-        if more > 0 {
-            let class = finished.denials.get(SANDBOX_DENIAL_EVENTS).map_or(DangerClass::NetworkEgress, sandbox_class);
-            denials.push(Denial { class, reason: odek_sandbox::more_refused_line(more) });
-        }
-        denials
+        self.sandbox.as_ref().map(sandbox_denials).unwrap_or_default()
     }
+}
+
+/// What a confinement refused (the supervisor's and the proxy's refusals), as denials — each an
+/// `operation_denied` event of a call, or a `subagent_denied` of a confined sub-agent: the first
+/// [`SANDBOX_DENIAL_EVENTS`], then one saying how many more there were.
+pub(crate) fn sandbox_denials(finished: &odek_sandbox::Finished) -> Vec<Denial> {
+    let denial = |refused: &odek_sandbox::Denial| Denial { class: sandbox_class(refused), reason: refused.to_string() };
+    let mut denials: Vec<Denial> = finished.denials.iter().take(SANDBOX_DENIAL_EVENTS).map(denial).collect();
+    let more = finished.denials.len().saturating_sub(SANDBOX_DENIAL_EVENTS) + finished.more_denials;
+    if more > 0 {
+        let class = finished.denials.get(SANDBOX_DENIAL_EVENTS).map_or(DangerClass::NetworkEgress, sandbox_class);
+        denials.push(Denial { class, reason: odek_sandbox::more_refused_line(more) });
+    }
+    denials
 }
 
 /// The danger class of a sandbox refusal: a connection or a listening socket is
