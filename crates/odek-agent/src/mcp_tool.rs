@@ -57,7 +57,7 @@ pub fn mcp_outcome(
             output: output.text,
             untrusted_source: Some(format!("mcp:{}:{}", descriptor.server, descriptor.raw_name)),
             truncated_observed_chars: output.observed_chars.map(|chars| chars as u64),
-            denial: None,
+            denials: Vec::new(),
         }),
         Err(err) => Err(ToolError::new(err.to_string())),
     }

@@ -19,9 +19,10 @@ pub struct ToolOutcome {
     pub untrusted_source: Option<String>,
     /// `Some(observed_chars)` when `max_result_chars` cut the result (MCP tools).
     pub(crate) truncated_observed_chars: Option<u64>,
-    /// The policy refused the operation: the output is the denial text, and the loop reports
-    /// the denial as a fact (`operation_denied`).
-    pub(crate) denial: Option<Denial>,
+    /// The operations refused: the policy's refusal of the call (the output is then the denial
+    /// text), or each refusal the sandbox saw while it ran (bounded by the tool). The loop
+    /// reports each as a fact (`operation_denied`).
+    pub(crate) denials: Vec<Denial>,
 }
 
 /// An operation the run refused: by the danger policy, the non-interactive policy, a risk cap
@@ -50,9 +51,10 @@ impl ToolOutcome {
         self.truncated_observed_chars
     }
 
-    /// The refusal, when the policy refused the operation (the output is then the denial text).
+    /// The first refusal, when the policy refused the operation (the output is then the denial
+    /// text) or the sandbox refused something while it ran.
     pub fn denial(&self) -> Option<&Denial> {
-        self.denial.as_ref()
+        self.denials.first()
     }
 
     /// A refused operation: the denial text the model reads, and the denial itself.
@@ -60,7 +62,7 @@ impl ToolOutcome {
         let reason = reason.into();
         ToolOutcome {
             output: odek_danger::denial_output(&reason, class),
-            denial: Some(Denial { class, reason }),
+            denials: vec![Denial { class, reason }],
             ..ToolOutcome::default()
         }
     }
@@ -71,14 +73,14 @@ impl ToolOutcome {
 pub struct ToolError {
     /// What the model reads after `error: `.
     pub message: String,
-    /// \[beyond\] An operation the sandbox refused while the call ran (reported as
+    /// \[beyond\] The operations the sandbox refused while the call ran (each reported as
     /// `operation_denied`, like a policy denial).
-    pub(crate) denial: Option<Denial>,
+    pub(crate) denials: Vec<Denial>,
 }
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> ToolError {
-        ToolError { message: message.into(), denial: None }
+        ToolError { message: message.into(), denials: Vec::new() }
     }
 }
 

@@ -369,3 +369,148 @@ fn git_and_home_toolchains_work_but_their_credentials_stay_unreadable_red() {
     let (result, _) = shell(&scene, &server, command, &["--no-sandbox"]);
     assert!(result.contains("cio-secret-77") && result.contains("PRIVATE KEY 88"), "{result}");
 }
+
+// Issue 32, the hostile-input round, through `odek run`.
+
+#[test]
+fn every_refused_connect_of_a_call_is_an_event_red() {
+    let server = ScriptedServer::start(Vec::new());
+    // Only 127.0.0.1:1 is listed, so every other loopback port is refused by the supervisor
+    // before any packet leaves.
+    let scene = scene(&server, json!({"allow_hosts": ["127.0.0.1:1"]}));
+    let connects = |ports: &str| format!("for port in {ports}; do echo knock > /dev/tcp/127.0.0.1/$port; done; true");
+    let reason =
+        |port: u32| format!("sandbox: connect 127.0.0.1:{port} refused (not on the allow-list (network: deny))");
+    let (result, events) = shell(&scene, &server, &connects("2 3 4"), &[]);
+    let denied = denials(&events);
+    let reasons: Vec<&str> = denied.iter().map(|event| event["data"]["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, [reason(2), reason(3), reason(4)], "{result}");
+    assert!(denied.iter().all(|event| event["data"]["class"] == "network_egress" && event["data"]["call_id"] == "c1"));
+    // A command refused in a loop: 16 events one by one, then one counting the rest.
+    let (_, events) =
+        shell(&scene, &server, &connects(&(2..=21).map(|port| port.to_string()).collect::<Vec<_>>().join(" ")), &[]);
+    let denied = denials(&events);
+    assert_eq!(denied.len(), 17, "{denied:?}");
+    assert_eq!(denied[15]["data"]["reason"], reason(17));
+    assert_eq!(denied[16]["data"]["reason"], "sandbox: 4 more refused operation(s)");
+}
+
+#[test]
+fn a_checks_refused_connects_are_events_red() {
+    let server = ScriptedServer::start(vec![Reply::text("done")]);
+    let scene = scene(&server, json!({"allow_hosts": ["127.0.0.1:1"]}));
+    let check = "for port in 2 3; do echo knock > /dev/tcp/127.0.0.1/$port; done; true";
+    let output = output_within(
+        scene.command(&["run", "--check", check, "--events-jsonl", "events.jsonl", "go"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let events = events(&scene.project.join("events.jsonl"));
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .filter(|kind| kind.starts_with("check_") || *kind == "operation_denied")
+        .collect();
+    assert_eq!(kinds, ["check_started", "operation_denied", "operation_denied", "check_completed"]);
+    let denied = denials(&events);
+    assert_eq!(denied[0]["tool"], "check");
+    assert_eq!(denied[0]["data"]["call_id"], "check-1");
+    assert_eq!(
+        denied[1]["data"]["reason"],
+        "sandbox: connect 127.0.0.1:3 refused (not on the allow-list (network: deny))"
+    );
+}
+
+#[test]
+fn the_terminal_odek_runs_in_is_out_of_a_commands_reach_red() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let terminal = nix::pty::openpty(None, None).unwrap();
+    let name = std::ffi::CString::new(nix::unistd::ttyname(&terminal.slave).unwrap().as_os_str().as_bytes()).unwrap();
+    // odek in a session of its own whose controlling terminal is ours (its stdio stays pipes):
+    // what a command could reach as /dev/tty is the user's terminal.
+    let in_our_terminal = |extra: &[&str]| {
+        let arguments = json!({"command": "echo pwned > /dev/tty"}).to_string();
+        server.push(Reply::tool_calls(vec![("c1", "shell", arguments.as_str())]));
+        server.push(Reply::text("done"));
+        let before = server.requests().len();
+        let mut args = vec!["run"];
+        args.extend_from_slice(extra);
+        args.push("go");
+        let mut command = scene.command(&args);
+        let name = name.clone();
+        #[allow(unsafe_code)]
+        // SAFETY: setsid and open/close between fork and exec, with a path prepared beforehand.
+        unsafe {
+            command.pre_exec(move || {
+                nix::unistd::setsid()?;
+                drop(nix::fcntl::open(name.as_c_str(), nix::fcntl::OFlag::O_RDWR, nix::sys::stat::Mode::empty())?);
+                Ok(())
+            });
+        }
+        let output = output_within(command, Duration::from_secs(60));
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        tool_contents(&server.requests()[before + 1]).pop().unwrap()
+    };
+    let shown = |master: &std::os::fd::OwnedFd| {
+        let mut buffer = [0_u8; 256];
+        nix::fcntl::fcntl(master, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).unwrap();
+        let read = nix::unistd::read(master, &mut buffer).unwrap_or(0);
+        String::from_utf8_lossy(&buffer[..read]).into_owned()
+    };
+    let result = in_our_terminal(&[]);
+    assert!(result.contains("Permission denied"), "{result}");
+    assert_eq!(shown(&terminal.master), "", "a confined command wrote to odek's terminal");
+    in_our_terminal(&["--no-sandbox"]);
+    assert!(shown(&terminal.master).contains("pwned"), "unconfined, /dev/tty is odek's terminal");
+}
+
+#[test]
+fn a_second_thread_of_a_command_reaches_loopback_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let (port, received) = counting_listener();
+    let scene = scene(&server, json!({"network": "loopback"}));
+    let threaded = format!(
+        "/usr/bin/python3 -c \"import socket, threading
+def knock():
+    with socket.create_connection(('127.0.0.1', {port})) as peer:
+        peer.sendall(b'knock')
+    print('reached', 'from', threading.current_thread().name)
+thread = threading.Thread(target=knock)
+thread.start()
+thread.join()\""
+    );
+    let (result, events) = shell(&scene, &server, &threaded, &[]);
+    assert!(result.contains("reached from Thread-1"), "{result}");
+    assert!(denials(&events).is_empty(), "{events:?}");
+    assert_eq!(received.recv_timeout(Duration::from_secs(10)).unwrap(), "knock");
+}
+
+#[test]
+fn odek_config_keeps_its_mode_and_times_red() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let config = scene.home.join(".odek/config.json");
+    let mode = || std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
+    let command = format!("chmod 644 {0}; touch -d 2001-01-01 {0}", config.display());
+    let (result, events) = shell(&scene, &server, &command, &[]);
+    assert_eq!(mode(), 0o600, "{result}");
+    assert!(
+        std::fs::metadata(&config).unwrap().modified().unwrap()
+            > std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000)
+    );
+    let shown = config.display();
+    let denied = denials(&events);
+    assert_eq!(denied.len(), 2, "{events:?}");
+    assert_eq!(denied[0]["data"]["class"], "system_write");
+    assert_eq!(
+        denied[0]["data"]["reason"],
+        format!("sandbox: chmod {shown} refused ({shown} is outside the writable paths)")
+    );
+    assert!(result.contains(&format!("sandbox: utimes {shown} refused")), "{result}");
+    shell(&scene, &server, &command, &["--no-sandbox"]);
+    assert_eq!(mode(), 0o644, "unconfined, the same command changes it");
+}

@@ -129,3 +129,31 @@ fn an_untrusted_sub_agent_is_confined_as_a_whole_red() {
     let result = delegate_shell(&scene, &server, &probe.command, &["--no-sandbox"], &child_sandbox_off);
     probe.assert_allowed(&result);
 }
+
+/// Issue 32 (L5): the child's commands' connects are answered by its parent's supervisor (a
+/// process tree has one), so the child never sees the refusals; its parent reports each as a
+/// `subagent_denied` of tool `sandbox`.
+#[test]
+fn what_the_parents_supervisor_refused_a_sub_agent_is_reported_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = Sandbox::new();
+    // Only 127.0.0.1:1 (and the child's model endpoint) is listed: other loopback ports are
+    // refused before any packet leaves.
+    configure(&scene, &server, json!({"allow_hosts": ["127.0.0.1:1"]}));
+    let command = "cat < /dev/tcp/127.0.0.1/2; cat < /dev/tcp/127.0.0.1/3; true";
+    delegate_shell(&scene, &server, command, &["--events-jsonl", "events.jsonl"], &[]);
+    let events = events(&scene.project.join("events.jsonl"));
+    let denied: Vec<(&str, &str, &str)> = events
+        .iter()
+        .filter(|event| event["type"] == "subagent_denied")
+        .map(|event| {
+            let data = &event["data"];
+            (event["tool"].as_str().unwrap(), data["class"].as_str().unwrap(), data["reason"].as_str().unwrap())
+        })
+        .collect();
+    let reason = |port| format!("sandbox: connect 127.0.0.1:{port} refused (not on the allow-list (network: deny))");
+    assert_eq!(
+        denied,
+        [("sandbox", "network_egress", reason(2).as_str()), ("sandbox", "network_egress", reason(3).as_str())]
+    );
+}

@@ -108,15 +108,37 @@ fn write_all(fd: libc::c_int, mut bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Empties the bounding and ambient sets, then the effective, permitted and inheritable sets.
-/// A process without capabilities (odek not run as root) has nothing to drop: the calls that
-/// need `CAP_SETPCAP` are skipped.
-fn drop_capabilities(cap_last: u32) -> io::Result<()> {
+/// Whether the calling thread holds any capability (effective, permitted or inheritable).
+fn has_capabilities() -> io::Result<bool> {
     let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
     let mut data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
     // SAFETY: capget writes two CapData structs for version 3, which `data` holds.
     check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } as libc::c_int)?;
-    if data.iter().all(|part| part.effective == 0 && part.permitted == 0 && part.inheritable == 0) {
+    Ok(data.iter().any(|part| part.effective != 0 || part.permitted != 0 || part.inheritable != 0))
+}
+
+/// Empties the effective, permitted and inheritable sets of the calling thread (credentials are
+/// per thread).
+fn clear_capability_sets() -> io::Result<()> {
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let empty = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: capset reads two CapData structs for version 3.
+    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, empty.as_ptr()) } as libc::c_int)
+}
+
+/// \[supervisor\] Leaves the calling thread — a supervisor thread about to act for a confined
+/// caller, which has none — without capabilities, so the kernel judges what it does as it would
+/// the caller's (odek run as root may `chown` anything; its confined commands may not). The
+/// thread must be one of its own, ending after the call: nothing gives them back.
+pub(crate) fn drop_thread_capabilities() -> io::Result<()> {
+    if has_capabilities()? { clear_capability_sets() } else { Ok(()) }
+}
+
+/// Empties the bounding and ambient sets, then the effective, permitted and inheritable sets.
+/// A process without capabilities (odek not run as root) has nothing to drop: the calls that
+/// need `CAP_SETPCAP` are skipped.
+fn drop_capabilities(cap_last: u32) -> io::Result<()> {
+    if !has_capabilities()? {
         return Ok(());
     }
     for capability in 0..=cap_last {
@@ -128,10 +150,7 @@ fn drop_capabilities(cap_last: u32) -> io::Result<()> {
     }
     // SAFETY: prctl with integer arguments only (kernels without ambient sets answer EINVAL).
     unsafe { libc::prctl(libc::PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
-    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
-    let empty = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
-    // SAFETY: capset reads two CapData structs for version 3.
-    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, empty.as_ptr()) } as libc::c_int)
+    clear_capability_sets()
 }
 
 /// Installs one filter; with `listener`, returns the listener fd (asking the kernel to keep a

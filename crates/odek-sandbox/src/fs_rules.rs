@@ -9,7 +9,9 @@
 //! tree. So an allowed directory that holds a protected one is *split*: it is granted listing
 //! only, and each of its entries is granted instead — except the protected one, and recursively
 //! along the way to it. What is created later directly in a split directory is therefore not
-//! reachable (a run started in `~` cannot create new files directly in `~`).
+//! reachable (a run started in `~` cannot create new files directly in `~`), and a symlink in a
+//! split directory grants nothing (its target stays what it is: a run started in `~` does not
+//! make the target of `~/link` writable).
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +30,14 @@ const TARGET_ABI: ABI = ABI::V6;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grants {
     pub entries: Vec<(PathBuf, Grant)>,
+}
+
+impl Grants {
+    /// The paths granted [`Grant::Write`]: where writes may go, and so where the supervisor lets
+    /// Unix sockets be reached and metadata change.
+    pub(crate) fn writable(&self) -> Vec<PathBuf> {
+        self.entries.iter().filter(|(_, grant)| *grant == Grant::Write).map(|(path, _)| path.clone()).collect()
+    }
 }
 
 /// How a path is granted.
@@ -103,9 +113,13 @@ fn split_into(path: &Path, grant: Grant, protected: &[PathBuf], out: &mut Vec<(P
     out.push((path.to_path_buf(), Grant::ListOnly));
     let Ok(entries) = std::fs::read_dir(path) else { return };
     for entry in entries.flatten() {
-        // A symlink entry is granted as what it points to would be: canonical() resolves it,
-        // and the protected check applies to the target.
-        split_into(&canonical(&entry.path()), grant, protected, out, depth + 1);
+        // A symlink is not granted at all: what it points to is judged on its own path, as
+        // beneath a directory granted whole (granting the entry would grant its target, since
+        // a Landlock rule follows the path it is given).
+        if entry.file_type().is_ok_and(|kind| kind.is_symlink()) {
+            continue;
+        }
+        split_into(&entry.path(), grant, protected, out, depth + 1);
     }
 }
 
@@ -193,6 +207,29 @@ mod tests {
         std::os::unix::fs::symlink(home.join(".odek"), home.join("work/state")).unwrap();
         let grants = grants(&policy(&home.join("work"), vec![home.join(".odek")]), &[]);
         assert!(!grants.entries.iter().any(|(path, _)| path.starts_with(home.join(".odek"))), "{grants:?}");
+    }
+
+    #[test]
+    fn a_symlink_in_a_split_workspace_grants_nothing_red() {
+        let home = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(home.path()).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let elsewhere = std::fs::canonicalize(elsewhere.path()).unwrap();
+        std::fs::create_dir_all(home.join(".odek")).unwrap();
+        std::fs::create_dir_all(home.join("project")).unwrap();
+        std::fs::write(elsewhere.join("file.txt"), "f").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, home.join("door")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("file.txt"), home.join("file-door")).unwrap();
+        std::os::unix::fs::symlink(home.join(".odek"), home.join("state")).unwrap();
+        let grants = grants(&policy(&home, vec![home.join(".odek")]), &[]);
+        assert!(grants.entries.contains(&(home.join("project"), Grant::Write)), "{grants:?}");
+        let leaked: Vec<_> = grants
+            .entries
+            .iter()
+            .filter(|(path, _)| path.starts_with(&elsewhere) || path.starts_with(home.join(".odek")))
+            .collect();
+        assert!(leaked.is_empty(), "symlink targets were granted: {leaked:?}");
+        assert!(!grants.entries.iter().any(|(path, _)| path.ends_with("door") || path.ends_with("state")));
     }
 
     #[test]

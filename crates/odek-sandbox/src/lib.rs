@@ -2,10 +2,11 @@
 //! daemon: Landlock for the filesystem (and TCP when the network is denied), seccomp for the
 //! system calls a confined command has no business with, a supervisor for every `connect` and
 //! `bind` (IP destinations by network mode and allow-list, Unix sockets only beneath the writable
-//! paths), an HTTP proxy for allow-listed host names, resource limits, a `pids` cgroup, no
-//! capabilities and `no_new_privs`. A [`Sandbox`] is prepared once per run from a [`Policy`];
-//! each command gets a [`Confinement`] from [`Sandbox::confine`], started and finished around
-//! its process.
+//! paths) and every metadata call Landlock does not mediate (`chmod`, `chown`, times, extended
+//! attributes: only beneath the writable paths), an HTTP proxy for allow-listed host names,
+//! resource limits, a `pids` cgroup, no capabilities and `no_new_privs`. A [`Sandbox`] is
+//! prepared once per run from a [`Policy`]; each command gets a [`Confinement`] from
+//! [`Sandbox::confine`], started and finished around its process.
 //!
 //! What is enforced is reported honestly: [`support`] says what this kernel can do, and
 //! [`Sandbox::new`] fails (rather than degrading silently) when the policy needs something it
@@ -15,6 +16,7 @@ mod cgroup;
 mod child;
 mod filter;
 mod fs_rules;
+mod metadata;
 mod notify;
 pub mod policy;
 mod proxy;
@@ -29,10 +31,10 @@ use thiserror::Error;
 
 use crate::cgroup::PidsCgroup;
 use crate::child::ChildPlan;
-use crate::filter::Filters;
+use crate::filter::{Filters, Supervision};
 use crate::policy::NetworkMode;
 use crate::proxy::Proxy;
-use crate::supervisor::{NetRules, Supervisor};
+use crate::supervisor::{Rules, Supervisor};
 
 /// What one confined process may do.
 pub use policy::{Host, HostPort, Limits, NetworkMode as Network, Policy, PolicyError, parse_allow_host};
@@ -93,10 +95,13 @@ pub struct Sandbox {
     ruleset: Mutex<RulesetCreated>,
     filters: Filters,
     cap_last: u32,
-    unix_roots: Vec<PathBuf>,
+    /// The writable paths as granted (split around the protected ones): the supervisor's rule for
+    /// Unix sockets and metadata.
+    writable: Vec<PathBuf>,
     /// Whether a kernel-enforced process limit (a `pids` cgroup) could be made when probed.
     process_limit: bool,
-    /// A supervisor answers `connect` and `bind`: this sandbox's, or an outer one's.
+    /// A supervisor answers `connect`, `bind` and the metadata calls: this sandbox's, or an
+    /// outer one's.
     supervised: bool,
 }
 
@@ -143,20 +148,21 @@ impl Sandbox {
         let landlock_network = if socket_mode == NetworkMode::Deny { NetworkMode::Deny } else { NetworkMode::Allow };
         let ruleset = fs_rules::build_ruleset(&grants, landlock_network)
             .map_err(|error| SandboxError::Setup(error.to_string()))?;
-        let filters = filter::build_filters(socket_mode, own_supervisor, own_groups)
+        let supervision = match (own_supervisor, support.outer_supervisor) {
+            (true, _) => Supervision::Own,
+            (false, true) => Supervision::Outer,
+            (false, false) => Supervision::None,
+        };
+        let filters = filter::build_filters(socket_mode, supervision, own_groups)
             .map_err(|error| SandboxError::Setup(error.to_string()))?;
         let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
             .ok()
             .and_then(|text| text.trim().parse().ok())
             .unwrap_or(63);
-        let unix_roots = [&policy.workspace, &policy.temp_dir]
-            .into_iter()
-            .chain(policy.writable.iter())
-            .map(|path| std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
-            .collect();
+        let writable = grants.writable();
         cgroup::remove_stale();
         let process_limit = PidsCgroup::create(policy.limits.processes.max(1)).map(|cgroup| cgroup.remove()).is_some();
-        Ok(Sandbox { policy, ruleset: Mutex::new(ruleset), filters, cap_last, unix_roots, process_limit, supervised })
+        Ok(Sandbox { policy, ruleset: Mutex::new(ruleset), filters, cap_last, writable, process_limit, supervised })
     }
 
     /// The policy it enforces.
@@ -228,11 +234,11 @@ impl Sandbox {
         unsafe {
             command.pre_exec(move || plan.confine_self());
         }
-        let rules = NetRules::new(
+        let rules = Rules::new(
             self.policy.network,
             &self.policy.allow_hosts,
             proxy.as_ref().map(Proxy::address),
-            self.unix_roots.clone(),
+            self.writable.clone(),
         );
         Ok(Confinement { cgroup, channel: parent_channel, rules: Some(rules), supervisor: None, proxy })
     }
@@ -284,7 +290,7 @@ fn user_process_count() -> u64 {
 pub struct Confinement {
     cgroup: Option<PidsCgroup>,
     channel: Option<OwnedFd>,
-    rules: Option<NetRules>,
+    rules: Option<Rules>,
     supervisor: Option<Supervisor>,
     proxy: Option<Proxy>,
 }

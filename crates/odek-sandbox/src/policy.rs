@@ -27,18 +27,12 @@ pub const SYSTEM_READABLE: &[&str] = &[
     "/nix/store",
 ];
 
-/// Device files every confined process may read and write (those that exist).
-pub const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-    "/dev/pts",
-    "/dev/ptmx",
-    "/dev/shm",
-];
+/// Device files every confined process may read and write (those that exist). No terminal is
+/// among them: `/dev/tty` and `/dev/pts/*` are the user's terminals (odek's own included), and a
+/// new one from `/dev/ptmx` lives among them, so a command keeps only a terminal it was handed
+/// as an open descriptor. Nor is `/dev/shm`: it is shared by every process of the machine (an
+/// operator who wants it back lists it in `writable`).
+pub const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
 
 /// Where a confined process may connect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,11 +1,14 @@
-//! The network half of the confinement that a kernel rule cannot express: every `connect` and
-//! `bind` of a confined process tree stops at a seccomp notification, and this supervisor — a
-//! thread of odek's, outside the sandbox — reads the address from the caller's memory into a
-//! copy, decides on that copy, and, when allowed, performs the call itself on a duplicate of the
-//! caller's socket (so nothing the caller changes afterwards can matter). IP destinations follow
-//! the network mode and allow-list; Unix sockets may be reached or created only beneath the
-//! writable paths (never `/run/docker.sock` and the like); a refusal is `EACCES` and a recorded
-//! [`Denial`]. Start at [`Supervisor::start`] and [`decide`].
+//! The half of the confinement that a kernel rule cannot express: every `connect` and `bind` of
+//! a confined process tree, and every metadata call Landlock does not mediate (`metadata`),
+//! stops at a seccomp notification, and this supervisor — a thread of odek's, outside the
+//! sandbox — reads the caller's arguments from its memory into a copy, decides on that copy,
+//! and, when allowed, performs the call itself on a duplicate of the caller's socket or on the
+//! object it resolved, from a thread without capabilities (so nothing the caller changes
+//! afterwards can matter, and the kernel judges the call as the caller's). IP destinations
+//! follow the network mode and allow-list; Unix sockets may be reached or created only beneath
+//! the writable paths (never `/run/docker.sock` and the like); a refusal is `EACCES` and a
+//! recorded [`Denial`]. The notification names the calling *thread*: a multithreaded caller
+//! (Go, the JVM) is reached through it. Start at [`Supervisor::start`] and [`decide`].
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -19,6 +22,7 @@ use nix::fcntl::{OFlag, openat};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::stat::{Mode, SFlag, fstat};
 
+use crate::metadata;
 use crate::notify::{self, Notification};
 use crate::policy::{Host, HostPort, NetworkMode};
 
@@ -33,12 +37,20 @@ const SOCKADDR_UN_LEN: usize = 110;
 /// One operation the supervisor refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
-    /// `connect` or `bind`.
+    /// `connect` or `bind`; `chmod`, `chown`, `utimes`, `setxattr` or `removexattr`.
     pub operation: &'static str,
     /// The destination as the caller named it (`93.184.216.34:443`, a socket path).
     pub target: String,
     /// Why, in one line (`network: loopback`, `outside the writable paths`).
     pub reason: String,
+}
+
+impl Denial {
+    /// Whether the refused operation was a network one (`connect`, `bind`) rather than a change
+    /// to a file's metadata.
+    pub fn is_network(&self) -> bool {
+        matches!(self.operation, "connect" | "bind")
+    }
 }
 
 /// `sandbox: connect 127.0.0.1:9 refused (network: deny)`: one refusal as odek reports it to
@@ -56,23 +68,24 @@ pub fn more_refused_line(count: usize) -> String {
 
 /// What the supervisor allows.
 #[derive(Debug, Clone)]
-pub(crate) struct NetRules {
+pub(crate) struct Rules {
     pub mode: NetworkMode,
     /// Allow-list entries with an address (names go through the proxy).
     pub allowed: Vec<(IpAddr, u16)>,
     /// The allow-list proxy, always reachable.
     pub proxy: Option<SocketAddr>,
-    /// Where Unix sockets may be reached or created (canonical).
-    pub unix_roots: Vec<PathBuf>,
+    /// The writable paths as the Landlock ruleset grants them (canonical, split around the
+    /// protected paths): where Unix sockets may be reached or created and metadata may change.
+    pub writable: Vec<PathBuf>,
 }
 
-impl NetRules {
+impl Rules {
     pub(crate) fn new(
         mode: NetworkMode,
         allow_hosts: &[HostPort],
         proxy: Option<SocketAddr>,
-        unix_roots: Vec<PathBuf>,
-    ) -> NetRules {
+        writable: Vec<PathBuf>,
+    ) -> Rules {
         let allowed = allow_hosts
             .iter()
             .filter_map(|entry| match entry.host {
@@ -80,7 +93,7 @@ impl NetRules {
                 Host::Name(_) => None,
             })
             .collect();
-        NetRules { mode, allowed, proxy, unix_roots }
+        Rules { mode, allowed, proxy, writable }
     }
 }
 
@@ -159,7 +172,7 @@ pub(crate) enum Verdict {
 /// later, once resolved; abstract sockets may be bound but not connected to (they belong to
 /// whoever made them, outside the sandbox as likely as in it); other families only when the
 /// network is open.
-pub(crate) fn decide(operation: Operation, address: &Address, rules: &NetRules) -> Verdict {
+pub(crate) fn decide(operation: Operation, address: &Address, rules: &Rules) -> Verdict {
     let open = rules.mode == NetworkMode::Allow;
     match address {
         Address::Inet(_) | Address::Other(_) if open => Verdict::Pass,
@@ -221,7 +234,7 @@ impl std::fmt::Debug for Supervisor {
 }
 
 struct Shared {
-    rules: NetRules,
+    rules: Rules,
     denials: Mutex<(Vec<Denial>, usize)>,
     /// Duplicated sockets a handler is connecting on: shut down when the supervisor stops, so
     /// no blocking connect outlives the command.
@@ -232,7 +245,7 @@ struct Shared {
 impl Supervisor {
     /// Starts answering the notifications of `listener` on a thread of its own; it ends when
     /// every process of the tree is gone or [`Supervisor::stop`] is called.
-    pub(crate) fn start(listener: OwnedFd, rules: NetRules) -> std::io::Result<Supervisor> {
+    pub(crate) fn start(listener: OwnedFd, rules: Rules) -> std::io::Result<Supervisor> {
         let (stop_read, stop_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let shared = Arc::new(Shared {
             rules,
@@ -321,21 +334,93 @@ impl AsFdRef for OwnedFd {
     }
 }
 
-/// One notified call: read the address, decide, do it on a duplicate of the caller's socket.
+/// One notified call, answered by its kind's handler.
 fn handle(listener: RawFd, notification: &Notification, shared: &Shared) -> Result<i64, i32> {
-    let operation = match notification.syscall {
-        libc::SYS_connect => Operation::Connect,
-        libc::SYS_bind => Operation::Bind,
-        _ => return Err(libc::ENOSYS),
-    };
-    let [socket_fd, address_ptr, address_len, ..] = notification.args;
-    let bytes = notify::read_memory(notification.pid, address_ptr, address_len as usize).map_err(|_| libc::EFAULT)?;
-    let pidfd = notify::pidfd_open(notification.pid).map_err(|_| libc::ESRCH)?;
-    if !notify::still_pending(listener, notification.id) {
-        return Err(libc::EINTR);
+    let caller =
+        Caller { listener, notification, pidfd: notify::pidfd_of_thread(notification.pid).map_err(|_| libc::ESRCH)? };
+    match notification.syscall {
+        libc::SYS_connect => handle_socket_call(&caller, Operation::Connect, shared),
+        libc::SYS_bind => handle_socket_call(&caller, Operation::Bind, shared),
+        _ => metadata::handle(&caller, &shared.rules.writable, &|denial| shared.record(denial)),
     }
-    let socket = notify::take_fd(&pidfd, socket_fd).map_err(|error| error.raw_os_error().unwrap_or(libc::EBADF))?;
-    let Some(address) = parse_address(&bytes) else { return Err(libc::EINVAL) };
+}
+
+/// The thread that made a notified call, as far as a handler may reach it. A handler reads
+/// what it needs ([`Caller::read`], [`Caller::cwd`]), checks the call is still pending — so
+/// all it read was that thread's, not a reused id's — takes the descriptors it needs, then acts
+/// as the caller ([`Caller::act_as_caller`]).
+pub(crate) struct Caller<'a> {
+    listener: RawFd,
+    notification: &'a Notification,
+    /// A pidfd of the calling thread (or its process): descriptors are taken through it.
+    pidfd: OwnedFd,
+}
+
+impl Caller<'_> {
+    pub(crate) fn tid(&self) -> u32 {
+        self.notification.pid
+    }
+
+    pub(crate) fn syscall(&self) -> i64 {
+        self.notification.syscall
+    }
+
+    pub(crate) fn args(&self) -> &[u64; 6] {
+        &self.notification.args
+    }
+
+    /// Up to `len` bytes of the caller's memory at `address` ([`notify::MAX_READ`] at most).
+    pub(crate) fn read(&self, address: u64, len: usize) -> Result<Vec<u8>, i32> {
+        notify::read_memory(self.tid(), address, len).map_err(|_| libc::EFAULT)
+    }
+
+    /// The NUL-terminated string at `address` (see [`notify::read_c_string`]).
+    pub(crate) fn read_string(&self, address: u64, max: usize, too_long: i32) -> Result<Vec<u8>, i32> {
+        notify::read_c_string(self.tid(), address, max, too_long)
+    }
+
+    /// A plain struct at `address` (see [`notify::read_plain`]).
+    pub(crate) fn read_plain<T: notify::Plain>(&self, address: u64) -> Result<T, i32> {
+        notify::read_plain(self.tid(), address)
+    }
+
+    /// The caller's working directory (`O_PATH`).
+    pub(crate) fn cwd(&self) -> Result<OwnedFd, i32> {
+        let cwd = format!("/proc/{}/cwd", self.tid());
+        nix::fcntl::open(cwd.as_str(), OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
+            .map_err(|errno| errno as i32)
+    }
+
+    /// `EINTR` when the call no longer waits for its answer (the caller was killed, its id may
+    /// be another's).
+    pub(crate) fn still_pending(&self) -> Result<(), i32> {
+        if notify::still_pending(self.listener, self.notification.id) { Ok(()) } else { Err(libc::EINTR) }
+    }
+
+    /// A duplicate of the caller's descriptor `fd`: the same open file.
+    pub(crate) fn take_fd(&self, fd: i32) -> Result<OwnedFd, i32> {
+        notify::take_fd(&self.pidfd, fd).map_err(|error| error.raw_os_error().unwrap_or(libc::EBADF))
+    }
+
+    /// Leaves this handler thread without capabilities, as the caller is: from here on the kernel
+    /// judges what the handler does as it would the caller's own call. Fails closed.
+    pub(crate) fn act_as_caller(&self) -> Result<(), i32> {
+        crate::child::drop_thread_capabilities().map_err(|_| libc::EPERM)
+    }
+}
+
+/// A `connect` or `bind`: read the address, decide, do it on a duplicate of the caller's socket.
+fn handle_socket_call(caller: &Caller<'_>, operation: Operation, shared: &Shared) -> Result<i64, i32> {
+    let [socket_fd, address_ptr, address_len, ..] = *caller.args();
+    let bytes = caller.read(address_ptr, address_len as usize)?;
+    let address = parse_address(&bytes);
+    let relative = matches!(&address, Some(Address::UnixPath(path)) if !path.starts_with(b"/"));
+    let cwd = if relative { Some(caller.cwd()?) } else { None };
+    caller.still_pending()?;
+    // An int argument is its register's low half, as the kernel reads it.
+    let socket = caller.take_fd(socket_fd as u32 as i32)?;
+    caller.act_as_caller()?;
+    let Some(address) = address else { return Err(libc::EINVAL) };
     let refuse = |reason: String| {
         shared.record(Denial { operation: operation.name(), target: shown(&address), reason });
         Err(libc::EACCES)
@@ -345,13 +430,25 @@ fn handle(listener: RawFd, notification: &Notification, shared: &Shared) -> Resu
         Verdict::Pass => shared.perform(operation, &socket, &bytes),
         Verdict::UnixPath => {
             let Address::UnixPath(path) = &address else { return Err(libc::EINVAL) };
-            match resolve_unix(notification.pid, operation, path, &shared.rules.unix_roots) {
+            match resolve_unix(cwd.as_ref(), operation, path, &shared.rules.writable) {
                 Ok((rewritten, _held)) => shared.perform(operation, &socket, &rewritten),
                 Err(Resolved::Refused(reason)) => refuse(reason),
                 Err(Resolved::Errno(errno)) => Err(errno),
             }
         }
     }
+}
+
+/// Whether `real` (a canonical path) lies beneath one of the `writable` paths.
+pub(crate) fn is_writable(real: &Path, writable: &[PathBuf]) -> bool {
+    writable.iter().any(|area| real.starts_with(area))
+}
+
+/// The path the kernel gives for the object `fd` holds (`pipe:[…]` and the like for what has
+/// none), or `None` when it cannot be read.
+pub(crate) fn real_path(fd: &OwnedFd) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::read_link(std::ffi::OsStr::from_bytes(notify::through_fd(fd).as_bytes())).ok()
 }
 
 impl Shared {
@@ -383,33 +480,24 @@ enum Resolved {
     Errno(i32),
 }
 
-/// Resolves the caller's socket path (relative to its working directory) the way the kernel
-/// would, and — when it lies beneath `roots` — returns an address naming it through
+/// Resolves the caller's socket path (relative to its working directory `cwd`) the way the
+/// kernel would, and — when it lies beneath `writable` — returns an address naming it through
 /// `/proc/self/fd/<n>` (and the fd, to hold while the call is made), so the call reaches exactly
 /// what was checked. For `connect`, the path itself must be a socket there; for `bind`, its
 /// directory must be there (the socket is created by the call).
 fn resolve_unix(
-    pid: u32,
+    cwd: Option<&OwnedFd>,
     operation: Operation,
     path: &[u8],
-    roots: &[PathBuf],
+    writable: &[PathBuf],
 ) -> Result<(Vec<u8>, OwnedFd), Resolved> {
     use std::os::unix::ffi::OsStrExt;
     let path = Path::new(std::ffi::OsStr::from_bytes(path));
-    let base = if path.is_absolute() {
-        None
-    } else {
-        let cwd = format!("/proc/{pid}/cwd");
-        Some(
-            nix::fcntl::open(cwd.as_str(), OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
-                .map_err(|errno| Resolved::Errno(errno as i32))?,
-        )
-    };
     let open_at = |target: &Path, flags: OFlag| -> Result<OwnedFd, Resolved> {
         let flags = flags | OFlag::O_PATH | OFlag::O_CLOEXEC;
-        let opened = match &base {
-            Some(base) => openat(base, target, flags, Mode::empty()),
-            None => nix::fcntl::open(target, flags, Mode::empty()),
+        let opened = match cwd {
+            Some(base) if !target.is_absolute() => openat(base, target, flags, Mode::empty()),
+            _ => nix::fcntl::open(target, flags, Mode::empty()),
         };
         opened.map_err(|errno| Resolved::Errno(errno as i32))
     };
@@ -431,9 +519,8 @@ fn resolve_unix(
             (open_at(directory, OFlag::O_DIRECTORY)?, Some(name.to_owned()))
         }
     };
-    let real =
-        std::fs::read_link(format!("/proc/self/fd/{}", held.as_raw_fd())).map_err(|_| Resolved::Errno(libc::EACCES))?;
-    if !roots.iter().any(|root| real.starts_with(root)) {
+    let real = real_path(&held).ok_or(Resolved::Errno(libc::EACCES))?;
+    if !is_writable(&real, writable) {
         return Err(Resolved::Refused(format!("{} is outside the writable paths", real.display())));
     }
     let mut through = format!("/proc/self/fd/{}", held.as_raw_fd()).into_bytes();
@@ -459,8 +546,8 @@ mod tests {
         Address::Inet(text.parse().unwrap())
     }
 
-    fn rules(mode: NetworkMode) -> NetRules {
-        NetRules::new(
+    fn rules(mode: NetworkMode) -> Rules {
+        Rules::new(
             mode,
             &[
                 crate::policy::parse_allow_host("10.0.0.5:5432").unwrap(),

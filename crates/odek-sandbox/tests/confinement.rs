@@ -60,11 +60,27 @@ struct Outcome {
 }
 
 async fn run_in(sandbox: Option<&Sandbox>, cwd: &Path, args: &[&str]) -> Outcome {
+    run_prepared(sandbox, cwd, args, |command| {
+        command.stdin(Stdio::null()).process_group(0);
+    })
+    .await
+}
+
+/// [`run_in`] with `prepare` applied to the command before it is confined (its `pre_exec` steps
+/// run before the confinement's).
+async fn run_prepared(
+    sandbox: Option<&Sandbox>,
+    cwd: &Path,
+    args: &[&str],
+    prepare: impl FnOnce(&mut tokio::process::Command),
+) -> Outcome {
     use tokio::io::AsyncReadExt;
     let mut command = tokio::process::Command::new(probe());
-    command.args(args).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).process_group(0).kill_on_drop(true);
+    command.args(args).current_dir(cwd).stdout(Stdio::piped()).kill_on_drop(true);
+    prepare(&mut command);
     let mut confinement = sandbox.map(|sandbox| sandbox.confine(&mut command).unwrap());
     let mut child = command.spawn().unwrap();
+    drop(command);
     let group = child.id().unwrap();
     if let Some(confinement) = &mut confinement {
         confinement.started().unwrap();
@@ -272,4 +288,294 @@ fn root_is_never_writable_red() {
     let mut policy = scene.policy(Network::Deny);
     policy.writable.push("/".into());
     assert_eq!(Sandbox::new(policy).unwrap_err().to_string(), "sandbox: \"/\" cannot be writable");
+}
+
+// Issue 32, the hostile-input round: terminals (H2), metadata (H3), threads (M1), Unix
+// datagrams (M2), shared memory (M3), symlinks in a home workspace (M6).
+
+/// A pseudo-terminal of the test's own, and the path of its terminal side.
+fn pty() -> (nix::pty::OpenptyResult, String) {
+    let pair = nix::pty::openpty(None, None).unwrap();
+    let path = nix::unistd::ttyname(&pair.slave).unwrap().to_str().unwrap().to_owned();
+    (pair, path)
+}
+
+#[tokio::test]
+async fn another_terminal_cannot_be_opened_red() {
+    let scene = Scene::new();
+    let (_pair, terminal) = pty();
+    let (open, confined) = both(&scene, scene.policy(Network::Deny), &["open", &terminal]).await;
+    assert_eq!(open.line, "ok opened", "{terminal}");
+    assert!(confined.line.starts_with("denied EACCES"), "{terminal}: {}", confined.line);
+    let (open, confined) = both(&scene, scene.policy(Network::Deny), &["open", "/dev/ptmx"]).await;
+    assert_eq!(open.line, "ok opened");
+    assert!(confined.line.starts_with("denied EACCES"), "a new terminal is one among the user's: {}", confined.line);
+}
+
+/// Makes `terminal` the controlling terminal of the command, in a session of its own, and its
+/// stdin.
+fn with_controlling_terminal(command: &mut tokio::process::Command, terminal: &nix::pty::OpenptyResult) {
+    let slave = terminal.slave.try_clone().unwrap();
+    command.stdin(Stdio::from(slave));
+    #[allow(unsafe_code)]
+    // SAFETY: setsid and ioctl on the inherited stdin, both async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[tokio::test]
+async fn the_controlling_terminal_cannot_be_reopened_but_a_handed_one_works_red() {
+    let scene = Scene::new();
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    let (pair, _) = pty();
+    let open = run_prepared(None, &scene.workspace, &["open", "/dev/tty"], |command| {
+        with_controlling_terminal(command, &pair);
+    })
+    .await;
+    assert_eq!(open.line, "ok opened");
+    let confined = run_prepared(Some(&sandbox), &scene.workspace, &["open", "/dev/tty"], |command| {
+        with_controlling_terminal(command, &pair);
+    })
+    .await;
+    assert!(confined.line.starts_with("denied EACCES"), "{}", confined.line);
+    let handed = run_prepared(Some(&sandbox), &scene.workspace, &["write-fd", "0", "typed"], |command| {
+        with_controlling_terminal(command, &pair);
+    })
+    .await;
+    assert_eq!(handed.line, "ok 5 written", "the terminal it was handed keeps working");
+    let mut echoed = [0_u8; 5];
+    nix::unistd::read(&pair.master, &mut echoed).unwrap();
+    assert_eq!(&echoed, b"typed");
+}
+
+#[tokio::test]
+async fn shared_memory_is_not_shared_with_other_processes_red() {
+    let scene = Scene::new();
+    let theirs = PathBuf::from(format!("/dev/shm/odek-test-theirs-{}", std::process::id()));
+    std::fs::write(&theirs, "another process's segment").unwrap();
+    let mine = format!("/dev/shm/odek-test-mine-{}", std::process::id());
+    let (open, confined) = both(&scene, scene.policy(Network::Deny), &["read", theirs.to_str().unwrap()]).await;
+    let (open_write, confined_write) = both(&scene, scene.policy(Network::Deny), &["write", &mine, "x"]).await;
+    let mut opted_in = scene.policy(Network::Deny);
+    opted_in.writable.push("/dev/shm".into());
+    let (_, granted) = both(&scene, opted_in, &["read", theirs.to_str().unwrap()]).await;
+    std::fs::remove_file(&theirs).unwrap();
+    let _ = std::fs::remove_file(&mine);
+    assert_eq!(open.line, "ok 25 bytes");
+    assert!(confined.line.starts_with("denied EACCES"), "{}", confined.line);
+    assert_eq!(open_write.line, "ok written");
+    assert!(confined_write.line.starts_with("denied EACCES"), "{}", confined_write.line);
+    assert_eq!(granted.line, "ok 25 bytes", "an operator may grant /dev/shm back");
+}
+
+#[tokio::test]
+async fn a_second_thread_reaches_what_the_main_thread_may_red() {
+    let scene = Scene::new();
+    let (_listener, port) = pong_listener();
+    let target = format!("127.0.0.1:{port}");
+    let (open, confined) = both(&scene, scene.policy(Network::Loopback), &["thread-connect", &target]).await;
+    assert_eq!(open.line, "ok connected: pong");
+    assert_eq!(confined.line, "ok connected: pong");
+    let denied = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    let mut listed = scene.policy(Network::Deny);
+    listed.allow_hosts = vec![parse_allow_host("127.0.0.1:1").unwrap()];
+    let listed = Sandbox::new(listed).unwrap();
+    let refused = run_in(Some(&listed), &scene.workspace, &["thread-connect", &target]).await;
+    assert!(refused.line.starts_with("denied EACCES"), "{}", refused.line);
+    assert_eq!(refused.finished.denials.len(), 1, "a thread's refusal is reported too");
+    assert!(run_in(Some(&denied), &scene.workspace, &["thread-connect", &target]).await.line.starts_with("denied"));
+}
+
+#[tokio::test]
+async fn unix_datagrams_cannot_reach_a_socket_outside_the_workspace_red() {
+    let scene = Scene::new();
+    let path = scene.outside.join("log.sock");
+    let listener = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let mut buffer = [0_u8; 8];
+    for action in ["unix-dgram", "unix-dgram-pair"] {
+        let (open, confined) = both(&scene, scene.policy(Network::Allow), &[action, path.to_str().unwrap()]).await;
+        assert_eq!(open.line, "ok 1 sent", "{action}");
+        assert_eq!(listener.recv(&mut buffer).unwrap(), 1, "{action}");
+        assert!(confined.line.starts_with("denied EACCES"), "{action}: {}", confined.line);
+        assert_eq!(
+            listener.recv(&mut buffer).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock,
+            "{action}: a confined datagram arrived"
+        );
+    }
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    assert_eq!(run_in(Some(&sandbox), &scene.workspace, &["unix-pair"]).await.line, "ok paired");
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::symlink_metadata(path).unwrap().modified().unwrap()
+}
+
+/// Whether `path` has the `user.odek` attribute the probe's `setxattr` sets.
+fn has_xattr(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let mut value = [0_u8; 4];
+    #[allow(unsafe_code)]
+    // SAFETY: getxattr writes at most `value.len()` bytes into `value`.
+    let size = unsafe { libc::getxattr(path.as_ptr(), c"user.odek".as_ptr(), value.as_mut_ptr().cast(), value.len()) };
+    size > 0
+}
+
+#[tokio::test]
+async fn metadata_outside_the_writable_paths_cannot_change_red() {
+    let scene = Scene::new();
+    let target = scene.outside.join("settings.json");
+    std::fs::write(&target, "{}").unwrap();
+    set_mode(&target, 0o600);
+    let shown = target.to_str().unwrap();
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    let before = modified(&target);
+    for args in [vec!["chmod", shown, "644"], vec!["chown", shown], vec!["touch", shown], vec!["setxattr", shown]] {
+        let confined = run_in(Some(&sandbox), &scene.workspace, &args).await;
+        assert!(confined.line.starts_with("denied EACCES"), "{args:?}: {}", confined.line);
+        let denial = &confined.finished.denials[0];
+        assert_eq!(denial.target, shown, "{args:?}");
+        assert_eq!(denial.reason, format!("{shown} is outside the writable paths"), "{args:?}");
+    }
+    assert_eq!(mode_of(&target), 0o600);
+    assert_eq!(modified(&target), before);
+    assert!(!has_xattr(&target));
+    // Unconfined, each of them works (so the refusals above are the sandbox's).
+    for args in [vec!["chmod", shown, "644"], vec!["chown", shown], vec!["touch", shown], vec!["setxattr", shown]] {
+        assert!(run_in(None, &scene.workspace, &args).await.ok, "{args:?}");
+    }
+    assert_eq!(mode_of(&target), 0o644);
+    assert!(has_xattr(&target));
+}
+
+#[tokio::test]
+async fn metadata_of_a_readable_file_cannot_change_through_its_descriptor_red() {
+    let scene = Scene::new();
+    let shared = scene.home.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let target = shared.join("tool.conf");
+    std::fs::write(&target, "conf").unwrap();
+    set_mode(&target, 0o600);
+    let mut policy = scene.policy(Network::Deny);
+    policy.readable.push(shared.clone());
+    let (open, confined) = both(&scene, policy.clone(), &["fchmod", target.to_str().unwrap(), "666"]).await;
+    assert_eq!(open.line, "ok changed");
+    set_mode(&target, 0o600);
+    assert!(confined.line.starts_with("denied EACCES"), "{}", confined.line);
+    assert_eq!(mode_of(&target), 0o600);
+    let before = modified(&target);
+    let (open, confined) = both(&scene, policy, &["futimens", target.to_str().unwrap()]).await;
+    assert_eq!(open.line, "ok touched");
+    assert!(confined.line.starts_with("denied EACCES"), "{}", confined.line);
+    assert_eq!(confined.finished.denials[0].target, "fd 3");
+    assert_ne!(before, modified(&target), "the unconfined futimens changed it (so the refusal is the sandbox's)");
+}
+
+#[tokio::test]
+async fn odek_state_stays_untouchable_from_a_home_workspace_red() {
+    let scene = Scene::new();
+    let config = scene.home.join(".odek/config.json");
+    set_mode(&config, 0o600);
+    std::os::unix::fs::symlink(&config, scene.home.join("config-link")).unwrap();
+    let mut policy = scene.policy(Network::Deny);
+    policy.workspace = scene.home.clone();
+    let sandbox = Sandbox::new(policy).unwrap();
+    for path in [config.to_str().unwrap(), "config-link", ".odek/config.json"] {
+        let confined = run_in(Some(&sandbox), &scene.home, &["chmod", path, "644"]).await;
+        assert!(confined.line.starts_with("denied EACCES"), "{path}: {}", confined.line);
+        let touched = run_in(Some(&sandbox), &scene.home, &["touch", path]).await;
+        assert!(touched.line.starts_with("denied EACCES"), "{path}: {}", touched.line);
+    }
+    assert_eq!(mode_of(&config), 0o600);
+    assert!(run_in(None, &scene.home, &["chmod", "config-link", "644"]).await.ok, "unconfined it works");
+}
+
+#[tokio::test]
+async fn metadata_in_the_workspace_still_changes() {
+    let scene = Scene::new();
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    let notes = scene.workspace.join("notes.txt");
+    for args in [
+        vec!["chmod", "notes.txt", "755"],
+        vec!["fchmod", "notes.txt", "700"],
+        vec!["chown", "notes.txt"],
+        vec!["futimens", "notes.txt"],
+        vec!["touch", "notes.txt"],
+        vec!["setxattr", "notes.txt"],
+    ] {
+        let confined = run_in(Some(&sandbox), &scene.workspace, &args).await;
+        assert!(confined.ok, "{args:?}: {}", confined.line);
+        assert!(confined.finished.denials.is_empty(), "{args:?}");
+    }
+    assert_eq!(mode_of(&notes), 0o700);
+    assert_eq!(modified(&notes), std::time::UNIX_EPOCH + std::time::Duration::from_secs(1));
+    assert!(has_xattr(&notes));
+}
+
+#[tokio::test]
+async fn setuid_and_setgid_bits_are_refused_everywhere_red() {
+    let scene = Scene::new();
+    let tool = scene.workspace.join("tool");
+    std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+    set_mode(&tool, 0o755);
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    for mode in ["4755", "2755", "6755"] {
+        assert!(run_in(None, &scene.workspace, &["chmod", "tool", mode]).await.ok, "{mode}: unconfined");
+        set_mode(&tool, 0o755);
+        let confined = run_in(Some(&sandbox), &scene.workspace, &["chmod", "tool", mode]).await;
+        assert!(confined.line.starts_with("denied EPERM"), "{mode}: {}", confined.line);
+        assert_eq!(mode_of(&tool), 0o755);
+        let created = format!("made-{mode}");
+        let confined = run_in(Some(&sandbox), &scene.workspace, &["create-mode", &created, mode]).await;
+        assert!(confined.line.starts_with("denied EPERM"), "{mode}: {}", confined.line);
+        assert!(!scene.workspace.join(&created).exists());
+    }
+    let open = run_in(None, &scene.workspace, &["create-mode", "made-open", "4755"]).await;
+    assert_eq!(open.line, "ok created");
+    assert_eq!(run_in(Some(&sandbox), &scene.workspace, &["create-mode", "plain", "755"]).await.line, "ok created");
+}
+
+#[tokio::test]
+async fn inode_flags_cannot_be_changed_red() {
+    let scene = Scene::new();
+    let (open, confined) = both(&scene, scene.policy(Network::Deny), &["chattr", "notes.txt"]).await;
+    assert_eq!(open.line, "ok changed", "this file system takes inode flags");
+    assert!(confined.line.starts_with("denied EPERM"), "{}", confined.line);
+}
+
+#[tokio::test]
+async fn a_symlink_in_a_home_workspace_does_not_make_its_target_writable_red() {
+    let scene = Scene::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let elsewhere = std::fs::canonicalize(elsewhere.path()).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, scene.home.join("door")).unwrap();
+    let mut policy = scene.policy(Network::Deny);
+    policy.workspace = scene.home.clone();
+    let sandbox = Sandbox::new(policy).unwrap();
+    let open = run_in(None, &scene.home, &["write", "door/escaped.txt", "x"]).await;
+    assert!(open.ok, "{}", open.line);
+    std::fs::remove_file(elsewhere.join("escaped.txt")).unwrap();
+    let confined = run_in(Some(&sandbox), &scene.home, &["write", "door/escaped.txt", "x"]).await;
+    assert!(confined.line.starts_with("denied EACCES"), "{}", confined.line);
+    assert!(!elsewhere.join("escaped.txt").exists());
+    let inside = run_in(Some(&sandbox), &scene.home, &["write", "work/made.txt", "y"]).await;
+    assert!(inside.ok, "the rest of the home stays writable: {}", inside.line);
 }

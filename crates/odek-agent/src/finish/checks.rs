@@ -151,9 +151,19 @@ impl ChecksGate {
             let check_id = format!("check-{}", index + 1);
             ctx.tool_context.liveness.enter(Phase::Checks);
             ctx.observer.on_event(&LoopEvent::CheckStarted { iteration: ctx.iteration, check_id: &check_id, cycle });
-            let Some((report, output)) = run_check(check_id, command, cycle, self.timeout, ctx).await else {
+            let Some((report, output, sandbox_denials)) = run_check(check_id, command, cycle, self.timeout, ctx).await
+            else {
                 return Some(Review::Fail(RunError::Cancelled));
             };
+            // What the sandbox refused while the check ran is a fact of the stream too.
+            for denial in &sandbox_denials {
+                ctx.observer.on_event(&LoopEvent::OperationDenied {
+                    iteration: ctx.iteration,
+                    call_id: &report.check_id,
+                    tool: CHECK_TOOL,
+                    denial,
+                });
+            }
             if let Some(denial) = &report.denial {
                 // A refused check is a denial like a refused call: a fact in the stream and the result.
                 ctx.observer.on_event(&LoopEvent::OperationDenied {
@@ -222,14 +232,15 @@ fn output_tail(output: &str) -> String {
 }
 
 /// One check: the policy (and the approval card on an interactive run), then the shell's run.
-/// `None` when the run was cancelled meanwhile.
+/// `None` when the run was cancelled meanwhile; else the report, the output and what the sandbox
+/// refused while it ran.
 async fn run_check(
     check_id: String,
     command: &str,
     cycle: u32,
     timeout: Duration,
     ctx: &ReviewContext<'_>,
-) -> Option<(CheckReport, String)> {
+) -> Option<(CheckReport, String, Vec<Denial>)> {
     let mut tool_context = ctx.tool_context.clone();
     tool_context.approved = ask_if_prompted(command, &tool_context, ctx).await;
     let started = Instant::now();
@@ -246,7 +257,9 @@ async fn run_check(
         denial,
     };
     Some(match policed {
-        Ok(Policed::Denied(denied)) => (report(CheckStatus::Denied, None, 0, denied.denial), String::new()),
+        Ok(Policed::Denied(denied)) => {
+            (report(CheckStatus::Denied, None, 0, denied.denial().cloned()), String::new(), Vec::new())
+        }
         Ok(Policed::Ran(run)) => {
             let bytes = run.output.len() as u64;
             let (status, code) = match run.end {
@@ -255,10 +268,11 @@ async fn run_check(
                 RunEnd::TimedOut => (CheckStatus::TimedOut, None),
                 RunEnd::Cancelled => return None,
             };
-            (report(status, code, bytes, None), run.output)
+            let sandbox_denials = run.sandbox_denials();
+            (report(status, code, bytes, None), run.output, sandbox_denials)
         }
         Err(_) if tool_context.cancel.is_cancelled() => return None,
-        Err(error) => (report(CheckStatus::Failed, None, 0, None), error.message),
+        Err(error) => (report(CheckStatus::Failed, None, 0, None), error.message, Vec::new()),
     })
 }
 

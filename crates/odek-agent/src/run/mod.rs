@@ -321,8 +321,8 @@ struct Finished {
     failed: bool,
     observed_chars: Option<u64>,
     duration: Duration,
-    /// The call was refused.
-    denial: Option<Denial>,
+    /// The call was refused, or operations were refused while it ran.
+    denials: Vec<Denial>,
 }
 
 impl Agent {
@@ -543,10 +543,10 @@ impl Agent {
                 .map(|risk| match expired {
                     Some(_) => failure(outcome_text(&Err(ToolError::new("cancelled"))), Duration::ZERO),
                     None => Finished {
-                        denial: Some(Denial {
+                        denials: vec![Denial {
                             class: risk.as_ref().map_or(DangerClass::Safe, |risk| risk.class),
                             reason: BATCH_DENIED.to_owned(),
-                        }),
+                        }],
                         ..failure(format!("error: {BATCH_DENIED}"), Duration::ZERO)
                     },
                 })
@@ -574,7 +574,7 @@ impl Agent {
 
         let mut iteration_hints = Vec::new();
         for (((call, name), id), result) in batch.iter().zip(&names).zip(&call_ids).zip(&finished) {
-            if let Some(denial) = &result.denial {
+            for denial in &result.denials {
                 self.observer.on_event(&LoopEvent::OperationDenied { iteration, call_id: id, tool: name, denial });
             }
             let call_result = if result.failed {
@@ -964,8 +964,8 @@ impl Agent {
                         Some(call) => match call.outcome().await {
                             Ok((Ok(outcome), duration)) => success(outcome, duration),
                             Ok((Err(mut error), duration)) => {
-                                let denial = error.denial.take();
-                                Finished { denial, ..failure(outcome_text(&Err(error)), duration) }
+                                let denials = std::mem::take(&mut error.denials);
+                                Finished { denials, ..failure(outcome_text(&Err(error)), duration) }
                             }
                             Err(detail) => failure(
                                 format!("error: tool {} panicked: {}", quote(&shown_tool_name(&name)), redact(&detail)),
@@ -1055,7 +1055,8 @@ fn strict_stop(strict: bool, names: &[String], finished: Vec<Finished>) -> Resul
     if !strict {
         return Ok(());
     }
-    match names.iter().zip(finished).find_map(|(name, result)| result.denial.map(|denial| (name, denial))) {
+    let first = names.iter().zip(finished).find_map(|(name, result)| Some((name, result.denials.into_iter().next()?)));
+    match first {
         Some((tool, denial)) => Err(RunError::Denied { tool: tool.clone(), denial }),
         None => Ok(()),
     }
@@ -1066,12 +1067,12 @@ const BATCH_DENIED: &str = "batch approval denied";
 
 fn success(mut outcome: ToolOutcome, duration: Duration) -> Finished {
     let observed_chars = outcome.truncated_observed_chars;
-    let denial = outcome.denial.take();
-    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration, denial }
+    let denials = std::mem::take(&mut outcome.denials);
+    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration, denials }
 }
 
 fn failure(output: String, duration: Duration) -> Finished {
-    Finished { output, failed: true, observed_chars: None, duration, denial: None }
+    Finished { output, failed: true, observed_chars: None, duration, denials: Vec::new() }
 }
 
 /// What a tool call yields: its outcome and duration.

@@ -28,6 +28,9 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Most tasks in one call.
 const MAX_TASKS_PER_CALL: usize = 8;
+/// The `tool` of a `subagent_denied` for a refusal of the child's confinement (which of the
+/// child's tools caused it, its parent cannot know).
+const SANDBOX_TOOL: &str = "sandbox";
 /// A wait for a slot longer than this emits `subagent_concurrency_wait` (once per task).
 const CONCURRENCY_WAIT_NOTICE: Duration = Duration::from_secs(5);
 
@@ -251,7 +254,13 @@ impl DelegateTool {
             self.emit(Event::subagent_completed(task_id, &status, SubagentOutcome::default()));
             Finished {
                 goal: goal.clone(),
-                report: ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid: None },
+                report: ChildReport {
+                    result,
+                    parsed: false,
+                    raw_stdout: Vec::new(),
+                    pid: None,
+                    sandbox_denials: Vec::new(),
+                },
                 spawned: None,
             }
         };
@@ -389,7 +398,8 @@ impl DelegateTool {
     }
 
     /// After registration: `subagent_completed` for a spawned task, then one `subagent_denied`
-    /// per denial in its parsed result.
+    /// per denial in its parsed result, and one (tool `sandbox`) per refusal its confinement saw
+    /// that the child could not (the parent's supervisor answers the child's commands).
     fn report_completed(&self, index: usize, task: &Finished, artifact_count: usize) {
         let result = &task.report.result;
         if let Some((task_id, _)) = &task.spawned {
@@ -409,6 +419,9 @@ impl DelegateTool {
                 let field = |key: &str| denial[key].as_str().unwrap_or_default();
                 self.emit(Event::subagent_denied(field("tool"), index, field("class"), field("reason")));
             }
+        }
+        for denial in &task.report.sandbox_denials {
+            self.emit(Event::subagent_denied(SANDBOX_TOOL, index, denial.class.as_str(), &denial.reason));
         }
     }
 }

@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
+use crate::tool::Denial;
+use crate::tools::shell::sandbox_denials;
+
 /// Longest stdout line read from a child (bytes).
 const MAX_CHILD_LINE_BYTES: usize = 10 * 1024 * 1024;
 /// Most stdout lines read from a child.
@@ -68,6 +71,10 @@ pub struct ChildReport {
     pub raw_stdout: Vec<u8>,
     /// The child's pid, when it was spawned.
     pub(crate) pid: Option<u32>,
+    /// \[beyond\] What the confinement of an untrusted child refused while it ran — its
+    /// commands' connects and metadata changes, which the parent's supervisor answers (a process
+    /// tree has one) — bounded as a call's refusals are.
+    pub(crate) sandbox_denials: Vec<Denial>,
 }
 
 /// §8: the parent's environment minus the `secrets.env` names and the provider key variables,
@@ -322,15 +329,20 @@ pub async fn run_child_observed(
             reader.abort();
         }
     }
-    // [beyond] Whatever the child left running in its cgroup goes now.
-    if let Some(confinement) = confinement {
-        let _ = tokio::task::spawn_blocking(move || confinement.finish()).await;
-    }
+    // [beyond] Whatever the child left running in its cgroup goes now; what it was refused is
+    // reported.
+    let sandbox_denials = match confinement {
+        Some(confinement) => tokio::task::spawn_blocking(move || confinement.finish())
+            .await
+            .map(|finished| sandbox_denials(&finished))
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     let mut read = std::mem::take(&mut *lock(&shared));
     if let Some(result) = result_before_stop {
         read.result = result;
     }
-    precedence(read, &ending, spec.timeout, pid)
+    ChildReport { sandbox_denials, ..precedence(read, &ending, spec.timeout, pid) }
 }
 
 /// Stops a child the way a user would first: SIGINT lets it cancel its run, stop its tools'
@@ -348,7 +360,7 @@ async fn stop_child(child: &mut Child) -> Result<std::process::ExitStatus, Strin
 }
 
 fn failure(result: Value, pid: Option<u32>) -> ChildReport {
-    ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid }
+    ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid, sandbox_denials: Vec::new() }
 }
 
 /// §8: parsed result → cancelled → timeout → flood → read error → exit error → no result.
@@ -358,7 +370,7 @@ fn precedence(read: Read, ending: &Ending, timeout: Duration, pid: Option<u32>) 
         if result.get("status").and_then(Value::as_str).is_none_or(str::is_empty) {
             result["status"] = json!("completed");
         }
-        return ChildReport { result, parsed: true, raw_stdout: raw, pid };
+        return ChildReport { result, parsed: true, raw_stdout: raw, pid, sandbox_denials: Vec::new() };
     }
     let result = if ending.cancelled {
         json!({"status": "cancelled", "error": "sub-agent cancelled"})
@@ -378,7 +390,7 @@ fn precedence(read: Read, ending: &Ending, timeout: Duration, pid: Option<u32>) 
             None => json!({"status": "no_result", "error": "no result from sub-agent (exit unknown)"}),
         }
     };
-    ChildReport { result, parsed: false, raw_stdout: raw, pid }
+    ChildReport { result, parsed: false, raw_stdout: raw, pid, sandbox_denials: Vec::new() }
 }
 
 #[cfg(test)]

@@ -191,15 +191,38 @@ pub(crate) struct RunResult {
 }
 
 impl RunResult {
-    /// The first operation the sandbox refused, as the call's denial (`operation_denied`).
-    pub(crate) fn sandbox_denial(&self) -> Option<Denial> {
-        let first = self.sandbox.as_ref()?.denials.first()?;
-        Some(Denial { class: DangerClass::NetworkEgress, reason: first.to_string() })
+    /// Every operation the sandbox refused while the command ran, as the call's denials
+    /// ([`sandbox_denials`]).
+    pub(crate) fn sandbox_denials(&self) -> Vec<Denial> {
+        self.sandbox.as_ref().map(sandbox_denials).unwrap_or_default()
     }
+}
+
+/// What a confinement refused (the supervisor's and the proxy's refusals), as denials — each an
+/// `operation_denied` event of a call, or a `subagent_denied` of a confined sub-agent: the first
+/// [`SANDBOX_DENIAL_EVENTS`], then one saying how many more there were.
+pub(crate) fn sandbox_denials(finished: &odek_sandbox::Finished) -> Vec<Denial> {
+    let denial = |refused: &odek_sandbox::Denial| Denial { class: sandbox_class(refused), reason: refused.to_string() };
+    let mut denials: Vec<Denial> = finished.denials.iter().take(SANDBOX_DENIAL_EVENTS).map(denial).collect();
+    let more = finished.denials.len().saturating_sub(SANDBOX_DENIAL_EVENTS) + finished.more_denials;
+    if more > 0 {
+        let class = finished.denials.get(SANDBOX_DENIAL_EVENTS).map_or(DangerClass::NetworkEgress, sandbox_class);
+        denials.push(Denial { class, reason: odek_sandbox::more_refused_line(more) });
+    }
+    denials
+}
+
+/// The danger class of a sandbox refusal: a connection or a listening socket is
+/// `network_egress`; a change to a file's metadata outside the writable paths is `system_write`.
+fn sandbox_class(refused: &odek_sandbox::Denial) -> DangerClass {
+    if refused.is_network() { DangerClass::NetworkEgress } else { DangerClass::SystemWrite }
 }
 
 /// Refusals listed in a call's output; the rest are counted.
 const SANDBOX_DENIALS_SHOWN: usize = 5;
+/// Refusals of one call reported one by one as `operation_denied` events; one more event counts
+/// the rest, so a command refused in a loop cannot flood the stream.
+const SANDBOX_DENIAL_EVENTS: usize = 16;
 
 /// The lines a confined command's output ends with: each refusal the sandbox saw (connect,
 /// bind, the proxy), and for a failed command one line naming the sandbox, since a
@@ -222,7 +245,7 @@ const SANDBOX_NOTE: &str = "sandbox: this command ran in odek's sandbox (writes 
 
 fn render_run(command: &str, timeout_seconds: u64, run: RunResult) -> Result<ToolOutcome, ToolError> {
     let source = format!("$ {command}");
-    let denial = run.sandbox_denial();
+    let denials = run.sandbox_denials();
     let mut output = run.output;
     if run.output_abandoned {
         output.push_str("\n[background processes kept the output open; they were stopped]");
@@ -247,11 +270,11 @@ fn render_run(command: &str, timeout_seconds: u64, run: RunResult) -> Result<Too
     };
     match result {
         Ok(mut outcome) => {
-            outcome.denial = denial;
+            outcome.denials = denials;
             Ok(outcome)
         }
         Err(mut error) => {
-            error.denial = denial;
+            error.denials = denials;
             Err(error)
         }
     }
@@ -511,6 +534,38 @@ mod tests {
         assert_eq!(timeout["maximum"], 600);
         let text = timeout["description"].as_str().unwrap();
         assert!(text.contains("default 600; at most 600, a larger value is lowered to 600"), "{text}");
+    }
+
+    #[test]
+    fn every_sandbox_refusal_is_a_denial_up_to_the_cap_then_one_counts_the_rest() {
+        let refused = |operation, index: usize| odek_sandbox::Denial {
+            operation,
+            target: format!("t{index}"),
+            reason: "outside".to_owned(),
+        };
+        let mut denials: Vec<_> = (0..SANDBOX_DENIAL_EVENTS).map(|index| refused("connect", index)).collect();
+        denials.push(refused("chmod", 99));
+        let run = |denials, more_denials| RunResult {
+            end: RunEnd::Exited(0),
+            output: String::new(),
+            output_abandoned: false,
+            sandbox: Some(odek_sandbox::Finished { denials, more_denials, killed: 0 }),
+        };
+        let listed = run(vec![refused("chmod", 1), refused("bind", 2)], 0).sandbox_denials();
+        assert_eq!(
+            listed,
+            [
+                Denial { class: DangerClass::SystemWrite, reason: "sandbox: chmod t1 refused (outside)".to_owned() },
+                Denial { class: DangerClass::NetworkEgress, reason: "sandbox: bind t2 refused (outside)".to_owned() },
+            ]
+        );
+        let capped = run(denials, 3).sandbox_denials();
+        assert_eq!(capped.len(), SANDBOX_DENIAL_EVENTS + 1);
+        let last = capped.last().unwrap();
+        assert_eq!(
+            (last.class, last.reason.as_str()),
+            (DangerClass::SystemWrite, "sandbox: 4 more refused operation(s)")
+        );
     }
 
     #[test]

@@ -10,6 +10,15 @@
 //! 200, `denied` with it otherwise), `sleep`, and `without-landlock <program> <args…>`: run
 //! `program` on what looks like a kernel without Landlock (a seccomp filter answers its three
 //! system calls with `ENOSYS`), for the tests of odek's fallback.
+//!
+//! For issue 32's hostile-input round: `open <path>` (read and write, no create: a terminal),
+//! `write-fd <n> <text>` (on a descriptor the probe was handed), `thread-connect <ip:port>`
+//! (`connect` from a second thread), `unix-dgram <path>` and `unix-dgram-pair <path>` (a Unix
+//! datagram to a socket path from a fresh socket, or from one of a `socketpair`), `unix-pair`
+//! (a stream `socketpair`), `chmod <path> <octal>`, `fchmod <path> <octal>` (on a read-only
+//! descriptor), `chown <path>` (to the probe's own user and group), `touch <path>` (times set to
+//! one second past the epoch; `futimens <path>` the same on a read-only descriptor), `setxattr <path>` (`user.odek`), `create-mode <path> <octal>`
+//! (`open` with `O_CREAT`) and `chattr <path>` (`FS_IOC_SETFLAGS` adding `nodump`).
 
 #![allow(unsafe_code)] // ptrace, fork and setsid through libc: the actions under test.
 
@@ -47,12 +56,7 @@ fn main() -> ExitCode {
     let result = match arg(0).as_str() {
         "write" => std::fs::write(arg(1), arg(2)).map(|()| "written".to_owned()),
         "read" => std::fs::read_to_string(arg(1)).map(|text| format!("{} bytes", text.len())),
-        "connect" => std::net::TcpStream::connect(arg(1)).map(|mut stream| {
-            let _ = stream.write_all(b"ping\n");
-            let mut answer = String::new();
-            let _ = stream.read_to_string(&mut answer);
-            format!("connected: {}", answer.trim())
-        }),
+        "connect" => connect(&arg(1)),
         "udp" => std::net::UdpSocket::bind("0.0.0.0:0")
             .and_then(|socket| socket.send_to(b"x", arg(1)))
             .map(|sent| format!("{sent} sent")),
@@ -71,6 +75,48 @@ fn main() -> ExitCode {
         "daemon" => daemon(),
         "proxy-connect" => proxy_connect(&arg(1)),
         "without-landlock" => without_landlock(&args[1..]),
+        "open" => open_read_write(&arg(1)),
+        "write-fd" => write_fd(&arg(1), &arg(2)),
+        "thread-connect" => {
+            let target = arg(1);
+            std::thread::spawn(move || connect(&target))
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("panicked")))
+        }
+        "unix-dgram" => std::os::unix::net::UnixDatagram::unbound()
+            .and_then(|socket| socket.send_to(b"x", arg(1)))
+            .map(|sent| format!("{sent} sent")),
+        "unix-dgram-pair" => std::os::unix::net::UnixDatagram::pair()
+            .and_then(|(socket, _)| socket.send_to(b"x", arg(1)))
+            .map(|sent| format!("{sent} sent")),
+        "unix-pair" => unix_pair(),
+        "chmod" => mode(&arg(2)).and_then(|mode| {
+            std::fs::set_permissions(arg(1), std::os::unix::fs::PermissionsExt::from_mode(mode))
+                .map(|()| "changed".to_owned())
+        }),
+        "fchmod" => mode(&arg(2)).and_then(|mode| {
+            std::fs::File::open(arg(1))
+                .and_then(|file| file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode)))
+                .map(|()| "changed".to_owned())
+        }),
+        "chown" => {
+            // SAFETY: getuid and getgid cannot fail.
+            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+            std::os::unix::fs::chown(arg(1), Some(uid), Some(gid)).map(|()| "changed".to_owned())
+        }
+        "touch" => touch(&arg(1)),
+        "futimens" => futimens(&arg(1)),
+        "setxattr" => set_xattr(&arg(1)),
+        "create-mode" => mode(&arg(2)).and_then(|mode| {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(arg(1))
+                .map(|_| "created".to_owned())
+        }),
+        "chattr" => chattr(&arg(1)),
         "sleep" => {
             std::thread::sleep(std::time::Duration::from_secs(600));
             Ok("slept".to_owned())
@@ -78,6 +124,93 @@ fn main() -> ExitCode {
         other => Err(std::io::Error::other(format!("unknown action {other:?}"))),
     };
     report(result)
+}
+
+/// A TCP connection to `target` that sends `ping` and reads the answer.
+fn connect(target: &str) -> std::io::Result<String> {
+    std::net::TcpStream::connect(target).map(|mut stream| {
+        let _ = stream.write_all(b"ping\n");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        format!("connected: {}", answer.trim())
+    })
+}
+
+fn c_path(path: &str) -> std::io::Result<std::ffi::CString> {
+    std::ffi::CString::new(path).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+fn mode(text: &str) -> std::io::Result<u32> {
+    u32::from_str_radix(text, 8).map_err(|_| std::io::Error::other(format!("not an octal mode: {text}")))
+}
+
+/// Opens `path` for reading and writing, without creating it, without making it the controlling
+/// terminal and without blocking.
+fn open_read_write(path: &str) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(path)
+        .map(|_| "opened".to_owned())
+}
+
+/// Writes `text` to the descriptor `fd` it was handed.
+fn write_fd(fd: &str, text: &str) -> std::io::Result<String> {
+    let fd: libc::c_int = fd.parse().map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: write from a live slice of its own length.
+    check(unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) } as libc::c_long).map(|n| format!("{n} written"))
+}
+
+/// A stream `socketpair`: one byte across.
+fn unix_pair() -> std::io::Result<String> {
+    let (mut left, mut right) = std::os::unix::net::UnixStream::pair()?;
+    left.write_all(b"x")?;
+    let mut byte = [0_u8; 1];
+    right.read_exact(&mut byte)?;
+    Ok("paired".to_owned())
+}
+
+/// `utimensat` setting both times of `path` to one second past the epoch.
+fn touch(path: &str) -> std::io::Result<String> {
+    let path = c_path(path)?;
+    let times = [libc::timespec { tv_sec: 1, tv_nsec: 0 }, libc::timespec { tv_sec: 1, tv_nsec: 0 }];
+    // SAFETY: utimensat reads a C string and two timespecs that outlive the call.
+    check(libc::c_long::from(unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), times.as_ptr(), 0) }))
+        .map(|_| "touched".to_owned())
+}
+
+/// `futimens` on a read-only descriptor of `path`, both times one second past the epoch.
+fn futimens(path: &str) -> std::io::Result<String> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path)?;
+    let times = [libc::timespec { tv_sec: 1, tv_nsec: 0 }, libc::timespec { tv_sec: 1, tv_nsec: 0 }];
+    // SAFETY: futimens reads two timespecs that outlive the call.
+    check(libc::c_long::from(unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) })).map(|_| "touched".to_owned())
+}
+
+/// `setxattr(path, "user.odek", "1")`.
+fn set_xattr(path: &str) -> std::io::Result<String> {
+    let path = c_path(path)?;
+    let name = c"user.odek";
+    // SAFETY: setxattr reads two C strings and one byte that outlive the call.
+    check(libc::c_long::from(unsafe { libc::setxattr(path.as_ptr(), name.as_ptr(), b"1".as_ptr().cast(), 1, 0) }))
+        .map(|_| "set".to_owned())
+}
+
+/// Adds `FS_NODUMP_FL` to the inode flags of `path` (what `chattr +d` does), on a read-only
+/// descriptor.
+fn chattr(path: &str) -> std::io::Result<String> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path)?;
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one long into `flags`.
+    check(libc::c_long::from(unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) }))?;
+    flags |= 0x40; // FS_NODUMP_FL
+    // SAFETY: FS_IOC_SETFLAGS reads one long from `flags`.
+    check(libc::c_long::from(unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_SETFLAGS, &flags) }))
+        .map(|_| "changed".to_owned())
 }
 
 /// `CONNECT target` through the proxy `$HTTP_PROXY` names (`http://ip:port`).
