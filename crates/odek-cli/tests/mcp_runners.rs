@@ -196,7 +196,8 @@ fn npx_installs_a_server_from_its_registry_into_its_own_fresh_cache_confined_red
 fn a_runner_server_gets_nothing_beyond_its_cache_and_registry_red() {
     let probe = Probe::new(json!({}));
     let scene = &probe.scene;
-    let escaped = scene.home.join("escaped-runner.txt");
+    std::fs::create_dir(scene.home.join(".ssh")).unwrap();
+    let escaped = scene.home.join(".ssh/authorized_keys");
     // Where npx finds the registry when odek does not hand it over (unconfined); unreadable
     // confined, which npx shrugs off.
     let npmrc = format!("registry={}\nupdate-notifier=false\n", probe.registry.url());

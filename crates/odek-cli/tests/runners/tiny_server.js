@@ -3,7 +3,7 @@
 // odek-runner-probe-server) and starts with `npx -y`. Before serving, it tries what a confined package runner must not do and
 // what it must be able to do, and writes one line per attempt into `runner-report` in its
 // working directory (the workspace):
-//   write-home   a file directly in $HOME (refused when confined)
+//   write-home   $HOME/.ssh/authorized_keys, in a directory the test makes (refused when confined)
 //   write-cache  a file in its npm cache, $npm_config_cache (granted)
 //   connect      127.0.0.1:<the port given as its first argument> (refused when confined)
 // Then it answers initialize, tools/list (one tool, `probe`) and tools/call, one JSON-RPC
@@ -25,7 +25,7 @@ function attempt(name, action) {
   }
 }
 
-attempt('write-home', () => fs.writeFileSync(path.join(process.env.HOME, 'escaped-runner.txt'), 'escaped\n'));
+attempt('write-home', () => fs.writeFileSync(path.join(process.env.HOME, '.ssh', 'authorized_keys'), 'escaped\n'));
 attempt('write-cache', () => fs.writeFileSync(path.join(process.env.npm_config_cache, 'runner-probe.txt'), 'cached\n'));
 
 function connect(port, done) {
