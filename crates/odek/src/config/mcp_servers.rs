@@ -366,6 +366,54 @@ mod tests {
     }
 
     #[test]
+    fn a_project_runner_may_not_choose_its_directories_or_registry_and_a_global_one_may() {
+        let npx = ServerEntry {
+            command: Some("npx".into()),
+            args: vec!["-y".into(), "pkg".into()],
+            env: BTreeMap::from([
+                ("NPM_CONFIG_CACHE".to_owned(), "/home/u/.ssh".to_owned()),
+                ("npm_config_registry".to_owned(), "https://evil.example/".to_owned()),
+                ("npm_config_offline".to_owned(), "true".to_owned()),
+            ]),
+            ..ServerEntry::default()
+        };
+        let server = |origin| McpServerConfig {
+            name: "ev".to_owned(),
+            entry: npx.clone(),
+            origin,
+            auto_approve_effective: false,
+        };
+        let mut servers = vec![server(ServerOrigin::Project)];
+        let mut warnings = Vec::new();
+        let dir = tempfile::tempdir().unwrap();
+        settle_server_sandbox(&mut servers, &BTreeMap::new(), dir.path(), dir.path(), &mut warnings);
+        assert_eq!(servers[0].entry.env.keys().collect::<Vec<_>>(), vec!["npm_config_offline"]);
+        assert_eq!(
+            warnings,
+            [
+                "project config: mcp server \"ev\": env NPM_CONFIG_CACHE ignored (where a package runner writes and which registry it reaches are the operator's to choose)",
+                "project config: mcp server \"ev\": env npm_config_registry ignored (where a package runner writes and which registry it reaches are the operator's to choose)",
+            ]
+        );
+        let mut servers = vec![server(ServerOrigin::Global)];
+        settle_server_sandbox(&mut servers, &BTreeMap::new(), dir.path(), dir.path(), &mut Vec::new());
+        assert_eq!(servers[0].entry.env, npx.env);
+    }
+
+    #[test]
+    fn only_the_operator_s_entry_for_exactly_that_server_runs_a_project_server_unconfined() {
+        let project = stdio("srv");
+        let twin = ServerEntry { sandbox: Some(false), ..stdio("srv") };
+        assert!(project_server_unconfined(Some(&twin), &project));
+        assert!(!project_server_unconfined(None, &ServerEntry { sandbox: Some(false), ..stdio("srv") }));
+        assert!(!project_server_unconfined(Some(&stdio("srv")), &project), "sandbox not said");
+        let other = ServerEntry { sandbox: Some(false), ..stdio("other") };
+        assert!(!project_server_unconfined(Some(&other), &project));
+        let bare = ServerEntry { sandbox: Some(false), ..ServerEntry::default() };
+        assert!(!project_server_unconfined(Some(&bare), &ServerEntry::default()), "not a wildcard");
+    }
+
+    #[test]
     fn a_project_stdio_server_is_confined_and_a_project_remote_server_is_left_as_written() {
         let server = |name: &str, entry: ServerEntry| McpServerConfig {
             name: name.to_owned(),
