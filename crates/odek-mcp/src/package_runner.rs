@@ -348,7 +348,9 @@ pub fn runner_grant(
 }
 
 /// The installations the runner's programs run from, read-only, where the run's policy does not
-/// already open them: for `command` (and for npx the `node` it runs), found as the server would
+/// already open them — for the runners that are scripts, whose interpreter and libraries live
+/// beside them (npx: npm's `lib/` and the `node` it runs; pipx: its virtualenv), not for uv's and
+/// bun's single binaries: `command` (and for npx `node`), found as the server would
 /// find it (a path from the workspace, a bare name on the server's `PATH`), the directory above
 /// its `bin/` directory — as named and as resolved (a link from `~/.local/bin` into a virtualenv)
 /// — when that is no more than a prefix: never `/`, the home directory or anything holding it,
@@ -360,7 +362,11 @@ fn installation_prefixes(
     home: Option<&Path>,
     policy: &Policy,
 ) -> Vec<PathBuf> {
-    let programs: &[&str] = if runner == PackageRunner::Npm { &[command, "node"] } else { &[command] };
+    let programs: &[&str] = match runner {
+        PackageRunner::Npm => &[command, "node"],
+        PackageRunner::Pipx => &[command],
+        PackageRunner::Uv | PackageRunner::Bun => &[],
+    };
     let search = server_env.get("PATH").map(String::as_str).unwrap_or_default();
     let granted = |path: &Path| {
         policy
@@ -598,7 +604,9 @@ mod tests {
         for bin in [venv.join("bin"), home.join(".local/bin"), home.join("bin"), root.join("tools/bin")] {
             std::fs::create_dir_all(bin).unwrap();
         }
-        for program in [venv.join("bin/pipx"), home.join("bin/uvx"), root.join("tools/bin/bunx")] {
+        for program in
+            [venv.join("bin/pipx"), home.join("bin/npx"), root.join("tools/bin/npx"), root.join("tools/bin/uvx")]
+        {
             std::fs::write(&program, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
@@ -614,12 +622,18 @@ mod tests {
         );
         let server_env = env(&[("PATH", &search)]);
         let prefixes = |runner, command| installation_prefixes(runner, command, &server_env, Some(&home), &policy);
+        // Through ~/.local/bin (not granted) into its virtualenv (granted).
         assert_eq!(prefixes(PackageRunner::Pipx, "pipx"), vec![venv]);
+        // In ~/bin: its prefix would be the home.
+        assert!(prefixes(PackageRunner::Npm, "npx").is_empty());
+        let tools_npx = root.join("tools/bin/npx");
+        assert_eq!(prefixes(PackageRunner::Npm, tools_npx.to_str().unwrap()), vec![root.join("tools")]);
+        // A single binary needs nothing beside it.
         assert!(prefixes(PackageRunner::Uv, "uvx").is_empty());
-        assert_eq!(prefixes(PackageRunner::Bun, "bunx"), vec![root.join("tools")]);
         let mut readable = policy.clone();
         readable.readable.push(root.join("tools"));
-        assert!(installation_prefixes(PackageRunner::Bun, "bunx", &server_env, Some(&home), &readable).is_empty());
+        let command = tools_npx.to_str().unwrap();
+        assert!(installation_prefixes(PackageRunner::Npm, command, &server_env, Some(&home), &readable).is_empty());
     }
 
     #[test]
