@@ -398,16 +398,18 @@ fn installation_prefixes(
     prefixes
 }
 
-/// Where `program` is found: a path (relative ones from the workspace), or the first executable
-/// file of that name in the directories of `search`.
+/// Where `program` is found: a path (relative ones from the workspace), or the first of that name
+/// in the directories of `search` — an executable file either way, so naming a path opens nothing
+/// that holds no such program.
 fn find_program(program: &str, search: &str, workspace: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    if program.contains('/') {
-        return Some(workspace.join(program));
-    }
-    std::env::split_paths(search).filter(|dir| dir.is_absolute()).map(|dir| dir.join(program)).find(|path| {
+    let executable = |path: &PathBuf| {
         std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
-    })
+    };
+    if program.contains('/') {
+        return Some(workspace.join(program)).filter(executable);
+    }
+    std::env::split_paths(search).filter(|dir| dir.is_absolute()).map(|dir| dir.join(program)).find(executable)
 }
 
 /// Checks `path` as written, creates it (mode 0700 for what is created), resolves it and checks
@@ -628,6 +630,10 @@ mod tests {
         assert!(prefixes(PackageRunner::Npm, "npx").is_empty());
         let tools_npx = root.join("tools/bin/npx");
         assert_eq!(prefixes(PackageRunner::Npm, tools_npx.to_str().unwrap()), vec![root.join("tools")]);
+        // A path to no program opens nothing.
+        std::fs::create_dir_all(root.join("private/bin")).unwrap();
+        let missing = root.join("private/bin/npx");
+        assert!(prefixes(PackageRunner::Npm, missing.to_str().unwrap()).is_empty());
         // A single binary needs nothing beside it.
         assert!(prefixes(PackageRunner::Uv, "uvx").is_empty());
         let mut readable = policy.clone();
