@@ -102,7 +102,8 @@ fn a_signal_at_the_server_prompt_ends_the_run(stop: Signal) {
     let fixture = Fixture::new();
     let project = json!({"mcp_servers": {"local": fixture_entry()}});
     let mut odek = spawn_run(&fixture, &model, json!({}), Some(project));
-    odek.wait_for("Approve? [y/N] ");
+    // `Approve? [y/N] `, or `[y/N/u] ` where the sandbox is in force (issue 32).
+    odek.wait_for("Approve? [y/N");
     // A half-typed answer is no answer once the signal came.
     odek.press(b"y");
     let run = stop_at_prompt(odek, stop);

@@ -222,17 +222,41 @@ fn a_confined_server_reads_its_files_outside_the_workspace_only_when_granted_red
     let text = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("Permission denied"), "sh could not read its script: {text}");
-    assert!(
-        text.contains(
-            "odek: warning: mcpclient fx: sandbox: the server ran confined and stopped during start-up; if its \
-             program or packages lie outside \
-             the workspace, make them readable with sandbox.readable in ~/.odek/config.json"
-        ),
-        "{text}"
-    );
+    assert!(text.contains(&startup_hint("fx")), "{text}");
     assert!(!scene.project.join("inside.txt").exists());
 
     scene.global_config(&global(vec![fixture_dir, script.parent().unwrap().to_path_buf()]));
     let text = run(&scene, &server, &[]);
     assert!(!text.contains("stopped during start-up"), "{text}");
+}
+
+/// The warning a confined server that stops or stalls during start-up gets.
+fn startup_hint(server: &str) -> String {
+    format!(
+        "odek: warning: mcpclient {server}: sandbox: the server ran confined and stopped during start-up; if its \
+         program or packages lie outside the workspace, make them readable with sandbox.readable in \
+         ~/.odek/config.json, or run it unconfined: its entry in ~/.odek/config.json with \"sandbox\": false\n"
+    )
+}
+
+/// \[beyond\] Issue 32: a confined server that stalls at start-up (here: never answers
+/// `initialize` before its deadline) gets the same hint as one that exits; unconfined, it does not.
+#[test]
+fn a_confined_server_that_stalls_at_start_up_gets_the_sandbox_hint_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = Sandbox::new();
+    let stalling = |sandbox: bool| {
+        json!({"base_url": server.base_url(), "model": "test-model", "mcp_servers": {"fx": {
+            "command": "/bin/sleep", "args": ["30"], "sandbox": sandbox, "startup_timeout_seconds": 1, "auto_approve": true,
+        }}})
+    };
+    for sandbox in [true, false] {
+        scene.global_config(&stalling(sandbox));
+        let output = output_within(scene.command(&["run", "go"]), Duration::from_secs(60));
+        let text = stderr(&output);
+        // The run fails on the stalled server (how it exits is the outcome rules').
+        assert_ne!(output.status.code(), Some(0), "{text}");
+        assert!(text.contains("mcp server \"fx\""), "{text}");
+        assert_eq!(text.contains(&startup_hint("fx")), sandbox, "sandbox {sandbox}: {text}");
+    }
 }

@@ -37,29 +37,11 @@ fn planted() -> Vec<String> {
             .map(str::to_owned)
             .to_vec();
     for registered in [API_KEY, ENV_TOKEN, SECRETS_ENV_VALUE] {
-        secrets.push(base64(registered));
+        secrets.push(odek_test_support::base64(registered.as_bytes()));
         secrets.push(registered.bytes().map(|byte| format!("{byte:02x}")).collect());
         secrets.push(registered.chars().rev().collect());
     }
     secrets
-}
-
-/// Standard base64 with padding.
-fn base64(text: &str) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for group in text.as_bytes().chunks(3) {
-        let bits =
-            group.iter().enumerate().fold(0u32, |bits, (index, byte)| bits | u32::from(*byte) << (16 - 8 * index));
-        for index in 0..4 {
-            if index <= group.len() {
-                out.push(char::from(ALPHABET[(bits >> (18 - 6 * index) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 fn assert_clean(place: &str, text: &str) {
@@ -91,7 +73,7 @@ fn planted_secrets_reach_no_output_red() {
     let secrets_env = sandbox.home.join(".odek/secrets.env");
     std::fs::write(&secrets_env, format!("VENDOR_SECRET={SECRETS_ENV_VALUE}\n")).unwrap();
     std::fs::set_permissions(&secrets_env, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let token_b64 = base64(ENV_TOKEN);
+    let token_b64 = odek_test_support::base64(ENV_TOKEN.as_bytes());
     sandbox.write(
         "creds.txt",
         &format!("token={ENV_TOKEN}\nencoded {token_b64}\n{GITHUB_TOKEN}\naws {AWS_KEY}\nvendor {SECRETS_ENV_VALUE}\n"),

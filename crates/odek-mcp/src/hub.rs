@@ -78,6 +78,8 @@ struct ServerRuntime {
     index: usize,
     roots: ArtifactRoots,
     env: BTreeMap<String, String>,
+    /// \[beyond\] What a confined package runner is granted besides its server policy (issue 32).
+    runner: Option<crate::package_runner::RunnerGrant>,
     /// \[beyond\] The bearer token of an HTTP server (`token_env`, read once at start).
     token: Option<SecretValue>,
     stale: Arc<AtomicBool>,
@@ -155,9 +157,10 @@ impl McpHub {
         // Warnings can echo server text: redact once, before any observer sees them.
         options.observer = Arc::new(RedactingObserver(options.observer));
         let mut servers = Vec::with_capacity(specs.len());
+        let operator_env: BTreeMap<String, String> = options.parent_env.iter().cloned().collect();
         for (index, spec) in specs.into_iter().enumerate() {
             let token = http_token(&spec, &options);
-            let env = match &spec.transport {
+            let mut env = match &spec.transport {
                 Transport::Stdio { env, .. } => {
                     let (env, warnings) =
                         server_env(&spec.name, env, &spec.secret_env, options.parent_env.iter().cloned());
@@ -168,10 +171,12 @@ impl McpHub {
                 }
                 Transport::Http { .. } => BTreeMap::new(),
             };
+            let runner = options.sandbox.grant_runner(&spec, &mut env, &operator_env, options.observer.as_ref());
             servers.push(Arc::new(ServerRuntime {
                 roots: ArtifactRoots::new(&spec.artifact_roots),
                 index,
                 env,
+                runner,
                 token,
                 stale: Arc::new(AtomicBool::new(false)),
                 slot: tokio::sync::Mutex::new(Slot::Disabled),
@@ -997,15 +1002,14 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
         // A handshake request whose own timeout fired at the same moment is the same stall.
         Ok(Err(error)) if !(tokio::time::Instant::now() >= deadline && is_deadline_failure(&error)) => {
             connection.shutdown().await;
-            if options.sandbox.confines(&server.spec) {
-                options.observer.warning(&server.spec.name, &crate::server_sandbox::startup_hint(&server.spec.name));
-            }
+            options.sandbox.hint_startup_failure(&server.spec, options.observer.as_ref());
             return Err(error);
         }
         Ok(Err(_)) | Err(_) => McpError::StartupTimeout { server: server.spec.name.clone(), limit },
     };
     // A server that stalled its start-up is owed no grace period.
     connection.kill().await;
+    options.sandbox.hint_startup_failure(&server.spec, options.observer.as_ref());
     Err(error)
 }
 
@@ -1038,7 +1042,7 @@ fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>
     };
     let sandbox = options
         .sandbox
-        .for_server(&server.spec)
+        .for_server(&server.spec, server.runner.as_ref())
         .map_err(|error| McpError::Spawn { server: server.spec.name.clone(), error })?;
     Connection::spawn(SpawnParams {
         sandbox,

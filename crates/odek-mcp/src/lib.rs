@@ -11,8 +11,8 @@
 //! path: `wire` (the frames odek writes and reads), `process` (starting a server and killing its
 //! group), `discovery` (the listing and the registration checks), `remote` (a remote entry's
 //! URL, headers and token), `remote_session` (one HTTP connection driven by its caller),
-//! `bounded_lines`, `observer`, `server_lines`, `server_config`, `env_allowlist`, `approval` and
-//! `hub`; everything else is re-exported below or private. Imports go one way: `wire`,
+//! `bounded_lines`, `observer`, `server_lines`, `server_config`, `env_allowlist`, `approval`,
+//! `package_runner` (what a confined package runner is granted) and `hub`; everything else is re-exported below or private. Imports go one way: `wire`,
 //! `bounded_lines`, `observer`, `caps` and `approval` import nothing else of the crate, and no
 //! module imports back from a module that imports it (`hub` is on top).
 
@@ -29,6 +29,7 @@ pub mod hub;
 mod instructions;
 pub mod observer;
 mod output_schema;
+pub mod package_runner;
 pub mod process;
 pub mod remote;
 pub mod remote_session;

@@ -3,8 +3,9 @@
 //! scripted OpenAI-compatible server ([`openai::ScriptedServer`]) to point providers at (with
 //! Anthropic Messages answers from [`anthropic`] and OpenAI Responses answers from
 //! [`responses::Answer`]), a JSON-RPC client over pipes ([`peer::Peer`]) to drive an
-//! extension server line by line, and a forward proxy ([`forward_proxy::ForwardProxy`]) to point
-//! `HTTP_PROXY` at.
+//! extension server line by line, a forward proxy ([`forward_proxy::ForwardProxy`]) to point
+//! `HTTP_PROXY` at, and an npm registry serving one package built in the test
+//! ([`npm_registry::NpmRegistry`]).
 //!
 //! Start at [`fixture_server`], [`odek_binary`] and [`openai::ScriptedServer::start`].
 
@@ -13,6 +14,7 @@ pub mod events;
 pub mod forward_proxy;
 pub mod listening;
 pub mod mcp_http;
+pub mod npm_registry;
 pub mod openai;
 pub mod peer;
 pub mod responses;
@@ -71,6 +73,25 @@ fn ensure_built(package: &str, binary: &str) -> PathBuf {
     path
 }
 
+/// Standard base64 (RFC 4648) with padding: what a test expects a secret to look like encoded,
+/// or npm's integrity strings.
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let bits =
+            group.iter().enumerate().fold(0_u32, |bits, (index, byte)| bits | u32::from(*byte) << (16 - 8 * index));
+        for index in 0..4 {
+            if index <= group.len() {
+                text.push(char::from(ALPHABET[(bits >> (18 - 6 * index) & 63) as usize]));
+            } else {
+                text.push('=');
+            }
+        }
+    }
+    text
+}
+
 /// Live processes whose command line mentions `marker` (a sandbox path): how the leak checks
 /// find a fixture server or child that outlived its test. A process that vanishes while the
 /// list is read is simply not counted.
@@ -92,4 +113,16 @@ pub fn processes_mentioning(marker: &Path) -> Vec<u32> {
 /// building it first if this test run did not.
 pub fn sandbox_probe() -> PathBuf {
     ensure_built("odek-test-support", "sandbox-probe")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_the_rfc_4648_vectors() {
+        for (plain, encoded) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE=")]
+        {
+            assert_eq!(super::base64(plain.as_bytes()), encoded);
+        }
+    }
 }

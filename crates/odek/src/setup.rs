@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use odek_agent::session::{SessionError, SessionStore};
+use odek_contract::quoting::quote;
 use odek_mcp::hub::report_optional_failure;
 use odek_mcp::{HubOptions, McpError, McpHub, McpObserver, ServerSandbox, ServerSpec, ToolApprover, validate_server};
 
@@ -74,9 +75,11 @@ impl Setup {
         self.loaded.config.mcp_servers.iter().filter(|server| server.entry.is_enabled()).cloned().collect()
     }
 
-    /// The MCP approvals of this config, asked on `console`.
+    /// The MCP approvals of this config, asked on `console` (\[beyond\] offering to run a
+    /// confined project server unconfined when the sandbox is in force).
     pub fn approvals(&self, console: Arc<dyn Console>) -> McpApprovals {
         McpApprovals::new(&self.sources, &self.loaded.env, console)
+            .with_sandbox_in_force(matches!(self.server_sandbox, ServerSandbox::Policy(_)))
     }
 
     /// The hub's options: this process's version and the environment servers may inherit from.
@@ -146,14 +149,27 @@ pub async fn start_servers(
     // The prompts block on the terminal: off the async workers, so the stop-signal handlers
     // keep running and a signal ends the wait.
     let (asking, candidates) = (approvals.clone(), startable.clone());
-    let skipped = tokio::task::spawn_blocking(move || asking.approve_startup_servers(&candidates))
+    let approved = tokio::task::spawn_blocking(move || asking.approve_startup_servers(&candidates))
         .await
         .map_err(|err| RuntimeError::Setup(format!("mcp approval: server approval prompt failed: {err}")))??;
-    for skipped in skipped {
+    run_unconfined(&mut specs, &approved.unconfined, observer.as_ref());
+    for skipped in approved.skipped {
         report_optional_failure(observer.as_ref(), &skipped.name, &skipped.error, skipped.failure_class);
         specs.retain(|spec| spec.name != skipped.name);
         startable.retain(|server| server.name != skipped.name);
     }
     let approver = Arc::new(approvals.tool_approver(&startable)?);
     McpHub::start(specs, setup.hub_options(observer, approver)).await.map_err(RuntimeError::from_mcp_startup)
+}
+
+/// \[beyond\] Issue 32: the servers of `specs` named in `unconfined` (approved to run outside the
+/// sandbox) start unconfined, each with a warning saying so.
+pub fn run_unconfined(specs: &mut [ServerSpec], unconfined: &[String], observer: &dyn McpObserver) {
+    for spec in specs.iter_mut().filter(|spec| unconfined.contains(&spec.name)) {
+        spec.sandbox = false;
+        observer.warning(
+            &spec.name,
+            &format!("mcp server {}: runs unconfined (approved to run outside the sandbox)", quote(&spec.name)),
+        );
+    }
 }

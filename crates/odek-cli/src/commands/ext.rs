@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 #[path = "ext_check.rs"]
 mod check;
 
-use odek::setup::{Setup, start_hub, start_servers, validated};
+use odek::setup::{Setup, run_unconfined, start_hub, start_servers, validated};
 
 use super::run::load_setup;
 use crate::cli::ExtCommand;
@@ -486,10 +486,14 @@ async fn list(json: bool) -> Result<(), CommandError> {
             error: None,
         };
         if server.entry.is_enabled() {
-            let prepared = validated(server, observer.as_ref()).map_err(|err| listed_error(&err)).and_then(|spec| {
-                approvals.approve_project_servers(std::slice::from_ref(server)).map_err(|err| listed_error(&err))?;
-                Ok(spec)
-            });
+            let prepared =
+                validated(server, observer.as_ref()).map_err(|err| listed_error(&err)).and_then(|mut spec| {
+                    let unconfined = approvals
+                        .approve_project_servers(std::slice::from_ref(server))
+                        .map_err(|err| listed_error(&err))?;
+                    run_unconfined(std::slice::from_mut(&mut spec), &unconfined, observer.as_ref());
+                    Ok(spec)
+                });
             match prepared {
                 Ok(spec) => {
                     report.limits = Some(spec.limits.into());

@@ -31,6 +31,13 @@ pub fn is_yes(answer: &str) -> bool {
     answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes")
 }
 
+/// \[beyond\] `u` or `unconfined`, case-insensitive, surrounding whitespace ignored: approve a
+/// project server to run outside the sandbox (only where its card offers it).
+pub fn is_unconfined(answer: &str) -> bool {
+    let answer = answer.trim();
+    answer.eq_ignore_ascii_case("u") || answer.eq_ignore_ascii_case("unconfined")
+}
+
 /// Cuts `text` to at most [`MAX_PROMPT_DESCRIPTION_BYTES`] bytes; a cut text ends with `...`
 /// (the total, `...` included, stays within the limit, and never splits a character).
 pub fn cut_for_prompt(text: &str) -> String {
@@ -55,6 +62,17 @@ mod tests {
         }
         for answer in ["", "n", "no", "yess", "y y", "ja", "\n"] {
             assert!(!is_yes(answer), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn unconfined_answers() {
+        for answer in ["u", "U", " unconfined\n", "Unconfined\r\n"] {
+            assert!(is_unconfined(answer), "{answer:?}");
+            assert!(!is_yes(answer), "{answer:?}");
+        }
+        for answer in ["", "y", "uu", "un", "yes", "\n"] {
+            assert!(!is_unconfined(answer), "{answer:?}");
         }
     }
 

@@ -10,7 +10,8 @@
 //! \[beyond\] one `secret_env` per `secret_env` name in ascending byte order — names only, so a
 //! rotated token does not re-prompt, and nothing at all when there are none, so every key of an
 //! entry without `secret_env` is the spec's; and for tool keys `tool`, `schema` (hex SHA-256 of
-//! the canonical schema JSON), `description`.
+//! the canonical schema JSON), `description`; \[beyond\] for the approval to run a server
+//! unconfined, `sandbox` = `unconfined` after the server's fields.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -24,6 +25,16 @@ use sha2::{Digest, Sha256};
 pub fn server_approval_key(cwd: &Path, server: &str, entry: &ServerEntry) -> String {
     let mut key = KeyHasher::default();
     key.server_fields(cwd, server, entry);
+    key.finish()
+}
+
+/// \[beyond\] The key of a project server approved to run unconfined (issue 32), stored in
+/// `mcp_approvals.json` beside the others: the server key's fields and then `sandbox` =
+/// `unconfined`, so it never equals a server key and a changed entry asks again.
+pub fn unconfined_server_approval_key(cwd: &Path, server: &str, entry: &ServerEntry) -> String {
+    let mut key = KeyHasher::default();
+    key.server_fields(cwd, server, entry);
+    key.field("sandbox", b"unconfined");
     key.finish()
 }
 

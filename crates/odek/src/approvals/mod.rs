@@ -11,6 +11,13 @@
 //! [`McpServerConfig::auto_approve_effective`]), or a `y`/`yes` answer at a terminal. Accepted
 //! answers are persisted; `ODEK_APPROVE_MCP` and `auto_approve` never are.
 //!
+//! \[beyond\] Issue 32: when the sandbox is in force, the card of a project server that would run
+//! confined offers a third answer, `u`: approve it to run unconfined. That choice is persisted as
+//! a key of its own ([`unconfined_server_approval_key`]), so a changed entry asks again; it is
+//! honoured from the approvals file (with `ODEK_APPROVE_MCP=1` too), and otherwise only the
+//! operator's global file can make a project server unconfined (`odek::config`), never the
+//! project. The names approved that way are returned ([`ServerApprovals::unconfined`]).
+//!
 //! This module does not validate servers (names, limits): the caller does that first, as
 //! `mcp-client.md` §1 orders it. Prompts and warnings go through a [`Console`].
 
@@ -29,8 +36,8 @@ use thiserror::Error;
 
 use crate::config::{ConfigSources, McpServerConfig, ServerOrigin};
 
-pub use self::console::{Console, MAX_PROMPT_DESCRIPTION_BYTES, cut_for_prompt, is_yes};
-pub use self::key::{SchemaDigest, server_approval_key, tool_approval_key};
+pub use self::console::{Console, MAX_PROMPT_DESCRIPTION_BYTES, cut_for_prompt, is_unconfined, is_yes};
+pub use self::key::{SchemaDigest, server_approval_key, tool_approval_key, unconfined_server_approval_key};
 pub use self::store::{ApprovalStore, MAX_APPROVALS_BYTES};
 pub use self::tool::{
     CliToolApprover, ToolDecision, decision_for_key, tool_approval_card, tool_approval_prompt, tool_decision_prompt,
@@ -117,6 +124,15 @@ pub struct SkippedServer {
     pub failure_class: Option<&'static str>,
 }
 
+/// What §13.1 decided for a run's servers.
+#[derive(Debug, Default)]
+pub struct ServerApprovals {
+    /// The \[beyond\] `required: false` servers that were not approved; they are left out.
+    pub skipped: Vec<SkippedServer>,
+    /// \[beyond\] The servers approved to run unconfined (answered `u`, now or before).
+    pub unconfined: Vec<String>,
+}
+
 /// `ODEK_APPROVE_MCP` approves everything only when it is exactly `1` (no trimming, no `true`).
 pub fn odek_approve_mcp_set(env: &BTreeMap<String, String>) -> bool {
     env.get("ODEK_APPROVE_MCP").is_some_and(|value| value == "1")
@@ -128,6 +144,11 @@ pub struct McpApprovals {
     odek_dir: PathBuf,
     cwd: PathBuf,
     approve_all: bool,
+    /// \[beyond\] The sandbox confines the servers that ask for it: a confined project server's
+    /// card offers to run it unconfined.
+    sandbox_in_force: bool,
+    /// odek's environment: the registries a package runner's card names.
+    env: BTreeMap<String, String>,
     console: Arc<dyn Console>,
 }
 
@@ -149,8 +170,17 @@ impl McpApprovals {
             odek_dir: sources.odek_dir(),
             cwd: sources.cwd.clone(),
             approve_all: odek_approve_mcp_set(env),
+            sandbox_in_force: false,
+            env: env.clone(),
             console,
         }
+    }
+
+    /// \[beyond\] These approvals with the sandbox in force (or not): a project server that
+    /// would run confined may then be approved to run unconfined.
+    pub fn with_sandbox_in_force(mut self, in_force: bool) -> Self {
+        self.sandbox_in_force = in_force;
+        self
     }
 
     /// Whether `ODEK_APPROVE_MCP=1` approves every server and tool of this invocation.
@@ -170,16 +200,17 @@ impl McpApprovals {
 
     /// §13.1 for every enabled project-defined server, in the given order (ascending name, as
     /// loaded), before anything is spawned. The first refusal is fatal. The approvals file is
-    /// only read when some server still needs approval.
-    pub fn approve_project_servers(&self, servers: &[McpServerConfig]) -> Result<(), ApprovalError> {
-        self.approve_servers(servers, false).map(|_| ())
+    /// only read when some server still needs approval (\[beyond\] or, with `ODEK_APPROVE_MCP=1`,
+    /// may have been approved to run unconfined). Returns the servers approved to run unconfined.
+    pub fn approve_project_servers(&self, servers: &[McpServerConfig]) -> Result<Vec<String>, ApprovalError> {
+        self.approve_servers(servers, false).map(|approvals| approvals.unconfined)
     }
 
     /// §13.1 as a run applies it: like [`McpApprovals::approve_project_servers`], except that a
     /// \[beyond\] `required: false` server that is not approved (declined at the prompt, or no
     /// terminal to ask) is returned, to be left out, instead of failing the run. The approvals
     /// file being unreadable stays fatal.
-    pub fn approve_startup_servers(&self, servers: &[McpServerConfig]) -> Result<Vec<SkippedServer>, ApprovalError> {
+    pub fn approve_startup_servers(&self, servers: &[McpServerConfig]) -> Result<ServerApprovals, ApprovalError> {
         self.approve_servers(servers, true)
     }
 
@@ -187,40 +218,114 @@ impl McpApprovals {
         &self,
         servers: &[McpServerConfig],
         skip_optional: bool,
-    ) -> Result<Vec<SkippedServer>, ApprovalError> {
-        let mut skipped = Vec::new();
+    ) -> Result<ServerApprovals, ApprovalError> {
+        let mut approvals = ServerApprovals::default();
         let pending: Vec<&McpServerConfig> = servers
             .iter()
             .filter(|server| {
                 server.origin == ServerOrigin::Project && server.entry.is_enabled() && !server.auto_approve_effective
             })
             .collect();
-        if pending.is_empty() || self.approve_all {
-            return Ok(skipped);
+        if self.approve_all {
+            approvals.unconfined = self.persisted_unconfined(&pending);
+            return Ok(approvals);
+        }
+        if pending.is_empty() {
+            return Ok(approvals);
         }
         let mut store = ApprovalStore::load(self.server_approvals_path())?;
         for server in pending {
             let key = server_approval_key(&self.cwd, &server.name, &server.entry);
+            let unconfined_key = unconfined_server_approval_key(&self.cwd, &server.name, &server.entry);
+            let offer = self.offers_unconfined(server);
+            if offer && store.contains(&unconfined_key) {
+                approvals.unconfined.push(server.name.clone());
+                continue;
+            }
             if store.contains(&key) {
                 continue;
             }
             let (refusal, failure_class) = if !self.console.is_interactive() {
                 (server_approval_required(server), Some("approval_required"))
-            } else if self.console.prompt(&server_approval_prompt(server)).as_deref().is_some_and(is_yes) {
-                if let Err(err) = store.insert_and_save(key) {
-                    self.console.warn(&err.to_string());
-                }
-                continue;
             } else {
+                let answer = self.console.prompt(&self.server_card(server, offer)).unwrap_or_default();
+                let unconfined = offer && is_unconfined(&answer);
+                if is_yes(&answer) || unconfined {
+                    if unconfined {
+                        approvals.unconfined.push(server.name.clone());
+                    }
+                    if let Err(err) = store.insert_and_save(if unconfined { unconfined_key } else { key }) {
+                        self.console.warn(&err.to_string());
+                    }
+                    continue;
+                }
                 (ApprovalError::ServerNotApproved { name: server.name.clone() }, None)
             };
             if skip_optional && !server.entry.is_required() {
-                skipped.push(SkippedServer { name: server.name.clone(), error: refusal, failure_class });
+                approvals.skipped.push(SkippedServer { name: server.name.clone(), error: refusal, failure_class });
             } else {
                 return Err(refusal);
             }
         }
-        Ok(skipped)
+        Ok(approvals)
+    }
+
+    /// \[beyond\] Whether `server`'s card offers to run it unconfined: a stdio server the sandbox,
+    /// in force, would confine.
+    fn offers_unconfined(&self, server: &McpServerConfig) -> bool {
+        self.sandbox_in_force
+            && server.entry.sandbox == Some(true)
+            && matches!(ServerLaunch::of(&server.entry), ServerLaunch::Stdio { .. })
+    }
+
+    /// \[beyond\] Under `ODEK_APPROVE_MCP=1`, the servers of `pending` an operator approved to run
+    /// unconfined before; an unreadable approvals file only warns (they run confined).
+    fn persisted_unconfined(&self, pending: &[&McpServerConfig]) -> Vec<String> {
+        let offered: Vec<&&McpServerConfig> = pending.iter().filter(|server| self.offers_unconfined(server)).collect();
+        if offered.is_empty() {
+            return Vec::new();
+        }
+        let store = match ApprovalStore::load(self.server_approvals_path()) {
+            Ok(store) => store,
+            Err(err) => {
+                self.console.warn(&format!("{err}; project servers run confined"));
+                return Vec::new();
+            }
+        };
+        offered
+            .into_iter()
+            .filter(|server| store.contains(&unconfined_server_approval_key(&self.cwd, &server.name, &server.entry)))
+            .map(|server| server.name.clone())
+            .collect()
+    }
+
+    /// The §13.1 prompt, and \[beyond\] when the sandbox is in force what it means for this
+    /// server: when `offer`, confined (for a package runner, with its registries) and the `u`
+    /// answer; for a server the operator's file runs unconfined, that it will.
+    fn server_card(&self, server: &McpServerConfig, offer: bool) -> String {
+        let prompt = server_approval_prompt(server);
+        let unconfined_by_operator = self.sandbox_in_force && server.entry.sandbox == Some(false);
+        if !offer && !unconfined_by_operator {
+            return prompt;
+        }
+        let mut card = prompt.strip_suffix(APPROVE_PROMPT).unwrap_or(&prompt).to_owned();
+        if unconfined_by_operator {
+            card.push_str("  sandbox: none (your ~/.odek/config.json runs it unconfined)\n");
+            card.push_str(APPROVE_PROMPT);
+            return card;
+        }
+        let ServerLaunch::Stdio { command, args } = ServerLaunch::of(&server.entry) else { return prompt };
+        match odek_mcp::package_runner::PackageRunner::of(command, args) {
+            Some(runner) => card.push_str(&format!(
+                "  sandbox: confined to the workspace; as a package runner ({}) also its own cache and {}\n",
+                runner.name(),
+                runner.registries(&server.entry.env, &self.env).join(", ")
+            )),
+            None => card.push_str("  sandbox: confined to the workspace\n"),
+        }
+        card.push_str("  u: approve it to run unconfined instead, with all your files and the network\n");
+        card.push_str(UNCONFINED_CHOICE_PROMPT);
+        card
     }
 
     /// The per-tool approver for these servers (global and project). Reads
@@ -253,6 +358,12 @@ fn server_approval_required(server: &McpServerConfig) -> ApprovalError {
 fn shown_value(text: &str) -> String {
     sanitise_for_terminal(&odek_contract::redaction::redact(text), Layout::Line).into_owned()
 }
+
+/// The last line of the §13.1 prompt.
+const APPROVE_PROMPT: &str = "Approve? [y/N] ";
+
+/// \[beyond\] The last line of a card that offers to run the server unconfined.
+pub const UNCONFINED_CHOICE_PROMPT: &str = "Approve? [y/N/u] ";
 
 /// The §13.1 prompt, ending `Approve? [y/N] `. It shows exactly what the server key hashes
 /// (besides the directory and name): the launch fields of the transport in use, the env
@@ -306,6 +417,6 @@ pub fn server_approval_prompt(server: &McpServerConfig) -> String {
         let roots = shown_value(&entry.artifact_roots.join(", "));
         text.push_str(&format!("  artifact_roots: {roots}\n"));
     }
-    text.push_str("Approve? [y/N] ");
+    text.push_str(APPROVE_PROMPT);
     text
 }

@@ -11,7 +11,8 @@
 //! ([`check_secret_env`]) and every value registered for redaction
 //! ([`register_server_secret_values`]); and \[beyond\] each server's `sandbox` and `writable`
 //! settled by origin ([`settle_server_sandbox`]: a project server is confined and may not say
-//! otherwise, and writes only beneath the workspace).
+//! otherwise — only the operator's own entry for it can ([`project_server_unconfined`]) — writes
+//! only beneath the workspace, and does not choose a package runner's directories or registry).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -154,12 +155,18 @@ pub(crate) fn merge_mcp_servers(
 
 /// \[beyond\] Issue 20: `sandbox` and `writable` of every server as its origin allows. A global
 /// server is confined only when its entry says so; a project server always is (`"sandbox":
-/// false` is ignored with a warning, like every loosening a project tries). `writable` paths
+/// false` is ignored with a warning, like every loosening a project tries) — \[beyond\] unless
+/// the operator runs that very server unconfined: the global file has the same-named entry with
+/// `"sandbox": false`, launching the same thing ([`project_server_unconfined`]). `writable` paths
 /// get `~/` expanded and those that do not exist are left out with a warning; a project
 /// server's must lie beneath the workspace `cwd` (relative ones are taken from there), others are
-/// ignored with a warning. A remote (`url`) server keeps what its entry says.
+/// ignored with a warning. A remote (`url`) server keeps what its entry says. \[beyond\] Issue
+/// 32: a confined project server that is a package runner may not choose where the runner writes
+/// or which registry it reaches: those variables of its `env` are dropped with a warning
+/// ([`odek_mcp::package_runner::PackageRunner::is_setting`]); the operator's are used instead.
 pub(crate) fn settle_server_sandbox(
     servers: &mut [McpServerConfig],
+    global: &BTreeMap<String, ServerEntry>,
     home: &Path,
     cwd: &Path,
     warnings: &mut Vec<String>,
@@ -167,16 +174,24 @@ pub(crate) fn settle_server_sandbox(
     let workspace = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     for server in servers {
         let name = quote(&server.name);
-        let entry = &mut server.entry;
         // A remote server is no process of ours: only what its entry says, which validation
         // then warns about.
-        let project = server.origin == ServerOrigin::Project && entry.url.as_deref().is_none_or(str::is_empty);
-        if project && entry.sandbox == Some(false) {
+        let project = server.origin == ServerOrigin::Project && server.entry.url.as_deref().is_none_or(str::is_empty);
+        let unconfined = project && project_server_unconfined(global.get(&server.name), &server.entry);
+        let entry = &mut server.entry;
+        if unconfined {
+            warnings.push(format!(
+                "mcp server {name}: runs unconfined (its entry in ~/.odek/config.json says \"sandbox\": false)"
+            ));
+        } else if project && entry.sandbox == Some(false) {
             warnings.push(format!(
                 "project config: mcp server {name}: sandbox false ignored (a project's servers always run in the sandbox)"
             ));
         }
-        entry.sandbox = Some(project || entry.sandbox.unwrap_or(false));
+        entry.sandbox = Some(!unconfined && (project || entry.sandbox.unwrap_or(false)));
+        if project && !unconfined {
+            drop_runner_settings(&name, entry, warnings);
+        }
         let mut kept = Vec::with_capacity(entry.writable.len());
         for text in &entry.writable {
             let path = match text.strip_prefix("~/") {
@@ -205,6 +220,36 @@ pub(crate) fn settle_server_sandbox(
         }
         entry.writable = kept;
     }
+}
+
+/// \[beyond\] Issue 32: a project server runs unconfined only when the operator says so for
+/// exactly that server: the global file's same-named entry says `"sandbox": false`, launches
+/// something, and has the launch fields §13.4 compares identical to the project entry's. A name
+/// alone is not enough (a project chooses its servers' names), and a project's own `"sandbox":
+/// false` never counts.
+fn project_server_unconfined(global: Option<&ServerEntry>, project: &ServerEntry) -> bool {
+    global.is_some_and(|global| {
+        global.sandbox == Some(false) && launches_something(global) && same_launch_fields(global, project)
+    })
+}
+
+/// Drops from a confined project runner's `env` the variables a package runner's grant is made
+/// from (its directories, its registry), with a warning each.
+fn drop_runner_settings(name: &str, entry: &mut ServerEntry, warnings: &mut Vec<String>) {
+    let Some(runner) =
+        odek_mcp::package_runner::PackageRunner::of(entry.command.as_deref().unwrap_or_default(), &entry.args)
+    else {
+        return;
+    };
+    entry.env.retain(|variable, _| {
+        let setting = runner.is_setting(variable);
+        if setting {
+            warnings.push(format!(
+                "project config: mcp server {name}: env {variable} ignored (where a package runner writes and which registry it reaches are the operator's to choose)"
+            ));
+        }
+        !setting
+    });
 }
 
 /// §13.4: a project-defined server is auto-approved only if the global file has the same-named
@@ -321,6 +366,54 @@ mod tests {
     }
 
     #[test]
+    fn a_project_runner_may_not_choose_its_directories_or_registry_and_a_global_one_may() {
+        let npx = ServerEntry {
+            command: Some("npx".into()),
+            args: vec!["-y".into(), "pkg".into()],
+            env: BTreeMap::from([
+                ("NPM_CONFIG_CACHE".to_owned(), "/home/u/.ssh".to_owned()),
+                ("npm_config_registry".to_owned(), "https://evil.example/".to_owned()),
+                ("npm_config_offline".to_owned(), "true".to_owned()),
+            ]),
+            ..ServerEntry::default()
+        };
+        let server = |origin| McpServerConfig {
+            name: "ev".to_owned(),
+            entry: npx.clone(),
+            origin,
+            auto_approve_effective: false,
+        };
+        let mut servers = vec![server(ServerOrigin::Project)];
+        let mut warnings = Vec::new();
+        let dir = tempfile::tempdir().unwrap();
+        settle_server_sandbox(&mut servers, &BTreeMap::new(), dir.path(), dir.path(), &mut warnings);
+        assert_eq!(servers[0].entry.env.keys().collect::<Vec<_>>(), vec!["npm_config_offline"]);
+        assert_eq!(
+            warnings,
+            [
+                "project config: mcp server \"ev\": env NPM_CONFIG_CACHE ignored (where a package runner writes and which registry it reaches are the operator's to choose)",
+                "project config: mcp server \"ev\": env npm_config_registry ignored (where a package runner writes and which registry it reaches are the operator's to choose)",
+            ]
+        );
+        let mut servers = vec![server(ServerOrigin::Global)];
+        settle_server_sandbox(&mut servers, &BTreeMap::new(), dir.path(), dir.path(), &mut Vec::new());
+        assert_eq!(servers[0].entry.env, npx.env);
+    }
+
+    #[test]
+    fn only_the_operator_s_entry_for_exactly_that_server_runs_a_project_server_unconfined() {
+        let project = stdio("srv");
+        let twin = ServerEntry { sandbox: Some(false), ..stdio("srv") };
+        assert!(project_server_unconfined(Some(&twin), &project));
+        assert!(!project_server_unconfined(None, &ServerEntry { sandbox: Some(false), ..stdio("srv") }));
+        assert!(!project_server_unconfined(Some(&stdio("srv")), &project), "sandbox not said");
+        let other = ServerEntry { sandbox: Some(false), ..stdio("other") };
+        assert!(!project_server_unconfined(Some(&other), &project));
+        let bare = ServerEntry { sandbox: Some(false), ..ServerEntry::default() };
+        assert!(!project_server_unconfined(Some(&bare), &ServerEntry::default()), "not a wildcard");
+    }
+
+    #[test]
     fn a_project_stdio_server_is_confined_and_a_project_remote_server_is_left_as_written() {
         let server = |name: &str, entry: ServerEntry| McpServerConfig {
             name: name.to_owned(),
@@ -332,7 +425,7 @@ mod tests {
         let mut servers = vec![server("local", stdio("srv")), server("remote", remote)];
         let mut warnings = Vec::new();
         let dir = tempfile::tempdir().unwrap();
-        settle_server_sandbox(&mut servers, dir.path(), dir.path(), &mut warnings);
+        settle_server_sandbox(&mut servers, &BTreeMap::new(), dir.path(), dir.path(), &mut warnings);
         assert_eq!(servers[0].entry.sandbox, Some(true));
         assert_eq!(servers[1].entry.sandbox, Some(false));
         assert!(warnings.is_empty(), "{warnings:?}");

@@ -303,7 +303,7 @@ fn load_config_from(sources: &ConfigSources, handed_global: Option<&[u8]>) -> Re
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
     let events = merge_events(global.policy.events.as_ref(), project.policy.events.as_ref(), &mut warnings);
     let mut mcp_servers = merge_mcp_servers(&global.servers, project_servers);
-    settle_server_sandbox(&mut mcp_servers, &sources.home, &sources.cwd, &mut warnings);
+    settle_server_sandbox(&mut mcp_servers, &global.servers, &sources.home, &sources.cwd, &mut warnings);
     // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
     let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
     let tools = merge_tools(global.policy.tools.as_ref(), project.policy.tools.as_ref());
