@@ -245,7 +245,7 @@ fn jsonl_scripts_timeouts_and_crashes_against_one_process() {
     assert_eq!(records[1]["ok"], false);
     assert_eq!(
         records[1]["error"],
-        "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+        "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded (timeout_seconds: 1)"
     );
     assert_eq!(records[2]["text"], first_pid, "the timed-out process is reused");
     assert_eq!(
