@@ -305,3 +305,19 @@ fn a_project_file_never_sends_a_secret_value_anywhere_red() {
         assert!(stderr.lines().any(|line| line == warning), "{warning}\n{stderr}");
     }
 }
+
+/// Issue 32 item 5: the approval error of a url server shows the url alone, without the empty
+/// `""` of the arguments only a command has.
+#[test]
+fn the_approval_error_of_a_url_server_shows_the_url_alone() {
+    let fixture = mcp_json(
+        Fixture::new(),
+        r#"{"mcpServers": {"remote": {"type": "http", "url": "https://mcp.example.com/mcp", "required": true}}}"#,
+    );
+    let output = odek(&fixture, &["ext", "list"], false);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "odek: project-level MCP server \"remote\" (https://mcp.example.com/mcp) requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively\n"
+    );
+}

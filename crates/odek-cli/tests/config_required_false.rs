@@ -301,3 +301,76 @@ fn ext_call_finds_the_server_of_a_shortened_exposed_name() {
     assert_eq!(stdout(&output), "found\n");
     assert!(!marker.exists(), "another server was started");
 }
+
+/// Issue 32 item 3: servers pasted into `./.mcp.json` follow Claude Code's semantics — optional
+/// unless they say `"required": true` — so a broken one is a warning that says why, and the run
+/// goes on with the others.
+#[test]
+fn a_broken_mcp_json_server_does_not_stop_the_run() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", "fixture__echo", r#"{"text":"still here"}"#)]),
+        Reply::text("done"),
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), true);
+    sandbox.write(
+        ".mcp.json",
+        &json!({"mcpServers": {
+            "runner": {"command": "odek-no-such-runner", "args": ["-y", "@example/mcp-server"]},
+            "crashing": {"command": "sh", "args": ["-c", "echo 'Error: EXAMPLE_API_KEY is not set' >&2; exit 1"]},
+        }})
+        .to_string(),
+    );
+    let sink = sandbox.project.join("events.jsonl");
+    let output = sandbox
+        .command(&["run", "--events-jsonl", path_str(&sink), "go"])
+        .env("ODEK_APPROVE_MCP", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(stdout(&output), "done\n");
+    assert_eq!(
+        warning_for(&err, "runner"),
+        format!(
+            "odek: warning: mcp server \"runner\": mcpclient runner: start \"odek-no-such-runner\": No such file or directory{CONTINUING}"
+        )
+    );
+    assert_eq!(
+        warning_for(&err, "crashing"),
+        format!(
+            "odek: warning: mcp server \"crashing\": mcpclient crashing: initialize: the server exited with status 1 before answering; its last stderr line: Error: EXAMPLE_API_KEY is not set{CONTINUING}"
+        )
+    );
+    let failed: Vec<(String, String, String)> =
+        server_events(&events(&sink)).into_iter().filter(|(kind, ..)| kind == "mcp_server_failed").collect();
+    assert_eq!(
+        failed,
+        [
+            ("mcp_server_failed".to_owned(), "crashing".to_owned(), "connection_closed".to_owned()),
+            ("mcp_server_failed".to_owned(), "runner".to_owned(), "spawn_failed".to_owned()),
+        ]
+    );
+    assert!(tool_contents(&server.requests()[1])[0].contains("still here"));
+
+    // Marked required, the same entries stop the run, each named, with the way out.
+    sandbox.write(
+        ".mcp.json",
+        &json!({"mcpServers": {
+            "runner": {"command": "odek-no-such-runner", "required": true},
+            "crashing": {"command": "sh", "args": ["-c", "exit 1"], "required": true},
+        }})
+        .to_string(),
+    );
+    let output = sandbox.command(&["run", "go"]).env("ODEK_APPROVE_MCP", "1").output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).ends_with(
+            "odek: mcp server \"crashing\": mcpclient crashing: initialize: the server exited with status 1 before answering (it wrote nothing on stderr)\n\
+             mcp server \"runner\": mcpclient runner: start \"odek-no-such-runner\": No such file or directory\n\
+             to let the run go on without one of these servers when it fails, set \"required\": false in its entry\n"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -7,11 +7,17 @@
 //! files is fatal too. Across files a project entry replaces the same-named global entry as a
 //! whole and makes the server project-defined. Start at [`merge_mcp_servers`].
 //!
+//! \[beyond\] An entry of a Claude-style map is optional unless it says `"required"`
+//! ([`make_claude_style_optional`]), as Claude Code treats a server that fails.
+//!
 //! Also the \[beyond\] `secret_env` rules of the global file: names a process environment can hold
-//! ([`check_secret_env`]) and every value registered for redaction
-//! ([`register_server_secret_values`]); and \[beyond\] each server's `sandbox` and `writable`
-//! settled by origin ([`settle_server_sandbox`]: a project server is confined and may not say
-//! otherwise, and writes only beneath the workspace).
+//! ([`check_secret_env`]), every value registered for redaction
+//! ([`register_server_secret_values`]), and the `env` entries that pass one of odek's variables
+//! by reference and so are handled as `secret_env` ([`pass_env_references_as_secrets`]); and
+//! \[beyond\] each server's `sandbox` and `writable` settled by origin ([`settle_server_sandbox`]: a
+//! project server is confined and may not say otherwise, and writes only beneath the workspace),
+//! its `cwd` likewise ([`settle_server_cwd`]), and the variables its entry read
+//! ([`note_server_variables`], for the approval card).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
