@@ -110,7 +110,10 @@ fn list_without_servers() {
     let sandbox = Sandbox::new();
     let out = sandbox.odek(&["ext", "list"], false, None);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).starts_with("no MCP servers configured"));
+    assert_eq!(
+        text(&out.stdout),
+        "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json, or mcpServers to ./.mcp.json)\n"
+    );
 }
 
 #[test]

@@ -22,7 +22,7 @@ use odek_contract::truncation::apply_result_limit;
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use crate::call::{decode_checked_call_result, decode_unless_blocking};
 use crate::catalogue::{Catalogue, Route};
-use crate::connection::{CallOptions, Connection, HttpParams, SpawnParams, cancelled};
+use crate::connection::{CallOptions, Connection, ExitInfo, HttpParams, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, cursor_params, handshake, list_tools,
     registration_checks_quiet,
@@ -998,8 +998,12 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
         // A handshake request whose own timeout fired at the same moment is the same stall.
         Ok(Err(error)) if !(tokio::time::Instant::now() >= deadline && is_deadline_failure(&error)) => {
             let error = explain_startup_failure(server, &connection, error, deadline).await;
+            // A server whose pipes closed is normally exiting: its exit is awaited (briefly)
+            // before odek's shutdown could be taken for its cause.
+            let exit =
+                if closed_connection(&error) { connection.exit_within(EXIT_AT_START_UP_GRACE).await } else { None };
             connection.shutdown().await;
-            let error = exited_at_startup(&connection, error);
+            let error = exited_at_startup(&connection, error, exit);
             if options.sandbox.confines(&server.spec) {
                 options.observer.warning(&server.spec.name, &crate::server_sandbox::startup_hint(&server.spec.name));
             }
@@ -1066,17 +1070,12 @@ fn with_auth_hint(server: &ServerRuntime, failure: RequestFailure) -> RequestFai
 
 /// \[beyond\] A start-up request that failed because the server process went away (its own
 /// exit, not odek's) is reported with the exit status and the last line the server wrote on
-/// stderr — which say why — instead of the transport's wording. Call after the connection's
-/// shutdown, which waits for the exit and the last of stderr.
-fn exited_at_startup(connection: &Connection, error: McpError) -> McpError {
-    let McpError::Request { server, method, failure } = &error else { return error };
-    let closed = matches!(
-        failure,
-        RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch | Cause::Write(_))
-            | RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse)
-    );
-    match connection.exit_info() {
-        Some(exit) if closed && !exit.caused_by_odek => McpError::ExitedAtStartup {
+/// stderr — which say why — instead of the transport's wording. `exit` is how it ended when it
+/// ended before odek's shutdown; call after that shutdown, which waits for the last of stderr.
+fn exited_at_startup(connection: &Connection, error: McpError, exit: Option<ExitInfo>) -> McpError {
+    let McpError::Request { server, method, .. } = &error else { return error };
+    match exit {
+        Some(exit) if !exit.caused_by_odek => McpError::ExitedAtStartup {
             server: server.clone(),
             method,
             status: exit.status,
@@ -1084,6 +1083,22 @@ fn exited_at_startup(connection: &Connection, error: McpError) -> McpError {
         },
         _ => error,
     }
+}
+
+/// How long a server whose pipes closed during start-up is given to exit on its own (1 s).
+const EXIT_AT_START_UP_GRACE: Duration = Duration::from_secs(1);
+
+/// Whether a start-up request failed because the connection closed under it (the server went
+/// away, or closed its end).
+fn closed_connection(error: &McpError) -> bool {
+    matches!(
+        error,
+        McpError::Request {
+            failure: RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch | Cause::Write(_))
+                | RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse),
+            ..
+        }
+    )
 }
 
 fn is_deadline_failure(error: &McpError) -> bool {

@@ -392,6 +392,17 @@ impl Connection {
         *self.exit.borrow()
     }
 
+    /// \[beyond\] The process exit, waited for at most `limit`; `None` when it did not come by
+    /// then, and at once over HTTP (no process).
+    pub async fn exit_within(&self, limit: Duration) -> Option<ExitInfo> {
+        if self.http.is_some() {
+            return None;
+        }
+        let mut exit = self.exit.clone();
+        let exited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
+        exited.ok().and_then(|exit| exit.ok().and_then(|info| *info))
+    }
+
     /// \[beyond\] The last non-blank line the server wrote on stderr, as it was forwarded
     /// (cleaned, redacted); `None` for a server that wrote none, and over HTTP.
     pub fn last_stderr_line(&self) -> Option<String> {
