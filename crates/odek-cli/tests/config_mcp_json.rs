@@ -321,3 +321,54 @@ fn the_approval_error_of_a_url_server_shows_the_url_alone() {
         "odek: project-level MCP server \"remote\" (https://mcp.example.com/mcp) requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively\n"
     );
 }
+
+/// Issue 32 item 4: `cwd`, a key other clients write, is the server's working directory —
+/// relative to the workspace, with a relative `command` taken from it — and a project server's
+/// must stay beneath the workspace; the keys whose meaning is clear are honoured, the others named.
+#[test]
+fn cwd_and_the_keys_of_other_clients_are_honoured_or_named() {
+    let fixture = Fixture::new();
+    let tools = fixture.cwd.join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    let script = tools.join("serve.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\npwd > where\nexec '{}' --conformant\n", odek_test_support::fixture_server().display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let global = json!({"mcp_servers": {"local": {
+        "command": "./serve.sh", "cwd": "tools", "disabled_tools": ["slow"], "startup_timeout_sec": 20, "timeout": 30000,
+    }}});
+    let fixture = mcp_json(
+        fixture.global(&global.to_string()),
+        r#"{"mcpServers": {"escape": {"command": "true", "cwd": "..", "disabled": true}}}"#,
+    );
+    let output = odek(&fixture, &["ext", "list"], true);
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let tools = std::fs::canonicalize(&tools).unwrap();
+    assert_eq!(std::fs::read_to_string(tools.join("where")).unwrap(), format!("{}\n", tools.display()));
+    assert!(stdout.starts_with("escape (project, required: false): disabled\n"), "{stdout}");
+    assert!(stdout.contains("\nlocal (global): ok, protocol 2025-03-26, 4 tool(s)\n"), "{stdout}");
+    assert!(!stdout.contains("local__slow"), "disabled_tools excludes it: {stdout}");
+    let workspace = std::fs::canonicalize(&fixture.cwd).unwrap();
+    for warning in [
+        format!(
+            "odek: warning: {}: mcp server \"local\": \"timeout\": not read (clients disagree on its unit (milliseconds in Gemini CLI, seconds in Cline); set \"timeout_seconds\" (each request) or \"startup_timeout_seconds\")",
+            fixture.global_display()
+        ),
+        format!(
+            "odek: warning: project config: mcp server \"escape\": cwd {} is not beneath the workspace; ignored",
+            workspace.parent().unwrap().display()
+        ),
+    ] {
+        assert!(stderr.lines().any(|line| line == warning), "{warning}\n{stderr}");
+    }
+    let loaded = fixture.load().unwrap();
+    let local = loaded.config.mcp_servers.iter().find(|server| server.name == "local").unwrap();
+    assert_eq!(local.entry.exclude_tools, ["slow"]);
+    assert_eq!(local.entry.startup_timeout_seconds, 20);
+    let escape = loaded.config.mcp_servers.iter().find(|server| server.name == "escape").unwrap();
+    assert!(!escape.entry.is_enabled(), "Cline's \"disabled\": true");
+}
