@@ -12,7 +12,7 @@ use std::sync::Arc;
 use approvals_support::{Fixture, ScriptedConsole, global_server, persisted_keys, project_server, stdio_entry};
 use odek::approvals::{server_approval_key, server_approval_prompt};
 use odek::config::{ConfigSources, load_config};
-use odek_mcp::server_config::ServerEntry;
+use odek_mcp::server_config::{SecretValue, ServerEntry};
 
 const REQUIRED_FS: &str = "project-level MCP server \"fs\" (fs-mcp \"--root /srv\") requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively";
 
@@ -29,17 +29,50 @@ fn stdio_prompt_shows_every_hashed_field() {
         artifact_roots: vec!["/srv/out".into(), "/tmp/a".into()],
         ..stdio_entry("fs-mcp", &["--root", "/srv"])
     };
+    let parent_env = ["PATH".to_owned(), "HOME".to_owned(), "GITHUB_TOKEN".to_owned(), "EDITOR".to_owned()];
     assert_eq!(
-        server_approval_prompt(&project_server("fs", entry)),
-        "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  args:    --root /srv\n  env:\n    A=1\n    B=2\n  timeout_seconds: 60\n  max_result_chars: 5000\n  artifact_roots: /srv/out, /tmp/a\nApprove? [y/N] "
+        server_approval_prompt(&project_server("fs", entry), &parent_env),
+        "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  args:    --root /srv\n  env:\n    A=1\n    B=2\n  timeout_seconds: 60\n  max_result_chars: 5000\n  artifact_roots: /srv/out, /tmp/a\n  environment: A, B, HOME, PATH\nApprove? [y/N] "
+    );
+}
+
+/// \[beyond\] Issue 32: the card lists every variable the server would receive, by name — its
+/// environment and the variables of odek's its `${...}` read — its `cwd`, and a remote server's
+/// headers with their values as the redactor leaves them.
+#[test]
+fn the_prompt_lists_what_of_the_operators_the_server_receives() {
+    const SECRET: &str = "hdr-secret-value-5b0c1f77";
+    odek_contract::redaction::register_secret(SECRET);
+    let mut server = project_server(
+        "fs",
+        ServerEntry { cwd: Some("/work/p/tools".into()), ..stdio_entry("fs-mcp", &["--root", "/home/u"]) },
+    );
+    server.variables = vec!["HOME".into(), "WORKDIR".into()];
+    assert_eq!(
+        server_approval_prompt(&server, &["LANG".to_owned()]),
+        "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  args:    --root /home/u\n  cwd:     /work/p/tools\n  environment: LANG\n  reads odek's variables: HOME, WORKDIR\nApprove? [y/N] "
+    );
+    let http = ServerEntry {
+        url: Some("https://mcp.example/mcp".into()),
+        headers: BTreeMap::from([
+            ("X-Team".to_owned(), SecretValue::new("team-7")),
+            ("X-Trace".to_owned(), SecretValue::new(format!("t-{SECRET}"))),
+        ]),
+        ..ServerEntry::default()
+    };
+    let mut web = project_server("web", http);
+    web.variables = vec!["TEAM".into()];
+    assert_eq!(
+        server_approval_prompt(&web, &["LANG".to_owned()]),
+        "\nProject-level MCP server \"web\" wants to run:\n  url: https://mcp.example/mcp\n  headers:\n    X-Team: team-7\n    X-Trace: t-[REDACTED]\n  reads odek's variables: TEAM\nApprove? [y/N] "
     );
 }
 
 #[test]
 fn minimal_prompts() {
     assert_eq!(
-        server_approval_prompt(&project_server("fs", stdio_entry("fs-mcp", &[]))),
-        "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\nApprove? [y/N] "
+        server_approval_prompt(&project_server("fs", stdio_entry("fs-mcp", &[])), &[]),
+        "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  environment: (none)\nApprove? [y/N] "
     );
     let http = ServerEntry {
         url: Some("https://mcp.example/mcp".into()),
@@ -48,7 +81,7 @@ fn minimal_prompts() {
         ..ServerEntry::default()
     };
     assert_eq!(
-        server_approval_prompt(&project_server("web", http)),
+        server_approval_prompt(&project_server("web", http), &[]),
         "\nProject-level MCP server \"web\" wants to run:\n  url: https://mcp.example/mcp\n  token_env: MCP_TOKEN\n  max_response_bytes: 1024\nApprove? [y/N] "
     );
 }
@@ -58,8 +91,8 @@ fn prompt_values_cannot_repaint_the_terminal() {
     let mut entry = stdio_entry("evil\r  command: fs-mcp\u{1b}[2K", &["--root", "/\u{1b}[8m/etc\u{7}"]);
     entry.env.insert("A".into(), "1\n  timeout_seconds: 5".into());
     assert_eq!(
-        server_approval_prompt(&project_server("fs", entry)),
-        "\nProject-level MCP server \"fs\" wants to run:\n  command: evil\u{fffd}  command: fs-mcp\n  args:    --root //etc\u{fffd}\n  env:\n    A=1\u{fffd}  timeout_seconds: 5\nApprove? [y/N] "
+        server_approval_prompt(&project_server("fs", entry), &[]),
+        "\nProject-level MCP server \"fs\" wants to run:\n  command: evil\u{fffd}  command: fs-mcp\n  args:    --root //etc\u{fffd}\n  env:\n    A=1\u{fffd}  timeout_seconds: 5\n  environment: A\nApprove? [y/N] "
     );
 }
 
@@ -68,7 +101,7 @@ fn accepted_answer_is_persisted_and_not_asked_again() {
     let fixture = Fixture::new();
     let console = ScriptedConsole::interactive(&[Some(" Yes\n")]);
     fixture.approvals(console.clone()).approve_project_servers(&[fs_server()]).unwrap();
-    assert_eq!(console.prompts(), vec![server_approval_prompt(&fs_server())]);
+    assert_eq!(console.prompts(), vec![server_approval_prompt(&fs_server(), &[])]);
     assert_eq!(
         persisted_keys(&fixture.server_approvals_path()),
         vec![server_approval_key(&fixture.cwd, "fs", &fs_server().entry)]
@@ -116,7 +149,7 @@ fn the_prompt_and_the_required_error_redact_known_secrets_red() {
     entry.env.insert("MODE".into(), SECRET.into());
     entry.artifact_roots = vec![format!("/srv/{SECRET}")];
     let server = project_server("leaky", entry);
-    let prompt = server_approval_prompt(&server);
+    let prompt = server_approval_prompt(&server, &[]);
     assert!(prompt.contains("  args:    -c echo [REDACTED]\n"), "{prompt}");
     assert!(prompt.contains("    MODE=[REDACTED]\n"), "{prompt}");
     let err = Fixture::new()

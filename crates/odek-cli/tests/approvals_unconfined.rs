@@ -112,7 +112,7 @@ fn u_is_no_answer_where_the_card_does_not_offer_it_red() {
     let console = ScriptedConsole::interactive(&[Some("u\n")]);
     let error = fixture.approvals(console.clone()).approve_project_servers(&[fs_server()]).unwrap_err();
     assert!(matches!(error, ApprovalError::ServerNotApproved { .. }), "{error}");
-    assert_eq!(console.prompts(), vec![server_approval_prompt(&fs_server())]);
+    assert_eq!(console.prompts(), vec![server_approval_prompt(&fs_server(), &[])]);
     assert!(!fixture.server_approvals_path().exists());
 }
 

@@ -347,7 +347,7 @@ fn substitution_applies_to_every_string_at_any_depth() {
         .load()
         .unwrap();
     assert_eq!(loaded.config.core.model, "from-env");
-    assert_eq!(loaded.config.core.system, "$MODEL_NAME ${MODEL_NAME:-x} .");
+    assert_eq!(loaded.config.core.system, "$MODEL_NAME from-env .");
     let fs_entry = &loaded.config.mcp_servers[0].entry;
     assert_eq!(fs_entry.command.as_deref(), Some("/data/bin/fs"));
     assert_eq!(fs_entry.args, vec!["--root", "/data"]);
@@ -414,10 +414,12 @@ fn type_error_on_a_substituted_value_shows_the_reference_not_the_value_red() {
     assert!(!error.contains("hunter2") && !error.contains("ghp_live"), "{error}");
 }
 
+/// \[beyond\] Issue 32: `env` values expand as Claude Code expands them (`${VAR}`,
+/// `${VAR:-default}`), in every file; keys never do, and a project file still reads no secret.
 #[test]
-fn env_values_not_substituted_red() {
-    let fixture = Fixture::new().env("HOME", "/home/u").env("SAFE", "s");
-    let servers = r#"{"command": "x", "args": ["${SAFE}"], "env": {"A": "${HOME}", "${SAFE}": "${SAFE}"}}"#;
+fn env_values_are_substituted_and_keys_are_not() {
+    let fixture = Fixture::new().env("HOME", "/home/u").env("SAFE", "s").env("DEPLOY_TOKEN", "tok-0123456789");
+    let servers = r#"{"command": "x", "args": ["${SAFE}"], "env": {"A": "${HOME}", "${SAFE}": "${SAFE}", "L": "${LEVEL:-info}", "D": "${DEPLOY_TOKEN}"}}"#;
     let loaded = fixture
         .global(&format!(r#"{{"mcp_servers": {{"g": {servers}}}, "mcpServers": {{"g2": {servers}}}}}"#))
         .project(&format!(r#"{{"mcp_servers": {{"p": {servers}}}, "mcpServers": {{"p2": {servers}}}}}"#))
@@ -425,14 +427,25 @@ fn env_values_not_substituted_red() {
         .unwrap();
     assert_eq!(loaded.config.mcp_servers.len(), 4);
     for server in &loaded.config.mcp_servers {
+        let project = server.name.starts_with('p');
         assert_eq!(server.entry.args, vec!["s"], "{}", server.name);
+        let deploy = if project { "" } else { "tok-0123456789" };
         assert_eq!(
             server.entry.env,
-            BTreeMap::from([("A".to_owned(), "${HOME}".to_owned()), ("${SAFE}".to_owned(), "${SAFE}".to_owned())]),
+            BTreeMap::from([
+                ("A".to_owned(), "/home/u".to_owned()),
+                ("${SAFE}".to_owned(), "s".to_owned()),
+                ("L".to_owned(), "info".to_owned()),
+                ("D".to_owned(), deploy.to_owned()),
+            ]),
             "{}",
             server.name
         );
     }
+    assert_eq!(
+        loaded.warnings,
+        ["./odek.json: ${DEPLOY_TOKEN} not expanded (secret-looking variable in project config)"]
+    );
 }
 
 #[test]

@@ -153,6 +153,28 @@ fn write_secrets_env(sandbox: &Sandbox) {
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
 }
 
+/// `odek run go` as a session with events (arguments included) and odek's variable `name` =
+/// `value`, which must succeed: its output and the events file.
+fn run_recorded(sandbox: &Sandbox, (name, value): (&str, &str)) -> (std::process::Output, std::path::PathBuf) {
+    let sink = sandbox.project.join("events.jsonl");
+    let output = sandbox
+        .command(&["run", "--session", "--events-jsonl", path_str(&sink), "--events-include-args", "go"])
+        .env(name, value)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    (output, sink)
+}
+
+/// The fixture's `env` answer as the model saw it (the first tool result), holding every line.
+fn env_seen(requests: &[odek_test_support::openai::RecordedRequest], lines: &[&str]) -> String {
+    let seen = tool_contents(&requests[1])[0].clone();
+    for line in lines {
+        assert!(seen.contains(line), "{line} missing from {seen}");
+    }
+    seen
+}
+
 #[test]
 fn a_server_gets_its_secrets_and_they_appear_nowhere_else_red() {
     let server = ScriptedServer::start(vec![
@@ -166,24 +188,17 @@ fn a_server_gets_its_secrets_and_they_appear_nowhere_else_red() {
         "mcp_servers": {"fixture": fixture_with_secrets(&sandbox)},
     }));
     write_secrets_env(&sandbox);
-    let sink = sandbox.project.join("events.jsonl");
-    let output = sandbox
-        .command(&["run", "--session", "--events-jsonl", path_str(&sink), "--events-include-args", "go"])
-        .env("FIXTURE_API_TOKEN", ENV_TOKEN)
-        .output()
-        .unwrap();
+    let (output, sink) = run_recorded(&sandbox, ("FIXTURE_API_TOKEN", ENV_TOKEN));
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(0), "{err}");
-
     // What the server received, as the model saw it: every secret there, every value redacted.
     let requests = server.requests();
-    let seen = &tool_contents(&requests[1])[0];
-    for line in ["FIXTURE_API_TOKEN=[REDACTED]", "VENDOR_API_KEY=[REDACTED]", "LITERAL_SECRET=[REDACTED]"] {
-        assert!(seen.contains(line), "{line} missing from {seen}");
-    }
+    let seen = env_seen(
+        &requests,
+        &["FIXTURE_API_TOKEN=[REDACTED]", "VENDOR_API_KEY=[REDACTED]", "LITERAL_SECRET=[REDACTED]"],
+    );
     assert!(!seen.contains("OTHER_TOKEN"), "env keeps the contract's rule: {seen}");
     assert!(err.contains(
-        "odek: warning: mcp server \"fixture\": env override OTHER_TOKEN looks like a secret and was dropped"
+        "odek: warning: mcp server \"fixture\": env override OTHER_TOKEN looks like a secret and was dropped; pass secrets with secret_env"
     ));
 
     let mut everything = vec![stdout(&output), err, std::fs::read_to_string(&sink).unwrap()];
@@ -195,6 +210,69 @@ fn a_server_gets_its_secrets_and_they_appear_nowhere_else_red() {
         }
     }
     assert_eq!(stdout(&output), "the token is [REDACTED]\n");
+}
+
+/// Issue 32 item 4: the Claude Code way of handing a server a key — an `env` entry that is only a
+/// reference to odek's variable (`"X_API_KEY": "${X_API_KEY}"`), in `~/.odek/config.json` — passes
+/// that variable as `secret_env` does (before, the secret-looking name was dropped): received by
+/// the server, redacted wherever odek writes, its name alone in listings. `${VAR:-default}`
+/// fills in for an unset variable; a literal secret-looking value is still dropped, with a
+/// warning that says how to pass one. (In `./.mcp.json` the same entry passes nothing.)
+#[test]
+fn an_env_entry_that_only_references_a_variable_is_passed_like_secret_env_and_redacted() {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_calls(vec![("c1", "fixture__env", "{}")]),
+        Reply::text(format!("the key is {ENV_TOKEN}")),
+    ]);
+    let sandbox = Sandbox::new();
+    let mut entry = sandbox.fixture_server();
+    entry["env"] = json!({
+        "X_API_KEY": "${X_API_KEY}",
+        "FALLBACK_TOKEN": "${UNSET_TOKEN:-fallback-token-value-1234}",
+        "LOG_LEVEL": "${ODEK_TEST_LEVEL:-debug}",
+        "OTHER_TOKEN": LITERAL_TOKEN,
+    });
+    sandbox.global_config(&json!({
+        "base_url": server.base_url(),
+        "model": "test-model",
+        "mcp_servers": {"fixture": entry},
+    }));
+    let (output, sink) = run_recorded(&sandbox, ("X_API_KEY", ENV_TOKEN));
+    let err = stderr(&output);
+    let requests = server.requests();
+    let seen = env_seen(&requests, &["X_API_KEY=[REDACTED]", "FALLBACK_TOKEN=[REDACTED]", "LOG_LEVEL=debug"]);
+    assert!(!seen.contains("OTHER_TOKEN"), "a literal secret is still dropped: {seen}");
+    assert!(
+        err.lines().any(|line| line
+            == "odek: warning: mcp server \"fixture\": env override OTHER_TOKEN looks like a secret and was dropped; \
+                pass secrets with secret_env in ~/.odek/config.json, or there as \"OTHER_TOKEN\": \"${OTHER_TOKEN}\""),
+        "{err}"
+    );
+    let mut everything = vec![stdout(&output), err, std::fs::read_to_string(&sink).unwrap()];
+    everything.extend(sandbox.session_files().iter().map(|path| std::fs::read_to_string(path).unwrap()));
+    everything.extend(requests.iter().map(|request| request.body.to_string()));
+    for text in &everything {
+        for token in [ENV_TOKEN, LITERAL_TOKEN, "fallback-token-value-1234"] {
+            assert!(!text.contains(token), "{token} leaked: {text}");
+        }
+    }
+    assert_eq!(stdout(&output), "the key is [REDACTED]\n");
+
+    let output = sandbox.command(&["ext", "list"]).env("X_API_KEY", ENV_TOKEN).output().unwrap();
+    assert!(stdout(&output).contains("\n  secret_env: FALLBACK_TOKEN, X_API_KEY\n"), "{}", stdout(&output));
+
+    // Unset, it is not passed, and the warning names the entry as written.
+    let output = sandbox.command(&["ext", "call", "fixture__env"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("X_API_KEY"), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "odek: warning: {}: mcp server \"fixture\": env X_API_KEY is empty (is its variable set?); not passed to the server\n",
+            sandbox.home.join(".odek/config.json").display()
+        )),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]

@@ -110,7 +110,10 @@ fn list_without_servers() {
     let sandbox = Sandbox::new();
     let out = sandbox.odek(&["ext", "list"], false, None);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).starts_with("no MCP servers configured"));
+    assert_eq!(
+        text(&out.stdout),
+        "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json, or mcpServers to ./.mcp.json)\n"
+    );
 }
 
 #[test]
@@ -245,7 +248,7 @@ fn jsonl_scripts_timeouts_and_crashes_against_one_process() {
     assert_eq!(records[1]["ok"], false);
     assert_eq!(
         records[1]["error"],
-        "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+        "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded (timeout_seconds: 1)"
     );
     assert_eq!(records[2]["text"], first_pid, "the timed-out process is reused");
     assert_eq!(

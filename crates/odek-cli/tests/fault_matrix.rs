@@ -255,7 +255,7 @@ fn fault_mcp_server_hangs_mid_run() {
         assert_eq!(contents.len(), expected);
         assert!(
             contents.last().unwrap().contains(
-                "error: mcpclient fixture: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+                "error: mcpclient fixture: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded (timeout_seconds: 1)"
             ),
             "{contents:?}"
         );

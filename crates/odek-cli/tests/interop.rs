@@ -182,7 +182,8 @@ fn everything_server_tools_answer_through_odek() {
     assert_eq!(env["INTEROP_MARK"], run_mark);
     assert!(
         run.stderr_lines().contains(
-            &"odek: warning: mcp server \"everything\": env override INTEROP_TOKEN looks like a secret and was dropped"
+            &"odek: warning: mcp server \"everything\": env override INTEROP_TOKEN looks like a secret and was dropped; \
+              pass secrets with secret_env in ~/.odek/config.json, or there as \"INTEROP_TOKEN\": \"${INTEROP_TOKEN}\""
         ),
         "{}",
         run.stderr
@@ -191,7 +192,7 @@ fn everything_server_tools_answer_through_odek() {
     assert_eq!(
         error_text(&records[8]),
         "mcpclient everything: tools/call: MCP request outcome unknown after dispatch; verify remote state \
-         before retrying: context deadline exceeded"
+         before retrying: context deadline exceeded (timeout_seconds: 3)"
     );
     assert_eq!(ok_text(&records[9]), "Echo: still here");
     assert!(!process_with_env_exists("INTEROP_MARK", &run_mark), "the server outlived odek");
@@ -620,7 +621,7 @@ fn python_sdk_server_timeout_crash_and_tool_list_changes_in_one_session() {
     else {
         return;
     };
-    // Long enough for the SDK's imports on a loaded machine: the handshake runs under it too.
+    // Shorter than the sleep below; the handshake has the start-up deadline, not this.
     let project = python_project(&servers, 5);
     let (run, records) = project.call_jsonl(&[
         json!({"tool": "py__pid"}),
@@ -642,7 +643,7 @@ fn python_sdk_server_timeout_crash_and_tool_list_changes_in_one_session() {
     assert_eq!(
         error_text(&records[1]),
         "mcpclient py: tools/call: MCP request outcome unknown after dispatch; verify remote state before \
-         retrying: context deadline exceeded"
+         retrying: context deadline exceeded (timeout_seconds: 5)"
     );
     assert_eq!(ok_text(&records[2]), "after the timeout");
     assert_eq!(ok_text(&records[3]), first_pid, "the timed-out server was reused");
@@ -760,9 +761,42 @@ fn everything_server_over_streamable_http_and_legacy_sse_answers_through_odek() 
         assert_eq!(
             error_text(&records[5]),
             "mcpclient everything: tools/call: MCP request outcome unknown after dispatch; verify remote state \
-             before retrying: context deadline exceeded"
+             before retrying: context deadline exceeded (timeout_seconds: 3)"
         );
         assert_eq!(ok_text(&records[6]), "Echo: still here", "{mode}");
+    }
+}
+
+/// [beyond] Issue 32 item 5: `@modelcontextprotocol/server-everything` serving one HTTP transport
+/// while the entry names the other: the error says so and names the `type` to set, and shows no
+/// HTML page.
+#[test]
+fn everything_server_behind_the_wrong_http_type_names_the_type_to_set() {
+    let Some(servers) = Servers::installed("everything_server_behind_the_wrong_http_type_names_the_type_to_set") else {
+        return;
+    };
+    for (mode, configured, error) in [
+        (
+            "sse",
+            "http",
+            "initialize: http 404: [an HTML page, not shown]; the url serves the deprecated HTTP+SSE transport \
+             (a GET opens its event stream): set \"type\": \"sse\" in the server's entry",
+        ),
+        (
+            "streamableHttp",
+            "sse",
+            "initialize: MCP request not dispatched: the url answered the event stream's GET with http 400, so it \
+             is no HTTP+SSE endpoint; if it is a Streamable HTTP endpoint, set \"type\": \"http\"",
+        ),
+    ] {
+        let server = support::everything_http(&servers, mode);
+        let project = Project::new().configure(&json!({ "mcp_servers": { "everything": {
+            "type": configured, "url": server.url, "timeout_seconds": 5,
+        }}}));
+        let run = project.odek(&["ext", "list"]);
+        run.assert_code(1);
+        let expected = format!("odek: mcp server \"everything\": mcpclient everything: {error}");
+        assert!(run.stderr_lines().contains(&expected.as_str()), "{mode}: {}", run.stderr);
     }
 }
 

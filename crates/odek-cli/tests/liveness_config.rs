@@ -80,7 +80,10 @@ fn a_servers_negative_startup_deadline_is_refused() {
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(
-        err.ends_with("odek: mcp server \"fx\": mcpclient fx: startup_timeout_seconds must be >= 0, got -1\n"),
+        err.ends_with(&format!(
+            "odek: mcp server \"fx\": mcpclient fx: startup_timeout_seconds must be >= 0, got -1\n{}\n",
+            odek_mcp::MAKE_OPTIONAL_HINT_ONE
+        )),
         "{err}"
     );
     assert!(server.requests().is_empty());

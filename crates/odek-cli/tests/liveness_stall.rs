@@ -133,7 +133,8 @@ fn an_mcp_server_that_never_finishes_initialize_stalls_the_start_up_red() {
     assert!(
         err.ends_with(
             "odek: run stalled: no progress in mcp_startup for 2s (limit 2s); mcp server \"slow\": mcpclient slow: \
-             start-up (spawn, initialize, tools/list) did not finish within 2s (startup_timeout_seconds)\n"
+             start-up (spawn, initialize, tools/list) did not finish within 2s (startup_timeout_seconds)\n\
+             to let the run go on without this server when it fails, set \"required\": false in its entry\n"
         ),
         "{err}"
     );

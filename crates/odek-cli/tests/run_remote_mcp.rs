@@ -113,3 +113,28 @@ fn a_plain_http_url_beyond_loopback_is_refused_at_startup_red() {
     );
     assert!(model.requests().is_empty());
 }
+
+/// Issue 32 item 5: a 401 says whether a token was sent and where one comes from.
+#[test]
+fn a_refused_token_is_named_as_sent() {
+    for (token, hint) in [
+        (Some(TOKEN), "a bearer token was sent (from token_env ISSUES_TOKEN) and refused"),
+        (None, "no token was sent: token_env ISSUES_TOKEN names a variable that is unset or empty"),
+    ] {
+        let guarded = McpHttpServer::start(McpScript::new().storm(&[401], None));
+        let sandbox = Sandbox::new();
+        sandbox.global_config(&json!({"mcp_servers": {"issues": {"url": guarded.url(), "token_env": "ISSUES_TOKEN"}}}));
+        let mut command = sandbox.command(&["ext", "list"]);
+        if let Some(token) = token {
+            command.env("ISSUES_TOKEN", token);
+        }
+        let output = command.output().unwrap();
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{err}");
+        let expected = format!(
+            "odek: mcp server \"issues\": mcpclient issues: initialize: http 401: storm answer 1: 401 Unauthorized; {hint}"
+        );
+        assert!(err.lines().any(|line| line == expected), "{expected}\n{err}");
+        assert!(!err.contains(TOKEN) && !stdout(&output).contains(TOKEN));
+    }
+}

@@ -24,8 +24,11 @@ pub(crate) const MIN_SECRET_RUNES: usize = 8;
 /// re-running until nothing changes makes redaction idempotent. Real text settles in two.
 const MAX_PASSES: usize = 8;
 
-/// The spec's pattern list, verbatim and in order. Go's `\s` and `\b` are ASCII; see
-/// [`go_to_rust_pattern`] for the translation.
+/// The spec's pattern list, verbatim and in order, then \[beyond\] the credentials that travel as
+/// URLs (issue 32, red team M4): credentials in any URL's userinfo (a password, or a token alone,
+/// as in a Sentry DSN) and the incoming-webhook URLs of Slack, Discord and Microsoft Teams, whose
+/// path is the secret. Go's `\s` and `\b` are ASCII; see [`go_to_rust_pattern`] for the
+/// translation.
 pub const SECRET_PATTERNS: &[&str] = &[
     r"gsk_[a-zA-Z0-9]{32,}",
     r"xai-[a-zA-Z0-9_-]{32,}",
@@ -59,6 +62,12 @@ pub const SECRET_PATTERNS: &[&str] = &[
     r"SG\.[A-Za-z0-9_-]{15,}\.[A-Za-z0-9_-]{30,}",
     r"\b[MNO][A-Za-z0-9_-]{22,27}\.[A-Za-z0-9_-]{5,7}\.[A-Za-z0-9_-]{27,40}\b",
     r#"(?i)\b(?:postgres(?:ql)?|mysql|mongodb(?:\+srv)?|redis|amqps?|mssql|clickhouse)://[^:\s/]+:[^@\s/]{6,}@[^\s'`"]+"#,
+    // [beyond] From here on.
+    r#"(?i)\b[a-z][a-z0-9+.-]{1,31}://[^:@\s/'`"]+:[^@\s/'`"]{6,}@[^\s'`"]+"#,
+    r#"(?i)\b[a-z][a-z0-9+.-]{1,31}://[A-Za-z0-9_-]{20,}@[^\s'`"]+"#,
+    r"(?i)\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}",
+    r"(?i)\bhttps://(?:[a-z0-9-]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}",
+    r#"(?i)\bhttps://[a-z0-9-]+\.webhook\.office\.com/webhookb2/[^\s'`"]+"#,
 ];
 
 /// The compiled list, compiled once per process. A pattern that failed to compile would be

@@ -55,6 +55,17 @@ fn samples() -> Vec<String> {
         format!("SG.{}.{}", alnum(22), alnum(43)),
         format!("M{}.{}.{}", alnum(23), alnum(6), alnum(27)),
         format!("postgres://admin:{}@db.internal:5432/app", alnum(12)),
+        format!("https://deploy:{}@git.internal.example/org/repo.git", alnum(12)),
+        format!("https://{}@o450123.ingest.sentry.io/5501234", "0123456789abcdef".repeat(2)),
+        format!("https://hooks.slack.com/services/T{}/B{}/{}", upper_digits(8), upper_digits(8), alnum(24)),
+        format!("https://discord.com/api/webhooks/{}/{}", digits(18), alnum(68)),
+        format!(
+            "https://contoso.webhook.office.com/webhookb2/{}@{}/IncomingWebhook/{}/{}",
+            alnum(36),
+            alnum(36),
+            alnum(32),
+            alnum(36)
+        ),
     ]
 }
 
@@ -95,6 +106,10 @@ fn near_misses_are_kept() {
         "password: short".to_owned(),
         "the api key is configured".to_owned(),
         "postgres://localhost/app".to_owned(),
+        "ssh://git@github.com/org/repo.git".to_owned(),
+        "https://hooks.slack.com/".to_owned(),
+        "https://discord.com/api/webhooks".to_owned(),
+        "mailto:someone@example.com".to_owned(),
     ] {
         assert_eq!(redactor.redact(&text), text.as_str(), "{text}");
     }

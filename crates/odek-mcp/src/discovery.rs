@@ -104,18 +104,21 @@ pub(crate) struct Discovered {
     pub resources: bool,
 }
 
-/// `initialize`, `notifications/initialized`, then every `tools/list` page. Each request uses the
-/// server's own timeout.
+/// `initialize`, `notifications/initialized`, then every `tools/list` page. \[beyond\] The
+/// requests are bounded by the start-up `deadline` as a whole, not each by the server's per-call
+/// `timeout_seconds`: a server that takes long to come up (a package runner fetching it first)
+/// has the whole start-up deadline for it.
 pub(crate) async fn handshake(
     connection: &Connection,
     client_version: &str,
     stale: &AtomicBool,
     observer: &Arc<dyn McpObserver>,
+    deadline: tokio::time::Instant,
 ) -> Result<Discovered, McpError> {
     let server = connection.server().to_owned();
     let params = initialize_params(client_version);
     let frame = connection
-        .request("initialize", Params::Json(&params), &CallOptions::default())
+        .request_until("initialize", Params::Json(&params), deadline)
         .await
         .map_err(|failure| McpError::Request { server: server.clone(), method: "initialize", failure })?;
     let result: serde_json::Map<String, Value> = parse_object(frame.result_json())
@@ -139,7 +142,9 @@ pub(crate) async fn handshake(
     connection.open_server_stream();
     // A list_changed that arrived before this listing is answered by it.
     stale.store(false, Ordering::Release);
-    let tools = list_tools(connection).await?;
+    let tools = list_pages(&server, &mut StartupPages { connection, deadline })
+        .await
+        .map_err(|error| listing_error(connection, error))?;
     Ok(Discovered { protocol_version, tools, instructions, resources })
 }
 
@@ -191,14 +196,33 @@ struct WireTool {
     annotations: Option<Value>,
 }
 
-/// Every page of `tools/list`, concatenated in page order, within the caps of [`Listing`].
+/// Every page of `tools/list`, concatenated in page order, within the caps of [`Listing`]; each
+/// page within the server's `timeout_seconds` (a re-listing during the run).
 pub(crate) async fn list_tools(connection: &Connection) -> Result<Vec<ListedTool>, McpError> {
-    list_pages(connection.server(), &mut &*connection).await.map_err(|error| match error {
+    list_pages(connection.server(), &mut &*connection).await.map_err(|error| listing_error(connection, error))
+}
+
+fn listing_error(connection: &Connection, error: ListingError<RequestFailure>) -> McpError {
+    match error {
         ListingError::Request(failure) => {
             McpError::Request { server: connection.server().to_owned(), method: "tools/list", failure }
         }
         ListingError::Refused(error) => error,
-    })
+    }
+}
+
+/// The pages of the listing at start-up: every one within the start-up deadline.
+struct StartupPages<'a> {
+    connection: &'a Connection,
+    deadline: tokio::time::Instant,
+}
+
+impl PageSource for StartupPages<'_> {
+    type Failure = RequestFailure;
+
+    async fn request_page(&mut self, params: Params<'_>) -> Result<ResultFrame, RequestFailure> {
+        self.connection.request_until("tools/list", params, self.deadline).await
+    }
 }
 
 /// Where the pages of one listing come from: the client's connection, or the recording

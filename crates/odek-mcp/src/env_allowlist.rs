@@ -59,8 +59,7 @@ where
     let mut warnings = Vec::new();
     for (key, value) in overrides {
         if is_secret_looking(key) {
-            warnings
-                .push(format!("mcp server {}: env override {key} looks like a secret and was dropped", quote(server)));
+            warnings.push(secret_override_dropped(server, key));
         } else if value.is_empty() {
             env.remove(key);
         } else {
@@ -69,6 +68,15 @@ where
     }
     apply_secret_env(&mut env, secret_env);
     (env, warnings)
+}
+
+/// The warning for a secret-looking `env` override: the spec's words, then \[beyond\] how a
+/// server does get a secret (issue 32: a key in `env` was silently useless).
+fn secret_override_dropped(server: &str, key: &str) -> String {
+    format!(
+        "mcp server {}: env override {key} looks like a secret and was dropped; pass secrets with secret_env in ~/.odek/config.json, or there as \"{key}\": \"${{{key}}}\"",
+        quote(server)
+    )
 }
 
 /// [beyond] Applies `secret_env` after the `env` overrides: each name is set to its value whether
@@ -132,8 +140,8 @@ mod tests {
         assert_eq!(
             warnings,
             vec![
-                "mcp server \"srv\": env override MY_API_KEY looks like a secret and was dropped",
-                "mcp server \"srv\": env override TOKENIZERS_PARALLELISM looks like a secret and was dropped",
+                "mcp server \"srv\": env override MY_API_KEY looks like a secret and was dropped; pass secrets with secret_env in ~/.odek/config.json, or there as \"MY_API_KEY\": \"${MY_API_KEY}\"",
+                "mcp server \"srv\": env override TOKENIZERS_PARALLELISM looks like a secret and was dropped; pass secrets with secret_env in ~/.odek/config.json, or there as \"TOKENIZERS_PARALLELISM\": \"${TOKENIZERS_PARALLELISM}\"",
             ]
         );
     }

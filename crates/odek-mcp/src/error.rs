@@ -10,7 +10,8 @@ use crate::caps::{MAX_TOOL_LIST_BYTES, MAX_TOOLS_PER_SERVER};
 /// Why a request never got its answer: the cause part of the dispatched / not-dispatched wording.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
-    DeadlineExceeded,
+    /// The request ran out of time; \[beyond\] the limit that ended it is named.
+    DeadlineExceeded(DeadlineLimit),
     Canceled,
     /// The first write error, sticky for the connection.
     Write(String),
@@ -27,12 +28,15 @@ pub enum Cause {
     SessionExpired,
     /// \[beyond\] HTTP+SSE: the stream never named the endpoint messages go to.
     NoEndpoint,
+    /// \[beyond\] HTTP+SSE: the `url` answered the stream's GET with something else than an
+    /// event stream (`http 405`, a content type): likely a Streamable HTTP endpoint.
+    NotAnEventStream(String),
 }
 
 impl std::fmt::Display for Cause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Cause::DeadlineExceeded => f.write_str("context deadline exceeded"),
+            Cause::DeadlineExceeded(limit) => write!(f, "context deadline exceeded{limit}"),
             Cause::Canceled => f.write_str("context canceled"),
             Cause::Write(error) => write!(f, "write: {error}"),
             Cause::ClosedBeforeDispatch => f.write_str("connection closed before dispatch"),
@@ -41,10 +45,45 @@ impl std::fmt::Display for Cause {
             Cause::RestartLimitExhausted => f.write_str("server process exited and the restart limit (3) is exhausted"),
             Cause::Connect(error) => write!(f, "connect: {error}"),
             Cause::Transport(error) => write!(f, "http: {error}"),
-            Cause::NoEndpoint => f.write_str("the server's event stream named no endpoint (an \"endpoint\" event)"),
+            Cause::NoEndpoint => f.write_str(
+                "the server's event stream named no endpoint (an \"endpoint\" event); if the url is a Streamable HTTP endpoint, set \"type\": \"http\"",
+            ),
+            Cause::NotAnEventStream(answer) => write!(
+                f,
+                "the url answered the event stream's GET with {answer}, so it is no HTTP+SSE endpoint; if it is a Streamable HTTP endpoint, set \"type\": \"http\""
+            ),
             Cause::SessionExpired => {
                 f.write_str("the server ended the session (http 404); the next call starts a new one")
             }
+        }
+    }
+}
+
+/// \[beyond\] Which limit ended a request that ran out of time, shown after the spec's `context
+/// deadline exceeded` so the reader knows what to raise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineLimit {
+    /// The server's per-request `timeout_seconds` (the effective value).
+    Timeout(std::time::Duration),
+    /// The cap on how long progress notifications may keep a request going after its dispatch
+    /// ([`crate::connection::PROGRESS_CAP`]).
+    ProgressCap,
+    /// A deadline of the caller's own; the caller's error says which.
+    Caller,
+}
+
+impl std::fmt::Display for DeadlineLimit {
+    /// The detail after `context deadline exceeded`, with its leading space (none for a caller's
+    /// deadline, which its caller names).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeadlineLimit::Timeout(limit) => write!(f, " (timeout_seconds: {})", limit.as_secs()),
+            DeadlineLimit::ProgressCap => write!(
+                f,
+                " ({}s after dispatch, the most that progress notifications extend a request)",
+                crate::connection::PROGRESS_CAP.as_secs()
+            ),
+            DeadlineLimit::Caller => Ok(()),
         }
     }
 }
@@ -67,6 +106,35 @@ pub enum RequestFailure {
     /// \[beyond\] An HTTP answer that carries no usable response (spec §14's wording).
     #[error("{0}")]
     Http(HttpFailure),
+    /// \[beyond\] A failure with what to do about it after the spec's words: `<failure>; <hint>`
+    /// (a 401 says whether a token was sent, an HTTP+SSE endpoint configured as Streamable HTTP
+    /// names the `type` to set).
+    #[error("{failure}; {hint}")]
+    Hinted { failure: Box<RequestFailure>, hint: String },
+}
+
+impl RequestFailure {
+    /// The `error_class` of a start-up failure of this kind (spec `mcp-client.md` §1).
+    fn error_class(&self) -> &'static str {
+        match self {
+            RequestFailure::NotDispatched(Cause::DeadlineExceeded(_))
+            | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded(_)) => "deadline_exceeded",
+            RequestFailure::ResponseTooLarge { .. } | RequestFailure::Http(HttpFailure::TooLarge { .. }) => {
+                "response_too_large"
+            }
+            RequestFailure::Http(_) | RequestFailure::Rpc { .. } => "protocol_error",
+            RequestFailure::NotDispatched(_) | RequestFailure::OutcomeUnknown(_) => "connection_closed",
+            RequestFailure::Hinted { failure, .. } => failure.error_class(),
+        }
+    }
+
+    /// The failure without the hint [`RequestFailure::Hinted`] adds.
+    pub fn unhinted(&self) -> &RequestFailure {
+        match self {
+            RequestFailure::Hinted { failure, .. } => failure.unhinted(),
+            other => other,
+        }
+    }
 }
 
 /// How an HTTP answer failed a request (spec `mcp-client.md` §14).
@@ -91,6 +159,18 @@ pub enum McpError {
     Config(String),
     #[error("mcpclient {server}: start: {error}")]
     Spawn { server: String, error: String },
+    /// \[beyond\] The OS refused to run the server's command: the spec's `start: <os error>`
+    /// names the command, and a command with a blank in it (a whole command line in `command`)
+    /// is told to put its arguments in `args`.
+    #[error("mcpclient {server}: start {}: {error}{}", quote(command), command_line_hint(command))]
+    StartCommand { server: String, command: String, error: String },
+    /// \[beyond\] The server process ended during start-up, before answering `method`: its exit
+    /// status and the last line it wrote on stderr, instead of the transport's `outcome unknown`.
+    #[error(
+        "mcpclient {server}: {method}: the server exited with status {status} before answering{}",
+        last_stderr_text(last_stderr.as_deref())
+    )]
+    ExitedAtStartup { server: String, method: &'static str, status: i32, last_stderr: Option<String> },
     /// A request that failed in transport or with a JSON-RPC error.
     #[error("mcpclient {server}: {method}: {failure}")]
     Request { server: String, method: &'static str, failure: RequestFailure },
@@ -171,6 +251,29 @@ pub enum McpError {
     /// The startup wrapper `mcp server "<name>": <error>`, never applied twice.
     #[error("{}", startup_text(server, source))]
     Startup { server: String, source: Box<McpError> },
+    /// \[beyond\] The required servers that failed at start-up (never empty), each one's
+    /// startup error on a line of its own, then how to let a run go on without such a server.
+    #[error("{}", required_failures_text(failures))]
+    RequiredServersFailed { failures: Vec<McpError> },
+}
+
+/// The hint after the failures of required servers.
+pub const MAKE_OPTIONAL_HINT_ONE: &str =
+    "to let the run go on without this server when it fails, set \"required\": false in its entry";
+/// The same hint after several failures.
+pub const MAKE_OPTIONAL_HINT_MANY: &str =
+    "to let the run go on without one of these servers when it fails, set \"required\": false in its entry";
+
+/// One line per failure, then the hint — unless every failure is a tool approval nobody could
+/// give, whose own text already says what to do.
+fn required_failures_text(failures: &[McpError]) -> String {
+    let texts: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    let mut text = texts.join("\n");
+    if !failures.iter().all(McpError::unwrapped_is_approval) {
+        text.push('\n');
+        text.push_str(if failures.len() > 1 { MAKE_OPTIONAL_HINT_MANY } else { MAKE_OPTIONAL_HINT_ONE });
+    }
+    text
 }
 
 /// `no MCP server "<server>" offers resources; servers with resources: "a", "b"` (or `: none`).
@@ -225,6 +328,24 @@ fn invalid_tool_names_text(rejected: &[RejectedName]) -> String {
     text
 }
 
+/// After a command that could not be started: a blank in it means a whole command line was
+/// written where the program alone goes (no shell splits it).
+fn command_line_hint(command: &str) -> &'static str {
+    if command.trim().contains(char::is_whitespace) {
+        "; \"command\" is run without a shell: put the program alone in \"command\" and its arguments in \"args\""
+    } else {
+        ""
+    }
+}
+
+/// What a server that exited at start-up last said, as the end of the error.
+fn last_stderr_text(line: Option<&str>) -> String {
+    match line {
+        Some(line) => format!("; its last stderr line: {line}"),
+        None => " (it wrote nothing on stderr)".to_owned(),
+    }
+}
+
 fn startup_text(server: &str, source: &McpError) -> String {
     let prefix = format!("mcp server {}: ", quote(server));
     let inner = source.to_string();
@@ -250,18 +371,10 @@ impl McpError {
             McpError::Config(_) | McpError::Unsupported { .. } => "config",
             McpError::Bounded { class, .. } => class,
             McpError::ApprovalRequired(_) => "approval_required",
-            McpError::Spawn { .. } => "spawn_failed",
+            McpError::Spawn { .. } | McpError::StartCommand { .. } => "spawn_failed",
+            McpError::ExitedAtStartup { .. } => "connection_closed",
             McpError::StartupTimeout { .. } => "stalled",
-            McpError::Request { failure, .. } => match failure {
-                RequestFailure::NotDispatched(Cause::DeadlineExceeded)
-                | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded) => "deadline_exceeded",
-                RequestFailure::ResponseTooLarge { .. } | RequestFailure::Http(HttpFailure::TooLarge { .. }) => {
-                    "response_too_large"
-                }
-                RequestFailure::Http(_) => "protocol_error",
-                RequestFailure::Rpc { .. } => "protocol_error",
-                RequestFailure::NotDispatched(_) | RequestFailure::OutcomeUnknown(_) => "connection_closed",
-            },
+            McpError::Request { failure, .. } => failure.error_class(),
             McpError::InitializeParse { .. }
             | McpError::ToolsListParse { .. }
             | McpError::RepeatedCursor { .. }
@@ -275,6 +388,7 @@ impl McpError {
             | McpError::RestartRejected { source, .. }
             | McpError::RefreshFailed { source, .. }
             | McpError::Startup { source, .. } => source.error_class(),
+            McpError::RequiredServersFailed { failures } => failures.first().map_or("error", McpError::error_class),
             McpError::ToolReturnedError { .. }
             | McpError::ToolResult { .. }
             | McpError::NoLongerOffered { .. }
@@ -288,7 +402,17 @@ impl McpError {
         match self {
             McpError::StartupTimeout { limit, .. } => Some(*limit),
             McpError::Startup { source, .. } => source.startup_stall(),
+            McpError::RequiredServersFailed { failures } => failures.first().and_then(McpError::startup_stall),
             _ => None,
+        }
+    }
+
+    /// Whether this is (or wraps at start-up) a tool approval nobody could give.
+    fn unwrapped_is_approval(&self) -> bool {
+        match self {
+            McpError::ApprovalRequired(_) => true,
+            McpError::Startup { source, .. } => source.unwrapped_is_approval(),
+            _ => false,
         }
     }
 
@@ -307,11 +431,25 @@ mod tests {
         let err = McpError::Request {
             server: "fx".into(),
             method: "tools/call",
-            failure: RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded),
+            failure: RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded(DeadlineLimit::Caller)),
         };
         assert_eq!(
             err.to_string(),
             "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+        );
+        let timeout = DeadlineLimit::Timeout(std::time::Duration::from_secs(30));
+        let err = McpError::Request {
+            server: "fx".into(),
+            method: "tools/call",
+            failure: RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded(timeout)),
+        };
+        assert_eq!(
+            err.to_string(),
+            "mcpclient fx: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded (timeout_seconds: 30)"
+        );
+        assert_eq!(
+            Cause::DeadlineExceeded(DeadlineLimit::ProgressCap).to_string(),
+            "context deadline exceeded (3600s after dispatch, the most that progress notifications extend a request)"
         );
         let err = McpError::Request {
             server: "fx".into(),

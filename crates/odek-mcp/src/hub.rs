@@ -22,13 +22,13 @@ use odek_contract::truncation::apply_result_limit;
 use crate::approval::{ToolApproval, ToolApprovalRequest, ToolApprover};
 use crate::call::{decode_checked_call_result, decode_unless_blocking};
 use crate::catalogue::{Catalogue, Route};
-use crate::connection::{CallOptions, Connection, HttpParams, SpawnParams, cancelled};
+use crate::connection::{CallOptions, Connection, ExitInfo, HttpParams, SpawnParams, cancelled};
 use crate::discovery::{
     Discovered, ListedTool, ToolDescriptor, check_tool_names, cursor_params, handshake, list_tools,
     registration_checks_quiet,
 };
 use crate::env_allowlist::server_env;
-use crate::error::{Cause, McpError, RequestFailure};
+use crate::error::{Cause, DeadlineLimit, HttpFailure, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
 use crate::resources::{LIST_METHOD, READ_METHOD, decode_read_result, read_params, render_resource_page};
@@ -128,18 +128,18 @@ impl McpHub {
     /// Starts every server (spec §1 steps 4–5): connect and list concurrently, then register in
     /// ascending name order with the name rules, registration checks and per-tool approval. Any
     /// failure of a required server closes every server and fails with
-    /// `mcp server "<name>": <error>`. [beyond] A server with `required: false` that fails is
+    /// `mcp server "<name>": <error>` — \[beyond\] for every required server that failed to
+    /// connect, not only the first, and with how to make a server optional
+    /// ([`McpError::RequiredServersFailed`]). [beyond] A server with `required: false` that fails is
     /// reported ([`report_optional_failure`]) and left out: the hub holds the others, in the same
     /// order, and never starts it later in the run.
     pub async fn start(specs: Vec<ServerSpec>, options: HubOptions) -> Result<McpHub, McpError> {
-        let (hub, mut failures) = Self::start_inner(specs, options, StartMode::FailFast).await;
-        match failures.pop() {
-            None => Ok(hub),
-            Some((_, error)) => {
-                hub.shutdown().await;
-                Err(error)
-            }
+        let (hub, failures) = Self::start_inner(specs, options, StartMode::FailFast).await;
+        if failures.is_empty() {
+            return Ok(hub);
         }
+        hub.shutdown().await;
+        Err(McpError::RequiredServersFailed { failures: failures.into_iter().map(|(_, error)| error).collect() })
     }
 
     /// Starts every server independently and reports each failure instead of stopping; the hub
@@ -229,13 +229,14 @@ impl McpHub {
             });
         }
         for (server, (outcome, connect_time)) in hub.servers.iter().zip(connected) {
-            if failed_required {
-                if let Ok((connection, ..)) = outcome {
-                    connection.shutdown().await;
-                }
-                continue;
-            }
             let result = match outcome {
+                // A required server failed: the run will not start, so nothing more is registered
+                // (and nobody is asked to approve tools), but every server that failed to connect
+                // is still reported.
+                Ok((connection, ..)) if failed_required => {
+                    connection.shutdown().await;
+                    continue;
+                }
                 Ok((connection, handshake, prepared)) => {
                     hub.register_started(server, connection, handshake, prepared, connect_time).await
                 }
@@ -590,7 +591,7 @@ impl McpHub {
             () = cancelled(options.cancel.as_ref()) => Err(not_dispatched(Cause::Canceled)),
             connection = until(options.deadline, self.connection_for_call(server, purpose)) => match connection {
                 Some(connection) => connection,
-                None => Err(not_dispatched(Cause::DeadlineExceeded)),
+                None => Err(not_dispatched(Cause::DeadlineExceeded(DeadlineLimit::Caller))),
             },
         }
     }
@@ -851,7 +852,7 @@ fn request_error(server: &ServerRuntime, method: &'static str, tool: &str, failu
         RequestFailure::Rpc { code, message } => {
             RequestFailure::Rpc { code, message: cap_error_text(&message, &result_context(server, tool)).text }
         }
-        other => other,
+        other => with_auth_hint(server, other),
     };
     McpError::Request { server: server.spec.name.clone(), method, failure }
 }
@@ -875,7 +876,7 @@ async fn decode_off_workers<T: Send + 'static>(
         biased;
         () = cancelled(options.cancel.as_ref()) => Err(Abandoned::Cause(Cause::Canceled)),
         decoded = until(options.deadline, decoding) => match decoded {
-            None => Err(Abandoned::Cause(Cause::DeadlineExceeded)),
+            None => Err(Abandoned::Cause(Cause::DeadlineExceeded(DeadlineLimit::Caller))),
             Some(Ok(decoded)) => Ok(decoded),
             Some(Err(join)) => Err(Abandoned::Failed(format!("decoding the result failed: {join}"))),
         },
@@ -996,14 +997,19 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
     let limit = server.spec.limits.startup_timeout.unwrap_or(options.startup_timeout);
     let deadline = tokio::time::Instant::now() + limit;
     let connection = spawn(server, options)?;
-    let handshake = handshake(&connection, &options.client_version, &server.stale, &options.observer);
+    let handshake = handshake(&connection, &options.client_version, &server.stale, &options.observer, deadline);
     let error = match tokio::time::timeout_at(deadline, handshake).await {
         Ok(Ok(discovered)) => return Ok((connection, discovered)),
         // A handshake request whose own timeout fired at the same moment is the same stall.
         Ok(Err(error)) if !(tokio::time::Instant::now() >= deadline && is_deadline_failure(&error)) => {
+            let error = explain_startup_failure(server, &connection, error, deadline).await;
+            // A server whose pipes closed is normally exiting: its exit is awaited (briefly)
+            // before odek's shutdown could be taken for its cause.
+            let exit =
+                if closed_connection(&error) { connection.exit_within(EXIT_AT_START_UP_GRACE).await } else { None };
             connection.shutdown().await;
             options.sandbox.hint_startup_failure(&server.spec, options.observer.as_ref());
-            return Err(error);
+            return Err(exited_at_startup(&connection, error, exit));
         }
         Ok(Err(_)) | Err(_) => McpError::StartupTimeout { server: server.spec.name.clone(), limit },
     };
@@ -1013,12 +1019,97 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
     Err(error)
 }
 
+/// Longest wait for the probe that tells an HTTP+SSE endpoint from a Streamable HTTP one.
+const LEGACY_PROBE_LIMIT: Duration = Duration::from_secs(5);
+
+/// \[beyond\] A failed start-up request with what to do about it: a 401 says whether a token
+/// was sent ([`with_auth_hint`]); an `initialize` that a Streamable HTTP entry's url refused
+/// (400, 404, 405) while it serves an event stream to a GET is an HTTP+SSE endpoint, and the
+/// error names the `type` to set. Call while the connection is open (the probe uses it).
+async fn explain_startup_failure(
+    server: &ServerRuntime,
+    connection: &Connection,
+    error: McpError,
+    deadline: tokio::time::Instant,
+) -> McpError {
+    let McpError::Request { server: name, method, failure } = error else { return error };
+    let refused = matches!(failure.unhinted(), RequestFailure::Http(HttpFailure::Status { code: 400 | 404 | 405, .. }));
+    let limit = deadline.saturating_duration_since(tokio::time::Instant::now()).min(LEGACY_PROBE_LIMIT);
+    let failure = if method == "initialize" && refused && connection.serves_legacy_sse(limit).await {
+        RequestFailure::Hinted {
+            failure: Box::new(failure),
+            hint: "the url serves the deprecated HTTP+SSE transport (a GET opens its event stream): set \"type\": \"sse\" in the server's entry".to_owned(),
+        }
+    } else {
+        with_auth_hint(server, failure)
+    };
+    McpError::Request { server: name, method, failure }
+}
+
+/// \[beyond\] A 401 from a remote server says whether a bearer token was sent and where one
+/// comes from (`token_env`, `headers`); other failures are returned as they are.
+fn with_auth_hint(server: &ServerRuntime, failure: RequestFailure) -> RequestFailure {
+    let Transport::Http { endpoint, token_env, .. } = &server.spec.transport else { return failure };
+    if !matches!(failure.unhinted(), RequestFailure::Http(HttpFailure::Status { code: 401, .. })) {
+        return failure;
+    }
+    let headers: Vec<&str> = endpoint.headers.iter().map(|(name, _)| name.as_str()).collect();
+    let hint = if server.token.is_some() {
+        format!("a bearer token was sent (from token_env {token_env}) and refused")
+    } else if headers.iter().any(|name| name.eq_ignore_ascii_case("authorization")) {
+        "a token was sent (the Authorization header of \"headers\") and refused".to_owned()
+    } else if !token_env.is_empty() {
+        format!("no token was sent: token_env {token_env} names a variable that is unset or empty")
+    } else if !headers.is_empty() {
+        format!(
+            "no bearer token was sent, only the headers {}; set \"token_env\" to the variable holding a token, or check \"headers\"",
+            headers.join(", ")
+        )
+    } else {
+        "no token was sent: set \"token_env\" to the variable holding a bearer token, or give the header the server expects in \"headers\"".to_owned()
+    };
+    RequestFailure::Hinted { failure: Box::new(failure), hint }
+}
+
+/// \[beyond\] A start-up request that failed because the server process went away (its own
+/// exit, not odek's) is reported with the exit status and the last line the server wrote on
+/// stderr — which say why — instead of the transport's wording. `exit` is how it ended when it
+/// ended before odek's shutdown; call after that shutdown, which waits for the last of stderr.
+fn exited_at_startup(connection: &Connection, error: McpError, exit: Option<ExitInfo>) -> McpError {
+    let McpError::Request { server, method, .. } = &error else { return error };
+    match exit {
+        Some(exit) if !exit.caused_by_odek => McpError::ExitedAtStartup {
+            server: server.clone(),
+            method,
+            status: exit.status,
+            last_stderr: connection.last_stderr_line(),
+        },
+        _ => error,
+    }
+}
+
+/// How long a server whose pipes closed during start-up is given to exit on its own (1 s).
+const EXIT_AT_START_UP_GRACE: Duration = Duration::from_secs(1);
+
+/// Whether a start-up request failed because the connection closed under it (the server went
+/// away, or closed its end).
+fn closed_connection(error: &McpError) -> bool {
+    matches!(
+        error,
+        McpError::Request {
+            failure: RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch | Cause::Write(_))
+                | RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse),
+            ..
+        }
+    )
+}
+
 fn is_deadline_failure(error: &McpError) -> bool {
     matches!(
         error,
         McpError::Request {
-            failure: RequestFailure::NotDispatched(Cause::DeadlineExceeded)
-                | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded),
+            failure: RequestFailure::NotDispatched(Cause::DeadlineExceeded(_))
+                | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded(_)),
             ..
         }
     )
@@ -1054,6 +1145,7 @@ fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>
         timeout: server.spec.limits.timeout,
         stale: Arc::clone(&server.stale),
         observer: Arc::clone(&options.observer),
+        cwd: server.spec.cwd.as_deref(),
     })
 }
 

@@ -63,6 +63,8 @@ pub use discovery::ToolDescriptor;
 pub use discovery::ToolHints;
 /// Why a request failed at the transport.
 pub use error::Cause;
+/// \[beyond\] Which limit ended a request that ran out of time.
+pub use error::DeadlineLimit;
 /// How an HTTP answer failed a request (spec §14's wording).
 pub use error::HttpFailure;
 /// The error of every client operation; its text is the spec's.
@@ -71,6 +73,8 @@ pub use error::McpError;
 pub use error::RejectedName;
 /// How one request failed, and whether it may have reached the server.
 pub use error::RequestFailure;
+/// \[beyond\] The hint after the start-up failure of one required server, and of several.
+pub use error::{MAKE_OPTIONAL_HINT_MANY, MAKE_OPTIONAL_HINT_ONE};
 /// What the hub needs besides the server specs.
 pub use hub::HubOptions;
 /// Every MCP server of a run, started, routed to and shut down together.

@@ -25,6 +25,8 @@ pub struct ServerCommand<'a> {
     pub command: &'a str,
     pub args: &'a [String],
     pub env: &'a BTreeMap<String, String>,
+    /// \[beyond\] The working directory; `None`: odek's own.
+    pub cwd: Option<&'a std::path::Path>,
 }
 
 /// A started server: the child (killed if dropped), its stdin and stdout, and the sink its
@@ -74,6 +76,9 @@ pub fn spawn_server(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(cwd) = command.cwd {
+        process.current_dir(cwd);
+    }
     let mut confinement = sandbox
         .map(|sandbox| sandbox.confine(&mut process))
         .transpose()
@@ -110,6 +115,15 @@ pub async fn finish_confinement(server: &str, confinement: Confinement, observer
     }
 }
 
+/// \[beyond\] An OS error as a person reads it: the system's description without Rust's
+/// `(os error <n>)` suffix (`No such file or directory`); other errors as they display.
+pub fn os_error_text(error: &std::io::Error) -> String {
+    match error.raw_os_error() {
+        Some(code) => nix::errno::Errno::from_raw(code).desc().to_owned(),
+        None => error.to_string(),
+    }
+}
+
 /// How a process ended, as odek reports it: its exit code, `128 + signal` when a signal
 /// killed it, `-1` when neither is known.
 pub fn exit_status(status: &ExitStatus) -> i32 {
@@ -133,7 +147,7 @@ mod tests {
     use crate::observer::StderrObserver;
 
     fn command<'a>(command: &'a str, args: &'a [String], env: &'a BTreeMap<String, String>) -> ServerCommand<'a> {
-        ServerCommand { command, args, env }
+        ServerCommand { command, args, env, cwd: None }
     }
 
     #[test]

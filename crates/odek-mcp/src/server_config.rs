@@ -38,6 +38,10 @@ pub struct ServerEntry {
     pub command: Option<String>,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// \[beyond\] The stdio server's working directory (absolute once loaded: `~/` expanded, a
+    /// relative one taken from the workspace; a project server's only beneath the workspace);
+    /// absent: odek's own.
+    pub cwd: Option<String>,
     pub url: Option<String>,
     pub token_env: Option<String>,
     /// [beyond] Headers sent on every request to a `url` server (`${VAR}` substituted by the
@@ -63,7 +67,8 @@ pub struct ServerEntry {
     /// (which would otherwise reject the whole server) or a tool they don't want offered.
     pub exclude_tools: Vec<String>,
     /// [beyond] `false`: a failure of this server at startup is a warning and the run goes on
-    /// without it. Absent means required (the contract's fail-closed rule).
+    /// without it. Absent means required (the contract's fail-closed rule) — except in a
+    /// Claude-style `mcpServers` map, whose loader makes it `false` (Claude Code's rule).
     pub required: Option<bool>,
     /// [beyond] Variables handed to a stdio server on purpose, past the secret-looking filter of
     /// the environment allowlist: the operator's way to give a server its API key. Honoured only
@@ -173,6 +178,9 @@ pub struct ServerSpec {
     /// \[beyond\] [`ServerEntry::writable`]: what a confined server may write besides the
     /// workspace and the run's temporary directory.
     pub writable: Vec<std::path::PathBuf>,
+    /// \[beyond\] [`ServerEntry::cwd`]: the stdio server's working directory (an existing
+    /// directory); `None`: odek's own.
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 /// Validates one enabled entry (spec `mcp-client.md` §1 step 2): server name, transport, limits.
@@ -212,6 +220,7 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
         }
     };
     let limits = effective_limits(name, entry, &mut warnings)?;
+    let cwd = working_directory(name, entry, &transport, &mut warnings)?;
     let sandbox = entry.sandbox.unwrap_or(false);
     let writable = confined_writable(name, entry)?;
     if matches!(transport, Transport::Http { .. }) && (sandbox || !writable.is_empty()) {
@@ -231,9 +240,36 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             secret_env: entry.secret_env.clone(),
             sandbox,
             writable,
+            cwd,
         },
         warnings,
     ))
+}
+
+/// \[beyond\] `cwd` of a stdio server: an absolute path (the loader resolved it) naming a
+/// directory, checked now so a missing one is named as such rather than as the command that
+/// could not be started there. A `url` server has no process: its `cwd` is ignored with a warning.
+fn working_directory(
+    name: &str,
+    entry: &ServerEntry,
+    transport: &Transport,
+    warnings: &mut Vec<String>,
+) -> Result<Option<std::path::PathBuf>, McpError> {
+    let Some(text) = entry.cwd.as_deref().filter(|text| !text.is_empty()) else { return Ok(None) };
+    if matches!(transport, Transport::Http { .. }) {
+        warnings.push(format!("mcp server {}: url is set; cwd is ignored", odek_contract::quoting::quote(name)));
+        return Ok(None);
+    }
+    let path = std::path::PathBuf::from(text);
+    if !path.is_absolute() {
+        return Err(McpError::Config(format!(
+            "mcpclient {name}: cwd {text:?} must be an absolute path or start with ~/"
+        )));
+    }
+    if !std::fs::metadata(&path).is_ok_and(|metadata| metadata.is_dir()) {
+        return Err(McpError::Config(format!("mcpclient {name}: cwd {text:?} is not a directory")));
+    }
+    Ok(Some(path))
 }
 
 /// \[beyond\] `writable` as paths: each absolute (the loader expanded `~/`) and never `/`.

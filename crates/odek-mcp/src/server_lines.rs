@@ -4,8 +4,8 @@
 //! that drops and counts when full, so a flooding server never blocks and never grows memory.
 //! [beyond] A multi-line log message is forwarded line by line ([`log_message_lines`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
@@ -38,6 +38,9 @@ pub const LOG_MESSAGE_WINDOW_BYTES: usize = 64 * 1024;
 pub struct ServerLineSink {
     queue: mpsc::Sender<String>,
     dropped: Arc<AtomicU64>,
+    /// \[beyond\] The last non-blank stderr line, cleaned: what a server that exits during
+    /// start-up last said ([`ServerLineSink::last_stderr_line`]).
+    last_stderr: Arc<Mutex<Option<String>>>,
 }
 
 impl ServerLineSink {
@@ -66,7 +69,20 @@ impl ServerLineSink {
         if std::thread::Builder::new().name("odek-mcp-stderr".into()).spawn(printer).is_err() {
             tracing::warn!("could not start the MCP stderr printer thread; server lines are dropped");
         }
-        Self { queue, dropped }
+        Self { queue, dropped, last_stderr: Arc::new(Mutex::new(None)) }
+    }
+
+    /// \[beyond\] The last non-blank line the server wrote on stderr, cleaned as forwarded.
+    pub fn last_stderr_line(&self) -> Option<String> {
+        self.last_stderr.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// A cleaned stderr line: kept as the last one (unless blank), then queued.
+    fn send_stderr(&self, line: String) {
+        if !line.trim().is_empty() {
+            *self.last_stderr.lock().unwrap_or_else(PoisonError::into_inner) = Some(line.clone());
+        }
+        self.send(line);
     }
 
     /// Queues a cleaned line; never waits. A full queue drops the line and counts it.
@@ -81,7 +97,7 @@ impl ServerLineSink {
 pub async fn forward_stderr<R: AsyncRead + Unpin>(stderr: R, sink: ServerLineSink) {
     let mut reader = BoundedLineReader::new(stderr, RAW_SERVER_LINE_BYTES, Overflow::Truncate);
     while let Ok(Some(line)) = reader.next_line().await {
-        sink.send(clean_server_line(&line.bytes, line.truncated));
+        sink.send_stderr(clean_server_line(&line.bytes, line.truncated));
     }
 }
 

@@ -44,6 +44,17 @@ async fn hub(entry: ServerEntry) -> (McpHub, Arc<Recorder>) {
     hub_with(entry, Vec::new()).await
 }
 
+/// The error of a start of `entry` alone, as server `web`, which must fail.
+async fn start_error(entry: &ServerEntry) -> String {
+    let recorder = Arc::new(Recorder::default());
+    McpHub::start(vec![spec("web", entry)], options(&recorder, Arc::new(ApproveAll))).await.unwrap_err().to_string()
+}
+
+/// The failure of a start whose one required server failed with `error`.
+fn one_failure(error: &str) -> String {
+    format!("{error}\n{}", odek_mcp::MAKE_OPTIONAL_HINT_ONE)
+}
+
 /// Shuts the hub down and waits for the server to see every connection closed.
 async fn finish(hub: McpHub, server: &McpHttpServer) {
     hub.shutdown().await;
@@ -204,7 +215,7 @@ async fn a_server_that_never_answers_or_dribbles_hits_the_timeout_and_leaves_no_
         let error = call(&hub, "web__t", "").await.unwrap_err();
         assert_eq!(
             error,
-            "mcpclient web: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded"
+            "mcpclient web: tools/call: MCP request outcome unknown after dispatch; verify remote state before retrying: context deadline exceeded (timeout_seconds: 1)"
         );
         assert!(started.elapsed() < LIMIT);
         finish(hub, &server).await;
@@ -255,4 +266,103 @@ async fn a_transport_error_never_shows_the_url_to_the_model_red() {
         assert!(!error.contains("url-secret") && !error.contains("127.0.0.1"), "{error}");
     }
     hub.shutdown().await;
+}
+
+/// Issue 32 item 5: a 401 says whether a token was sent and where one comes from (`token_env`,
+/// `headers`), at start-up and on a call.
+#[tokio::test]
+async fn a_401_says_whether_a_token_was_sent_and_where_one_comes_from() {
+    let server = server(McpScript::new(), |_| ToolAnswer::http(401, "text/plain", "unauthorized"));
+    let refused = "mcpclient web: tools/call: http 401: unauthorized; ";
+    /// An entry, odek's environment, and the hint its 401 gets.
+    type Case = (ServerEntry, Vec<(String, String)>, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            entry(&server),
+            Vec::new(),
+            "no token was sent: set \"token_env\" to the variable holding a bearer token, or give the header the server expects in \"headers\"",
+        ),
+        (
+            ServerEntry { token_env: Some("WEB_TOKEN".into()), ..entry(&server) },
+            vec![("WEB_TOKEN".into(), "tok-0123456789abcdef".into())],
+            "a bearer token was sent (from token_env WEB_TOKEN) and refused",
+        ),
+        (
+            ServerEntry { token_env: Some("WEB_TOKEN".into()), ..entry(&server) },
+            Vec::new(),
+            "no token was sent: token_env WEB_TOKEN names a variable that is unset or empty",
+        ),
+        (
+            ServerEntry {
+                headers: BTreeMap::from([("X-Api-Key".to_owned(), SecretValue::new("key-0123456789"))]),
+                ..entry(&server)
+            },
+            Vec::new(),
+            "no bearer token was sent, only the headers X-Api-Key; set \"token_env\" to the variable holding a token, or check \"headers\"",
+        ),
+        (
+            ServerEntry {
+                headers: BTreeMap::from([("Authorization".to_owned(), SecretValue::new("Bearer tok-0123456789"))]),
+                ..entry(&server)
+            },
+            Vec::new(),
+            "a token was sent (the Authorization header of \"headers\") and refused",
+        ),
+    ];
+    for (entry, env, hint) in cases {
+        let (hub, _) = hub_with(entry, env).await;
+        assert_eq!(call(&hub, "web__t", "").await.unwrap_err(), format!("{refused}{hint}"));
+        hub.shutdown().await;
+    }
+    server.wait_for_open_connections_at_most(0, LIMIT);
+
+    let guarded = McpHttpServer::start(McpScript::new().storm(&[401], None));
+    assert_eq!(
+        start_error(&entry(&guarded)).await,
+        one_failure(
+            "mcp server \"web\": mcpclient web: initialize: http 401: storm answer 1: 401 Unauthorized; no token was sent: set \"token_env\" to the variable holding a bearer token, or give the header the server expects in \"headers\""
+        )
+    );
+}
+
+/// Issue 32 item 5: an error page is not dumped into the error (or the model's context).
+#[tokio::test]
+async fn an_html_error_page_is_not_shown() {
+    let page = "<!DOCTYPE html>\n<html lang=\"en\"><head><title>Error</title></head><body><pre>Cannot POST /mcp</pre></body></html>";
+    let server = server(McpScript::new(), move |args| match args["case"].as_str().unwrap_or_default() {
+        "typed" => ToolAnswer::http(403, "text/html; charset=utf-8", page),
+        _ => ToolAnswer::http(502, "text/plain", page),
+    });
+    let (hub, _) = hub(entry(&server)).await;
+    for (case, status) in [("typed", 403), ("untyped", 502)] {
+        let args = json!({"case": case}).to_string();
+        assert_eq!(
+            call(&hub, "web__t", &args).await.unwrap_err(),
+            format!("mcpclient web: tools/call: http {status}: [an HTML page, not shown]")
+        );
+    }
+    finish(hub, &server).await;
+}
+
+/// Issue 32 item 5: an entry configured for Streamable HTTP whose url serves the deprecated
+/// HTTP+SSE transport (its POST refused, a GET opening an event stream) names the `type` to set,
+/// and so does the reverse.
+#[tokio::test]
+async fn the_wrong_http_transport_names_the_type_to_set() {
+    let legacy = McpHttpServer::start(McpScript::new().without_sessions().storm(&[405], None));
+    assert_eq!(
+        start_error(&entry(&legacy)).await,
+        one_failure(
+            "mcp server \"web\": mcpclient web: initialize: http 405: storm answer 1: 405 Method Not Allowed; the url serves the deprecated HTTP+SSE transport (a GET opens its event stream): set \"type\": \"sse\" in the server's entry"
+        )
+    );
+
+    let streamable = McpHttpServer::start(McpScript::new().without_sessions().without_get_stream());
+    let as_legacy = ServerEntry { kind: Some("sse".into()), ..entry(&streamable) };
+    assert_eq!(
+        start_error(&as_legacy).await,
+        one_failure(
+            "mcp server \"web\": mcpclient web: initialize: MCP request not dispatched: the url answered the event stream's GET with http 405, so it is no HTTP+SSE endpoint; if it is a Streamable HTTP endpoint, set \"type\": \"http\""
+        )
+    );
 }

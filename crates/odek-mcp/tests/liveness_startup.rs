@@ -27,7 +27,10 @@ async fn an_unanswered_initialize_is_a_startup_stall_red() {
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     assert_eq!(
         err.to_string(),
-        "mcp server \"fx\": mcpclient fx: start-up (spawn, initialize, tools/list) did not finish within 1s (startup_timeout_seconds)"
+        format!(
+            "mcp server \"fx\": mcpclient fx: start-up (spawn, initialize, tools/list) did not finish within 1s (startup_timeout_seconds)\n{}",
+            odek_mcp::MAKE_OPTIONAL_HINT_ONE
+        )
     );
     assert_eq!(err.error_class(), "stalled");
     assert_eq!(err.startup_stall(), Some(Duration::from_secs(1)));

@@ -57,7 +57,7 @@ async fn timeout_leaves_the_process_running_and_reusable(transport: Transport) {
     let (hub, recorder) = start(vec![spec("fx", &fixture.entry)]).await;
     let pid = call(&hub, "fx__pid", "").await.unwrap();
     let err = call(&hub, "fx__slow", r#"{"ms":5000}"#).await.unwrap_err();
-    assert_eq!(err, format!("{OUTCOME_UNKNOWN}context deadline exceeded"));
+    assert_eq!(err, format!("{OUTCOME_UNKNOWN}context deadline exceeded (timeout_seconds: 1)"));
     // The server was told (over HTTP in a POST of its own), with reason "timeout", about request
     // 4 (initialize, tools/list and pid came first).
     let told = |line: &str| line == "odek-fixture-server: slow: request 4 cancelled (timeout)";
@@ -308,7 +308,9 @@ async fn server_environment_is_scrubbed_red() {
     let hub = odek_mcp::McpHub::start(vec![spec], options).await.unwrap();
     assert_eq!(
         recorder.warnings(),
-        vec!["mcp server \"fx\": env override MY_API_KEY looks like a secret and was dropped".to_owned()]
+        vec![
+            "mcp server \"fx\": env override MY_API_KEY looks like a secret and was dropped; pass secrets with secret_env in ~/.odek/config.json, or there as \"MY_API_KEY\": \"${MY_API_KEY}\"".to_owned()
+        ]
     );
     let env = call(&hub, "fx__env", "").await.unwrap();
     let names: Vec<&str> = env.lines().map(|line| line.split('=').next().unwrap_or_default()).collect();

@@ -122,7 +122,8 @@ pub async fn start_hub(
 }
 
 /// Spec `mcp-client.md` §1 steps 2–5 for `servers`: validate them all, approve the project ones,
-/// then start them; a failure is fatal. \[beyond\] A `required: false` server that fails
+/// then start them; a failure is fatal (\[beyond\] naming every required server that failed
+/// validation, or else every one that failed to start). \[beyond\] A `required: false` server that fails
 /// validation or is not approved is reported (`mcp_server_failed` when it failed, and the
 /// warning) and left out; one that fails to start is left out by the hub the same way.
 pub async fn start_servers(
@@ -133,6 +134,7 @@ pub async fn start_servers(
 ) -> Result<McpHub, RuntimeError> {
     let mut startable = Vec::with_capacity(servers.len());
     let mut specs = Vec::with_capacity(servers.len());
+    let mut invalid = Vec::new();
     for server in servers {
         match validated(&server, observer.as_ref()) {
             Ok(spec) => {
@@ -142,8 +144,12 @@ pub async fn start_servers(
             Err(error) if !server.entry.is_required() => {
                 report_optional_failure(observer.as_ref(), &server.name, &error, Some(error.error_class()));
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => invalid.push(error),
         }
+    }
+    if !invalid.is_empty() {
+        // Every invalid required entry at once, before anything is spawned.
+        return Err(McpError::RequiredServersFailed { failures: invalid }.into());
     }
     let approvals = setup.approvals(console);
     // The prompts block on the terminal: off the async workers, so the stop-signal handlers

@@ -567,7 +567,10 @@ async fn list(json: bool) -> Result<(), CommandError> {
 fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Result<()> {
     let line = |text: &str| sanitise_for_terminal(text, Layout::Line).into_owned();
     if reports.is_empty() {
-        writeln!(out, "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json)")?;
+        writeln!(
+            out,
+            "no MCP servers configured (add mcp_servers to ~/.odek/config.json or ./odek.json, or mcpServers to ./.mcp.json)"
+        )?;
     }
     for report in reports {
         let origin =

@@ -114,12 +114,24 @@ pub fn stdio_entry(command: &str, args: &[&str]) -> ServerEntry {
 }
 
 pub fn project_server(name: &str, entry: ServerEntry) -> McpServerConfig {
-    McpServerConfig { name: name.to_owned(), entry, origin: ServerOrigin::Project, auto_approve_effective: false }
+    McpServerConfig {
+        name: name.to_owned(),
+        entry,
+        origin: ServerOrigin::Project,
+        auto_approve_effective: false,
+        variables: Vec::new(),
+    }
 }
 
 pub fn global_server(name: &str, entry: ServerEntry) -> McpServerConfig {
     let auto_approve_effective = entry.auto_approve;
-    McpServerConfig { name: name.to_owned(), entry, origin: ServerOrigin::Global, auto_approve_effective }
+    McpServerConfig {
+        name: name.to_owned(),
+        entry,
+        origin: ServerOrigin::Global,
+        auto_approve_effective,
+        variables: Vec::new(),
+    }
 }
 
 /// The keys of a persisted approval file, checking its exact layout on the way.

@@ -118,8 +118,8 @@ impl HttpProbe {
     /// also kept in the transcript.
     fn record(&mut self, failure: RequestFailure, during: &str) -> Failure {
         match failure {
-            RequestFailure::NotDispatched(Cause::DeadlineExceeded)
-            | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded) => Failure::Timeout(self.timeout),
+            RequestFailure::NotDispatched(Cause::DeadlineExceeded(_))
+            | RequestFailure::OutcomeUnknown(Cause::DeadlineExceeded(_)) => Failure::Timeout(self.timeout),
             RequestFailure::Rpc { code, message } => Failure::Rpc { code, message },
             RequestFailure::Http(HttpFailure::TooLarge { limit }) => {
                 self.transcript.oversized.get_or_insert((limit, during.to_owned()));

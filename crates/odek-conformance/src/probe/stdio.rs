@@ -79,7 +79,7 @@ impl std::fmt::Debug for StdioProbe {
 impl StdioProbe {
     /// Starts the process and its stdout and stderr readers; sends nothing yet.
     pub fn spawn(launch: &StdioLaunch, transcript: Transcript) -> Result<StdioProbe, String> {
-        let command = ServerCommand { command: &launch.command, args: &launch.args, env: &launch.env };
+        let command = ServerCommand { command: &launch.command, args: &launch.args, env: &launch.env, cwd: None };
         let ServerProcess { child, stdin, stdout, .. } =
             spawn_server(&launch.server, command, Arc::new(StderrObserver), None).map_err(|error| match error {
                 SpawnError::Start(err) => format!("start {}: {err}", launch.command),

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use odek_contract::event_stream::{EventStreamConfig, EventStreamParser};
+use odek_contract::quoting::quote;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -305,8 +306,10 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
     }
     link.note_session(&response);
     if !status.is_success() {
+        let html = content_type(&response) == "text/html";
         let body = read_capped(response, ERROR_BODY_READ_BYTES).await.unwrap_or_default();
-        return fail(RequestFailure::Http(HttpFailure::Status { code: status.as_u16(), body: cut_body(&body) }));
+        let body = if html || looks_like_html(&body) { HTML_BODY.to_owned() } else { cut_body(&body) };
+        return fail(RequestFailure::Http(HttpFailure::Status { code: status.as_u16(), body }));
     }
     let Some(id) = id.filter(|_| link.legacy_endpoint.is_none()) else {
         // A notification's or an answer's 202 (and over HTTP+SSE every message's, the answer
@@ -488,13 +491,28 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
 /// closes the connection (the next call restarts it).
 pub(crate) async fn legacy_stream(shared: Arc<Shared>, link: Arc<HttpLink>) {
     let Some(endpoint) = &link.legacy_endpoint else { return };
-    let opened = match stream_request(&link, None) {
-        Some(request) => request.send().await.ok(),
-        None => None,
-    };
-    let Some(mut response) = opened.filter(is_event_stream) else {
+    let Some(request) = stream_request(&link, None) else {
         shared.close(Closed::Eof);
         return;
+    };
+    let mut response = match request.send().await {
+        Ok(response) if is_event_stream(&response) => response,
+        // Something answered, but no event stream: say what, since it is most likely a
+        // Streamable HTTP endpoint configured as `"type": "sse"`.
+        Ok(response) => {
+            let answer = if response.status().is_success() {
+                format!("content type {}", quote(&content_type(&response)))
+            } else {
+                format!("http {}", response.status().as_u16())
+            };
+            shared.close(Closed::Refused(Cause::NotAnEventStream(answer)));
+            return;
+        }
+        Err(error) => {
+            let cause = if error.is_connect() { Cause::Connect } else { Cause::Transport };
+            shared.close(Closed::Refused(cause(request_error_text(error))));
+            return;
+        }
     };
     let mut parser = EventStreamParser::<Vec<u8>>::new(EventStreamConfig {
         max_event_bytes: shared.max_response_bytes,
@@ -557,12 +575,35 @@ async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Ve
     }
 }
 
+/// \[beyond\] What an error status's body shows when it is an HTML page (a web server's or a
+/// framework's error page): nothing of it, markup says nothing the status does not.
+const HTML_BODY: &str = "[an HTML page, not shown]";
+
+/// Whether a body without an HTML content type is an HTML page all the same.
+fn looks_like_html(body: &[u8]) -> bool {
+    let start = body.trim_ascii_start();
+    let head = &start[..start.len().min(16)];
+    [b"<!doctype html".as_slice(), b"<html"]
+        .iter()
+        .any(|tag| head.len() >= tag.len() && head[..tag.len()].eq_ignore_ascii_case(tag))
+}
+
 /// An error status's body as the error shows it: lossy UTF-8, cut to 512 characters with `...`.
 fn cut_body(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let mut chars = text.chars();
     let shown: String = chars.by_ref().take(ERROR_BODY_CHARS).collect();
     if chars.next().is_some() { format!("{shown}...") } else { shown }
+}
+
+impl HttpLink {
+    /// \[beyond\] Whether the url serves the deprecated HTTP+SSE transport: a GET for an event
+    /// stream, without a session, is answered with one (within `limit`). Asked when an entry
+    /// configured as Streamable HTTP had its `initialize` refused, to name the `type` to set.
+    pub(crate) async fn serves_legacy_sse(&self, limit: Duration) -> bool {
+        let Some(request) = stream_request(self, None) else { return false };
+        matches!(tokio::time::timeout(limit, request.send()).await, Ok(Ok(response)) if is_event_stream(&response))
+    }
 }
 
 /// A failed send: nothing went out when no connection was made; otherwise the outcome is unknown.
@@ -660,5 +701,14 @@ mod tests {
         assert_eq!(cut.chars().count(), 515);
         assert!(cut.ends_with("..."));
         assert_eq!(cut_body(&[0xff, b'a']), "\u{fffd}a");
+    }
+
+    #[test]
+    fn html_pages_are_told_by_their_start() {
+        assert!(looks_like_html(b"  <!DOCTYPE html><html><body><pre>Cannot POST /sse</pre>"));
+        assert!(looks_like_html(b"<HTML><head>"));
+        assert!(!looks_like_html(b"{\"error\": \"<html>\"}"));
+        assert!(!looks_like_html(b"<!doc"));
+        assert!(!looks_like_html(b""));
     }
 }

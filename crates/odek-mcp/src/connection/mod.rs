@@ -26,9 +26,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
-use crate::error::{Cause, McpError, RequestFailure};
+use crate::error::{Cause, DeadlineLimit, McpError, RequestFailure};
 use crate::observer::McpObserver;
-use crate::process::{ServerCommand, ServerProcess, exit_status, kill_process_group, spawn_server};
+use crate::process::{
+    ServerCommand, ServerProcess, SpawnError, exit_status, kill_process_group, os_error_text, spawn_server,
+};
 use crate::server_lines::{ServerLineSink, log_message_lines};
 use crate::wire::{
     Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, integer_id, progress_token,
@@ -90,6 +92,9 @@ enum Closed {
     /// \[beyond\] An HTTP server answered 404 to a request carrying its session id: the session
     /// expired, and the next call starts a new one.
     SessionExpired,
+    /// \[beyond\] HTTP+SSE: the event stream could not be opened, for this reason; nothing was
+    /// sent.
+    Refused(Cause),
 }
 
 impl Closed {
@@ -102,6 +107,7 @@ impl Closed {
             Closed::WriteFailed(error) => RequestFailure::NotDispatched(Cause::Write(error.clone())),
             Closed::SessionExpired if dispatched => RequestFailure::OutcomeUnknown(Cause::SessionExpired),
             Closed::SessionExpired => RequestFailure::NotDispatched(Cause::SessionExpired),
+            Closed::Refused(cause) => RequestFailure::NotDispatched(cause.clone()),
         }
     }
 
@@ -111,6 +117,7 @@ impl Closed {
             Closed::Oversize { .. } => RequestFailure::NotDispatched(Cause::ClosedAfterOversize),
             Closed::WriteFailed(error) => RequestFailure::NotDispatched(Cause::Write(error.clone())),
             Closed::SessionExpired => RequestFailure::NotDispatched(Cause::SessionExpired),
+            Closed::Refused(cause) => RequestFailure::NotDispatched(cause.clone()),
         }
     }
 }
@@ -298,16 +305,26 @@ pub(crate) struct SpawnParams<'a> {
     pub observer: Arc<dyn McpObserver>,
     /// \[beyond\] The sandbox this start of the server is confined in (a fresh one per start).
     pub sandbox: Option<odek_sandbox::Sandbox>,
+    /// \[beyond\] The server's working directory; `None`: odek's own.
+    pub cwd: Option<&'a std::path::Path>,
 }
 
 impl Connection {
     /// Spawns the server (no shell, own process group, scrubbed environment, piped stdio) and
     /// starts its writer, reader, stderr and process-owner tasks. No protocol message is sent yet.
     pub fn spawn(params: SpawnParams<'_>) -> Result<Arc<Connection>, McpError> {
-        let command = ServerCommand { command: params.command, args: params.args, env: params.env };
+        let command = ServerCommand { command: params.command, args: params.args, env: params.env, cwd: params.cwd };
         let ServerProcess { child, stdin, stdout, lines, stderr_task, confinement } =
-            spawn_server(params.server, command, Arc::clone(&params.observer), params.sandbox.as_ref())
-                .map_err(|err| McpError::Spawn { server: params.server.to_owned(), error: err.to_string() })?;
+            spawn_server(params.server, command, Arc::clone(&params.observer), params.sandbox.as_ref()).map_err(
+                |err| match err {
+                    SpawnError::Start(error) => McpError::StartCommand {
+                        server: params.server.to_owned(),
+                        command: params.command.to_owned(),
+                        error: os_error_text(&error),
+                    },
+                    other => McpError::Spawn { server: params.server.to_owned(), error: other.to_string() },
+                },
+            )?;
         let pid = child.id();
 
         let limits = (params.max_response_bytes, params.timeout);
@@ -356,6 +373,15 @@ impl Connection {
         }
     }
 
+    /// \[beyond\] Whether this Streamable HTTP connection's url serves the deprecated HTTP+SSE
+    /// transport instead (see `HttpLink::serves_legacy_sse`); `false` for stdio and HTTP+SSE.
+    pub async fn serves_legacy_sse(&self, limit: Duration) -> bool {
+        match self.http.as_ref().filter(|http| !http.is_legacy()) {
+            Some(http) => http.serves_legacy_sse(limit).await,
+            None => false,
+        }
+    }
+
     /// Whether an HTTP server issued a session id (on `initialize`); never for stdio.
     pub fn session_issued(&self) -> bool {
         self.http.as_ref().is_some_and(|http| http.session().is_some())
@@ -364,6 +390,23 @@ impl Connection {
     /// The process exit, once observed.
     pub fn exit_info(&self) -> Option<ExitInfo> {
         *self.exit.borrow()
+    }
+
+    /// \[beyond\] The process exit, waited for at most `limit`; `None` when it did not come by
+    /// then, and at once over HTTP (no process).
+    pub async fn exit_within(&self, limit: Duration) -> Option<ExitInfo> {
+        if self.http.is_some() {
+            return None;
+        }
+        let mut exit = self.exit.clone();
+        let exited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
+        exited.ok().and_then(|exit| exit.ok().and_then(|info| *info))
+    }
+
+    /// \[beyond\] The last non-blank line the server wrote on stderr, as it was forwarded
+    /// (cleaned, redacted); `None` for a server that wrote none, and over HTTP.
+    pub fn last_stderr_line(&self) -> Option<String> {
+        self.shared.lines.last_stderr_line()
     }
 
     /// True once the connection can no longer answer requests.
@@ -377,7 +420,7 @@ impl Connection {
         let server_exited = |exit: Option<ExitInfo>| exit.is_some_and(|exit| !exit.caused_by_odek);
         match self.shared.closed_reason() {
             Some(Closed::Oversize { .. } | Closed::Shutdown) => false,
-            Some(Closed::SessionExpired) => true,
+            Some(Closed::SessionExpired | Closed::Refused(_)) => true,
             Some(Closed::WriteFailed(_)) => server_exited(self.exit_info()),
             Some(Closed::Eof) => self.exit_info().is_none_or(|exit| !exit.caused_by_odek),
             None => server_exited(self.exit_info()),
@@ -402,13 +445,39 @@ impl Connection {
         .await;
     }
 
-    /// Sends one request and waits for its response. `method` is one of odek's protocol methods
-    /// (written unescaped); `params` is written into the same line buffer.
+    /// Sends one request and waits for its response, within the server's `timeout_seconds`
+    /// (progress extends a `tools/call`) and the caller's bounds. `method` is one of odek's
+    /// protocol methods (written unescaped); `params` is written into the same line buffer.
     pub async fn request(
         &self,
         method: &'static str,
         params: Params<'_>,
         options: &CallOptions,
+    ) -> Result<ResultFrame, RequestFailure> {
+        self.request_bounded(method, params, options, Some(self.shared.timeout)).await
+    }
+
+    /// \[beyond\] As [`Connection::request`], bounded by `deadline` alone, not by the server's
+    /// `timeout_seconds`: the start-up requests (`initialize`, `tools/list`), which the
+    /// start-up deadline bounds as a whole.
+    pub async fn request_until(
+        &self,
+        method: &'static str,
+        params: Params<'_>,
+        deadline: Instant,
+    ) -> Result<ResultFrame, RequestFailure> {
+        let options = CallOptions { deadline: Some(deadline), cancel: None };
+        self.request_bounded(method, params, &options, None).await
+    }
+
+    /// The one request path: `timeout` is the per-request limit (`None`: the caller's deadline
+    /// alone, which must then be set).
+    async fn request_bounded(
+        &self,
+        method: &'static str,
+        params: Params<'_>,
+        options: &CallOptions,
+        timeout: Option<Duration>,
     ) -> Result<ResultFrame, RequestFailure> {
         if let Some(reason) = self.shared.closed_reason() {
             return Err(reason.for_new());
@@ -439,24 +508,26 @@ impl Connection {
             return Err(reason.for_new());
         }
 
-        let timeout = self.shared.timeout;
         let outgoing = Outgoing { bytes, id: Some(id), request: Some(Arc::clone(&state)) };
         // The queue usually has room: only a full queue needs the deadline-bounded wait.
         let sent = match self.shared.writer.try_send(outgoing) {
             Ok(()) => Ok(Ok(())),
             Err(mpsc::error::TrySendError::Closed(_)) => Ok(Err(())),
             Err(mpsc::error::TrySendError::Full(outgoing)) => {
-                let enqueue_deadline = earliest(options.deadline, clock_instant(enqueued_at) + timeout);
+                let enqueue_deadline = request_deadline(&state, options.deadline, timeout);
                 let send = self.shared.writer.send(outgoing);
                 tokio::select! {
                     biased;
                     () = cancelled(options.cancel.as_ref()) => return Err(guard.give_up(Cause::Canceled)),
-                    sent = tokio::time::timeout_at(enqueue_deadline, send) => sent.map(|sent| sent.map_err(|_| ())),
+                    sent = tokio::time::timeout_at(enqueue_deadline.at, send) => sent.map(|sent| sent.map_err(|_| ())),
                 }
             }
         };
         match sent {
-            Err(_elapsed) => return Err(guard.give_up(Cause::DeadlineExceeded)),
+            Err(_elapsed) => {
+                let limit = request_deadline(&state, options.deadline, timeout).limit;
+                return Err(guard.give_up(Cause::DeadlineExceeded(limit)));
+            }
             Ok(Err(())) => {
                 guard.forget();
                 return Err(RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch));
@@ -465,7 +536,7 @@ impl Connection {
         }
 
         loop {
-            let deadline = request_deadline(&state, options.deadline, timeout);
+            let deadline = request_deadline(&state, options.deadline, timeout).at;
             tokio::select! {
                 biased;
                 reply = &mut reply_rx => {
@@ -478,8 +549,9 @@ impl Connection {
                 () = cancelled(options.cancel.as_ref()) => return Err(guard.give_up(Cause::Canceled)),
                 () = tokio::time::sleep_until(deadline) => {
                     // A progress notification may have moved the deadline while we slept.
-                    if request_deadline(&state, options.deadline, timeout) <= Instant::now() {
-                        return Err(guard.give_up(Cause::DeadlineExceeded));
+                    let deadline = request_deadline(&state, options.deadline, timeout);
+                    if deadline.at <= Instant::now() {
+                        return Err(guard.give_up(Cause::DeadlineExceeded(deadline.limit)));
                     }
                 }
             }
@@ -571,7 +643,7 @@ impl PendingGuard<'_> {
         if self.state.phase.compare_exchange(QUEUED, CANCELLED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             return RequestFailure::NotDispatched(cause);
         }
-        let reason = if cause == Cause::DeadlineExceeded { "timeout" } else { "cancelled" };
+        let reason = if matches!(cause, Cause::DeadlineExceeded(_)) { "timeout" } else { "cancelled" };
         self.shared.send_detached(encode_cancelled(self.id, reason));
         RequestFailure::OutcomeUnknown(cause)
     }
@@ -600,16 +672,35 @@ pub(crate) async fn cancelled(token: Option<&CancellationToken>) {
     }
 }
 
-fn earliest(caller: Option<Instant>, own: Instant) -> Instant {
-    caller.map_or(own, |caller| caller.min(own))
+/// When a request runs out of time, and which limit that is.
+#[derive(Debug, Clone, Copy)]
+struct RequestDeadline {
+    at: Instant,
+    limit: DeadlineLimit,
 }
 
-/// `min(caller deadline, last activity + timeout, first dispatch + 3600 s)`.
-fn request_deadline(state: &RequestState, caller: Option<Instant>, timeout: Duration) -> Instant {
-    let activity = clock_instant(state.activity.load(Ordering::Acquire)) + timeout;
+/// `min(caller deadline, last activity + timeout, first dispatch + 3600 s)`, with the limit that
+/// gives it (the caller's when two fall at the same instant). Without a `timeout` only the
+/// caller's deadline bounds the request; without either, a day does (never reached by odek's
+/// own callers, which always give one of the two).
+fn request_deadline(state: &RequestState, caller: Option<Instant>, timeout: Option<Duration>) -> RequestDeadline {
+    const UNBOUNDED: Duration = Duration::from_secs(24 * 3600);
+    let activity = clock_instant(state.activity.load(Ordering::Acquire));
+    let mut own = RequestDeadline {
+        at: activity + timeout.unwrap_or(UNBOUNDED),
+        limit: timeout.map_or(DeadlineLimit::Caller, DeadlineLimit::Timeout),
+    };
     let dispatched_at = state.dispatched_at.load(Ordering::Acquire);
-    let own = if dispatched_at == 0 { activity } else { activity.min(clock_instant(dispatched_at) + PROGRESS_CAP) };
-    earliest(caller, own)
+    if timeout.is_some() && dispatched_at != 0 {
+        let cap = clock_instant(dispatched_at) + PROGRESS_CAP;
+        if cap < own.at {
+            own = RequestDeadline { at: cap, limit: DeadlineLimit::ProgressCap };
+        }
+    }
+    match caller {
+        Some(caller) if caller <= own.at => RequestDeadline { at: caller, limit: DeadlineLimit::Caller },
+        _ => own,
+    }
 }
 
 /// The single writer: one message per write, in queue order; skips requests cancelled while
@@ -753,8 +844,11 @@ fn log_message(shared: &Shared, params: Option<&str>) {
 /// exit, then its process group is killed) and reaps it.
 async fn own_process(shared: Arc<Shared>, mut child: Child, confinement: Option<odek_sandbox::Confinement>) {
     let pid = child.id();
-    let status = tokio::select! {
-        status = child.wait() => status,
+    // Whether odek ended it is decided here, by which came first: a process that exited on its
+    // own stays the server's doing even when odek closes the connection right after (a server
+    // that dies during start-up is then reported with its exit status).
+    let (status, caused_by_odek) = tokio::select! {
+        status = child.wait() => (status, false),
         () = shared.stop.cancelled() => {
             // An exit that already happened was the server's own, not odek's doing.
             if let Ok(Some(status)) = child.try_wait() {
@@ -762,13 +856,14 @@ async fn own_process(shared: Arc<Shared>, mut child: Child, confinement: Option<
                 publish_exit(&shared, Ok(status), false);
                 return;
             }
-            match tokio::time::timeout(WRITER_GRACE + EXIT_GRACE, child.wait()).await {
+            let status = match tokio::time::timeout(WRITER_GRACE + EXIT_GRACE, child.wait()).await {
                 Ok(status) => status,
                 Err(_) => {
                     kill_process_group(pid);
                     child.wait().await
                 }
-            }
+            };
+            (status, true)
         }
     };
     // Whatever the leader left behind in its group goes with it (and, confined, its whole cgroup).
@@ -776,7 +871,6 @@ async fn own_process(shared: Arc<Shared>, mut child: Child, confinement: Option<
     if let Some(confinement) = confinement {
         crate::process::finish_confinement(&shared.server, confinement, shared.observer.as_ref()).await;
     }
-    let caused_by_odek = shared.stop.is_cancelled();
     publish_exit(&shared, status, caused_by_odek);
     if shared.closed_reason().is_none() {
         // Normally stdout reaches EOF right after the exit; a grandchild may hold it open.

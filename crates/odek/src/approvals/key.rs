@@ -7,7 +7,8 @@
 //! `token_env`; `env`/`envval` per variable in ascending byte order of name (for both
 //! transports, as the spec lists it unconditionally); the three limit fields as configured
 //! (before defaulting or clamping); one `artifact_root` per root in ascending byte order;
-//! \[beyond\] one `secret_env` per `secret_env` name in ascending byte order — names only, so a
+//! \[beyond\] `cwd` after the arguments, when set; \[beyond\] one `secret_env` per `secret_env`
+//! name in ascending byte order — names only, so a
 //! rotated token does not re-prompt, and nothing at all when there are none, so every key of an
 //! entry without `secret_env` is the spec's; and for tool keys `tool`, `schema` (hex SHA-256 of
 //! the canonical schema JSON), `description`; \[beyond\] for the approval to run a server
@@ -91,6 +92,10 @@ impl KeyHasher {
                 self.field("command", command.as_bytes());
                 for arg in args {
                     self.field("arg", arg.as_bytes());
+                }
+                // \[beyond\] Only when set, so every other key stays the spec's.
+                if let Some(cwd) = entry.cwd.as_deref().filter(|cwd| !cwd.is_empty()) {
+                    self.field("cwd", cwd.as_bytes());
                 }
             }
         }

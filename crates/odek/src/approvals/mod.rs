@@ -60,19 +60,20 @@ pub enum ApprovalError {
         name: String,
     },
     /// No terminal to ask and no other approval. `target` is the command (stdio) or the url
-    /// (HTTP); `args` the arguments joined by spaces (empty for HTTP).
+    /// (HTTP); `args` the arguments joined by spaces, `None` for HTTP (\[beyond\] a url is shown
+    /// alone, without the spec's `""` of a command without arguments).
     #[error(
-        "project-level MCP server {} ({target} {}) requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively",
+        "project-level MCP server {} ({target}{}) requires explicit approval\nset ODEK_APPROVE_MCP=1 to approve all project MCP servers, or run interactively",
         quote(name),
-        quote(args)
+        args.as_deref().map(|args| format!(" {}", quote(args))).unwrap_or_default()
     )]
     ServerApprovalRequired {
         /// The server's name.
         name: String,
         /// The command (stdio) or the url (HTTP).
         target: String,
-        /// The arguments joined by spaces (empty for HTTP).
-        args: String,
+        /// The arguments joined by spaces; `None` for HTTP.
+        args: Option<String>,
     },
     /// The text the tool approver returns as `ToolApproval::Required`.
     #[error(
@@ -303,7 +304,8 @@ impl McpApprovals {
     /// server: when `offer`, confined (for a package runner, with its registries) and the `u`
     /// answer; for a server the operator's file runs unconfined, that it will.
     fn server_card(&self, server: &McpServerConfig, offer: bool) -> String {
-        let prompt = server_approval_prompt(server);
+        let parent_env: Vec<String> = self.env.keys().cloned().collect();
+        let prompt = server_approval_prompt(server, &parent_env);
         let unconfined_by_operator = self.sandbox_in_force && server.entry.sandbox == Some(false);
         if !offer && !unconfined_by_operator {
             return prompt;
@@ -343,13 +345,13 @@ impl McpApprovals {
 
 fn server_approval_required(server: &McpServerConfig) -> ApprovalError {
     let (target, args) = match ServerLaunch::of(&server.entry) {
-        ServerLaunch::Stdio { command, args } => (command, args.join(" ")),
-        ServerLaunch::Http { url, .. } => (url, String::new()),
+        ServerLaunch::Stdio { command, args } => (command, Some(args.join(" "))),
+        ServerLaunch::Http { url, .. } => (url, None),
     };
     ApprovalError::ServerApprovalRequired {
         name: server.name.clone(),
         target: shown_value(target),
-        args: odek_contract::redaction::redact(&args).into_owned(),
+        args: args.map(|args| odek_contract::redaction::redact(&args).into_owned()),
     }
 }
 
@@ -368,9 +370,13 @@ pub const UNCONFINED_CHOICE_PROMPT: &str = "Approve? [y/N/u] ";
 /// The §13.1 prompt, ending `Approve? [y/N] `. It shows exactly what the server key hashes
 /// (besides the directory and name): the launch fields of the transport in use, the env
 /// overrides sorted by name, the limit fields that are set (non-zero), and the artifact roots.
-/// Every project-supplied value goes through `shown_value`: redacted, and sanitised so it can
-/// neither repaint the prompt nor forge a line of it.
-pub fn server_approval_prompt(server: &McpServerConfig) -> String {
+/// \[beyond\] Then what of the operator's the server would receive, by name: for a process,
+/// every variable of its environment (`parent_env`, odek's variable names, gives the ones the
+/// allowlist forwards), and the variables of odek's its entry read through `${...}`; a remote
+/// server's header values are shown as the redactor leaves them. Every project-supplied value
+/// goes through `shown_value`: redacted, and sanitised so it can neither repaint the prompt nor
+/// forge a line of it.
+pub fn server_approval_prompt(server: &McpServerConfig, parent_env: &[String]) -> String {
     let entry = &server.entry;
     let mut text = format!("\nProject-level MCP server {} wants to run:\n", quote(&server.name));
     match ServerLaunch::of(entry) {
@@ -379,16 +385,20 @@ pub fn server_approval_prompt(server: &McpServerConfig) -> String {
             if !args.is_empty() {
                 text.push_str(&format!("  args:    {}\n", shown_value(&args.join(" "))));
             }
+            if let Some(cwd) = entry.cwd.as_deref().filter(|cwd| !cwd.is_empty()) {
+                text.push_str(&format!("  cwd:     {}\n", shown_value(cwd)));
+            }
         }
         ServerLaunch::Http { url, token_env } => {
             text.push_str(&format!("  url: {}\n", shown_value(url)));
             if !token_env.is_empty() {
                 text.push_str(&format!("  token_env: {}\n", shown_value(token_env)));
             }
-            // Names only: a value may be a credential.
             if !entry.headers.is_empty() {
-                let names: Vec<&str> = entry.headers.keys().map(String::as_str).collect();
-                text.push_str(&format!("  headers: {}\n", shown_value(&names.join(", "))));
+                text.push_str("  headers:\n");
+                for (name, value) in &entry.headers {
+                    text.push_str(&format!("    {}\n", shown_value(&format!("{name}: {}", value.expose()))));
+                }
             }
             if entry.allow_insecure_http {
                 text.push_str("  allow_insecure_http: true\n");
@@ -416,6 +426,16 @@ pub fn server_approval_prompt(server: &McpServerConfig) -> String {
     if !entry.artifact_roots.is_empty() {
         let roots = shown_value(&entry.artifact_roots.join(", "));
         text.push_str(&format!("  artifact_roots: {roots}\n"));
+    }
+    if let ServerLaunch::Stdio { .. } = ServerLaunch::of(entry) {
+        let parent = parent_env.iter().map(|name| (name.clone(), String::new()));
+        let (environment, _) = odek_mcp::env_allowlist::server_env(&server.name, &entry.env, &entry.secret_env, parent);
+        let names: Vec<&str> = environment.keys().map(String::as_str).collect();
+        let names = if names.is_empty() { "(none)".to_owned() } else { names.join(", ") };
+        text.push_str(&format!("  environment: {}\n", shown_value(&names)));
+    }
+    if !server.variables.is_empty() {
+        text.push_str(&format!("  reads odek's variables: {}\n", shown_value(&server.variables.join(", "))));
     }
     text.push_str(APPROVE_PROMPT);
     text

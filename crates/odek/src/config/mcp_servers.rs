@@ -7,20 +7,29 @@
 //! files is fatal too. Across files a project entry replaces the same-named global entry as a
 //! whole and makes the server project-defined. Start at [`merge_mcp_servers`].
 //!
+//! \[beyond\] An entry of a Claude-style map is optional unless it says `"required"`
+//! ([`make_claude_style_optional`]), as Claude Code treats a server that fails.
+//!
 //! Also the \[beyond\] `secret_env` rules of the global file: names a process environment can hold
-//! ([`check_secret_env`]) and every value registered for redaction
-//! ([`register_server_secret_values`]); and \[beyond\] each server's `sandbox` and `writable`
-//! settled by origin ([`settle_server_sandbox`]: a project server is confined and may not say
-//! otherwise — only the operator's own entry for it can ([`project_server_unconfined`]) — writes
-//! only beneath the workspace, and does not choose a package runner's directories or registry).
+//! ([`check_secret_env`]), every value registered for redaction
+//! ([`register_server_secret_values`]), and the `env` entries that pass one of odek's variables
+//! by reference and so are handled as `secret_env` ([`pass_env_references_as_secrets`]); and
+//! \[beyond\] each server's `sandbox` and `writable` settled by origin ([`settle_server_sandbox`]: a
+//! project server is confined and may not say otherwise — only the operator's own entry for it can
+//! ([`project_server_unconfined`]) — writes only beneath the workspace, and does not choose a
+//! package runner's directories or registry), its `cwd` likewise ([`settle_server_cwd`]), and the
+//! variables its entry read ([`note_server_variables`], for the approval card).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use odek_contract::quoting::quote;
+use odek_contract::secret_names::is_secret_looking;
 use odek_mcp::server_config::ServerEntry;
+use serde_json::{Map, Value};
 
 use super::ConfigError;
+use super::substitution::only_reference;
 use super::variable_name::is_variable_name;
 
 /// The keys under which a file may define MCP servers.
@@ -50,22 +59,36 @@ pub struct McpServerConfig {
     pub origin: ServerOrigin,
     /// Whether §13.4 lets this server skip server and per-tool approval prompts.
     pub auto_approve_effective: bool,
+    /// \[beyond\] The names of odek's variables the entry's `${...}` read, in order of first use
+    /// (the server approval card lists them).
+    pub variables: Vec<String>,
 }
 
-/// Joins one file's `mcp_servers` and `mcpServers` maps; a name in both is fatal.
+/// Joins one file's `mcp_servers` and `mcpServers` maps; a name in both is fatal. \[beyond\]
+/// An `mcpServers` entry follows Claude Code's semantics: optional unless it says
+/// `"required": true` ([`make_claude_style_optional`]).
 pub(crate) fn servers_of_file(
     path: &str,
     mcp_servers: Option<BTreeMap<String, ServerEntry>>,
     claude_style: Option<BTreeMap<String, ServerEntry>>,
 ) -> Result<BTreeMap<String, ServerEntry>, ConfigError> {
     let mut servers = mcp_servers.unwrap_or_default();
-    for (name, entry) in claude_style.unwrap_or_default() {
+    for (name, mut entry) in claude_style.unwrap_or_default() {
         if servers.contains_key(&name) {
             return Err(ConfigError::DuplicateServer { path: path.to_owned(), name });
         }
+        make_claude_style_optional(&mut entry);
         servers.insert(name, entry);
     }
     Ok(servers)
+}
+
+/// \[beyond\] A server of a Claude-style map (`mcpServers`, the only map of `./.mcp.json`) is
+/// optional unless its entry says `"required"`: Claude Code goes on without a server that fails,
+/// and a pasted `.mcp.json` should not stop every run over one broken entry. `mcp_servers` keeps
+/// the contract's required default.
+fn make_claude_style_optional(entry: &mut ServerEntry) {
+    entry.required.get_or_insert(false);
 }
 
 /// The project's servers: `./odek.json`'s, then `./.mcp.json`'s. A name in both is fatal (as it
@@ -88,10 +111,12 @@ pub(crate) fn join_project_servers(
 /// \[beyond\] The global file's `secret_env`: every name must be a valid variable name
 /// (`[A-Za-z_][A-Za-z0-9_]*`, fatal otherwise); an empty value — typically a `${VAR}` that is unset
 /// — warns (for an enabled server) and the name is not passed, so a server never starts with an
-/// empty token unannounced. The warning names the variable, never a value.
+/// empty token unannounced. The warning names the variable, never a value, and an entry
+/// `passed_by_reference` ([`pass_env_references_as_secrets`]) as the `env` entry it was written as.
 pub(crate) fn check_secret_env(
     display: &str,
     servers: &BTreeMap<String, ServerEntry>,
+    passed_by_reference: &[(String, String)],
     warnings: &mut Vec<String>,
 ) -> Result<(), ConfigError> {
     for (server, entry) in servers {
@@ -104,14 +129,123 @@ pub(crate) fn check_secret_env(
                 });
             }
             if value.is_empty() && entry.is_enabled() {
+                let by_reference = passed_by_reference.iter().any(|(known, key)| known == server && key == name);
+                let field = if by_reference { "env" } else { "secret_env" };
                 warnings.push(format!(
-                    "{display}: mcp server {}: secret_env {name} is empty (is its variable set?); not passed to the server",
+                    "{display}: mcp server {}: {field} {name} is empty (is its variable set?); not passed to the server",
                     quote(server)
                 ));
             }
         }
     }
     Ok(())
+}
+
+/// \[beyond\] In the operator's file, an `env` entry that the secret filter would drop (a
+/// secret-looking name) but whose value is nothing but a reference to one of odek's variables
+/// (`"X_API_KEY": "${X_API_KEY}"`, or `${NAME:-default}`) is the operator passing that variable
+/// on, as Claude Code lets them: it becomes a `secret_env` entry (expanded, registered for
+/// redaction, its name alone in approval keys and listings) instead of being dropped. A literal
+/// value stays in `env` and is dropped at start-up as the contract says. Returns `(server, name)`
+/// of each entry moved; an entry also in `secret_env` is left to `secret_env`, with a warning.
+/// Runs on the JSON before substitution, so the variables read count among those a project file
+/// may not read.
+pub(crate) fn pass_env_references_as_secrets(
+    display: &str,
+    top: &mut Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Vec<(String, String)> {
+    let mut moved = Vec::new();
+    for map_key in SERVER_MAP_KEYS {
+        let Some(Value::Object(servers)) = top.get_mut(*map_key) else { continue };
+        for (server, entry) in servers.iter_mut() {
+            let Value::Object(fields) = entry else { continue };
+            let Some(Value::Object(env)) = fields.get_mut("env") else { continue };
+            let by_reference: Vec<String> = env
+                .iter()
+                .filter(|(name, value)| is_secret_looking(name) && value.as_str().and_then(only_reference).is_some())
+                .map(|(name, _)| name.clone())
+                .collect();
+            let mut taken = Map::new();
+            for name in by_reference {
+                if let Some(value) = env.remove(&name) {
+                    taken.insert(name, value);
+                }
+            }
+            if taken.is_empty() {
+                continue;
+            }
+            let secret_env = fields.entry("secret_env").or_insert_with(|| Value::Object(Map::new()));
+            if secret_env.is_null() {
+                *secret_env = Value::Object(Map::new());
+            }
+            // A `secret_env` that is no object is refused by the typed decode, naming the key.
+            let Value::Object(secret_env) = secret_env else { continue };
+            for (name, value) in taken {
+                if secret_env.contains_key(&name) {
+                    warnings.push(format!(
+                        "{display}: mcp server {}: {name} is in both env and secret_env; the secret_env value is passed",
+                        quote(server)
+                    ));
+                    continue;
+                }
+                moved.push((server.clone(), name.clone()));
+                secret_env.insert(name, value);
+            }
+        }
+    }
+    moved
+}
+
+/// Gives each merged server the variables its own file's entry read.
+pub(crate) fn note_server_variables(
+    servers: &mut [McpServerConfig],
+    mut global: BTreeMap<String, Vec<String>>,
+    mut project: BTreeMap<String, Vec<String>>,
+) {
+    for server in servers {
+        let read = match server.origin {
+            ServerOrigin::Global => global.remove(&server.name),
+            ServerOrigin::Project => project.remove(&server.name),
+        };
+        server.variables = read.unwrap_or_default();
+    }
+}
+
+/// \[beyond\] Each stdio server's `cwd` (a key other agent CLIs write) resolved as its origin
+/// allows: `~/` expanded, a relative path taken from the workspace, then canonical when it
+/// exists. A project server's must lie beneath the workspace (else it is ignored with a warning,
+/// as a `writable` entry would be): the sandbox confines a project server there anyway. A
+/// command given as a relative path (`./server`) is then resolved from that directory, as a
+/// shell that changed into it would. A directory that does not exist is left for validation to
+/// refuse, naming it.
+pub(crate) fn settle_server_cwd(servers: &mut [McpServerConfig], home: &Path, cwd: &Path, warnings: &mut Vec<String>) {
+    let workspace = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    for server in servers {
+        let entry = &mut server.entry;
+        let Some(text) = entry.cwd.take().filter(|text| !text.is_empty()) else { continue };
+        let resolved = match text.strip_prefix("~/") {
+            Some(rest) => home.join(rest),
+            None if text == "~" => home.to_path_buf(),
+            None => workspace.join(&text),
+        };
+        let resolved = std::fs::canonicalize(&resolved).unwrap_or(resolved);
+        let escapes = resolved.components().any(|part| part == std::path::Component::ParentDir);
+        if server.origin == ServerOrigin::Project && (escapes || !resolved.starts_with(&workspace)) {
+            warnings.push(format!(
+                "project config: mcp server {}: cwd {} is not beneath the workspace; ignored",
+                quote(&server.name),
+                resolved.display()
+            ));
+            continue;
+        }
+        if let Some(command) =
+            entry.command.as_mut().filter(|command| command.contains('/') && !command.starts_with('/'))
+        {
+            *command = resolved.join(&*command).to_string_lossy().into_owned();
+        }
+        entry.cwd = Some(resolved.to_string_lossy().into_owned());
+    }
 }
 
 /// Every `secret_env` value and \[beyond\] every header value of a remote server becomes a known
@@ -140,14 +274,20 @@ pub(crate) fn merge_mcp_servers(
                 entry: entry.clone(),
                 origin: ServerOrigin::Global,
                 auto_approve_effective: entry.auto_approve,
+                variables: Vec::new(),
             };
             (name.clone(), server)
         })
         .collect();
     for (name, entry) in project {
         let auto_approve_effective = project_server_auto_approved(global.get(&name), &entry);
-        let server =
-            McpServerConfig { name: name.clone(), entry, origin: ServerOrigin::Project, auto_approve_effective };
+        let server = McpServerConfig {
+            name: name.clone(),
+            entry,
+            origin: ServerOrigin::Project,
+            auto_approve_effective,
+            variables: Vec::new(),
+        };
         merged.insert(name, server);
     }
     merged.into_values().collect()
@@ -292,6 +432,7 @@ fn same_launch_fields(a: &ServerEntry, b: &ServerEntry) -> bool {
         && a.headers == b.headers
         && a.allow_insecure_http == b.allow_insecure_http
         && a.kind == b.kind
+        && non_empty(&a.cwd) == non_empty(&b.cwd)
 }
 
 fn non_empty(value: &Option<String>) -> Option<&str> {
@@ -382,6 +523,7 @@ mod tests {
             entry: npx.clone(),
             origin,
             auto_approve_effective: false,
+            variables: Vec::new(),
         };
         let mut servers = vec![server(ServerOrigin::Project)];
         let mut warnings = Vec::new();
@@ -420,6 +562,7 @@ mod tests {
             entry,
             origin: ServerOrigin::Project,
             auto_approve_effective: false,
+            variables: Vec::new(),
         };
         let remote = ServerEntry { url: Some("https://mcp.example/mcp".into()), ..ServerEntry::default() };
         let mut servers = vec![server("local", stdio("srv")), server("remote", remote)];

@@ -17,12 +17,14 @@
 //! spec's warnings use. Warnings that the spec words with `~/.odek/…` keep that spelling.
 //!
 //! Processing order for each file: bounded read (5 MiB) → JSON object check → (`./.mcp.json`
-//! only) its server map kept alone → (project only) `secret_env` refused, §9 restrictions and
-//! credential-named headers strip
-//! operator-only keys, `auto_approve` and prices → server entry keys checked (typo warnings,
-//! `type`, `headers`) → `${VAR}` substitution (in project files not of the variables a global
-//! `secret_env` reads) → typed decode of the known keys (a wrong type names the key) → range
-//! checks → merge.
+//! only) its server map kept alone → (global only) secret-looking `env` entries that only
+//! reference a variable become `secret_env` → (project only) `secret_env` refused, §9
+//! restrictions and credential-named headers strip operator-only keys, `auto_approve` and
+//! prices, and secret-looking `env` entries that reference a variable are dropped → server entry
+//! keys checked (typo warnings, `type`, `headers`, the keys of other clients' formats) →
+//! `${VAR}` substitution (in project files never of a secret: by name, by origin or by value) →
+//! typed decode of the known keys (a wrong type names the key) → range checks → merge, then each
+//! server's sandbox and `cwd` settled by its origin.
 
 mod api_key;
 mod core_keys;
@@ -94,11 +96,13 @@ use self::events::{EventsFile, check_events, merge_events};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
-    check_secret_env, join_project_servers, merge_mcp_servers, register_server_secret_values, servers_of_file,
-    settle_server_sandbox,
+    check_secret_env, join_project_servers, merge_mcp_servers, note_server_variables, pass_env_references_as_secrets,
+    register_server_secret_values, servers_of_file, settle_server_cwd, settle_server_sandbox,
 };
 use self::planning::{PlanningFile, merge_planning};
-use self::project_restrictions::{refuse_project_secret_env, strip_credential_headers, strip_operator_only};
+use self::project_restrictions::{
+    refuse_project_env_references, refuse_project_secret_env, strip_credential_headers, strip_operator_only,
+};
 use self::providers::{ProviderFile, check_fallback_models, check_providers};
 use self::sandbox::{SandboxFile, merge_sandbox};
 use self::server_keys::check_server_entries;
@@ -271,31 +275,35 @@ fn load_config_from(sources: &ConfigSources, handed_global: Option<&[u8]>) -> Re
         Some(bytes) => Some(config_object(bytes, &global_display)?),
         None => read_config_object(&global_path, &global_display, Trust::Operator, &mut warnings)?,
     };
+    let mut passed_by_reference = Vec::new();
     let global = match global_object {
-        Some(top) => {
+        Some(mut top) => {
+            passed_by_reference = pass_env_references_as_secrets(&global_display, &mut top, &mut warnings);
             protected.secret_env = secret_env_references(&top);
             parse_config_file(&global_display, top, Trust::Operator, &env, &protected, &mut warnings)?
         }
         None => ParsedFile::default(),
     };
-    check_secret_env(&global_display, &global.servers, &mut warnings)?;
+    check_secret_env(&global_display, &global.servers, &passed_by_reference, &mut warnings)?;
     register_server_secret_values(&global.servers);
     let project_path = sources.project_config_path();
     let project = match read_config_object(&project_path, PROJECT_DISPLAY, Trust::Project, &mut warnings)? {
         Some(top) => parse_config_file(PROJECT_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?,
         None => ParsedFile::default(),
     };
-    let mcp_json_servers =
-        match read_config_object(&sources.mcp_json_path(), MCP_JSON_DISPLAY, Trust::Project, &mut warnings)? {
-            Some(mut top) => {
-                // Only the server map: the rest of the file belongs to whichever CLI wrote it.
-                top.retain(|key, _| key == MCP_JSON_MAP_KEY);
-                parse_config_file(MCP_JSON_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?.servers
-            }
-            None => BTreeMap::new(),
-        };
-    let project_servers = join_project_servers(MCP_JSON_DISPLAY, project.servers, mcp_json_servers)?;
+    let mcp_json = match read_config_object(&sources.mcp_json_path(), MCP_JSON_DISPLAY, Trust::Project, &mut warnings)?
+    {
+        Some(mut top) => {
+            // Only the server map: the rest of the file belongs to whichever CLI wrote it.
+            top.retain(|key, _| key == MCP_JSON_MAP_KEY);
+            parse_config_file(MCP_JSON_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?
+        }
+        None => ParsedFile::default(),
+    };
+    let project_servers = join_project_servers(MCP_JSON_DISPLAY, project.servers, mcp_json.servers)?;
     register_server_secret_values(&project_servers);
+    let mut project_variables = project.server_variables;
+    project_variables.extend(mcp_json.server_variables);
 
     let mut core = CoreConfig::default();
     core.apply_file(&global.core);
@@ -303,7 +311,9 @@ fn load_config_from(sources: &ConfigSources, handed_global: Option<&[u8]>) -> Re
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
     let events = merge_events(global.policy.events.as_ref(), project.policy.events.as_ref(), &mut warnings);
     let mut mcp_servers = merge_mcp_servers(&global.servers, project_servers);
+    note_server_variables(&mut mcp_servers, global.server_variables, project_variables);
     settle_server_sandbox(&mut mcp_servers, &global.servers, &sources.home, &sources.cwd, &mut warnings);
+    settle_server_cwd(&mut mcp_servers, &sources.home, &sources.cwd, &mut warnings);
     // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
     let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
     let tools = merge_tools(global.policy.tools.as_ref(), project.policy.tools.as_ref());
@@ -351,6 +361,8 @@ struct ParsedFile {
     core: CoreFile,
     limits: LimitsFile,
     servers: BTreeMap<String, ServerEntry>,
+    /// Server name → the variables its entry read (`Substituted::server_variables`).
+    server_variables: BTreeMap<String, Vec<String>>,
     policy: PolicySections,
 }
 
@@ -447,16 +459,19 @@ fn parse_config_file(
         refuse_project_secret_env(display, &top)?;
         strip_operator_only(display, &mut top, warnings);
         strip_credential_headers(display, &mut top, warnings);
+        refuse_project_env_references(display, &mut top, warnings);
     }
     check_server_entries(display, &mut top, trust, warnings);
     let mut root = Value::Object(top);
-    let expansions = substitute_config_vars(display, &mut root, env, trust, protected, warnings);
-    decode_config_file(display, &root).map_err(|err| match err {
+    let substituted = substitute_config_vars(display, &mut root, env, trust, protected, warnings);
+    let mut parsed = decode_config_file(display, &root).map_err(|err| match err {
         ConfigError::KeyType { path, key, detail } => {
-            ConfigError::KeyType { path, key, detail: expansions.mask(&detail) }
+            ConfigError::KeyType { path, key, detail: substituted.expansions.mask(&detail) }
         }
         other => other,
-    })
+    })?;
+    parsed.server_variables = substituted.server_variables;
+    Ok(parsed)
 }
 
 /// The typed sections of a file after substitution.
@@ -473,7 +488,7 @@ fn decode_config_file(display: &str, root: &Value) -> Result<ParsedFile, ConfigE
     if let Some(events) = &policy.events {
         check_events(display, events)?;
     }
-    Ok(ParsedFile { core, limits, servers, policy })
+    Ok(ParsedFile { core, limits, servers, server_variables: BTreeMap::new(), policy })
 }
 
 /// The top-level keys that decode into a struct (`null` allowed, meaning absent).

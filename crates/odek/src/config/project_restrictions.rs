@@ -4,7 +4,8 @@
 //!
 //! Handled here: operator-only keys (top level and the nested `skills.dirs`,
 //! `skills.embedding`, `tools.enabled`), `sandbox_*` knobs, `mcp_servers.<name>.auto_approve`, and
-//! prices in `limits`, \[beyond\] credential-named `headers` ([`strip_credential_headers`]); and,
+//! prices in `limits`, \[beyond\] credential-named `headers` ([`strip_credential_headers`]),
+//! \[beyond\] secret-looking `env` entries that read a variable ([`refuse_project_env_references`]); and,
 //! fatal rather than stripped, \[beyond\] `secret_env` in any server entry
 //! ([`refuse_project_secret_env`]). The limit clamp (lower only) needs both files and lives in
 //! [`super::limits`].
@@ -93,6 +94,30 @@ pub(crate) fn strip_credential_headers(display: &str, top: &mut Map<String, Valu
                     ));
                 }
                 !credential
+            });
+        }
+    }
+}
+
+/// \[beyond\] A project file may not hand a server one of odek's secrets through `env` either: a
+/// secret-looking `env` entry whose value reads a variable (`"GITHUB_TOKEN": "${GITHUB_TOKEN}"`,
+/// the usual Claude Code line) is removed with a warning that says where such a variable can be
+/// passed from. (Its variable would not expand in a project file anyway; without this, the entry
+/// would reach the server's environment filter and be dropped there with less to go on.)
+pub(crate) fn refuse_project_env_references(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    for map_key in SERVER_MAP_KEYS {
+        let Some(Value::Object(servers)) = top.get_mut(*map_key) else { continue };
+        for (name, entry) in servers.iter_mut() {
+            let Some(Value::Object(env)) = entry.get_mut("env") else { continue };
+            env.retain(|key, value| {
+                let refused = is_secret_looking(key) && value.as_str().is_some_and(|value| value.contains("${"));
+                if refused {
+                    warnings.push(format!(
+                        "{display}: mcp server {}: env {key} is not passed: a project file cannot give a server odek's secrets (only ~/.odek/config.json can, in env or secret_env)",
+                        quote(name)
+                    ));
+                }
+                !refused
             });
         }
     }
@@ -196,6 +221,25 @@ mod tests {
         }
         let Value::Object(top) = json!({"mcp_servers": {"gh": {"env": {"secret_env": "x"}}}}) else { unreachable!() };
         assert!(refuse_project_secret_env("./odek.json", &top).is_ok());
+    }
+
+    #[test]
+    fn a_project_env_entry_that_reads_a_secret_is_removed_with_a_warning() {
+        let Value::Object(mut top) = json!({"mcpServers": {"gh": {"command": "gh-mcp", "env": {
+            "GITHUB_TOKEN": "${GITHUB_TOKEN}", "X_API_KEY": "pre-${KEY}", "LOG": "${LOG_LEVEL}", "MY_TOKEN": "literal"
+        }}}}) else {
+            unreachable!()
+        };
+        let mut warnings = Vec::new();
+        refuse_project_env_references("./.mcp.json", &mut top, &mut warnings);
+        assert_eq!(top["mcpServers"]["gh"]["env"], json!({"LOG": "${LOG_LEVEL}", "MY_TOKEN": "literal"}));
+        assert_eq!(
+            warnings,
+            [
+                "./.mcp.json: mcp server \"gh\": env GITHUB_TOKEN is not passed: a project file cannot give a server odek's secrets (only ~/.odek/config.json can, in env or secret_env)",
+                "./.mcp.json: mcp server \"gh\": env X_API_KEY is not passed: a project file cannot give a server odek's secrets (only ~/.odek/config.json can, in env or secret_env)",
+            ]
+        );
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The keys of one `mcp_servers.<name>` entry as written, checked at the JSON level before the
-//! entry is decoded: a warning for an unknown key that looks like a typo of a known one (edit
-//! distance ≤ 2, [`likely_typo_of`]), and the keys of the `.mcp.json` format other agent CLIs
-//! write whose meaning depends on the entry, `type` and `headers` ([`check_foreign_keys`]).
-//! Every other unknown key stays silently ignored (the additive rule).
+//! entry is decoded: \[beyond\] the keys other agent CLIs write (Codex's `disabled_tools` and
+//! `startup_timeout_sec`, Gemini CLI's `excludeTools`, Cline's `disabled`, the `timeout` whose unit
+//! they disagree on…) honoured where their meaning is clear or named in a warning
+//! ([`adopt_other_clients_keys`]); a warning for an unknown key that looks like a typo of a known
+//! one (edit distance ≤ 2, [`likely_typo_of`]); and the keys of the `.mcp.json` format whose
+//! meaning depends on the entry, `type` and `headers` ([`check_foreign_keys`]). Every other
+//! unknown key stays silently ignored (the additive rule).
 //!
 //! Start at [`check_server_entries`]; it runs on every file (global, `./odek.json`,
 //! `./.mcp.json`) with the file's display path.
@@ -19,6 +22,7 @@ pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "command",
     "args",
     "env",
+    "cwd",
     "url",
     "token_env",
     "timeout_seconds",
@@ -65,9 +69,124 @@ pub(crate) fn check_server_entries(
             let Value::Object(fields) = entry else {
                 return true;
             };
+            adopt_other_clients_keys(display, name, fields, warnings);
             warn_about_typos(display, name, fields, trust, warnings);
             check_foreign_keys(display, name, fields, warnings)
         });
+    }
+}
+
+/// What odek does with a key other agent CLIs write in a server entry.
+#[derive(Debug, Clone, Copy)]
+enum OtherClientsKey {
+    /// Tool names appended to `exclude_tools` (Codex `disabled_tools`, Gemini CLI
+    /// `excludeTools`).
+    ExcludeTools,
+    /// Seconds into the named odek key, rounded up, unless that key is set (Codex
+    /// `startup_timeout_sec`, `tool_timeout_sec`).
+    Seconds(&'static str),
+    /// Milliseconds into the named odek key, rounded up to whole seconds (Codex
+    /// `startup_timeout_ms`).
+    Milliseconds(&'static str),
+    /// `true` means `"enabled": false` (Cline, Roo Code).
+    Disabled,
+    /// The Streamable HTTP url (Gemini CLI `httpUrl`), into `url` unless that is set.
+    HttpUrl,
+    /// Not read; the warning says why and what to set instead.
+    Unread(&'static str),
+}
+
+/// The keys of other agent CLIs' server entries that mean something odek can honour, or that
+/// it must say it does not (never silently ignored). `cwd` is one of odek's own keys.
+const OTHER_CLIENTS_KEYS: &[(&str, OtherClientsKey)] = &[
+    ("disabled_tools", OtherClientsKey::ExcludeTools),
+    ("excludeTools", OtherClientsKey::ExcludeTools),
+    ("startup_timeout_sec", OtherClientsKey::Seconds("startup_timeout_seconds")),
+    ("tool_timeout_sec", OtherClientsKey::Seconds("timeout_seconds")),
+    ("startup_timeout_ms", OtherClientsKey::Milliseconds("startup_timeout_seconds")),
+    ("disabled", OtherClientsKey::Disabled),
+    ("httpUrl", OtherClientsKey::HttpUrl),
+    (
+        "timeout",
+        OtherClientsKey::Unread(
+            "clients disagree on its unit (milliseconds in Gemini CLI, seconds in Cline); set \"timeout_seconds\" (each request) or \"startup_timeout_seconds\"",
+        ),
+    ),
+    (
+        "enabled_tools",
+        OtherClientsKey::Unread("odek cannot keep only some tools of a server; list the others in \"exclude_tools\""),
+    ),
+    (
+        "includeTools",
+        OtherClientsKey::Unread("odek cannot keep only some tools of a server; list the others in \"exclude_tools\""),
+    ),
+    ("alwaysAllow", OtherClientsKey::Unread("odek asks about each tool once and remembers the answer")),
+    ("trust", OtherClientsKey::Unread("odek asks about each tool once and remembers the answer")),
+];
+
+/// \[beyond\] Applies [`OTHER_CLIENTS_KEYS`] to one entry: each such key is taken out and its
+/// meaning moved to odek's key, or a warning names it. A value of the wrong type is ignored with a
+/// warning; odek's own key, when set, wins (with a warning).
+fn adopt_other_clients_keys(display: &str, name: &str, fields: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    let server = quote(name);
+    for (key, meaning) in OTHER_CLIENTS_KEYS {
+        let Some(value) = fields.remove(*key) else { continue };
+        let mut warn = |text: String| warnings.push(format!("{display}: mcp server {server}: {}: {text}", quote(key)));
+        let own_set = |fields: &Map<String, Value>, own: &str| fields.get(own).is_some_and(|value| !value.is_null());
+        match meaning {
+            OtherClientsKey::ExcludeTools => {
+                let Some(names) = value.as_array().filter(|names| names.iter().all(Value::is_string)) else {
+                    warn("not a list of tool names; ignored".to_owned());
+                    continue;
+                };
+                let exclude = fields.entry("exclude_tools").or_insert_with(|| Value::Array(Vec::new()));
+                match exclude {
+                    Value::Array(excluded) => {
+                        for tool in names {
+                            if !excluded.contains(tool) {
+                                excluded.push(tool.clone());
+                            }
+                        }
+                    }
+                    // `exclude_tools` of the wrong type: the typed decode refuses it by name.
+                    _ => continue,
+                }
+            }
+            OtherClientsKey::Seconds(own) | OtherClientsKey::Milliseconds(own) => {
+                let per_second = if matches!(meaning, OtherClientsKey::Milliseconds(_)) { 1000.0 } else { 1.0 };
+                let Some(amount) = value.as_f64().filter(|amount| amount.is_finite()) else {
+                    warn("not a number; ignored".to_owned());
+                    continue;
+                };
+                if own_set(fields, own) {
+                    warn(format!("ignored: {} is set", quote(own)));
+                    continue;
+                }
+                // Rounded up: a fraction of a second still gets its second. Saturating cast.
+                let seconds = (amount / per_second).ceil() as i64;
+                fields.insert((*own).to_owned(), Value::from(seconds));
+            }
+            OtherClientsKey::Disabled => match value {
+                Value::Bool(disabled) if own_set(fields, "enabled") => {
+                    if fields.get("enabled").and_then(Value::as_bool) == Some(disabled) {
+                        warn("ignored: \"enabled\" is set and says otherwise".to_owned());
+                    }
+                }
+                Value::Bool(disabled) => {
+                    fields.insert("enabled".to_owned(), Value::Bool(!disabled));
+                }
+                Value::Null => {}
+                _ => warn("not a boolean; ignored".to_owned()),
+            },
+            OtherClientsKey::HttpUrl => match value {
+                Value::String(_) if has_url(fields) => warn("ignored: \"url\" is set".to_owned()),
+                Value::String(url) => {
+                    fields.insert("url".to_owned(), Value::String(url));
+                }
+                _ => warn("not a string; ignored".to_owned()),
+            },
+            OtherClientsKey::Unread(why) => warn(format!("not read ({why})")),
+        }
     }
 }
 
@@ -193,7 +312,7 @@ mod tests {
         ] {
             assert_eq!(likely_typo_of(typo), Some(known), "{typo}");
         }
-        for quiet in ["command", "type", "cwd", "description", "disabled", "timeout", "alwaysAllow", "", "x"] {
+        for quiet in ["command", "type", "cwd", "description", "disabled", "timeout", "alwaysAllow", "trust", "", "x"] {
             assert_eq!(likely_typo_of(quiet), None, "{quiet}");
         }
         assert_eq!(likely_typo_of(&"c".repeat(100_000)), None);
@@ -216,6 +335,7 @@ mod tests {
             command,
             args,
             env,
+            cwd,
             url,
             token_env,
             timeout_seconds,
@@ -262,6 +382,39 @@ mod tests {
         check_server_entries("/h/.odek/config.json", &mut top, Trust::Operator, &mut operator);
         assert_eq!(operator.len(), 2, "{operator:?}");
         assert!(operator[1].ends_with("unknown key \"autoApprove\" (did you mean \"auto_approve\"?)"), "{operator:?}");
+    }
+
+    #[test]
+    fn other_clients_keys_are_honoured_or_named() {
+        let Value::Object(mut top) = json!({"mcpServers": {
+            "codex": {"command": "x", "disabled_tools": ["a", "b"], "exclude_tools": ["b"], "startup_timeout_sec": 12.5,
+                      "tool_timeout_sec": 90, "cwd": "tools"},
+            "gemini": {"httpUrl": "https://mcp.example/mcp", "excludeTools": ["rm"], "timeout": 30000, "includeTools": ["x"]},
+            "cline": {"command": "y", "disabled": true, "alwaysAllow": ["read"], "startup_timeout_ms": 1500},
+            "mixed": {"command": "z", "startup_timeout_sec": 5, "startup_timeout_seconds": 60, "disabled": "no"}
+        }}) else {
+            unreachable!()
+        };
+        let mut warnings = Vec::new();
+        check_server_entries("./.mcp.json", &mut top, Trust::Project, &mut warnings);
+        let servers = &top["mcpServers"];
+        assert_eq!(
+            servers["codex"],
+            json!({"command": "x", "exclude_tools": ["b", "a"], "startup_timeout_seconds": 13, "timeout_seconds": 90, "cwd": "tools"})
+        );
+        assert_eq!(servers["gemini"], json!({"url": "https://mcp.example/mcp", "exclude_tools": ["rm"]}));
+        assert_eq!(servers["cline"], json!({"command": "y", "enabled": false, "startup_timeout_seconds": 2}));
+        assert_eq!(servers["mixed"], json!({"command": "z", "startup_timeout_seconds": 60}));
+        assert_eq!(
+            warnings,
+            [
+                "./.mcp.json: mcp server \"cline\": \"alwaysAllow\": not read (odek asks about each tool once and remembers the answer)",
+                "./.mcp.json: mcp server \"gemini\": \"timeout\": not read (clients disagree on its unit (milliseconds in Gemini CLI, seconds in Cline); set \"timeout_seconds\" (each request) or \"startup_timeout_seconds\")",
+                "./.mcp.json: mcp server \"gemini\": \"includeTools\": not read (odek cannot keep only some tools of a server; list the others in \"exclude_tools\")",
+                "./.mcp.json: mcp server \"mixed\": \"startup_timeout_sec\": ignored: \"startup_timeout_seconds\" is set",
+                "./.mcp.json: mcp server \"mixed\": \"disabled\": not a boolean; ignored",
+            ]
+        );
     }
 
     #[test]
