@@ -45,7 +45,7 @@ fn a_confined_server_s_card_offers_to_run_it_unconfined() {
     assert_eq!(
         console.prompts(),
         vec![
-            "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  args:    --root /srv\n  sandbox: confined to the workspace\n  u: approve it to run unconfined instead, with all your files and the network\nApprove? [y/N/u] "
+            "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  args:    --root /srv\n  environment: (none)\n  sandbox: confined to the workspace\n  u: approve it to run unconfined instead, with all your files and the network\nApprove? [y/N/u] "
         ]
     );
     assert_eq!(
@@ -64,7 +64,7 @@ fn a_package_runner_s_card_names_its_cache_and_registry() {
     assert_eq!(
         console.prompts(),
         vec![
-            "\nProject-level MCP server \"everything\" wants to run:\n  command: npx\n  args:    -y @modelcontextprotocol/server-everything\n  sandbox: confined to the workspace; as a package runner (npx) also its own cache and registry.npmjs.org:443\n  u: approve it to run unconfined instead, with all your files and the network\nApprove? [y/N/u] "
+            "\nProject-level MCP server \"everything\" wants to run:\n  command: npx\n  args:    -y @modelcontextprotocol/server-everything\n  environment: (none)\n  sandbox: confined to the workspace; as a package runner (npx) also its own cache and registry.npmjs.org:443\n  u: approve it to run unconfined instead, with all your files and the network\nApprove? [y/N/u] "
         ]
     );
 }
@@ -125,7 +125,7 @@ fn a_server_the_operator_runs_unconfined_says_so_on_its_card() {
     assert_eq!(
         console.prompts(),
         vec![
-            "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  sandbox: none (your ~/.odek/config.json runs it unconfined)\nApprove? [y/N] "
+            "\nProject-level MCP server \"fs\" wants to run:\n  command: fs-mcp\n  environment: (none)\n  sandbox: none (your ~/.odek/config.json runs it unconfined)\nApprove? [y/N] "
         ]
     );
 }
