@@ -9,6 +9,9 @@
 mod mcp_serve_support;
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mcp_serve_support::*;
@@ -113,6 +116,90 @@ fn symlink_out_of_the_root_red() {
     assert_refused(&mut served, "search_files", json!({"pattern": "s3cret", "path": "door"}));
     assert_eq!(std::fs::read_to_string(sandbox.outside.join("secret.txt")).unwrap(), "s3cret-outside");
     assert!(!sandbox.outside.join("planted.txt").exists() && !sandbox.outside.join("not-yet.txt").exists());
+}
+
+/// Swaps each pair of paths (absolute) atomically, over and over, until `stop`; leaves them as
+/// they began. The number of rounds.
+fn keep_swapping(pairs: Vec<(PathBuf, PathBuf)>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    std::thread::spawn(move || {
+        let mut rounds = 0_u64;
+        while !stop.load(Ordering::Relaxed) || rounds % 2 == 1 {
+            for (a, b) in &pairs {
+                // Fails only once the test failed and removed the tree.
+                if renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE).is_err() {
+                    return rounds;
+                }
+            }
+            rounds += 1;
+        }
+        rounds
+    })
+}
+
+/// H1: a component of a checked path — a directory on the way, or the file itself — swapped
+/// for a symlink to outside the root between the check and the use, by a process racing the
+/// calls. Before, the tools opened the checked path by name, so the swap was followed: reads
+/// returned the outside secret and writes landed outside. Now every open walks from the root's
+/// handle without following a symlink: across thousands of calls, nothing outside is read or
+/// written (and the race is shown to have run: calls met both the directory and the symlink).
+#[test]
+fn path_components_swapped_for_symlinks_between_check_and_use_red() {
+    const ROUNDS: usize = 300;
+    let sandbox = Sandbox::new();
+    // What a swapped directory or file would lead a read or write to.
+    let secret = sandbox.outside.join("secret.txt");
+    std::fs::write(&secret, "s3cret-outside\n").unwrap();
+    std::fs::write(sandbox.outside.join("notes.txt"), "s3cret-outside\n").unwrap();
+    std::fs::create_dir(sandbox.project.join("sub")).unwrap();
+    std::fs::write(sandbox.project.join("sub/notes.txt"), "inside\n").unwrap();
+    std::os::unix::fs::symlink(&sandbox.outside, sandbox.project.join("door")).unwrap();
+    sandbox.write("notes.txt", "inside\n");
+    std::os::unix::fs::symlink(&secret, sandbox.project.join("notes-link")).unwrap();
+    let mut served = sandbox.serve(&[]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let pairs = vec![
+        (sandbox.project.join("sub"), sandbox.project.join("door")),
+        (sandbox.project.join("notes.txt"), sandbox.project.join("notes-link")),
+    ];
+    let racer = keep_swapping(pairs, Arc::clone(&stop));
+    let (mut leaked, mut read_inside, mut refused, mut unexpected) = (0, 0, 0, Vec::new());
+    for round in 0..ROUNDS {
+        for path in ["sub/notes.txt", "sub/../sub/notes.txt", "notes.txt"] {
+            let result = served.call("read_file", json!({"path": path}));
+            let text = Served::text(&result);
+            if text.contains("s3cret") {
+                leaked += 1;
+            } else if result["isError"] == false && ["     1\tinside", "     1\tplanted"].contains(&text.as_str()) {
+                read_inside += 1;
+            } else if result["isError"] == true && text.starts_with("refused: ") {
+                refused += 1;
+            } else {
+                unexpected.push(format!("read {path}: {text}"));
+            }
+        }
+        for path in [format!("sub/planted-{round}.txt"), format!("sub/new-{round}/planted.txt"), "notes.txt".into()] {
+            let result = served.call("write_file", json!({"path": path, "content": "planted\n"}));
+            let text = Served::text(&result);
+            if result["isError"] == true && !text.starts_with("refused: ") {
+                unexpected.push(format!("write {path}: {text}"));
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(racer.join().unwrap() > 0);
+    let outside: Vec<String> = std::fs::read_dir(&sandbox.outside)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(leaked, 0, "reads returned the secret outside the root");
+    assert_eq!(outside.len(), 2, "writes landed outside the root: {} files", outside.len() - 2);
+    for file in ["secret.txt", "notes.txt"] {
+        let text = std::fs::read_to_string(sandbox.outside.join(file)).unwrap();
+        assert_eq!(text, "s3cret-outside\n", "{file} outside the root was overwritten");
+    }
+    assert!(unexpected.is_empty(), "neither done nor refused: {unexpected:?}");
+    assert!(read_inside > 0 && refused > 0, "the race did not run: {read_inside} reads inside, {refused} refused");
 }
 
 #[test]
