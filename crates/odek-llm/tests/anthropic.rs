@@ -619,6 +619,35 @@ async fn a_ping_only_stream_hits_the_stream_idle_deadline_red() {
     }
 }
 
+/// L1: blocks of a type odek does not keep add nothing to the answer: a stream of them, then
+/// silence, hits the idle deadline with no progress reported. Before, each one counted as
+/// progress, so a server dripping them kept the call alive for ever.
+#[tokio::test]
+async fn a_stream_of_unknown_blocks_hits_the_stream_idle_deadline_red() {
+    let mut frames = Vec::new();
+    for index in 0..8 {
+        frames.push(frame(
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "server_tool_use", "id": "s", "name": "web_search"}}),
+        ));
+        frames.push(frame(json!({"type": "content_block_stop", "index": index})));
+    }
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![frames_reply(frames).hold_mid_stream(&gate)]);
+    let idle = Duration::from_millis(300);
+    let provider = AnthropicProvider::new(
+        EndpointConfig { stream_idle_timeout: idle, request_timeout: Duration::from_secs(60), ..config(&server) },
+        AnthropicOptions::default(),
+    )
+    .unwrap();
+    let observer = Collect::default();
+    let err = tokio::time::timeout(Duration::from_secs(10), call(&provider, true, &observer))
+        .await
+        .expect("the idle deadline did not bound the call")
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Timeout { silent_for: Some(limit), .. } if limit == idle), "{err:?}");
+    assert_eq!(observer.progress(), 0, "unknown blocks counted as progress");
+}
+
 #[tokio::test]
 async fn an_empty_key_sends_no_x_api_key() {
     let server =
