@@ -223,6 +223,22 @@ fn what_needs_approval_is_denied_with_the_exact_marker() {
     assert!(text.ends_with("(risk: network_egress)"), "{text}");
 }
 
+/// Item 7: a call of a tool `odek mcp` does not serve is the protocol error MCP names for it,
+/// `-32602` (invalid params), not a tool result; before, it was an `isError` result.
+#[test]
+fn an_unknown_tool_is_answered_with_invalid_params_red() {
+    let sandbox = Sandbox::new();
+    let mut served = sandbox.serve(&[]);
+    for name in ["nope", "plan"] {
+        let answer = served.peer.request("tools/call", Some(json!({"name": name, "arguments": {}})));
+        assert_eq!(answer["error"]["code"], -32602, "{name}: {answer}");
+        assert_eq!(answer["error"]["message"], format!("unknown tool \"{name}\""));
+        assert!(answer.get("result").is_none(), "{answer}");
+    }
+    let (status, stderr) = served.finish();
+    assert!(status.success(), "{stderr}");
+}
+
 #[test]
 fn bad_arguments_get_clear_errors_and_unknown_ones_are_tolerated() {
     let sandbox = Sandbox::new();
