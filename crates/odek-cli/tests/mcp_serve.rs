@@ -271,7 +271,7 @@ fn replay_script(sandbox: &Sandbox, subagents: Value) -> String {
 }
 
 #[test]
-fn run_task_replayed_reports_progress_per_iteration_and_returns_an_envelope() {
+fn run_task_replayed_reports_progress_per_iteration_and_a_headline_that_agrees_red() {
     let sandbox = Sandbox::new();
     sandbox.write("notes.txt", "three apples\n");
     let script = replay_script(
@@ -297,14 +297,21 @@ fn run_task_replayed_reports_progress_per_iteration_and_returns_an_envelope() {
     let envelope = envelope(&result);
     assert_eq!(envelope["schema"], "odek.tool-result/v1");
     let text = envelope["text"].as_str().unwrap();
-    assert!(text.contains(": success · 1 iteration(s)"), "{text}");
     assert!(text.ends_with("\n\nThere are three apples."), "{text}");
     assert_eq!(envelope["artifacts"], json!([]));
     let progress: Vec<&Value> = before.iter().filter(|message| message["method"] == "notifications/progress").collect();
     let messages: Vec<&str> = progress.iter().map(|message| message["params"]["message"].as_str().unwrap()).collect();
     assert!(messages.iter().any(|text| text.starts_with("run started (pid ")), "{messages:?}");
     assert!(messages.iter().any(|text| text.starts_with("iteration 1 of at most ")), "{messages:?}");
-    assert!(messages.iter().any(|text| text.starts_with("iteration 2 of at most ")), "{messages:?}");
+    let last = messages.last().unwrap();
+    assert!(last.starts_with("iteration 2 of at most "), "{messages:?}");
+    // Item 7: the headline's iterations and tokens are the last progress report's (before, the
+    // headline counted 1 iteration — the answers with tool calls — and estimated tokens, while
+    // progress had reported iteration 2 and the loop's own count).
+    let tokens = last.rsplit_once(", ").unwrap().1.strip_suffix(" tokens so far").unwrap();
+    let headline = text.lines().next().unwrap();
+    assert!(headline.contains(": success · 2 iteration(s) · "), "{headline}");
+    assert!(headline.ends_with(&format!("s · {tokens} tokens")), "{headline} / {last}");
     let values: Vec<f64> = progress.iter().map(|message| message["params"]["progress"].as_f64().unwrap()).collect();
     assert!(values.windows(2).all(|pair| pair[0] < pair[1]), "progress only grows: {values:?}");
     // The run's events went to --events-jsonl.
