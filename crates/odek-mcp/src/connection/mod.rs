@@ -29,7 +29,7 @@ use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
 use crate::error::{Cause, McpError, RequestFailure};
 use crate::observer::McpObserver;
 use crate::process::{ServerCommand, ServerProcess, exit_status, kill_process_group, spawn_server};
-use crate::server_lines::{ServerLineSink, log_message_lines};
+use crate::server_lines::{ServerLineSink, log_message_lines, progress_line};
 use crate::wire::{
     Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, integer_id, progress_token,
     server_request_reply,
@@ -722,6 +722,11 @@ fn note_progress(shared: &Shared, params: Option<&str>) {
         waiting.state.activity.store(clock_now(), Ordering::Release);
         drop(pending);
         shared.observer.activity(&shared.server);
+        if shared.observer.shows_progress()
+            && let Some(line) = params.and_then(progress_line)
+        {
+            shared.lines.send(line);
+        }
     }
 }
 
