@@ -23,6 +23,7 @@ pub mod finish;
 pub mod liveness;
 mod mcp_resources;
 mod mcp_tool;
+mod no_follow;
 pub mod observer;
 pub mod plan;
 pub mod prompt;

@@ -123,8 +123,9 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<odek_sandbox::Sandbox>>,
     /// \[beyond\] The confinement root of the file tools (canonical; `odek mcp` sets its start
     /// directory): every path they read or write must stay inside it
-    /// ([`confine_to_root`](crate::tools::confine_to_root)). `None` (the default): no root.
-    pub(crate) path_root: Option<Arc<PathBuf>>,
+    /// ([`confine_to_root`](crate::tools::confine_to_root)), and is opened from its handle
+    /// ([`RootDir`](crate::tools::RootDir)). `None` (the default): no root.
+    pub(crate) path_root: Option<Arc<crate::tools::RootDir>>,
 }
 
 impl ToolContext {
@@ -146,11 +147,13 @@ impl ToolContext {
 
     /// Confines the file tools to `root`, which also becomes the working directory: every path
     /// a file tool reads or writes — relative, absolute, through `..` or a symlink — must stay
-    /// inside it, or the call is refused ([`confine_to_root`](crate::tools::confine_to_root)).
-    /// `root` is made canonical here; a root that does not exist is an error.
+    /// inside it, or the call is refused ([`confine_to_root`](crate::tools::confine_to_root)),
+    /// and is opened from the root's directory handle without following a symlink, so a path
+    /// changed after its check cannot lead out. `root` is made canonical and opened here; a
+    /// root that does not exist is an error.
     pub fn confined_to(mut self, root: &std::path::Path) -> std::io::Result<ToolContext> {
-        let root = std::fs::canonicalize(root)?;
-        self.cwd.clone_from(&root);
+        let root = crate::tools::RootDir::open(root)?;
+        self.cwd = root.path().to_path_buf();
         self.path_root = Some(Arc::new(root));
         Ok(self)
     }
@@ -162,7 +165,7 @@ impl ToolContext {
 
     /// The confinement root of the file tools, when there is one (see [`ToolContext::confined_to`]).
     pub fn path_root(&self) -> Option<&std::path::Path> {
-        self.path_root.as_deref().map(PathBuf::as_path)
+        self.path_root.as_deref().map(crate::tools::RootDir::path)
     }
 }
 

@@ -224,6 +224,25 @@ fn call_prints_the_contract_text() {
     assert!(text(&out.stderr).ends_with("odek: tool \"fx__missing\" not found\n"));
 }
 
+/// Item 7: a call that reports progress shows it on stderr while it runs, one line of its
+/// server per notification, cleaned like its other lines; stdout still carries the result
+/// alone. Before, `ext call` showed nothing until the answer.
+#[test]
+fn call_shows_the_progress_of_a_running_call_red() {
+    let sandbox = Sandbox::new();
+    sandbox.project_config(&json!({"mcp_servers": {"fx": sandbox.fixture(json!({}))}}));
+    let out = sandbox.odek(&["ext", "call", "fx__slow", r#"{"ms":400,"progress_every_ms":50}"#], true, None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "slept 400 ms\n");
+    let stderr = text(&out.stderr);
+    let progress: Vec<&str> = stderr.lines().filter(|line| line.starts_with("[fx] progress ")).collect();
+    assert!(!progress.is_empty(), "{stderr}");
+    for line in progress {
+        let reported = line.strip_prefix("[fx] progress ").unwrap().strip_suffix("/400: sleeping").unwrap();
+        assert!(reported.parse::<u64>().is_ok_and(|ms| ms < 400), "{line}");
+    }
+}
+
 #[test]
 fn jsonl_scripts_timeouts_and_crashes_against_one_process() {
     let sandbox = Sandbox::new();

@@ -260,3 +260,54 @@ fn a_confined_server_that_stalls_at_start_up_gets_the_sandbox_hint_red() {
         assert_eq!(text.contains(&startup_hint("fx")), sandbox, "sandbox {sandbox}: {text}");
     }
 }
+
+/// `odek ext <args>` to its end, project servers approved, with `env` set.
+fn ext(command: std::process::Command, env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = command;
+    command.env("ODEK_APPROVE_MCP", "1");
+    command.envs(env.iter().copied());
+    output_within(command, Duration::from_secs(60))
+}
+
+/// M5: `odek ext call` and `odek ext list` switch the sandbox with `ODEK_SANDBOX` as a run does.
+/// Before, they read the config files' `sandbox` alone: `ODEK_SANDBOX=0` left a server that asks
+/// for the sandbox confined.
+#[test]
+fn ext_call_and_list_follow_odek_sandbox_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = Sandbox::new();
+    let attempt = Attempt::new(&scene);
+    configure(&scene, &server, json!({"fx": attempt.server(&scene, json!({"sandbox": true}))}));
+    for args in [&["ext", "call", "fx__echo", r#"{"text":"hi"}"#][..], &["ext", "list"]] {
+        attempt.reset();
+        let output = ext(scene.command(args), &[("ODEK_SANDBOX", "0")]);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        attempt.assert_unconfined();
+
+        attempt.reset();
+        let output = ext(scene.command(args), &[]);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        attempt.assert_confined();
+    }
+}
+
+/// M5: with `ODEK_REQUIRE_SANDBOX=1` on a kernel that cannot confine, `odek ext` refuses as a
+/// run does, before any server starts — also a server that does not ask for the sandbox.
+/// Before, the variable was ignored: a warning, and the server ran unconfined.
+#[test]
+fn ext_refuses_to_run_unconfined_when_odek_require_sandbox_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = Sandbox::new();
+    let attempt = Attempt::new(&scene);
+    configure(&scene, &server, json!({"fx": attempt.server(&scene, json!({}))}));
+    for args in [&["ext", "call", "fx__echo", r#"{"text":"hi"}"#][..], &["ext", "list"]] {
+        let output = ext(without_landlock(&scene, args), &[("ODEK_REQUIRE_SANDBOX", "1")]);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            "odek: sandbox.required is set but the sandbox cannot be enforced here: sandbox: this kernel does not \
+             support Landlock\n"
+        );
+        assert!(!scene.project.join("inside.txt").exists(), "{args:?}: the server ran");
+    }
+}

@@ -9,6 +9,9 @@
 mod mcp_serve_support;
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mcp_serve_support::*;
@@ -115,6 +118,90 @@ fn symlink_out_of_the_root_red() {
     assert!(!sandbox.outside.join("planted.txt").exists() && !sandbox.outside.join("not-yet.txt").exists());
 }
 
+/// Swaps each pair of paths (absolute) atomically, over and over, until `stop`; leaves them as
+/// they began. The number of rounds.
+fn keep_swapping(pairs: Vec<(PathBuf, PathBuf)>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    std::thread::spawn(move || {
+        let mut rounds = 0_u64;
+        while !stop.load(Ordering::Relaxed) || rounds % 2 == 1 {
+            for (a, b) in &pairs {
+                // Fails only once the test failed and removed the tree.
+                if renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE).is_err() {
+                    return rounds;
+                }
+            }
+            rounds += 1;
+        }
+        rounds
+    })
+}
+
+/// H1: a component of a checked path — a directory on the way, or the file itself — swapped
+/// for a symlink to outside the root between the check and the use, by a process racing the
+/// calls. Before, the tools opened the checked path by name, so the swap was followed: reads
+/// returned the outside secret and writes landed outside. Now every open walks from the root's
+/// handle without following a symlink: across thousands of calls, nothing outside is read or
+/// written (and the race is shown to have run: calls met both the directory and the symlink).
+#[test]
+fn path_components_swapped_for_symlinks_between_check_and_use_red() {
+    const ROUNDS: usize = 300;
+    let sandbox = Sandbox::new();
+    // What a swapped directory or file would lead a read or write to.
+    let secret = sandbox.outside.join("secret.txt");
+    std::fs::write(&secret, "s3cret-outside\n").unwrap();
+    std::fs::write(sandbox.outside.join("notes.txt"), "s3cret-outside\n").unwrap();
+    std::fs::create_dir(sandbox.project.join("sub")).unwrap();
+    std::fs::write(sandbox.project.join("sub/notes.txt"), "inside\n").unwrap();
+    std::os::unix::fs::symlink(&sandbox.outside, sandbox.project.join("door")).unwrap();
+    sandbox.write("notes.txt", "inside\n");
+    std::os::unix::fs::symlink(&secret, sandbox.project.join("notes-link")).unwrap();
+    let mut served = sandbox.serve(&[]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let pairs = vec![
+        (sandbox.project.join("sub"), sandbox.project.join("door")),
+        (sandbox.project.join("notes.txt"), sandbox.project.join("notes-link")),
+    ];
+    let racer = keep_swapping(pairs, Arc::clone(&stop));
+    let (mut leaked, mut read_inside, mut refused, mut unexpected) = (0, 0, 0, Vec::new());
+    for round in 0..ROUNDS {
+        for path in ["sub/notes.txt", "sub/../sub/notes.txt", "notes.txt"] {
+            let result = served.call("read_file", json!({"path": path}));
+            let text = Served::text(&result);
+            if text.contains("s3cret") {
+                leaked += 1;
+            } else if result["isError"] == false && ["     1\tinside", "     1\tplanted"].contains(&text.as_str()) {
+                read_inside += 1;
+            } else if result["isError"] == true && text.starts_with("refused: ") {
+                refused += 1;
+            } else {
+                unexpected.push(format!("read {path}: {text}"));
+            }
+        }
+        for path in [format!("sub/planted-{round}.txt"), format!("sub/new-{round}/planted.txt"), "notes.txt".into()] {
+            let result = served.call("write_file", json!({"path": path, "content": "planted\n"}));
+            let text = Served::text(&result);
+            if result["isError"] == true && !text.starts_with("refused: ") {
+                unexpected.push(format!("write {path}: {text}"));
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(racer.join().unwrap() > 0);
+    let outside: Vec<String> = std::fs::read_dir(&sandbox.outside)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(leaked, 0, "reads returned the secret outside the root");
+    assert_eq!(outside.len(), 2, "writes landed outside the root: {} files", outside.len() - 2);
+    for file in ["secret.txt", "notes.txt"] {
+        let text = std::fs::read_to_string(sandbox.outside.join(file)).unwrap();
+        assert_eq!(text, "s3cret-outside\n", "{file} outside the root was overwritten");
+    }
+    assert!(unexpected.is_empty(), "neither done nor refused: {unexpected:?}");
+    assert!(read_inside > 0 && refused > 0, "the race did not run: {read_inside} reads inside, {refused} refused");
+}
+
 #[test]
 fn shell_workdir_outside_the_root_red() {
     let sandbox = Sandbox::new();
@@ -134,6 +221,22 @@ fn what_needs_approval_is_denied_with_the_exact_marker() {
     let text = Served::text(&denied);
     assert!(text.starts_with("operation denied by configuration: "), "{text}");
     assert!(text.ends_with("(risk: network_egress)"), "{text}");
+}
+
+/// Item 7: a call of a tool `odek mcp` does not serve is the protocol error MCP names for it,
+/// `-32602` (invalid params), not a tool result; before, it was an `isError` result.
+#[test]
+fn an_unknown_tool_is_answered_with_invalid_params_red() {
+    let sandbox = Sandbox::new();
+    let mut served = sandbox.serve(&[]);
+    for name in ["nope", "plan"] {
+        let answer = served.peer.request("tools/call", Some(json!({"name": name, "arguments": {}})));
+        assert_eq!(answer["error"]["code"], -32602, "{name}: {answer}");
+        assert_eq!(answer["error"]["message"], format!("unknown tool \"{name}\""));
+        assert!(answer.get("result").is_none(), "{answer}");
+    }
+    let (status, stderr) = served.finish();
+    assert!(status.success(), "{stderr}");
 }
 
 #[test]
@@ -168,7 +271,7 @@ fn replay_script(sandbox: &Sandbox, subagents: Value) -> String {
 }
 
 #[test]
-fn run_task_replayed_reports_progress_per_iteration_and_returns_an_envelope() {
+fn run_task_replayed_reports_progress_per_iteration_and_a_headline_that_agrees_red() {
     let sandbox = Sandbox::new();
     sandbox.write("notes.txt", "three apples\n");
     let script = replay_script(
@@ -194,14 +297,21 @@ fn run_task_replayed_reports_progress_per_iteration_and_returns_an_envelope() {
     let envelope = envelope(&result);
     assert_eq!(envelope["schema"], "odek.tool-result/v1");
     let text = envelope["text"].as_str().unwrap();
-    assert!(text.contains(": success · 1 iteration(s)"), "{text}");
     assert!(text.ends_with("\n\nThere are three apples."), "{text}");
     assert_eq!(envelope["artifacts"], json!([]));
     let progress: Vec<&Value> = before.iter().filter(|message| message["method"] == "notifications/progress").collect();
     let messages: Vec<&str> = progress.iter().map(|message| message["params"]["message"].as_str().unwrap()).collect();
     assert!(messages.iter().any(|text| text.starts_with("run started (pid ")), "{messages:?}");
     assert!(messages.iter().any(|text| text.starts_with("iteration 1 of at most ")), "{messages:?}");
-    assert!(messages.iter().any(|text| text.starts_with("iteration 2 of at most ")), "{messages:?}");
+    let last = messages.last().unwrap();
+    assert!(last.starts_with("iteration 2 of at most "), "{messages:?}");
+    // Item 7: the headline's iterations and tokens are the last progress report's (before, the
+    // headline counted 1 iteration — the answers with tool calls — and estimated tokens, while
+    // progress had reported iteration 2 and the loop's own count).
+    let tokens = last.rsplit_once(", ").unwrap().1.strip_suffix(" tokens so far").unwrap();
+    let headline = text.lines().next().unwrap();
+    assert!(headline.contains(": success · 2 iteration(s) · "), "{headline}");
+    assert!(headline.ends_with(&format!("s · {tokens} tokens")), "{headline} / {last}");
     let values: Vec<f64> = progress.iter().map(|message| message["params"]["progress"].as_f64().unwrap()).collect();
     assert!(values.windows(2).all(|pair| pair[0] < pair[1]), "progress only grows: {values:?}");
     // The run's events went to --events-jsonl.

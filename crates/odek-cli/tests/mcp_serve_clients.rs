@@ -232,6 +232,30 @@ fn http_requires_the_printed_bearer_token_red() {
     assert!(served.stderr_lines.try_iter().all(|line| !line.contains(&served.token)));
 }
 
+/// L4: 256 connections that never send a request — as many as `odek mcp --http` serves at once
+/// — then a real client. Before, the client was not accepted until they reached their header
+/// deadline (10 s) and the server closed them all, again for each such wave; now the oldest one
+/// not yet past the token check makes room and the client is answered while they stay open.
+#[test]
+fn half_open_connections_do_not_lock_the_http_face_red() {
+    const HALF_OPEN: usize = 256;
+    let sandbox = Sandbox::new();
+    let served = serve_http(&sandbox, &[]);
+    let rest = served.url.strip_prefix("http://").unwrap();
+    let authority = &rest[..rest.find('/').unwrap()];
+    let half_open: Vec<TcpStream> = (0..HALF_OPEN).map(|_| TcpStream::connect(authority).unwrap()).collect();
+    let (status, body) = post(&served.url, Some(&format!("Bearer {}", served.token)), &initialize());
+    assert_eq!(status, 200, "{body}");
+    let closed = half_open
+        .iter()
+        .filter(|stream| {
+            stream.set_nonblocking(true).unwrap();
+            !matches!(stream.peek(&mut [0_u8; 1]), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock)
+        })
+        .count();
+    assert!(closed <= 1, "{closed} of {HALF_OPEN} were closed before the client was answered");
+}
+
 #[test]
 fn http_on_a_non_loopback_address_is_refused_without_allow_remote_red() {
     let sandbox = Sandbox::new();

@@ -373,6 +373,71 @@ fn ten_megabytes_pasted_at_once_are_refused_red() {
     assert!(requests[0].body.to_string().len() < 100_000, "the paste reached the model");
 }
 
+/// The text of the last user message of a recorded request.
+fn last_user_text(request: &odek_test_support::openai::RecordedRequest) -> String {
+    let messages = messages(request);
+    let user = messages.iter().rev().find(|message| message["role"] == "user").unwrap();
+    user["content"].as_str().unwrap().to_owned()
+}
+
+/// L2: bytes that are not UTF-8 typed at the terminal are refused for their input and the REPL
+/// goes on, as the scripted REPL does; what came with them is not sent either. Before, the
+/// editor's error ended the REPL without a word.
+#[test]
+fn invalid_utf8_typed_at_the_terminal_is_refused_and_the_repl_goes_on_red() {
+    let server = ScriptedServer::start(vec![Reply::text("after the bad line")]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let mut terminal = repl(&sandbox, &[]);
+    terminal.expect(PROMPT);
+    terminal.send(b"abc\xff\xfe def\r");
+    terminal.expect("odek: input is not valid UTF-8; nothing was sent");
+    terminal.expect(PROMPT);
+    terminal.line("fine");
+    terminal.expect("after the bad line");
+    terminal.expect(PROMPT);
+    terminal.send(b"\x04");
+    let (status, screen) = terminal.finish();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "only the valid line reached the model");
+    assert_eq!(last_user_text(&requests[0]), "fine");
+}
+
+/// L3: 150 KB typed on one line without paste brackets (a terminal that does not bracket
+/// pastes, or a program typing into one). The editor repainted the whole line at every wrap, so
+/// the terminal got O(n²) bytes — 73 MB for 150 KB; now it gets less than 4 bytes per byte
+/// typed, and the whole line still reaches the model.
+#[test]
+fn a_long_unbracketed_line_costs_the_terminal_linear_output_red() {
+    const TYPED: usize = 150 * 1024;
+    let server = ScriptedServer::start(vec![Reply::text("got the long line")]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    let mut terminal = repl(&sandbox, &[]);
+    terminal.expect(PROMPT);
+    let before = terminal.screen().len();
+    let mut writer = terminal.writer();
+    let typing = std::thread::spawn(move || {
+        let mut keys = vec![b'y'; TYPED];
+        keys.push(b'\r');
+        writer.write_all(&keys).unwrap();
+    });
+    terminal.expect("got the long line");
+    typing.join().unwrap();
+    let written = terminal.screen().len() - before;
+    assert!(written < 4 * TYPED, "{written} bytes written to the terminal for {TYPED} typed");
+    terminal.expect(PROMPT);
+    terminal.send(b"\x04");
+    let (status, screen) = terminal.finish();
+    assert_eq!(status.code(), Some(0), "{}", &screen[screen.len().saturating_sub(2000)..]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = last_user_text(&requests[0]);
+    let (ys, others) = (sent.matches('y').count(), sent.chars().filter(|c| *c != 'y').collect::<String>());
+    assert!(ys == TYPED && others.is_empty(), "{ys} of {TYPED} typed bytes reached the model, and {others:?}");
+}
+
 /// Scripted: each line is a turn, only answers reach stdout, a line that is not UTF-8 is
 /// refused for itself, and the exit code is the last line's.
 #[test]

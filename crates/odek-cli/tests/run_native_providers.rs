@@ -353,3 +353,101 @@ fn a_recorded_anthropic_run_replays_to_the_same_transcript() {
     let recording = std::fs::read_to_string(sandbox.project.join("rec.json")).unwrap();
     assert!(!recording.contains(ANTHROPIC_KEY) && !recording.contains(API_KEY));
 }
+
+/// The ids of `kind` blocks (`id` of `tool_use`, `tool_use_id` of `tool_result`) in a request's
+/// messages, in order.
+fn anthropic_ids(request: &Value, kind: &str, field: &str) -> Vec<String> {
+    let messages = request["messages"].as_array().unwrap();
+    messages
+        .iter()
+        .filter_map(|message| message["content"].as_array())
+        .flatten()
+        .filter(|block| block["type"] == kind)
+        .map(|block| block[field].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Asserts `ids` has no repeats.
+fn assert_distinct(ids: &[String], what: &str) {
+    let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "{what}: {ids:?}");
+}
+
+/// A provider that repeats a tool-call id: before, both calls were answered under it — two
+/// `tool_result` blocks for one `tool_use_id`, which the real API refuses — and their events
+/// shared a `call_id`. Now the second call gets an id of its own, in history, in the request
+/// sent back and in the events; the model reads each call's outcome under its own id.
+#[test]
+fn a_repeated_anthropic_tool_use_id_gets_one_result_per_call_red() {
+    for stream in [false, true] {
+        let blocks = vec![
+            anthropic::tool_use("toolu_dup", "read_file", json!({"path": "a.txt"})),
+            anthropic::tool_use("toolu_dup", "read_file", json!({"path": "b.txt"})),
+        ];
+        let usage = AnthropicUsage::new(5, 1);
+        let reads = if stream { anthropic::stream(blocks, usage) } else { anthropic::message(blocks, usage) };
+        let server = ScriptedServer::start(vec![reads, anthropic_text(stream, "both read", usage)]);
+        let sandbox = anthropic_sandbox(&server);
+        let mut args = vec!["--events-jsonl", "e.jsonl"];
+        if stream {
+            args.push("--stream");
+        }
+        args.extend(["read", "both"]);
+        let output = run_anthropic(&sandbox, &args);
+        assert_eq!(output.status.code(), Some(0), "stream {stream}: {}", stderr(&output));
+
+        let sent = &server.requests()[1].body;
+        let uses = anthropic_ids(sent, "tool_use", "id");
+        let results = anthropic_ids(sent, "tool_result", "tool_use_id");
+        assert_distinct(&uses, "tool_use ids");
+        assert_eq!(results, uses, "one result per call, in order");
+        assert_eq!(uses[0], "toolu_dup");
+        let contents: Vec<&str> = sent["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|block| block["content"].as_str().unwrap())
+            .collect();
+        assert!(contents[0].contains("alpha") && contents[1].contains("beta"), "{contents:?}");
+
+        let events = events(&sandbox.project.join("e.jsonl"));
+        let started = call_ids(&events, "tool_call_started");
+        assert_distinct(&started, "started call_ids");
+        assert_eq!(call_ids(&events, "tool_call_completed"), started);
+        assert_eq!(started, uses);
+    }
+}
+
+/// As [`a_repeated_anthropic_tool_use_id_gets_one_result_per_call_red`], for a Responses
+/// `call_id` repeated in one answer and again in the next.
+#[test]
+fn a_repeated_responses_call_id_gets_one_output_per_call_red() {
+    let first = responses::Answer::new()
+        .with_function_call("call_dup", "read_file", r#"{"path":"a.txt"}"#)
+        .with_function_call("call_dup", "read_file", r#"{"path":"b.txt"}"#);
+    let second = responses::Answer::new().with_function_call("call_dup", "read_file", r#"{"path":"a.txt"}"#);
+    let server = ScriptedServer::start(vec![first.sse(), second.sse(), responses::Answer::text("done").sse()]);
+    let sandbox = Sandbox::new();
+    sandbox.configure(&server.base_url(), false);
+    sandbox.write("a.txt", "alpha\n");
+    sandbox.write("b.txt", "beta\n");
+    let args = ["run", "--provider", "openai-responses", "--stream", "--events-jsonl", "e.jsonl", "read", "both"];
+    let output = sandbox.odek(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    let input = server.requests()[2].body["input"].as_array().unwrap().clone();
+    let ids = |kind: &str| -> Vec<String> {
+        input
+            .iter()
+            .filter(|item| item["type"] == kind)
+            .map(|item| item["call_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let calls = ids("function_call");
+    assert_eq!(calls.len(), 3);
+    assert_distinct(&calls, "call_ids");
+    assert_eq!(ids("function_call_output"), calls, "one output per call, in order");
+    let events = events(&sandbox.project.join("e.jsonl"));
+    assert_eq!(call_ids(&events, "tool_call_started"), calls);
+    assert_eq!(call_ids(&events, "tool_call_completed"), calls);
+}

@@ -16,6 +16,11 @@
 //! It deliberately knows nothing of what the files mean: callers map a missing file to their
 //! own "absent" semantics and word their own errors around [`NOT_A_REGULAR_FILE`].
 //!
+//! [`open_regular_read_at`] names an entry of a directory handle instead of a path and never
+//! follows a symlink there, for callers that walk a path one component at a time from a handle
+//! they hold (the file tools' confinement root): a symlink there is refused with
+//! [`THROUGH_A_SYMLINK`]; the guarantees are otherwise the same.
+//!
 //! Start at [`read_capped`], [`open_regular_read`], [`read_to_limit`] and [`open_regular_append`].
 
 use std::fs::File;
@@ -24,6 +29,9 @@ use std::path::Path;
 
 /// The error text of a path that names something other than a regular file.
 pub const NOT_A_REGULAR_FILE: &str = "not a regular file";
+
+/// The error text of an open that met a symlink where it never follows one.
+pub const THROUGH_A_SYMLINK: &str = "a symlink on the way";
 
 /// Whether the last path component may be a symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +51,17 @@ pub fn not_a_regular_file() -> io::Error {
 /// Whether `error` is the one [`not_a_regular_file`] makes.
 pub fn is_not_a_regular_file(error: &io::Error) -> bool {
     error.kind() == io::ErrorKind::InvalidInput && error.to_string() == NOT_A_REGULAR_FILE
+}
+
+/// The error for a symlink met where none is followed (kind `InvalidInput`, text
+/// [`THROUGH_A_SYMLINK`]).
+pub fn through_a_symlink() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, THROUGH_A_SYMLINK)
+}
+
+/// Whether `error` is the one [`through_a_symlink`] makes.
+pub fn is_through_a_symlink(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::InvalidInput && error.to_string() == THROUGH_A_SYMLINK
 }
 
 /// Opens `path` for reading, never blocking; anything but a regular file is refused. A missing
@@ -77,6 +96,35 @@ pub fn refuse_non_regular_target(path: &Path) -> io::Result<()> {
         Ok(_) => Err(not_a_regular_file()),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(err),
+    }
+}
+
+/// [`open_regular_read`] for `name`, one entry of the directory `dir`, never following a symlink
+/// there. Looked at first without opening it (`fstatat`, not following): a symlink is refused
+/// with [`through_a_symlink`], a directory with the OS's `EISDIR`, anything else but a regular
+/// file with [`not_a_regular_file`], a missing entry is the OS's `ENOENT`; then opened
+/// `O_NOFOLLOW`, non-blocking and `O_NOCTTY`, its type checked again on the handle.
+#[cfg(unix)]
+pub fn open_regular_read_at(dir: std::os::fd::BorrowedFd<'_>, name: &std::ffi::OsStr) -> io::Result<File> {
+    use nix::fcntl::{AtFlags, OFlag, openat};
+    use nix::sys::stat::{Mode, SFlag, fstatat};
+    let stat = fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
+    let format = SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits());
+    if format == SFlag::S_IFLNK {
+        return Err(through_a_symlink());
+    }
+    if format == SFlag::S_IFDIR {
+        return Err(io::Error::from_raw_os_error(nix::libc::EISDIR));
+    }
+    if format != SFlag::S_IFREG {
+        return Err(not_a_regular_file());
+    }
+    let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    match openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => blocking_regular(File::from(fd)),
+        Err(nix::errno::Errno::ELOOP) => Err(through_a_symlink()),
+        Err(nix::errno::Errno::ENXIO) => Err(not_a_regular_file()),
+        Err(errno) => Err(errno.into()),
     }
 }
 
@@ -141,7 +189,7 @@ fn refuse_non_regular_by_name(path: &Path, follow: Follow) -> io::Result<()> {
 
 #[cfg(unix)]
 fn open_regular(path: &Path, follow: Follow, options: &mut std::fs::OpenOptions) -> io::Result<File> {
-    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use nix::fcntl::OFlag;
     use std::os::unix::fs::OpenOptionsExt;
     refuse_non_regular_by_name(path, follow)?;
     // The name may change between the stat and the open: the type is checked again on the
@@ -157,6 +205,13 @@ fn open_regular(path: &Path, follow: Follow, options: &mut std::fs::OpenOptions)
         Err(err) if err.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32) => return Err(not_a_regular_file()),
         Err(err) => return Err(err),
     };
+    blocking_regular(file)
+}
+
+/// A handle opened non-blocking, checked to be a regular file and switched back to blocking.
+#[cfg(unix)]
+fn blocking_regular(file: File) -> io::Result<File> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
     if !file.metadata()?.is_file() {
         return Err(not_a_regular_file());
     }
@@ -269,6 +324,29 @@ mod tests {
         assert!(open_regular_read(&link, Follow::Never).is_err());
         assert!(open_regular_append(&link, 0o600).is_err());
         assert!(open_regular_read(&link, Follow::Symlinks).is_ok());
+    }
+
+    #[test]
+    fn an_entry_of_a_handle_opens_only_as_a_regular_file_and_never_through_a_symlink() {
+        use std::ffi::OsStr;
+        use std::os::fd::AsFd;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("file"), dir.path().join("link")).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        fifo(dir.path());
+        let handle = std::fs::File::open(dir.path()).unwrap();
+        let at = |name: &str| open_regular_read_at(handle.as_fd(), OsStr::new(name));
+        let mut opened = at("file").unwrap();
+        let flags = nix::fcntl::fcntl(&opened, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        assert_eq!(flags & nix::libc::O_NONBLOCK, 0, "blocking again once known regular");
+        let mut text = String::new();
+        opened.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "x");
+        assert!(is_through_a_symlink(&at("link").unwrap_err()));
+        assert_eq!(at("sub").unwrap_err().kind(), io::ErrorKind::IsADirectory);
+        assert!(is_not_a_regular_file(&at("fifo").unwrap_err()));
+        assert_eq!(at("missing").unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 
     #[test]

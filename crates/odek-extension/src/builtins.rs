@@ -1,5 +1,6 @@
 //! The SDK's own answers to client requests: `initialize`, `ping`, `tools/list` and
-//! `resources/list` (paginated alike), `tools/call` (an unknown tool is an `isError` result),
+//! `resources/list` (paginated alike), `tools/call` (an unknown tool is an `isError` result,
+//! or `-32602` as [`Server::unknown_tool`](crate::Server::unknown_tool) chooses),
 //! `resources/read` (an unknown uri is `-32002`), and `-32601` for anything else (the
 //! `resources/*` methods included when the server offers no resources); and the [`Request`] and
 //! [`Reply`] an interceptor sees and gives. An interceptor delegates to these answers with
@@ -15,6 +16,7 @@ use crate::connection::Identity;
 use crate::context::{CallContext, ToolSet};
 use crate::jsonrpc::RpcError;
 use crate::resources::{Lookup, Resources};
+use crate::server::UnknownTool;
 use crate::tools::{ToolResponse, ToolResult};
 
 /// A request as seen by an interceptor.
@@ -73,7 +75,8 @@ pub(crate) fn runs_in_task(method: &str, resources: &Resources) -> bool {
 }
 
 /// `tools/call`: looks the tool up in the current snapshot and runs its handler. An unknown
-/// tool is a tool error (`isError`), not a protocol error, so the model can see it.
+/// tool is a tool error (`isError`), so the model can see it, unless the server answers it as
+/// the protocol error `-32602` ([`UnknownTool`]).
 async fn call_tool(context: &Arc<CallContext>, params: Option<Value>) -> ToolResponse {
     let Some(Value::Object(mut params)) = params else {
         return ToolResponse::RpcError(RpcError::invalid_params("tools/call params must be an object"));
@@ -85,7 +88,11 @@ async fn call_tool(context: &Arc<CallContext>, params: Option<Value>) -> ToolRes
     let handler = match context.tools.snapshot().get(&name) {
         Some(entry) => Arc::clone(&entry.handler),
         None => {
-            return ToolResponse::error(format!("unknown tool {}", quote(&name)));
+            let message = format!("unknown tool {}", quote(&name));
+            return match context.connection.identity.unknown_tool {
+                UnknownTool::ToolError => ToolResponse::error(message),
+                UnknownTool::InvalidParams => ToolResponse::RpcError(RpcError::invalid_params(message)),
+            };
         }
     };
     handler(Arc::clone(context), arguments).await

@@ -16,8 +16,8 @@ use crate::Error;
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::transport::Outgoing;
 
-/// What `initialize` answers with (its `instructions` included), and the page size of
-/// `tools/list` and `resources/list`.
+/// What `initialize` answers with (its `instructions` included), the page size of
+/// `tools/list` and `resources/list`, and how a call of an unknown tool is answered.
 #[derive(Clone, Debug)]
 pub(crate) struct Identity {
     pub(crate) name: String,
@@ -25,6 +25,7 @@ pub(crate) struct Identity {
     pub(crate) protocol_version: Option<String>,
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
+    pub(crate) unknown_tool: crate::server::UnknownTool,
 }
 
 /// Where the client's reply to one server-initiated request is delivered.

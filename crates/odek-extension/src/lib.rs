@@ -21,7 +21,8 @@
 //! [`PROTOCOL_VERSION`] unless configured, capabilities `{"tools":{"listChanged":true}}`, and
 //! the [`Server::instructions`] when given), `ping`, `tools/list` (optionally paginated) and
 //! `tools/call`; answers any other method with `-32601 "method not found"`; reports an unknown
-//! tool as an `isError` result; ignores unknown params, unknown notifications and unknown
+//! tool as an `isError` result (or `-32602`, with [`Server::unknown_tool`]); ignores unknown
+//! params, unknown notifications and unknown
 //! argument members; and exits cleanly when stdin closes.
 //!
 //! Resources are opt-in: once [`Server::resource`] (a static resource: a [`ResourceDef`] and
@@ -77,6 +78,7 @@ pub use odek_contract as contract;
 pub use builtins::{Reply, Request};
 pub use server::{
     CancelPolicy, DEFAULT_EOF_GRACE, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, PROTOCOL_VERSION, Server,
+    UnknownTool,
 };
 // Tools: definitions, results, the name rule, handlers and the runtime tool set.
 pub use context::{ToolHandler, ToolSet, tool_handler};

@@ -49,6 +49,18 @@ pub const DEFAULT_EOF_GRACE: Duration = Duration::from_secs(5);
 /// How long shutdown waits for the writer to flush, once in-flight calls are done.
 const WRITER_SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
 
+/// How a `tools/call` that names no tool of the server is answered ([`Server::unknown_tool`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnknownTool {
+    /// An `isError` result, `unknown tool "<name>"`, which a client shows its model like any
+    /// tool's failure. The default.
+    #[default]
+    ToolError,
+    /// A JSON-RPC error `-32602` (invalid params) with the same message, as MCP lists an
+    /// unknown tool among the protocol errors.
+    InvalidParams,
+}
+
 /// What happens to a running handler when the client sends `notifications/cancelled`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CancelPolicy {
@@ -128,6 +140,7 @@ impl Server {
                     protocol_version: Some(PROTOCOL_VERSION.to_owned()),
                     instructions: None,
                     page_size: None,
+                    unknown_tool: UnknownTool::default(),
                 },
                 cancel_policy: CancelPolicy::default(),
                 exit_on_eof: true,
@@ -169,6 +182,12 @@ impl Server {
     /// `0` (the default) lists everything on one page.
     pub fn page_size(mut self, per_page: usize) -> Self {
         self.settings.identity.page_size = (per_page > 0).then_some(per_page);
+        self
+    }
+
+    /// How a call of a tool the server does not have is answered; see [`UnknownTool`].
+    pub fn unknown_tool(mut self, answer: UnknownTool) -> Self {
+        self.settings.identity.unknown_tool = answer;
         self
     }
 

@@ -527,6 +527,37 @@ async fn a_client_slow_to_send_its_headers_is_disconnected_red() {
     assert!(silent.is_empty() || silent.starts_with("HTTP/1.1 408"), "{silent}");
 }
 
+/// L4: every connection slot held by a connection that never sends a request (here with a
+/// header deadline longer than any test). Before, the accept loop waited for a free slot, so a
+/// real client was not even accepted until one of them timed out; now the oldest connection not
+/// yet past the checks gives way, and the client is answered while the others stay open.
+#[tokio::test]
+async fn connections_that_never_send_a_request_do_not_keep_a_client_out_red() {
+    const SLOTS: usize = 8;
+    let (server, _probes) = test_server();
+    let options =
+        HttpOptions::new().max_connections(SLOTS).header_read_timeout(Duration::from_secs(3600)).bearer_token("t0ken");
+    let harness = Harness::start(server, options).await;
+    let half_open: Vec<std::net::TcpStream> =
+        (0..SLOTS).map(|_| std::net::TcpStream::connect(harness.address()).unwrap()).collect();
+    // Refused requests do not hold a place either.
+    let refused = harness.post(None, &json!({"jsonrpc":"2.0","id":1,"method":"ping"})).await;
+    assert_eq!(refused.status(), 401);
+    let request = harness
+        .post_request(None, &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}))
+        .header("Authorization", "Bearer t0ken");
+    let answered = send(request).await;
+    assert_eq!(answered.status(), 200);
+    let open = half_open
+        .iter()
+        .filter(|stream| {
+            stream.set_nonblocking(true).unwrap();
+            matches!(stream.peek(&mut [0_u8; 1]), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock)
+        })
+        .count();
+    assert!(open >= SLOTS - 2, "only {open} of {SLOTS} stayed open: room was made by more than the oldest two");
+}
+
 #[tokio::test]
 async fn a_batch_gets_an_array_of_answers_or_one_stream() {
     let (server, _probes) = test_server();

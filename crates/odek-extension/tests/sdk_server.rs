@@ -135,6 +135,17 @@ fn tool_calls_tolerate_unknown_arguments_and_report_unknown_tools_as_errors() {
 }
 
 #[test]
+fn a_server_may_answer_an_unknown_tool_with_invalid_params() {
+    let mut server = InProcess::start(echo_server().unknown_tool(odek_extension::UnknownTool::InvalidParams));
+    server.initialize();
+    assert_eq!(
+        server.call("nope", json!({})),
+        json!({"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"unknown tool \"nope\""}})
+    );
+    assert_eq!(server.call("echo", json!({"text":"hi"}))["result"]["isError"], json!(false));
+}
+
+#[test]
 fn a_removed_tool_is_neither_listed_nor_callable() {
     let server = echo_server()
         .tool(ToolDef::new("other", "Another tool", object_schema()), |_, _| async { ToolResponse::text("other") })

@@ -587,36 +587,61 @@ async fn an_api_key_echoed_by_the_server_never_reaches_the_error_red() {
     assert!(texts[1].contains("invalid x-api-key: [REDACTED]"), "{}", texts[1]);
 }
 
+/// The idle bound of the stalled-stream tests.
+const IDLE: Duration = Duration::from_millis(300);
+
+/// A streamed call whose server sends `frames` and then stalls: its error (the idle deadline,
+/// checked) and how much progress it reported.
+async fn stalled_after(frames: Vec<String>) -> (LlmError, u32, ScriptedServer) {
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![frames_reply(frames).hold_mid_stream(&gate)]);
+    let provider = AnthropicProvider::new(
+        EndpointConfig { stream_idle_timeout: IDLE, request_timeout: Duration::from_secs(60), ..config(&server) },
+        AnthropicOptions::default(),
+    )
+    .unwrap();
+    let observer = Collect::default();
+    let err = tokio::time::timeout(Duration::from_secs(10), call(&provider, true, &observer))
+        .await
+        .expect("the idle deadline did not bound the call")
+        .unwrap_err();
+    assert!(matches!(err, LlmError::Timeout { silent_for: Some(limit), .. } if limit == IDLE), "{err:?}");
+    (err, observer.progress(), server)
+}
+
 /// Pings keep the connection alive but add nothing: the idle deadline still fires, as a
 /// silence, and no progress was reported.
 #[tokio::test]
 async fn a_ping_only_stream_hits_the_stream_idle_deadline_red() {
     let ping = || frame(json!({"type": "ping"}));
     for started in [false, true] {
-        let gate = Gate::new();
         let mut frames: Vec<String> = (0..8).map(|_| ping()).collect();
         if started {
             frames.insert(0, message_start());
         }
-        let server = ScriptedServer::start(vec![frames_reply(frames).hold_mid_stream(&gate)]);
-        let idle = Duration::from_millis(300);
-        let provider = AnthropicProvider::new(
-            EndpointConfig { stream_idle_timeout: idle, request_timeout: Duration::from_secs(60), ..config(&server) },
-            AnthropicOptions::default(),
-        )
-        .unwrap();
-        let observer = Collect::default();
-        let err = tokio::time::timeout(Duration::from_secs(10), call(&provider, true, &observer))
-            .await
-            .expect("the idle deadline did not bound the call")
-            .unwrap_err();
-        assert!(matches!(err, LlmError::Timeout { silent_for: Some(limit), .. } if limit == idle), "{err:?}");
+        let (err, progress, server) = stalled_after(frames).await;
         assert_eq!(
             err.to_string(),
             format!("{}: stream idle for more than 300 ms (no data from the provider)", endpoint(&server))
         );
-        assert_eq!(observer.progress(), u32::from(started), "pings counted as progress");
+        assert_eq!(progress, u32::from(started), "pings counted as progress");
     }
+}
+
+/// L1: blocks of a type odek does not keep add nothing to the answer: a stream of them, then
+/// silence, hits the idle deadline with no progress reported. Before, each one counted as
+/// progress, so a server dripping them kept the call alive for ever.
+#[tokio::test]
+async fn a_stream_of_unknown_blocks_hits_the_stream_idle_deadline_red() {
+    let mut frames = Vec::new();
+    for index in 0..8 {
+        frames.push(frame(
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "server_tool_use", "id": "s", "name": "web_search"}}),
+        ));
+        frames.push(frame(json!({"type": "content_block_stop", "index": index})));
+    }
+    let (_, progress, _server) = stalled_after(frames).await;
+    assert_eq!(progress, 0, "unknown blocks counted as progress");
 }
 
 #[tokio::test]

@@ -911,6 +911,10 @@ impl McpObserver for RedactingObserver {
     fn activity(&self, server: &str) {
         self.0.activity(server);
     }
+
+    fn shows_progress(&self) -> bool {
+        self.0.shows_progress()
+    }
 }
 
 /// \[beyond\] A server's `instructions` as the model may see them (`instructions.rs`): a

@@ -40,6 +40,14 @@ pub trait McpObserver: Send + Sync {
     /// \[beyond\] `server` showed it is working on a request (a progress notification for it):
     /// liveness only, nothing to show. Must be cheap.
     fn activity(&self, _server: &str) {}
+    /// \[beyond\] Whether a running call's `notifications/progress` is shown as a line of its
+    /// server ([`progress_line`](crate::server_lines::progress_line), through the same bounded
+    /// queue as its stderr and log messages). `odek ext call` shows them; a run does not (its
+    /// status already shows the call running, and servers may report progress many times a
+    /// second).
+    fn shows_progress(&self) -> bool {
+        false
+    }
 }
 
 /// Prints warnings and server lines on stderr, `odek: connected MCP server …` on start and a

@@ -2,7 +2,8 @@
 //! `mcp-client.md` §5 "Stderr" and §8). Each line is cleaned (terminal-safe text, secret
 //! redaction, a 4096-byte cut) and printed as `[<server>] <line>` through a bounded queue of 256
 //! that drops and counts when full, so a flooding server never blocks and never grows memory.
-//! [beyond] A multi-line log message is forwarded line by line ([`log_message_lines`]).
+//! [beyond] A multi-line log message is forwarded line by line ([`log_message_lines`]); a
+//! running call's progress, where the observer shows it, as one line ([`progress_line`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -162,6 +163,32 @@ pub fn log_message_lines(level: &str, data: &str) -> Vec<String> {
     lines
 }
 
+/// [beyond] A `notifications/progress` as a forwarded line: `progress <progress>[/<total>][:
+/// <message>]`, cleaned, redacted and cut as a stderr line is. `None` when `params` carry no
+/// numeric `progress` (nothing to show).
+pub fn progress_line(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Progress {
+        progress: serde_json::Value,
+        #[serde(default)]
+        total: Option<serde_json::Value>,
+        #[serde(default)]
+        message: Option<serde_json::Value>,
+    }
+    let Progress { progress, total, message } = serde_json::from_str(params).ok()?;
+    let mut line = format!("progress {}", progress.as_f64()?);
+    if let Some(total) = total.as_ref().and_then(serde_json::Value::as_f64) {
+        line.push_str(&format!("/{total}"));
+    }
+    if let Some(message) = message.as_ref().and_then(serde_json::Value::as_str).filter(|text| !text.is_empty()) {
+        let end = floor_char_boundary(message, RAW_SERVER_LINE_BYTES);
+        line.push_str(": ");
+        line.push_str(&message[..end]);
+        return Some(clean_server_line(line.as_bytes(), end < message.len()));
+    }
+    Some(clean_server_line(line.as_bytes(), false))
+}
+
 /// Whether a line of redacted text still holds a private key's BEGIN line: redaction replaces a
 /// whole key, so one left is a key whose END it did not see.
 fn opens_unterminated_private_key(line: &str) -> bool {
@@ -244,6 +271,23 @@ mod tests {
         let raw = "\u{202E}evil \u{1b}]0;title\u{7}\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\ done";
         assert_eq!(clean_server_line(raw.as_bytes(), false), "\u{FFFD}evil link done");
         assert_eq!(log_message_lines("info", raw), ["info: \u{FFFD}evil link done"]);
+    }
+
+    #[test]
+    fn progress_is_one_clean_line_red() {
+        let line = |params: &str| progress_line(params);
+        assert_eq!(
+            line(r#"{"progressToken":1,"progress":50,"total":300,"message":"sleeping"}"#).unwrap(),
+            "progress 50/300: sleeping"
+        );
+        assert_eq!(line(r#"{"progressToken":1,"progress":0.5}"#).unwrap(), "progress 0.5");
+        let hostile = r#"{"progress":1,"message":"\u202eevil\u001b]0;title\u0007 ok\nnext"}"#;
+        assert_eq!(line(hostile).unwrap(), "progress 1: \u{FFFD}evil ok\u{FFFD}next");
+        let long = format!(r#"{{"progress":1,"message":"{}"}}"#, "x".repeat(10_000));
+        assert_eq!(line(&long).unwrap().len(), 4096 + '\u{2026}'.len_utf8());
+        assert_eq!(line(r#"{"progressToken":1}"#), None);
+        assert_eq!(line(r#"{"progress":"half"}"#), None);
+        assert_eq!(line("not json"), None);
     }
 
     #[test]

@@ -12,7 +12,8 @@ use odek_mcp::{HubOptions, McpError, McpHub, McpObserver, ServerSandbox, ServerS
 
 use crate::approvals::{Console, McpApprovals};
 use crate::config::{
-    ConfigError, ConfigSources, LoadedConfig, McpServerConfig, SandboxConfig, load_config, load_handed_config,
+    CliOverrides, ConfigError, ConfigSources, LoadedConfig, McpServerConfig, SandboxConfig, load_config,
+    load_handed_config, resolve_effective,
 };
 use crate::error::RuntimeError;
 use crate::run_sandbox::{RunSandbox, prepare_sandbox, server_sandbox};
@@ -54,11 +55,17 @@ impl Setup {
         Ok(Setup::loaded(sources, loaded, warn))
     }
 
-    /// \[beyond\] For a face without a runtime (`odek ext`): prepares the sandbox of the config
-    /// files, which the servers that ask for it are confined in (a warning through `warn` when
-    /// this kernel cannot enforce it: those servers then fail to start).
+    /// \[beyond\] For a face without a runtime (`odek ext`): prepares the sandbox the servers
+    /// that ask for it are confined in — the config files' `sandbox` with `ODEK_SANDBOX` and
+    /// `ODEK_REQUIRE_SANDBOX` applied exactly as a run applies them ([`resolve_effective`], no
+    /// flags), their warnings through `warn`. A kernel that cannot enforce it is a warning
+    /// (those servers then fail to start), or an error when the sandbox is required.
     pub fn prepare_server_sandbox(&mut self, warn: &dyn Fn(&str)) -> Result<(), RuntimeError> {
-        let config = self.loaded.config.sandbox.clone();
+        let effective = resolve_effective(&self.loaded, &CliOverrides::default())?;
+        for warning in effective.warnings.get(self.loaded.warnings.len()..).unwrap_or_default() {
+            warn(warning);
+        }
+        let config = effective.config.sandbox;
         self.own_sandbox = prepare_sandbox(&config, &self.sources, warn)?;
         self.server_sandbox = server_sandbox(&config, self.own_sandbox.as_ref());
         Ok(())

@@ -193,6 +193,10 @@ impl McpObserver for EventStream {
         self.note_mcp_activity();
         self.mcp_terminal.activity(server);
     }
+
+    fn shows_progress(&self) -> bool {
+        self.mcp_terminal.shows_progress()
+    }
 }
 
 /// Forwards every loop event and stream delta to each observer, in order.

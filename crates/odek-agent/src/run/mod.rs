@@ -471,8 +471,9 @@ impl Agent {
         Ok(Some(response))
     }
 
-    /// Call: the assistant message with its tool calls (each given an id) into the history, the
-    /// started events, the approval gate, then the batch, or a denial for every call.
+    /// Call: the assistant message with its tool calls (each given an id of its own,
+    /// [`unique_call_ids`]) into the history, the started events, the approval gate, then the
+    /// batch, or a denial for every call.
     async fn call(
         &mut self,
         iteration: u32,
@@ -482,17 +483,8 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Batch {
         assistant.role = Role::Assistant;
-        let call_ids: Vec<String> = assistant
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(
-                |(index, call)| {
-                    if call.id.is_empty() { format!("it{iteration}-call{index}") } else { call.id.clone() }
-                },
-            )
-            .collect();
-        // Calls without an id get the synthetic one in history too, so results can answer them.
+        let call_ids = unique_call_ids(iteration, &assistant.tool_calls, messages);
+        // The ids go into history too, so each result answers exactly one call.
         for (call, id) in assistant.tool_calls.iter_mut().zip(&call_ids) {
             call.id.clone_from(id);
         }
@@ -1046,6 +1038,37 @@ impl odek_llm::StreamObserver for NotingProgress<'_> {
 /// transcript's results and error texts, sessions: a model can put a secret in a name (call a
 /// tool named like the API key), so names pass through secret redaction like any other model
 /// output. The lookup of the tool uses the name as sent.
+/// The id each call of an answer goes by: the provider's, unless it is missing or already taken
+/// — by a call earlier in this answer or in `history` — then `it<iteration>-call<index>` (with
+/// a `-<n>` suffix should that be taken too). A provider may repeat an id; answering both calls
+/// under it would send two results for one call, which the APIs refuse, and the model could not
+/// tell the outcomes apart. So no two calls of a conversation share an id, and every call gets
+/// its own result and events.
+fn unique_call_ids(iteration: u32, calls: &[ToolCall], history: &[Message]) -> Vec<String> {
+    let mut taken: HashSet<&str> =
+        history.iter().flat_map(|message| message.tool_calls.iter().map(|call| call.id.as_str())).collect();
+    let mut synthetic: HashSet<String> = HashSet::new();
+    let mut ids = Vec::with_capacity(calls.len());
+    for (index, call) in calls.iter().enumerate() {
+        let free = |id: &str, synthetic: &HashSet<String>| !taken.contains(id) && !synthetic.contains(id);
+        if !call.id.is_empty() && free(&call.id, &synthetic) {
+            taken.insert(&call.id);
+            ids.push(call.id.clone());
+            continue;
+        }
+        let base = format!("it{iteration}-call{index}");
+        let mut id = base.clone();
+        let mut suffix = 1_u32;
+        while !free(&id, &synthetic) {
+            id = format!("{base}-{suffix}");
+            suffix = suffix.saturating_add(1);
+        }
+        synthetic.insert(id.clone());
+        ids.push(id);
+    }
+    ids
+}
+
 fn shown_tool_name(name: &str) -> String {
     redact(name).into_owned()
 }
@@ -1105,5 +1128,30 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "unknown panic".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(ids: &[&str]) -> Vec<ToolCall> {
+        ids.iter().map(|id| ToolCall::new(*id, "read_file", "{}")).collect()
+    }
+
+    #[test]
+    fn each_call_gets_an_id_of_its_own_red() {
+        assert_eq!(unique_call_ids(1, &calls(&["a", "b"]), &[]), ["a", "b"]);
+        assert_eq!(unique_call_ids(1, &calls(&["", ""]), &[]), ["it1-call0", "it1-call1"]);
+        // A repeated id: the first call keeps it, the second gets one of its own.
+        assert_eq!(unique_call_ids(2, &calls(&["dup", "dup", "dup"]), &[]), ["dup", "it2-call1", "it2-call2"]);
+        // Taken earlier in the conversation.
+        let earlier = Message { tool_calls: calls(&["old"]), ..Message::assistant("") };
+        assert_eq!(unique_call_ids(3, &calls(&["old", "new"]), &[earlier]), ["it3-call0", "new"]);
+        // A synthetic id a provider already used is not reused.
+        assert_eq!(
+            unique_call_ids(4, &calls(&["it4-call1", "", "it4-call1"]), &[]),
+            ["it4-call1", "it4-call1-1", "it4-call2"]
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! belong to the loop; tools return plain text and name the untrusted source of what they read.
 
 mod patch;
+mod place;
 mod read_file;
 mod root;
 mod search_files;
@@ -13,18 +14,16 @@ pub(crate) mod shell;
 mod write_file;
 
 use std::future::Future;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use odek_contract::regular_file::{
-    Bounded, Follow, is_not_a_regular_file, open_regular_read, read_to_limit, refuse_non_regular_target,
-};
+use odek_contract::regular_file::{Bounded, read_to_limit};
 use serde::de::DeserializeOwned;
 
 pub use patch::PatchTool;
+use place::FilePlace;
 pub use read_file::ReadFileTool;
-pub use root::{OutsideRoot, confine_to_root};
+pub use root::{OutsideRoot, RootDir, confine_to_root};
 pub use search_files::SearchFilesTool;
 pub use shell::{DEFAULT_TIMEOUT_SECONDS as DEFAULT_SHELL_TIMEOUT_SECONDS, ShellTool};
 pub use write_file::WriteFileTool;
@@ -82,10 +81,18 @@ fn resolve_path(raw: &str, ctx: &ToolContext) -> PathBuf {
 /// root, the path must stay inside it ([`confine_to_root`]) and comes back with its symlinks
 /// resolved, so the place checked is the place used.
 pub fn resolve_file_path(raw: &str, ctx: &ToolContext) -> Result<PathBuf, ToolError> {
+    resolve_file_place(raw, ctx).map(|place| place.path)
+}
+
+/// [`resolve_file_path`] with the root the file tools open the path from ([`FilePlace`]).
+fn resolve_file_place(raw: &str, ctx: &ToolContext) -> Result<FilePlace, ToolError> {
     let path = resolve_path(raw, ctx);
     match &ctx.path_root {
-        None => Ok(path),
-        Some(root) => confine_to_root(&path, root).map_err(|refusal| ToolError::new(refusal.to_string())),
+        None => Ok(FilePlace { path, root: None }),
+        Some(root) => match confine_to_root(&path, root.path()) {
+            Ok(path) => Ok(FilePlace { path, root: Some(Arc::clone(root)) }),
+            Err(refusal) => Err(ToolError::new(refusal.to_string())),
+        },
     }
 }
 
@@ -117,80 +124,13 @@ async fn until_cancelled<T>(
     }
 }
 
-/// Replaces `target` with `content` atomically (a temporary file in the same directory, then
-/// a rename), keeping the permissions of the file it replaces. Symlinks are followed: the
-/// file they point at is replaced and the link stays. A FIFO or device is never replaced.
-async fn write_atomically(target: &Path, content: Vec<u8>) -> Result<(), ToolError> {
-    let target = match tokio::fs::canonicalize(target).await {
-        Ok(real) => real,
-        Err(_) => target.to_path_buf(),
-    };
-    let shown = target.display().to_string();
-    let Some(directory) = target.parent().map(Path::to_path_buf) else {
-        return Err(ToolError::new(format!("cannot write {shown}: no parent directory")));
-    };
-    tokio::fs::create_dir_all(&directory)
-        .await
-        .map_err(|err| ToolError::new(format!("cannot create directory {}: {err}", directory.display())))?;
-    if let Err(err) = refuse_non_regular_target(&target) {
-        return Err(if is_not_a_regular_file(&err) {
-            not_a_regular_file(&target)
-        } else {
-            ToolError::new(format!("cannot write {shown}: {err}"))
-        });
-    }
-    let permissions = tokio::fs::metadata(&target).await.ok().map(|metadata| metadata.permissions());
-    let write = move || -> std::io::Result<()> {
-        let mut temporary = tempfile::Builder::new().prefix(".odek-write-").tempfile_in(&directory)?;
-        temporary.write_all(&content)?;
-        temporary.as_file().sync_all()?;
-        let permissions = permissions.unwrap_or_else(|| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::Permissions::from_mode(0o644)
-        });
-        temporary.as_file().set_permissions(permissions)?;
-        temporary.persist(&target).map_err(|err| err.error)?;
-        Ok(())
-    };
-    match tokio::task::spawn_blocking(write).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(err)) => Err(ToolError::new(format!("cannot write {shown}: {err}"))),
-        Err(err) => Err(ToolError::new(format!("cannot write {shown}: {err}"))),
-    }
-}
-
-/// `no such file: <path>` / `<path> is a directory` / `<path> is not a regular file` / the I/O
-/// error, for a path that must be an existing regular file. Blocking: call it from
-/// [`on_blocking_thread`].
-fn require_file(path: &Path) -> Result<std::fs::Metadata, ToolError> {
-    let shown = path.display();
-    match std::fs::metadata(path) {
-        Ok(metadata) if metadata.is_dir() => {
-            Err(ToolError::new(format!("{shown} is a directory; use search_files with mode \"files\" to list it")))
-        }
-        Ok(metadata) if !metadata.is_file() => Err(not_a_regular_file(path)),
-        Ok(metadata) => Ok(metadata),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(ToolError::new(format!("no such file: {shown}"))),
-        Err(err) => Err(ToolError::new(format!("cannot read {shown}: {err}"))),
-    }
-}
-
-/// A FIFO, device or socket where a file tool needs a file: reading it could block forever or
-/// never end, and replacing it would swap a special file out of its place.
-fn not_a_regular_file(path: &Path) -> ToolError {
-    ToolError::new(format!(
-        "{} is not a regular file (a FIFO, device or socket); file tools only use regular files",
-        path.display()
-    ))
-}
-
-/// `path` opened for reading as a regular file (symlinks followed), never blocking: a FIFO
-/// swapped in after [`require_file`] is refused, not waited on.
-fn open_file(path: &Path) -> Result<std::fs::File, ToolError> {
-    match open_regular_read(path, Follow::Symlinks) {
-        Ok(file) => Ok(file),
-        Err(err) if is_not_a_regular_file(&err) => Err(not_a_regular_file(path)),
-        Err(err) => Err(ToolError::new(format!("cannot read {}: {err}", path.display()))),
+/// Replaces the file at `place` with `content` atomically ([`FilePlace::replace`]) on a
+/// blocking thread; whether something was there before.
+async fn write_atomically(place: &FilePlace, content: Vec<u8>) -> Result<bool, ToolError> {
+    let owned = place.clone();
+    match tokio::task::spawn_blocking(move || owned.replace(&content)).await {
+        Ok(result) => result,
+        Err(err) => Err(ToolError::new(format!("cannot write {}: {err}", place.shown()))),
     }
 }
 
@@ -206,15 +146,13 @@ async fn on_blocking_thread<T: Send + 'static>(
     }
 }
 
-/// The whole of the regular file at `path` (checked by [`require_file`]) when it holds at most
-/// `limit` bytes: the contract's capped read ([`read_to_limit`]) after the never-blocking
-/// [`open_file`].
-async fn read_whole_capped(path: &Path, limit: u64) -> Result<Bounded, ToolError> {
-    let owned = path.to_owned();
-    on_blocking_thread(path, move || {
-        require_file(&owned)?;
-        let file = open_file(&owned)?;
-        read_to_limit(&file, limit).map_err(|err| ToolError::new(format!("cannot read {}: {err}", owned.display())))
+/// The whole of the regular file at `place` when it holds at most `limit` bytes: the
+/// contract's capped read ([`read_to_limit`]) after the never-blocking [`FilePlace::open_file`].
+async fn read_whole_capped(place: &FilePlace, limit: u64) -> Result<Bounded, ToolError> {
+    let owned = place.clone();
+    on_blocking_thread(&place.path, move || {
+        let file = owned.open_file()?;
+        read_to_limit(&file, limit).map_err(|err| ToolError::new(format!("cannot read {}: {err}", owned.shown())))
     })
     .await
 }

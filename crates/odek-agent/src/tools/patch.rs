@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::write_file::{MAX_CONTENT_BYTES, write_risk};
 use super::{
-    looks_binary, parse_arguments, policy_denial, read_whole_capped, resolve_file_path, until_cancelled,
+    FilePlace, looks_binary, parse_arguments, policy_denial, read_whole_capped, resolve_file_place, until_cancelled,
     write_atomically,
 };
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
@@ -62,19 +62,19 @@ impl Tool for PatchTool {
             if args.old_string == args.new_string {
                 return Err(ToolError::new("old_string and new_string are identical; nothing to change"));
             }
-            let path = resolve_file_path(&args.path, ctx)?;
-            let shown = path.display().to_string();
-            let classification = classify_write(&path, &ctx.cwd, &ctx.odek_home);
+            let place = resolve_file_place(&args.path, ctx)?;
+            let shown = place.shown();
+            let classification = classify_write(&place.path, &ctx.cwd, &ctx.odek_home);
             if let Some(denial) = policy_denial(&classification, &shown, ctx) {
                 return Ok(denial);
             }
-            until_cancelled(ctx, apply_patch(&path, &shown, &args)).await
+            until_cancelled(ctx, apply_patch(&place, &shown, &args)).await
         })
     }
 }
 
-async fn apply_patch(path: &std::path::Path, shown: &str, args: &PatchArgs) -> Result<ToolOutcome, ToolError> {
-    let bytes = match read_whole_capped(path, MAX_CONTENT_BYTES as u64).await? {
+async fn apply_patch(place: &FilePlace, shown: &str, args: &PatchArgs) -> Result<ToolOutcome, ToolError> {
+    let bytes = match read_whole_capped(place, MAX_CONTENT_BYTES as u64).await? {
         Bounded::Contents(bytes) => bytes,
         Bounded::TooLarge { size } => {
             return Err(ToolError::new(format!(
@@ -113,7 +113,7 @@ async fn apply_patch(path: &std::path::Path, shown: &str, args: &PatchArgs) -> R
     }
     let before = text.len();
     let after = patched.len();
-    write_atomically(path, patched.into_bytes()).await?;
+    write_atomically(place, patched.into_bytes()).await?;
     let occurrences = if matches == 1 { "1 occurrence".to_owned() } else { format!("{matches} occurrences") };
     Ok(ToolOutcome::text(format!(
         "modified {shown}\nreplaced {occurrences} (first at line {first_line}); {before} → {after} bytes"

@@ -3,14 +3,12 @@
 //! `no such file`, `is a directory` or `binary` (the loop's recovery hints match those words).
 
 use std::io::{BufRead, BufReader, Read, Seek};
-use std::path::Path;
 
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
 
 use super::{
-    cut_chars, looks_binary, on_blocking_thread, open_file, parse_arguments, require_file, resolve_file_path,
-    until_cancelled,
+    FilePlace, cut_chars, looks_binary, on_blocking_thread, parse_arguments, resolve_file_place, until_cancelled,
 };
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
@@ -64,22 +62,21 @@ impl Tool for ReadFileTool {
     fn call<'a>(&'a self, arguments: &'a str, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
         Box::pin(async move {
             let args: ReadFileArgs = parse_arguments("read_file", arguments)?;
-            let path = resolve_file_path(&args.path, ctx)?;
+            let place = resolve_file_place(&args.path, ctx)?;
             let offset = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-            let owned = path.clone();
-            until_cancelled(ctx, on_blocking_thread(&path, move || read_page(&owned, offset, limit))).await
+            let path = place.path.clone();
+            until_cancelled(ctx, on_blocking_thread(&path, move || read_page(&place, offset, limit))).await
         })
     }
 }
 
 /// The page, read on a blocking thread (bounded: at most the page, then [`MAX_COUNT_BYTES`]
 /// counted past it).
-fn read_page(path: &Path, offset: usize, limit: usize) -> Result<ToolOutcome, ToolError> {
-    require_file(path)?;
-    let shown = path.display().to_string();
+fn read_page(place: &FilePlace, offset: usize, limit: usize) -> Result<ToolOutcome, ToolError> {
+    let mut file = place.open_file()?;
+    let shown = place.shown();
     let io_error = |err: std::io::Error| ToolError::new(format!("cannot read {shown}: {err}"));
-    let mut file = open_file(path)?;
     let mut sniff = vec![0_u8; super::BINARY_SNIFF_BYTES];
     let sniffed = read_up_to(&mut file, &mut sniff).map_err(io_error)?;
     if looks_binary(&sniff[..sniffed]) {

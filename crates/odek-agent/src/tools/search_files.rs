@@ -1,19 +1,22 @@
 //! The `search_files` tool: regex search of file contents, or file-name search by glob, under a
 //! root directory. `.gitignore` (and `.ignore`) rules are respected even outside a git
 //! repository, `.git` is skipped, binary and very large files are skipped, results and line
-//! text are bounded. An invalid regex is searched for literally, and the output says so.
+//! text are bounded. An invalid regex is searched for literally, and the output says so. Under
+//! a confinement root each file is opened from the root's handle ([`RootDir`]), so a directory
+//! swapped for a symlink while the walk runs never leads the search's reads outside it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
-use odek_contract::regular_file::{Bounded, Follow, read_capped};
+use odek_contract::regular_file::{Bounded, Follow, open_regular_read, read_to_limit};
 use odek_llm::{BoxFuture, ToolDefinition};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{cut_chars, looks_binary, parse_arguments, resolve_file_path, until_cancelled};
+use super::{RootDir, cut_chars, looks_binary, parse_arguments, resolve_file_path, until_cancelled};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
 
 /// Results when the model gives no `max_results`.
@@ -105,6 +108,7 @@ impl Tool for SearchFilesTool {
                 glob: args.glob.filter(|glob| !glob.trim().is_empty()),
                 max_results: args.max_results.unwrap_or(DEFAULT_MAX_RESULTS).clamp(1, MAX_RESULTS),
                 cancel: ctx.cancel.clone(),
+                confinement: ctx.path_root.clone(),
             };
             let search = async move {
                 tokio::task::spawn_blocking(move || search(&request))
@@ -132,6 +136,8 @@ struct Request {
     glob: Option<String>,
     max_results: usize,
     cancel: CancellationToken,
+    /// The confinement root every file is opened from, when the context has one.
+    confinement: Option<Arc<RootDir>>,
 }
 
 #[derive(Default)]
@@ -195,7 +201,7 @@ fn search(request: &Request) -> Result<Report, ToolError> {
         let shown = relative_display(&request.root, entry.path());
         match &regex {
             None => report.results.push(shown),
-            Some(regex) => search_file(entry.path(), &shown, regex, request.max_results + 1, &mut report),
+            Some(regex) => search_file(request, entry.path(), &shown, regex, &mut report),
         }
         if report.results.len() > request.max_results {
             report.results.truncate(request.max_results);
@@ -218,10 +224,15 @@ fn content_regex(pattern: &str, report: &mut Report) -> Result<Regex, ToolError>
     }
 }
 
-fn search_file(path: &Path, shown: &str, regex: &Regex, limit: usize, report: &mut Report) {
+fn search_file(request: &Request, path: &Path, shown: &str, regex: &Regex, report: &mut Report) {
+    let limit = request.max_results + 1;
     // Never blocks: a FIFO swapped in after the walk saw a file is skipped, not waited on; a
-    // file over the cap is skipped unread.
-    let Ok(Bounded::Contents(bytes)) = read_capped(path, Follow::Symlinks, MAX_FILE_BYTES) else { return };
+    // file over the cap is skipped unread; under a root, so is one reached through a symlink.
+    let opened = match &request.confinement {
+        None => open_regular_read(path, Follow::Symlinks),
+        Some(root) => root.open_regular_read(path),
+    };
+    let Ok(Bounded::Contents(bytes)) = opened.and_then(|file| read_to_limit(&file, MAX_FILE_BYTES)) else { return };
     if looks_binary(&bytes) {
         return;
     }

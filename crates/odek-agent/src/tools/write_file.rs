@@ -5,7 +5,7 @@
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
 
-use super::{parse_arguments, policy_denial, resolve_file_path, resolve_path, until_cancelled, write_atomically};
+use super::{parse_arguments, policy_denial, resolve_file_place, resolve_path, until_cancelled, write_atomically};
 use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::classify_write;
 
@@ -53,18 +53,14 @@ impl Tool for WriteFileTool {
                     args.content.len()
                 )));
             }
-            let path = resolve_file_path(&args.path, ctx)?;
-            let shown = path.display().to_string();
-            if tokio::fs::metadata(&path).await.is_ok_and(|metadata| metadata.is_dir()) {
-                return Err(ToolError::new(format!("{shown} is a directory")));
-            }
-            let classification = classify_write(&path, &ctx.cwd, &ctx.odek_home);
+            let place = resolve_file_place(&args.path, ctx)?;
+            let shown = place.shown();
+            let classification = classify_write(&place.path, &ctx.cwd, &ctx.odek_home);
             if let Some(denial) = policy_denial(&classification, &shown, ctx) {
                 return Ok(denial);
             }
-            let existed = tokio::fs::symlink_metadata(&path).await.is_ok();
             let bytes = args.content.len();
-            until_cancelled(ctx, write_atomically(&path, args.content.into_bytes())).await?;
+            let existed = until_cancelled(ctx, write_atomically(&place, args.content.into_bytes())).await?;
             // The path alone on the first line: a sub-agent's `files_changed` reads it from there.
             let verb = if existed { "updated" } else { "created" };
             Ok(ToolOutcome::text(format!("{verb} {shown}\n{bytes} bytes written")))

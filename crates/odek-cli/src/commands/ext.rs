@@ -143,7 +143,7 @@ async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), C
     if is_resource_tool(tool) {
         return call_resource_tool_once(tool, arguments, model_view).await;
     }
-    let hub = start_for_call(tool, Arc::new(StderrObserver)).await?;
+    let hub = start_for_call(tool, Arc::new(CallObserver)).await?;
     let options = CallOptions { deadline: None, cancel: Some(cancel_on_stop_signals()) };
     let descriptor = descriptor_of(&hub, tool);
     let outcome = hub.call(tool, arguments, &options).await;
@@ -255,7 +255,7 @@ struct CallRecord {
 /// sequence (a timeout then a reuse, a crash then a restart) can be scripted. Tool-list changes
 /// are applied before each call, as the loop does before each model turn.
 async fn call_jsonl(model_view: bool) -> Result<(), CommandError> {
-    let hub = Arc::new(start_for_calls(Arc::new(StderrObserver)).await?);
+    let hub = Arc::new(start_for_calls(Arc::new(CallObserver)).await?);
     let cancel = cancel_on_stop_signals();
     let outcome = answer_lines(&hub, &cancel, model_view).await;
     hub.shutdown().await;
@@ -357,6 +357,29 @@ async fn answer_resource_tool(
         Err(error) => (None, Some(redact(&error.message)), None),
     };
     CallRecord { tool: Some(tool), ok: outcome.is_ok(), text, error, duration_ms, observed_chars, model_view: view }
+}
+
+/// What `ext call` shows on stderr while its calls run: what a run shows of its servers
+/// ([`StderrObserver`]: start-up, restarts, warnings, stderr and log lines), and the progress a
+/// running call reports, as a line of its server (`[<server>] progress 2/5: <message>`).
+struct CallObserver;
+
+impl McpObserver for CallObserver {
+    fn event(&self, event: McpEvent) {
+        StderrObserver.event(event);
+    }
+
+    fn warning(&self, server: &str, text: &str) {
+        StderrObserver.warning(server, text);
+    }
+
+    fn server_line(&self, server: &str, line: &str) {
+        StderrObserver.server_line(server, line);
+    }
+
+    fn shows_progress(&self) -> bool {
+        true
+    }
 }
 
 /// Collects each server's warnings for the listing while still printing them on stderr; every

@@ -9,6 +9,7 @@
 //! transport of MCP 2024-11-05.
 
 mod access;
+mod admission;
 mod body;
 mod event_stream;
 mod options;
@@ -22,7 +23,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Handle;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +36,7 @@ pub use session::MAX_RETAINED_STREAMS;
 
 use crate::server::log_to_stderr;
 use crate::{Error, Server};
+use admission::{Admission, Admissions};
 use service::Service;
 use session::Sessions;
 
@@ -83,6 +85,10 @@ impl Server {
     ///   [`HttpOptions::header_read_timeout`] close the connection. Every error status carries
     ///   a JSON-RPC error body naming the reason. `notifications/cancelled`, `ping`,
     ///   pagination, unknown methods and interceptors behave as on stdio.
+    /// - Connections: at most [`HttpOptions::max_connections`] at once. One that has not yet
+    ///   made a request past the origin and token checks gives way — the oldest such one is
+    ///   dropped — when all are taken and a new connection comes, so connections that never
+    ///   send a request, or only refused ones, cannot keep others out.
     pub fn serve_http(self, listener: TcpListener, options: HttpOptions) -> Result<HttpServer, Error> {
         options.validate()?;
         let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
@@ -174,31 +180,42 @@ impl HttpShutdown {
 
 async fn accept_loop(listener: TcpListener, service: Arc<Service>, shutdown: CancellationToken) {
     let connection_slots = Arc::new(Semaphore::new(service.options.max_connections));
+    let admissions = Arc::new(Admissions::default());
     let mut connections = JoinSet::new();
     loop {
-        let slot = tokio::select! {
-            () = shutdown.cancelled() => break,
-            slot = Arc::clone(&connection_slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
         let accepted = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        match accepted {
-            Ok((stream, _)) => {
-                connections.spawn(serve_connection(stream, Arc::clone(&service), shutdown.clone(), slot));
-            }
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
             Err(error) => {
                 log_to_stderr(format_args!("accept an HTTP connection: {error}"));
                 tokio::select! {
                     () = shutdown.cancelled() => break,
                     () = tokio::time::sleep(ACCEPT_RETRY_PAUSE) => {}
                 }
+                continue;
             }
-        }
+        };
+        let slot = match Arc::clone(&connection_slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                // Room is made by the oldest connection not yet admitted; with none, the new
+                // one waits for an admitted connection to end.
+                admissions.drop_oldest();
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    slot = Arc::clone(&connection_slots).acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
+        let admission = admissions.enter();
+        connections.spawn(serve_connection(stream, Arc::clone(&service), shutdown.clone(), slot, admission));
         while connections.try_join_next().is_some() {}
     }
     drop(listener);
@@ -211,24 +228,31 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>, shutdown: Can
 }
 
 /// One TCP connection: HTTP/1.1 with keep-alive and the header deadline, until the client
-/// closes it or the server shuts down (then the response in progress may finish).
+/// closes it, it is dropped to make room before it was admitted, or the server shuts down
+/// (then the response in progress may finish).
 async fn serve_connection(
     stream: TcpStream,
     service: Arc<Service>,
     shutdown: CancellationToken,
     _slot: OwnedSemaphorePermit,
+    admission: Admission,
 ) {
     let _ = stream.set_nodelay(true);
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(service.options.header_read_timeout);
-    let handler = service_fn(move |request| {
-        let service = Arc::clone(&service);
-        async move { Ok::<_, std::convert::Infallible>(service.respond(request).await) }
+    let admission = Arc::new(admission);
+    let handler = service_fn({
+        let admission = Arc::clone(&admission);
+        move |request| {
+            let (service, admission) = (Arc::clone(&service), Arc::clone(&admission));
+            async move { Ok::<_, std::convert::Infallible>(service.respond(request, &admission).await) }
+        }
     });
     let connection = builder.serve_connection(TokioIo::new(stream), handler);
     tokio::pin!(connection);
     tokio::select! {
         _ = connection.as_mut() => {}
+        () = admission.dropped() => {}
         () = shutdown.cancelled() => {
             connection.as_mut().graceful_shutdown();
             let _ = connection.await;

@@ -127,8 +127,10 @@ impl HttpOptions {
         self
     }
 
-    /// TCP connections served at once (default [`DEFAULT_MAX_CONNECTIONS`], at least 1). More
-    /// wait in the listen backlog.
+    /// TCP connections served at once (default [`DEFAULT_MAX_CONNECTIONS`], at least 1). When
+    /// all are taken, a new connection makes room by dropping the oldest one that has not yet
+    /// made a request past the origin and token checks; when every one has, it waits in the
+    /// listen backlog.
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
         self

@@ -19,6 +19,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
 use super::access::{Accepts, bearer_token_matches, origin_allowed};
+use super::admission::Admission;
 use super::body::{BodyError, Messages, ParseError, ResponseBody, parse_messages, read_request_body};
 use super::event_stream::{EventBody, pump};
 use super::options::HttpOptions;
@@ -44,8 +45,12 @@ pub(crate) struct Service {
 
 impl Service {
     /// Answers one request. Origin and token come first, so a refused caller learns nothing
-    /// about paths or sessions.
-    pub(crate) async fn respond(self: Arc<Self>, request: Request<Incoming>) -> Response<ResponseBody> {
+    /// about paths or sessions; a request past them admits its connection (`admission`).
+    pub(crate) async fn respond(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        admission: &Admission,
+    ) -> Response<ResponseBody> {
         let headers = request.headers();
         if let Some(origin) = headers.get(ORIGIN)
             && !origin_allowed(origin, &self.options.allowed_origins)
@@ -60,6 +65,7 @@ impl Service {
             response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return response;
         }
+        admission.admit();
         if request.uri().path() != self.options.path {
             return error_response(StatusCode::NOT_FOUND, TRANSPORT_ERROR, "not found");
         }

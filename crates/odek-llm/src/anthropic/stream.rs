@@ -1,9 +1,9 @@
 //! One streamed Messages answer put back together from its events: `message_start` (the input
 //! side of the usage), content blocks started, extended and stopped by `index`, `message_delta`
 //! (stop reason, usage) and `message_stop`, the end marker. The `type` field of each event's
-//! data says which event it is (the SSE `event:` line is the framing's, `crate::sse`). `ping`
-//! and unknown event types change nothing, so they never count as progress. Start at
-//! [`MessageStream::apply`].
+//! data says which event it is (the SSE `event:` line is the framing's, `crate::sse`). `ping`,
+//! unknown event types and blocks of an unknown type (started, extended or stopped) change
+//! nothing odek keeps, so they never count as progress. Start at [`MessageStream::apply`].
 
 use std::collections::BTreeMap;
 
@@ -154,8 +154,11 @@ impl MessageStream {
             }
             _ => Part::Other,
         };
+        // A block odek does not keep adds nothing to the answer (its index is still taken).
+        if !matches!(part, Part::Other) {
+            self.progress += 1;
+        }
         self.blocks.insert(index, StreamBlock { part, stopped: false });
-        self.progress += 1;
         Ok(())
     }
 
@@ -201,7 +204,9 @@ impl MessageStream {
             tool_arguments(index, json, start_input.as_ref())?;
         }
         block.stopped = true;
-        self.progress += 1;
+        if !matches!(block.part, Part::Other) {
+            self.progress += 1;
+        }
         Ok(())
     }
 
@@ -248,7 +253,8 @@ impl StreamDecoder for MessageStream {
     }
 
     /// How many events changed the answer: the start, a block started, extended or stopped, a
-    /// new stop reason or usage. Pings, unknown events and empty deltas leave it where it was.
+    /// new stop reason or usage. Pings, unknown events, blocks of an unknown type and empty
+    /// deltas leave it where it was.
     fn progress(&self) -> u64 {
         self.progress
     }
@@ -385,6 +391,26 @@ mod tests {
         assert_eq!(stream.progress(), before);
         stream.apply(&start(0, json!({"type": "text"})).to_string(), &NoStreamObserver).unwrap();
         stream.apply(&delta(0, json!({"type": "text_delta", "text": ""})).to_string(), &NoStreamObserver).unwrap();
+        assert_eq!(stream.progress(), before + 1);
+    }
+
+    /// L1: a stream of blocks odek does not keep (started, extended, stopped) added nothing to
+    /// the answer; counted as progress, they restarted the idle timer for ever.
+    #[test]
+    fn blocks_of_an_unknown_type_are_not_progress_red() {
+        let mut stream = feed(&[json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}})]).unwrap();
+        let before = stream.progress();
+        for index in 0..50 {
+            for event in [
+                start(index, json!({"type": "server_tool_use", "id": "s", "name": "web_search"})),
+                delta(index, json!({"type": "input_json_delta", "partial_json": "{}"})),
+                stop(index),
+            ] {
+                assert!(!stream.apply(&event.to_string(), &NoStreamObserver).unwrap());
+            }
+        }
+        assert_eq!(stream.progress(), before);
+        stream.apply(&start(50, json!({"type": "text"})).to_string(), &NoStreamObserver).unwrap();
         assert_eq!(stream.progress(), before + 1);
     }
 

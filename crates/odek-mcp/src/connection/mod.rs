@@ -31,7 +31,7 @@ use crate::observer::McpObserver;
 use crate::process::{
     ServerCommand, ServerProcess, SpawnError, exit_status, kill_process_group, os_error_text, spawn_server,
 };
-use crate::server_lines::{ServerLineSink, log_message_lines};
+use crate::server_lines::{ServerLineSink, log_message_lines, progress_line};
 use crate::wire::{
     Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, integer_id, progress_token,
     server_request_reply,
@@ -813,6 +813,11 @@ fn note_progress(shared: &Shared, params: Option<&str>) {
         waiting.state.activity.store(clock_now(), Ordering::Release);
         drop(pending);
         shared.observer.activity(&shared.server);
+        if shared.observer.shows_progress()
+            && let Some(line) = params.and_then(progress_line)
+        {
+            shared.lines.send(line);
+        }
     }
 }
 

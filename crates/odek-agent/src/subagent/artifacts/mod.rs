@@ -18,7 +18,6 @@
 
 mod call;
 mod inline;
-mod no_follow;
 mod notes;
 mod registry;
 mod render;
@@ -156,12 +155,12 @@ pub(crate) fn remove_session_artifacts(artifacts_dir: &Path, session_id: &str) -
     if !is_safe_component(session_id) || session_id == UNFILED_BUCKET {
         return Ok(());
     }
-    let parent = match no_follow::open_dir(artifacts_dir) {
+    let parent = match crate::no_follow::open_dir(artifacts_dir) {
         Ok(parent) => parent,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(err),
     };
-    match no_follow::remove_entry_at(&parent, session_id) {
+    match crate::no_follow::remove_entry_at(&parent, session_id) {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,
     }

@@ -17,8 +17,8 @@ use odek_contract::quoting::quote;
 use odek_contract::runes::first_runes;
 use serde::{Deserialize, Serialize};
 
-use super::no_follow::{EntryKind, list_dir, open_dir, open_file_at, stat_at};
 use super::{MAX_ARTIFACT_BYTES, MAX_REFS_PER_TASK, TASK_BUDGET_BYTES};
+use crate::no_follow::{EntryKind, list_dir, open_dir, open_file_at, stat_at};
 
 /// Longest summary, in runes.
 pub(crate) const MAX_SUMMARY_RUNES: usize = 120;

@@ -16,11 +16,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use odek_contract::quoting::quote;
 
-use super::no_follow::{
+use super::{ArtifactError, MAX_ARTIFACT_BYTES, TaskId};
+use crate::no_follow::{
     EntryKind, create_file_at, list_dir, make_dir_at, open_dir, open_dir_at, open_file_at, remove_entry_at,
     rename_between, stat_at, unlink_at,
 };
-use super::{ArtifactError, MAX_ARTIFACT_BYTES, TaskId};
 
 /// The staging root's name inside the child's working directory.
 const STAGING_DIR_NAME: &str = ".odek-artifacts";

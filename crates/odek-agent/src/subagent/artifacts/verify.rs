@@ -12,8 +12,8 @@ use std::io;
 use thiserror::Error;
 
 use super::MAX_ARTIFACT_BYTES;
-use super::no_follow::open_file_without_symlinks;
 use super::registry::RegisteredArtifact;
+use crate::no_follow::open_file_without_symlinks;
 use odek_contract::artifact_ref::{hash_capped, short_digest};
 
 /// The verified window of an artifact.

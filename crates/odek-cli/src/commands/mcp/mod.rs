@@ -28,7 +28,7 @@ use std::time::Duration;
 use odek::config::CliOverrides;
 use odek::{Overrides, Runtime, Subscriber};
 use odek_contract::quoting::quote;
-use odek_extension::{CancelPolicy, HttpOptions, Server};
+use odek_extension::{CancelPolicy, HttpOptions, Server, UnknownTool};
 use tokio_util::sync::CancellationToken;
 
 use super::run::load_setup;
@@ -165,6 +165,7 @@ fn server(runtime: &Runtime, runs: &Arc<run_task::RunTasks>) -> Result<Server, C
              a whole odek agent on a goal and returns its summary with verified artifact references.",
         )
         .cancel_policy(CancelPolicy::Signal)
+        .unknown_tool(UnknownTool::InvalidParams)
         .page_size(TOOLS_PER_PAGE)
         .eof_grace(DISCONNECT_GRACE);
     let server = builtins::add_builtin_tools(server, runtime)

@@ -249,7 +249,8 @@ impl RunTasks {
             progress.record(&record, &limits).await;
         }
         let artifacts = verify_artifacts(&report.result, run_root).await;
-        answer(&run_id, &report.result, report.parsed, &limits, artifacts, started.elapsed())
+        let figures = progress.figures(&report.result);
+        answer(&run_id, &report.result, report.parsed, &limits, artifacts, figures, started.elapsed())
     }
 
     /// Waits for a run slot, reporting progress while it waits; `None` when the call was
@@ -414,15 +415,35 @@ impl RunRequest {
 /// The progress of one call: `notifications/progress` when the client gave a token, with a
 /// value that only grows — below [`WAITING_CEILING`] while it waits for a slot,
 /// [`STARTING_PROGRESS`] as the child is spawned, [`STARTED_PROGRESS`] once it runs, then the
-/// number of the iteration that finished (of `total` = the run's `max_iterations`).
+/// number of the iteration that finished (of `total` = the run's `max_iterations`). The last
+/// iteration it saw is also what the answer's headline reports ([`Progress::figures`]), so the
+/// two never disagree.
 struct Progress<'a> {
     call: &'a CallContext,
     last: f64,
+    /// The latest iteration record: its iteration and tokens so far.
+    latest: Option<Figures>,
+}
+
+/// A run's iterations and tokens, as the headline shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Figures {
+    iterations: u64,
+    tokens: u64,
 }
 
 impl<'a> Progress<'a> {
     fn new(call: &'a CallContext) -> Progress<'a> {
-        Progress { call, last: -1.0 }
+        Progress { call, last: -1.0, latest: None }
+    }
+
+    /// The figures of the headline: those of the last iteration reported as progress; a run
+    /// that finished no iteration has none of its own to report, so the child's result says.
+    fn figures(&self, result: &Value) -> Figures {
+        self.latest.unwrap_or_else(|| Figures {
+            iterations: result["iterations"].as_u64().unwrap_or_default(),
+            tokens: result["tokens_used"].as_u64().unwrap_or_default(),
+        })
     }
 
     async fn send_with_total(&mut self, value: f64, total: Option<f64>, message: &str) {
@@ -455,6 +476,7 @@ impl<'a> Progress<'a> {
             let iteration = record.get("iteration").and_then(Value::as_u64).unwrap_or_default();
             let tools = record.get("tools_called").and_then(Value::as_u64).unwrap_or_default();
             let tokens = record.get("tokens_used").and_then(Value::as_u64).unwrap_or_default();
+            self.latest = Some(Figures { iterations: iteration, tokens });
             let message = format!(
                 "iteration {iteration} of at most {}: {tools} tool call(s), {tokens} tokens so far",
                 limits.max_iterations
@@ -509,20 +531,20 @@ fn outward_ref(artifact: &odek_contract::artifact_ref::ArtifactRef) -> Result<Ar
     Ok(outward)
 }
 
-/// The answer: an `odek.tool-result/v1` envelope with a headline, the summary and the
-/// artifacts; `isError` unless the run succeeded, with the reason named.
+/// The answer: an `odek.tool-result/v1` envelope with a headline (the run's `figures`, as its
+/// progress reported them), the summary and the artifacts; `isError` unless the run
+/// succeeded, with the reason named.
 fn answer(
     run_id: &TaskId,
     result: &Value,
     parsed: bool,
     limits: &Limits,
     (artifacts, dropped): (Vec<ArtifactRef>, Vec<String>),
+    Figures { iterations, tokens }: Figures,
     elapsed: Duration,
 ) -> ToolResponse {
     let text_of = |key: &str| result[key].as_str().unwrap_or_default().to_owned();
     let status = text_of("status");
-    let iterations = result["iterations"].as_u64().unwrap_or_default();
-    let tokens = result["tokens_used"].as_u64().unwrap_or_default();
     let seconds = result["duration_seconds"].as_f64().unwrap_or(elapsed.as_secs_f64());
     let succeeded = parsed && status == "success";
     let mut lines =

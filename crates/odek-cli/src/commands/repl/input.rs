@@ -4,13 +4,16 @@
 //! (Ctrl-C over typed text drops the text instead: [`Read::Dropped`]).
 //! Otherwise: no editor and no prompt, each line of stdin is one input. Either way an input over
 //! [`MAX_INPUT_BYTES`] or not UTF-8 is refused for itself ([`Read::Refused`]) and the next one is
-//! read. Reads run on a blocking thread one at a time, so nothing reads the terminal while a turn
-//! asks for an approval.
+//! read (at a terminal, what was typed after the bad bytes is discarded with them). A line past
+//! `long_line::EDITED_LINE_BYTES` is read to its end without the editor ([`long_line`](super::long_line)),
+//! which would redraw it whole at every wrap. Reads run on a blocking thread one at a time, so
+//! nothing reads the terminal while a turn asks for an approval.
 
 use std::io::{BufRead, BufReader, Stdin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use nix::sys::termios::{FlushArg, tcflush};
 use rustyline::error::ReadlineError;
 use rustyline::history::MemHistory;
 use rustyline::{
@@ -18,6 +21,7 @@ use rustyline::{
 };
 
 use super::history::{History, MAX_ENTRIES};
+use super::long_line::LongLine;
 
 /// The longest input accepted (bytes); a longer one is refused and the REPL goes on.
 pub const MAX_INPUT_BYTES: usize = 1024 * 1024;
@@ -46,10 +50,12 @@ pub enum Input {
     Lines(Option<BufReader<Stdin>>),
 }
 
-/// The editor, and what its Ctrl-C key saw ([`CtrlC`]).
+/// The editor, what its Ctrl-C key saw ([`CtrlC`]), and what it did not see of a long line
+/// ([`LongLine`]).
 pub struct LineEditor {
     editor: Editor<(), MemHistory>,
     ctrl_c_over_text: Arc<AtomicBool>,
+    long_line: LongLine,
 }
 
 /// Ctrl-C does what it always does (interrupts the read); first it notes whether text was on
@@ -77,7 +83,9 @@ impl Input {
             KeyEvent::ctrl('C'),
             EventHandler::Conditional(Box::new(CtrlC(Arc::clone(&ctrl_c_over_text)))),
         );
-        Some(Input::Editor(Some(Box::new(LineEditor { editor, ctrl_c_over_text }))))
+        let long_line = LongLine::default();
+        editor.bind_sequence(Event::Any, EventHandler::Conditional(Box::new(long_line.clone())));
+        Some(Input::Editor(Some(Box::new(LineEditor { editor, ctrl_c_over_text, long_line }))))
     }
 
     pub fn lines() -> Input {
@@ -133,13 +141,20 @@ impl Input {
 
 /// One input from the editor: lines ending in `\` joined with newlines.
 fn read_edited(line_editor: &mut LineEditor) -> Read {
-    let LineEditor { editor, ctrl_c_over_text } = line_editor;
+    let LineEditor { editor, ctrl_c_over_text, long_line } = line_editor;
     let mut input = String::new();
     let mut prompt = PROMPT;
     loop {
         ctrl_c_over_text.store(false, Ordering::Relaxed);
+        long_line.start(MAX_INPUT_BYTES);
         match editor.readline(prompt) {
-            Ok(line) => {
+            Ok(mut line) => {
+                if let Some((rest, total)) = long_line.take() {
+                    if input.len() + line.len() + total > MAX_INPUT_BYTES {
+                        return Read::Refused(too_long(input.len() + line.len() + total));
+                    }
+                    line.push_str(&rest);
+                }
                 let (line, continued) = match line.strip_suffix('\\') {
                     Some(line) => (line, true),
                     None => (line.as_str(), false),
@@ -155,16 +170,38 @@ fn read_edited(line_editor: &mut LineEditor) -> Read {
                 prompt = CONTINUATION_PROMPT;
             }
             Err(ReadlineError::Interrupted) if input.is_empty() && !ctrl_c_over_text.load(Ordering::Relaxed) => {
+                long_line.drop_kept();
                 return Read::Interrupted;
             }
-            Err(ReadlineError::Interrupted) => return Read::Dropped,
-            Err(_) => return Read::Eof,
+            Err(ReadlineError::Interrupted) => {
+                long_line.drop_kept();
+                return Read::Dropped;
+            }
+            // The editor stops at the first byte that is not UTF-8; what came with it (the rest
+            // of a paste, typed-ahead text) would otherwise be read as a new input.
+            Err(ReadlineError::Io(err)) if err.kind() == std::io::ErrorKind::InvalidData => {
+                long_line.drop_kept();
+                let _ = tcflush(std::io::stdin(), FlushArg::TCIFLUSH);
+                return Read::Refused(not_utf8(None));
+            }
+            Err(_) => {
+                long_line.drop_kept();
+                return Read::Eof;
+            }
         }
     }
 }
 
 fn too_long(bytes: usize) -> String {
     format!("input too long: {bytes} bytes (at most {MAX_INPUT_BYTES} per input); nothing was sent")
+}
+
+/// An input that is not UTF-8, and where, when that is known.
+fn not_utf8(at: Option<usize>) -> String {
+    match at {
+        Some(at) => format!("input is not valid UTF-8 (at byte {at}); nothing was sent"),
+        None => "input is not valid UTF-8; nothing was sent".to_owned(),
+    }
 }
 
 /// One line of `reader` without its line ending, holding at most `cap` bytes of it: a longer
@@ -206,10 +243,7 @@ pub fn read_line(reader: &mut impl BufRead, cap: usize) -> Read {
     }
     match String::from_utf8(line) {
         Ok(line) => Read::Line(line),
-        Err(err) => Read::Refused(format!(
-            "input is not valid UTF-8 (at byte {}); nothing was sent",
-            err.utf8_error().valid_up_to()
-        )),
+        Err(err) => Read::Refused(not_utf8(Some(err.utf8_error().valid_up_to()))),
     }
 }
 

@@ -14,6 +14,7 @@
 
 mod history;
 mod input;
+mod long_line;
 mod slash;
 
 use std::io::{IsTerminal, Write};

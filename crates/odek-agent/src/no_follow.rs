@@ -1,7 +1,8 @@
 //! Filesystem access that never follows a symlink where one would let a swapped path reach a
-//! foreign file: directory handles opened `O_NOFOLLOW`, entries moved, listed and removed
+//! foreign file: directory handles opened `O_NOFOLLOW`, entries made, moved, listed and removed
 //! relative to a handle (`*at` calls), and [`open_file_without_symlinks`], which walks every
-//! component of a path a registered artifact was recorded under.
+//! component of a path a registered artifact was recorded under. The sub-agents' artifacts and
+//! the file tools' confinement root (`tools::RootDir`) both stand on it.
 //!
 //! Everything here reports plain `io::Error`s; the callers turn them into the spec's messages.
 
@@ -23,7 +24,7 @@ const MAX_REMOVE_DEPTH: usize = 64;
 
 /// What an entry is, seen with `lstat` semantics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum EntryKind {
+pub(crate) enum EntryKind {
     Directory,
     RegularFile,
     Symlink,
@@ -32,11 +33,13 @@ pub(super) enum EntryKind {
 
 /// One `fstatat(…, AT_SYMLINK_NOFOLLOW)` result.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct EntryStat {
+pub(crate) struct EntryStat {
     pub(crate) kind: EntryKind,
     pub(crate) size: u64,
     /// Seconds since the epoch.
     pub(crate) modified: i64,
+    /// The permission bits (`st_mode & 0o7777`).
+    pub(crate) mode: u32,
 }
 
 fn kind_of(stat: &FileStat) -> EntryKind {
@@ -54,19 +57,19 @@ fn kind_of(stat: &FileStat) -> EntryKind {
 
 /// Opens the directory at `path`, following symlinks on the way (operator-owned paths such as
 /// `~/.odek/artifacts` or the working directory may legitimately contain them).
-pub(super) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir(path: &Path) -> io::Result<OwnedFd> {
     Ok(nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?)
 }
 
-/// Opens the directory `name` inside `dir`; a symlink there fails (`ELOOP`), a file fails
-/// (`ENOTDIR`).
-pub(super) fn open_dir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
+/// Opens the directory `name` inside `dir`; a symlink there fails (`ELOOP`, or `ENOTDIR` as
+/// Linux reports it with `O_DIRECTORY`), a file fails (`ENOTDIR`).
+pub(crate) fn open_dir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
     Ok(openat(dir, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC, Mode::empty())?)
 }
 
 /// `mkdir <name>` inside `dir` with `mode`; an existing entry is not an error (the caller opens
 /// it with [`open_dir_at`], which refuses anything but a real directory).
-pub(super) fn make_dir_at(dir: &OwnedFd, name: &OsStr, mode: u32) -> io::Result<()> {
+pub(crate) fn make_dir_at(dir: &OwnedFd, name: &OsStr, mode: u32) -> io::Result<()> {
     match mkdirat(dir, name, Mode::from_bits_truncate(mode)) {
         Ok(()) | Err(nix::errno::Errno::EEXIST) => Ok(()),
         Err(errno) => Err(errno.into()),
@@ -74,14 +77,19 @@ pub(super) fn make_dir_at(dir: &OwnedFd, name: &OsStr, mode: u32) -> io::Result<
 }
 
 /// `lstat` of `name` inside `dir`.
-pub(super) fn stat_at(dir: &OwnedFd, name: &OsStr) -> io::Result<EntryStat> {
+pub(crate) fn stat_at(dir: &OwnedFd, name: &OsStr) -> io::Result<EntryStat> {
     let stat = fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
-    Ok(EntryStat { kind: kind_of(&stat), size: u64::try_from(stat.st_size).unwrap_or(0), modified: stat.st_mtime })
+    Ok(EntryStat {
+        kind: kind_of(&stat),
+        size: u64::try_from(stat.st_size).unwrap_or(0),
+        modified: stat.st_mtime,
+        mode: stat.st_mode & 0o7777,
+    })
 }
 
 /// Names in `dir` (without `.` and `..`), sorted bytewise so every caller reports in a stable
 /// order.
-pub(super) fn list_dir(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
+pub(crate) fn list_dir(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
     let mut listing = Dir::from_fd(dir.try_clone()?)?;
     let mut names = Vec::new();
     for entry in listing.iter() {
@@ -97,7 +105,7 @@ pub(super) fn list_dir(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
 
 /// Opens `name` inside `dir` for reading without following a symlink and without blocking on
 /// a FIFO swapped in.
-pub(super) fn open_file_at(dir: &OwnedFd, name: &OsStr) -> io::Result<File> {
+pub(crate) fn open_file_at(dir: &OwnedFd, name: &OsStr) -> io::Result<File> {
     let fd =
         openat(dir, name, OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC, Mode::empty())?;
     Ok(File::from(fd))
@@ -105,7 +113,7 @@ pub(super) fn open_file_at(dir: &OwnedFd, name: &OsStr) -> io::Result<File> {
 
 /// Creates `name` inside `dir` for writing with `mode`; an existing entry (a symlink included)
 /// fails.
-pub(super) fn create_file_at(dir: &OwnedFd, name: &OsStr, mode: u32) -> io::Result<File> {
+pub(crate) fn create_file_at(dir: &OwnedFd, name: &OsStr, mode: u32) -> io::Result<File> {
     let fd = openat(
         dir,
         name,
@@ -116,18 +124,24 @@ pub(super) fn create_file_at(dir: &OwnedFd, name: &OsStr, mode: u32) -> io::Resu
 }
 
 /// Renames `name` from one directory handle to another; a symlink is moved as the link.
-pub(super) fn rename_between(from: &OwnedFd, to: &OwnedFd, name: &OsStr) -> io::Result<()> {
+pub(crate) fn rename_between(from: &OwnedFd, to: &OwnedFd, name: &OsStr) -> io::Result<()> {
     Ok(renameat(from, name, to, name)?)
 }
 
+/// Renames `from` to `to` inside `dir`, replacing what `to` names (a symlink there is
+/// replaced, not followed).
+pub(crate) fn rename_at(dir: &OwnedFd, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    Ok(renameat(dir, from, dir, to)?)
+}
+
 /// Unlinks the non-directory `name` inside `dir`.
-pub(super) fn unlink_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+pub(crate) fn unlink_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
     Ok(unlinkat(dir, name, UnlinkatFlags::NoRemoveDir)?)
 }
 
 /// Removes `name` inside `dir`: a directory with everything below it, anything else (a symlink
 /// included) as itself. No link is ever followed.
-pub(super) fn remove_entry_at(dir: &OwnedFd, name: &str) -> io::Result<()> {
+pub(crate) fn remove_entry_at(dir: &OwnedFd, name: &str) -> io::Result<()> {
     remove_at(dir, OsStr::new(name), 0)
 }
 
@@ -149,7 +163,7 @@ fn remove_at(dir: &OwnedFd, name: &OsStr, depth: usize) -> io::Result<()> {
 /// opened `O_NOFOLLOW` relative to the previous one, the last one `O_NOFOLLOW | O_NONBLOCK`.
 /// A recorded artifact path is fully resolved at registration, so a link on it now means a
 /// swap; the open fails (`ELOOP` or `ENOTDIR`) instead of reaching the link's target.
-pub(super) fn open_file_without_symlinks(path: &Path) -> io::Result<File> {
+pub(crate) fn open_file_without_symlinks(path: &Path) -> io::Result<File> {
     let mut components = path.components();
     if components.next() != Some(Component::RootDir) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "path is not absolute"));
