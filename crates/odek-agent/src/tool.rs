@@ -33,6 +33,17 @@ pub struct Denial {
     pub class: DangerClass,
     /// Why it was refused (the classifier's reason, then the policy's).
     pub reason: String,
+    /// \[beyond\] How many refused operations it stands for: one, or — for the sandbox's summary of
+    /// the refusals not reported one by one (`sandbox: 40 more refused operation(s)`) — that
+    /// many. A run's denial count adds these up.
+    pub count: usize,
+}
+
+impl Denial {
+    /// One refused operation.
+    pub fn new(class: DangerClass, reason: impl Into<String>) -> Denial {
+        Denial { class, reason: reason.into(), count: 1 }
+    }
 }
 
 impl ToolOutcome {
@@ -62,7 +73,7 @@ impl ToolOutcome {
         let reason = reason.into();
         ToolOutcome {
             output: odek_danger::denial_output(&reason, class),
-            denials: vec![Denial { class, reason }],
+            denials: vec![Denial::new(class, reason)],
             ..ToolOutcome::default()
         }
     }

@@ -322,6 +322,37 @@ fn without_landlock_the_run_says_so_once_and_runs_unconfined() {
 }
 
 #[test]
+fn without_a_supervisor_metadata_changes_in_the_workspace_work_and_the_run_says_so_red() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({}));
+    let notes = scene.project.join("notes.txt");
+    std::fs::write(&notes, "notes").unwrap();
+    let outside = scene.project.parent().unwrap().join("outside.txt");
+    let command = format!(
+        "chmod 600 notes.txt && touch notes.txt && cp -p notes.txt copy.txt && echo changed; echo x > {}",
+        outside.display()
+    );
+    let arguments = json!({"command": command}).to_string();
+    server.push(Reply::tool_calls(vec![("c1", "shell", arguments.as_str())]));
+    server.push(Reply::text("done"));
+    // pidfd_getfd refused, as an outer seccomp profile may: no supervisor can be made.
+    let output = refusing(&scene, "438", &["run", "--quiet", "--events-jsonl", "events.jsonl", "go"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        "odek: warning: sandbox: no supervisor here (seccomp user notifications or pidfd_getfd unavailable): chmod, \
+         chown, file times, extended attributes and Unix socket connections are not limited to the writable paths\n",
+        "one line, once"
+    );
+    let result = tool_contents(&server.requests()[1]).pop().unwrap();
+    assert!(result.contains("changed"), "{result}");
+    assert_eq!(std::fs::metadata(&notes).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(run_started(&events(&scene.project.join("events.jsonl")))["data"]["sandbox"], true);
+    assert!(!outside.exists(), "Landlock still confines writes");
+}
+
+#[test]
 fn a_required_sandbox_without_landlock_is_a_setup_error_red() {
     let server = ScriptedServer::start(Vec::new());
     let plain = scene(&server, json!({}));
@@ -393,6 +424,23 @@ fn every_refused_connect_of_a_call_is_an_event_red() {
     assert_eq!(denied.len(), 17, "{denied:?}");
     assert_eq!(denied[15]["data"]["reason"], reason(17));
     assert_eq!(denied[16]["data"]["reason"], "sandbox: 4 more refused operation(s)");
+}
+
+#[test]
+fn the_results_denial_count_covers_every_refusal_a_summary_stands_for_red() {
+    let server = ScriptedServer::start(Vec::new());
+    let scene = scene(&server, json!({"allow_hosts": ["127.0.0.1:1"]}));
+    let ports = (2..=21).map(|port| port.to_string()).collect::<Vec<_>>().join(" ");
+    let command = format!("for port in {ports}; do echo knock > /dev/tcp/127.0.0.1/$port; done; true");
+    let arguments = json!({"command": command}).to_string();
+    server.push(Reply::tool_calls(vec![("c1", "shell", arguments.as_str())]));
+    server.push(Reply::text("done"));
+    let output = output_within(scene.command(&["run", "--json", "go"]), Duration::from_secs(60));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).trim()).unwrap();
+    // 16 listed one by one and one summary of the other 4: 20 refusals.
+    assert_eq!(result["denials"]["count"], 20, "{result}");
+    assert_eq!(result["denials"]["first"].as_array().unwrap().len(), 17);
 }
 
 #[test]

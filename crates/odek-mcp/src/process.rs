@@ -107,11 +107,9 @@ pub async fn finish_confinement(server: &str, confinement: Confinement, observer
     for denial in &finished.denials {
         observer.warning(server, &format!("mcpclient {server}: {denial}"));
     }
-    if finished.more_denials > 0 {
-        observer.warning(
-            server,
-            &format!("mcpclient {server}: {}", odek_sandbox::more_refused_line(finished.more_denials)),
-        );
+    let more = finished.more_denials.total();
+    if more > 0 {
+        observer.warning(server, &format!("mcpclient {server}: {}", odek_sandbox::more_refused_line(more)));
     }
 }
 

@@ -126,10 +126,10 @@ fn clear_capability_sets() -> io::Result<()> {
     check(unsafe { libc::syscall(libc::SYS_capset, &mut header, empty.as_ptr()) } as libc::c_int)
 }
 
-/// \[supervisor\] Leaves the calling thread — a supervisor thread about to act for a confined
-/// caller, which has none — without capabilities, so the kernel judges what it does as it would
-/// the caller's (odek run as root may `chown` anything; its confined commands may not). The
-/// thread must be one of its own, ending after the call: nothing gives them back.
+/// \[supervisor\] Leaves the calling thread — a worker of the supervisor, which acts for confined
+/// callers that have none — without capabilities, so the kernel judges what it does as it would
+/// the callers' (odek run as root may `chown` anything; its confined commands may not). The
+/// thread must be one of the supervisor's own, serving only such calls: nothing gives them back.
 pub(crate) fn drop_thread_capabilities() -> io::Result<()> {
     if has_capabilities()? { clear_capability_sets() } else { Ok(()) }
 }
@@ -155,7 +155,7 @@ fn drop_capabilities(cap_last: u32) -> io::Result<()> {
 
 /// Installs one filter; with `listener`, returns the listener fd (asking the kernel to keep a
 /// notified call waiting through non-fatal signals where it can).
-fn install_filter(program: &BpfProgram, listener: bool) -> io::Result<libc::c_int> {
+pub(crate) fn install_filter(program: &BpfProgram, listener: bool) -> io::Result<libc::c_int> {
     let fprog = libc::sock_fprog {
         len: program.len() as libc::c_ushort,
         // The compiler's instruction layout is the kernel's (code, jt, jf, k).

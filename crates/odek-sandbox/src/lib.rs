@@ -14,12 +14,15 @@
 
 mod cgroup;
 mod child;
+mod denials;
 mod filter;
 mod fs_rules;
 mod metadata;
 mod notify;
 pub mod policy;
+mod pool;
 mod proxy;
+mod resolve;
 mod supervisor;
 
 use std::os::fd::OwnedFd;
@@ -31,15 +34,16 @@ use thiserror::Error;
 
 use crate::cgroup::PidsCgroup;
 use crate::child::ChildPlan;
+use crate::denials::DenialLog;
 use crate::filter::{Filters, Supervision};
 use crate::policy::NetworkMode;
 use crate::proxy::Proxy;
 use crate::supervisor::{Rules, Supervisor};
 
+/// One operation the sandbox refused, and how many of each kind were not listed.
+pub use denials::{Denial, Tally, more_refused_line};
 /// What one confined process may do.
 pub use policy::{Host, HostPort, Limits, NetworkMode as Network, Policy, PolicyError, parse_allow_host};
-/// One operation the sandbox refused.
-pub use supervisor::{Denial, more_refused_line};
 
 /// The variable [`Sandbox::confine`] sets when a supervisor answers the confined process's
 /// `connect` and `bind`: an odek started inside (an untrusted sub-agent) leaves them to it, since
@@ -104,6 +108,11 @@ pub struct Sandbox {
     /// outer one's.
     supervised: bool,
 }
+
+/// What a sandbox without a supervisor leaves unjudged, as odek says it once per run.
+pub const UNSUPERVISED_LIMITATION: &str = "sandbox: no supervisor here (seccomp user notifications or pidfd_getfd \
+    unavailable): chmod, chown, file times, extended attributes and Unix socket connections are not limited to the \
+    writable paths";
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -170,6 +179,15 @@ impl Sandbox {
         &self.policy
     }
 
+    /// What this sandbox cannot enforce on this machine, in one line for the operator: without
+    /// a supervisor (no seccomp user notifications, or `pidfd_getfd` refused by an outer
+    /// filter), the metadata calls and Unix socket connections go through unjudged — Landlock
+    /// cannot see them — rather than fail everywhere ([`UNSUPERVISED_LIMITATION`]). `None`: it
+    /// enforces everything.
+    pub fn limitation(&self) -> Option<&'static str> {
+        (!self.supervised).then_some(UNSUPERVISED_LIMITATION)
+    }
+
     /// Whether process counts are kernel-limited (a `pids` cgroup, or `RLIMIT_NPROC` for a
     /// user other than root); without it the limit is not enforced and the caller should say so.
     pub fn limits_processes(&self) -> bool {
@@ -181,11 +199,10 @@ impl Sandbox {
     /// spawn and [`Confinement::finish`] when the command is done.
     pub fn confine(&self, command: &mut tokio::process::Command) -> Result<Confinement, SandboxError> {
         let setup = |error: std::io::Error| SandboxError::Setup(error.to_string());
+        let denials = Arc::new(DenialLog::default());
         let proxy = if self.policy.needs_proxy() {
-            Some(
-                Proxy::start(self.policy.allow_hosts.clone(), self.policy.network == NetworkMode::Loopback)
-                    .map_err(setup)?,
-            )
+            let loopback = self.policy.network == NetworkMode::Loopback;
+            Some(Proxy::start(self.policy.allow_hosts.clone(), loopback, Arc::clone(&denials)).map_err(setup)?)
         } else {
             None
         };
@@ -240,7 +257,7 @@ impl Sandbox {
             proxy.as_ref().map(Proxy::address),
             self.writable.clone(),
         );
-        Ok(Confinement { cgroup, channel: parent_channel, rules: Some(rules), supervisor: None, proxy })
+        Ok(Confinement { cgroup, channel: parent_channel, rules: Some(rules), supervisor: None, proxy, denials })
     }
 
     /// `setrlimit` pairs for a child (a process count only for a user other than root, and only
@@ -293,17 +310,32 @@ pub struct Confinement {
     rules: Option<Rules>,
     supervisor: Option<Supervisor>,
     proxy: Option<Proxy>,
+    /// What the supervisor and the proxy refused, in order of arrival.
+    denials: Arc<DenialLog>,
 }
 
 /// What a finished confinement reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Finished {
-    /// The operations it refused (supervisor and proxy), in order of arrival per source.
+    /// The operations it refused (supervisor and proxy), in the order they happened; the first
+    /// 64 of them.
     pub denials: Vec<Denial>,
-    /// Refusals past the ones kept.
-    pub more_denials: usize,
+    /// Refusals past the ones kept, by kind.
+    pub more_denials: Tally,
     /// Processes of the command that were still running at the end and were killed.
     pub killed: usize,
+}
+
+impl Finished {
+    /// The refusals past the first `listed` of [`Finished::denials`], by kind: what a report
+    /// that lists `listed` of them one by one still has to count.
+    pub fn beyond(&self, listed: usize) -> Tally {
+        let mut rest = self.more_denials;
+        for denial in self.denials.iter().skip(listed) {
+            rest.count(denial);
+        }
+        rest
+    }
 }
 
 impl Confinement {
@@ -315,8 +347,8 @@ impl Confinement {
         let listener =
             receive_fd(&channel).map_err(|error| SandboxError::Setup(format!("supervisor listener: {error}")))?;
         let rules = self.rules.take().ok_or_else(|| SandboxError::Setup("started twice".to_owned()))?;
-        self.supervisor =
-            Some(Supervisor::start(listener, rules).map_err(|error| SandboxError::Setup(error.to_string()))?);
+        let supervisor = Supervisor::start(listener, rules, Arc::clone(&self.denials));
+        self.supervisor = Some(supervisor.map_err(|error| SandboxError::Setup(error.to_string()))?);
         Ok(())
     }
 
@@ -336,15 +368,9 @@ impl Confinement {
         let mut finished = Finished { killed, ..Finished::default() };
         if let Some(mut supervisor) = self.supervisor.take() {
             supervisor.stop();
-            let (denials, more) = supervisor.denials();
-            finished.denials.extend(denials);
-            finished.more_denials += more;
         }
-        if let Some(proxy) = self.proxy.take() {
-            let (denials, more) = proxy.denials();
-            finished.denials.extend(denials);
-            finished.more_denials += more;
-        }
+        drop(self.proxy.take());
+        (finished.denials, finished.more_denials) = self.denials.read();
         if let Some(cgroup) = self.cgroup.take() {
             cgroup.remove();
         }

@@ -2,28 +2,33 @@
 //! and removing extended attributes — answered by the supervisor, so that a confined command
 //! changes metadata only where it may write: beneath the writable paths (the workspace,
 //! `$TMPDIR`, `writable`; never `~/.odek`, which they are split around), the same rule Landlock
-//! applies to contents. A change to a file nothing names any more (unlinked, a `memfd`) or to a
-//! pipe or socket is no one else's business and goes through. Setuid and setgid bits never get
-//! here: a seccomp filter refuses them everywhere (`filter`).
+//! applies to contents. A change to something the caller already holds open that nothing names
+//! (an unlinked file, a `memfd`, a pipe or a socket) is no one else's business and goes through
+//! — but only through the caller's own descriptor: a path never reaches such an object, since
+//! the paths that would (`/proc/<pid>/fd/<n>`, another process's) lead through `/proc`, which the
+//! supervisor does not follow (`resolve`). Setuid and setgid bits never get here: a seccomp
+//! filter refuses them everywhere (`filter`).
 //!
 //! The race a supervisor must not lose: it reads a path from the caller's memory, and another
 //! thread of the caller can rewrite that memory, swap a symlink or reuse a descriptor number
 //! between the check and the call. So the supervisor never lets the kernel redo the call: it
 //! reads the path once into a copy, opens what it names itself (`O_PATH`, following symlinks as
-//! the call would), judges *that open object* by the path the kernel gives for it, and makes the
-//! change on the same object (through its descriptor), from a thread without capabilities, so
-//! the kernel's own permission checks are the caller's. Whatever the caller changes meanwhile,
-//! the object judged is the object changed. Start at [`handle`].
+//! the call would, never a `/proc` link), judges *that open object* by the path the kernel gives
+//! for it, and makes the change on the same object (through its descriptor), from a thread
+//! without capabilities, so the kernel's own permission checks are the caller's. Whatever the
+//! caller changes meanwhile, the object judged is the object changed. Start at [`handle`].
 
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use nix::fcntl::{OFlag, openat};
-use nix::sys::stat::{Mode, SFlag, fstat};
+use nix::fcntl::OFlag;
+use nix::sys::stat::{SFlag, fstat};
 
+use crate::denials::Denial;
 use crate::notify;
-use crate::supervisor::{Caller, Denial, is_writable, real_path};
+use crate::resolve::{self, Unresolved, is_writable, real_path};
+use crate::supervisor::Caller;
 
 /// Every metadata call the supervisor answers (the seccomp filter sends exactly these).
 pub(crate) fn metadata_calls() -> Vec<i64> {
@@ -260,42 +265,74 @@ fn copy_times(caller: &Caller<'_>, address: u64, layout: TimesLayout) -> Result<
     })
 }
 
-/// `/proc/self/…`, `/proc/thread-self/…`, `/dev/fd/…` and `/dev/std{in,out,err}` as the caller
-/// means them: the supervisor resolving them itself would reach its own. (Only a convenience —
-/// the C library's `lchmod` goes through `/proc/self/fd` — never a guard: whatever a path
-/// leads to is judged as the object it is.)
-fn in_callers_terms(path: &[u8], tid: u32) -> Vec<u8> {
-    let own = format!("/proc/{tid}");
-    let replacements: [(&[u8], String); 6] = [
-        (b"/proc/self", own.clone()),
-        (b"/proc/thread-self", own.clone()),
-        (b"/dev/fd", format!("{own}/fd")),
-        (b"/dev/stdin", format!("{own}/fd/0")),
-        (b"/dev/stdout", format!("{own}/fd/1")),
-        (b"/dev/stderr", format!("{own}/fd/2")),
-    ];
-    for (prefix, replacement) in replacements {
-        if let Some(rest) = path.strip_prefix(prefix)
-            && (rest.is_empty() || rest.starts_with(b"/"))
-        {
-            let mut rewritten = replacement.into_bytes();
-            rewritten.extend_from_slice(rest);
-            return rewritten;
-        }
-    }
-    path.to_vec()
+/// The object a call will change, and how it was reached.
+struct Reached {
+    object: OwnedFd,
+    /// Reached by a path (the path calls' semantics apply), not as the caller's open file.
+    by_path: bool,
+    /// Taken from the caller's own descriptor table: an object it already holds.
+    own: bool,
 }
 
-/// Whether the object `object` holds may change: it lies beneath a writable path, or nothing
-/// names it (unlinked, a `memfd`, a pipe or a socket). `Err` with the path it lies at.
-fn changeable(object: &OwnedFd, writable: &[PathBuf]) -> Result<(), PathBuf> {
+/// Reaches what the path `given` names for the caller: one of its own descriptors when the path
+/// names one the way the C library does ([`resolve::callers_descriptor`]), else what the path
+/// leads to from `dir` (the caller's descriptor) or its working directory, through no `/proc`
+/// link. Everything read from the caller and its descriptors taken while it may still be
+/// reached; then on as the caller, without capabilities.
+fn reach_path(
+    caller: &Caller<'_>,
+    dir: Option<i32>,
+    given: &[u8],
+    follow: bool,
+    empty_is_dir: bool,
+) -> Result<Reached, Unresolved> {
+    let flags = if follow { OFlag::empty() } else { OFlag::O_NOFOLLOW };
+    if given.is_empty() && !empty_is_dir {
+        return Err(Unresolved::Errno(libc::ENOENT));
+    }
+    let is_own = |id: u32| id == caller.tid() || caller.tgid() == Some(id);
+    if let Some((fd, rest)) = resolve::callers_descriptor(given, &is_own) {
+        if rest.is_empty() && !follow {
+            // The `/proc` link itself, not what it leads to.
+            return Err(Unresolved::ThroughProc);
+        }
+        caller.still_pending().map_err(Unresolved::Errno)?;
+        let base = caller.take_fd(fd).map_err(Unresolved::Errno)?;
+        caller.act_as_caller().map_err(Unresolved::Errno)?;
+        if rest.is_empty() {
+            return Ok(Reached { object: base, by_path: true, own: true });
+        }
+        // `/proc/self/fd/3/notes.txt`: a name in the directory the caller holds open.
+        let inside = &rest[rest.iter().position(|byte| *byte != b'/').unwrap_or(rest.len())..];
+        let inside: &[u8] = if inside.is_empty() { b"./" } else { inside };
+        let object = resolve::open_path(Some(&base), inside, flags)?;
+        return Ok(Reached { object, by_path: true, own: false });
+    }
+    let relative = !given.starts_with(b"/");
+    let cwd = if relative && dir.is_none() { Some(caller.cwd().map_err(Unresolved::Errno)?) } else { None };
+    caller.still_pending().map_err(Unresolved::Errno)?;
+    let base = match dir {
+        Some(fd) if relative => Some(caller.take_fd(fd).map_err(Unresolved::Errno)?),
+        _ => cwd,
+    };
+    caller.act_as_caller().map_err(Unresolved::Errno)?;
+    match base {
+        Some(base) if given.is_empty() => Ok(Reached { object: base, by_path: true, own: dir.is_some() }),
+        base => Ok(Reached { object: resolve::open_path(base.as_ref(), given, flags)?, by_path: true, own: false }),
+    }
+}
+
+/// Whether the object `object` holds may change: it lies beneath a writable path, or — only
+/// when it came from the caller's own descriptor table (`own`) — nothing names it (unlinked, a
+/// `memfd`, a pipe or a socket). `Err` with the path it lies at.
+fn changeable(object: &OwnedFd, writable: &[PathBuf], own: bool) -> Result<(), PathBuf> {
     let unknown = || PathBuf::from("(unknown)");
-    let status = fstat(object).map_err(|_| unknown())?;
-    if status.st_nlink == 0 {
+    if own && fstat(object).map_err(|_| unknown())?.st_nlink == 0 {
         return Ok(());
     }
     let real = real_path(object).ok_or_else(unknown)?;
-    if !real.is_absolute() || is_writable(&real, writable) { Ok(()) } else { Err(real) }
+    let nameless = !real.is_absolute();
+    if (own && nameless) || (!nameless && is_writable(&real, writable)) { Ok(()) } else { Err(real) }
 }
 
 /// Answers one notified metadata call of `caller`: only on an object beneath `writable` (see
@@ -311,61 +348,31 @@ pub(crate) fn handle(caller: &Caller<'_>, writable: &[PathBuf], record: &dyn Fn(
         // The kernel does nothing, and looks at no path, for two omitted times.
         return Ok(0);
     }
-    // Everything read from the caller and its descriptors taken while it may still be reached,
-    // then on as the caller: the path opened and the change made without capabilities.
-    let (object, by_path, shown) = match target {
+    let refuse = |target: String, reason: String| {
+        record(Denial { operation: change.operation(), target, reason });
+        Err(libc::EACCES)
+    };
+    let (reached, shown) = match target {
         Target::Fd(fd) => {
             caller.still_pending()?;
-            let taken = caller.take_fd(fd)?;
+            let object = caller.take_fd(fd)?;
             caller.act_as_caller()?;
-            (taken, false, format!("fd {fd}"))
+            (Reached { object, by_path: false, own: true }, format!("fd {fd}"))
         }
         Target::Path { dir, path, follow, empty_is_dir } => {
             let given = caller.read_string(path, libc::PATH_MAX as usize, libc::ENAMETOOLONG)?;
-            let named = in_callers_terms(&given, caller.tid());
-            if named.is_empty() && !empty_is_dir {
-                return Err(libc::ENOENT);
+            let shown = String::from_utf8_lossy(&given).into_owned();
+            match reach_path(caller, dir, &given, follow, empty_is_dir) {
+                Ok(reached) => (reached, shown),
+                Err(Unresolved::ThroughProc) => return refuse(shown, Unresolved::THROUGH_PROC.to_owned()),
+                Err(Unresolved::Errno(errno)) => return Err(errno),
             }
-            let relative = !named.starts_with(b"/");
-            let cwd = if relative && dir.is_none() { Some(caller.cwd()?) } else { None };
-            caller.still_pending()?;
-            let base = match dir {
-                Some(fd) if relative => Some(caller.take_fd(fd)?),
-                _ => cwd,
-            };
-            caller.act_as_caller()?;
-            let object = match base {
-                Some(base) if named.is_empty() => base,
-                base => open_object(base.as_ref(), &named, follow)?,
-            };
-            (object, true, String::from_utf8_lossy(&given).into_owned())
         }
     };
-    if let Err(real) = changeable(&object, writable) {
-        record(Denial {
-            operation: change.operation(),
-            target: shown,
-            reason: format!("{} is outside the writable paths", real.display()),
-        });
-        return Err(libc::EACCES);
+    if let Err(real) = changeable(&reached.object, writable, reached.own) {
+        return refuse(shown, format!("{} is outside the writable paths", real.display()));
     }
-    perform(&object, copied, by_path).map(|()| 0)
-}
-
-/// Opens what `path` names (relative to `base`, else the supervisor's own root, which is the
-/// caller's) without opening the file itself (`O_PATH`: no device is opened, no FIFO blocks).
-fn open_object(base: Option<&OwnedFd>, path: &[u8], follow: bool) -> Result<OwnedFd, i32> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = Path::new(std::ffi::OsStr::from_bytes(path));
-    let mut flags = OFlag::O_PATH | OFlag::O_CLOEXEC;
-    if !follow {
-        flags |= OFlag::O_NOFOLLOW;
-    }
-    let opened = match base {
-        Some(base) => openat(base, path, flags, Mode::empty()),
-        None => nix::fcntl::open(path, flags, Mode::empty()),
-    };
-    opened.map_err(|errno| errno as i32)
+    perform(&reached.object, copied, reached.by_path).map(|()| 0)
 }
 
 /// Makes `change` on the object `object` holds: `by_path`, as the path calls do (any kind of
@@ -392,6 +399,8 @@ fn perform(object: &OwnedFd, change: Copied, by_path: bool) -> Result<(), i32> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn args(values: &[u64]) -> [u64; 6] {
@@ -439,17 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn the_callers_own_proc_entries_are_its_own() {
-        assert_eq!(in_callers_terms(b"/proc/self/fd/3", 42), b"/proc/42/fd/3");
-        assert_eq!(in_callers_terms(b"/proc/thread-self/cwd", 42), b"/proc/42/cwd");
-        assert_eq!(in_callers_terms(b"/dev/fd/5", 42), b"/proc/42/fd/5");
-        assert_eq!(in_callers_terms(b"/dev/stdout", 42), b"/proc/42/fd/1");
-        assert_eq!(in_callers_terms(b"/proc/selfish", 42), b"/proc/selfish");
-        assert_eq!(in_callers_terms(b"notes.txt", 42), b"notes.txt");
-    }
-
-    #[test]
-    fn only_objects_beneath_the_writable_paths_or_nameless_ones_may_change_red() {
+    fn only_objects_beneath_the_writable_paths_or_the_callers_own_nameless_ones_may_change_red() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let inside = root.join("work/file");
@@ -457,14 +456,19 @@ mod tests {
         std::fs::write(&inside, "x").unwrap();
         std::fs::write(root.join("outside"), "y").unwrap();
         let writable = [root.join("work")];
-        let open = |path: &Path| open_object(None, path.as_os_str().as_encoded_bytes(), true).unwrap();
-        assert_eq!(changeable(&open(&inside), &writable), Ok(()));
-        assert_eq!(changeable(&open(&root.join("outside")), &writable), Err(root.join("outside")));
+        let open = |path: &Path| resolve::open_path(None, path.as_os_str().as_encoded_bytes(), OFlag::empty()).unwrap();
+        for own in [false, true] {
+            assert_eq!(changeable(&open(&inside), &writable, own), Ok(()));
+            assert_eq!(changeable(&open(&root.join("outside")), &writable, own), Err(root.join("outside")));
+            assert_eq!(changeable(&open(Path::new("/dev/null")), &writable, own), Err(PathBuf::from("/dev/null")));
+        }
         let unlinked = open(&root.join("outside"));
         std::fs::remove_file(root.join("outside")).unwrap();
-        assert_eq!(changeable(&unlinked, &writable), Ok(()), "nothing names it any more");
+        assert_eq!(changeable(&unlinked, &writable, true), Ok(()), "the caller's own: nothing names it any more");
+        assert!(changeable(&unlinked, &writable, false).is_err(), "reached by a path, it is judged by where it was");
         let (reader, _writer) = std::io::pipe().unwrap();
-        assert_eq!(changeable(&OwnedFd::from(reader), &writable), Ok(()));
-        assert_eq!(changeable(&open(Path::new("/dev/null")), &writable), Err(PathBuf::from("/dev/null")));
+        let pipe = OwnedFd::from(reader);
+        assert_eq!(changeable(&pipe, &writable, true), Ok(()), "the caller's own pipe");
+        assert!(changeable(&pipe, &writable, false).is_err(), "a pipe reached by a path is someone else's");
     }
 }

@@ -126,7 +126,7 @@ fn pidfd_open(pid: u32, flags: libc::c_uint) -> io::Result<OwnedFd> {
 /// The process (thread group) of thread `tid`, from `/proc/<tid>/status`. The caller checks
 /// the notification is still pending afterwards: the thread was alive throughout, so its group
 /// cannot have been another.
-fn thread_group(tid: u32) -> io::Result<u32> {
+pub(crate) fn thread_group(tid: u32) -> io::Result<u32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
     status
         .lines()

@@ -7,16 +7,16 @@
 //! and every buffer a bound. Start at [`Proxy::start`].
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+use crate::denials::{Denial, DenialLog};
 use crate::policy::{Host, HostPort};
-use crate::supervisor::Denial;
 
 /// Longest request head read (16 KiB).
 const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -24,15 +24,12 @@ const MAX_HEAD_BYTES: usize = 16 * 1024;
 const STEP_DEADLINE: Duration = Duration::from_secs(10);
 /// Connections served at once; more are closed at once.
 const MAX_CONNECTIONS: usize = 64;
-/// Denials kept; later ones are only counted.
-const MAX_DENIALS: usize = 64;
 
 /// A running proxy; stopped when dropped.
 #[derive(Debug)]
 pub(crate) struct Proxy {
     address: SocketAddr,
     task: JoinHandle<()>,
-    denials: Arc<Mutex<(Vec<Denial>, usize)>>,
 }
 
 struct Rules {
@@ -41,30 +38,24 @@ struct Rules {
 }
 
 impl Proxy {
-    /// Listens on 127.0.0.1 (a port the kernel picks) within the current tokio runtime.
-    pub(crate) fn start(allow: Vec<HostPort>, loopback: bool) -> std::io::Result<Proxy> {
+    /// Listens on 127.0.0.1 (a port the kernel picks) within the current tokio runtime,
+    /// recording its refusals in `denials`.
+    pub(crate) fn start(allow: Vec<HostPort>, loopback: bool, denials: Arc<DenialLog>) -> std::io::Result<Proxy> {
         let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
-        let denials = Arc::new(Mutex::new((Vec::new(), 0)));
         let rules = Arc::new(Rules { allow, loopback });
-        let recorded = Arc::clone(&denials);
         let task = runtime.spawn(async move {
             let Ok(listener) = TcpListener::from_std(listener) else { return };
-            serve(listener, rules, recorded).await;
+            serve(listener, rules, denials).await;
         });
-        Ok(Proxy { address, task, denials })
+        Ok(Proxy { address, task })
     }
 
     /// Where it listens.
     pub(crate) fn address(&self) -> SocketAddr {
         self.address
-    }
-
-    /// The refusals so far, and how many more were not kept.
-    pub(crate) fn denials(&self) -> (Vec<Denial>, usize) {
-        self.denials.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
@@ -74,7 +65,7 @@ impl Drop for Proxy {
     }
 }
 
-async fn serve(listener: TcpListener, rules: Arc<Rules>, denials: Arc<Mutex<(Vec<Denial>, usize)>>) {
+async fn serve(listener: TcpListener, rules: Arc<Rules>, denials: Arc<DenialLog>) {
     let active = Arc::new(AtomicUsize::new(0));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -93,7 +84,7 @@ async fn serve(listener: TcpListener, rules: Arc<Rules>, denials: Arc<Mutex<(Vec
 }
 
 /// One client connection: its request head, the decision, then bytes both ways.
-async fn serve_one(mut client: TcpStream, rules: &Rules, denials: &Mutex<(Vec<Denial>, usize)>) {
+async fn serve_one(mut client: TcpStream, rules: &Rules, denials: &DenialLog) {
     let Ok(Ok(head)) = tokio::time::timeout(STEP_DEADLINE, read_head(&mut client)).await else { return };
     let Some(request) = parse_request(&head.bytes[..head.end]) else {
         let _ = client.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").await;
@@ -121,13 +112,12 @@ async fn serve_one(mut client: TcpStream, rules: &Rules, denials: &Mutex<(Vec<De
     }
 }
 
-async fn refuse(client: &mut TcpStream, denials: &Mutex<(Vec<Denial>, usize)>, target: &str, why: &str) {
-    {
-        let mut kept = denials.lock().unwrap_or_else(PoisonError::into_inner);
-        let denial =
-            Denial { operation: "connect", target: target.to_owned(), reason: format!("{why}, through the proxy") };
-        if kept.0.len() < MAX_DENIALS { kept.0.push(denial) } else { kept.1 += 1 }
-    }
+async fn refuse(client: &mut TcpStream, denials: &DenialLog, target: &str, why: &str) {
+    denials.record(Denial {
+        operation: "connect",
+        target: target.to_owned(),
+        reason: format!("{why}, through the proxy"),
+    });
     let body = format!("odek sandbox: {target} is refused: {why}\n");
     let answer = format!(
         "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",

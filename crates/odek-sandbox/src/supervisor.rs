@@ -8,63 +8,34 @@
 //! follow the network mode and allow-list; Unix sockets may be reached or created only beneath
 //! the writable paths (never `/run/docker.sock` and the like); a refusal is `EACCES` and a
 //! recorded [`Denial`]. The notification names the calling *thread*: a multithreaded caller
-//! (Go, the JVM) is reached through it. Start at [`Supervisor::start`] and [`decide`].
+//! (Go, the JVM) is reached through it. One thread receives the calls and hands them to the
+//! worker pool (`pool`), where they wait their turn rather than fail. Start at
+//! [`Supervisor::start`] and [`decide`].
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use nix::fcntl::{OFlag, openat};
+use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::stat::{Mode, SFlag, fstat};
 
+use crate::denials::{Denial, DenialLog};
 use crate::metadata;
 use crate::notify::{self, Notification};
 use crate::policy::{Host, HostPort, NetworkMode};
+use crate::pool::{Lane, Pending, Pool};
+use crate::resolve::{self, Unresolved, is_writable, real_path};
 
-/// Notified calls handled at once; more are answered `EAGAIN` (the tree's process limit keeps
-/// this far away in practice).
-const MAX_IN_FLIGHT: usize = 64;
-/// Denials kept per confined command; later ones are only counted.
-const MAX_DENIALS: usize = 64;
 /// `sizeof(struct sockaddr_un)`.
 const SOCKADDR_UN_LEN: usize = 110;
-
-/// One operation the supervisor refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial {
-    /// `connect` or `bind`; `chmod`, `chown`, `utimes`, `setxattr` or `removexattr`.
-    pub operation: &'static str,
-    /// The destination as the caller named it (`93.184.216.34:443`, a socket path).
-    pub target: String,
-    /// Why, in one line (`network: loopback`, `outside the writable paths`).
-    pub reason: String,
-}
-
-impl Denial {
-    /// Whether the refused operation was a network one (`connect`, `bind`) rather than a change
-    /// to a file's metadata.
-    pub fn is_network(&self) -> bool {
-        matches!(self.operation, "connect" | "bind")
-    }
-}
-
-/// `sandbox: connect 127.0.0.1:9 refused (network: deny)`: one refusal as odek reports it to
-/// the model, the event stream and the operator.
-impl std::fmt::Display for Denial {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "sandbox: {} {} refused ({})", self.operation, self.target, self.reason)
-    }
-}
-
-/// `sandbox: 3 more refused operation(s)`: the refusals not listed one by one.
-pub fn more_refused_line(count: usize) -> String {
-    format!("sandbox: {count} more refused operation(s)")
-}
+/// How long stopping waits for the workers to finish the calls they are making.
+const STOP_DEADLINE: Duration = Duration::from_secs(2);
 
 /// What the supervisor allows.
 #[derive(Debug, Clone)]
@@ -224,6 +195,7 @@ fn shown(address: &Address) -> String {
 pub(crate) struct Supervisor {
     thread: Option<JoinHandle<()>>,
     stop: Option<OwnedFd>,
+    pool: Arc<Pool>,
     shared: Arc<Shared>,
 }
 
@@ -235,43 +207,52 @@ impl std::fmt::Debug for Supervisor {
 
 struct Shared {
     rules: Rules,
-    denials: Mutex<(Vec<Denial>, usize)>,
-    /// Duplicated sockets a handler is connecting on: shut down when the supervisor stops, so
+    log: Arc<DenialLog>,
+    /// Duplicated sockets a worker is connecting on: shut down while the supervisor stops, so
     /// no blocking connect outlives the command.
     in_flight: Mutex<HashSet<RawFd>>,
-    handling: AtomicUsize,
+    /// Set (under `in_flight`'s lock) when stopping: no connect starts after it.
+    stopping: AtomicBool,
 }
 
 impl Supervisor {
-    /// Starts answering the notifications of `listener` on a thread of its own; it ends when
-    /// every process of the tree is gone or [`Supervisor::stop`] is called.
-    pub(crate) fn start(listener: OwnedFd, rules: Rules) -> std::io::Result<Supervisor> {
+    /// Starts answering the notifications of `listener`, recording refusals in `log`: a thread
+    /// receives them and hands them to the workers; it ends when every process of the tree is
+    /// gone or [`Supervisor::stop`] is called.
+    pub(crate) fn start(listener: OwnedFd, rules: Rules, log: Arc<DenialLog>) -> std::io::Result<Supervisor> {
         let (stop_read, stop_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let shared = Arc::new(Shared {
-            rules,
-            denials: Mutex::new((Vec::new(), 0)),
-            in_flight: Mutex::new(HashSet::new()),
-            handling: AtomicUsize::new(0),
-        });
-        let state = Arc::clone(&shared);
+        let shared =
+            Arc::new(Shared { rules, log, in_flight: Mutex::new(HashSet::new()), stopping: AtomicBool::new(false) });
+        let handler_shared = Arc::clone(&shared);
+        let pool = Arc::new(Pool::new(Box::new(move |call: Pending| {
+            let outcome = handle(call.listener().as_raw_fd(), &call.notification, &handler_shared);
+            call.answer(outcome);
+        })));
+        let serving = Arc::clone(&pool);
         let thread = std::thread::Builder::new()
             .name("odek-sandbox-supervisor".to_owned())
-            .spawn(move || serve(&Arc::new(listener), &stop_read, &state))?;
-        Ok(Supervisor { thread: Some(thread), stop: Some(stop_write), shared })
+            .spawn(move || serve(&Arc::new(listener), &stop_read, &serving))?;
+        Ok(Supervisor { thread: Some(thread), stop: Some(stop_write), pool, shared })
     }
 
-    /// The refusals so far, and how many more were not kept.
-    pub(crate) fn denials(&self) -> (Vec<Denial>, usize) {
-        self.shared.denials.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    /// Stops answering: the thread ends, and every connect a handler is still making on the
-    /// command's behalf is aborted.
+    /// Stops answering: calls not started are answered with an error, every connect a worker
+    /// is still making on the command's behalf is aborted, and the workers are waited for (at
+    /// most [`STOP_DEADLINE`]), so the refusals read afterwards are all of them.
     pub(crate) fn stop(&mut self) {
-        drop(self.stop.take());
-        for socket in self.shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            notify::shutdown(*socket);
+        if self.stop.is_none() {
+            return;
         }
+        {
+            let _in_flight = self.shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+            self.shared.stopping.store(true, Ordering::SeqCst);
+        }
+        let abort = || {
+            for socket in self.shared.in_flight.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+                notify::shutdown(*socket);
+            }
+        };
+        self.pool.stop(Instant::now() + STOP_DEADLINE, &abort);
+        drop(self.stop.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -284,7 +265,9 @@ impl Drop for Supervisor {
     }
 }
 
-fn serve(listener: &Arc<OwnedFd>, stop: &OwnedFd, shared: &Arc<Shared>) {
+/// Receives each notified call and hands it to its lane's workers (waiting, with the call not
+/// yet received, while that lane's queue is full).
+fn serve(listener: &Arc<OwnedFd>, stop: &OwnedFd, pool: &Pool) {
     loop {
         let mut fds =
             [PollFd::new(listener.as_fd_ref(), PollFlags::POLLIN), PollFd::new(stop.as_fd_ref(), PollFlags::POLLIN)];
@@ -300,22 +283,11 @@ fn serve(listener: &Arc<OwnedFd>, stop: &OwnedFd, shared: &Arc<Shared>) {
         }
         if listener_events.contains(PollFlags::POLLIN) {
             let Ok(notification) = notify::receive(listener.as_raw_fd()) else { continue };
-            if shared.handling.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
-                shared.handling.fetch_sub(1, Ordering::AcqRel);
-                notify::answer(listener.as_raw_fd(), notification.id, Err(libc::EAGAIN));
-                continue;
-            }
-            let (handler_listener, handler_shared) = (Arc::clone(listener), Arc::clone(shared));
-            let spawned = std::thread::Builder::new().name("odek-sandbox-call".to_owned()).spawn(move || {
-                let outcome = handle(handler_listener.as_raw_fd(), &notification, &handler_shared);
-                notify::answer(handler_listener.as_raw_fd(), notification.id, outcome);
-                handler_shared.handling.fetch_sub(1, Ordering::AcqRel);
-            });
-            if spawned.is_err() {
-                // No thread to spare: the call fails rather than waits.
-                shared.handling.fetch_sub(1, Ordering::AcqRel);
-                notify::answer(listener.as_raw_fd(), notification.id, Err(libc::EAGAIN));
-            }
+            let lane = match notification.syscall {
+                libc::SYS_connect | libc::SYS_bind => Lane::Network,
+                _ => Lane::Metadata,
+            };
+            pool.submit(lane, Pending::new(Arc::clone(listener), notification));
         } else if listener_events.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) {
             // Every process of the tree is gone.
             return;
@@ -341,7 +313,7 @@ fn handle(listener: RawFd, notification: &Notification, shared: &Shared) -> Resu
     match notification.syscall {
         libc::SYS_connect => handle_socket_call(&caller, Operation::Connect, shared),
         libc::SYS_bind => handle_socket_call(&caller, Operation::Bind, shared),
-        _ => metadata::handle(&caller, &shared.rules.writable, &|denial| shared.record(denial)),
+        _ => metadata::handle(&caller, &shared.rules.writable, &|denial| shared.log.record(denial)),
     }
 }
 
@@ -359,6 +331,12 @@ pub(crate) struct Caller<'a> {
 impl Caller<'_> {
     pub(crate) fn tid(&self) -> u32 {
         self.notification.pid
+    }
+
+    /// The caller's process (thread group), from `/proc`: read before [`Caller::still_pending`]
+    /// vouches for it.
+    pub(crate) fn tgid(&self) -> Option<u32> {
+        notify::thread_group(self.tid()).ok()
     }
 
     pub(crate) fn syscall(&self) -> i64 {
@@ -402,8 +380,9 @@ impl Caller<'_> {
         notify::take_fd(&self.pidfd, fd).map_err(|error| error.raw_os_error().unwrap_or(libc::EBADF))
     }
 
-    /// Leaves this handler thread without capabilities, as the caller is: from here on the kernel
-    /// judges what the handler does as it would the caller's own call. Fails closed.
+    /// Makes sure this worker holds no capabilities, as the caller holds none (a worker drops them
+    /// when it starts; this drops them should they be there): from here on the kernel judges
+    /// what the handler does as it would the caller's own call. Fails closed.
     pub(crate) fn act_as_caller(&self) -> Result<(), i32> {
         crate::child::drop_thread_capabilities().map_err(|_| libc::EPERM)
     }
@@ -422,7 +401,7 @@ fn handle_socket_call(caller: &Caller<'_>, operation: Operation, shared: &Shared
     caller.act_as_caller()?;
     let Some(address) = address else { return Err(libc::EINVAL) };
     let refuse = |reason: String| {
-        shared.record(Denial { operation: operation.name(), target: shown(&address), reason });
+        shared.log.record(Denial { operation: operation.name(), target: shown(&address), reason });
         Err(libc::EACCES)
     };
     match decide(operation, &address, &shared.rules) {
@@ -439,32 +418,17 @@ fn handle_socket_call(caller: &Caller<'_>, operation: Operation, shared: &Shared
     }
 }
 
-/// Whether `real` (a canonical path) lies beneath one of the `writable` paths.
-pub(crate) fn is_writable(real: &Path, writable: &[PathBuf]) -> bool {
-    writable.iter().any(|area| real.starts_with(area))
-}
-
-/// The path the kernel gives for the object `fd` holds (`pipe:[…]` and the like for what has
-/// none), or `None` when it cannot be read.
-pub(crate) fn real_path(fd: &OwnedFd) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    std::fs::read_link(std::ffi::OsStr::from_bytes(notify::through_fd(fd).as_bytes())).ok()
-}
-
 impl Shared {
-    fn record(&self, denial: Denial) {
-        let mut denials = self.denials.lock().unwrap_or_else(PoisonError::into_inner);
-        if denials.0.len() < MAX_DENIALS {
-            denials.0.push(denial);
-        } else {
-            denials.1 += 1;
-        }
-    }
-
     /// The call itself, on the duplicate, registered so a stop can abort it.
     fn perform(&self, operation: Operation, socket: &OwnedFd, address: &[u8]) -> Result<i64, i32> {
         let fd = socket.as_raw_fd();
-        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).insert(fd);
+        {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.stopping.load(Ordering::SeqCst) {
+                return Err(libc::EINTR);
+            }
+            in_flight.insert(fd);
+        }
         let result = match operation {
             Operation::Connect => notify::connect_raw(socket, address),
             Operation::Bind => notify::bind_raw(socket, address),
@@ -480,11 +444,21 @@ enum Resolved {
     Errno(i32),
 }
 
+impl From<Unresolved> for Resolved {
+    fn from(unresolved: Unresolved) -> Resolved {
+        match unresolved {
+            Unresolved::ThroughProc => Resolved::Refused(Unresolved::THROUGH_PROC.to_owned()),
+            Unresolved::Errno(errno) => Resolved::Errno(errno),
+        }
+    }
+}
+
 /// Resolves the caller's socket path (relative to its working directory `cwd`) the way the
-/// kernel would, and — when it lies beneath `writable` — returns an address naming it through
-/// `/proc/self/fd/<n>` (and the fd, to hold while the call is made), so the call reaches exactly
-/// what was checked. For `connect`, the path itself must be a socket there; for `bind`, its
-/// directory must be there (the socket is created by the call).
+/// kernel would — through no `/proc` link ([`resolve::open_path`]) — and, when it lies beneath
+/// `writable`, returns an address naming it through `/proc/self/fd/<n>` (and the fd, to hold
+/// while the call is made), so the call reaches exactly what was checked. For `connect`, the
+/// path itself must be a socket there; for `bind`, its directory must be there (the socket is
+/// created by the call).
 fn resolve_unix(
     cwd: Option<&OwnedFd>,
     operation: Operation,
@@ -493,13 +467,9 @@ fn resolve_unix(
 ) -> Result<(Vec<u8>, OwnedFd), Resolved> {
     use std::os::unix::ffi::OsStrExt;
     let path = Path::new(std::ffi::OsStr::from_bytes(path));
+    let base = if path.is_absolute() { None } else { cwd };
     let open_at = |target: &Path, flags: OFlag| -> Result<OwnedFd, Resolved> {
-        let flags = flags | OFlag::O_PATH | OFlag::O_CLOEXEC;
-        let opened = match cwd {
-            Some(base) if !target.is_absolute() => openat(base, target, flags, Mode::empty()),
-            _ => nix::fcntl::open(target, flags, Mode::empty()),
-        };
-        opened.map_err(|errno| Resolved::Errno(errno as i32))
+        Ok(resolve::open_path(base, target.as_os_str().as_bytes(), flags)?)
     };
     let (held, name) = match operation {
         Operation::Connect => {

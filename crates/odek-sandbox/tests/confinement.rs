@@ -33,6 +33,19 @@ impl Scene {
         Scene { workspace: home.join("work"), outside: home.join("outside"), home, _dir: dir }
     }
 
+    /// `~/shared/tool.conf` (mode 0600), and `network`'s policy with `~/shared` readable: a
+    /// file the command may read and must not change.
+    fn readable_file(&self, network: Network) -> (PathBuf, Policy) {
+        let shared = self.home.join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        let file = shared.join("tool.conf");
+        std::fs::write(&file, "conf").unwrap();
+        set_mode(&file, 0o600);
+        let mut policy = self.policy(network);
+        policy.readable.push(shared);
+        (file, policy)
+    }
+
     fn policy(&self, network: Network) -> Policy {
         Policy {
             workspace: self.workspace.clone(),
@@ -74,8 +87,27 @@ async fn run_prepared(
     args: &[&str],
     prepare: impl FnOnce(&mut tokio::process::Command),
 ) -> Outcome {
+    run_program(sandbox, cwd, &probe(), args, prepare).await
+}
+
+/// `/bin/sh -c script` in `cwd`, confined by `sandbox`.
+async fn run_script(sandbox: &Sandbox, cwd: &Path, script: &str) -> Outcome {
+    run_program(Some(sandbox), cwd, Path::new("/bin/sh"), &["-c", script], |command| {
+        command.stdin(Stdio::null()).process_group(0);
+    })
+    .await
+}
+
+/// `program` with `args` in `cwd` (see [`run_prepared`]).
+async fn run_program(
+    sandbox: Option<&Sandbox>,
+    cwd: &Path,
+    program: &Path,
+    args: &[&str],
+    prepare: impl FnOnce(&mut tokio::process::Command),
+) -> Outcome {
     use tokio::io::AsyncReadExt;
-    let mut command = tokio::process::Command::new(probe());
+    let mut command = tokio::process::Command::new(program);
     command.args(args).current_dir(cwd).stdout(Stdio::piped()).kill_on_drop(true);
     prepare(&mut command);
     let mut confinement = sandbox.map(|sandbox| sandbox.confine(&mut command).unwrap());
@@ -217,6 +249,38 @@ async fn a_host_not_on_the_allow_list_is_refused_by_the_proxy_red() {
 }
 
 #[tokio::test]
+async fn refusals_are_reported_in_the_order_they_happened_across_supervisor_and_proxy_red() {
+    let scene = Scene::new();
+    let (_listener, port) = pong_listener();
+    let mut policy = scene.policy(Network::Deny);
+    policy.allow_hosts =
+        vec![parse_allow_host(&format!("localhost:{port}")).unwrap(), parse_allow_host("127.0.0.1:1").unwrap()];
+    let sandbox = Sandbox::new(policy).unwrap();
+    // The proxy refuses first, then the supervisor twenty times.
+    let probe = probe();
+    let script = format!(
+        "{0} proxy-connect example.com:443; for port in $(seq 2 21); do {0} connect 127.0.0.1:$port; done; true",
+        probe.display()
+    );
+    let confined = run_script(&sandbox, &scene.workspace, &script).await;
+    let refused: Vec<String> =
+        confined.finished.denials.iter().map(|denial| format!("{} {}", denial.operation, denial.target)).collect();
+    assert_eq!(refused.len(), 21, "{refused:?}");
+    assert_eq!(refused[0], "connect example.com:443", "the proxy's refusal came first");
+    assert_eq!(refused[1], "connect 127.0.0.1:2");
+    assert_eq!(refused[20], "connect 127.0.0.1:21");
+}
+
+#[tokio::test]
+async fn many_threads_changing_metadata_at_once_wait_their_turn_instead_of_failing_red() {
+    let scene = Scene::new();
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    let confined = run_in(Some(&sandbox), &scene.workspace, &["chmod-threads", "200", "200", "notes.txt"]).await;
+    assert_eq!(confined.line, "ok 0 of 40000 failed");
+    assert!(confined.finished.denials.is_empty(), "{:?}", confined.finished.denials);
+}
+
+#[tokio::test]
 async fn unix_sockets_outside_the_writable_paths_are_unreachable_red() {
     let scene = Scene::new();
     let outside = scene.outside.join("service.sock");
@@ -354,19 +418,29 @@ async fn the_controlling_terminal_cannot_be_reopened_but_a_handed_one_works_red(
     assert_eq!(&echoed, b"typed");
 }
 
+/// Files the test made in a shared place (`/dev/shm`), removed when it ends, panicked or not.
+struct RemovedAtEnd(Vec<PathBuf>);
+
+impl Drop for RemovedAtEnd {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 #[tokio::test]
 async fn shared_memory_is_not_shared_with_other_processes_red() {
     let scene = Scene::new();
     let theirs = PathBuf::from(format!("/dev/shm/odek-test-theirs-{}", std::process::id()));
-    std::fs::write(&theirs, "another process's segment").unwrap();
     let mine = format!("/dev/shm/odek-test-mine-{}", std::process::id());
+    let _cleanup = RemovedAtEnd(vec![theirs.clone(), PathBuf::from(&mine)]);
+    std::fs::write(&theirs, "another process's segment").unwrap();
     let (open, confined) = both(&scene, scene.policy(Network::Deny), &["read", theirs.to_str().unwrap()]).await;
     let (open_write, confined_write) = both(&scene, scene.policy(Network::Deny), &["write", &mine, "x"]).await;
     let mut opted_in = scene.policy(Network::Deny);
     opted_in.writable.push("/dev/shm".into());
     let (_, granted) = both(&scene, opted_in, &["read", theirs.to_str().unwrap()]).await;
-    std::fs::remove_file(&theirs).unwrap();
-    let _ = std::fs::remove_file(&mine);
     assert_eq!(open.line, "ok 25 bytes");
     assert!(confined.line.starts_with("denied EACCES"), "{}", confined.line);
     assert_eq!(open_write.line, "ok written");
@@ -469,13 +543,7 @@ async fn metadata_outside_the_writable_paths_cannot_change_red() {
 #[tokio::test]
 async fn metadata_of_a_readable_file_cannot_change_through_its_descriptor_red() {
     let scene = Scene::new();
-    let shared = scene.home.join("shared");
-    std::fs::create_dir(&shared).unwrap();
-    let target = shared.join("tool.conf");
-    std::fs::write(&target, "conf").unwrap();
-    set_mode(&target, 0o600);
-    let mut policy = scene.policy(Network::Deny);
-    policy.readable.push(shared.clone());
+    let (target, policy) = scene.readable_file(Network::Deny);
     let (open, confined) = both(&scene, policy.clone(), &["fchmod", target.to_str().unwrap(), "666"]).await;
     assert_eq!(open.line, "ok changed");
     set_mode(&target, 0o600);
@@ -530,6 +598,79 @@ async fn metadata_in_the_workspace_still_changes() {
     assert!(has_xattr(&notes));
 }
 
+fn mode_of_fd(fd: &impl std::os::fd::AsFd) -> u32 {
+    nix::sys::stat::fstat(fd).unwrap().st_mode & 0o7777
+}
+
+const THROUGH_PROC: &str = "it leads through a /proc link, which the sandbox does not follow";
+
+#[tokio::test]
+async fn another_processs_unnamed_file_cannot_change_through_proc_red() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let scene = Scene::new();
+    // An unnamed file of this process, in a directory the command may not write (it could be
+    // linked into place there later).
+    let unnamed =
+        std::fs::OpenOptions::new().write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(&scene.outside).unwrap();
+    let through = format!("/proc/{}/fd/{}", std::process::id(), unnamed.as_raw_fd());
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    for args in [vec!["chmod", through.as_str(), "666"], vec!["touch", through.as_str()]] {
+        let confined = run_in(Some(&sandbox), &scene.workspace, &args).await;
+        assert!(confined.line.starts_with("denied EACCES"), "{args:?}: {}", confined.line);
+        let denial = &confined.finished.denials[0];
+        assert_eq!((denial.target.as_str(), denial.reason.as_str()), (through.as_str(), THROUGH_PROC), "{args:?}");
+    }
+    assert_eq!(mode_of_fd(&unnamed), 0o600);
+    assert!(run_in(None, &scene.workspace, &["chmod", &through, "666"]).await.ok, "unconfined it works");
+    assert_eq!(mode_of_fd(&unnamed), 0o666);
+}
+
+#[tokio::test]
+async fn odeks_own_descriptors_and_root_cannot_be_reached_through_proc_red() {
+    use std::os::fd::AsRawFd;
+    let scene = Scene::new();
+    let (reader, _writer) = std::io::pipe().unwrap();
+    let before = mode_of_fd(&reader);
+    // `/proc/self` as odek's supervisor would read it: odek's own descriptors.
+    std::os::unix::fs::symlink(format!("/proc/self/fd/{}", reader.as_raw_fd()), scene.workspace.join("door")).unwrap();
+    let rooted = format!("/proc/{}/root{}", std::process::id(), scene.workspace.join("notes.txt").display());
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    for args in [vec!["chmod", "door", "666"], vec!["touch", "door"], vec!["chmod", rooted.as_str(), "666"]] {
+        let confined = run_in(Some(&sandbox), &scene.workspace, &args).await;
+        assert!(confined.line.starts_with("denied EACCES"), "{args:?}: {}", confined.line);
+        assert_eq!(confined.finished.denials[0].reason, THROUGH_PROC, "{args:?}");
+    }
+    assert_eq!(mode_of_fd(&reader), before);
+    assert_ne!(mode_of(&scene.workspace.join("notes.txt")), 0o666);
+}
+
+#[tokio::test]
+async fn the_callers_own_descriptors_change_through_their_proc_names() {
+    let scene = Scene::new();
+    let (readable, policy) = scene.readable_file(Network::Deny);
+    let sandbox = Sandbox::new(policy).unwrap();
+    let unnamed = format!("tmpfile:{}", scene.workspace.display());
+    for prefix in ["/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/", "/proc/PID/fd/"] {
+        let confined = run_in(Some(&sandbox), &scene.workspace, &["chmod-own-fd", &unnamed, prefix, "640"]).await;
+        assert_eq!(confined.line, "ok changed to 640", "{prefix}: its own unnamed file");
+        let refused =
+            run_in(Some(&sandbox), &scene.workspace, &["chmod-own-fd", readable.to_str().unwrap(), prefix, "666"])
+                .await;
+        assert!(
+            refused.line.starts_with("denied EACCES"),
+            "{prefix}: a readable file stays as it is: {}",
+            refused.line
+        );
+        assert_eq!(
+            refused.finished.denials[0].reason,
+            format!("{} is outside the writable paths", readable.display()),
+            "{prefix}"
+        );
+    }
+    assert_eq!(mode_of(&readable), 0o600);
+}
+
 #[tokio::test]
 async fn setuid_and_setgid_bits_are_refused_everywhere_red() {
     let scene = Scene::new();
@@ -553,12 +694,19 @@ async fn setuid_and_setgid_bits_are_refused_everywhere_red() {
     assert_eq!(run_in(Some(&sandbox), &scene.workspace, &["create-mode", "plain", "755"]).await.line, "ok created");
 }
 
+/// `chattr` (`FS_IOC_SETFLAGS`) and `file_setattr` (Linux 6.17, by path, no descriptor needed).
 #[tokio::test]
 async fn inode_flags_cannot_be_changed_red() {
     let scene = Scene::new();
-    let (open, confined) = both(&scene, scene.policy(Network::Deny), &["chattr", "notes.txt"]).await;
-    assert_eq!(open.line, "ok changed", "this file system takes inode flags");
-    assert!(confined.line.starts_with("denied EPERM"), "{}", confined.line);
+    let sandbox = Sandbox::new(scene.policy(Network::Deny)).unwrap();
+    let config = scene.home.join(".odek/config.json");
+    for action in ["chattr", "file-setattr"] {
+        let (open, confined) = both(&scene, scene.policy(Network::Deny), &[action, "notes.txt"]).await;
+        assert_eq!(open.line, "ok changed", "{action}: this kernel and file system take inode flags");
+        assert!(confined.line.starts_with("denied EPERM"), "{action}: {}", confined.line);
+        let theirs = run_in(Some(&sandbox), &scene.workspace, &[action, config.to_str().unwrap()]).await;
+        assert!(theirs.line.starts_with("denied"), "{action}: odek's config: {}", theirs.line);
+    }
 }
 
 #[tokio::test]

@@ -29,15 +29,16 @@ pub struct DeniedOperation {
 /// The operations a turn refused: the `denials` of the `--json` result.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Denials {
-    /// Every denial of the turn.
+    /// Every operation the turn refused (a sandbox summary counts as the refusals it stands for).
     pub count: usize,
     /// The first [`DENIALS_LISTED`] of them, in the order they happened.
     pub first: Vec<DeniedOperation>,
 }
 
 impl Denials {
-    fn record(&mut self, denial: DeniedOperation) {
-        self.count = self.count.saturating_add(1);
+    /// `denial`, standing for `count` refused operations (a sandbox summary stands for many).
+    fn record(&mut self, denial: DeniedOperation, count: usize) {
+        self.count = self.count.saturating_add(count.max(1));
         if self.first.len() < DENIALS_LISTED {
             self.first.push(denial);
         }
@@ -60,12 +61,13 @@ impl StreamObserver for DenialRecorder {}
 impl LoopObserver for DenialRecorder {
     fn on_event(&self, event: &LoopEvent<'_>) {
         if let LoopEvent::OperationDenied { tool, denial, .. } = event {
+            let denial_count = denial.count;
             let denial = DeniedOperation {
                 tool: redact(tool).into_owned(),
                 class: denial.class.as_str().to_owned(),
                 reason: redact(&denial.reason).into_owned(),
             };
-            self.0.lock().unwrap_or_else(PoisonError::into_inner).record(denial);
+            self.0.lock().unwrap_or_else(PoisonError::into_inner).record(denial, denial_count);
         }
     }
 }
@@ -110,7 +112,7 @@ mod tests {
     #[test]
     fn the_count_covers_every_denial_and_the_list_stops_at_twenty() {
         let recorder = DenialRecorder::default();
-        let denial = Denial { class: DangerClass::Destructive, reason: "rm is destructive".to_owned() };
+        let denial = Denial::new(DangerClass::Destructive, "rm is destructive");
         for index in 0..25 {
             let call_id = format!("call-{index}");
             recorder.on_event(&LoopEvent::OperationDenied {
@@ -135,10 +137,24 @@ mod tests {
     }
 
     #[test]
+    fn a_sandbox_summary_counts_every_refusal_it_stands_for_red() {
+        let recorder = DenialRecorder::default();
+        let one = Denial::new(DangerClass::NetworkEgress, "sandbox: connect 127.0.0.1:2 refused (network: deny)");
+        let summary =
+            Denial { count: 40, ..Denial::new(DangerClass::NetworkEgress, "sandbox: 40 more refused operation(s)") };
+        for denial in [&one, &summary] {
+            recorder.on_event(&LoopEvent::OperationDenied { iteration: 1, call_id: "c", tool: "shell", denial });
+        }
+        let denials = recorder.take();
+        assert_eq!(denials.count, 41);
+        assert_eq!(denials.first.len(), 2, "the summary is listed once");
+    }
+
+    #[test]
     fn a_secret_in_a_denial_is_redacted_red() {
         let secret = format!("sk-{}", "q".repeat(40));
         let recorder = DenialRecorder::default();
-        let denial = Denial { class: DangerClass::NetworkEgress, reason: format!("curl -H {secret}") };
+        let denial = Denial::new(DangerClass::NetworkEgress, format!("curl -H {secret}"));
         recorder.on_event(&LoopEvent::OperationDenied { iteration: 1, call_id: "c", tool: "shell", denial: &denial });
         let text = serde_json::to_string(&recorder.take()).unwrap();
         assert!(!text.contains(&secret), "{text}");

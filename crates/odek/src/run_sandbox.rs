@@ -27,7 +27,7 @@ fn unavailable_warning(error: &SandboxError) -> String {
 /// The sandbox of a run in `sources.cwd` under `config`: `None` when it is off, or — with a
 /// warning through `warn` — when this kernel cannot enforce it and it is not required. A
 /// required sandbox the kernel cannot enforce, and a policy that breaks a rule (`/` writable),
-/// are errors.
+/// are errors. What a sandbox in force cannot enforce here (no supervisor) is a warning too.
 pub(crate) fn prepare_sandbox(
     config: &SandboxConfig,
     sources: &ConfigSources,
@@ -39,7 +39,12 @@ pub(crate) fn prepare_sandbox(
     let temp_dir = run_temp_dir()?;
     let policy = run_policy(config, sources, temp_dir.path());
     match Sandbox::new(policy) {
-        Ok(sandbox) => Ok(Some(RunSandbox { sandbox: Arc::new(sandbox), _temp_dir: temp_dir })),
+        Ok(sandbox) => {
+            if let Some(limitation) = sandbox.limitation() {
+                warn(limitation);
+            }
+            Ok(Some(RunSandbox { sandbox: Arc::new(sandbox), _temp_dir: temp_dir }))
+        }
         Err(error @ SandboxError::Policy(_)) => Err(RuntimeError::Setup(error.to_string())),
         Err(error) if config.required => Err(RuntimeError::Setup(format!(
             "sandbox.required is set but the sandbox cannot be enforced here: {error}"

@@ -535,10 +535,10 @@ impl Agent {
                 .map(|risk| match expired {
                     Some(_) => failure(outcome_text(&Err(ToolError::new("cancelled"))), Duration::ZERO),
                     None => Finished {
-                        denials: vec![Denial {
-                            class: risk.as_ref().map_or(DangerClass::Safe, |risk| risk.class),
-                            reason: BATCH_DENIED.to_owned(),
-                        }],
+                        denials: vec![Denial::new(
+                            risk.as_ref().map_or(DangerClass::Safe, |risk| risk.class),
+                            BATCH_DENIED,
+                        )],
                         ..failure(format!("error: {BATCH_DENIED}"), Duration::ZERO)
                     },
                 })

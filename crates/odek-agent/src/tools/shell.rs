@@ -198,16 +198,19 @@ impl RunResult {
     }
 }
 
-/// What a confinement refused (the supervisor's and the proxy's refusals), as denials — each an
-/// `operation_denied` event of a call, or a `subagent_denied` of a confined sub-agent: the first
-/// [`SANDBOX_DENIAL_EVENTS`], then one saying how many more there were.
+/// What a confinement refused (the supervisor's and the proxy's refusals, in the order they
+/// happened), as denials — each an `operation_denied` event of a call, or a `subagent_denied` of
+/// a confined sub-agent: the first [`SANDBOX_DENIAL_EVENTS`], then for the rest one per kind
+/// (network, metadata) saying how many more there were, of that kind's class and counting as
+/// that many.
 pub(crate) fn sandbox_denials(finished: &odek_sandbox::Finished) -> Vec<Denial> {
-    let denial = |refused: &odek_sandbox::Denial| Denial { class: sandbox_class(refused), reason: refused.to_string() };
+    let denial = |refused: &odek_sandbox::Denial| Denial::new(sandbox_class(refused), refused.to_string());
     let mut denials: Vec<Denial> = finished.denials.iter().take(SANDBOX_DENIAL_EVENTS).map(denial).collect();
-    let more = finished.denials.len().saturating_sub(SANDBOX_DENIAL_EVENTS) + finished.more_denials;
-    if more > 0 {
-        let class = finished.denials.get(SANDBOX_DENIAL_EVENTS).map_or(DangerClass::NetworkEgress, sandbox_class);
-        denials.push(Denial { class, reason: odek_sandbox::more_refused_line(more) });
+    let rest = finished.beyond(SANDBOX_DENIAL_EVENTS);
+    for (class, count) in [(DangerClass::NetworkEgress, rest.network), (DangerClass::SystemWrite, rest.metadata)] {
+        if count > 0 {
+            denials.push(Denial { class, reason: odek_sandbox::more_refused_line(count), count });
+        }
     }
     denials
 }
@@ -229,7 +232,7 @@ const SANDBOX_DENIAL_EVENTS: usize = 16;
 /// "Permission denied" from Landlock looks like any other.
 fn sandbox_lines(finished: &odek_sandbox::Finished, failed: bool) -> Vec<String> {
     let mut lines: Vec<String> = finished.denials.iter().take(SANDBOX_DENIALS_SHOWN).map(ToString::to_string).collect();
-    let more = finished.denials.len().saturating_sub(SANDBOX_DENIALS_SHOWN) + finished.more_denials;
+    let more = finished.beyond(SANDBOX_DENIALS_SHOWN).total();
     if more > 0 {
         lines.push(odek_sandbox::more_refused_line(more));
     }
@@ -510,6 +513,8 @@ impl HeadTail {
 
 #[cfg(test)]
 mod tests {
+    use odek_sandbox::Tally;
+
     use super::*;
 
     #[test]
@@ -537,34 +542,46 @@ mod tests {
     }
 
     #[test]
-    fn every_sandbox_refusal_is_a_denial_up_to_the_cap_then_one_counts_the_rest() {
+    fn every_sandbox_refusal_is_a_denial_up_to_the_cap_then_one_per_kind_counts_the_rest_red() {
         let refused = |operation, index: usize| odek_sandbox::Denial {
             operation,
             target: format!("t{index}"),
             reason: "outside".to_owned(),
         };
-        let mut denials: Vec<_> = (0..SANDBOX_DENIAL_EVENTS).map(|index| refused("connect", index)).collect();
-        denials.push(refused("chmod", 99));
         let run = |denials, more_denials| RunResult {
             end: RunEnd::Exited(0),
             output: String::new(),
             output_abandoned: false,
             sandbox: Some(odek_sandbox::Finished { denials, more_denials, killed: 0 }),
         };
-        let listed = run(vec![refused("chmod", 1), refused("bind", 2)], 0).sandbox_denials();
+        let listed = run(vec![refused("chmod", 1), refused("bind", 2)], Tally::default()).sandbox_denials();
         assert_eq!(
             listed,
             [
-                Denial { class: DangerClass::SystemWrite, reason: "sandbox: chmod t1 refused (outside)".to_owned() },
-                Denial { class: DangerClass::NetworkEgress, reason: "sandbox: bind t2 refused (outside)".to_owned() },
+                Denial::new(DangerClass::SystemWrite, "sandbox: chmod t1 refused (outside)"),
+                Denial::new(DangerClass::NetworkEgress, "sandbox: bind t2 refused (outside)"),
             ]
         );
-        let capped = run(denials, 3).sandbox_denials();
-        assert_eq!(capped.len(), SANDBOX_DENIAL_EVENTS + 1);
-        let last = capped.last().unwrap();
+        // 16 listed, then one connect and one chmod kept past them, and more only counted.
+        let mut denials: Vec<_> = (0..SANDBOX_DENIAL_EVENTS).map(|index| refused("connect", index)).collect();
+        denials.extend([refused("chmod", 99), refused("connect", 100)]);
+        let capped = run(denials, Tally { network: 30, metadata: 2 }).sandbox_denials();
+        assert_eq!(capped.len(), SANDBOX_DENIAL_EVENTS + 2);
+        let summaries: Vec<_> = capped[SANDBOX_DENIAL_EVENTS..]
+            .iter()
+            .map(|denial| (denial.class, denial.reason.as_str(), denial.count))
+            .collect();
         assert_eq!(
-            (last.class, last.reason.as_str()),
-            (DangerClass::SystemWrite, "sandbox: 4 more refused operation(s)")
+            summaries,
+            [
+                (DangerClass::NetworkEgress, "sandbox: 31 more refused operation(s)", 31),
+                (DangerClass::SystemWrite, "sandbox: 3 more refused operation(s)", 3),
+            ]
+        );
+        assert_eq!(
+            capped.iter().map(|denial| denial.count).sum::<usize>(),
+            SANDBOX_DENIAL_EVENTS + 34,
+            "every refusal"
         );
     }
 

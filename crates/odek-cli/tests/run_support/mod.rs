@@ -218,9 +218,21 @@ pub fn framed(tool: &str, body: &str) -> String {
 /// `odek <args>` as the scene runs it, but on what looks like a kernel without Landlock (the
 /// probe's seccomp filter, inherited by odek).
 pub fn without_landlock(scene: &Sandbox, args: &[&str]) -> std::process::Command {
+    through_probe(scene, &["without-landlock"], args)
+}
+
+/// `odek <args>` as the scene runs it, under a seccomp filter answering `EPERM` for the call
+/// numbers `calls` (`"438"`: `pidfd_getfd`, refused as an outer sandbox or a container profile
+/// may, which leaves odek's sandbox without a supervisor).
+pub fn refusing(scene: &Sandbox, calls: &str, args: &[&str]) -> std::process::Command {
+    through_probe(scene, &["refusing", calls], args)
+}
+
+/// `odek <args>` as the scene runs it, exec'd by the sandbox probe's `action`.
+fn through_probe(scene: &Sandbox, action: &[&str], args: &[&str]) -> std::process::Command {
     let plain = scene.command(args);
     let mut command = std::process::Command::new(odek_test_support::sandbox_probe());
-    command.arg("without-landlock").arg(plain.get_program()).args(plain.get_args()).current_dir(&scene.project);
+    command.args(action).arg(plain.get_program()).args(plain.get_args()).current_dir(&scene.project);
     command.env_clear();
     for (name, value) in plain.get_envs() {
         if let Some(value) = value {

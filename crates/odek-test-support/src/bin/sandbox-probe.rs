@@ -19,6 +19,15 @@
 //! descriptor), `chown <path>` (to the probe's own user and group), `touch <path>` (times set to
 //! one second past the epoch; `futimens <path>` the same on a read-only descriptor), `setxattr <path>` (`user.odek`), `create-mode <path> <octal>`
 //! (`open` with `O_CREAT`) and `chattr <path>` (`FS_IOC_SETFLAGS` adding `nodump`).
+//!
+//! For the sandbox's security review: `file-setattr <path>` (`file_setattr` adding the no-dump
+//! flag), `chmod-own-fd <target> <prefix> <octal>` (opens `target` read-only — or, for
+//! `tmpfile:<dir>`, makes an unnamed file there — and changes its mode through the path
+//! `<prefix><fd>`, `PID` in the prefix standing for the probe's pid), `chmod-threads <threads>
+//! <count> <path>` (each thread changes the mode of `path` `count` times; `ok <n> failed`, with
+//! the first error), `chmod-loop <count> <path>` (`ok <count> in <µs> us`, for the benchmark) and
+//! `refusing <call>[,<call>…] <program> <args…>` (run `program` under a seccomp filter answering
+//! those call numbers `EPERM`, as an outer sandbox or a container profile refusing them would).
 
 #![allow(unsafe_code)] // ptrace, fork and setsid through libc: the actions under test.
 
@@ -117,6 +126,11 @@ fn main() -> ExitCode {
                 .map(|_| "created".to_owned())
         }),
         "chattr" => chattr(&arg(1)),
+        "file-setattr" => file_setattr(&arg(1)),
+        "chmod-own-fd" => chmod_own_fd(&arg(1), &arg(2), &arg(3)),
+        "chmod-threads" => chmod_threads(arg(1).parse().unwrap_or(1), arg(2).parse().unwrap_or(1), &arg(3)),
+        "chmod-loop" => chmod_loop(arg(1).parse().unwrap_or(1), &arg(2)),
+        "refusing" => refusing(&arg(1), &args[2..]),
         "sleep" => {
             std::thread::sleep(std::time::Duration::from_secs(600));
             Ok("slept".to_owned())
@@ -213,6 +227,93 @@ fn chattr(path: &str) -> std::io::Result<String> {
         .map(|_| "changed".to_owned())
 }
 
+/// `struct file_attr` (`FILE_ATTR_SIZE_VER0`).
+#[repr(C)]
+#[derive(Default)]
+struct FileAttr {
+    xflags: u64,
+    extsize: u32,
+    nextents: u32,
+    projid: u32,
+    cowextsize: u32,
+}
+
+/// Adds `FS_XFLAG_NODUMP` to the inode flags of `path` with `file_getattr` and `file_setattr`
+/// (Linux 6.17: 468 and 469 on every architecture), no descriptor needed.
+fn file_setattr(path: &str) -> std::io::Result<String> {
+    const FILE_GETATTR: libc::c_long = 468;
+    const FILE_SETATTR: libc::c_long = 469;
+    const FS_XFLAG_NODUMP: u64 = 0x80;
+    let path = c_path(path)?;
+    let mut attr = FileAttr::default();
+    let size = std::mem::size_of::<FileAttr>();
+    // SAFETY: file_getattr writes at most `size` bytes into `attr`.
+    check(unsafe { libc::syscall(FILE_GETATTR, libc::AT_FDCWD, path.as_ptr(), &mut attr, size, 0) })?;
+    attr.xflags |= FS_XFLAG_NODUMP;
+    // SAFETY: file_setattr reads `size` bytes of `attr` and a C string.
+    check(unsafe { libc::syscall(FILE_SETATTR, libc::AT_FDCWD, path.as_ptr(), &attr, size, 0) })
+        .map(|_| "changed".to_owned())
+}
+
+/// Changes the mode of an open file through `<prefix><fd>` (`PID` in the prefix: this pid): a
+/// file opened read-only at `target`, or, for `tmpfile:<dir>`, an unnamed file made in `dir`.
+fn chmod_own_fd(target: &str, prefix: &str, mode_text: &str) -> std::io::Result<String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mode = mode(mode_text)?;
+    let file = match target.strip_prefix("tmpfile:") {
+        Some(dir) => std::fs::OpenOptions::new().write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(dir)?,
+        None => std::fs::File::open(target)?,
+    };
+    let path = format!("{}{}", prefix.replace("PID", &std::process::id().to_string()), file.as_raw_fd());
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    let now = file.metadata()?.permissions();
+    Ok(format!("changed to {:o}", std::os::unix::fs::PermissionsExt::mode(&now) & 0o7777))
+}
+
+/// `threads` threads each change the mode of `path` `count` times: how many calls failed, and
+/// the first error.
+fn chmod_threads(threads: usize, count: usize, path: &str) -> std::io::Result<String> {
+    let path = c_path(path)?;
+    let workers: Vec<_> = (0..threads)
+        .map(|index| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let (mut failed, mut first) = (0_usize, None);
+                for call in 0..count {
+                    let mode = if (index + call) % 2 == 0 { 0o644 } else { 0o640 };
+                    // SAFETY: chmod reads a live C string.
+                    if unsafe { libc::chmod(path.as_ptr(), mode) } < 0 {
+                        failed += 1;
+                        first.get_or_insert_with(std::io::Error::last_os_error);
+                    }
+                }
+                (failed, first)
+            })
+        })
+        .collect();
+    let (mut failed, mut first) = (0_usize, None);
+    for worker in workers {
+        let (their_failures, their_first) = worker.join().map_err(|_| std::io::Error::other("a thread panicked"))?;
+        failed += their_failures;
+        first = first.or(their_first);
+    }
+    let first = first.map_or_else(String::new, |error| format!(" (first: {error})"));
+    Ok(format!("{failed} of {} failed{first}", threads * count))
+}
+
+/// `count` mode changes of `path` in a row, timed.
+fn chmod_loop(count: usize, path: &str) -> std::io::Result<String> {
+    let path = c_path(path)?;
+    let started = std::time::Instant::now();
+    for call in 0..count {
+        let mode = if call % 2 == 0 { 0o644 } else { 0o640 };
+        // SAFETY: chmod reads a live C string.
+        check(libc::c_long::from(unsafe { libc::chmod(path.as_ptr(), mode) }))?;
+    }
+    Ok(format!("{count} in {} us", started.elapsed().as_micros()))
+}
+
 /// `CONNECT target` through the proxy `$HTTP_PROXY` names (`http://ip:port`).
 fn proxy_connect(target: &str) -> std::io::Result<String> {
     let proxy = std::env::var("HTTP_PROXY").map_err(|_| std::io::Error::other("HTTP_PROXY is not set"))?;
@@ -272,25 +373,39 @@ const LANDLOCK_SYSCALLS: [u32; 3] = [444, 445, 446];
 
 /// Execs `command` with the Landlock system calls failing as on a kernel that lacks them.
 fn without_landlock(command: &[String]) -> std::io::Result<String> {
+    exec_answering(&LANDLOCK_SYSCALLS, libc::ENOSYS, command)
+}
+
+/// Execs `command` with the calls numbered in `calls` (`438,439`) answering `EPERM`.
+fn refusing(calls: &str, command: &[String]) -> std::io::Result<String> {
+    let numbers: Vec<u32> = calls.split(',').filter_map(|number| number.trim().parse().ok()).collect();
+    if numbers.is_empty() {
+        return Err(std::io::Error::other(format!("refusing needs call numbers, not {calls:?}")));
+    }
+    exec_answering(&numbers, libc::EPERM, command)
+}
+
+/// Execs `command` under a seccomp filter answering `errno` for each call in `calls`.
+fn exec_answering(calls: &[u32], errno: i32, command: &[String]) -> std::io::Result<String> {
     use std::os::unix::process::CommandExt;
     let Some((program, rest)) = command.split_first() else {
-        return Err(std::io::Error::other("without-landlock needs a program"));
+        return Err(std::io::Error::other("a program to run is needed"));
     };
     const LOAD_NR: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
     const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
     const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
     let mut program_filter = vec![libc::sock_filter { code: LOAD_NR, jt: 0, jf: 0, k: 0 }];
-    for (index, nr) in LANDLOCK_SYSCALLS.iter().enumerate() {
-        // A match jumps to the ENOSYS return past the remaining checks and the allow.
-        let to_enosys = u8::try_from(LANDLOCK_SYSCALLS.len() - index).unwrap_or(0);
-        program_filter.push(libc::sock_filter { code: JEQ, jt: to_enosys, jf: 0, k: *nr });
+    for (index, nr) in calls.iter().enumerate() {
+        // A match jumps to the errno return past the remaining checks and the allow.
+        let to_errno = u8::try_from(calls.len() - index).unwrap_or(0);
+        program_filter.push(libc::sock_filter { code: JEQ, jt: to_errno, jf: 0, k: *nr });
     }
     program_filter.push(libc::sock_filter { code: RET, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW });
     program_filter.push(libc::sock_filter {
         code: RET,
         jt: 0,
         jf: 0,
-        k: libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA),
+        k: libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA),
     });
     let fprog =
         libc::sock_fprog { len: u16::try_from(program_filter.len()).unwrap_or(0), filter: program_filter.as_mut_ptr() };
