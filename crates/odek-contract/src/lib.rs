@@ -17,6 +17,7 @@
 //! - [`content_lines`]: the items of a result that are not text, and their metadata lines.
 //! - [`envelope`]: detecting an `odek.tool-result/v1` envelope; the schema ids and the ref cap.
 //! - [`error`]: [`ContractError`], every rule's failure in the spec's words.
+//! - [`error_chain`]: an error and its causes as the one line a transport failure shows.
 //! - [`escaped_text`]: capping a text straight from its JSON string literal.
 //! - `event_stream` (`client`): server-sent events read incrementally from any chunks, within
 //!   a bound; the one parser of odek's model streams and MCP event streams.
@@ -40,6 +41,7 @@ pub mod canonical_json;
 pub mod content_lines;
 pub mod envelope;
 pub mod error;
+pub mod error_chain;
 pub mod escaped_text;
 #[cfg(feature = "client")]
 pub mod event_stream;

@@ -25,9 +25,9 @@
 //! Cancellation: the loop drops the future. Nothing is spawned, so dropping closes the
 //! connection and stops everything.
 
-use std::error::Error as _;
 use std::time::Duration;
 
+use odek_contract::error_chain::one_line;
 use odek_contract::event_stream::{EventStreamConfig, EventStreamParser, StreamEvent, UnterminatedEvent};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use tokio::time::{Instant, timeout, timeout_at};
@@ -406,7 +406,7 @@ impl Endpoint {
                     return Err(LlmError::Transport {
                         endpoint: self.display.clone(),
                         kind: TransportKind::Other,
-                        detail: self.scrub(&format!("stream ended mid-message: {}", error_chain(&err))),
+                        detail: self.scrub(&format!("stream ended mid-message: {}", one_line(&err))),
                     });
                 }
                 Ok(Ok(chunk)) => chunk,
@@ -534,7 +534,7 @@ impl Endpoint {
 
     /// A `send()` or body-read failure, classified for `error_class`.
     fn transport_error(&self, err: &reqwest::Error) -> LlmError {
-        let chain = error_chain(err);
+        let chain = one_line(err);
         if err.is_timeout() {
             return LlmError::Timeout {
                 endpoint: self.display.clone(),
@@ -644,24 +644,6 @@ fn classify_transport(err: &reqwest::Error) -> TransportKind {
         source = current.source();
     }
     kind
-}
-
-/// The error and its sources as one line, without the repetitions reqwest and hyper add.
-fn error_chain(err: &reqwest::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut source: Option<&dyn std::error::Error> = err.source();
-    while let Some(current) = source {
-        let text = current.to_string();
-        // hyper's "client error (Connect)" only says which stage failed; the next source says why.
-        if !text.starts_with("client error (") && !parts.iter().any(|part| part.contains(&text)) {
-            parts.push(text);
-        }
-        source = current.source();
-    }
-    if parts.is_empty() {
-        parts.push(err.to_string());
-    }
-    parts.join(": ")
 }
 
 /// The backoff before retry `retries_done + 1`: the provider's `Retry-After` when given (capped

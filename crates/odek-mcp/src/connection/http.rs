@@ -16,6 +16,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use odek_contract::error_chain::one_line;
 use odek_contract::event_stream::{EventStreamConfig, EventStreamParser};
 use odek_contract::quoting::quote;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -122,7 +123,7 @@ impl HttpLink {
             .dns_resolver(Arc::new(GuardedResolver))
             .user_agent(concat!("odek/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|err| format!("build the HTTP client: {}", error_chain(&err)))?;
+            .map_err(|err| format!("build the HTTP client: {}", one_line(&err)))?;
         Ok(HttpLink {
             client: Mutex::new(Some(client)),
             url: params.endpoint.url.clone(),
@@ -618,22 +619,7 @@ fn transport_failure(error: reqwest::Error) -> RequestFailure {
 /// A failed exchange's error as a call's error shows it (to the model too): without the URL,
 /// which may carry a credential in its path or query; the server's name already says where.
 fn request_error_text(error: reqwest::Error) -> String {
-    error_chain(&error.without_url())
-}
-
-/// An error with its causes, `: `-joined (reqwest's own text names only the outermost).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
+    one_line(&error.without_url())
 }
 
 /// Name resolution that never hands out a link-local address (cloud metadata endpoints live
