@@ -201,9 +201,12 @@ impl Endpoint {
             value.set_sensitive(true);
             extra_headers.insert(header, value);
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .user_agent(config.user_agent.clone())
+        let mut builder =
+            reqwest::Client::builder().connect_timeout(config.connect_timeout).user_agent(config.user_agent.clone());
+        if url.scheme() == "http" {
+            builder = builder.tls_built_in_root_certs(false).redirect(plain_http_redirects());
+        }
+        let client = builder
             .build()
             .map_err(|err| LlmError::InvalidConfig { detail: format!("cannot build the HTTP client: {err}") })?;
         let display = display_endpoint(url.as_str());
@@ -645,6 +648,25 @@ fn classify_transport(err: &reqwest::Error) -> TransportKind {
     }
     kind
 }
+
+/// Redirects of an endpoint on plain HTTP (a local model server), which loads no trust store —
+/// reading the system's certificates costs every start-up about 2 ms of CPU (docs/BENCHMARKS.md
+/// "Start-up, issue 32"): reqwest's usual limit of 10, and none to `https`, which this client
+/// could not verify; the error names the way out.
+fn plain_http_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.url().scheme() == "https" {
+            attempt.error(PLAIN_HTTP_TO_HTTPS)
+        } else if attempt.previous().len() >= 10 {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// Why an `http` base_url was not followed to `https`.
+const PLAIN_HTTP_TO_HTTPS: &str = "the http base_url redirects to https; set base_url to the https address";
 
 /// The backoff before retry `retries_done + 1`: the provider's `Retry-After` when given (capped
 /// at [`MAX_RETRY_AFTER`]); otherwise `base × 2^retries_done` capped at `max`, jittered into

@@ -335,6 +335,24 @@ async fn connection_refused_is_classified() {
     );
 }
 
+/// A plain-HTTP endpoint loads no trust store (a start-up cost), so it cannot follow a
+/// redirect to https: the error says to configure the https address instead.
+#[tokio::test]
+async fn an_http_base_url_redirected_to_https_names_the_https_address() {
+    let server = ScriptedServer::start(vec![
+        Reply::status(307, "").with_header("location", "https://127.0.0.1:9/v1/chat/completions"),
+    ]);
+    let err = call(&provider(&server), false).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: connection failed: the http base_url redirects to https; set base_url to the https address",
+            endpoint(&server)
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
 #[tokio::test]
 async fn retries_on_429_and_503_then_success() {
     let server = ScriptedServer::start(vec![
