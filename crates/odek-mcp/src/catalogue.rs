@@ -87,10 +87,15 @@ impl Catalogue {
         &self.servers[server]
     }
 
-    /// The server index and descriptor behind an exposed name.
     /// The route behind an exposed name (cheap to clone: two `Arc`s).
     pub fn route(&self, exposed: &str) -> Option<&Route> {
         self.lookup.get(exposed)
+    }
+
+    /// The descriptor behind an exposed name.
+    pub fn tool(&self, exposed: &str) -> Option<&ToolDescriptor> {
+        let route = self.lookup.get(exposed)?;
+        self.servers[route.server].iter().find(|tool| tool.exposed.as_str() == exposed)
     }
 
     /// Whether the server currently offers the raw tool name.

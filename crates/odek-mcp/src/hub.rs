@@ -386,6 +386,12 @@ impl McpHub {
         self.catalogue.read().unwrap_or_else(PoisonError::into_inner).all()
     }
 
+    /// The catalogue entry behind an exposed name (one clone, where [`McpHub::tools`] clones
+    /// every entry).
+    pub fn tool(&self, exposed: &str) -> Option<ToolDescriptor> {
+        self.catalogue.read().unwrap_or_else(PoisonError::into_inner).tool(exposed).cloned()
+    }
+
     /// Every started server with its effective limits and exposed tools.
     pub fn servers(&self) -> Vec<ServerInfo> {
         let catalogue = self.catalogue.read().unwrap_or_else(PoisonError::into_inner);

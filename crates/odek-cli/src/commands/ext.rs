@@ -145,7 +145,7 @@ async fn call_one(tool: &str, arguments: &str, model_view: bool) -> Result<(), C
     }
     let hub = start_for_call(tool, Arc::new(CallObserver)).await?;
     let options = CallOptions { deadline: None, cancel: Some(cancel_on_stop_signals()) };
-    let descriptor = descriptor_of(&hub, tool);
+    let descriptor = hub.tool(tool);
     let outcome = hub.call(tool, arguments, &options).await;
     hub.shutdown().await;
     let mut stdout = std::io::stdout().lock();
@@ -200,11 +200,6 @@ async fn resource_tool_outcome(
     call_resource_tool(hub, tool, arguments, options)
         .await
         .unwrap_or_else(|| Err(ToolError::new(McpError::ToolNotFound { exposed: tool.to_owned() }.to_string())))
-}
-
-/// The catalogue entry behind an exposed name, as the loop's tool for it holds it.
-fn descriptor_of(hub: &McpHub, exposed: &str) -> Option<ToolDescriptor> {
-    hub.tools().into_iter().find(|descriptor| descriptor.exposed.as_str() == exposed)
 }
 
 /// Exactly the tool message the agent's loop builds for this call (the same functions: the MCP
@@ -306,7 +301,9 @@ async fn answer(hub: &Arc<McpHub>, request: CallRequest, cancel: &CancellationTo
     if is_resource_tool(&request.tool) {
         return answer_resource_tool(hub, request.tool, &arguments, cancel, model_view).await;
     }
-    let descriptor = descriptor_of(hub, &request.tool);
+    // The model view renders with the tool's descriptor as the loop holds it; a plain answer
+    // needs none (a clone per call was most of what a call allocated).
+    let descriptor = if model_view { hub.tool(&request.tool) } else { None };
     let started = Instant::now();
     let options = CallOptions { deadline: None, cancel: Some(cancel.clone()) };
     let outcome = hub.call(&request.tool, &arguments, &options).await;
