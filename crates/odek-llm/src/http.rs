@@ -650,9 +650,9 @@ fn classify_transport(err: &reqwest::Error) -> TransportKind {
 }
 
 /// Redirects of an endpoint on plain HTTP (a local model server), which loads no trust store —
-/// reading the system's certificates costs every start-up about 2 ms of CPU (docs/BENCHMARKS.md
-/// "Start-up, issue 32"): reqwest's usual limit of 10, and none to `https`, which this client
-/// could not verify; the error names the way out.
+/// reading the system's certificates cost every start-up about 2 ms of CPU (docs/BENCHMARKS.md,
+/// "The cost of what was added"): reqwest's usual limit of 10, and none to `https`, which this
+/// client could not verify; the error names the way out.
 fn plain_http_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         if attempt.url().scheme() == "https" {
