@@ -118,30 +118,23 @@ fn server_policy(run: &Policy, spec: &ServerSpec, runner: Option<&RunnerGrant>) 
             policy.readable.push(program);
         }
     }
-    for path in &spec.writable {
-        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-        if !policy.writable.contains(&path) {
-            policy.writable.push(path);
-        }
-    }
+    let writable = spec.writable.iter().map(|path| std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+    push_new(&mut policy.writable, writable);
     if let Some(runner) = runner {
-        for path in &runner.readable {
-            if !policy.readable.contains(path) {
-                policy.readable.push(path.clone());
-            }
-        }
-        for path in &runner.writable {
-            if !policy.writable.contains(path) {
-                policy.writable.push(path.clone());
-            }
-        }
-        for host in &runner.allow_hosts {
-            if !policy.allow_hosts.contains(host) {
-                policy.allow_hosts.push(host.clone());
-            }
-        }
+        push_new(&mut policy.readable, runner.readable.iter().cloned());
+        push_new(&mut policy.writable, runner.writable.iter().cloned());
+        push_new(&mut policy.allow_hosts, runner.allow_hosts.iter().cloned());
     }
     policy
+}
+
+/// Appends each item the list does not hold yet, in order.
+fn push_new<T: PartialEq>(list: &mut Vec<T>, items: impl IntoIterator<Item = T>) {
+    for item in items {
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
 }
 
 #[cfg(test)]
