@@ -796,25 +796,21 @@ fn embedded_resources_shown(call: &CallObservation) -> CheckResult {
     let Some(answer) = success(call) else {
         return for_tool(check("calls", NAME, Status::Skip, "no successful result"), &call.tool);
     };
-    let result = answer.result_value();
-    let resources: Vec<&Value> = result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|item| item.get("type").and_then(Value::as_str) == Some("resource"))
-        .map(|item| item.get("resource").unwrap_or(&Value::Null))
-        .collect();
+    let value = answer.result_value();
+    let resources: Vec<&Value> =
+        content_items(&value, "resource").map(|item| item.get("resource").unwrap_or(&Value::Null)).collect();
     if resources.is_empty() {
         return for_tool(check("calls", NAME, Status::Pass, "no embedded resource"), &call.tool);
     }
-    let member = |resource: &Value, name: &str| resource.get(name).and_then(Value::as_str).map(str::to_owned);
+    fn member<'v>(resource: &'v Value, name: &str) -> Option<&'v str> {
+        resource.get(name).and_then(Value::as_str)
+    }
     let texts = resources.iter().filter(|resource| member(resource, "text").is_some()).count();
     let unseen = resources.iter().find(|resource| member(resource, "text").is_none());
     let unnamed = resources.iter().find(|resource| {
         member(resource, "text").is_some()
-            && (member(resource, "uri").is_none_or(|uri| uri.is_empty())
-                || member(resource, "mimeType").is_none_or(|media_type| media_type.is_empty()))
+            && (member(resource, "uri").is_none_or(str::is_empty)
+                || member(resource, "mimeType").is_none_or(str::is_empty))
     });
     let evidence = |resource: &Value| {
         let mut shown = resource.clone();
@@ -871,15 +867,19 @@ fn has_structured_content(answer: &Answer) -> bool {
 
 /// The texts of a result's text items, as the pipeline joins them.
 fn text_items(answer: &Answer) -> Vec<String> {
-    let result = answer.result_value();
+    content_items(&answer.result_value(), "text")
+        .map(|item| item.get("text").and_then(Value::as_str).unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A result's content items of one `type`, in order.
+fn content_items<'a>(result: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> {
     result
         .get("content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|item| item.get("type").and_then(Value::as_str) == Some("text"))
-        .map(|item| item.get("text").and_then(Value::as_str).unwrap_or_default().to_owned())
-        .collect()
+        .filter(move |item| item.get("type").and_then(Value::as_str) == Some(kind))
 }
 
 /// Whether any text item (or their join) claims the `odek.tool-result/v1` schema.
