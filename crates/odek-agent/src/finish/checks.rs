@@ -155,17 +155,9 @@ impl ChecksGate {
             else {
                 return Some(Review::Fail(RunError::Cancelled));
             };
-            // What the sandbox refused while the check ran is a fact of the stream too.
-            for denial in &sandbox_denials {
-                ctx.observer.on_event(&LoopEvent::OperationDenied {
-                    iteration: ctx.iteration,
-                    call_id: &report.check_id,
-                    tool: CHECK_TOOL,
-                    denial,
-                });
-            }
-            if let Some(denial) = &report.denial {
-                // A refused check is a denial like a refused call: a fact in the stream and the result.
+            // What the sandbox refused while the check ran is a fact of the stream too, and so is
+            // a refused check itself, like a refused call: first the sandbox's, then the check's.
+            for denial in sandbox_denials.iter().chain(&report.denial) {
                 ctx.observer.on_event(&LoopEvent::OperationDenied {
                     iteration: ctx.iteration,
                     call_id: &report.check_id,
