@@ -147,7 +147,12 @@ fn read_edited(line_editor: &mut LineEditor) -> Read {
     loop {
         ctrl_c_over_text.store(false, Ordering::Relaxed);
         long_line.start(MAX_INPUT_BYTES);
-        match editor.readline(prompt) {
+        let read = editor.readline(prompt);
+        if read.is_err() {
+            // Whatever the long-line handler kept belongs to an input that ends here unsent.
+            long_line.drop_kept();
+        }
+        match read {
             Ok(mut line) => {
                 if let Some((rest, total)) = long_line.take() {
                     if input.len() + line.len() + total > MAX_INPUT_BYTES {
@@ -170,24 +175,16 @@ fn read_edited(line_editor: &mut LineEditor) -> Read {
                 prompt = CONTINUATION_PROMPT;
             }
             Err(ReadlineError::Interrupted) if input.is_empty() && !ctrl_c_over_text.load(Ordering::Relaxed) => {
-                long_line.drop_kept();
                 return Read::Interrupted;
             }
-            Err(ReadlineError::Interrupted) => {
-                long_line.drop_kept();
-                return Read::Dropped;
-            }
+            Err(ReadlineError::Interrupted) => return Read::Dropped,
             // The editor stops at the first byte that is not UTF-8; what came with it (the rest
             // of a paste, typed-ahead text) would otherwise be read as a new input.
             Err(ReadlineError::Io(err)) if err.kind() == std::io::ErrorKind::InvalidData => {
-                long_line.drop_kept();
                 let _ = tcflush(std::io::stdin(), FlushArg::TCIFLUSH);
                 return Read::Refused(not_utf8(None));
             }
-            Err(_) => {
-                long_line.drop_kept();
-                return Read::Eof;
-            }
+            Err(_) => return Read::Eof,
         }
     }
 }
