@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::artifacts::{TaskArtifactInput, TaskId, create_artifact_root, register_call_artifacts, shared_registry};
 use super::confine::child_confinement;
 use super::render::{TaskSection, render_results};
-use super::spawn::{ChildReport, ChildSpec, child_environment, run_child};
+use super::spawn::{ChildReport, ChildSpec, child_environment, failure, run_child};
 use super::task::{TaskFile, TaskReplay};
 use crate::budget::{BudgetShare, InputGrant, ShareBudget};
 use crate::events::{Event, EventStream, SubagentOutcome};
@@ -252,17 +252,7 @@ impl DelegateTool {
             leave_unspawned();
             let status = result["status"].as_str().unwrap_or_default().to_owned();
             self.emit(Event::subagent_completed(task_id, &status, SubagentOutcome::default()));
-            Finished {
-                goal: goal.clone(),
-                report: ChildReport {
-                    result,
-                    parsed: false,
-                    raw_stdout: Vec::new(),
-                    pid: None,
-                    sandbox_denials: Vec::new(),
-                },
-                spawned: None,
-            }
+            Finished { goal: goal.clone(), report: failure(result, None), spawned: None }
         };
         let task_id = match TaskId::mint() {
             Ok(task_id) => task_id,

@@ -359,7 +359,8 @@ async fn stop_child(child: &mut Child) -> Result<std::process::ExitStatus, Strin
     child.wait().await.map_err(|err| err.to_string())
 }
 
-fn failure(result: Value, pid: Option<u32>) -> ChildReport {
+/// A report without a parsed result: the child failed to start, to run or to answer.
+pub(crate) fn failure(result: Value, pid: Option<u32>) -> ChildReport {
     ChildReport { result, parsed: false, raw_stdout: Vec::new(), pid, sandbox_denials: Vec::new() }
 }
 
