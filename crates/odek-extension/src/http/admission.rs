@@ -7,7 +7,7 @@
 //! Admitted connections keep their slot until they end.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
@@ -25,7 +25,7 @@ impl Admissions {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let dropped = CancellationToken::new();
         self.lock().push_back((id, dropped.clone()));
-        Admission { id, dropped, admissions: Arc::clone(self) }
+        Admission { id, dropped, admissions: Arc::clone(self), admitted: AtomicBool::new(false) }
     }
 
     /// Drops the oldest unadmitted connection, if there is one; whether there was.
@@ -49,12 +49,16 @@ pub(crate) struct Admission {
     id: u64,
     dropped: CancellationToken,
     admissions: Arc<Admissions>,
+    /// Off the list already: later requests of the connection take no lock.
+    admitted: AtomicBool,
 }
 
 impl Admission {
     /// A request of this connection passed the checks: it is no longer dropped for room.
     pub(crate) fn admit(&self) {
-        self.admissions.leave(self.id);
+        if !self.admitted.swap(true, Ordering::Relaxed) {
+            self.admissions.leave(self.id);
+        }
     }
 
     /// Resolves when this connection is dropped to make room for a new one.
@@ -65,7 +69,9 @@ impl Admission {
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        self.admissions.leave(self.id);
+        if !*self.admitted.get_mut() {
+            self.admissions.leave(self.id);
+        }
     }
 }
 
