@@ -237,9 +237,8 @@ impl McpApprovals {
         let mut store = ApprovalStore::load(self.server_approvals_path())?;
         for server in pending {
             let key = server_approval_key(&self.cwd, &server.name, &server.entry);
-            let unconfined_key = unconfined_server_approval_key(&self.cwd, &server.name, &server.entry);
             let offer = self.offers_unconfined(server);
-            if offer && store.contains(&unconfined_key) {
+            if offer && store.contains(&self.unconfined_key(server)) {
                 approvals.unconfined.push(server.name.clone());
                 continue;
             }
@@ -255,7 +254,8 @@ impl McpApprovals {
                     if unconfined {
                         approvals.unconfined.push(server.name.clone());
                     }
-                    if let Err(err) = store.insert_and_save(if unconfined { unconfined_key } else { key }) {
+                    if let Err(err) = store.insert_and_save(if unconfined { self.unconfined_key(server) } else { key })
+                    {
                         self.console.warn(&err.to_string());
                     }
                     continue;
@@ -279,6 +279,12 @@ impl McpApprovals {
             && matches!(ServerLaunch::of(&server.entry), ServerLaunch::Stdio { .. })
     }
 
+    /// \[beyond\] The key an approval to run `server` unconfined is kept under; built only for a
+    /// server whose card offers it.
+    fn unconfined_key(&self, server: &McpServerConfig) -> String {
+        unconfined_server_approval_key(&self.cwd, &server.name, &server.entry)
+    }
+
     /// \[beyond\] Under `ODEK_APPROVE_MCP=1`, the servers of `pending` an operator approved to run
     /// unconfined before; an unreadable approvals file only warns (they run confined).
     fn persisted_unconfined(&self, pending: &[&McpServerConfig]) -> Vec<String> {
@@ -295,7 +301,7 @@ impl McpApprovals {
         };
         offered
             .into_iter()
-            .filter(|server| store.contains(&unconfined_server_approval_key(&self.cwd, &server.name, &server.entry)))
+            .filter(|server| store.contains(&self.unconfined_key(server)))
             .map(|server| server.name.clone())
             .collect()
     }
