@@ -347,18 +347,17 @@ impl Runtime {
     /// A session over `history` (a fresh one: the system prompt; a resumed one: its safe
     /// state), saved into `record` after each completed step when there is one.
     pub fn session(&self, history: Vec<Message>, record: Option<SessionRecord>) -> Result<Session<'_>, RuntimeError> {
-        let mut session = Session {
-            runtime: self,
-            messages: Vec::new(),
-            persisted: None,
-            started: None,
-            model: self.settings.config.core.model.clone(),
-            plan: None,
-            spent: Spent::default(),
-            denials: Denials::default(),
-        };
-        session.reset(history, record)?;
-        Ok(session)
+        Session::over(Held::Borrowed(self), history, record)
+    }
+
+    /// [`Runtime::session`] owning its runtime: a session a host keeps across turns and hands
+    /// between tasks, with no borrow to outlive.
+    pub fn into_session(
+        self: Arc<Self>,
+        history: Vec<Message>,
+        record: Option<SessionRecord>,
+    ) -> Result<Session<'static>, RuntimeError> {
+        Session::over(Held::Owned(self), history, record)
     }
 
     /// Reports a warning to the subscriber.
@@ -453,7 +452,7 @@ pub struct Catalogue {
 /// A conversation: its messages, its session file (when persisted), its plan and spend, and
 /// the MCP servers and provider its turns use.
 pub struct Session<'r> {
-    runtime: &'r Runtime,
+    runtime: Held<'r>,
     messages: Vec<Message>,
     persisted: Option<Arc<Mutex<Persisted>>>,
     started: Option<Started>,
@@ -464,6 +463,28 @@ pub struct Session<'r> {
     spent: Spent,
     /// The operations the latest turn refused.
     denials: Denials,
+    /// The danger policy of the next turns when a face chose one (a host's session mode);
+    /// the settings' otherwise.
+    policy: Option<PolicySettings>,
+}
+
+/// The runtime a session runs on: borrowed for a face that keeps the runtime itself, owned for
+/// a session that lives on its own (a host's).
+#[derive(Clone)]
+enum Held<'r> {
+    Borrowed(&'r Runtime),
+    Owned(Arc<Runtime>),
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Runtime;
+
+    fn deref(&self) -> &Runtime {
+        match self {
+            Held::Borrowed(runtime) => runtime,
+            Held::Owned(runtime) => runtime,
+        }
+    }
 }
 
 /// What a session starts on its first turn and keeps.
@@ -509,6 +530,34 @@ impl Persisted {
     }
 }
 
+impl<'r> Session<'r> {
+    fn over(
+        runtime: Held<'r>,
+        history: Vec<Message>,
+        record: Option<SessionRecord>,
+    ) -> Result<Session<'r>, RuntimeError> {
+        let model = runtime.settings.config.core.model.clone();
+        let mut session = Session {
+            runtime,
+            messages: Vec::new(),
+            persisted: None,
+            started: None,
+            model,
+            plan: None,
+            spent: Spent::default(),
+            denials: Denials::default(),
+            policy: None,
+        };
+        session.reset(history, record)?;
+        Ok(session)
+    }
+
+    /// The runtime the session's turns run on.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+}
+
 impl Session<'_> {
     /// The conversation so far.
     pub fn messages(&self) -> &[Message] {
@@ -518,7 +567,7 @@ impl Session<'_> {
     /// Starts over on `history` (saved into `record` when there is one), keeping the MCP
     /// servers, the provider and what was spent: what a REPL's `/new` does.
     pub fn reset(&mut self, history: Vec<Message>, record: Option<SessionRecord>) -> Result<(), RuntimeError> {
-        let runtime = self.runtime;
+        let runtime = self.runtime.clone();
         let planning = &runtime.settings.config.planning;
         self.persisted = match record {
             Some(record) => Some(Arc::new(Mutex::new(Persisted::new(runtime.session_store()?, record)))),
@@ -540,6 +589,18 @@ impl Session<'_> {
         if let Some(persisted) = &self.persisted {
             model.clone_into(&mut lock(persisted).record.model);
         }
+    }
+
+    /// Runs the next turns under `policy` instead of the settings' danger policy (`None`: the
+    /// settings' again): what a face's session modes (ask first, read-only) change.
+    pub fn set_policy(&mut self, policy: Option<PolicySettings>) {
+        self.policy = policy;
+    }
+
+    /// The `plan` tool's board, shared: a face reads the steps while a turn runs. `None` with
+    /// planning off.
+    pub fn plan_board(&self) -> Option<Arc<PlanBoard>> {
+        self.plan.clone()
     }
 
     /// What the turns so far have spent.
@@ -578,7 +639,7 @@ impl Session<'_> {
 
     /// The tools of the next turn.
     pub fn catalogue(&self) -> Catalogue {
-        let runtime = self.runtime;
+        let runtime = self.runtime.clone();
         let config = &runtime.settings.config;
         let mut builtins: Vec<String> = odek_agent::tools::builtin_tools(builtin_settings(config))
             .iter()
@@ -620,7 +681,7 @@ impl Session<'_> {
         control: &TurnControl,
     ) -> Result<TurnOutcome, RuntimeError> {
         let started = control.started.unwrap_or_else(Instant::now);
-        let runtime = self.runtime;
+        let runtime = self.runtime.clone();
         self.denials = Denials::default();
         let events = self.open_events()?;
         if let Some(events) = &events {
@@ -685,8 +746,8 @@ impl Session<'_> {
         if self.started.is_some() {
             return Ok(());
         }
-        let runtime = self.runtime;
-        let (provider, replay) = Self::build_provider(runtime).await?;
+        let runtime = self.runtime.clone();
+        let (provider, replay) = Self::build_provider(&runtime).await?;
         let route = Arc::new(McpRoute::new(Arc::clone(&runtime.subscriber)));
         let hub = self.start_hub(&route).await.transpose()?.map(Arc::new);
         self.started = Some(Started { hub, route, provider, replay });
@@ -703,7 +764,7 @@ impl Session<'_> {
 
     /// The turn's event stream: to the `events_jsonl` target and/or the subscriber.
     fn open_events(&self) -> Result<Option<Arc<EventStream>>, RuntimeError> {
-        let runtime = self.runtime;
+        let runtime = self.runtime.clone();
         let settings = &runtime.settings;
         let subscriber = &runtime.subscriber;
         if settings.events_jsonl.is_none() && !subscriber.wants_events() {
@@ -726,10 +787,10 @@ impl Session<'_> {
         if let Some(started) = &self.started {
             started.route.route_to(events.cloned());
         } else {
-            let runtime = self.runtime;
+            let runtime = self.runtime.clone();
             let route = Arc::new(McpRoute::new(Arc::clone(&runtime.subscriber)));
             route.route_to(events.cloned());
-            let provider = Self::build_provider(runtime);
+            let provider = Self::build_provider(&runtime);
             let hub = self.start_hub(&route).await;
             let (provider, replay) = match provider.await {
                 Ok(provider) => provider,
@@ -758,7 +819,7 @@ impl Session<'_> {
 
     /// The configured MCP servers started (`None` when the settings start none).
     async fn start_hub(&self, route: &Arc<McpRoute>) -> Option<Result<McpHub, RuntimeError>> {
-        let runtime = self.runtime;
+        let runtime = self.runtime.clone();
         if !runtime.settings.mcp_servers {
             return None;
         }
@@ -775,7 +836,7 @@ impl Session<'_> {
         finalize: &CancellationToken,
         started: Instant,
     ) -> Result<TurnOutcome, RuntimeError> {
-        let runtime = self.runtime;
+        let runtime = self.runtime.clone();
         let session_id = self.id().or_else(|| runtime.settings.parent_session.clone());
         let persisted = self.persisted.clone();
         let Started { hub, provider, replay, .. } = self.start(events.as_ref()).await?;
@@ -792,6 +853,9 @@ impl Session<'_> {
         // Interactive means someone answers the approval cards.
         let gate = subscriber.batch_approver();
         let mut tool_context = runtime.tool_context();
+        if let Some(policy) = &self.policy {
+            tool_context.policy = Arc::new(DangerPolicy::new(policy.clone()));
+        }
         tool_context.cancel = cancel.clone();
         tool_context.interactive = gate.is_some();
         tool_context.liveness = liveness;

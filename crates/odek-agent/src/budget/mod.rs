@@ -144,7 +144,8 @@ impl LimitName {
     pub(crate) const ALL: [LimitName; 5] =
         [LimitName::Runtime, LimitName::ToolCalls, LimitName::InputTokens, LimitName::OutputTokens, LimitName::CostUsd];
 
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The dimension's name as events and limits spell it (`input_tokens`, `cost_usd`, …).
+    pub fn as_str(self) -> &'static str {
         match self {
             LimitName::Runtime => "runtime",
             LimitName::ToolCalls => "tool_calls",

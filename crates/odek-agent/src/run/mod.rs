@@ -157,7 +157,7 @@ pub struct Saved {
 }
 
 /// Persists the conversation after each completed step (`odek run --session`, `continue`).
-pub trait Checkpoint: Send {
+pub trait Checkpoint: Send + Sync {
     /// Saves `messages`; `totals` is the run's usage so far.
     fn save(&mut self, messages: &[Message], totals: Usage) -> Result<Saved, String>;
 }

@@ -19,6 +19,9 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 90;
 pub const DEFAULT_MAX_TOOL_PARALLEL: u32 = 4;
 /// Default `max_concurrency` (sub-agent parallelism).
 pub const DEFAULT_MAX_CONCURRENCY: u32 = 3;
+/// Default `approval_timeout_seconds`: how long a face waits for a person's answer to an
+/// approval request before it counts as a denial.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECONDS: u32 = 300;
 
 /// The core keys as written in one file (`None` = not set).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -32,6 +35,7 @@ pub(crate) struct CoreFile {
     max_iterations: Option<i64>,
     max_tool_parallel: Option<i64>,
     max_concurrency: Option<i64>,
+    approval_timeout_seconds: Option<i64>,
     stream: Option<bool>,
     compaction: Option<bool>,
     prompt_caching: Option<bool>,
@@ -58,6 +62,8 @@ pub struct CoreConfig {
     pub max_tool_parallel: u32,
     /// Default sub-agent parallelism (never 0).
     pub max_concurrency: u32,
+    /// How long a face waits for the answer to an approval request before denying it (never 0).
+    pub approval_timeout_seconds: u32,
     /// Stream the main LLM call.
     pub stream: bool,
     /// Model digest of trimmed context.
@@ -83,6 +89,7 @@ impl std::fmt::Debug for CoreConfig {
             .field("max_iterations", &self.max_iterations)
             .field("max_tool_parallel", &self.max_tool_parallel)
             .field("max_concurrency", &self.max_concurrency)
+            .field("approval_timeout_seconds", &self.approval_timeout_seconds)
             .field("stream", &self.stream)
             .field("compaction", &self.compaction)
             .field("prompt_caching", &self.prompt_caching)
@@ -103,6 +110,7 @@ impl Default for CoreConfig {
             max_iterations: DEFAULT_MAX_ITERATIONS,
             max_tool_parallel: DEFAULT_MAX_TOOL_PARALLEL,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            approval_timeout_seconds: DEFAULT_APPROVAL_TIMEOUT_SECONDS,
             stream: false,
             compaction: true,
             prompt_caching: true,
@@ -118,6 +126,7 @@ pub(crate) fn check_counts_not_negative(path: &str, file: &CoreFile) -> Result<(
         ("max_iterations", file.max_iterations),
         ("max_tool_parallel", file.max_tool_parallel),
         ("max_concurrency", file.max_concurrency),
+        ("approval_timeout_seconds", file.approval_timeout_seconds),
     ] {
         if value.is_some_and(|v| v < 0) {
             return Err(ConfigError::NegativeValue { path: path.to_owned(), key });
@@ -138,6 +147,7 @@ impl CoreConfig {
         set_count(&mut self.max_iterations, file.max_iterations);
         set_count(&mut self.max_tool_parallel, file.max_tool_parallel);
         set_count(&mut self.max_concurrency, file.max_concurrency);
+        set_count(&mut self.approval_timeout_seconds, file.approval_timeout_seconds);
         set_bool(&mut self.stream, file.stream);
         set_bool(&mut self.compaction, file.compaction);
         set_bool(&mut self.prompt_caching, file.prompt_caching);

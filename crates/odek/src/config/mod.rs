@@ -57,8 +57,8 @@ use serde_json::{Map, Value};
 
 pub use self::api_key::{API_KEY_VARIABLES, resolve_api_key};
 pub use self::core_keys::{
-    CoreConfig, DEFAULT_BASE_URL, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOOL_PARALLEL,
-    DEFAULT_MODEL,
+    CoreConfig, DEFAULT_APPROVAL_TIMEOUT_SECONDS, DEFAULT_BASE_URL, DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_ITERATIONS,
+    DEFAULT_MAX_TOOL_PARALLEL, DEFAULT_MODEL,
 };
 pub use self::dangerous::{DangerAction, DangerousConfig, NonInteractive, parse_max_risk};
 pub use self::effective::{CliOverrides, EffectiveConfig, apply_cli_overrides, resolve_effective};

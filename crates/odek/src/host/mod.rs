@@ -1,0 +1,517 @@
+//! The session host: many sessions alive in one process, each on a runtime of its own working
+//! directory (its project config, approvals, sandbox and budgets), for the long-lived faces.
+//!
+//! A face implements [`HostFace`] (it renders [`Update`]s and asks [`ApprovalRequest`]s) and
+//! drives a [`Host`]: [`Host::create`] and [`Host::load`] open a session (saved after every
+//! step as `--session` runs are, so `odek continue --id` resumes it and the other way round),
+//! [`Host::prompt`] runs one turn to its [`TurnEnd`], [`Host::cancel`] stops it (tools, MCP
+//! calls and sub-agents with it), [`Host::close`] ends a session. The number of open sessions
+//! and of turns running at once are bounded ([`HostSettings`]).
+
+mod approval;
+mod update;
+mod watch;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use odek_agent::run::RunError;
+use odek_agent::session::{SessionError, SessionId, SessionLock, safe_state};
+use odek_contract::outcome::Outcome;
+use odek_contract::redaction::redact;
+use odek_danger::{Action, DangerClass, PolicySettings};
+use odek_llm::{BoxFuture, Message, Usage};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+pub use self::approval::{ApprovalAnswer, ApprovalRequest};
+pub use self::update::{
+    FileDiff, MAX_DIFF_FILE_BYTES, PlanStep, ToolEnd, ToolKind, ToolStart, Update, UsageState, replay,
+};
+
+use self::approval::Asking;
+use self::watch::Watch;
+use crate::config::{ConfigSources, DEFAULT_APPROVAL_TIMEOUT_SECONDS};
+use crate::error::RuntimeError;
+use crate::runtime::{Overrides, Runtime, Session};
+use crate::setup::Setup;
+
+/// Default bound on the sessions one host keeps open.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+/// Default bound on the turns one host runs at once.
+pub const DEFAULT_MAX_RUNNING_TURNS: usize = 16;
+/// Largest prompt a face may hand a turn (bytes of text).
+pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
+
+/// What a face does for the host: shows updates and asks approvals.
+pub trait HostFace: Send + Sync + 'static {
+    /// One update of session `session`. Called in the order things happened in that session,
+    /// from the runtime's tasks and threads: it must not block.
+    fn update(&self, session: &str, update: Update);
+
+    /// Asks the person; `None` when nobody can answer (the request is then denied). The host
+    /// denies it as well when `approval_timeout_seconds` pass first or the turn is cancelled.
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Option<ApprovalAnswer>>;
+}
+
+/// How a host is set up.
+#[derive(Debug, Clone)]
+pub struct HostSettings {
+    /// The directory holding `.odek` (normally `$HOME`).
+    pub home: PathBuf,
+    /// The environment every session's config is resolved against.
+    pub env: BTreeMap<String, String>,
+    /// The face's flags, above every session's config files.
+    pub overrides: Overrides,
+    /// Sessions open at once.
+    pub max_sessions: usize,
+    /// Turns running at once; a further turn waits for one to end.
+    pub max_running_turns: usize,
+}
+
+impl HostSettings {
+    /// The process's home and environment, with the face's `overrides` and the default bounds.
+    pub fn from_process(overrides: Overrides) -> Result<HostSettings, RuntimeError> {
+        let sources = ConfigSources::from_process()?;
+        Ok(HostSettings {
+            home: sources.home,
+            env: sources.env,
+            overrides,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_running_turns: DEFAULT_MAX_RUNNING_TURNS,
+        })
+    }
+}
+
+/// Why the host refused.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// No open session has this id.
+    #[error("session {0} is not open")]
+    UnknownSession(String),
+    /// A turn of this session is running.
+    #[error("session {0} is already running a turn")]
+    Busy(String),
+    /// The bound on open sessions is reached.
+    #[error("too many open sessions (limit {0}); close one first")]
+    TooManySessions(usize),
+    /// The working directory is not an absolute path to a directory.
+    #[error("working directory {0}: {1}")]
+    Cwd(String, String),
+    /// The prompt is larger than [`MAX_PROMPT_BYTES`].
+    #[error("prompt is {0} bytes; the limit is {MAX_PROMPT_BYTES}")]
+    PromptTooLarge(usize),
+    /// The session is open in this host already.
+    #[error("session {0} is already open")]
+    AlreadyOpen(String),
+    /// Loading, starting or running failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+impl From<SessionError> for HostError {
+    fn from(error: SessionError) -> HostError {
+        HostError::Runtime(error.into())
+    }
+}
+
+/// How the tool calls of a session are approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The configured danger policy (`dangerous`): what it asks about is asked.
+    #[default]
+    Policy,
+    /// Every edit and every command that is not read-only is asked about first.
+    Ask,
+    /// Reading and searching only: anything that would change something is refused.
+    ReadOnly,
+}
+
+impl Mode {
+    /// Every mode, in the order a face lists them.
+    pub const ALL: [Mode; 3] = [Mode::Policy, Mode::Ask, Mode::ReadOnly];
+
+    /// The mode's id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Mode::Policy => "default",
+            Mode::Ask => "ask",
+            Mode::ReadOnly => "read-only",
+        }
+    }
+
+    /// Its name for people.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Policy => "Default",
+            Mode::Ask => "Ask first",
+            Mode::ReadOnly => "Read-only",
+        }
+    }
+
+    /// One line saying what it does.
+    pub fn description(self) -> &'static str {
+        match self {
+            Mode::Policy => "odek's danger policy decides; risky operations are asked about",
+            Mode::Ask => "every edit and every command that could change something is asked about first",
+            Mode::ReadOnly => "reading and searching only; edits and commands that change anything are refused",
+        }
+    }
+
+    /// The mode with this id.
+    pub fn parse(id: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|mode| mode.id() == id)
+    }
+
+    /// The danger policy of this mode over the configured one (`None`: the configured one).
+    fn policy(self, configured: &PolicySettings) -> Option<PolicySettings> {
+        let mut policy = configured.clone();
+        match self {
+            Mode::Policy => return None,
+            Mode::Ask => {
+                policy.allowlist.clear();
+                for class in DangerClass::ALL.into_iter().filter(|class| *class != DangerClass::Safe) {
+                    let denied = configured.classes.get(&class) == Some(&Action::Deny);
+                    policy.classes.insert(class, if denied { Action::Deny } else { Action::Prompt });
+                }
+            }
+            Mode::ReadOnly => {
+                policy.allowlist.clear();
+                policy.max_risk = Some(DangerClass::Safe);
+            }
+        }
+        Some(policy)
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEnd {
+    /// odek's outcome class (`success`, `budget_exceeded`, `cancelled`, …).
+    pub outcome: Outcome,
+    /// Why it stopped, in the words editors use.
+    pub stop: StopReason,
+    /// The final answer (empty unless the turn succeeded).
+    pub answer: String,
+    /// The turn's usage.
+    pub usage: Usage,
+    /// The failure's text when the turn did not succeed.
+    pub error: Option<String>,
+    /// For a budget stop: the limit that ran out (`max_tokens`, `max_iterations`, …).
+    pub budget: Option<String>,
+}
+
+/// Why a turn stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model answered (or the turn failed in a way a face reports as an ended turn).
+    EndTurn,
+    /// A token budget ran out.
+    MaxTokens,
+    /// Another budget (iterations, tool calls, cost, runtime) ran out.
+    MaxTurnRequests,
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+/// One open session.
+struct Hosted {
+    session: tokio::sync::Mutex<Session<'static>>,
+    watch: Arc<Watch>,
+    asking: Arc<Asking>,
+    /// The running turn's cancellation, while one runs.
+    running: Mutex<Option<CancellationToken>>,
+    configured_policy: PolicySettings,
+    cwd: PathBuf,
+    /// Held while the session is open: no other process appends to it meanwhile.
+    _lock: SessionLock,
+}
+
+/// What [`Host::create`] and [`Host::load`] return.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// The session's id (its file in the session store).
+    pub id: String,
+    /// A loaded session's history as updates (empty for a new one).
+    pub history: Vec<Update>,
+    /// The working directory, canonical.
+    pub cwd: PathBuf,
+}
+
+/// The sessions of one process.
+pub struct Host {
+    settings: HostSettings,
+    face: Arc<dyn HostFace>,
+    sessions: Mutex<HashMap<String, Arc<Hosted>>>,
+    /// Ids being opened, counted against the bound before they are in `sessions`.
+    opening: Mutex<HashSet<String>>,
+    turns: Arc<Semaphore>,
+}
+
+impl Host {
+    /// A host whose sessions report to `face`.
+    pub fn new(settings: HostSettings, face: Arc<dyn HostFace>) -> Host {
+        let turns = Arc::new(Semaphore::new(settings.max_running_turns.max(1)));
+        Host { settings, face, sessions: Mutex::new(HashMap::new()), opening: Mutex::new(HashSet::new()), turns }
+    }
+
+    /// The ids of the open sessions.
+    pub fn open_sessions(&self) -> Vec<String> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
+    }
+
+    /// A new session in `cwd`, persisted from its first step.
+    pub async fn create(&self, cwd: PathBuf) -> Result<Opened, HostError> {
+        let id = SessionId::mint()?;
+        self.open(id, cwd, false).await
+    }
+
+    /// The saved session `id`, continued in `cwd` with the model and sandbox it was started with.
+    pub async fn load(&self, id: &str, cwd: PathBuf) -> Result<Opened, HostError> {
+        let id = SessionId::parse(id)?;
+        if self.sessions.lock().unwrap_or_else(PoisonError::into_inner).contains_key(id.as_str()) {
+            return Err(HostError::AlreadyOpen(id.as_str().to_owned()));
+        }
+        self.open(id, cwd, true).await
+    }
+
+    async fn open(&self, id: SessionId, cwd: PathBuf, existing: bool) -> Result<Opened, HostError> {
+        let cwd = checked_cwd(cwd)?;
+        let key = id.as_str().to_owned();
+        {
+            let open = self.sessions.lock().unwrap_or_else(PoisonError::into_inner).len();
+            let mut opening = self.opening.lock().unwrap_or_else(PoisonError::into_inner);
+            if open + opening.len() >= self.settings.max_sessions {
+                return Err(HostError::TooManySessions(self.settings.max_sessions));
+            }
+            if !opening.insert(key.clone()) {
+                return Err(HostError::AlreadyOpen(key));
+            }
+        }
+        let opened = self.assemble(id, cwd, existing).await;
+        self.opening.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        let (hosted, history) = opened?;
+        let cwd = hosted.cwd.clone();
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), Arc::new(hosted));
+        Ok(Opened { id: key, history, cwd })
+    }
+
+    /// The runtime of `cwd` and the session on it.
+    async fn assemble(&self, id: SessionId, cwd: PathBuf, existing: bool) -> Result<(Hosted, Vec<Update>), HostError> {
+        let sources =
+            ConfigSources { home: self.settings.home.clone(), cwd: cwd.clone(), env: self.settings.env.clone() };
+        let asking = Arc::new(Asking {
+            face: Arc::clone(&self.face),
+            session: id.as_str().to_owned(),
+            timeout_seconds: AtomicU64::new(u64::from(DEFAULT_APPROVAL_TIMEOUT_SECONDS)),
+            always: Mutex::new(HashSet::new()),
+            batch: Mutex::new(Vec::new()),
+            cancel: Mutex::new(CancellationToken::new()),
+        });
+        let watch = Arc::new(Watch::new(Arc::clone(&asking), cwd.clone(), tokio::runtime::Handle::current()));
+        let subscriber: Arc<dyn crate::Subscriber> = watch.clone();
+        let warn = |text: &str| subscriber.warning(text);
+        let setup = Setup::load(sources, &warn).map_err(RuntimeError::from)?;
+        let mut runtime = Runtime::new(setup, &self.settings.overrides, Arc::clone(&subscriber))?;
+        let store = runtime.session_store()?;
+        let lock = store.lock(&id)?;
+        let (record, history, replayed) = if existing {
+            let record = store.load(&id)?;
+            runtime.adopt_session(&record)?;
+            let replayed = replay(&record.messages, &cwd);
+            (record.clone(), safe_state(&record.messages), replayed)
+        } else {
+            let mut record = odek_agent::session::Session::new(id);
+            let core = &runtime.settings().config.core;
+            record.model.clone_from(&core.model);
+            record.provider.clone_from(&core.provider);
+            record.base_url.clone_from(&core.base_url);
+            record.sandbox = runtime.sandboxed();
+            (record, vec![Message::system(runtime.system_prompt(None))], Vec::new())
+        };
+        let timeout = u64::from(runtime.settings().config.core.approval_timeout_seconds);
+        asking.timeout_seconds.store(timeout, Ordering::Relaxed);
+        let configured_policy = runtime.settings().policy.clone();
+        let session = Arc::new(runtime).into_session(history, Some(record))?;
+        if let Some(board) = session.plan_board() {
+            let _ = watch.plan.set(board);
+        }
+        let hosted = Hosted {
+            session: tokio::sync::Mutex::new(session),
+            watch,
+            asking,
+            running: Mutex::new(None),
+            configured_policy,
+            cwd,
+            _lock: lock,
+        };
+        Ok((hosted, replayed))
+    }
+
+    fn hosted(&self, id: &str) -> Result<Arc<Hosted>, HostError> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| HostError::UnknownSession(id.to_owned()))
+    }
+
+    /// Runs one turn of session `id` on `text` (with its `@file` references), to its end.
+    /// Refused while another turn of the session runs; waits while the host's bound on
+    /// running turns is reached.
+    pub async fn prompt(&self, id: &str, text: &str) -> Result<TurnEnd, HostError> {
+        if text.len() > MAX_PROMPT_BYTES {
+            return Err(HostError::PromptTooLarge(text.len()));
+        }
+        let hosted = self.hosted(id)?;
+        let cancel = CancellationToken::new();
+        {
+            let mut running = hosted.running.lock().unwrap_or_else(PoisonError::into_inner);
+            if running.is_some() {
+                return Err(HostError::Busy(id.to_owned()));
+            }
+            *running = Some(cancel.clone());
+        }
+        *hosted.asking.cancel.lock().unwrap_or_else(PoisonError::into_inner) = cancel.clone();
+        let ended = self.run_turn(&hosted, text, &cancel).await;
+        *hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        ended
+    }
+
+    async fn run_turn(&self, hosted: &Hosted, text: &str, cancel: &CancellationToken) -> Result<TurnEnd, HostError> {
+        let permit = tokio::select! {
+            permit = Arc::clone(&self.turns).acquire_owned() => permit.ok(),
+            () = cancel.cancelled() => return Ok(ended(Outcome::Cancelled, StopReason::Cancelled, Usage::default())),
+        };
+        let mut session = hosted.session.lock().await;
+        let message = session.runtime().user_message(text, &[])?;
+        hosted.watch.streamed.store(false, Ordering::Relaxed);
+        let outcome = session.turn(message, cancel).await;
+        drop(permit);
+        Ok(match outcome {
+            Ok(turn) => {
+                let answer = redact(&turn.answer).into_owned();
+                // An answer that was not streamed is shown whole.
+                if !hosted.watch.streamed.load(Ordering::Relaxed) && !answer.is_empty() {
+                    self.face.update(&hosted.asking.session, Update::Text(answer.clone()));
+                }
+                TurnEnd { answer, ..ended(Outcome::Success, StopReason::EndTurn, turn.usage) }
+            }
+            Err(error) => turn_failed(&error, session.spent().usage),
+        })
+    }
+
+    /// Cancels the running turn of session `id`, if one runs: its tools, MCP calls and
+    /// sub-agents stop, and the turn ends [`StopReason::Cancelled`] with the session saved.
+    pub fn cancel(&self, id: &str) -> Result<(), HostError> {
+        let hosted = self.hosted(id)?;
+        if let Some(cancel) = hosted.running.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            cancel.cancel();
+        }
+        Ok(())
+    }
+
+    /// The session's plan as the model sees it (`None`: planning off, or no plan yet).
+    pub fn plan(&self, id: &str) -> Result<Option<String>, HostError> {
+        let hosted = self.hosted(id)?;
+        let session = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        Ok(session.plan())
+    }
+
+    /// What the session's turns spent, and the budget limits of its next turn.
+    pub fn spent(&self, id: &str) -> Result<(crate::Spent, crate::BudgetLimits), HostError> {
+        let hosted = self.hosted(id)?;
+        let session = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        Ok((session.spent(), session.limits()))
+    }
+
+    /// The model of the session's next turns: `model` when given (and recorded in its file).
+    pub fn model(&self, id: &str, model: Option<&str>) -> Result<String, HostError> {
+        let hosted = self.hosted(id)?;
+        let mut session = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        if let Some(model) = model {
+            session.set_model(model);
+        }
+        Ok(session.model().to_owned())
+    }
+
+    /// Sets how session `id`'s tool calls are approved, from its next batch on.
+    pub async fn set_mode(&self, id: &str, mode: Mode) -> Result<(), HostError> {
+        let hosted = self.hosted(id)?;
+        let policy = mode.policy(&hosted.configured_policy);
+        hosted.session.lock().await.set_policy(policy);
+        Ok(())
+    }
+
+    /// Closes session `id`: cancels its turn, stops its MCP servers within the shutdown drain.
+    pub async fn close(&self, id: &str) -> Result<(), HostError> {
+        self.cancel(id)?;
+        let Some(hosted) = self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(id) else {
+            return Err(HostError::UnknownSession(id.to_owned()));
+        };
+        shut(hosted).await;
+        Ok(())
+    }
+
+    /// Closes every session (a face whose client went away): turns are cancelled, sessions
+    /// saved, servers stopped.
+    pub async fn close_all(&self) {
+        let all: Vec<Arc<Hosted>> =
+            self.sessions.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, hosted)| hosted).collect();
+        for hosted in &all {
+            if let Some(cancel) = hosted.running.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                cancel.cancel();
+            }
+        }
+        let mut shutting = tokio::task::JoinSet::new();
+        for hosted in all {
+            shutting.spawn(shut(hosted));
+        }
+        while shutting.join_next().await.is_some() {}
+    }
+}
+
+/// Waits for the session's turn to wind down, then stops its servers.
+async fn shut(hosted: Arc<Hosted>) {
+    let guard = hosted.session.lock().await;
+    drop(guard);
+    if let Ok(hosted) = Arc::try_unwrap(hosted) {
+        hosted.session.into_inner().close().await;
+    }
+}
+
+fn ended(outcome: Outcome, stop: StopReason, usage: Usage) -> TurnEnd {
+    TurnEnd { outcome, stop, answer: String::new(), usage, error: None, budget: None }
+}
+
+/// A failed turn as its end: a budget stop names its limit, a cancel is a cancel.
+fn turn_failed(error: &RuntimeError, usage: Usage) -> TurnEnd {
+    let outcome = error.outcome();
+    let (stop, budget) = match error {
+        RuntimeError::Run(RunError::Budget(exceeded)) => {
+            let name = exceeded.limit_name.as_str();
+            let stop = if name.contains("token") { StopReason::MaxTokens } else { StopReason::MaxTurnRequests };
+            (stop, Some(name.to_owned()))
+        }
+        RuntimeError::Run(RunError::MaxIterations(_)) => (StopReason::MaxTurnRequests, None),
+        _ if outcome == Outcome::Cancelled => (StopReason::Cancelled, None),
+        _ => (StopReason::EndTurn, None),
+    };
+    TurnEnd { error: Some(redact(&error.to_string()).into_owned()), budget, ..ended(outcome, stop, usage) }
+}
+
+/// `cwd` made canonical; it must be an absolute path to a directory.
+fn checked_cwd(cwd: PathBuf) -> Result<PathBuf, HostError> {
+    let shown = cwd.display().to_string();
+    if !cwd.is_absolute() {
+        return Err(HostError::Cwd(shown, "not an absolute path".into()));
+    }
+    let canonical = cwd.canonicalize().map_err(|error| HostError::Cwd(shown.clone(), error.to_string()))?;
+    if !canonical.is_dir() {
+        return Err(HostError::Cwd(shown, "not a directory".into()));
+    }
+    Ok(canonical)
+}
