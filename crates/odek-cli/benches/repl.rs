@@ -18,6 +18,7 @@
 
 #[path = "../tests/run_support/mod.rs"]
 mod run_support;
+mod turn_support;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use run_support::Sandbox;
 use serde_json::{Value, json};
+use turn_support::{median, report, run_ms, script, turn};
 
 const PROMPT_RUNS: usize = 30;
 const TURN_ROUNDS: usize = 15;
@@ -92,19 +94,6 @@ fn configure(bench: &Sandbox, servers: usize) {
     bench.global_config(&json!({"provider": "replay", "mcp_servers": servers}));
 }
 
-/// A turn of `iterations` replayed model answers: `read_file` calls, then the answer.
-fn turn(iterations: usize) -> Vec<Value> {
-    let mut turns: Vec<Value> = (1..iterations)
-        .map(|_| json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "f.txt"}}]}))
-        .collect();
-    turns.push(json!({"content": "done"}));
-    turns
-}
-
-fn script(turns: &[Value]) -> String {
-    json!({"schema": "odek.replay/v1", "turns": turns}).to_string()
-}
-
 /// Spawn to `odek> ` on a fresh terminal, then Ctrl-D.
 fn first_prompt_ms(bench: &Sandbox) -> f64 {
     let size = nix::pty::Winsize { ws_row: 40, ws_col: 200, ws_xpixel: 0, ws_ypixel: 0 };
@@ -131,19 +120,6 @@ fn first_prompt_ms(bench: &Sandbox) -> f64 {
     master.write_all(b"\x04").unwrap();
     assert!(child.wait().unwrap().success());
     elapsed.as_secs_f64() * 1000.0
-}
-
-/// One `odek run` of the replay script (with `--session` when `saved`), spawn to exit.
-fn run_ms(bench: &Sandbox, replay: &Path, saved: bool) -> f64 {
-    let replay = replay.to_str().unwrap();
-    let mut args = vec!["run", "--quiet", "--replay", replay, "go"];
-    if saved {
-        args.insert(1, "--session");
-    }
-    let started = Instant::now();
-    let status = bench.command(&args).stdout(Stdio::null()).stderr(Stdio::null()).status().unwrap();
-    assert!(status.success());
-    started.elapsed().as_secs_f64() * 1000.0
 }
 
 /// A scripted `odek repl`: a line in, its answer out.
@@ -183,14 +159,4 @@ impl Repl {
         drop(self.stdin);
         assert!(self.child.wait().unwrap().success());
     }
-}
-
-fn median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
-fn report(what: &str, mut samples: Vec<f64>) {
-    let median = median(&mut samples);
-    println!("{what}: best {:.3} ms, median {median:.3} ms, worst {:.3} ms", samples[0], samples[samples.len() - 1]);
 }

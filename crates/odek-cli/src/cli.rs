@@ -46,6 +46,10 @@ pub enum Command {
     /// Serve odek over MCP to other agents and editors: the built-in file tools and shell, confined
     /// to this directory, and whole agent runs (run_task) that return verified artifacts
     Mcp(McpArgs),
+    /// Serve odek to an editor over the Agent Client Protocol (ACP) on stdio: many sessions,
+    /// streamed answers, tool calls with diffs, plans and approvals in the editor. Takes the
+    /// model, provider and budget flags of `odek run`
+    Acp(Box<RunArgs>),
 }
 
 /// `odek mcp`: stdio by default, Streamable HTTP with `--http`.
@@ -560,7 +564,7 @@ pub fn take_directory_flags(args: &[OsString]) -> Result<(Option<std::path::Path
 }
 
 /// The names `odek` accepts as its first word.
-const COMMANDS: &[&str] = &["ext", "run", "continue", "repl", "session", "subagent", "mcp"];
+const COMMANDS: &[&str] = &["ext", "run", "continue", "repl", "session", "subagent", "mcp", "acp"];
 
 /// What parsing decided.
 #[derive(Debug)]

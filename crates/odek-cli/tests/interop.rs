@@ -18,6 +18,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns too.
 
+// Shared with the SDK client tests, which use `client_report`.
+#[allow(dead_code)]
 #[path = "interop/support.rs"]
 mod support;
 

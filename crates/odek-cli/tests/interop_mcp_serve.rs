@@ -12,11 +12,10 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Project, Servers, workspace_root};
+use support::{Project, Servers, client_report, workspace_root};
 
 /// A project with `notes.txt` and a replay script answering the goal "count the apples".
 fn project() -> (Project, PathBuf) {
@@ -29,34 +28,6 @@ fn project() -> (Project, PathBuf) {
     ]}]});
     std::fs::write(&script, replay.to_string()).unwrap();
     (project, script)
-}
-
-/// Runs `program args…` in the project (temp `HOME`, `PATH`) to its end within a minute and
-/// parses its one JSON line.
-fn client_report(project: &Project, program: &Path, args: &[String]) -> Value {
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(&project.cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &project.home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{} did not finish within 60 s", program.display());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
 }
 
 fn assert_report(report: &Value) {
@@ -83,7 +54,7 @@ fn python_sdk_client_lists_and_calls_odek_mcp() {
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/python_client.py");
     let mut args = vec![client.display().to_string()];
     args.extend(odek_args(&script));
-    let report = client_report(&project, &servers.python(), &args);
+    let report = client_report(&project, &servers.python(), &args, Duration::from_secs(60));
     assert_eq!(report["protocol"], "2025-03-26");
     assert_eq!(report["server"], "odek");
     assert_report(&report);
@@ -98,7 +69,7 @@ fn typescript_sdk_client_lists_and_calls_odek_mcp() {
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts_client.mjs");
     let mut args = vec![client.display().to_string(), sdk.display().to_string()];
     args.extend(odek_args(&script));
-    let report = client_report(&project, Path::new("node"), &args);
+    let report = client_report(&project, Path::new("node"), &args, Duration::from_secs(60));
     assert_eq!(report["server"], "odek");
     assert_report(&report);
 }

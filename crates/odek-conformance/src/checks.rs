@@ -822,7 +822,7 @@ fn embedded_resources_shown(call: &CallObservation) -> CheckResult {
                 }
             }
         }
-        shown.to_string()
+        odek_contract::canonical_json::to_canonical_string(&shown)
     };
     let result = if let Some(resource) = unseen {
         let what = if member(resource, "blob").is_some() { "a blob" } else { "neither text nor blob" };

@@ -136,6 +136,25 @@ impl<'t> CanonicalScanner<'t> {
     }
 }
 
+/// `map` with its keys in ascending byte order at every depth, whether or not `serde_json` keeps
+/// insertion order (`preserve_order`, which a dependency may turn on): what odek writes as sorted
+/// keys (event `data`, schemas) is sorted here rather than by the map type. For values odek
+/// builds itself: the recursion is as deep as the value.
+pub fn sorted_keys(map: serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut entries: Vec<(String, Value)> = map.into_iter().map(|(key, value)| (key, sorted_value(value))).collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.into_iter().collect()
+}
+
+/// [`sorted_keys`] of every object in `value`.
+pub fn sorted_value(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(sorted_keys(map)),
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted_value).collect()),
+        other => other,
+    }
+}
+
 /// `value` as canonical JSON. Iterative, so arbitrarily deep values cannot overflow the stack.
 pub fn to_canonical_string(value: &Value) -> String {
     enum Step<'v> {
@@ -212,6 +231,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn sorted_keys_sorts_every_depth_whatever_the_map_keeps() {
+        let mut inner = serde_json::Map::new();
+        inner.insert("z".into(), json!(1));
+        inner.insert("a".into(), json!([{"y": 1, "b": 2}]));
+        let mut outer = serde_json::Map::new();
+        outer.insert("m".into(), Value::Object(inner));
+        outer.insert("b".into(), json!(true));
+        let sorted = Value::Object(sorted_keys(outer));
+        assert_eq!(serde_json::to_string(&sorted).unwrap(), r#"{"b":true,"m":{"a":[{"b":2,"y":1}],"z":1}}"#);
+    }
 
     #[test]
     fn canonicalize_text_agrees_with_the_value_path() {

@@ -43,9 +43,13 @@ fn closed_properties(schema: &Value) -> Option<Arc<[String]>> {
     if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
         return None;
     }
-    let names =
-        schema.get("properties").and_then(Value::as_object).map(|properties| properties.keys().cloned().collect());
-    Some(names.unwrap_or_default())
+    let mut names: Vec<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    Some(names.into())
 }
 
 /// Leaves out the members `known` does not list, so a closed type still reads arguments that

@@ -301,7 +301,8 @@ fn raw_error_writes_the_error_and_an_optional_result() {
     let line = fixture.next_text();
     assert_eq!(line, format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#));
     assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["error"], error);
-    let result = json!({"content":[{"type":"text","text":"ignored"}]});
+    // Keys in ascending order, so the expected line does not depend on `serde_json`'s map order.
+    let result = json!({"content":[{"text":"ignored","type":"text"}]});
     let id = fixture
         .send_request("tools/call", Some(json!({"name":"raw_error","arguments":{"error":error,"result":result}})));
     assert_eq!(fixture.next_text(), format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result},"error":{error}}}"#));

@@ -123,11 +123,7 @@ pub struct ReplayToolCall {
 impl ReplayToolCall {
     /// The arguments string the tool receives.
     pub fn arguments_text(&self) -> String {
-        match &self.arguments {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(text)) => text.clone(),
-            Some(other) => other.to_string(),
-        }
+        crate::wire::arguments_text(self.arguments.as_ref())
     }
 }
 

@@ -39,7 +39,8 @@ pub(crate) fn arguments_text(arguments: Option<&Value>) -> String {
     match arguments {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
+        // Compact with sorted keys, whatever order `serde_json` keeps.
+        Some(other) => odek_contract::canonical_json::to_canonical_string(other),
     }
 }
 

@@ -89,7 +89,7 @@ impl Event {
         // A data struct holds strings, numbers, booleans and maps with string keys, which always
         // serialise; an empty `data` is the harmless fallback.
         let data = match serde_json::to_value(&data) {
-            Ok(Value::Object(fields)) => fields,
+            Ok(Value::Object(fields)) => odek_contract::canonical_json::sorted_keys(fields),
             _ => Map::new(),
         };
         // §1: `iteration` is 1-based and never written as 0.

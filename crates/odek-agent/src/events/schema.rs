@@ -12,9 +12,11 @@ use super::data::data_schemas;
 /// Where the schema is published, relative to the repository root.
 pub const EVENT_SCHEMA_PATH: &str = "docs/schemas/odek.event.v1.schema.json";
 
-/// The schema of one event line, as pretty JSON the repository keeps byte for byte.
+/// The schema of one event line, as pretty JSON the repository keeps byte for byte (keys sorted,
+/// whatever order `serde_json` keeps).
 pub fn event_schema_text() -> String {
-    let mut text = serde_json::to_string_pretty(&event_schema()).unwrap_or_default();
+    let sorted = odek_contract::canonical_json::sorted_value(event_schema());
+    let mut text = serde_json::to_string_pretty(&sorted).unwrap_or_default();
     text.push('\n');
     text
 }

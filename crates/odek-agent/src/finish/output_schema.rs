@@ -140,7 +140,8 @@ impl OutputSchemaGate {
     pub(crate) fn review(&mut self, answer: &str) -> Review {
         let problems = match check_answer(&self.spec.schema, answer) {
             Ok(value) => {
-                let compact = value.to_string();
+                // Compact with sorted keys, whatever order the model wrote them in.
+                let compact = odek_contract::canonical_json::to_canonical_string(&value);
                 return Review::Accept { answer: compact, output: Some(value) };
             }
             Err(problems) => problems,

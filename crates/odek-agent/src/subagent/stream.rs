@@ -130,7 +130,8 @@ impl ProgressStream {
     }
 
     fn write(&self, record: Map<String, Value>) {
-        let mut line = Value::Object(record).to_string();
+        // Keys sorted, whatever order `serde_json` keeps.
+        let mut line = Value::Object(odek_contract::canonical_json::sorted_keys(record)).to_string();
         line.push('\n');
         let mut stdout = std::io::stdout().lock();
         // A parent that stopped reading cannot be reported to; the run goes on regardless.

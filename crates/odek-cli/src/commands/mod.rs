@@ -1,6 +1,7 @@
 //! The commands of the `odek` binary. Each returns `Ok(())` or a [`CommandError`] (the typed
 //! outcome of [`crate::outcome`], which also chooses the exit code).
 
+pub mod acp;
 pub mod ext;
 pub mod mcp;
 pub mod repl;
@@ -24,6 +25,7 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         Command::Session(command) => session::run(command).await,
         Command::Subagent(args) => subagent::run(&args.flags).await,
         Command::Mcp(args) => mcp::run(args).await,
+        Command::Acp(args) => acp::run(&args).await,
     };
     outcome.map_err(stopped_by_signal)
 }

@@ -285,7 +285,8 @@ fn print_failure(error: &RuntimeError, spent: odek::Usage, denials: &Denials) ->
         result["checks"] = checks.iter().map(odek::CheckReport::to_json).collect();
     }
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{result}")?;
+    // Keys sorted, as the result object has always been written.
+    writeln!(stdout, "{}", odek_contract::canonical_json::sorted_value(result))?;
     stdout.flush()?;
     Ok(())
 }
@@ -315,7 +316,8 @@ pub(crate) fn print_answer(outcome: &TurnOutcome, json: bool, denials: &Denials)
         if !outcome.checks.is_empty() {
             result["checks"] = outcome.checks.iter().map(odek::CheckReport::to_json).collect();
         }
-        writeln!(stdout, "{result}")?;
+        // Keys sorted, as the result object has always been written.
+        writeln!(stdout, "{}", odek_contract::canonical_json::sorted_value(result))?;
     } else if std::io::IsTerminal::is_terminal(&stdout) {
         // Piped, the answer is the output exactly; on a terminal it is the model's text shown to
         // the operator, which a prompt injection may have filled with escape sequences.

@@ -207,7 +207,8 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String
     })
 }
 
-fn wait_with_deadline(child: &mut Child, deadline: Duration, what: &[&str]) -> ExitStatus {
+/// Waits for `child` to end; past `deadline` it is killed and the test fails naming `what`.
+pub fn wait_with_deadline(child: &mut Child, deadline: Duration, what: &[&str]) -> ExitStatus {
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -220,6 +221,28 @@ fn wait_with_deadline(child: &mut Child, deadline: Duration, what: &[&str]) -> E
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Runs `program args…` in the project (temp `HOME`, `PATH`) to its end within `deadline`, and
+/// parses the one JSON line it prints: what a third-party client script reports.
+pub fn client_report(project: &Project, program: &Path, args: &[String], deadline: Duration) -> Value {
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(&project.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &project.home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = drain(child.stdout.take().unwrap());
+    let stderr = drain(child.stderr.take().unwrap());
+    let status = wait_with_deadline(&mut child, deadline, &[&program.display().to_string()]);
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    assert!(status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
 }
 
 /// A value no other test run uses, to find a server process by its environment.

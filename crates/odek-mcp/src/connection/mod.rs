@@ -836,7 +836,8 @@ fn log_message(shared: &Shared, params: Option<&str>) {
     };
     let data = match params.data {
         Some(serde_json::Value::String(text)) => text,
-        Some(other) => other.to_string(),
+        // Compact with sorted keys, whatever order the server wrote them in.
+        Some(other) => odek_contract::canonical_json::to_canonical_string(&other),
         None => String::new(),
     };
     for line in log_message_lines(&level, &data) {

@@ -442,7 +442,9 @@ fn config_object(bytes: &[u8], display: &str) -> Result<Map<String, Value>, Conf
     let value: Value =
         serde_json::from_slice(bytes).map_err(|source| ConfigError::Parse { path: display.to_owned(), source })?;
     match value {
-        Value::Object(top) => Ok(top),
+        // Keys in ascending order at every depth, whatever order `serde_json` keeps: warnings
+        // and server entries are reported in that order.
+        Value::Object(top) => Ok(odek_contract::canonical_json::sorted_keys(top)),
         _ => Err(ConfigError::NotAnObject { path: display.to_owned() }),
     }
 }

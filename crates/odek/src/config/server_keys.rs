@@ -293,6 +293,8 @@ fn check_foreign_keys(display: &str, name: &str, fields: &mut Map<String, Value>
 
 #[cfg(test)]
 mod tests {
+    use odek_contract::canonical_json::sorted_value;
+
     use super::*;
     use serde_json::json;
 
@@ -371,7 +373,8 @@ mod tests {
 
     #[test]
     fn a_project_typo_is_never_taken_for_an_operator_only_key() {
-        let Value::Object(mut top) = json!({"mcp_servers": {"p": {"command": "x", "autoApprove": true, "agrs": []}}})
+        let Value::Object(mut top) =
+            sorted_value(json!({"mcp_servers": {"p": {"command": "x", "autoApprove": true, "agrs": []}}}))
         else {
             unreachable!()
         };
@@ -386,13 +389,14 @@ mod tests {
 
     #[test]
     fn other_clients_keys_are_honoured_or_named() {
-        let Value::Object(mut top) = json!({"mcpServers": {
+        // Config files reach these checks with their keys sorted (`config_object`).
+        let Value::Object(mut top) = sorted_value(json!({"mcpServers": {
             "codex": {"command": "x", "disabled_tools": ["a", "b"], "exclude_tools": ["b"], "startup_timeout_sec": 12.5,
                       "tool_timeout_sec": 90, "cwd": "tools"},
             "gemini": {"httpUrl": "https://mcp.example/mcp", "excludeTools": ["rm"], "timeout": 30000, "includeTools": ["x"]},
             "cline": {"command": "y", "disabled": true, "alwaysAllow": ["read"], "startup_timeout_ms": 1500},
             "mixed": {"command": "z", "startup_timeout_sec": 5, "startup_timeout_seconds": 60, "disabled": "no"}
-        }}) else {
+        }})) else {
             unreachable!()
         };
         let mut warnings = Vec::new();
@@ -427,12 +431,13 @@ mod tests {
 
     #[test]
     fn unsupported_types_drop_the_entry_and_local_headers_are_ignored() {
-        let Value::Object(mut top) = json!({"mcpServers": {
+        // Config files reach these checks with their keys sorted (`config_object`).
+        let Value::Object(mut top) = sorted_value(json!({"mcpServers": {
             "local": {"type": "stdio", "command": "x", "comand": "y", "headers": {"X-Key": "s3cret"}},
             "remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer s3cret"}},
             "legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
             "odd": {"type": 7, "command": "x"}
-        }}) else {
+        }})) else {
             unreachable!()
         };
         let mut warnings = Vec::new();

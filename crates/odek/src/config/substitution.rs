@@ -461,11 +461,12 @@ mod tests {
 
     #[test]
     fn the_variables_each_server_read_are_kept_and_env_expands() {
-        let mut root = serde_json::json!({
+        // Config files reach the substitution with their keys sorted (`config_object`).
+        let mut root = odek_contract::canonical_json::sorted_value(serde_json::json!({
             "model": "${A_1}",
             "mcpServers": {"fs": {"command": "${HOME}/bin/fs", "args": ["${A_1}", "${HOME}"], "env": {"LOG": "${A_1}"}}},
             "mcp_servers": {"gh": {"url": "https://x.example/${UNSET:-mcp}", "env": {"T": "${GITHUB_TOKEN}"}}}
-        });
+        }));
         let mut warnings = Vec::new();
         let substituted = substitute_config_vars(
             "./.mcp.json",

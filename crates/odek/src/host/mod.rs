@@ -41,7 +41,7 @@ use crate::setup::Setup;
 /// Default bound on the sessions one host keeps open.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// Default bound on the turns one host runs at once.
-pub const DEFAULT_MAX_RUNNING_TURNS: usize = 16;
+pub const DEFAULT_MAX_RUNNING_TURNS: usize = 32;
 /// Largest prompt a face may hand a turn (bytes of text).
 pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
 

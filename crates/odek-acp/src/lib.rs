@@ -1,0 +1,355 @@
+//! `odek acp`: odek as an Agent Client Protocol agent over stdio, on the official SDK
+//! (`agent-client-protocol`, protocol v1). A thin adapter over the runtime's session host
+//! ([`odek::host`]): each ACP method is one host call, each host update one `session/update`.
+//!
+//! Requests that wait on a turn or on the client (`session/prompt`, `session/new`,
+//! `session/load`) run on tasks of their own, so the connection keeps reading: a
+//! `session/cancel` or a permission answer is never stuck behind the turn it is about. When
+//! the client closes stdin every turn is cancelled, every session saved and every MCP server
+//! stopped before `odek acp` exits.
+
+mod face;
+mod transport;
+
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CancelNotification,
+    ContentBlock, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionMode, SessionModeState, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason as AcpStop, UnstructuredCommandInput,
+};
+use agent_client_protocol::{
+    Agent, Error, JsonRpcRequest, JsonRpcResponse, Lines, on_receive_notification, on_receive_request,
+};
+use odek::host::{Host, HostError, HostSettings, Mode, Opened, StopReason, TurnEnd};
+use serde::{Deserialize, Serialize};
+
+pub use transport::{MAX_MESSAGE_BYTES, TOO_LARGE_METHOD};
+
+use face::{AcpFace, session_update};
+
+/// Why `odek acp` ended other than by its client closing the connection.
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    /// The connection failed (stdin or stdout).
+    #[error("acp: {0}")]
+    Connection(String),
+}
+
+/// An oversized message, as the transport hands it on.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonRpcRequest)]
+#[request(method = "_odek/message_too_large", response = TooLargeAnswer)]
+struct TooLarge {
+    bytes: u64,
+}
+
+/// Never sent: an oversized message is always answered with an error.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonRpcResponse)]
+struct TooLargeAnswer {}
+
+/// Serves ACP on stdin and stdout until the client closes stdin.
+pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
+    let face = Arc::new(AcpFace::default());
+    let host = Arc::new(Host::new(settings, Arc::clone(&face) as Arc<dyn odek::host::HostFace>));
+    let transport = Lines::new(
+        transport::line_sink(tokio::io::stdout()),
+        transport::bounded_lines(tokio::io::stdin(), MAX_MESSAGE_BYTES),
+    );
+    let connection = Agent
+        .v1()
+        .name("odek")
+        .on_receive_request(
+            {
+                let face = Arc::clone(&face);
+                async move |request: InitializeRequest, responder, cx| {
+                    face.bind(&cx);
+                    responder.respond(initialize(&request))
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                async move |request: NewSessionRequest, responder, cx| {
+                    face.bind(&cx);
+                    let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                    tokio::spawn(async move {
+                        warn_unsupported_servers(request.mcp_servers.len());
+                        let opened = host.create(request.cwd).await;
+                        answer_opened(&face, responder, opened, |opened| {
+                            NewSessionResponse::new(opened.id.clone()).modes(modes(Mode::Policy))
+                        });
+                    });
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                async move |request: LoadSessionRequest, responder, cx| {
+                    face.bind(&cx);
+                    let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                    tokio::spawn(async move {
+                        warn_unsupported_servers(request.mcp_servers.len());
+                        let opened = host.load(&request.session_id.0, request.cwd).await;
+                        answer_opened(&face, responder, opened, |_| {
+                            LoadSessionResponse::new().modes(modes(Mode::Policy))
+                        });
+                    });
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                async move |request: PromptRequest, responder, cx| {
+                    face.bind(&cx);
+                    let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                    tokio::spawn(async move {
+                        let id = request.session_id.0.to_string();
+                        let answer = match prompt_text(&request.prompt) {
+                            Err(error) => Err(error),
+                            Ok(text) => match slash_command(&host, &id, &text) {
+                                Some(Ok(reply)) => {
+                                    face.notify(
+                                        &id,
+                                        session_update(odek::host::Update::Text(reply)).unwrap_or_else(commands),
+                                    );
+                                    Ok(PromptResponse::new(AcpStop::EndTurn))
+                                }
+                                Some(Err(error)) => Err(host_error(&error)),
+                                None => match host.prompt(&id, &text).await {
+                                    Ok(end) => prompt_response(&end),
+                                    Err(error) => Err(host_error(&error)),
+                                },
+                            },
+                        };
+                        let _ = responder.respond_with_result(answer);
+                    });
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                async move |request: SetSessionModeRequest, responder, cx| {
+                    face.bind(&cx);
+                    let answer = match Mode::parse(&request.mode_id.0) {
+                        None => Err(Error::invalid_params().data(serde_json::json!(format!(
+                            "unknown mode {:?}; the modes are default, ask and read-only",
+                            &*request.mode_id.0
+                        )))),
+                        Some(mode) => host
+                            .set_mode(&request.session_id.0, mode)
+                            .await
+                            .map(|()| SetSessionModeResponse::new())
+                            .map_err(|error| host_error(&error)),
+                    };
+                    responder.respond_with_result(answer)
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: TooLarge, responder, _cx| {
+                responder.respond_with_error(Error::invalid_request().data(serde_json::json!(format!(
+                    "message of {} bytes is larger than the {MAX_MESSAGE_BYTES} bytes odek acp reads",
+                    request.bytes
+                ))))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let host = Arc::clone(&host);
+                async move |notification: CancelNotification, _cx| {
+                    if let Err(error) = host.cancel(&notification.session_id.0) {
+                        eprintln!("odek acp: session/cancel: {error}");
+                    }
+                    Ok(())
+                }
+            },
+            on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    host.close_all().await;
+    match connection {
+        Ok(()) => Ok(()),
+        Err(error) if agent_client_protocol::is_incoming_transport_closed(&error) => Ok(()),
+        Err(error) => Err(AcpError::Connection(error.to_string())),
+    }
+}
+
+/// What odek can do, honestly: loading sessions, text and embedded text resources in prompts;
+/// MCP servers of the client's are not connected yet (see [`warn_unsupported_servers`]).
+fn initialize(request: &InitializeRequest) -> InitializeResponse {
+    let version = request.protocol_version.min(ProtocolVersion::V1);
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .mcp_capabilities(McpCapabilities::new());
+    InitializeResponse::new(version)
+        .agent_capabilities(capabilities)
+        .agent_info(Implementation::new("odek", env!("CARGO_PKG_VERSION")).title("odek".to_owned()))
+}
+
+/// The answer to `session/new` or `session/load`: a loaded session's history first (the
+/// protocol's order), then the response, then the slash commands; or the host's refusal.
+fn answer_opened<T: JsonRpcResponse>(
+    face: &AcpFace,
+    responder: Responder<T>,
+    opened: Result<Opened, HostError>,
+    response: impl FnOnce(&Opened) -> T,
+) {
+    match opened {
+        Ok(opened) => {
+            for update in opened.history.iter().cloned().filter_map(session_update) {
+                face.notify(&opened.id, update);
+            }
+            if responder.respond(response(&opened)).is_ok() {
+                face.notify(&opened.id, commands());
+            }
+        }
+        Err(error) => {
+            let _ = responder.respond_with_error(host_error(&error));
+        }
+    }
+}
+
+fn warn_unsupported_servers(count: usize) {
+    if count > 0 {
+        eprintln!(
+            "odek: warning: the client offered {count} MCP server(s); odek acp does not connect a client's servers yet — configure them in odek.json or .mcp.json"
+        );
+    }
+}
+
+/// The session modes, `current` selected.
+fn modes(current: Mode) -> SessionModeState {
+    let available = Mode::ALL
+        .iter()
+        .map(|mode| SessionMode::new(mode.id(), mode.name()).description(mode.description().to_owned()))
+        .collect();
+    SessionModeState::new(current.id(), available)
+}
+
+/// The slash commands odek answers itself, without a model call.
+fn commands() -> SessionUpdate {
+    let hint = |text: &str| Some(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(text)));
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![
+        AvailableCommand::new("plan", "Show the current plan"),
+        AvailableCommand::new("usage", "Show the tokens this session spent and its budgets"),
+        AvailableCommand::new("model", "Show the model, or switch to another").input(hint("model id")),
+    ]))
+}
+
+/// The answer of a slash command odek handles (`None`: not one of them, the prompt goes to
+/// the model).
+fn slash_command(host: &Host, id: &str, text: &str) -> Option<Result<String, HostError>> {
+    let text = text.trim();
+    let (command, argument) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let argument = argument.trim();
+    Some(match command {
+        "/plan" => host.plan(id).map(|plan| plan.unwrap_or_else(|| "No plan yet.".to_owned())),
+        "/usage" => host.spent(id).map(|(spent, limits)| {
+            let limit = |value: u64| if value == 0 { "no limit".to_owned() } else { value.to_string() };
+            format!(
+                "turns: {}\ninput tokens: {} (limit {})\noutput tokens: {} (limit {})\ntool calls: {} (limit {})",
+                spent.turns,
+                spent.usage.input_tokens,
+                limit(limits.max_input_tokens),
+                spent.usage.output_tokens,
+                limit(limits.max_output_tokens),
+                spent.tool_calls,
+                limit(limits.max_tool_calls)
+            )
+        }),
+        "/model" => host.model(id, (!argument.is_empty()).then_some(argument)).map(|model| format!("model: {model}")),
+        _ => return None,
+    })
+}
+
+/// The prompt's text: text blocks as they are, embedded text resources as context blocks,
+/// resource links by their URI. Images and audio are refused (the capabilities say so).
+fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
+    let mut text = String::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(part) => text.push_str(&part.text),
+            ContentBlock::ResourceLink(link) => text.push_str(&format!("\n[{}]({})\n", link.name, link.uri)),
+            ContentBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(contents) => {
+                    text.push_str(&format!("\n<context uri=\"{}\">\n{}\n</context>\n", contents.uri, contents.text));
+                }
+                _ => return Err(unsupported("a binary resource")),
+            },
+            ContentBlock::Image(_) => return Err(unsupported("an image")),
+            ContentBlock::Audio(_) => return Err(unsupported("audio")),
+            _ => return Err(unsupported("this kind of content")),
+        }
+        if text.len() > odek::host::MAX_PROMPT_BYTES {
+            return Err(host_error(&HostError::PromptTooLarge(text.len())));
+        }
+    }
+    Ok(text)
+}
+
+fn unsupported(what: &str) -> Error {
+    Error::invalid_params().data(serde_json::json!(format!("odek acp does not take {what} in a prompt")))
+}
+
+/// The turn's end: the stop reason, and odek's outcome class (and the budget that ran out) in
+/// `_meta.odek`. A turn that failed otherwise (the model, a stall, a refusal under `--strict`, a
+/// failed check) is a JSON-RPC error with the failure's text and the same `_meta.odek` as data.
+fn prompt_response(end: &TurnEnd) -> Result<PromptResponse, Error> {
+    let stop = match end.stop {
+        StopReason::EndTurn => AcpStop::EndTurn,
+        StopReason::MaxTokens => AcpStop::MaxTokens,
+        StopReason::MaxTurnRequests => AcpStop::MaxTurnRequests,
+        StopReason::Cancelled => AcpStop::Cancelled,
+    };
+    let mut odek = serde_json::Map::new();
+    odek.insert("outcome".into(), serde_json::json!(end.outcome.as_str()));
+    if let Some(budget) = &end.budget {
+        odek.insert("budget".into(), serde_json::json!(budget));
+    }
+    if let Some(error) = &end.error {
+        odek.insert("error".into(), serde_json::json!(error));
+    }
+    odek.insert(
+        "usage".into(),
+        serde_json::json!({ "input_tokens": end.usage.input_tokens, "output_tokens": end.usage.output_tokens }),
+    );
+    if let (StopReason::EndTurn, Some(error)) = (end.stop, &end.error) {
+        return Err(Error::new(-32603, error.clone()).data(serde_json::json!({ "odek": odek })));
+    }
+    let mut meta = serde_json::Map::new();
+    meta.insert("odek".into(), serde_json::Value::Object(odek));
+    Ok(PromptResponse::new(stop).meta(meta))
+}
+
+/// A host refusal as a JSON-RPC error: the client's mistakes are invalid params or request,
+/// the rest internal errors; the message is the host's text.
+fn host_error(error: &HostError) -> Error {
+    let code = match error {
+        HostError::UnknownSession(_)
+        | HostError::Cwd(..)
+        | HostError::PromptTooLarge(_)
+        | HostError::AlreadyOpen(_) => -32602,
+        HostError::Busy(_) | HostError::TooManySessions(_) => -32600,
+        HostError::Runtime(_) => -32603,
+    };
+    Error::new(code, error.to_string())
+}
