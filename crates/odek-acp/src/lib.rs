@@ -18,14 +18,14 @@ use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CancelNotification,
     ContentBlock, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionMode, SessionModeState, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason as AcpStop, UnstructuredCommandInput,
+    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionMode, SessionModeState, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason as AcpStop, UnstructuredCommandInput,
 };
 use agent_client_protocol::{
     Agent, Error, JsonRpcRequest, JsonRpcResponse, Lines, on_receive_notification, on_receive_request,
 };
-use odek::host::{Host, HostError, HostSettings, Mode, Opened, StopReason, TurnEnd};
+use odek::host::{ClientServers, Host, HostError, HostSettings, Mode, Opened, StopReason, TurnEnd};
 use serde::{Deserialize, Serialize};
 
 pub use transport::{MAX_MESSAGE_BYTES, TOO_LARGE_METHOD};
@@ -56,8 +56,8 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
     let face = Arc::new(AcpFace::default());
     let host = Arc::new(Host::new(settings, Arc::clone(&face) as Arc<dyn odek::host::HostFace>));
     let transport = Lines::new(
-        transport::line_sink(tokio::io::stdout()),
-        transport::bounded_lines(tokio::io::stdin(), MAX_MESSAGE_BYTES),
+        transport::line_sink(transport::stdout()),
+        transport::bounded_lines(transport::stdin(), MAX_MESSAGE_BYTES),
     );
     let connection = Agent
         .v1()
@@ -79,8 +79,7 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
                     face.bind(&cx);
                     let (face, host) = (Arc::clone(&face), Arc::clone(&host));
                     tokio::spawn(async move {
-                        warn_unsupported_servers(request.mcp_servers.len());
-                        let opened = host.create(request.cwd).await;
+                        let opened = host.create(request.cwd, client_servers(&request.mcp_servers)).await;
                         answer_opened(&face, responder, opened, |opened| {
                             NewSessionResponse::new(opened.id.clone()).modes(modes(Mode::Policy))
                         });
@@ -97,8 +96,8 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
                     face.bind(&cx);
                     let (face, host) = (Arc::clone(&face), Arc::clone(&host));
                     tokio::spawn(async move {
-                        warn_unsupported_servers(request.mcp_servers.len());
-                        let opened = host.load(&request.session_id.0, request.cwd).await;
+                        let servers = client_servers(&request.mcp_servers);
+                        let opened = host.load(&request.session_id.0, request.cwd, servers).await;
                         answer_opened(&face, responder, opened, |_| {
                             LoadSessionResponse::new().modes(modes(Mode::Policy))
                         });
@@ -192,14 +191,14 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
     }
 }
 
-/// What odek can do, honestly: loading sessions, text and embedded text resources in prompts;
-/// MCP servers of the client's are not connected yet (see [`warn_unsupported_servers`]).
+/// What odek can do, honestly: loading sessions, text and embedded text resources in prompts,
+/// the client's MCP servers over stdio, Streamable HTTP and the legacy SSE transport.
 fn initialize(request: &InitializeRequest) -> InitializeResponse {
     let version = request.protocol_version.min(ProtocolVersion::V1);
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
-        .mcp_capabilities(McpCapabilities::new());
+        .mcp_capabilities(McpCapabilities::new().http(true).sse(true));
     InitializeResponse::new(version)
         .agent_capabilities(capabilities)
         .agent_info(Implementation::new("odek", env!("CARGO_PKG_VERSION")).title("odek".to_owned()))
@@ -228,12 +227,46 @@ fn answer_opened<T: JsonRpcResponse>(
     }
 }
 
-fn warn_unsupported_servers(count: usize) {
-    if count > 0 {
-        eprintln!(
-            "odek: warning: the client offered {count} MCP server(s); odek acp does not connect a client's servers yet — configure them in odek.json or .mcp.json"
-        );
-    }
+/// The client's MCP servers in the config files' format: stdio as `command`, `args`, `env`;
+/// Streamable HTTP and legacy SSE as `url`, `headers`, `type`. The host treats them as project
+/// servers (the project file's restrictions, approval first, the sandbox).
+fn client_servers(servers: &[McpServer]) -> ClientServers {
+    let pairs = |pairs: Vec<(&str, &str)>| -> serde_json::Map<String, serde_json::Value> {
+        pairs.into_iter().map(|(name, value)| (name.to_owned(), serde_json::json!(value))).collect()
+    };
+    servers
+        .iter()
+        .filter_map(|server| {
+            let (name, entry) = match server {
+                McpServer::Stdio(stdio) => (
+                    &stdio.name,
+                    serde_json::json!({
+                        "command": stdio.command,
+                        "args": stdio.args,
+                        "env": pairs(stdio.env.iter().map(|var| (var.name.as_str(), var.value.as_str())).collect()),
+                    }),
+                ),
+                McpServer::Http(http) => (
+                    &http.name,
+                    serde_json::json!({
+                        "type": "http",
+                        "url": http.url,
+                        "headers": pairs(http.headers.iter().map(|h| (h.name.as_str(), h.value.as_str())).collect()),
+                    }),
+                ),
+                McpServer::Sse(sse) => (
+                    &sse.name,
+                    serde_json::json!({
+                        "type": "sse",
+                        "url": sse.url,
+                        "headers": pairs(sse.headers.iter().map(|h| (h.name.as_str(), h.value.as_str())).collect()),
+                    }),
+                ),
+                _ => return None,
+            };
+            Some((name.clone(), entry))
+        })
+        .collect()
 }
 
 /// The session modes, `current` selected.

@@ -4,6 +4,7 @@
 //! began with, so the client gets an error for that request and the connection lives on.
 
 use std::io;
+use std::os::fd::AsFd;
 
 use futures_util::{Sink, Stream};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -123,17 +124,38 @@ fn leading_id(start: &[u8]) -> Option<String> {
     (1..=20).contains(&digits).then(|| String::from_utf8_lossy(&rest[..digits]).into_owned())
 }
 
-/// A sink writing each message as one line to `output`, flushed.
+/// A sink writing each message as one line to `output` in one write, flushed.
 pub fn line_sink<W>(output: W) -> impl Sink<String, Error = io::Error> + Send + 'static
 where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     futures_util::sink::unfold(output, |mut output, line: String| async move {
-        output.write_all(line.as_bytes()).await?;
-        output.write_all(b"\n").await?;
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        output.write_all(&bytes).await?;
         output.flush().await?;
         Ok::<_, io::Error>(output)
     })
+}
+
+/// The process's stdout: a pipe (what an editor gives its agent) is written without a thread
+/// hop per write, from a duplicate of the descriptor in non-blocking mode; anything else through
+/// tokio's blocking stdout.
+pub fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
+    let pipe = std::io::stdout().as_fd().try_clone_to_owned().and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
+    match pipe {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    }
+}
+
+/// The process's stdin, as [`stdout`] takes stdout.
+pub fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
+    let pipe = std::io::stdin().as_fd().try_clone_to_owned().and_then(tokio::net::unix::pipe::Receiver::from_owned_fd);
+    match pipe {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    }
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ pub fn mcp_outcome(
             untrusted_source: Some(format!("mcp:{}:{}", descriptor.server, descriptor.raw_name)),
             truncated_observed_chars: output.observed_chars.map(|chars| chars as u64),
             denials: Vec::new(),
+            edit: None,
         }),
         Err(err) => Err(ToolError::new(err.to_string())),
     }

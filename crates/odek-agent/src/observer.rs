@@ -50,8 +50,16 @@ pub enum LoopEvent<'a> {
     ToolCallStarted { iteration: u32, call_id: &'a str, tool: &'a str, arguments: &'a str, risk: Option<&'a Risk> },
     /// \[beyond\] The call was refused (before its `ToolCallFinished`).
     OperationDenied { iteration: u32, call_id: &'a str, tool: &'a str, denial: &'a Denial },
-    /// A call ended (emitted after the batch, in call order).
-    ToolCallFinished { iteration: u32, call_id: &'a str, tool: &'a str, duration: Duration, result: CallResult<'a> },
+    /// A call ended (emitted after the batch, in call order); `edit`: \[beyond\] the file it
+    /// changed, before and after.
+    ToolCallFinished {
+        iteration: u32,
+        call_id: &'a str,
+        tool: &'a str,
+        duration: Duration,
+        result: CallResult<'a>,
+        edit: Option<&'a crate::tool::FileEdit>,
+    },
     /// A trim dropped or truncated something.
     ContextTrimmed { iteration: u32, mode: TrimMode, dropped_groups: usize, truncated_results: usize },
     /// The session was saved after a completed step.

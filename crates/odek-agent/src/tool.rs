@@ -23,6 +23,36 @@ pub struct ToolOutcome {
     /// text), or each refusal the sandbox saw while it ran (bounded by the tool). The loop
     /// reports each as a fact (`operation_denied`).
     pub(crate) denials: Vec<Denial>,
+    /// \[beyond\] The file the call changed, its text before and after, for a face to show
+    /// as a diff (never part of what the model reads).
+    pub(crate) edit: Option<FileEdit>,
+}
+
+/// \[beyond\] One file's text before and after an edit (`write_file`, `patch`): what a face
+/// shows as a diff. Kept only for text files of at most [`FileEdit::MAX_BYTES`] on each side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEdit {
+    /// The file, absolute.
+    pub path: std::path::PathBuf,
+    /// `None` for a file the edit created.
+    pub old: Option<String>,
+    /// The text after the edit.
+    pub new: String,
+}
+
+impl FileEdit {
+    /// Largest text (bytes) an edit keeps on either side for its diff.
+    pub const MAX_BYTES: usize = 256 * 1024;
+
+    /// The edit of `path` from `old` to `new`, when both fit [`FileEdit::MAX_BYTES`].
+    pub(crate) fn of(path: &std::path::Path, old: Option<&str>, new: &str) -> Option<FileEdit> {
+        let fits = |text: &str| text.len() <= FileEdit::MAX_BYTES;
+        (old.is_none_or(fits) && fits(new)).then(|| FileEdit {
+            path: path.to_path_buf(),
+            old: old.map(str::to_owned),
+            new: new.to_owned(),
+        })
+    }
 }
 
 /// An operation the run refused: by the danger policy, the non-interactive policy, a risk cap
@@ -60,6 +90,12 @@ impl ToolOutcome {
     /// `Some(observed_chars)` when `max_result_chars` cut the output.
     pub fn observed_chars(&self) -> Option<u64> {
         self.truncated_observed_chars
+    }
+
+    /// \[beyond\] This outcome with the file edit it made ([`FileEdit`]).
+    pub(crate) fn with_edit(mut self, edit: Option<FileEdit>) -> ToolOutcome {
+        self.edit = edit;
+        self
     }
 
     /// The first refusal, when the policy refused the operation (the output is then the denial
@@ -137,6 +173,9 @@ pub struct ToolContext {
     /// ([`confine_to_root`](crate::tools::confine_to_root)), and is opened from its handle
     /// ([`RootDir`](crate::tools::RootDir)). `None` (the default): no root.
     pub(crate) path_root: Option<Arc<crate::tools::RootDir>>,
+    /// \[beyond\] A face shows edits: `write_file` and `patch` keep the file's text before and
+    /// after ([`FileEdit`]). Off by default (nothing extra is read).
+    pub record_edits: bool,
 }
 
 impl ToolContext {
@@ -153,6 +192,7 @@ impl ToolContext {
             liveness: crate::liveness::Liveness::off(),
             sandbox: None,
             path_root: None,
+            record_edits: false,
         }
     }
 

@@ -83,6 +83,7 @@ fn loop_events_map_to_v1_events() {
         tool: "shell",
         duration: Duration::from_millis(5),
         result: CallResult::Completed { output: "ok\n- artifact a", observed_chars: Some(90) },
+        edit: None,
     });
     stream.on_event(&LoopEvent::ToolCallFinished {
         iteration: 1,
@@ -90,6 +91,7 @@ fn loop_events_map_to_v1_events() {
         tool: "fs__read",
         duration: Duration::from_millis(6),
         result: CallResult::Failed { output: "error: \"secret detail\"" },
+        edit: None,
     });
     stream.on_event(&LoopEvent::Warning { text: "careful" });
     stream.on_event(&LoopEvent::ContextTrimmed {

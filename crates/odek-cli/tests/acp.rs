@@ -363,6 +363,11 @@ fn two_sessions_in_two_directories_keep_their_files_and_updates_apart() {
         client.updates(&second, "tool_call").iter().map(|call| call["locations"][0]["path"].clone()).collect();
     assert_eq!(first_paths, [json!(place.project.join("mine.txt"))]);
     assert_eq!(second_paths, [json!(other.join("mine.txt"))]);
+    // A new file's diff has no old text.
+    let created = client.updates(&second, "tool_call_update");
+    let diff = &created.iter().find(|end| end["toolCallId"] == "w1").unwrap()["content"][0];
+    assert_eq!((diff["type"].as_str(), diff["newText"].as_str()), (Some("diff"), Some("hello")), "{diff}");
+    assert!(diff.get("oldText").is_none_or(Value::is_null), "{diff}");
 }
 
 #[test]
@@ -444,4 +449,82 @@ fn closing_stdin_mid_turn_cancels_it_saves_the_session_and_leaves_no_child_red()
     assert!(odek_test_support::processes_mentioning(&marker).is_empty(), "a child of odek acp {pid} outlived it");
     let saved = std::fs::read_to_string(place.home.join(format!(".odek/sessions/{session}.json"))).unwrap();
     assert!(saved.contains("wait"), "{saved}");
+}
+
+/// A client's stdio MCP server `fixture`: the contract fixture server.
+fn client_fixture() -> Value {
+    let fixture = odek_test_support::fixture_server();
+    json!([{"name": "fixture", "command": fixture, "args": [], "env": [{"name": "FIXTURE_NOTE", "value": "from the editor"}]}])
+}
+
+#[test]
+fn a_client_mcp_server_is_approved_in_the_editor_then_its_tools_are_called() {
+    let place = place();
+    let script = script(
+        &place.home,
+        json!([
+            {"tool_calls": [{"id": "m1", "name": "fixture__echo", "arguments": {"text": "hello from the editor's server"}}]},
+            {"content": "echoed"}
+        ]),
+    );
+    let mut client = Client::start(&place.home, &place.project, &script, &[]);
+    let created = client.request("session/new", json!({"cwd": place.project, "mcpServers": client_fixture()}));
+    let session = created["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
+    let id = client.send("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "echo"}]}));
+    let mut asked = Vec::new();
+    let end = client.response(id, &mut |request| {
+        let kinds: Vec<Value> =
+            request["params"]["options"].as_array().unwrap().iter().map(|o| o["kind"].clone()).collect();
+        assert!(!kinds.contains(&json!("allow_always")), "an MCP approval is remembered anyway: {kinds:?}");
+        asked.push(request["params"]["toolCall"]["title"].as_str().unwrap_or_default().to_owned());
+        "allow-once"
+    });
+    assert_eq!(end["result"]["stopReason"], "end_turn", "{end}");
+    // One request for the server, one for all of its tools.
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].contains("MCP server \"fixture\""), "{asked:?}");
+    assert!(asked[1].contains("wants to register"), "{asked:?}");
+    let ends = client.updates(&session, "tool_call_update");
+    let echoed = ends.iter().find(|end| end["toolCallId"] == "m1").unwrap();
+    assert_eq!(echoed["status"], "completed", "{ends:?}");
+    assert!(echoed["content"][0]["content"]["text"].as_str().unwrap().contains("hello from the editor's server"));
+}
+
+#[test]
+fn a_client_mcp_server_the_person_rejects_is_never_started_red() {
+    let place = place();
+    let script = script(
+        &place.home,
+        json!([
+            {"tool_calls": [{"id": "m1", "name": "fixture__echo", "arguments": {"text": "x"}}]},
+            {"content": "no server"}
+        ]),
+    );
+    let mut client = Client::start(&place.home, &place.project, &script, &[]);
+    let created = client.request("session/new", json!({"cwd": place.project, "mcpServers": client_fixture()}));
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let id = client.send("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "echo"}]}));
+    let mut asked = Vec::new();
+    client.response(id, &mut |request| {
+        asked.push(request["params"]["toolCall"]["title"].as_str().unwrap_or_default().to_owned());
+        "reject-once"
+    });
+    // A started server would have listed its tools and asked about them next.
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("MCP server \"fixture\""), "{asked:?}");
+}
+
+#[test]
+fn a_client_mcp_server_named_like_a_project_one_is_refused_red() {
+    let place = place();
+    std::fs::write(
+        place.project.join("odek.json"),
+        json!({"mcp_servers": {"fixture": {"command": "true"}}}).to_string(),
+    )
+    .unwrap();
+    let script = script(&place.home, json!([{"content": "x"}]));
+    let mut client = Client::start(&place.home, &place.project, &script, &[]);
+    let created = client.request("session/new", json!({"cwd": place.project, "mcpServers": client_fixture()}));
+    let message = created["error"]["message"].as_str().unwrap_or_else(|| panic!("{created}"));
+    assert!(message.contains("mcp server \"fixture\" is also defined in ./odek.json or ./.mcp.json"), "{message}");
 }

@@ -857,6 +857,7 @@ impl Session<'_> {
             tool_context.policy = Arc::new(DangerPolicy::new(policy.clone()));
         }
         tool_context.cancel = cancel.clone();
+        tool_context.record_edits = subscriber.wants_edits();
         tool_context.interactive = gate.is_some();
         tool_context.liveness = liveness;
         let limits = self.turn_limits(&|warning| subscriber.warning(warning));

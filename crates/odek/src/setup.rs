@@ -40,6 +40,17 @@ impl Setup {
         Ok(Setup::loaded(sources, loaded, warn))
     }
 
+    /// \[beyond\] As [`Setup::load`], with the MCP servers a face's client offered, as project
+    /// servers ([`crate::config::load_config_with_client_servers`]).
+    pub fn load_with_client_servers(
+        sources: ConfigSources,
+        servers: &serde_json::Map<String, serde_json::Value>,
+        warn: &dyn Fn(&str),
+    ) -> Result<Setup, ConfigError> {
+        let loaded = crate::config::load_config_with_client_servers(&sources, servers)?;
+        Ok(Setup::loaded(sources, loaded, warn))
+    }
+
     fn loaded(sources: ConfigSources, loaded: LoadedConfig, warn: &dyn Fn(&str)) -> Setup {
         for warning in &loaded.warnings {
             warn(&odek_contract::redaction::redact(warning));

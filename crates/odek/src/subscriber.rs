@@ -42,6 +42,13 @@ pub trait Subscriber: Send + Sync {
     /// budget stops and the loop's warnings.
     fn progress(&self, _event: &LoopEvent<'_>) {}
 
+    /// \[beyond\] Whether [`Subscriber::progress`] should carry each file edit's text before
+    /// and after (`ToolCallFinished.edit`), for a face that shows diffs. Off by default: the
+    /// file tools then read nothing extra.
+    fn wants_edits(&self) -> bool {
+        false
+    }
+
     /// A plan change (`plan.md` §5).
     fn plan(&self, _event: &PlanEvent) {}
 

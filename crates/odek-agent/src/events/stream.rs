@@ -109,7 +109,7 @@ impl EventStream {
             LoopEvent::OperationDenied { iteration, call_id, tool, denial } => {
                 Some(Event::operation_denied(iteration, tool, call_id, denial.class.as_str(), &denial.reason))
             }
-            LoopEvent::ToolCallFinished { iteration, call_id, tool, duration, result } => Some(match result {
+            LoopEvent::ToolCallFinished { iteration, call_id, tool, duration, result, .. } => Some(match result {
                 CallResult::Completed { output, observed_chars } => {
                     Event::tool_call_completed(iteration, tool, call_id, duration, output, observed_chars)
                 }

@@ -37,7 +37,7 @@ use crate::finish::{FinishGates, Review, ReviewContext};
 use crate::liveness::{Liveness, Phase, Stall};
 use crate::observer::{CallResult, LoopEvent, LoopObserver, TrimMode};
 use crate::plan::{PLAN_TOOL_NAME, PlanBoard, PlanTool};
-use crate::tool::{Denial, Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use crate::tool::{Denial, FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome};
 pub use framing::{outcome_text, tool_message};
 use hints::HintTracker;
 pub use hints::format_duration;
@@ -323,6 +323,8 @@ struct Finished {
     duration: Duration,
     /// The call was refused, or operations were refused while it ran.
     denials: Vec<Denial>,
+    /// \[beyond\] The file the call changed, for the observers.
+    edit: Option<FileEdit>,
 }
 
 impl Agent {
@@ -580,6 +582,7 @@ impl Agent {
                 tool: name,
                 duration: result.duration,
                 result: call_result,
+                edit: result.edit.as_ref(),
             });
             let framed = tool_message(name, &result.output);
             messages.push(Message::tool(id.clone(), name.clone(), framed));
@@ -1091,11 +1094,12 @@ const BATCH_DENIED: &str = "batch approval denied";
 fn success(mut outcome: ToolOutcome, duration: Duration) -> Finished {
     let observed_chars = outcome.truncated_observed_chars;
     let denials = std::mem::take(&mut outcome.denials);
-    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration, denials }
+    let edit = outcome.edit.take();
+    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration, denials, edit }
 }
 
 fn failure(output: String, duration: Duration) -> Finished {
-    Finished { output, failed: true, observed_chars: None, duration, denials: Vec::new() }
+    Finished { output, failed: true, observed_chars: None, duration, denials: Vec::new(), edit: None }
 }
 
 /// What a tool call yields: its outcome and duration.

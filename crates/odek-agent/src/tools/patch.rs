@@ -12,7 +12,7 @@ use super::{
     FilePlace, looks_binary, parse_arguments, policy_denial, read_whole_capped, resolve_file_place, until_cancelled,
     write_atomically,
 };
-use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use crate::tool::{FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::classify_write;
 
 pub struct PatchTool;
@@ -68,12 +68,17 @@ impl Tool for PatchTool {
             if let Some(denial) = policy_denial(&classification, &shown, ctx) {
                 return Ok(denial);
             }
-            until_cancelled(ctx, apply_patch(&place, &shown, &args)).await
+            until_cancelled(ctx, apply_patch(&place, &shown, &args, ctx.record_edits)).await
         })
     }
 }
 
-async fn apply_patch(place: &FilePlace, shown: &str, args: &PatchArgs) -> Result<ToolOutcome, ToolError> {
+async fn apply_patch(
+    place: &FilePlace,
+    shown: &str,
+    args: &PatchArgs,
+    record_edits: bool,
+) -> Result<ToolOutcome, ToolError> {
     let bytes = match read_whole_capped(place, MAX_CONTENT_BYTES as u64).await? {
         Bounded::Contents(bytes) => bytes,
         Bounded::TooLarge { size } => {
@@ -113,9 +118,11 @@ async fn apply_patch(place: &FilePlace, shown: &str, args: &PatchArgs) -> Result
     }
     let before = text.len();
     let after = patched.len();
+    let edit = if record_edits { FileEdit::of(&place.path, Some(&text), &patched) } else { None };
     write_atomically(place, patched.into_bytes()).await?;
     let occurrences = if matches == 1 { "1 occurrence".to_owned() } else { format!("{matches} occurrences") };
     Ok(ToolOutcome::text(format!(
         "modified {shown}\nreplaced {occurrences} (first at line {first_line}); {before} → {after} bytes"
-    )))
+    ))
+    .with_edit(edit))
 }

@@ -5,8 +5,12 @@
 use odek_llm::{BoxFuture, ToolDefinition};
 use serde::Deserialize;
 
-use super::{parse_arguments, policy_denial, resolve_file_place, resolve_path, until_cancelled, write_atomically};
-use crate::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use super::place::FilePlace;
+use super::{
+    parse_arguments, policy_denial, read_whole_capped, resolve_file_place, resolve_path, until_cancelled,
+    write_atomically,
+};
+use crate::tool::{FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome};
 use odek_danger::classify_write;
 
 /// Largest content accepted (bytes).
@@ -60,10 +64,11 @@ impl Tool for WriteFileTool {
                 return Ok(denial);
             }
             let bytes = args.content.len();
+            let edit = if ctx.record_edits { text_before(&place, &args.content).await } else { None };
             let existed = until_cancelled(ctx, write_atomically(&place, args.content.into_bytes())).await?;
             // The path alone on the first line: a sub-agent's `files_changed` reads it from there.
             let verb = if existed { "updated" } else { "created" };
-            Ok(ToolOutcome::text(format!("{verb} {shown}\n{bytes} bytes written")))
+            Ok(ToolOutcome::text(format!("{verb} {shown}\n{bytes} bytes written")).with_edit(edit))
         })
     }
 }
@@ -83,5 +88,20 @@ pub(super) fn write_risk(tool: &str, arguments: &str, ctx: &ToolContext) -> Opti
         Err(_) => {
             Some(Risk { class: odek_danger::DangerClass::Unknown, resource: format!("(unreadable {tool} arguments)") })
         }
+    }
+}
+
+/// \[beyond\] The edit writing `content` makes: the file's text now (`None` when there is no
+/// file yet), or no edit at all when the file is not text that fits [`FileEdit::MAX_BYTES`].
+async fn text_before(place: &FilePlace, content: &str) -> Option<FileEdit> {
+    let limit = FileEdit::MAX_BYTES as u64;
+    match read_whole_capped(place, limit).await {
+        Ok(odek_contract::regular_file::Bounded::Contents(bytes)) => {
+            let old = String::from_utf8(bytes).ok()?;
+            FileEdit::of(&place.path, Some(&old), content)
+        }
+        Ok(odek_contract::regular_file::Bounded::TooLarge { .. }) => None,
+        Err(_) if !place.path.exists() => FileEdit::of(&place.path, None, content),
+        Err(_) => None,
     }
 }

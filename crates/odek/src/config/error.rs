@@ -133,13 +133,16 @@ pub enum ConfigError {
         /// The refused variable name.
         name: String,
     },
-    /// \[beyond\] A server defined in both project files; `path` is `./.mcp.json`.
-    #[error("config {path}: mcp server {} is also defined in ./odek.json", quote(name))]
+    /// \[beyond\] A server defined in two project sources: `./.mcp.json` and `./odek.json`, or a
+    /// client's `mcpServers` and a project file.
+    #[error("config {path}: mcp server {} is also defined in {other}", quote(name))]
     DefinedInBothProjectFiles {
-        /// The config file's path as shown.
+        /// The later source as shown.
         path: String,
         /// The server's name.
         name: String,
+        /// The source that defined it first.
+        other: &'static str,
     },
     /// \[beyond\] A bad value in the global file's `sandbox` section.
     #[error("config {path}: {detail}")]

@@ -98,10 +98,15 @@ pub(crate) fn join_project_servers(
     mcp_json_display: &str,
     mut odek_json: BTreeMap<String, ServerEntry>,
     mcp_json: BTreeMap<String, ServerEntry>,
+    first: &'static str,
 ) -> Result<BTreeMap<String, ServerEntry>, ConfigError> {
     for (name, entry) in mcp_json {
         if odek_json.contains_key(&name) {
-            return Err(ConfigError::DefinedInBothProjectFiles { path: mcp_json_display.to_owned(), name });
+            return Err(ConfigError::DefinedInBothProjectFiles {
+                path: mcp_json_display.to_owned(),
+                name,
+                other: first,
+            });
         }
         odek_json.insert(name, entry);
     }

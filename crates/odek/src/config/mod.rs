@@ -50,6 +50,7 @@ mod variable_name;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use odek_contract::canonical_json::sorted_keys;
 use odek_mcp::server_config::ServerEntry;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -246,17 +247,35 @@ fn register_sensitive_env_values(env: &BTreeMap<String, String>) {
 
 /// Loads `secrets.env`, the global file and the project file, in that order (spec §1).
 pub fn load_config(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
-    load_config_from(sources, None)
+    load_config_from(sources, None, None)
+}
+
+/// Where warnings and errors about the MCP servers a face's client offered say they come from.
+pub const CLIENT_SERVERS_DISPLAY: &str = "the client's mcpServers";
+
+/// \[beyond\] As [`load_config`], with the MCP servers a face's client offered (an editor's
+/// `mcpServers`), as a map of name → entry in the config files' format. They are project servers
+/// in every way: the project file's restrictions, approval before anything is spawned, the
+/// sandbox; a name the project files define too is refused.
+pub fn load_config_with_client_servers(
+    sources: &ConfigSources,
+    servers: &Map<String, Value>,
+) -> Result<LoadedConfig, ConfigError> {
+    load_config_from(sources, None, Some(servers))
 }
 
 /// \[beyond\] As [`load_config`], for an untrusted sub-agent confined by the sandbox, which may
 /// not read `~/.odek`: the global file's bytes as its parent handed them over, and no
 /// `secrets.env` (its names never reach a child anyway).
 pub fn load_handed_config(sources: &ConfigSources, global: &[u8]) -> Result<LoadedConfig, ConfigError> {
-    load_config_from(sources, Some(global))
+    load_config_from(sources, Some(global), None)
 }
 
-fn load_config_from(sources: &ConfigSources, handed_global: Option<&[u8]>) -> Result<LoadedConfig, ConfigError> {
+fn load_config_from(
+    sources: &ConfigSources,
+    handed_global: Option<&[u8]>,
+    client_servers: Option<&Map<String, Value>>,
+) -> Result<LoadedConfig, ConfigError> {
     let mut warnings = Vec::new();
     let secrets = match handed_global {
         Some(_) => SecretsEnv::default(),
@@ -300,10 +319,23 @@ fn load_config_from(sources: &ConfigSources, handed_global: Option<&[u8]>) -> Re
         }
         None => ParsedFile::default(),
     };
-    let project_servers = join_project_servers(MCP_JSON_DISPLAY, project.servers, mcp_json.servers)?;
-    register_server_secret_values(&project_servers);
+    let mut project_servers =
+        join_project_servers(MCP_JSON_DISPLAY, project.servers, mcp_json.servers, PROJECT_DISPLAY)?;
     let mut project_variables = project.server_variables;
     project_variables.extend(mcp_json.server_variables);
+    if let Some(servers) = client_servers {
+        let mut top = Map::new();
+        top.insert(MCP_JSON_MAP_KEY.to_owned(), Value::Object(sorted_keys(servers.clone())));
+        let client = parse_config_file(CLIENT_SERVERS_DISPLAY, top, Trust::Project, &env, &protected, &mut warnings)?;
+        project_servers = join_project_servers(
+            CLIENT_SERVERS_DISPLAY,
+            project_servers,
+            client.servers,
+            "./odek.json or ./.mcp.json",
+        )?;
+        project_variables.extend(client.server_variables);
+    }
+    register_server_secret_values(&project_servers);
 
     let mut core = CoreConfig::default();
     core.apply_file(&global.core);
@@ -444,7 +476,7 @@ fn config_object(bytes: &[u8], display: &str) -> Result<Map<String, Value>, Conf
     match value {
         // Keys in ascending order at every depth, whatever order `serde_json` keeps: warnings
         // and server entries are reported in that order.
-        Value::Object(top) => Ok(odek_contract::canonical_json::sorted_keys(top)),
+        Value::Object(top) => Ok(sorted_keys(top)),
         _ => Err(ConfigError::NotAnObject { path: display.to_owned() }),
     }
 }

@@ -160,8 +160,9 @@ pub(crate) struct HostConsole {
 }
 
 impl HostConsole {
-    /// A server's card is asked for a line ([`Console::prompt`]), a tool's for a key
-    /// ([`Console::prompt_key`]); the card's text is already terminal-safe.
+    /// A server's card is asked for a line ([`Console::prompt`]), a tool card for a key
+    /// ([`Console::prompt_key`]); the card's text is already terminal-safe. Either is one
+    /// request: an answer is persisted as a terminal's is, so "allow always" is not offered.
     fn answer(&self, text: &str, server: bool) -> ApprovalAnswer {
         let asking = &self.asking;
         let request = ApprovalRequest {
@@ -169,10 +170,10 @@ impl HostConsole {
             session: asking.session.clone(),
             call_id: None,
             tool: if server { "mcp server" } else { "mcp tool" }.to_owned(),
-            title: first_line(text.trim_start()).to_owned(),
+            title: first_line(text.trim_start()).trim_end_matches(':').to_owned(),
             detail: text.trim().to_owned(),
             class: None,
-            allow_always: !server,
+            allow_always: false,
         };
         self.handle.block_on(ask(&asking.face, request, asking.timeout(), &asking.cancel()))
     }
@@ -190,11 +191,11 @@ impl Console for HostConsole {
         }
     }
 
+    /// The answer covers the whole card: every tool it lists (`a`), or none (`N`).
     fn prompt_key(&self, text: &str) -> Option<char> {
         Some(match self.answer(text, false) {
-            ApprovalAnswer::Deny => 'n',
-            ApprovalAnswer::AllowOnce => 'y',
-            ApprovalAnswer::AllowAlways => 'a',
+            ApprovalAnswer::Deny => 'N',
+            ApprovalAnswer::AllowOnce | ApprovalAnswer::AllowAlways => 'a',
         })
     }
 

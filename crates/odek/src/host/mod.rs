@@ -27,9 +27,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use self::approval::{ApprovalAnswer, ApprovalRequest};
-pub use self::update::{
-    FileDiff, MAX_DIFF_FILE_BYTES, PlanStep, ToolEnd, ToolKind, ToolStart, Update, UsageState, replay,
-};
+pub use self::update::{FileDiff, PlanStep, ToolEnd, ToolKind, ToolStart, Update, UsageState, replay};
 
 use self::approval::Asking;
 use self::watch::Watch;
@@ -44,6 +42,10 @@ pub const DEFAULT_MAX_SESSIONS: usize = 256;
 pub const DEFAULT_MAX_RUNNING_TURNS: usize = 32;
 /// Largest prompt a face may hand a turn (bytes of text).
 pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
+
+/// The MCP servers a face's client offers a session: name → entry, in the config files' format
+/// (`command`, `args`, `env`; or `url`, `headers`, `type`).
+pub type ClientServers = serde_json::Map<String, serde_json::Value>;
 
 /// What a face does for the host: shows updates and asks approvals.
 pub trait HostFace: Send + Sync + 'static {
@@ -262,22 +264,31 @@ impl Host {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
     }
 
-    /// A new session in `cwd`, persisted from its first step.
-    pub async fn create(&self, cwd: PathBuf) -> Result<Opened, HostError> {
+    /// A new session in `cwd`, persisted from its first step. `servers` are the MCP servers the
+    /// face's client offered (name → entry in the config files' format): project servers, with
+    /// the project's rules and approvals.
+    pub async fn create(&self, cwd: PathBuf, servers: ClientServers) -> Result<Opened, HostError> {
         let id = SessionId::mint()?;
-        self.open(id, cwd, false).await
+        self.open(id, cwd, servers, false).await
     }
 
-    /// The saved session `id`, continued in `cwd` with the model and sandbox it was started with.
-    pub async fn load(&self, id: &str, cwd: PathBuf) -> Result<Opened, HostError> {
+    /// The saved session `id`, continued in `cwd` with the model and sandbox it was started with
+    /// (and `servers` as [`Host::create`] takes them).
+    pub async fn load(&self, id: &str, cwd: PathBuf, servers: ClientServers) -> Result<Opened, HostError> {
         let id = SessionId::parse(id)?;
         if self.sessions.lock().unwrap_or_else(PoisonError::into_inner).contains_key(id.as_str()) {
             return Err(HostError::AlreadyOpen(id.as_str().to_owned()));
         }
-        self.open(id, cwd, true).await
+        self.open(id, cwd, servers, true).await
     }
 
-    async fn open(&self, id: SessionId, cwd: PathBuf, existing: bool) -> Result<Opened, HostError> {
+    async fn open(
+        &self,
+        id: SessionId,
+        cwd: PathBuf,
+        servers: ClientServers,
+        existing: bool,
+    ) -> Result<Opened, HostError> {
         let cwd = checked_cwd(cwd)?;
         let key = id.as_str().to_owned();
         {
@@ -290,7 +301,7 @@ impl Host {
                 return Err(HostError::AlreadyOpen(key));
             }
         }
-        let opened = self.assemble(id, cwd, existing).await;
+        let opened = self.assemble(id, cwd, &servers, existing).await;
         self.opening.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
         let (hosted, history) = opened?;
         let cwd = hosted.cwd.clone();
@@ -299,7 +310,13 @@ impl Host {
     }
 
     /// The runtime of `cwd` and the session on it.
-    async fn assemble(&self, id: SessionId, cwd: PathBuf, existing: bool) -> Result<(Hosted, Vec<Update>), HostError> {
+    async fn assemble(
+        &self,
+        id: SessionId,
+        cwd: PathBuf,
+        servers: &ClientServers,
+        existing: bool,
+    ) -> Result<(Hosted, Vec<Update>), HostError> {
         let sources =
             ConfigSources { home: self.settings.home.clone(), cwd: cwd.clone(), env: self.settings.env.clone() };
         let asking = Arc::new(Asking {
@@ -313,7 +330,12 @@ impl Host {
         let watch = Arc::new(Watch::new(Arc::clone(&asking), cwd.clone(), tokio::runtime::Handle::current()));
         let subscriber: Arc<dyn crate::Subscriber> = watch.clone();
         let warn = |text: &str| subscriber.warning(text);
-        let setup = Setup::load(sources, &warn).map_err(RuntimeError::from)?;
+        let setup = if servers.is_empty() {
+            Setup::load(sources, &warn)
+        } else {
+            Setup::load_with_client_servers(sources, servers, &warn)
+        };
+        let setup = setup.map_err(RuntimeError::from)?;
         let mut runtime = Runtime::new(setup, &self.settings.overrides, Arc::clone(&subscriber))?;
         let store = runtime.session_store()?;
         let lock = store.lock(&id)?;

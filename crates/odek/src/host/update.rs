@@ -6,11 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use odek_agent::plan::{PlanBoard, PlanState, Status};
-use odek_contract::regular_file::{Bounded, Follow, read_capped};
 use odek_llm::{Message, Role, Usage};
-
-/// Largest file a diff shows (old or new text); a larger file is shown without its diff.
-pub const MAX_DIFF_FILE_BYTES: u64 = 256 * 1024;
 
 /// One thing a face shows of a session, in the order it happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,23 +190,6 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// The text of `path` when it is a regular UTF-8 file inside `root` of at most
-/// [`MAX_DIFF_FILE_BYTES`]; `Ok(None)` when there is no such file.
-/// The directory holding the file is resolved first, so no symlink on the way leads out.
-pub(crate) fn file_text(root: &Path, path: &Path) -> Result<Option<String>, ()> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return Err(()) };
-    let (Ok(root), Ok(parent)) = (root.canonicalize(), parent.canonicalize()) else { return Err(()) };
-    if !parent.starts_with(&root) {
-        return Err(());
-    }
-    match read_capped(&parent.join(name), Follow::Never, MAX_DIFF_FILE_BYTES) {
-        Ok(Bounded::Contents(bytes)) => String::from_utf8(bytes).map(Some).map_err(|_| ()),
-        Ok(Bounded::TooLarge { .. }) => Err(()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(_) => Err(()),
-    }
-}
-
 /// A session's history as the updates a face shows when it reopens it: the person's messages,
 /// the answers, and each tool call with its result.
 pub fn replay(messages: &[Message], cwd: &Path) -> Vec<Update> {
@@ -273,21 +252,6 @@ mod tests {
         assert_eq!((run.kind, run.title.as_str()), (ToolKind::Execute, "Run cargo test"));
         let junk = tool_start("c3", "read_file", "not json", cwd);
         assert_eq!((junk.arguments, junk.locations.len()), (serde_json::Value::Null, 0));
-    }
-
-    #[test]
-    fn file_text_stays_inside_its_root_red() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        std::fs::write(dir.path().join("secret"), "s").unwrap();
-        std::fs::write(root.join("a.txt"), "hello").unwrap();
-        assert_eq!(file_text(&root, &root.join("a.txt")), Ok(Some("hello".to_owned())));
-        assert_eq!(file_text(&root, &root.join("new.txt")), Ok(None));
-        assert_eq!(file_text(&root, &root.join("../secret")), Err(()));
-        assert_eq!(file_text(&root, &dir.path().join("secret")), Err(()));
-        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("link")).unwrap();
-        assert_eq!(file_text(&root, &root.join("link")), Err(()));
     }
 
     #[test]

@@ -1,12 +1,11 @@
 //! A hosted session's [`Subscriber`]: what its runtime reports becomes the session's typed
 //! [`Update`]s for the face, in order, and its approvals go through the face ([`HostGate`],
-//! [`HostConsole`]). Edits are shown as the file's text before and after the call; text and
-//! arguments are redacted before a face sees them.
+//! [`HostConsole`]). Edits come as the file's text before and after, as the tool saw it; text
+//! and arguments are redacted before a face sees them.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError};
 
 use odek_agent::observer::{CallResult, LoopEvent};
 use odek_agent::plan::{PlanBoard, PlanEvent};
@@ -14,32 +13,23 @@ use odek_agent::run::BatchApprover;
 use odek_contract::redaction::{redact, redact_json};
 
 use super::approval::{Asking, HostConsole, HostGate};
-use super::update::{FileDiff, ToolEnd, ToolKind, Update, UsageState, file_text, plan_steps, tool_start};
+use super::update::{FileDiff, ToolEnd, Update, UsageState, plan_steps, tool_start};
 use crate::approvals::Console;
 use crate::subscriber::Subscriber;
 
 pub(crate) struct Watch {
     pub(crate) asking: Arc<Asking>,
-    /// The session's working directory, canonical: diffs read files inside it only.
+    /// The session's working directory, canonical.
     pub(crate) cwd: PathBuf,
     pub(crate) plan: OnceLock<Arc<PlanBoard>>,
     pub(crate) handle: tokio::runtime::Handle,
-    /// The text before the call of each running edit, by call id.
-    before: Mutex<HashMap<String, (PathBuf, Option<String>)>>,
     /// Whether the running turn streamed answer text (else its answer is sent whole at its end).
     pub(crate) streamed: AtomicBool,
 }
 
 impl Watch {
     pub(crate) fn new(asking: Arc<Asking>, cwd: PathBuf, handle: tokio::runtime::Handle) -> Watch {
-        Watch {
-            asking,
-            cwd,
-            plan: OnceLock::new(),
-            handle,
-            before: Mutex::new(HashMap::new()),
-            streamed: AtomicBool::new(false),
-        }
+        Watch { asking, cwd, plan: OnceLock::new(), handle, streamed: AtomicBool::new(false) }
     }
 
     fn send(&self, update: Update) {
@@ -74,30 +64,19 @@ impl Subscriber for Watch {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .push((call_id.to_owned(), tool.to_owned()));
-                if start.kind == ToolKind::Edit
-                    && let [path] = start.locations.as_slice()
-                    && let Ok(old) = file_text(&self.cwd, path)
-                {
-                    self.before
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(call_id.to_owned(), (path.clone(), old));
-                }
                 self.send(Update::ToolStarted(start));
             }
-            LoopEvent::ToolCallFinished { call_id, tool, duration, result, .. } => {
+            LoopEvent::ToolCallFinished { call_id, tool, duration, result, edit, .. } => {
                 let (ok, text) = match result {
                     CallResult::Completed { output, .. } => (true, output),
                     CallResult::Failed { output } => (false, output),
                 };
-                let before = self.before.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
-                let diff = match before {
-                    Some((path, old)) if ok => match file_text(&self.cwd, &path) {
-                        Ok(Some(new)) if old.as_ref() != Some(&new) => Some(FileDiff { path, old, new }),
-                        _ => None,
-                    },
-                    _ => None,
-                };
+                // What the model wrote into the file is shown redacted like everything else.
+                let diff = edit.filter(|edit| edit.old.as_deref() != Some(&edit.new)).map(|edit| FileDiff {
+                    path: edit.path.clone(),
+                    old: edit.old.as_deref().map(|old| redact(old).into_owned()),
+                    new: redact(&edit.new).into_owned(),
+                });
                 self.asking.batch.lock().unwrap_or_else(PoisonError::into_inner).clear();
                 self.send(Update::ToolFinished(ToolEnd {
                     call_id: call_id.to_owned(),
@@ -113,6 +92,10 @@ impl Subscriber for Watch {
             LoopEvent::BudgetExceeded { exceeded, .. } => self.send(Update::Warning(exceeded.to_string())),
             _ => {}
         }
+    }
+
+    fn wants_edits(&self) -> bool {
+        true
     }
 
     fn plan(&self, _event: &PlanEvent) {
