@@ -1,28 +1,47 @@
 //! The host's face on an ACP connection: each [`Update`] becomes a `session/update`
-//! notification, each [`ApprovalRequest`] a `session/request_permission` request with the four
-//! standard options. Warnings and notices go to stderr, where editors keep an agent's log.
+//! notification, each [`ApprovalRequest`] a `session/request_permission` request with the
+//! standard options, and when the client offers `fs` the file tools read and write the
+//! session's files through it ([`ClientFiles`]). Warnings and notices go to stderr, where
+//! editors keep an agent's log.
 
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind as AcpKind,
+    PlanEntryStatus, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
+    SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind as AcpKind, WriteTextFileRequest,
 };
 use agent_client_protocol::{BoxFuture, Client};
+use odek::EditorFiles;
 use odek::host::{ApprovalAnswer, ApprovalRequest, HostFace, ToolEnd, ToolKind, ToolStart, Update};
 use odek_contract::terminal_text::warning_line;
 
-/// The connection the host's updates and questions go to, bound by the first request.
+/// How long the client gets to answer an `fs` request of a file tool.
+const FS_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The connection the host's updates and questions go to, bound by the first request, and the
+/// client's `fs` capabilities from `initialize`.
 #[derive(Default)]
 pub(crate) struct AcpFace {
     connection: OnceLock<ConnectionTo<Client>>,
+    reads: AtomicBool,
+    writes: AtomicBool,
 }
 
 impl AcpFace {
     pub(crate) fn bind(&self, connection: &ConnectionTo<Client>) {
         let _ = self.connection.set(connection.clone());
+    }
+
+    /// Records what the client's `fs` offers (`initialize`).
+    pub(crate) fn client_files(&self, reads: bool, writes: bool) {
+        self.reads.store(reads, Ordering::Relaxed);
+        self.writes.store(writes, Ordering::Relaxed);
     }
 
     pub(crate) fn notify(&self, session: &str, update: SessionUpdate) {
@@ -34,6 +53,15 @@ impl AcpFace {
 }
 
 impl HostFace for AcpFace {
+    fn files(&self, session: &str, cwd: &Path) -> Option<Arc<dyn EditorFiles>> {
+        let (reads, writes) = (self.reads.load(Ordering::Relaxed), self.writes.load(Ordering::Relaxed));
+        let connection = self.connection.get()?.clone();
+        (reads || writes).then(|| {
+            Arc::new(ClientFiles { connection, session: session.to_owned(), root: cwd.to_path_buf(), reads, writes })
+                as Arc<dyn EditorFiles>
+        })
+    }
+
     fn update(&self, session: &str, update: Update) {
         match update {
             Update::Warning(text) => eprintln!("{}", warning_line(&text)),
@@ -100,6 +128,56 @@ impl HostFace for AcpFace {
                     .send_notification(SessionNotification::new(session, SessionUpdate::ToolCallUpdate(update)));
             }
             Some(answer)
+        })
+    }
+}
+
+/// The files of one session as the client holds them: `fs/read_text_file` and
+/// `fs/write_text_file`, each answered within [`FS_DEADLINE`]. Only paths inside the session's
+/// working directory come here (the file tools check the rest as ever).
+struct ClientFiles {
+    connection: ConnectionTo<Client>,
+    session: String,
+    root: PathBuf,
+    reads: bool,
+    writes: bool,
+}
+
+impl EditorFiles for ClientFiles {
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn reads(&self) -> bool {
+        self.reads
+    }
+
+    fn writes(&self) -> bool {
+        self.writes
+    }
+
+    fn read_text<'a>(&'a self, path: &'a Path) -> odek::BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let asked = self.connection.send_request(ReadTextFileRequest::new(self.session.clone(), path)).block_task();
+            match tokio::time::timeout(FS_DEADLINE, asked).await {
+                Ok(Ok(response)) => Ok(response.content),
+                Ok(Err(error)) => Err(format!("the editor refused fs/read_text_file: {}", error.message)),
+                Err(_) => Err(format!("the editor did not answer fs/read_text_file within {}s", FS_DEADLINE.as_secs())),
+            }
+        })
+    }
+
+    fn write_text<'a>(&'a self, path: &'a Path, text: &'a str) -> odek::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let asked =
+                self.connection.send_request(WriteTextFileRequest::new(self.session.clone(), path, text)).block_task();
+            match tokio::time::timeout(FS_DEADLINE, asked).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(error)) => Err(format!("the editor refused fs/write_text_file: {}", error.message)),
+                Err(_) => {
+                    Err(format!("the editor did not answer fs/write_text_file within {}s", FS_DEADLINE.as_secs()))
+                }
+            }
         })
     }
 }

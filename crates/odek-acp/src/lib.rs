@@ -67,6 +67,8 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
                 let face = Arc::clone(&face);
                 async move |request: InitializeRequest, responder, cx| {
                     face.bind(&cx);
+                    let fs = &request.client_capabilities.fs;
+                    face.client_files(fs.read_text_file, fs.write_text_file);
                     responder.respond(initialize(&request))
                 }
             },

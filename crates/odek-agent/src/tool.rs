@@ -176,6 +176,37 @@ pub struct ToolContext {
     /// \[beyond\] A face shows edits: `write_file` and `patch` keep the file's text before and
     /// after ([`FileEdit`]). Off by default (nothing extra is read).
     pub record_edits: bool,
+    /// \[beyond\] An editor that holds the files (an ACP client's `fs` methods): the file tools
+    /// read and write the files inside its root through it, after every check of the path and
+    /// the policy. `None` (the default): the disk.
+    pub editor: Option<Arc<dyn EditorFiles>>,
+}
+
+/// \[beyond\] Files as an editor holds them, unsaved changes included: what `read_file`,
+/// `write_file` and `patch` go through for a path inside [`EditorFiles::root`].
+pub trait EditorFiles: Send + Sync {
+    /// The directory whose files go through the editor (canonical); others stay on the disk.
+    fn root(&self) -> &std::path::Path;
+    /// Whether the editor reads files for the tools.
+    fn reads(&self) -> bool;
+    /// Whether the editor writes files for the tools.
+    fn writes(&self) -> bool;
+    /// The text of `path` as the editor has it.
+    fn read_text<'a>(&'a self, path: &'a std::path::Path) -> BoxFuture<'a, Result<String, String>>;
+    /// Writes `text` to `path` through the editor.
+    fn write_text<'a>(&'a self, path: &'a std::path::Path, text: &'a str) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// How a file tool reaches `path`: through the editor when it holds that file and does that
+/// kind of access, else `None` (the disk).
+pub(crate) fn editor_for<'c>(
+    ctx: &'c ToolContext,
+    path: &std::path::Path,
+    write: bool,
+) -> Option<&'c Arc<dyn EditorFiles>> {
+    ctx.editor
+        .as_ref()
+        .filter(|editor| path.starts_with(editor.root()) && if write { editor.writes() } else { editor.reads() })
 }
 
 impl ToolContext {
@@ -193,6 +224,7 @@ impl ToolContext {
             sandbox: None,
             path_root: None,
             record_edits: false,
+            editor: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -23,10 +24,19 @@ struct Client {
     next_id: u64,
     /// Every notification seen so far, in order.
     seen: Vec<Value>,
+    /// The editor's buffers, by path: `fs/read_text_file` reads them, `fs/write_text_file`
+    /// writes them (never the disk); each request is recorded in `fs_requests`.
+    buffers: BTreeMap<String, String>,
+    fs_requests: Vec<Value>,
 }
 
 impl Client {
     fn start(home: &Path, cwd: &Path, script: &Path, extra: &[&str]) -> Client {
+        Client::start_with(home, cwd, script, extra, json!({}))
+    }
+
+    /// [`Client::start`] with the client capabilities `capabilities`.
+    fn start_with(home: &Path, cwd: &Path, script: &Path, extra: &[&str], capabilities: Value) -> Client {
         let mut child = Command::new(odek_test_support::odek_binary())
             .args(["acp", "--provider", "replay", "--replay"])
             .arg(script)
@@ -50,8 +60,16 @@ impl Client {
             }
         });
         let stdin = child.stdin.take();
-        let mut client = Client { child, stdin, lines, next_id: 1, seen: Vec::new() };
-        let init = client.request("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+        let mut client = Client {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+            seen: Vec::new(),
+            buffers: BTreeMap::new(),
+            fs_requests: Vec::new(),
+        };
+        let init = client.request("initialize", json!({"protocolVersion": 1, "clientCapabilities": capabilities}));
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
         client
     }
@@ -83,7 +101,23 @@ impl Client {
     fn response(&mut self, id: u64, answer: &mut dyn FnMut(&Value) -> &'static str) -> Value {
         loop {
             let message = self.next();
-            if message["method"] == "session/request_permission" {
+            if message["method"] == "fs/read_text_file" || message["method"] == "fs/write_text_file" {
+                let path = message["params"]["path"].as_str().unwrap_or_default().to_owned();
+                let result = if message["method"] == "fs/read_text_file" {
+                    match self.buffers.get(&path) {
+                        Some(text) => json!({"result": {"content": text}}),
+                        None => json!({"error": {"code": -32002, "message": "no such buffer"}}),
+                    }
+                } else {
+                    let text = message["params"]["content"].as_str().unwrap_or_default().to_owned();
+                    self.buffers.insert(path, text);
+                    json!({"result": {}})
+                };
+                let mut reply = json!({"jsonrpc": "2.0", "id": message["id"]});
+                reply.as_object_mut().unwrap().extend(result.as_object().unwrap().clone());
+                self.write_line(&reply.to_string());
+                self.fs_requests.push(message);
+            } else if message["method"] == "session/request_permission" {
                 let option = answer(&message);
                 let reply = json!({"jsonrpc": "2.0", "id": message["id"],
                     "result": {"outcome": {"outcome": "selected", "optionId": option}}});
@@ -527,4 +561,48 @@ fn a_client_mcp_server_named_like_a_project_one_is_refused_red() {
     let created = client.request("session/new", json!({"cwd": place.project, "mcpServers": client_fixture()}));
     let message = created["error"]["message"].as_str().unwrap_or_else(|| panic!("{created}"));
     assert!(message.contains("mcp server \"fixture\" is also defined in ./odek.json or ./.mcp.json"), "{message}");
+}
+
+#[test]
+fn the_file_tools_read_and_write_through_the_editor_inside_the_workspace() {
+    let place = place();
+    let notes = place.project.join("notes.txt");
+    std::fs::write(&notes, "on disk\n").unwrap();
+    let outside = place.project.parent().unwrap().join("outside.txt");
+    std::fs::write(&outside, "outside the workspace\n").unwrap();
+    let script = script(
+        &place.home,
+        json!([
+            {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}]},
+            patch("e1", "notes.txt", "unsaved", "edited"),
+            {"tool_calls": [{"id": "r2", "name": "read_file", "arguments": {"path": outside}}]},
+            {"content": "done"}
+        ]),
+    );
+    let capabilities = json!({"fs": {"readTextFile": true, "writeTextFile": true}});
+    let mut client = Client::start_with(&place.home, &place.project, &script, &[], capabilities);
+    client.buffers.insert(notes.display().to_string(), "unsaved buffer\n".to_owned());
+    let session = client.new_session(&place.project);
+    let end = client.prompt(&session, "edit the notes");
+    assert_eq!(end["result"]["stopReason"], "end_turn", "{end}");
+
+    let ends = client.updates(&session, "tool_call_update");
+    let text = |id: &str| -> String {
+        let end = ends.iter().find(|end| end["toolCallId"] == id).unwrap();
+        end["content"].as_array().unwrap().iter().filter_map(|item| item["content"]["text"].as_str()).collect()
+    };
+    assert!(text("r1").contains("unsaved buffer"), "read_file read the disk, not the buffer: {}", text("r1"));
+    assert_eq!(client.buffers[&notes.display().to_string()], "edited buffer\n");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "on disk\n", "the edit went to the disk, not the editor");
+    let diff = &ends.iter().find(|end| end["toolCallId"] == "e1").unwrap()["content"][0];
+    assert_eq!(
+        (diff["oldText"].as_str(), diff["newText"].as_str()),
+        (Some("unsaved buffer\n"), Some("edited buffer\n"))
+    );
+    // A path outside the workspace never goes to the editor: the disk, under the usual rules.
+    assert!(text("r2").contains("outside the workspace"), "{}", text("r2"));
+    let asked: Vec<&str> =
+        client.fs_requests.iter().map(|request| request["params"]["path"].as_str().unwrap()).collect();
+    assert!(asked.iter().all(|path| Path::new(path).starts_with(&place.project)), "{asked:?}");
+    assert_eq!(asked.len(), 3, "read, read before the patch, write: {asked:?}");
 }

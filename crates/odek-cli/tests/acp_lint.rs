@@ -21,7 +21,7 @@ use support::{Project, Servers, wait_with_deadline, workspace_root};
 #[test]
 fn acplint_finds_nothing_beyond_its_baseline() {
     let Some(_servers) = Servers::installed("acplint_finds_nothing_beyond_its_baseline") else { return };
-    let acplint = workspace_root().join(".ci/cache/interop/venv/bin/acplint");
+    let acplint = workspace_root().join(".ci/cache/interop/acplint-venv/bin/acplint");
     assert!(acplint.is_file(), "acplint is missing: run .ci/install-interop");
     let project = Project::new();
     let script = project.home.join("lint.replay.json");

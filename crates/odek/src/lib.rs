@@ -36,7 +36,7 @@ pub use odek_agent::finish::checks::{CheckReport, CheckStatus};
 pub use odek_agent::finish::output_file::OutputWritten;
 pub use odek_agent::observer::{CallResult, LoopEvent};
 pub use odek_agent::plan::{PlanBoard, PlanEvent};
-pub use odek_agent::tool::{Risk, Tool, ToolContext, ToolError, ToolOutcome};
+pub use odek_agent::tool::{EditorFiles, FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome};
 pub use odek_llm::{BoxFuture, Message, ToolDefinition, Usage};
 pub use odek_mcp::{McpEvent, ServerInfo};
 pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnControl, TurnOutcome};

@@ -32,7 +32,7 @@ use odek_agent::subagent::artifact_read::ArtifactReadTool;
 use odek_agent::subagent::artifacts::shared_registry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
-use odek_agent::tool::{Tool, ToolContext};
+use odek_agent::tool::{EditorFiles, Tool, ToolContext};
 use odek_contract::outcome::Outcome;
 use odek_danger::{DangerPolicy, PolicySettings};
 use odek_llm::{Message, Provider, ReplayScript, Thinking, Usage};
@@ -466,6 +466,8 @@ pub struct Session<'r> {
     /// The danger policy of the next turns when a face chose one (a host's session mode);
     /// the settings' otherwise.
     policy: Option<PolicySettings>,
+    /// \[beyond\] The editor the file tools read and write through (an ACP client's `fs`).
+    editor: Option<Arc<dyn EditorFiles>>,
 }
 
 /// The runtime a session runs on: borrowed for a face that keeps the runtime itself, owned for
@@ -547,6 +549,7 @@ impl<'r> Session<'r> {
             spent: Spent::default(),
             denials: Denials::default(),
             policy: None,
+            editor: None,
         };
         session.reset(history, record)?;
         Ok(session)
@@ -595,6 +598,12 @@ impl Session<'_> {
     /// settings' again): what a face's session modes (ask first, read-only) change.
     pub fn set_policy(&mut self, policy: Option<PolicySettings>) {
         self.policy = policy;
+    }
+
+    /// \[beyond\] Has the file tools read and write the files `editor` holds through it (`None`:
+    /// the disk), from the next turn on.
+    pub fn set_editor(&mut self, editor: Option<Arc<dyn EditorFiles>>) {
+        self.editor = editor;
     }
 
     /// The `plan` tool's board, shared: a face reads the steps while a turn runs. `None` with
@@ -858,6 +867,7 @@ impl Session<'_> {
         }
         tool_context.cancel = cancel.clone();
         tool_context.record_edits = subscriber.wants_edits();
+        tool_context.editor.clone_from(&self.editor);
         tool_context.interactive = gate.is_some();
         tool_context.liveness = liveness;
         let limits = self.turn_limits(&|warning| subscriber.warning(warning));

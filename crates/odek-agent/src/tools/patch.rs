@@ -12,7 +12,7 @@ use super::{
     FilePlace, looks_binary, parse_arguments, policy_denial, read_whole_capped, resolve_file_place, until_cancelled,
     write_atomically,
 };
-use crate::tool::{FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use crate::tool::{FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome, editor_for};
 use odek_danger::classify_write;
 
 pub struct PatchTool;
@@ -68,7 +68,7 @@ impl Tool for PatchTool {
             if let Some(denial) = policy_denial(&classification, &shown, ctx) {
                 return Ok(denial);
             }
-            until_cancelled(ctx, apply_patch(&place, &shown, &args, ctx.record_edits)).await
+            until_cancelled(ctx, apply_patch(&place, &shown, &args, ctx)).await
         })
     }
 }
@@ -77,16 +77,29 @@ async fn apply_patch(
     place: &FilePlace,
     shown: &str,
     args: &PatchArgs,
-    record_edits: bool,
+    ctx: &ToolContext,
 ) -> Result<ToolOutcome, ToolError> {
-    let bytes = match read_whole_capped(place, MAX_CONTENT_BYTES as u64).await? {
-        Bounded::Contents(bytes) => bytes,
-        Bounded::TooLarge { size } => {
-            return Err(ToolError::new(format!(
-                "{shown} is too large to patch ({size} bytes, max {MAX_CONTENT_BYTES})"
-            )));
-        }
+    let bytes = match editor_for(ctx, &place.path, false) {
+        Some(editor) => editor
+            .read_text(&place.path)
+            .await
+            .map_err(|err| ToolError::new(format!("cannot read {shown}: {err}")))?
+            .into_bytes(),
+        None => match read_whole_capped(place, MAX_CONTENT_BYTES as u64).await? {
+            Bounded::Contents(bytes) => bytes,
+            Bounded::TooLarge { size } => {
+                return Err(ToolError::new(format!(
+                    "{shown} is too large to patch ({size} bytes, max {MAX_CONTENT_BYTES})"
+                )));
+            }
+        },
     };
+    if bytes.len() > MAX_CONTENT_BYTES {
+        return Err(ToolError::new(format!(
+            "{shown} is too large to patch ({} bytes, max {MAX_CONTENT_BYTES})",
+            bytes.len()
+        )));
+    }
     if looks_binary(&bytes) {
         return Err(ToolError::new(format!("{shown} is a binary file; patch only edits text")));
     }
@@ -118,8 +131,18 @@ async fn apply_patch(
     }
     let before = text.len();
     let after = patched.len();
-    let edit = if record_edits { FileEdit::of(&place.path, Some(&text), &patched) } else { None };
-    write_atomically(place, patched.into_bytes()).await?;
+    let edit = if ctx.record_edits { FileEdit::of(&place.path, Some(&text), &patched) } else { None };
+    match editor_for(ctx, &place.path, true) {
+        Some(editor) => {
+            editor
+                .write_text(&place.path, &patched)
+                .await
+                .map_err(|err| ToolError::new(format!("cannot write {shown}: {err}")))?;
+        }
+        None => {
+            write_atomically(place, patched.into_bytes()).await?;
+        }
+    }
     let occurrences = if matches == 1 { "1 occurrence".to_owned() } else { format!("{matches} occurrences") };
     Ok(ToolOutcome::text(format!(
         "modified {shown}\nreplaced {occurrences} (first at line {first_line}); {before} → {after} bytes"

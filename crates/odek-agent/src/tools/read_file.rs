@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::{
     FilePlace, cut_chars, looks_binary, on_blocking_thread, parse_arguments, resolve_file_place, until_cancelled,
 };
-use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome};
+use crate::tool::{Tool, ToolContext, ToolError, ToolOutcome, editor_for};
 
 /// Lines per page when the model gives no `limit`.
 const DEFAULT_LIMIT: usize = 2000;
@@ -65,6 +65,20 @@ impl Tool for ReadFileTool {
             let place = resolve_file_place(&args.path, ctx)?;
             let offset = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+            if let Some(editor) = editor_for(ctx, &place.path, false) {
+                let shown = place.shown();
+                let text = until_cancelled(ctx, async {
+                    editor
+                        .read_text(&place.path)
+                        .await
+                        .map_err(|err| ToolError::new(format!("cannot read {shown}: {err}")))
+                })
+                .await?;
+                if looks_binary(&text.as_bytes()[..text.len().min(super::BINARY_SNIFF_BYTES)]) {
+                    return Err(ToolError::new(format!("{shown} is a binary file; read_file only reads text")));
+                }
+                return page(text.as_bytes(), &shown, offset, limit).map_err(|err| read_error(&shown, &err));
+            }
             let path = place.path.clone();
             until_cancelled(ctx, on_blocking_thread(&path, move || read_page(&place, offset, limit))).await
         })
@@ -84,7 +98,16 @@ fn read_page(place: &FilePlace, offset: usize, limit: usize) -> Result<ToolOutco
         return Err(ToolError::new(format!("{shown} is a binary file ({size} bytes); read_file only reads text")));
     }
     file.seek(std::io::SeekFrom::Start(0)).map_err(io_error)?;
-    let mut lines = BufReader::new(file);
+    page(BufReader::new(file), &shown, offset, limit).map_err(|err| read_error(&shown, &err))
+}
+
+fn read_error(shown: &str, err: &std::io::Error) -> ToolError {
+    ToolError::new(format!("cannot read {shown}: {err}"))
+}
+
+/// The page of `lines` from line `offset`, at most `limit` lines and [`MAX_PAGE_BYTES`], with its
+/// footer; the lines after it are counted up to [`MAX_COUNT_BYTES`].
+fn page(mut lines: impl BufRead, shown: &str, offset: usize, limit: usize) -> std::io::Result<ToolOutcome> {
     let mut page = String::new();
     let mut line_number = 0_usize;
     let mut last_shown = 0_usize;
@@ -94,12 +117,12 @@ fn read_page(place: &FilePlace, offset: usize, limit: usize) -> Result<ToolOutco
     let mut raw = Vec::new();
     loop {
         raw.clear();
-        let read = (&mut lines).take(MAX_RAW_LINE_BYTES).read_until(b'\n', &mut raw).map_err(io_error)?;
+        let read = (&mut lines).take(MAX_RAW_LINE_BYTES).read_until(b'\n', &mut raw)?;
         if read == 0 {
             break;
         }
         if raw.last() != Some(&b'\n') && read as u64 == MAX_RAW_LINE_BYTES {
-            skip_rest_of_line(&mut lines).map_err(io_error)?;
+            skip_rest_of_line(&mut lines)?;
         }
         line_number += 1;
         if page_full {
@@ -169,7 +192,7 @@ fn read_up_to(file: &mut std::fs::File, buffer: &mut [u8]) -> std::io::Result<us
     Ok(filled)
 }
 
-fn skip_rest_of_line(reader: &mut BufReader<std::fs::File>) -> std::io::Result<()> {
+fn skip_rest_of_line(reader: &mut impl BufRead) -> std::io::Result<()> {
     loop {
         let buffer = reader.fill_buf()?;
         if buffer.is_empty() {

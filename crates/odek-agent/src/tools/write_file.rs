@@ -10,7 +10,7 @@ use super::{
     parse_arguments, policy_denial, read_whole_capped, resolve_file_place, resolve_path, until_cancelled,
     write_atomically,
 };
-use crate::tool::{FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome};
+use crate::tool::{FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome, editor_for};
 use odek_danger::classify_write;
 
 /// Largest content accepted (bytes).
@@ -64,8 +64,18 @@ impl Tool for WriteFileTool {
                 return Ok(denial);
             }
             let bytes = args.content.len();
-            let edit = if ctx.record_edits { text_before(&place, &args.content).await } else { None };
-            let existed = until_cancelled(ctx, write_atomically(&place, args.content.into_bytes())).await?;
+            let edit = if ctx.record_edits { text_before(ctx, &place, &args.content).await } else { None };
+            let existed = match editor_for(ctx, &place.path, true) {
+                Some(editor) => {
+                    let existed = place.path.exists();
+                    let write = editor.write_text(&place.path, &args.content);
+                    let written =
+                        async { write.await.map_err(|err| ToolError::new(format!("cannot write {shown}: {err}"))) };
+                    until_cancelled(ctx, written).await?;
+                    existed
+                }
+                None => until_cancelled(ctx, write_atomically(&place, args.content.into_bytes())).await?,
+            };
             // The path alone on the first line: a sub-agent's `files_changed` reads it from there.
             let verb = if existed { "updated" } else { "created" };
             Ok(ToolOutcome::text(format!("{verb} {shown}\n{bytes} bytes written")).with_edit(edit))
@@ -91,9 +101,16 @@ pub(super) fn write_risk(tool: &str, arguments: &str, ctx: &ToolContext) -> Opti
     }
 }
 
-/// \[beyond\] The edit writing `content` makes: the file's text now (`None` when there is no
-/// file yet), or no edit at all when the file is not text that fits [`FileEdit::MAX_BYTES`].
-async fn text_before(place: &FilePlace, content: &str) -> Option<FileEdit> {
+/// \[beyond\] The edit writing `content` makes: the file's text now — as the editor has it, when
+/// it reads the file — (`None` when there is no file yet), or no edit at all when the file is
+/// not text that fits [`FileEdit::MAX_BYTES`].
+async fn text_before(ctx: &ToolContext, place: &FilePlace, content: &str) -> Option<FileEdit> {
+    if let Some(editor) = editor_for(ctx, &place.path, false)
+        && place.path.exists()
+    {
+        let old = editor.read_text(&place.path).await.ok()?;
+        return FileEdit::of(&place.path, Some(&old), content);
+    }
     let limit = FileEdit::MAX_BYTES as u64;
     match read_whole_capped(place, limit).await {
         Ok(odek_contract::regular_file::Bounded::Contents(bytes)) => {

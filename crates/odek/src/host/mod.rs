@@ -13,7 +13,7 @@ mod update;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -56,6 +56,13 @@ pub trait HostFace: Send + Sync + 'static {
     /// Asks the person; `None` when nobody can answer (the request is then denied). The host
     /// denies it as well when `approval_timeout_seconds` pass first or the turn is cancelled.
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Option<ApprovalAnswer>>;
+
+    /// \[beyond\] The editor the file tools of session `session` (working directory `cwd`)
+    /// read and write through, when the face's client holds the files. `None` (the default):
+    /// the disk.
+    fn files(&self, _session: &str, _cwd: &Path) -> Option<Arc<dyn crate::EditorFiles>> {
+        None
+    }
 }
 
 /// How a host is set up.
@@ -356,7 +363,8 @@ impl Host {
         let timeout = u64::from(runtime.settings().config.core.approval_timeout_seconds);
         asking.timeout_seconds.store(timeout, Ordering::Relaxed);
         let configured_policy = runtime.settings().policy.clone();
-        let session = Arc::new(runtime).into_session(history, Some(record))?;
+        let mut session = Arc::new(runtime).into_session(history, Some(record))?;
+        session.set_editor(self.face.files(&asking.session, &cwd));
         if let Some(board) = session.plan_board() {
             let _ = watch.plan.set(board);
         }
