@@ -13,7 +13,7 @@
 //! any second stop signal — except that a sub-agent stopped by SIGINT reports an error result
 //! and exits 1 (`subagents.md` §7).
 
-use odek_agent::subagent::result::SubagentResult;
+use odek::agent::subagent::result::SubagentResult;
 use odek_conformance::Verdict;
 use odek_contract::outcome::Outcome;
 
@@ -160,8 +160,8 @@ fn failure_code(error: &CommandError) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use odek_agent::subagent::result::RunEnd;
-    use odek_llm::Usage;
+    use odek::agent::subagent::result::RunEnd;
+    use odek::llm::Usage;
 
     use super::*;
 
@@ -229,7 +229,7 @@ mod tests {
         );
     }
 
-    /// Moved from `odek_agent::subagent::result` (`exit_code_for`): the §7 codes of the same
+    /// Moved from `odek::agent::subagent::result` (`exit_code_for`): the §7 codes of the same
     /// classified runs.
     #[test]
     fn subagent_results() {
@@ -237,7 +237,7 @@ mod tests {
             let result = SubagentResult::from_run(&end, &[], Usage::default(), 1.0);
             SubagentEnd::of(&result).map_or(0, |end| exit_code(&Err(CommandError::Subagent(end))))
         };
-        use odek_agent::run::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
+        use odek::agent::run::{ITERATION_SUMMARY_PREFIX, TIME_SUMMARY_PREFIX};
         assert_eq!(code(RunEnd::Answer("done".into())), 0);
         assert_eq!(code(RunEnd::Answer(format!("{TIME_SUMMARY_PREFIX}\n\nx"))), 2);
         assert_eq!(code(RunEnd::Answer(format!("{ITERATION_SUMMARY_PREFIX}\n\nx"))), 0);

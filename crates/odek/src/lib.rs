@@ -51,3 +51,41 @@ pub mod parts {
         delegate_settings, delegation_depth, this_program,
     };
 }
+
+/// What the faces use of the loop's crate (`odek-agent`), so a face depends on the runtime
+/// alone: the loop's events and observers, sessions and their store, the sub-agent protocol
+/// (task files, the child, its stream and result), the built-in tools' seams, and the MCP
+/// resource tools. New face code should prefer the runtime's own API ([`Runtime`],
+/// [`Session`], [`host`]); these are the pieces that have none yet.
+pub mod agent {
+    pub use odek_agent::{
+        LIST_MCP_RESOURCES, READ_MCP_RESOURCE, budget, call_resource_tool, mcp_outcome, observer, plan, run, session,
+        subagent, tool, tools,
+    };
+}
+
+/// What the faces use of the MCP client (`odek-mcp`): the hub and its observer and events, the
+/// server specs, limits and errors, and the helpers `odek ext` and `odek mcp` show or check.
+pub mod mcp {
+    pub use odek_mcp::{
+        CallOptions, Limits, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
+        ToolOutput, Transport, bounded_lines, env_allowlist, hub, remote, server_config, validate_server,
+    };
+}
+
+/// What the faces use of the model providers (`odek-llm`): messages, usage, the streaming
+/// observer, replay scripts.
+pub mod llm {
+    pub use odek_llm::{BoxFuture, Message, ReplayScript, Role, StreamObserver, Usage};
+}
+
+/// What the faces use of the kernel sandbox (`odek-sandbox`): the policy a sub-agent's child is
+/// confined by.
+pub mod sandbox {
+    pub use odek_sandbox::Policy;
+}
+
+/// What the faces use of the danger classifier (`odek-danger`): the classes approval cards show.
+pub mod danger {
+    pub use odek_danger::DangerClass;
+}

@@ -9,13 +9,13 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use odek_agent::run::{outcome_text, tool_message};
-use odek_agent::tool::{ToolError, ToolOutcome};
-use odek_agent::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE, call_resource_tool, mcp_outcome};
+use odek::agent::run::{outcome_text, tool_message};
+use odek::agent::tool::{ToolError, ToolOutcome};
+use odek::agent::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE, call_resource_tool, mcp_outcome};
+use odek::mcp::bounded_lines::{BoundedLineReader, Overflow};
+use odek::mcp::hub::optional_failure_warning;
+use odek::mcp::{CallOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor};
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
-use odek_mcp::bounded_lines::{BoundedLineReader, Overflow};
-use odek_mcp::hub::optional_failure_warning;
-use odek_mcp::{CallOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -208,7 +208,7 @@ async fn resource_tool_outcome(
 fn model_view_message(
     tool: &str,
     descriptor: Option<&ToolDescriptor>,
-    outcome: Result<odek_mcp::ToolOutput, McpError>,
+    outcome: Result<odek::mcp::ToolOutput, McpError>,
 ) -> (String, bool) {
     let outcome = match descriptor {
         Some(descriptor) => mcp_outcome(descriptor, outcome),
@@ -463,8 +463,8 @@ struct LimitsReport {
     max_result_chars: usize,
 }
 
-impl From<odek_mcp::Limits> for LimitsReport {
-    fn from(limits: odek_mcp::Limits) -> Self {
+impl From<odek::mcp::Limits> for LimitsReport {
+    fn from(limits: odek::mcp::Limits) -> Self {
         LimitsReport {
             timeout_seconds: limits.timeout.as_secs(),
             max_response_bytes: limits.max_response_bytes,

@@ -12,12 +12,12 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
+use odek::mcp::env_allowlist::{process_env, server_env};
+use odek::mcp::remote::{bearer_token, check_endpoint};
+use odek::mcp::server_config::SecretValue;
+use odek::mcp::{Transport, validate_server};
 use odek_conformance::{CallPolicy, CheckOptions, PlannedCall, Target, Verdict, render_plan, run_conformance};
 use odek_contract::quoting::quote;
-use odek_mcp::env_allowlist::{process_env, server_env};
-use odek_mcp::remote::{bearer_token, check_endpoint};
-use odek_mcp::server_config::SecretValue;
-use odek_mcp::{Transport, validate_server};
 
 use crate::cli::ExtCheckArgs;
 use crate::commands::run::load_setup;
@@ -154,7 +154,7 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         )));
     };
     let (spec, warnings) = validate_server(&server.name, &server.entry)
-        .map_err(|err| CommandError::Fatal(odek_mcp::McpError::at_startup(name, err).to_string()))?;
+        .map_err(|err| CommandError::Fatal(odek::mcp::McpError::at_startup(name, err).to_string()))?;
     print_warnings(&warnings);
     setup.approvals(Arc::new(StdConsole)).approve_project_servers(std::slice::from_ref(server))?;
     let parent = setup.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone()));

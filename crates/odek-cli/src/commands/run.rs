@@ -6,18 +6,18 @@
 use std::io::{Read, Write};
 use std::sync::Arc;
 
-use odek::config::{CliOverrides, ConfigSources};
-use odek::setup::Setup;
-use odek::{Denials, FinishOverrides, Overrides, Runtime, RuntimeError, TurnOutcome};
-use odek_agent::run::RunError;
-use odek_agent::session::{
+use odek::agent::run::RunError;
+use odek::agent::session::{
     ExternalRef, Session as SessionRecord, SessionError, SessionId, SessionLock, SessionStore, parse_external_ref_spec,
     safe_state,
 };
+use odek::config::{CliOverrides, ConfigSources};
+use odek::llm::Message;
+use odek::setup::Setup;
+use odek::{Denials, FinishOverrides, Overrides, Runtime, RuntimeError, TurnOutcome};
 use odek_contract::outcome::Outcome;
 use odek_contract::redaction::{redact, redact_json};
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
-use odek_llm::Message;
 
 use crate::cli::{ContinueArgs, LoopArgs, RunArgs, deadline_seconds, heartbeat_seconds};
 use crate::interrupt::cancel_on_stop_signals;
@@ -242,7 +242,7 @@ async fn execute(
     face: &TerminalFace,
     flags: &LoopArgs,
     history: Vec<Message>,
-    record: Option<odek_agent::session::Session>,
+    record: Option<odek::agent::session::Session>,
     user: String,
 ) -> Result<(), CommandError> {
     if flags.events_jsonl.as_deref() == Some("-") && !flags.json {

@@ -1,14 +1,14 @@
 //! `odek session`: the saved sessions under `~/.odek/sessions/`, from the shell. `list` and
 //! `show` read, `delete` and `trim` remove (a session's sub-agent artifacts go with it). All
-//! storage rules live in `odek_agent::session`; this module only renders and selects.
+//! storage rules live in `odek::agent::session`; this module only renders and selects.
 
 use std::borrow::Cow;
 use std::io::Write;
 
-use odek_agent::session::{IndexEntry, Session, SessionError, SessionId, SessionStore};
+use odek::agent::session::{IndexEntry, Session, SessionError, SessionId, SessionStore};
+use odek::llm::{Message, Role};
 use odek_contract::runes::runes_with_ellipsis;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
-use odek_llm::{Message, Role};
 
 use crate::cli::SessionCommand;
 use crate::outcome::CommandError;
@@ -98,7 +98,7 @@ fn show(store: &SessionStore, id: &SessionId, json: bool) -> Result<(), CommandE
 fn write_session(out: &mut impl Write, session: &Session) -> std::io::Result<()> {
     let mut meta = vec![
         ("session", session.id.to_string()),
-        ("task", odek_agent::session::session_title(&session.task)),
+        ("task", odek::agent::session::session_title(&session.task)),
         ("created", display_time(&session.created_at)),
         ("updated", display_time(&session.updated_at)),
         ("provider", session.provider.clone()),
@@ -184,7 +184,7 @@ fn one_line(text: &str) -> Cow<'_, str> {
 
 /// `YYYY-MM-DD HH:MM:SSZ` for an RFC 3339 time; anything else as stored.
 fn display_time(text: &str) -> String {
-    odek_agent::session::parse_time(text)
+    odek::agent::session::parse_time(text)
         .map_or_else(|| text.to_owned(), |time| time.format("%Y-%m-%d %H:%M:%SZ").to_string())
 }
 
@@ -199,7 +199,7 @@ fn trim(store: &SessionStore, keep: Option<usize>, older_than: Option<&str>) -> 
         let beyond_keep = keep.is_none_or(|keep| position >= keep);
         // A session whose time cannot be read is never old enough: trimming fails safe.
         let too_old = cutoff
-            .is_none_or(|cutoff| odek_agent::session::parse_time(&entry.updated_at).is_some_and(|time| time < cutoff));
+            .is_none_or(|cutoff| odek::agent::session::parse_time(&entry.updated_at).is_some_and(|time| time < cutoff));
         if !(beyond_keep && too_old) {
             continue;
         }

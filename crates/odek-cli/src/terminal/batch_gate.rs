@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, poll};
 use nix::sys::termios::{FlushArg, LocalFlags, SetArg, SpecialCharacterIndices, tcflush, tcgetattr, tcsetattr};
-use odek_agent::run::{ApprovalItem, BatchApprover, GateAnswer};
+use odek::agent::run::{ApprovalItem, BatchApprover, GateAnswer};
+use odek::llm::BoxFuture;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
-use odek_llm::BoxFuture;
 
 use super::status::StatusDisplay;
 
@@ -194,8 +194,8 @@ fn discard_rest_of_key(fd: BorrowedFd<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use odek_agent::tool::Risk;
-    use odek_danger::DangerClass;
+    use odek::agent::tool::Risk;
+    use odek::danger::DangerClass;
 
     use super::*;
 

@@ -6,12 +6,12 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use odek::Subscriber;
+use odek::agent::observer::{LoopEvent, LoopObserver};
+use odek::agent::plan::PlanEvent;
+use odek::agent::run::BatchApprover;
 use odek::approvals::Console;
-use odek_agent::observer::{LoopEvent, LoopObserver};
-use odek_agent::plan::PlanEvent;
-use odek_agent::run::BatchApprover;
-use odek_llm::StreamObserver;
-use odek_mcp::{McpEvent, McpObserver, StderrObserver};
+use odek::llm::StreamObserver;
+use odek::mcp::{McpEvent, McpObserver, StderrObserver};
 
 use super::batch_gate::TerminalBatchGate;
 use super::console::StdConsole;

@@ -6,9 +6,9 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use odek::agent::run::BatchApprover;
 use odek::approvals::Console;
 use odek::{LoopEvent, McpEvent, PlanEvent, Subscriber};
-use odek_agent::run::BatchApprover;
 use odek_contract::redaction::redact;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 

@@ -6,9 +6,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use odek_agent::observer::{CallResult, LoopEvent, LoopObserver};
+use odek::agent::observer::{CallResult, LoopEvent, LoopObserver};
+use odek::llm::{StreamObserver, Usage};
 use odek_contract::terminal_text::warning_line;
-use odek_llm::{StreamObserver, Usage};
 
 use super::one_line;
 
@@ -139,7 +139,7 @@ impl StatusDisplay {
             "iteration {} · {} · {} · {} in / {} out tokens",
             state.iteration,
             activity,
-            odek_agent::run::format_duration(self.started.elapsed()),
+            odek::agent::run::format_duration(self.started.elapsed()),
             state.totals.input_tokens,
             state.totals.output_tokens
         ));

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
+use odek::agent::tools::resolve_file_path;
 use odek::{Runtime, Tool, ToolContext, ToolError, ToolOutcome};
-use odek_agent::tools::resolve_file_path;
 use odek_contract::redaction::redact;
 use odek_extension::{CallContext, Server, ToolAnnotations, ToolDef, ToolResponse};
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! `run_task`: a whole agent run for an MCP client, as `delegate_tasks` runs one for a model —
-//! an `odek subagent` child process (`odek_agent::subagent::spawn`) with a task file, so the
+//! an `odek subagent` child process (`odek::agent::subagent::spawn`) with a task file, so the
 //! trust lockdown, the budgets, the artifacts and their verification, and whatever confines a
 //! child (the sandbox) are the sub-agent's own.
 //!
@@ -21,19 +21,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use odek::Runtime;
+use odek::agent::subagent::artifacts::{TaskId, validate_task_artifacts};
+use odek::agent::subagent::confine::child_confinement;
+use odek::agent::subagent::delegate::{RemoveOnDrop, write_task_file};
+use odek::agent::subagent::spawn::{ChildSpec, RecordObserver, child_environment, run_child_observed};
+use odek::agent::subagent::stream::ITERATION_RECORD;
+use odek::agent::subagent::task::{TaskFile, TaskReplay};
+use odek::llm::ReplayScript;
 use odek::parts::{REPLAY_PROVIDER, delegation_depth, this_program};
-use odek_agent::subagent::artifacts::{TaskId, validate_task_artifacts};
-use odek_agent::subagent::confine::child_confinement;
-use odek_agent::subagent::delegate::{RemoveOnDrop, write_task_file};
-use odek_agent::subagent::spawn::{ChildSpec, RecordObserver, child_environment, run_child_observed};
-use odek_agent::subagent::stream::ITERATION_RECORD;
-use odek_agent::subagent::task::{TaskFile, TaskReplay};
 use odek_contract::envelope::RawArtifactRef;
 use odek_contract::quoting::quote;
 use odek_contract::redaction::redact;
 use odek_contract::runes::runes_with_ellipsis;
 use odek_extension::{ArtifactRef, CallContext, Envelope, Server, ToolAnnotations, ToolDef, ToolResponse};
-use odek_llm::ReplayScript;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -87,7 +87,7 @@ pub(super) struct RunTasks {
     replay: Option<Arc<TaskReplay>>,
     /// \[beyond\] The runtime's sandbox policy, when the sandbox is in force: an untrusted run's
     /// whole child process is confined in it (as `delegate_tasks` does), or the run fails.
-    sandbox: Option<odek_sandbox::Policy>,
+    sandbox: Option<odek::sandbox::Policy>,
     /// `~/.odek`, whose `config.json` a confined child gets on a descriptor.
     odek_home: PathBuf,
     slots: Arc<Semaphore>,

@@ -21,11 +21,11 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use nix::sys::termios::{LocalFlags, SetArg, Termios, tcgetattr, tcsetattr};
+use odek::agent::session::{SessionId, SessionLock, SessionStore, safe_state};
+use odek::llm::Message;
 use odek::{Runtime, Session};
-use odek_agent::session::{SessionId, SessionLock, SessionStore, safe_state};
 use odek_contract::redaction::redact;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
-use odek_llm::Message;
 
 use self::history::History;
 use self::input::{Input, Read};
@@ -226,7 +226,7 @@ impl Repl<'_> {
             .and_then(|id| self.store.session_path(&id))
             .map(|path| path.display().to_string())
             .unwrap_or_default();
-        let turns = self.session.messages().iter().filter(|message| message.role == odek_llm::Role::User).count();
+        let turns = self.session.messages().iter().filter(|message| message.role == odek::llm::Role::User).count();
         output(&slash::session_text(&id, turns, &path))
     }
 
