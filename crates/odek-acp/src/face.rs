@@ -97,7 +97,10 @@ impl HostFace for AcpFace {
                 Some(class) => fields.raw_input(serde_json::json!({ "operation": request.detail, "class": class })),
                 None => fields,
             };
-            let mut options = vec![PermissionOption::new("allow-once", "Allow once", PermissionOptionKind::AllowOnce)];
+            // An MCP server's or tool's approval is remembered for this directory, as at a terminal.
+            let allow =
+                if request.tool.starts_with("mcp ") { "Allow (remembered for this project)" } else { "Allow once" };
+            let mut options = vec![PermissionOption::new("allow-once", allow, PermissionOptionKind::AllowOnce)];
             if request.allow_always {
                 options.push(PermissionOption::new(
                     "allow-always",

@@ -114,25 +114,31 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
                 let (face, host) = (Arc::clone(&face), Arc::clone(&host));
                 async move |request: PromptRequest, responder, cx| {
                     face.bind(&cx);
-                    let (face, host) = (Arc::clone(&face), Arc::clone(&host));
+                    let id = request.session_id.0.to_string();
+                    let (text, context) = match prompt_text(&request.prompt) {
+                        Ok(prompt) => prompt,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
+                    if let Some(reply) = slash_command(&host, &id, &text) {
+                        let answer = reply.map_err(|error| host_error(&error)).map(|reply| {
+                            if let Some(update) = session_update(odek::host::Update::Text(reply)) {
+                                face.notify(&id, update);
+                            }
+                            PromptResponse::new(AcpStop::EndTurn)
+                        });
+                        return responder.respond_with_result(answer);
+                    }
+                    // Claimed before the turn's task starts: a session/cancel right behind the
+                    // prompt finds the turn.
+                    let turn = match host.begin_turn(&id) {
+                        Ok(turn) => turn,
+                        Err(error) => return responder.respond_with_error(host_error(&error)),
+                    };
+                    let host = Arc::clone(&host);
                     tokio::spawn(async move {
-                        let id = request.session_id.0.to_string();
-                        let answer = match prompt_text(&request.prompt) {
-                            Err(error) => Err(error),
-                            Ok(text) => match slash_command(&host, &id, &text) {
-                                Some(Ok(reply)) => {
-                                    face.notify(
-                                        &id,
-                                        session_update(odek::host::Update::Text(reply)).unwrap_or_else(commands),
-                                    );
-                                    Ok(PromptResponse::new(AcpStop::EndTurn))
-                                }
-                                Some(Err(error)) => Err(host_error(&error)),
-                                None => match host.prompt(&id, &text).await {
-                                    Ok(end) => prompt_response(&end),
-                                    Err(error) => Err(host_error(&error)),
-                                },
-                            },
+                        let answer = match host.run(turn, &text, &context).await {
+                            Ok(end) => prompt_response(&end),
+                            Err(error) => Err(host_error(&error)),
                         };
                         let _ = responder.respond_with_result(answer);
                     });
@@ -153,7 +159,6 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
                         )))),
                         Some(mode) => host
                             .set_mode(&request.session_id.0, mode)
-                            .await
                             .map(|()| SetSessionModeResponse::new())
                             .map_err(|error| host_error(&error)),
                     };
@@ -316,17 +321,21 @@ fn slash_command(host: &Host, id: &str, text: &str) -> Option<Result<String, Hos
     })
 }
 
-/// The prompt's text: text blocks as they are, embedded text resources as context blocks,
-/// resource links by their URI. Images and audio are refused (the capabilities say so).
-fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
+/// The prompt's text (text blocks as they are, resource links by their URI) and its embedded
+/// text resources, `(uri, text)`, which the host attaches as untrusted context like an `@file`.
+/// Images, audio and binary resources are refused (the capabilities say so).
+fn prompt_text(blocks: &[ContentBlock]) -> Result<(String, Vec<(String, String)>), Error> {
     let mut text = String::new();
+    let mut context = Vec::new();
+    let mut size = 0_usize;
     for block in blocks {
         match block {
             ContentBlock::Text(part) => text.push_str(&part.text),
             ContentBlock::ResourceLink(link) => text.push_str(&format!("\n[{}]({})\n", link.name, link.uri)),
             ContentBlock::Resource(resource) => match &resource.resource {
                 EmbeddedResourceResource::TextResourceContents(contents) => {
-                    text.push_str(&format!("\n<context uri=\"{}\">\n{}\n</context>\n", contents.uri, contents.text));
+                    size += contents.uri.len() + contents.text.len();
+                    context.push((contents.uri.clone(), contents.text.clone()));
                 }
                 _ => return Err(unsupported("a binary resource")),
             },
@@ -334,11 +343,11 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
             ContentBlock::Audio(_) => return Err(unsupported("audio")),
             _ => return Err(unsupported("this kind of content")),
         }
-        if text.len() > odek::host::MAX_PROMPT_BYTES {
-            return Err(host_error(&HostError::PromptTooLarge(text.len())));
+        if text.len() + size > odek::host::MAX_PROMPT_BYTES {
+            return Err(host_error(&HostError::PromptTooLarge(text.len() + size)));
         }
     }
-    Ok(text)
+    Ok((text, context))
 }
 
 fn unsupported(what: &str) -> Error {

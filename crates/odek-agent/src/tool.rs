@@ -176,11 +176,26 @@ pub struct ToolContext {
     /// \[beyond\] A face shows edits: `write_file` and `patch` keep the file's text before and
     /// after ([`FileEdit`]). Off by default (nothing extra is read).
     pub record_edits: bool,
+    /// \[beyond\] Every call of a tool without a danger class ([`Tool::risk`] `None`: MCP tools,
+    /// `delegate_tasks`) is asked about at the batch gate like a `prompt`-class call, except the
+    /// tools that only read ([`READ_ONLY_TOOLS`]). Off by default.
+    pub ask_unclassified: bool,
     /// \[beyond\] An editor that holds the files (an ACP client's `fs` methods): the file tools
     /// read and write the files inside its root through it, after every check of the path and
     /// the policy. `None` (the default): the disk.
     pub editor: Option<Arc<dyn EditorFiles>>,
 }
+
+/// \[beyond\] The built-in tools that only read: never asked about, and the tools a read-only
+/// session keeps (with `shell`, whose commands the policy then limits to `safe`).
+pub const READ_ONLY_TOOLS: &[&str] = &[
+    "read_file",
+    "search_files",
+    "plan",
+    "artifact_read",
+    crate::mcp_resources::LIST_MCP_RESOURCES,
+    crate::mcp_resources::READ_MCP_RESOURCE,
+];
 
 /// \[beyond\] Files as an editor holds them, unsaved changes included: what `read_file`,
 /// `write_file` and `patch` go through for a path inside [`EditorFiles::root`].
@@ -224,6 +239,7 @@ impl ToolContext {
             sandbox: None,
             path_root: None,
             record_edits: false,
+            ask_unclassified: false,
             editor: None,
         }
     }

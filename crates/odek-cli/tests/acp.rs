@@ -606,3 +606,71 @@ fn the_file_tools_read_and_write_through_the_editor_inside_the_workspace() {
     assert!(asked.iter().all(|path| Path::new(path).starts_with(&place.project)), "{asked:?}");
     assert_eq!(asked.len(), 3, "read, read before the patch, write: {asked:?}");
 }
+
+#[test]
+fn ask_mode_keeps_what_the_policy_denies_denied_and_read_only_offers_no_writing_tool_red() {
+    let place = place();
+    // `rm -rf /` is destructive: denied by default, so "Ask first" must not turn it into a question.
+    let script = script(
+        &place.home,
+        json!([
+            {"tool_calls": [{"id": "d1", "name": "shell", "arguments": {"command": "rm -rf /"}}]},
+            {"content": "refused"},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
+            {"content": "never"}
+        ]),
+    );
+    let mut client = Client::start(&place.home, &place.project, &script, &[]);
+    let session = client.new_session(&place.project);
+    client.request("session/set_mode", json!({"sessionId": session, "modeId": "ask"}));
+    let end = client.prompt(&session, "clean up");
+    assert_eq!(end["result"]["stopReason"], "end_turn", "{end}");
+    let denied = client.updates(&session, "tool_call_update");
+    assert!(denied.iter().any(|end| end["toolCallId"] == "d1" && end["status"] == "failed"), "{denied:?}");
+
+    client.request("session/set_mode", json!({"sessionId": session, "modeId": "read-only"}));
+    let end = client.prompt(&session, "write");
+    let error = end["error"]["message"].as_str().unwrap_or_else(|| panic!("{end}"));
+    assert!(error.contains("unknown tool \"write_file\""), "read-only still offered write_file: {error}");
+    assert!(!place.project.join("x.txt").exists());
+}
+
+#[test]
+fn allow_always_for_a_file_never_approves_running_it_red() {
+    let place = place();
+    let target = place.project.join("run.sh");
+    let script = script(
+        &place.home,
+        json!([
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "run.sh", "content": "echo hi"}}]},
+            {"tool_calls": [{"id": "s1", "name": "shell", "arguments": {"command": target}}]},
+            {"content": "done"}
+        ]),
+    );
+    let mut client = Client::start(&place.home, &place.project, &script, &[]);
+    let session = client.new_session(&place.project);
+    client.request("session/set_mode", json!({"sessionId": session, "modeId": "ask"}));
+    let id = client.send("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}));
+    let mut asked = Vec::new();
+    let end = client.response(id, &mut |request| {
+        asked.push(request["params"]["toolCall"]["toolCallId"].as_str().unwrap_or_default().to_owned());
+        if asked.len() == 1 { "allow-always" } else { "reject-once" }
+    });
+    assert_eq!(end["result"]["stopReason"], "end_turn", "{end}");
+    assert_eq!(asked, ["w1", "s1"], "running the written file was not asked about");
+}
+
+#[test]
+fn a_cancel_right_behind_the_prompt_cancels_the_turn() {
+    let place = place();
+    let script = script(
+        &place.home,
+        json!([{"tool_calls": [{"id": "s1", "name": "shell", "arguments": {"command": "sleep 300"}}]}, {"content": "x"}]),
+    );
+    let mut client = Client::start(&place.home, &place.project, &script, &[]);
+    let session = client.new_session(&place.project);
+    let id = client.send("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}));
+    client.notify("session/cancel", json!({"sessionId": session}));
+    let end = client.response(id, &mut |request| panic!("unexpected {request}"));
+    assert_eq!(end["result"]["stopReason"], "cancelled", "{end}");
+}

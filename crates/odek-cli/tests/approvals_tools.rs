@@ -104,6 +104,15 @@ fn declining_skips_the_tool_only() {
 }
 
 #[test]
+fn a_on_a_single_tool_prompt_approves_that_tool() {
+    // What an editor's "Allow" answers (odek::host's console): "this and the rest" of one.
+    let fixture = Fixture::new();
+    let approver = fixture.approvals(ScriptedConsole::interactive(&[Some("a")])).tool_approver(&servers()).unwrap();
+    assert_eq!(approver.approve_tool(&read_file()), ToolApproval::Approved);
+    assert_eq!(persisted_keys(&fixture.tool_approvals_path()).len(), 1);
+}
+
+#[test]
 fn without_a_terminal_the_tool_is_required_at_startup_and_declined_on_relist() {
     let fixture = Fixture::new();
     let approver = fixture.approvals(ScriptedConsole::non_interactive()).tool_approver(&servers()).unwrap();

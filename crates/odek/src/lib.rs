@@ -39,7 +39,7 @@ pub use odek_agent::plan::{PlanBoard, PlanEvent};
 pub use odek_agent::tool::{EditorFiles, FileEdit, Risk, Tool, ToolContext, ToolError, ToolOutcome};
 pub use odek_llm::{BoxFuture, Message, ToolDefinition, Usage};
 pub use odek_mcp::{McpEvent, ServerInfo};
-pub use runtime::{Catalogue, Overrides, Runtime, Session, Settings, Spent, TurnControl, TurnOutcome};
+pub use runtime::{Catalogue, Overrides, Restrictions, Runtime, Session, Settings, Spent, TurnControl, TurnOutcome};
 pub use subscriber::Subscriber;
 pub use tokio_util::sync::CancellationToken;
 

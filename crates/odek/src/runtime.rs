@@ -409,6 +409,19 @@ pub struct TurnControl {
     pub started: Option<Instant>,
 }
 
+/// \[beyond\] What a face's session mode changes of a session's turns.
+#[derive(Debug, Clone, Default)]
+pub struct Restrictions {
+    /// The danger policy instead of the settings' one.
+    pub policy: Option<PolicySettings>,
+    /// Every call of a tool no rule classifies (MCP tools, `delegate_tasks`) is asked about,
+    /// but the tools that only read.
+    pub ask_unclassified: bool,
+    /// Only the tools that read are offered, and `shell` (whose commands the policy limits):
+    /// no MCP tool, no sub-agent, no `write_file` or `patch`.
+    pub read_only: bool,
+}
+
 /// What a finished turn returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnOutcome {
@@ -463,9 +476,8 @@ pub struct Session<'r> {
     spent: Spent,
     /// The operations the latest turn refused.
     denials: Denials,
-    /// The danger policy of the next turns when a face chose one (a host's session mode);
-    /// the settings' otherwise.
-    policy: Option<PolicySettings>,
+    /// What a face's session mode changes of the next turns (`None`: nothing).
+    restrictions: Option<Restrictions>,
     /// \[beyond\] The editor the file tools read and write through (an ACP client's `fs`).
     editor: Option<Arc<dyn EditorFiles>>,
 }
@@ -548,7 +560,7 @@ impl<'r> Session<'r> {
             plan: None,
             spent: Spent::default(),
             denials: Denials::default(),
-            policy: None,
+            restrictions: None,
             editor: None,
         };
         session.reset(history, record)?;
@@ -594,10 +606,10 @@ impl Session<'_> {
         }
     }
 
-    /// Runs the next turns under `policy` instead of the settings' danger policy (`None`: the
-    /// settings' again): what a face's session modes (ask first, read-only) change.
-    pub fn set_policy(&mut self, policy: Option<PolicySettings>) {
-        self.policy = policy;
+    /// Runs the next turns under `restrictions` (`None`: as the settings say): what a face's
+    /// session modes (ask first, read-only) change.
+    pub fn set_restrictions(&mut self, restrictions: Option<Restrictions>) {
+        self.restrictions = restrictions;
     }
 
     /// \[beyond\] Has the file tools read and write the files `editor` holds through it (`None`:
@@ -862,9 +874,11 @@ impl Session<'_> {
         // Interactive means someone answers the approval cards.
         let gate = subscriber.batch_approver();
         let mut tool_context = runtime.tool_context();
-        if let Some(policy) = &self.policy {
+        let restrictions = self.restrictions.clone().unwrap_or_default();
+        if let Some(policy) = &restrictions.policy {
             tool_context.policy = Arc::new(DangerPolicy::new(policy.clone()));
         }
+        tool_context.ask_unclassified = restrictions.ask_unclassified;
         tool_context.cancel = cancel.clone();
         tool_context.record_edits = subscriber.wants_edits();
         tool_context.editor.clone_from(&self.editor);
@@ -894,7 +908,11 @@ impl Session<'_> {
         }
         builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
         let tools_config = config.tools.clone();
-        let allowed = Arc::new(move |name: &str| tools_config.allows(name));
+        let read_only = restrictions.read_only;
+        let allowed = Arc::new(move |name: &str| {
+            tools_config.allows(name)
+                && (!read_only || name == "shell" || odek_agent::tool::READ_ONLY_TOOLS.contains(&name))
+        });
         let missing_servers = if settings.mcp_servers {
             missing_servers(&runtime.setup, &hub.as_ref().map(|hub| hub.servers()).unwrap_or_default())
         } else {

@@ -866,8 +866,19 @@ impl Agent {
         let mut items = Vec::new();
         let mut indices = Vec::new();
         for (index, (call, risk)) in batch.iter().zip(risks).enumerate() {
+            let name = &call.function.name;
+            if risk.is_none()
+                && self.tool_context.ask_unclassified
+                && !crate::tool::READ_ONLY_TOOLS.contains(&name.as_str())
+            {
+                // Nothing classifies it: asked about as an unknown operation (never "always").
+                let resource = format!("{} {}", shown_tool_name(name), call.function.arguments);
+                items.push(ApprovalItem { tool: name.clone(), risk: Risk { class: DangerClass::Unknown, resource } });
+                indices.push(index);
+                continue;
+            }
             let Some(risk) = risk else { continue };
-            if always_approved.contains(&risk.resource) {
+            if always_approved.contains(&always_key(name, risk)) {
                 approved[index] = true;
                 continue;
             }
@@ -886,7 +897,7 @@ impl Agent {
                 for (index, item) in indices.into_iter().zip(&items) {
                     approved[index] = true;
                     if answer == GateAnswer::ApproveAlways {
-                        always_approved.insert(item.risk.resource.clone());
+                        always_approved.insert(always_key(&item.tool, &item.risk));
                     }
                 }
                 Some(approved)
@@ -1086,6 +1097,12 @@ fn strict_stop(strict: bool, names: &[String], finished: Vec<Finished>) -> Resul
         Some((tool, denial)) => Err(RunError::Denied { tool: tool.clone(), denial }),
         None => Ok(()),
     }
+}
+
+/// What "approve always" remembers for the rest of the run: the tool and its operation, so an
+/// answer about writing a path never approves running it as a command.
+fn always_key(tool: &str, risk: &Risk) -> String {
+    format!("{tool}\u{1f}{}\u{1f}{}", risk.class, risk.resource)
 }
 
 /// What every call of a batch gets when the approval of the batch was answered no.

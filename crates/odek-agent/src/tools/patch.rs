@@ -117,6 +117,16 @@ async fn apply_patch(
         }
         _ => {}
     }
+    // The size the result will have, known before it is built (a short `old_string` replaced
+    // everywhere in a large file must not be allocated first and refused after).
+    let replaced = if args.replace_all { matches } else { 1 };
+    let projected =
+        (text.len() - replaced * args.old_string.len()).saturating_add(replaced.saturating_mul(args.new_string.len()));
+    if projected > MAX_CONTENT_BYTES {
+        return Err(ToolError::new(format!(
+            "patched file would be too large ({projected} bytes, max {MAX_CONTENT_BYTES})"
+        )));
+    }
     let first_line = text.find(&args.old_string).map_or(1, |index| text[..index].matches('\n').count() + 1);
     let patched = if args.replace_all {
         text.replace(&args.old_string, &args.new_string)

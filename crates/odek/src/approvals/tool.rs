@@ -76,7 +76,8 @@ impl CliToolApprover {
     fn ask(&self, pending: &[&ToolApprovalRequest]) -> Vec<bool> {
         if let [only] = pending {
             let key = self.console.prompt_key(&tool_approval_prompt(only));
-            return vec![decision_for_key(key) == ToolDecision::Approve];
+            // `a` ("this and the rest") approves the one tool too.
+            return vec![matches!(decision_for_key(key), ToolDecision::Approve | ToolDecision::ApproveRest)];
         }
         let server = pending.first().map(|request| request.server.as_str()).unwrap_or_default();
         let mut prompt = tool_approval_card(server, pending);

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use odek_agent::run::{ApprovalItem, BatchApprover, GateAnswer};
+use odek_contract::redaction::redact;
 use odek_llm::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +74,7 @@ pub(crate) struct Asking {
     pub(crate) session: String,
     /// `approval_timeout_seconds` of the session's config.
     pub(crate) timeout_seconds: AtomicU64,
-    /// Operations (commands, paths) answered "allow always".
+    /// Operations answered "allow always", as `tool, class, operation` keys.
     pub(crate) always: Mutex<HashSet<String>>,
     /// The calls started in the current batch, `(call_id, tool, arguments)`, to name the call
     /// an approval item is about.
@@ -107,11 +108,14 @@ impl BatchApprover for HostGate {
     fn approve<'a>(&'a self, items: &'a [ApprovalItem], allow_always: bool) -> BoxFuture<'a, GateAnswer> {
         Box::pin(async move {
             let asking = &self.0;
-            let mut all_always = allow_always;
             for item in items {
                 let call_id = asking.take_call(&item.tool);
                 let resource = &item.risk.resource;
-                if asking.always.lock().unwrap_or_else(PoisonError::into_inner).contains(resource) {
+                // "Always" is for this tool, class and operation only, and never for what no
+                // rule classifies.
+                let item_always = allow_always && item.risk.class != odek_danger::DangerClass::Unknown;
+                let key = format!("{}\u{1f}{}\u{1f}{resource}", item.tool, item.risk.class);
+                if item_always && asking.always.lock().unwrap_or_else(PoisonError::into_inner).contains(&key) {
                     continue;
                 }
                 let request = ApprovalRequest {
@@ -119,21 +123,22 @@ impl BatchApprover for HostGate {
                     session: asking.session.clone(),
                     call_id,
                     tool: item.tool.clone(),
-                    title: format!("{} {}", verb(&item.tool), first_line(resource)),
-                    detail: resource.clone(),
+                    title: redact(&format!("{} {}", verb(&item.tool), first_line(resource))).into_owned(),
+                    detail: redact(resource).into_owned(),
                     class: Some(item.risk.class.to_string()),
-                    allow_always,
+                    allow_always: item_always,
                 };
                 match ask(&asking.face, request, asking.timeout(), &asking.cancel()).await {
                     ApprovalAnswer::Deny => return GateAnswer::Deny,
-                    ApprovalAnswer::AllowOnce => all_always = false,
-                    ApprovalAnswer::AllowAlways if allow_always => {
-                        asking.always.lock().unwrap_or_else(PoisonError::into_inner).insert(resource.clone());
+                    ApprovalAnswer::AllowAlways if item_always => {
+                        asking.always.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
                     }
-                    ApprovalAnswer::AllowAlways => all_always = false,
+                    ApprovalAnswer::AllowOnce | ApprovalAnswer::AllowAlways => {}
                 }
             }
-            if all_always { GateAnswer::ApproveAlways } else { GateAnswer::Approve }
+            // The session's own keys say what is always allowed; the loop's per-turn set is
+            // not fed.
+            GateAnswer::Approve
         })
     }
 }
@@ -170,8 +175,8 @@ impl HostConsole {
             session: asking.session.clone(),
             call_id: None,
             tool: if server { "mcp server" } else { "mcp tool" }.to_owned(),
-            title: first_line(text.trim_start()).trim_end_matches(':').to_owned(),
-            detail: text.trim().to_owned(),
+            title: redact(first_line(text.trim_start()).trim_end_matches(':')).into_owned(),
+            detail: redact(text.trim()).into_owned(),
             class: None,
             allow_always: false,
         };

@@ -21,7 +21,7 @@ use odek_agent::run::RunError;
 use odek_agent::session::{SessionError, SessionId, SessionLock, safe_state};
 use odek_contract::outcome::Outcome;
 use odek_contract::redaction::redact;
-use odek_danger::{Action, DangerClass, PolicySettings};
+use odek_danger::{Action, DangerClass, DangerPolicy, PolicySettings};
 use odek_llm::{BoxFuture, Message, Usage};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +33,7 @@ use self::approval::Asking;
 use self::watch::Watch;
 use crate::config::{ConfigSources, DEFAULT_APPROVAL_TIMEOUT_SECONDS};
 use crate::error::RuntimeError;
-use crate::runtime::{Overrides, Runtime, Session};
+use crate::runtime::{Overrides, Restrictions, Runtime, Session};
 use crate::setup::Setup;
 
 /// Default bound on the sessions one host keeps open.
@@ -174,24 +174,29 @@ impl Mode {
         Mode::ALL.into_iter().find(|mode| mode.id() == id)
     }
 
-    /// The danger policy of this mode over the configured one (`None`: the configured one).
-    fn policy(self, configured: &PolicySettings) -> Option<PolicySettings> {
+    /// What this mode changes of a session's turns (`None`: nothing, the configured policy).
+    fn restrictions(self, configured: &PolicySettings) -> Option<Restrictions> {
         let mut policy = configured.clone();
         match self {
-            Mode::Policy => return None,
+            Mode::Policy => None,
             Mode::Ask => {
+                // Stricter only: a class the configured policy denies (explicitly or by its
+                // defaults) stays denied; every other class but `safe` is asked about.
+                let effective = DangerPolicy::new(configured.clone());
                 policy.allowlist.clear();
                 for class in DangerClass::ALL.into_iter().filter(|class| *class != DangerClass::Safe) {
-                    let denied = configured.classes.get(&class) == Some(&Action::Deny);
-                    policy.classes.insert(class, if denied { Action::Deny } else { Action::Prompt });
+                    let action =
+                        if effective.action_for(class) == Action::Deny { Action::Deny } else { Action::Prompt };
+                    policy.classes.insert(class, action);
                 }
+                Some(Restrictions { policy: Some(policy), ask_unclassified: true, read_only: false })
             }
             Mode::ReadOnly => {
                 policy.allowlist.clear();
                 policy.max_risk = Some(DangerClass::Safe);
+                Some(Restrictions { policy: Some(policy), ask_unclassified: false, read_only: true })
             }
         }
-        Some(policy)
     }
 }
 
@@ -227,15 +232,30 @@ pub enum StopReason {
 
 /// One open session.
 struct Hosted {
-    session: tokio::sync::Mutex<Session<'static>>,
+    /// `None` once the session is closed (taken out to stop its servers).
+    session: tokio::sync::Mutex<Option<Session<'static>>>,
     watch: Arc<Watch>,
     asking: Arc<Asking>,
     /// The running turn's cancellation, while one runs.
     running: Mutex<Option<CancellationToken>>,
     configured_policy: PolicySettings,
+    /// The mode's restrictions, applied when the next turn starts (never waiting on a turn).
+    restrictions: Mutex<Option<Restrictions>>,
     cwd: PathBuf,
     /// Held while the session is open: no other process appends to it meanwhile.
     _lock: SessionLock,
+}
+
+/// A turn of a session claimed by [`Host::begin_turn`]; dropping it frees the session.
+pub struct TurnClaim {
+    hosted: Arc<Hosted>,
+    cancel: CancellationToken,
+}
+
+impl Drop for TurnClaim {
+    fn drop(&mut self) {
+        *self.hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
 }
 
 /// What [`Host::create`] and [`Host::load`] return.
@@ -369,11 +389,12 @@ impl Host {
             let _ = watch.plan.set(board);
         }
         let hosted = Hosted {
-            session: tokio::sync::Mutex::new(session),
+            session: tokio::sync::Mutex::new(Some(session)),
             watch,
             asking,
             running: Mutex::new(None),
             configured_policy,
+            restrictions: Mutex::new(None),
             cwd,
             _lock: lock,
         };
@@ -393,9 +414,15 @@ impl Host {
     /// Refused while another turn of the session runs; waits while the host's bound on
     /// running turns is reached.
     pub async fn prompt(&self, id: &str, text: &str) -> Result<TurnEnd, HostError> {
-        if text.len() > MAX_PROMPT_BYTES {
-            return Err(HostError::PromptTooLarge(text.len()));
-        }
+        let turn = self.begin_turn(id)?;
+        self.run(turn, text, &[]).await
+    }
+
+    /// Claims session `id` for a turn, now: from here a [`Host::cancel`] stops it, and another
+    /// turn of the session is refused. A face that runs the turn on a task of its own claims it
+    /// before spawning, so a cancel that follows the prompt is never lost. Dropping the claim
+    /// frees the session.
+    pub fn begin_turn(&self, id: &str) -> Result<TurnClaim, HostError> {
         let hosted = self.hosted(id)?;
         let cancel = CancellationToken::new();
         {
@@ -406,19 +433,44 @@ impl Host {
             *running = Some(cancel.clone());
         }
         *hosted.asking.cancel.lock().unwrap_or_else(PoisonError::into_inner) = cancel.clone();
-        let ended = self.run_turn(&hosted, text, &cancel).await;
-        *hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        ended
+        Ok(TurnClaim { hosted, cancel })
     }
 
-    async fn run_turn(&self, hosted: &Hosted, text: &str, cancel: &CancellationToken) -> Result<TurnEnd, HostError> {
+    /// Runs the claimed turn on `text` (with its `@file` references) and `context` — documents
+    /// the face's client attached, `(name, text)`, each put in the message as an untrusted
+    /// attachment like an `@file` — to its end; waits while the host's bound on running turns
+    /// is reached.
+    pub async fn run(&self, turn: TurnClaim, text: &str, context: &[(String, String)]) -> Result<TurnEnd, HostError> {
+        let size = text.len() + context.iter().map(|(name, body)| name.len() + body.len()).sum::<usize>();
+        if size > MAX_PROMPT_BYTES {
+            return Err(HostError::PromptTooLarge(size));
+        }
+        self.run_turn(&turn.hosted, text, context, &turn.cancel).await
+    }
+
+    async fn run_turn(
+        &self,
+        hosted: &Hosted,
+        text: &str,
+        context: &[(String, String)],
+        cancel: &CancellationToken,
+    ) -> Result<TurnEnd, HostError> {
         let permit = tokio::select! {
             permit = Arc::clone(&self.turns).acquire_owned() => permit.ok(),
             () = cancel.cancelled() => return Ok(ended(Outcome::Cancelled, StopReason::Cancelled, Usage::default())),
         };
-        let mut session = hosted.session.lock().await;
-        let message = session.runtime().user_message(text, &[])?;
+        let mut guard = hosted.session.lock().await;
+        let Some(session) = guard.as_mut() else {
+            return Err(HostError::UnknownSession(hosted.asking.session.clone()));
+        };
+        let mut message = session.runtime().user_message(text, &[])?;
+        for (name, body) in context {
+            message.push_str("\n\n");
+            message.push_str(&odek_agent::prompt::context_block(name, body));
+        }
+        session.set_restrictions(hosted.restrictions.lock().unwrap_or_else(PoisonError::into_inner).clone());
         hosted.watch.streamed.store(false, Ordering::Relaxed);
+        let spent_before = session.spent().usage;
         let outcome = session.turn(message, cancel).await;
         drop(permit);
         Ok(match outcome {
@@ -430,7 +482,14 @@ impl Host {
                 }
                 TurnEnd { answer, ..ended(Outcome::Success, StopReason::EndTurn, turn.usage) }
             }
-            Err(error) => turn_failed(&error, session.spent().usage),
+            Err(error) => {
+                let spent = session.spent().usage;
+                let usage = Usage::new(
+                    spent.input_tokens.saturating_sub(spent_before.input_tokens),
+                    spent.output_tokens.saturating_sub(spent_before.output_tokens),
+                );
+                turn_failed(&error, usage, cancel.is_cancelled())
+            }
         })
     }
 
@@ -447,32 +506,36 @@ impl Host {
     /// The session's plan as the model sees it (`None`: planning off, or no plan yet).
     pub fn plan(&self, id: &str) -> Result<Option<String>, HostError> {
         let hosted = self.hosted(id)?;
-        let session = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        let guard = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        let session = guard.as_ref().ok_or_else(|| HostError::UnknownSession(id.to_owned()))?;
         Ok(session.plan())
     }
 
     /// What the session's turns spent, and the budget limits of its next turn.
     pub fn spent(&self, id: &str) -> Result<(crate::Spent, crate::BudgetLimits), HostError> {
         let hosted = self.hosted(id)?;
-        let session = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        let guard = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        let session = guard.as_ref().ok_or_else(|| HostError::UnknownSession(id.to_owned()))?;
         Ok((session.spent(), session.limits()))
     }
 
     /// The model of the session's next turns: `model` when given (and recorded in its file).
     pub fn model(&self, id: &str, model: Option<&str>) -> Result<String, HostError> {
         let hosted = self.hosted(id)?;
-        let mut session = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        let mut guard = hosted.session.try_lock().map_err(|_| HostError::Busy(id.to_owned()))?;
+        let session = guard.as_mut().ok_or_else(|| HostError::UnknownSession(id.to_owned()))?;
         if let Some(model) = model {
             session.set_model(model);
         }
         Ok(session.model().to_owned())
     }
 
-    /// Sets how session `id`'s tool calls are approved, from its next batch on.
-    pub async fn set_mode(&self, id: &str, mode: Mode) -> Result<(), HostError> {
+    /// Sets how session `id`'s tool calls are approved, from its next turn on (a running turn
+    /// keeps the mode it started with).
+    pub fn set_mode(&self, id: &str, mode: Mode) -> Result<(), HostError> {
         let hosted = self.hosted(id)?;
-        let policy = mode.policy(&hosted.configured_policy);
-        hosted.session.lock().await.set_policy(policy);
+        *hosted.restrictions.lock().unwrap_or_else(PoisonError::into_inner) =
+            mode.restrictions(&hosted.configured_policy);
         Ok(())
     }
 
@@ -506,10 +569,9 @@ impl Host {
 
 /// Waits for the session's turn to wind down, then stops its servers.
 async fn shut(hosted: Arc<Hosted>) {
-    let guard = hosted.session.lock().await;
-    drop(guard);
-    if let Ok(hosted) = Arc::try_unwrap(hosted) {
-        hosted.session.into_inner().close().await;
+    let session = hosted.session.lock().await.take();
+    if let Some(session) = session {
+        session.close().await;
     }
 }
 
@@ -517,8 +579,12 @@ fn ended(outcome: Outcome, stop: StopReason, usage: Usage) -> TurnEnd {
     TurnEnd { outcome, stop, answer: String::new(), usage, error: None, budget: None }
 }
 
-/// A failed turn as its end: a budget stop names its limit, a cancel is a cancel.
-fn turn_failed(error: &RuntimeError, usage: Usage) -> TurnEnd {
+/// A failed turn as its end: a budget stop names its limit, a cancel is a cancel — whatever
+/// error the cancel surfaced as (a server's approval it cut short, say).
+fn turn_failed(error: &RuntimeError, usage: Usage, cancelled: bool) -> TurnEnd {
+    if cancelled {
+        return ended(Outcome::Cancelled, StopReason::Cancelled, usage);
+    }
     let outcome = error.outcome();
     let (stop, budget) = match error {
         RuntimeError::Run(RunError::Budget(exceeded)) => {
@@ -544,4 +610,29 @@ fn checked_cwd(cwd: PathBuf) -> Result<PathBuf, HostError> {
         return Err(HostError::Cwd(shown, "not a directory".into()));
     }
     Ok(canonical)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ask_first_only_tightens_the_policy_red() {
+        let configured = PolicySettings::default();
+        let restrictions = Mode::Ask.restrictions(&configured).unwrap();
+        let ask = DangerPolicy::new(restrictions.policy.unwrap());
+        let base = DangerPolicy::new(configured);
+        for class in DangerClass::ALL {
+            let (before, after) = (base.action_for(class), ask.action_for(class));
+            if before == Action::Deny {
+                assert_eq!(after, Action::Deny, "{class} was denied and became {after:?}");
+            } else if class != DangerClass::Safe {
+                assert_eq!(after, Action::Prompt, "{class}");
+            }
+        }
+        assert!(restrictions.ask_unclassified);
+        let read_only = Mode::ReadOnly.restrictions(&PolicySettings::default()).unwrap();
+        assert!(read_only.read_only && read_only.policy.unwrap().max_risk == Some(DangerClass::Safe));
+        assert!(Mode::Policy.restrictions(&PolicySettings::default()).is_none());
+    }
 }

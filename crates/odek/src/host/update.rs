@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use odek_agent::plan::{PlanBoard, PlanState, Status};
+use odek_contract::redaction::{redact, redact_json};
 use odek_llm::{Message, Role, Usage};
 
 /// One thing a face shows of a session, in the order it happened.
@@ -172,7 +173,15 @@ pub(crate) fn tool_start(call_id: &str, tool: &str, arguments: &str, cwd: &Path)
         "delegate_tasks" => "Delegate to sub-agents".to_owned(),
         _ => tool.to_owned(),
     };
-    ToolStart { call_id: call_id.to_owned(), tool: tool.to_owned(), kind, title, arguments, locations }
+    // The command or path a title quotes may hold a secret, like the arguments themselves.
+    ToolStart {
+        call_id: call_id.to_owned(),
+        tool: tool.to_owned(),
+        kind,
+        title: redact(&title).into_owned(),
+        arguments: redact_json(&arguments),
+        locations,
+    }
 }
 
 /// `path` against the session's working directory.
@@ -198,10 +207,10 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<Update> {
     for message in messages {
         match message.role {
             Role::System => {}
-            Role::User => updates.push(Update::UserText(message.content.clone())),
+            Role::User => updates.push(Update::UserText(redact(&message.content).into_owned())),
             Role::Assistant => {
                 if !message.content.is_empty() {
-                    updates.push(Update::Text(message.content.clone()));
+                    updates.push(Update::Text(redact(&message.content).into_owned()));
                 }
                 for call in &message.tool_calls {
                     let start = tool_start(&call.id, &call.function.name, &call.function.arguments, cwd);
@@ -220,7 +229,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<Update> {
                     ok: !message.content.starts_with("error: "),
                     call_id,
                     tool,
-                    text: message.content.clone(),
+                    text: redact(&message.content).into_owned(),
                     diff: None,
                     duration: Duration::ZERO,
                 }));

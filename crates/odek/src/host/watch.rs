@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock, PoisonError};
 use odek_agent::observer::{CallResult, LoopEvent};
 use odek_agent::plan::{PlanBoard, PlanEvent};
 use odek_agent::run::BatchApprover;
-use odek_contract::redaction::{redact, redact_json};
+use odek_contract::redaction::redact;
 
 use super::approval::{Asking, HostConsole, HostGate};
 use super::update::{FileDiff, ToolEnd, Update, UsageState, plan_steps, tool_start};
@@ -25,11 +25,20 @@ pub(crate) struct Watch {
     pub(crate) handle: tokio::runtime::Handle,
     /// Whether the running turn streamed answer text (else its answer is sent whole at its end).
     pub(crate) streamed: AtomicBool,
+    /// Calls of the running batch the policy or the sandbox refused: shown as failed.
+    denied: std::sync::Mutex<Vec<String>>,
 }
 
 impl Watch {
     pub(crate) fn new(asking: Arc<Asking>, cwd: PathBuf, handle: tokio::runtime::Handle) -> Watch {
-        Watch { asking, cwd, plan: OnceLock::new(), handle, streamed: AtomicBool::new(false) }
+        Watch {
+            asking,
+            cwd,
+            plan: OnceLock::new(),
+            handle,
+            streamed: AtomicBool::new(false),
+            denied: std::sync::Mutex::new(Vec::new()),
+        }
     }
 
     fn send(&self, update: Update) {
@@ -57,8 +66,7 @@ impl Subscriber for Watch {
     fn progress(&self, event: &LoopEvent<'_>) {
         match *event {
             LoopEvent::ToolCallStarted { call_id, tool, arguments, .. } => {
-                let mut start = tool_start(call_id, tool, arguments, &self.cwd);
-                start.arguments = redact_json(&start.arguments);
+                let start = tool_start(call_id, tool, arguments, &self.cwd);
                 self.asking
                     .batch
                     .lock()
@@ -66,9 +74,18 @@ impl Subscriber for Watch {
                     .push((call_id.to_owned(), tool.to_owned()));
                 self.send(Update::ToolStarted(start));
             }
+            LoopEvent::OperationDenied { call_id, .. } => {
+                self.denied.lock().unwrap_or_else(PoisonError::into_inner).push(call_id.to_owned());
+            }
             LoopEvent::ToolCallFinished { call_id, tool, duration, result, edit, .. } => {
+                let refused = {
+                    let mut denied = self.denied.lock().unwrap_or_else(PoisonError::into_inner);
+                    let before = denied.len();
+                    denied.retain(|id| id != call_id);
+                    denied.len() != before
+                };
                 let (ok, text) = match result {
-                    CallResult::Completed { output, .. } => (true, output),
+                    CallResult::Completed { output, .. } => (!refused, output),
                     CallResult::Failed { output } => (false, output),
                 };
                 // What the model wrote into the file is shown redacted like everything else.
