@@ -472,6 +472,7 @@ impl Host {
         hosted.watch.streamed.store(false, Ordering::Relaxed);
         let spent_before = session.spent().usage;
         let outcome = session.turn(message, cancel).await;
+        hosted.watch.flush();
         drop(permit);
         Ok(match outcome {
             Ok(turn) => {

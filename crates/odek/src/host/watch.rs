@@ -27,7 +27,13 @@ pub(crate) struct Watch {
     pub(crate) streamed: AtomicBool,
     /// Calls of the running batch the policy or the sandbox refused: shown as failed.
     denied: std::sync::Mutex<Vec<String>>,
+    /// Streamed text not sent yet, `(answer, reasoning)`: held from its last white space on, so
+    /// a secret split between two deltas is redacted whole.
+    held: std::sync::Mutex<(String, String)>,
 }
+
+/// Longest run of streamed text without white space held back before it is sent anyway.
+const MAX_HELD_BYTES: usize = 4096;
 
 impl Watch {
     pub(crate) fn new(asking: Arc<Asking>, cwd: PathBuf, handle: tokio::runtime::Handle) -> Watch {
@@ -38,12 +44,37 @@ impl Watch {
             handle,
             streamed: AtomicBool::new(false),
             denied: std::sync::Mutex::new(Vec::new()),
+            held: std::sync::Mutex::new((String::new(), String::new())),
         }
     }
 
     fn send(&self, update: Update) {
         self.asking.face.update(&self.asking.session, update);
     }
+
+    /// Sends the streamed text still held back (at the end of a turn, and before anything else
+    /// the turn shows, so the order stays the model's).
+    pub(crate) fn flush(&self) {
+        let (answer, reasoning) = std::mem::take(&mut *self.held.lock().unwrap_or_else(PoisonError::into_inner));
+        if !reasoning.is_empty() {
+            self.send(Update::Reasoning(redact(&reasoning).into_owned()));
+        }
+        if !answer.is_empty() {
+            self.send(Update::Text(redact(&answer).into_owned()));
+        }
+    }
+}
+
+/// What of `held` can be sent now: up to and with its last white space, or all of it past
+/// [`MAX_HELD_BYTES`]; the rest stays held.
+fn ready_part(held: &mut String) -> Option<String> {
+    let cut = match held.rfind(char::is_whitespace) {
+        Some(at) => at + held[at..].chars().next().map_or(1, char::len_utf8),
+        None if held.len() > MAX_HELD_BYTES => held.len(),
+        None => return None,
+    };
+    let rest = held.split_off(cut);
+    Some(std::mem::replace(held, rest))
 }
 
 impl Subscriber for Watch {
@@ -56,16 +87,25 @@ impl Subscriber for Watch {
     }
 
     fn delta(&self, text: &str, reasoning: bool) {
-        let text = redact(text).into_owned();
         if !reasoning {
             self.streamed.store(true, Ordering::Relaxed);
         }
-        self.send(if reasoning { Update::Reasoning(text) } else { Update::Text(text) });
+        let ready = {
+            let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            let held = if reasoning { &mut held.1 } else { &mut held.0 };
+            held.push_str(text);
+            ready_part(held)
+        };
+        if let Some(ready) = ready {
+            let ready = redact(&ready).into_owned();
+            self.send(if reasoning { Update::Reasoning(ready) } else { Update::Text(ready) });
+        }
     }
 
     fn progress(&self, event: &LoopEvent<'_>) {
         match *event {
             LoopEvent::ToolCallStarted { call_id, tool, arguments, .. } => {
+                self.flush();
                 let start = tool_start(call_id, tool, arguments, &self.cwd);
                 self.asking
                     .batch
@@ -127,5 +167,25 @@ impl Subscriber for Watch {
 
     fn batch_approver(&self) -> Option<Arc<dyn BatchApprover>> {
         Some(Arc::new(HostGate(Arc::clone(&self.asking))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_text_is_held_from_its_last_white_space_red() {
+        let mut held = String::new();
+        held.push_str("the key is sk-ab");
+        assert_eq!(ready_part(&mut held).as_deref(), Some("the key is "));
+        assert_eq!(held, "sk-ab");
+        held.push_str("cdef0123");
+        assert_eq!(ready_part(&mut held), None, "a secret split between deltas is held whole");
+        held.push_str(" done");
+        assert_eq!(ready_part(&mut held).as_deref(), Some("sk-abcdef0123 "));
+        held.clear();
+        held.push_str(&"x".repeat(MAX_HELD_BYTES + 1));
+        assert_eq!(ready_part(&mut held).map(|ready| ready.len()), Some(MAX_HELD_BYTES + 1));
     }
 }
