@@ -17,9 +17,10 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CancelNotification,
-    ContentBlock, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, SessionMode, SessionModeState, SessionUpdate, SetSessionModeRequest,
+    CloseSessionRequest, CloseSessionResponse, ContentBlock, EmbeddedResourceResource, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionMode, SessionModeState, SessionUpdate, SetSessionModeRequest,
     SetSessionModeResponse, StopReason as AcpStop, UnstructuredCommandInput,
 };
 use agent_client_protocol::{
@@ -168,6 +169,24 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
             on_receive_request!(),
         )
         .on_receive_request(
+            {
+                let host = Arc::clone(&host);
+                async move |request: CloseSessionRequest, responder, _cx| {
+                    let host = Arc::clone(&host);
+                    // Closing waits for the turn to wind down and the servers to stop: off the
+                    // dispatch loop.
+                    tokio::spawn(async move {
+                        let closed = host.close(&request.session_id.0).await;
+                        let _ = responder.respond_with_result(
+                            closed.map(|()| CloseSessionResponse::new()).map_err(|error| host_error(&error)),
+                        );
+                    });
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
             async move |request: TooLarge, responder, _cx| {
                 responder.respond_with_error(Error::invalid_request().data(serde_json::json!(format!(
                     "message of {} bytes is larger than the {MAX_MESSAGE_BYTES} bytes odek acp reads",
@@ -205,7 +224,8 @@ fn initialize(request: &InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
-        .mcp_capabilities(McpCapabilities::new().http(true).sse(true));
+        .mcp_capabilities(McpCapabilities::new().http(true).sse(true))
+        .session_capabilities(SessionCapabilities::new().close(SessionCloseCapabilities::new()));
     InitializeResponse::new(version)
         .agent_capabilities(capabilities)
         .agent_info(Implementation::new("odek", env!("CARGO_PKG_VERSION")).title("odek".to_owned()))

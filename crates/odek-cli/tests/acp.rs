@@ -674,3 +674,19 @@ fn a_cancel_right_behind_the_prompt_cancels_the_turn() {
     let end = client.response(id, &mut |request| panic!("unexpected {request}"));
     assert_eq!(end["result"]["stopReason"], "cancelled", "{end}");
 }
+
+#[test]
+fn a_closed_session_is_gone_from_the_process_and_loads_again() {
+    let place = place();
+    let script = script(&place.home, json!([{"content": "first"}, {"content": "second"}]));
+    let mut client = Client::start(&place.home, &place.project, &script, &[]);
+    let session = client.new_session(&place.project);
+    assert_eq!(client.prompt(&session, "one")["result"]["stopReason"], "end_turn");
+    let closed = client.request("session/close", json!({"sessionId": session}));
+    assert!(closed.get("result").is_some(), "{closed}");
+    let gone = client.prompt(&session, "two");
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    let loaded = client.request("session/load", json!({"sessionId": session, "cwd": place.project, "mcpServers": []}));
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    assert_eq!(client.prompt(&session, "two")["result"]["stopReason"], "end_turn");
+}

@@ -6,7 +6,8 @@
 //! step as `--session` runs are, so `odek continue --id` resumes it and the other way round),
 //! [`Host::prompt`] runs one turn to its [`TurnEnd`], [`Host::cancel`] stops it (tools, MCP
 //! calls and sub-agents with it), [`Host::close`] ends a session. The number of open sessions
-//! and of turns running at once are bounded ([`HostSettings`]).
+//! and of turns running at once are bounded ([`HostSettings`]); at the bound the session idle
+//! the longest is closed to make room.
 
 mod approval;
 mod update;
@@ -103,8 +104,8 @@ pub enum HostError {
     /// A turn of this session is running.
     #[error("session {0} is already running a turn")]
     Busy(String),
-    /// The bound on open sessions is reached.
-    #[error("too many open sessions (limit {0}); close one first")]
+    /// The bound on open sessions is reached and every open session is running a turn.
+    #[error("too many open sessions (limit {0}), all of them running a turn; close one first")]
     TooManySessions(usize),
     /// The working directory is not an absolute path to a directory.
     #[error("working directory {0}: {1}")]
@@ -241,6 +242,9 @@ struct Hosted {
     configured_policy: PolicySettings,
     /// The mode's restrictions, applied when the next turn starts (never waiting on a turn).
     restrictions: Mutex<Option<Restrictions>>,
+    /// When the session was opened or last given a turn: the longest idle one makes room at
+    /// the bound.
+    last_used: Mutex<std::time::Instant>,
     cwd: PathBuf,
     /// Held while the session is open: no other process appends to it meanwhile.
     _lock: SessionLock,
@@ -318,15 +322,29 @@ impl Host {
     ) -> Result<Opened, HostError> {
         let cwd = checked_cwd(cwd)?;
         let key = id.as_str().to_owned();
-        {
-            let open = self.sessions.lock().unwrap_or_else(PoisonError::into_inner).len();
+        let evicted = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             let mut opening = self.opening.lock().unwrap_or_else(PoisonError::into_inner);
-            if open + opening.len() >= self.settings.max_sessions {
-                return Err(HostError::TooManySessions(self.settings.max_sessions));
-            }
+            // At the bound, the session idle the longest makes room (saved as ever; it can be
+            // loaded again); with every session running a turn, the new one is refused.
+            let evicted = if sessions.len() + opening.len() >= self.settings.max_sessions {
+                let idle = sessions
+                    .iter()
+                    .filter(|(_, hosted)| hosted.running.lock().unwrap_or_else(PoisonError::into_inner).is_none())
+                    .min_by_key(|(_, hosted)| *hosted.last_used.lock().unwrap_or_else(PoisonError::into_inner))
+                    .map(|(id, _)| id.clone());
+                let Some(idle) = idle else { return Err(HostError::TooManySessions(self.settings.max_sessions)) };
+                sessions.remove(&idle)
+            } else {
+                None
+            };
             if !opening.insert(key.clone()) {
                 return Err(HostError::AlreadyOpen(key));
             }
+            evicted
+        };
+        if let Some(evicted) = evicted {
+            shut(evicted).await;
         }
         let opened = self.assemble(id, cwd, &servers, existing).await;
         self.opening.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
@@ -395,6 +413,7 @@ impl Host {
             running: Mutex::new(None),
             configured_policy,
             restrictions: Mutex::new(None),
+            last_used: Mutex::new(std::time::Instant::now()),
             cwd,
             _lock: lock,
         };
@@ -433,6 +452,7 @@ impl Host {
             *running = Some(cancel.clone());
         }
         *hosted.asking.cancel.lock().unwrap_or_else(PoisonError::into_inner) = cancel.clone();
+        *hosted.last_used.lock().unwrap_or_else(PoisonError::into_inner) = std::time::Instant::now();
         Ok(TurnClaim { hosted, cancel })
     }
 
