@@ -64,8 +64,8 @@ impl HostFace for AcpFace {
 
     fn update(&self, session: &str, update: Update) {
         match update {
-            Update::Warning(text) => eprintln!("{}", warning_line(&text)),
-            Update::Notice(text) => eprintln!("{text}"),
+            Update::Warning(text) => log_line(warning_line(&text)),
+            Update::Notice(text) => log_line(text),
             other => {
                 if let Some(update) = session_update(other) {
                     self.notify(session, update);
@@ -182,6 +182,37 @@ impl EditorFiles for ClientFiles {
                 }
             }
         })
+    }
+}
+
+/// Lines the stderr writer holds at most; past it lines are dropped (and counted) rather than
+/// blocking the runtime's tasks on a client that does not drain stderr.
+const MAX_QUEUED_LOG_LINES: usize = 256;
+
+/// Writes `line` to stderr from a thread of its own, never blocking the caller.
+fn log_line(line: String) {
+    static WRITER: OnceLock<std::sync::mpsc::SyncSender<String>> = OnceLock::new();
+    static DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let sender = WRITER.get_or_init(|| {
+        let (sender, lines) = std::sync::mpsc::sync_channel::<String>(MAX_QUEUED_LOG_LINES);
+        let spawned = std::thread::Builder::new().name("odek-acp-stderr".into()).spawn(move || {
+            use std::io::Write;
+            for line in lines {
+                let mut stderr = std::io::stderr().lock();
+                let dropped = DROPPED.swap(0, Ordering::Relaxed);
+                if dropped > 0 {
+                    let _ = writeln!(stderr, "odek: {dropped} log line(s) dropped: stderr was not read");
+                }
+                let _ = writeln!(stderr, "{line}");
+            }
+        });
+        if spawned.is_err() {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+        sender
+    });
+    if sender.try_send(line).is_err() {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -213,15 +213,29 @@ pub trait EditorFiles: Send + Sync {
 }
 
 /// How a file tool reaches `path`: through the editor when it holds that file and does that
-/// kind of access, else `None` (the disk).
+/// kind of access, else `None` (the disk, whose checks refuse what is not a regular file). Only
+/// a path whose directory resolves inside the editor's root, with no symlink in the way and
+/// naming a regular file or nothing yet, goes to the editor.
 pub(crate) fn editor_for<'c>(
     ctx: &'c ToolContext,
     path: &std::path::Path,
     write: bool,
 ) -> Option<&'c Arc<dyn EditorFiles>> {
-    ctx.editor
-        .as_ref()
-        .filter(|editor| path.starts_with(editor.root()) && if write { editor.writes() } else { editor.reads() })
+    let editor = ctx.editor.as_ref()?;
+    if !(if write { editor.writes() } else { editor.reads() }) || !path.starts_with(editor.root()) {
+        return None;
+    }
+    let parent = path.parent()?;
+    let resolved = parent.canonicalize().ok()?;
+    if resolved != parent || !resolved.starts_with(editor.root()) {
+        return None;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if !metadata.file_type().is_file() => None,
+        Ok(_) => Some(editor),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Some(editor),
+        Err(_) => None,
+    }
 }
 
 impl ToolContext {

@@ -570,12 +570,15 @@ fn the_file_tools_read_and_write_through_the_editor_inside_the_workspace() {
     std::fs::write(&notes, "on disk\n").unwrap();
     let outside = place.project.parent().unwrap().join("outside.txt");
     std::fs::write(&outside, "outside the workspace\n").unwrap();
+    // A symlink in the workspace to a file outside it: never routed to the editor by its name.
+    std::os::unix::fs::symlink(&outside, place.project.join("link.txt")).unwrap();
     let script = script(
         &place.home,
         json!([
             {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}]},
             patch("e1", "notes.txt", "unsaved", "edited"),
             {"tool_calls": [{"id": "r2", "name": "read_file", "arguments": {"path": outside}}]},
+            {"tool_calls": [{"id": "r3", "name": "read_file", "arguments": {"path": "link.txt"}}]},
             {"content": "done"}
         ]),
     );
@@ -605,6 +608,7 @@ fn the_file_tools_read_and_write_through_the_editor_inside_the_workspace() {
         client.fs_requests.iter().map(|request| request["params"]["path"].as_str().unwrap()).collect();
     assert!(asked.iter().all(|path| Path::new(path).starts_with(&place.project)), "{asked:?}");
     assert_eq!(asked.len(), 3, "read, read before the patch, write: {asked:?}");
+    assert!(text("r3").contains("outside the workspace"), "{}", text("r3"));
 }
 
 #[test]
