@@ -162,11 +162,7 @@ impl EditorFiles for ClientFiles {
     fn read_text<'a>(&'a self, path: &'a Path) -> odek::BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
             let asked = self.connection.send_request(ReadTextFileRequest::new(self.session.clone(), path)).block_task();
-            match tokio::time::timeout(FS_DEADLINE, asked).await {
-                Ok(Ok(response)) => Ok(response.content),
-                Ok(Err(error)) => Err(format!("the editor refused fs/read_text_file: {}", error.message)),
-                Err(_) => Err(format!("the editor did not answer fs/read_text_file within {}s", FS_DEADLINE.as_secs())),
-            }
+            answered("fs/read_text_file", asked).await.map(|response| response.content)
         })
     }
 
@@ -174,14 +170,21 @@ impl EditorFiles for ClientFiles {
         Box::pin(async move {
             let asked =
                 self.connection.send_request(WriteTextFileRequest::new(self.session.clone(), path, text)).block_task();
-            match tokio::time::timeout(FS_DEADLINE, asked).await {
-                Ok(Ok(_)) => Ok(()),
-                Ok(Err(error)) => Err(format!("the editor refused fs/write_text_file: {}", error.message)),
-                Err(_) => {
-                    Err(format!("the editor did not answer fs/write_text_file within {}s", FS_DEADLINE.as_secs()))
-                }
-            }
+            answered("fs/write_text_file", asked).await.map(|_| ())
         })
+    }
+}
+
+/// The client's answer to an `fs` request, within [`FS_DEADLINE`]; a refusal or the silence as
+/// the file tool's error text.
+async fn answered<T>(
+    method: &str,
+    asked: impl std::future::Future<Output = Result<T, agent_client_protocol::Error>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(FS_DEADLINE, asked).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(error)) => Err(format!("the editor refused {method}: {}", error.message)),
+        Err(_) => Err(format!("the editor did not answer {method} within {}s", FS_DEADLINE.as_secs())),
     }
 }
 

@@ -17,7 +17,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CancelNotification,
-    CloseSessionRequest, CloseSessionResponse, ContentBlock, EmbeddedResourceResource, Implementation,
+    CloseSessionRequest, CloseSessionResponse, ContentBlock, EmbeddedResourceResource, HttpHeader, Implementation,
     InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
     SessionCloseCapabilities, SessionMode, SessionModeState, SessionUpdate, SetSessionModeRequest,
@@ -258,9 +258,6 @@ fn answer_opened<T: JsonRpcResponse>(
 /// Streamable HTTP and legacy SSE as `url`, `headers`, `type`. The host treats them as project
 /// servers (the project file's restrictions, approval first, the sandbox).
 fn client_servers(servers: &[McpServer]) -> ClientServers {
-    let pairs = |pairs: Vec<(&str, &str)>| -> serde_json::Map<String, serde_json::Value> {
-        pairs.into_iter().map(|(name, value)| (name.to_owned(), serde_json::json!(value))).collect()
-    };
     servers
         .iter()
         .filter_map(|server| {
@@ -270,30 +267,23 @@ fn client_servers(servers: &[McpServer]) -> ClientServers {
                     serde_json::json!({
                         "command": stdio.command,
                         "args": stdio.args,
-                        "env": pairs(stdio.env.iter().map(|var| (var.name.as_str(), var.value.as_str())).collect()),
+                        "env": stdio.env.iter().map(|var| (var.name.clone(), serde_json::json!(var.value))).collect::<serde_json::Map<_, _>>(),
                     }),
                 ),
-                McpServer::Http(http) => (
-                    &http.name,
-                    serde_json::json!({
-                        "type": "http",
-                        "url": http.url,
-                        "headers": pairs(http.headers.iter().map(|h| (h.name.as_str(), h.value.as_str())).collect()),
-                    }),
-                ),
-                McpServer::Sse(sse) => (
-                    &sse.name,
-                    serde_json::json!({
-                        "type": "sse",
-                        "url": sse.url,
-                        "headers": pairs(sse.headers.iter().map(|h| (h.name.as_str(), h.value.as_str())).collect()),
-                    }),
-                ),
+                McpServer::Http(http) => (&http.name, remote("http", &http.url, &http.headers)),
+                McpServer::Sse(sse) => (&sse.name, remote("sse", &sse.url, &sse.headers)),
                 _ => return None,
             };
             Some((name.clone(), entry))
         })
         .collect()
+}
+
+/// A client's remote MCP server entry: its transport `kind`, URL and headers.
+fn remote(kind: &str, url: &str, headers: &[HttpHeader]) -> serde_json::Value {
+    let headers: serde_json::Map<String, serde_json::Value> =
+        headers.iter().map(|header| (header.name.clone(), serde_json::json!(header.value))).collect();
+    serde_json::json!({"type": kind, "url": url, "headers": headers})
 }
 
 /// The session modes, `current` selected.

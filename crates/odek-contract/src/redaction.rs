@@ -100,6 +100,23 @@ pub fn register_secret(value: &str) {
 }
 
 /// Redacts with the process-wide redactor.
+/// Longest run of streamed text without white space held back by [`take_redactable`] before it
+/// is let through anyway (bytes).
+pub const MAX_HELD_STREAM_BYTES: usize = 4096;
+
+/// What of streamed text `held` can be redacted and shown now: up to and with its last white
+/// space (a secret has none, so one split between two pieces is still redacted whole), or all
+/// of it past [`MAX_HELD_STREAM_BYTES`]; the rest stays in `held`. `None`: nothing yet.
+pub fn take_redactable(held: &mut String) -> Option<String> {
+    let cut = match held.rfind(char::is_whitespace) {
+        Some(at) => at + held[at..].chars().next().map_or(1, char::len_utf8),
+        None if held.len() > MAX_HELD_STREAM_BYTES => held.len(),
+        None => return None,
+    };
+    let rest = held.split_off(cut);
+    Some(std::mem::replace(held, rest))
+}
+
 pub fn redact(text: &str) -> Cow<'_, str> {
     GLOBAL.read().unwrap_or_else(PoisonError::into_inner).redact(text)
 }
@@ -348,6 +365,19 @@ mod go_pattern_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streamed_text_is_held_from_its_last_white_space_red() {
+        let mut held = String::from("the key is sk-ab");
+        assert_eq!(take_redactable(&mut held).as_deref(), Some("the key is "));
+        assert_eq!(held, "sk-ab");
+        held.push_str("cdef0123");
+        assert_eq!(take_redactable(&mut held), None, "a secret split between pieces is held whole");
+        held.push_str(" done");
+        assert_eq!(take_redactable(&mut held).as_deref(), Some("sk-abcdef0123 "));
+        held = "x".repeat(MAX_HELD_STREAM_BYTES + 1);
+        assert_eq!(take_redactable(&mut held).map(|ready| ready.len()), Some(MAX_HELD_STREAM_BYTES + 1));
+    }
 
     #[test]
     fn every_pattern_compiles() {

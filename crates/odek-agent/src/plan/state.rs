@@ -17,7 +17,8 @@ pub enum Status {
 }
 
 impl Status {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The status as the plan tool spells it (`pending`, `in_progress`, `done`, `blocked`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",
             Status::InProgress => "in_progress",

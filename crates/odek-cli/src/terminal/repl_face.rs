@@ -9,13 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use odek::agent::run::BatchApprover;
 use odek::approvals::Console;
 use odek::{LoopEvent, McpEvent, PlanEvent, Subscriber};
-use odek_contract::redaction::redact;
+use odek_contract::redaction::{redact, take_redactable};
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 
 use super::face::TerminalFace;
-
-/// Longest run of text without white space held back before it is printed anyway (bytes).
-const MAX_HELD_BYTES: usize = 4096;
 
 /// Streamed answer text made fit for the terminal piece by piece. Each piece is redacted and
 /// sanitised on its own, so a delta is held back from its last white space on: a secret (which
@@ -33,13 +30,7 @@ impl AnswerStream {
     /// What of `text` (after what was held) can be shown now.
     pub fn push(&mut self, text: &str) -> Option<String> {
         self.held.push_str(text);
-        let cut = match self.held.rfind(char::is_whitespace) {
-            Some(at) => at + self.held[at..].chars().next().map_or(1, char::len_utf8),
-            None if self.held.len() > MAX_HELD_BYTES => self.held.len(),
-            None => return None,
-        };
-        let rest = self.held.split_off(cut);
-        let ready = std::mem::replace(&mut self.held, rest);
+        let ready = take_redactable(&mut self.held)?;
         Some(self.shown(&ready))
     }
 
@@ -229,7 +220,7 @@ mod tests {
         assert_eq!(stream.push("ld\n"), Some("world\n".to_owned()));
         assert_eq!(stream.finish(), "");
         assert!(!stream.printed());
-        let word = "y".repeat(MAX_HELD_BYTES + 1);
+        let word = "y".repeat(odek_contract::redaction::MAX_HELD_STREAM_BYTES + 1);
         assert_eq!(stream.push(&word), Some(word.clone()));
         assert_eq!(stream.finish(), "\n");
     }

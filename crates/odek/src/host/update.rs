@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use odek_agent::plan::{PlanBoard, PlanState, Status};
+use odek_agent::plan::{PlanBoard, PlanState};
 use odek_contract::redaction::{redact, redact_json};
 use odek_llm::{Message, Role, Usage};
 
@@ -134,18 +134,9 @@ pub struct UsageState {
 /// The plan's steps now (empty before the first `create`).
 pub(crate) fn plan_steps(board: &PlanBoard) -> Vec<PlanStep> {
     match board.state() {
-        PlanState::Active { steps, .. } => steps
-            .into_iter()
-            .map(|step| PlanStep {
-                title: step.title,
-                status: match step.status {
-                    Status::Pending => "pending",
-                    Status::InProgress => "in_progress",
-                    Status::Done => "done",
-                    Status::Blocked => "blocked",
-                },
-            })
-            .collect(),
+        PlanState::Active { steps, .. } => {
+            steps.into_iter().map(|step| PlanStep { title: step.title, status: step.status.as_str() }).collect()
+        }
         PlanState::Complete { total, .. } => {
             (1..=total).map(|n| PlanStep { title: format!("step {n}"), status: "done" }).collect()
         }

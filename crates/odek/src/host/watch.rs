@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock, PoisonError};
 use odek_agent::observer::{CallResult, LoopEvent};
 use odek_agent::plan::{PlanBoard, PlanEvent};
 use odek_agent::run::BatchApprover;
-use odek_contract::redaction::redact;
+use odek_contract::redaction::{redact, take_redactable};
 
 use super::approval::{Asking, HostConsole, HostGate};
 use super::update::{FileDiff, ToolEnd, Update, UsageState, plan_steps, tool_start};
@@ -31,9 +31,6 @@ pub(crate) struct Watch {
     /// a secret split between two deltas is redacted whole.
     held: std::sync::Mutex<(String, String)>,
 }
-
-/// Longest run of streamed text without white space held back before it is sent anyway.
-const MAX_HELD_BYTES: usize = 4096;
 
 impl Watch {
     pub(crate) fn new(asking: Arc<Asking>, cwd: PathBuf, handle: tokio::runtime::Handle) -> Watch {
@@ -65,18 +62,6 @@ impl Watch {
     }
 }
 
-/// What of `held` can be sent now: up to and with its last white space, or all of it past
-/// [`MAX_HELD_BYTES`]; the rest stays held.
-fn ready_part(held: &mut String) -> Option<String> {
-    let cut = match held.rfind(char::is_whitespace) {
-        Some(at) => at + held[at..].chars().next().map_or(1, char::len_utf8),
-        None if held.len() > MAX_HELD_BYTES => held.len(),
-        None => return None,
-    };
-    let rest = held.split_off(cut);
-    Some(std::mem::replace(held, rest))
-}
-
 impl Subscriber for Watch {
     fn warning(&self, text: &str) {
         self.send(Update::Warning(text.to_owned()));
@@ -94,7 +79,7 @@ impl Subscriber for Watch {
             let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
             let held = if reasoning { &mut held.1 } else { &mut held.0 };
             held.push_str(text);
-            ready_part(held)
+            take_redactable(held)
         };
         if let Some(ready) = ready {
             let ready = redact(&ready).into_owned();
@@ -167,25 +152,5 @@ impl Subscriber for Watch {
 
     fn batch_approver(&self) -> Option<Arc<dyn BatchApprover>> {
         Some(Arc::new(HostGate(Arc::clone(&self.asking))))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn streamed_text_is_held_from_its_last_white_space_red() {
-        let mut held = String::new();
-        held.push_str("the key is sk-ab");
-        assert_eq!(ready_part(&mut held).as_deref(), Some("the key is "));
-        assert_eq!(held, "sk-ab");
-        held.push_str("cdef0123");
-        assert_eq!(ready_part(&mut held), None, "a secret split between deltas is held whole");
-        held.push_str(" done");
-        assert_eq!(ready_part(&mut held).as_deref(), Some("sk-abcdef0123 "));
-        held.clear();
-        held.push_str(&"x".repeat(MAX_HELD_BYTES + 1));
-        assert_eq!(ready_part(&mut held).map(|ready| ready.len()), Some(MAX_HELD_BYTES + 1));
     }
 }
