@@ -84,7 +84,7 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
                     tokio::spawn(async move {
                         let opened = host.create(request.cwd, client_servers(&request.mcp_servers)).await;
                         answer_opened(&face, responder, opened, |opened| {
-                            NewSessionResponse::new(opened.id.clone()).modes(modes(Mode::Policy))
+                            NewSessionResponse::new(opened.id.clone()).modes(modes(opened.mode))
                         });
                     });
                     Ok(())
@@ -101,8 +101,8 @@ pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
                     tokio::spawn(async move {
                         let servers = client_servers(&request.mcp_servers);
                         let opened = host.load(&request.session_id.0, request.cwd, servers).await;
-                        answer_opened(&face, responder, opened, |_| {
-                            LoadSessionResponse::new().modes(modes(Mode::Policy))
+                        answer_opened(&face, responder, opened, |opened| {
+                            LoadSessionResponse::new().modes(modes(opened.mode))
                         });
                     });
                     Ok(())

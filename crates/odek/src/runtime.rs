@@ -536,6 +536,14 @@ impl Persisted {
         Ok(report)
     }
 
+    /// Saves the file and the index entry, outside a turn.
+    fn save_now(&mut self) -> Result<(), SessionError> {
+        self.store.save_file(&mut self.record)?;
+        self.store.index(&self.record);
+        self.index_behind = false;
+        Ok(())
+    }
+
     /// Brings the index up to the last saved step, once a turn is over.
     fn catch_up(&mut self) {
         if std::mem::take(&mut self.index_behind) {
@@ -674,6 +682,33 @@ impl Session<'_> {
         let servers =
             self.started.as_ref().map(|started| started.hub.as_ref().map(|hub| hub.servers()).unwrap_or_default());
         Catalogue { builtins, servers }
+    }
+
+    /// \[beyond\] The approval mode the session's file records (empty: none, or no file).
+    pub fn recorded_mode(&self) -> String {
+        self.persisted.as_ref().map(|persisted| lock(persisted).record.mode.clone()).unwrap_or_default()
+    }
+
+    /// \[beyond\] Records `mode` (a face's approval mode; empty for the configured policy) in
+    /// the session's file and saves it now, so the session loaded again keeps it.
+    pub fn record_mode(&mut self, mode: &str) -> Result<(), RuntimeError> {
+        let Some(persisted) = &self.persisted else { return Ok(()) };
+        if lock(persisted).record.mode == mode {
+            return Ok(());
+        }
+        mode.clone_into(&mut lock(persisted).record.mode);
+        self.save()
+    }
+
+    /// Saves the conversation as it stands, with its index entry, between turns (a session a
+    /// face opened is listed, and can be loaded, before its first turn).
+    pub fn save(&mut self) -> Result<(), RuntimeError> {
+        if let Some(persisted) = &self.persisted {
+            let mut persisted = lock(persisted);
+            persisted.record.messages.clone_from(&self.messages);
+            persisted.save_now()?;
+        }
+        Ok(())
     }
 
     /// The id of the session file, when the session is persisted.

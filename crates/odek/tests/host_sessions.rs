@@ -62,3 +62,32 @@ async fn the_session_idle_the_longest_makes_room_and_loads_again() {
     assert!(!host.open_sessions().contains(&second));
     host.close_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_saved_when_opened_and_keeps_its_mode() {
+    use odek::host::Mode;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".odek")).unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    let host = host(home.clone(), 4);
+    let file = |id: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(home.join(format!(".odek/sessions/{id}.json"))).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+
+    // Never prompted, yet loadable (another process of the same editor loads it).
+    let id = host.create(cwd.clone(), Default::default()).await.unwrap().id;
+    assert_eq!(file(&id)["messages"][0]["role"], "system");
+    host.set_mode(&id, Mode::ReadOnly).unwrap();
+    assert_eq!(file(&id)["mode"], "read-only");
+    host.close(&id).await.unwrap();
+
+    let loaded = host.load(&id, cwd.clone(), Default::default()).await.unwrap();
+    assert_eq!(loaded.mode, Mode::ReadOnly);
+    host.set_mode(&id, Mode::Policy).unwrap();
+    assert!(file(&id).get("mode").is_none(), "the configured policy is recorded as no mode");
+    host.close(&id).await.unwrap();
+    assert_eq!(host.load(&id, cwd, Default::default()).await.unwrap().mode, Mode::Policy);
+    host.close_all().await;
+}

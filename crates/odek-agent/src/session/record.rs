@@ -45,6 +45,10 @@ pub struct Session {
     pub output_tokens: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub external_refs: Vec<ExternalRef>,
+    /// \[beyond\] The approval mode a face set for the session (`ask`, `read-only`), so the
+    /// session loaded again keeps it; omitted for the configured policy. Additive to §10.2.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mode: String,
     /// User messages the file counted in `turns` but no longer holds (removed by storage trims).
     #[serde(skip)]
     pub(crate) trimmed_user_turns: u64,
@@ -71,6 +75,7 @@ impl Session {
             input_tokens: 0,
             output_tokens: 0,
             external_refs: Vec::new(),
+            mode: String::new(),
             trimmed_user_turns: 0,
             storage_warned: false,
         }
@@ -136,6 +141,7 @@ impl Session {
                 .iter()
                 .map(|external_ref| ExternalRef { uri: redact(&external_ref.uri).into_owned(), ..external_ref.clone() })
                 .collect(),
+            mode: self.mode.clone(),
             trimmed_user_turns: self.trimmed_user_turns,
             storage_warned: self.storage_warned,
         }

@@ -175,6 +175,23 @@ impl Mode {
         Mode::ALL.into_iter().find(|mode| mode.id() == id)
     }
 
+    /// How the session's file records it: its id, or nothing for the configured policy.
+    fn recorded(self) -> &'static str {
+        if self == Mode::Policy { "" } else { self.id() }
+    }
+
+    /// The mode a session's file records; a value this version does not know is the
+    /// configured policy, with a warning.
+    fn from_record(recorded: &str, warn: &dyn Fn(&str)) -> Mode {
+        if recorded.is_empty() {
+            return Mode::Policy;
+        }
+        Mode::parse(recorded).unwrap_or_else(|| {
+            warn(&format!("the session records an unknown mode {recorded:?}; it runs under the configured policy"));
+            Mode::Policy
+        })
+    }
+
     /// What this mode changes of a session's turns (`None`: nothing, the configured policy).
     fn restrictions(self, configured: &PolicySettings) -> Option<Restrictions> {
         let mut policy = configured.clone();
@@ -240,8 +257,9 @@ struct Hosted {
     /// The running turn's cancellation, while one runs.
     running: Mutex<Option<CancellationToken>>,
     configured_policy: PolicySettings,
-    /// The mode's restrictions, applied when the next turn starts (never waiting on a turn).
-    restrictions: Mutex<Option<Restrictions>>,
+    /// The session's mode, applied when the next turn starts (never waiting on a turn) and
+    /// recorded in its file.
+    mode: Mutex<Mode>,
     /// When the session was opened or last given a turn: the longest idle one makes room at
     /// the bound.
     last_used: Mutex<std::time::Instant>,
@@ -271,6 +289,8 @@ pub struct Opened {
     pub history: Vec<Update>,
     /// The working directory, canonical.
     pub cwd: PathBuf,
+    /// The session's mode: the one its file records for a loaded session.
+    pub mode: Mode,
 }
 
 /// The sessions of one process.
@@ -350,8 +370,9 @@ impl Host {
         self.opening.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
         let (hosted, history) = opened?;
         let cwd = hosted.cwd.clone();
+        let mode = *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner);
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), Arc::new(hosted));
-        Ok(Opened { id: key, history, cwd })
+        Ok(Opened { id: key, history, cwd, mode })
     }
 
     /// The runtime of `cwd` and the session on it.
@@ -401,7 +422,12 @@ impl Host {
         let timeout = u64::from(runtime.settings().config.core.approval_timeout_seconds);
         asking.timeout_seconds.store(timeout, Ordering::Relaxed);
         let configured_policy = runtime.settings().policy.clone();
+        let mode = Mode::from_record(&record.mode, &warn);
         let mut session = Arc::new(runtime).into_session(history, Some(record))?;
+        if !existing {
+            // Saved at once: a session opened and not yet prompted can be loaded again.
+            session.save()?;
+        }
         session.set_editor(self.face.files(&asking.session, &cwd));
         if let Some(board) = session.plan_board() {
             let _ = watch.plan.set(board);
@@ -412,7 +438,7 @@ impl Host {
             asking,
             running: Mutex::new(None),
             configured_policy,
-            restrictions: Mutex::new(None),
+            mode: Mutex::new(mode),
             last_used: Mutex::new(std::time::Instant::now()),
             cwd,
             _lock: lock,
@@ -488,12 +514,18 @@ impl Host {
             message.push_str("\n\n");
             message.push_str(&odek_agent::prompt::context_block(name, body));
         }
-        session.set_restrictions(hosted.restrictions.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        let mode = *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner);
+        session.set_restrictions(mode.restrictions(&hosted.configured_policy));
         hosted.watch.streamed.store(false, Ordering::Relaxed);
         let spent_before = session.spent().usage;
         let outcome = session.turn(message, cancel).await;
         hosted.watch.flush();
         drop(permit);
+        // A mode set while the turn ran is recorded now.
+        let mode = *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(error) = session.record_mode(mode.recorded()) {
+            crate::Subscriber::warning(hosted.watch.as_ref(), &format!("the session's mode was not saved: {error}"));
+        }
         Ok(match outcome {
             Ok(turn) => {
                 let answer = redact(&turn.answer).into_owned();
@@ -555,8 +587,13 @@ impl Host {
     /// keeps the mode it started with).
     pub fn set_mode(&self, id: &str, mode: Mode) -> Result<(), HostError> {
         let hosted = self.hosted(id)?;
-        *hosted.restrictions.lock().unwrap_or_else(PoisonError::into_inner) =
-            mode.restrictions(&hosted.configured_policy);
+        *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+        // Recorded now when the session is idle; a running turn records it when it ends.
+        if let Ok(mut guard) = hosted.session.try_lock()
+            && let Some(session) = guard.as_mut()
+        {
+            session.record_mode(mode.recorded())?;
+        }
         Ok(())
     }
 
@@ -636,6 +673,21 @@ fn checked_cwd(cwd: PathBuf) -> Result<PathBuf, HostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorded_mode_reads_back_and_an_unknown_one_warns() {
+        let warned = Mutex::new(Vec::new());
+        let warn = |text: &str| warned.lock().unwrap().push(text.to_owned());
+        for mode in Mode::ALL {
+            assert_eq!(Mode::from_record(mode.recorded(), &warn), mode);
+        }
+        assert!(warned.lock().unwrap().is_empty());
+        assert_eq!(Mode::from_record("yolo", &warn), Mode::Policy);
+        assert_eq!(
+            warned.lock().unwrap().as_slice(),
+            ["the session records an unknown mode \"yolo\"; it runs under the configured policy"]
+        );
+    }
 
     #[test]
     fn ask_first_only_tightens_the_policy_red() {
