@@ -26,6 +26,7 @@ mod run_sandbox;
 mod runtime;
 pub mod setup;
 mod subscriber;
+pub mod task_runs;
 
 pub use denials::{DENIALS_LISTED, Denials, DeniedOperation};
 pub use error::RuntimeError;
@@ -77,12 +78,6 @@ pub mod mcp {
 /// observer, replay scripts.
 pub mod llm {
     pub use odek_llm::{BoxFuture, Message, ReplayScript, Role, StreamObserver, Usage};
-}
-
-/// What the faces use of the kernel sandbox (`odek-sandbox`): the policy a sub-agent's child is
-/// confined by.
-pub mod sandbox {
-    pub use odek_sandbox::Policy;
 }
 
 /// What the faces use of the danger classifier (`odek-danger`): the classes approval cards show.

@@ -5,7 +5,8 @@
 //!   ([`builtins`]): odek-agent's own implementations with the runtime's tool context — the
 //!   danger classes and the non-interactive policy (nothing prompts; what would need approval is
 //!   denied with the exact denial text) — confined to the directory `odek mcp` started in;
-//! - `run_task` ([`run_task`]): a whole agent run as an `odek subagent` child process, reported
+//! - `run_task` ([`run_task`]): a whole agent run on the runtime's task runs (an `odek subagent`
+//!   child process under the sub-agent rules), reported
 //!   per iteration as `notifications/progress`, stopped by `notifications/cancelled`, answered
 //!   with an `odek.tool-result/v1` envelope whose artifacts are verified `odek.artifact-ref/v1`
 //!   refs.
@@ -14,8 +15,8 @@
 //! Streamable HTTP with `--http <addr>`: loopback only unless `--allow-remote`, and a bearer
 //! token, printed once on stderr, required on every request. Start at [`run`].
 //!
-//! Not here: the protocol itself (the SDK's), the tools (odek-agent's), the child's run
-//! (`odek subagent`'s).
+//! Not here: the protocol itself (the SDK's), the tools (odek-agent's), the runs
+//! ([`odek::task_runs`]) and the child's run (`odek subagent`'s).
 
 mod builtins;
 mod run_task;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use odek::config::CliOverrides;
+use odek::task_runs::{TaskRunSettings, TaskRuns};
 use odek::{Overrides, Runtime, Subscriber};
 use odek_contract::quoting::quote;
 use odek_extension::{CancelPolicy, HttpOptions, Server, UnknownTool};
@@ -36,7 +38,6 @@ use crate::cli::McpArgs;
 use crate::interrupt::{cancel_on_stop_signals, received_stop_signal};
 use crate::outcome::CommandError;
 use crate::terminal::print_warning;
-pub use run_task::MAX_GOAL_BYTES;
 
 /// Default for `--max-concurrent-runs`: `run_task` calls running at once.
 pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 2;
@@ -140,7 +141,13 @@ pub async fn run(args: McpArgs) -> Result<(), CommandError> {
     };
     let runtime = Runtime::new(setup, &overrides, Arc::new(McpFace))?;
     let shutdown = CancellationToken::new();
-    let runs = run_task::RunTasks::new(&runtime, &options, shutdown.clone())?;
+    let settings = TaskRunSettings {
+        artifact_root: options.artifact_root.clone(),
+        max_concurrent_runs: options.max_concurrent_runs,
+        events_jsonl: options.events_jsonl.clone().map(PathBuf::from),
+    };
+    let runs =
+        TaskRuns::new(&runtime, &settings, shutdown.clone()).map_err(|error| CommandError::Fatal(error.to_string()))?;
     let server = server(&runtime, &runs)?;
     let stop = cancel_on_stop_signals();
     let outcome = match options.http {
@@ -157,7 +164,7 @@ pub async fn run(args: McpArgs) -> Result<(), CommandError> {
 }
 
 /// The server: the built-in tools the config allows, then `run_task`.
-fn server(runtime: &Runtime, runs: &Arc<run_task::RunTasks>) -> Result<Server, CommandError> {
+fn server(runtime: &Runtime, runs: &Arc<TaskRuns>) -> Result<Server, CommandError> {
     let server = Server::new("odek", env!("CARGO_PKG_VERSION"))
         .instructions(
             "odek's tools, confined to the directory odek mcp started in: read_file, write_file, patch, \
