@@ -240,7 +240,7 @@ pub(crate) fn session_update(update: Update) -> Option<SessionUpdate> {
                 })
                 .collect(),
         )),
-        Update::Usage(_) | Update::Warning(_) | Update::Notice(_) => return None,
+        Update::Usage(_) | Update::Warning(_) | Update::Notice(_) | Update::Event(_) => return None,
     })
 }
 

@@ -401,7 +401,9 @@ fn host_error(error: &HostError) -> Error {
         HostError::UnknownSession(_)
         | HostError::Cwd(..)
         | HostError::PromptTooLarge(_)
-        | HostError::AlreadyOpen(_) => -32602,
+        | HostError::AlreadyOpen(_)
+        | HostError::AboveOperator { .. }
+        | HostError::NotPositive(_) => -32602,
         HostError::Busy(_) | HostError::TooManySessions(_) => -32600,
         HostError::Runtime(_) => -32603,
     };

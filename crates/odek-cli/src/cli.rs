@@ -50,6 +50,30 @@ pub enum Command {
     /// streamed answers, tool calls with diffs, plans and approvals in the editor. Takes the
     /// model, provider and budget flags of `odek run`
     Acp(Box<RunArgs>),
+    /// Serve odek over HTTP on loopback: an API orchestrators drive (runs, their odek.event/v1
+    /// stream over Server-Sent Events, approvals, sessions), every request authenticated by a
+    /// token shown once on stderr. Takes the model, provider and budget flags of `odek run`
+    Serve(Box<ServeArgs>),
+}
+
+/// `odek serve`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Listen on ADDR (host:port; port 0 picks one); loopback unless --allow-remote
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
+    pub addr: String,
+    /// Read the token every request must carry from FILE (provisioned by the operator; then never
+    /// shown) instead of minting one per start
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Listen on a non-loopback address (put a TLS-terminating proxy in front)
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Runs running at once; more are refused with 429 (default 4)
+    #[arg(long, value_name = "N")]
+    pub max_concurrent_runs: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// `odek mcp`: stdio by default, Streamable HTTP with `--http`.
@@ -564,7 +588,7 @@ pub fn take_directory_flags(args: &[OsString]) -> Result<(Option<std::path::Path
 }
 
 /// The names `odek` accepts as its first word.
-const COMMANDS: &[&str] = &["ext", "run", "continue", "repl", "session", "subagent", "mcp", "acp"];
+const COMMANDS: &[&str] = &["ext", "run", "continue", "repl", "session", "subagent", "mcp", "acp", "serve"];
 
 /// What parsing decided.
 #[derive(Debug)]

@@ -407,6 +407,9 @@ pub struct TurnControl {
     pub finalize: CancellationToken,
     /// When the turn's runtime budget starts counting; the turn's start when `None`.
     pub started: Option<Instant>,
+    /// \[beyond\] The run id the turn's events carry (32 lowercase hex characters), when the
+    /// face named the run before it started; a fresh one when `None`.
+    pub run_id: Option<String>,
 }
 
 /// \[beyond\] What a face's session mode changes of a session's turns.
@@ -739,7 +742,7 @@ impl Session<'_> {
         let started = control.started.unwrap_or_else(Instant::now);
         let runtime = self.runtime.clone();
         self.denials = Denials::default();
-        let events = self.open_events()?;
+        let events = self.open_events(control.run_id.as_deref())?;
         if let Some(events) = &events {
             if let Some(id) = self.id() {
                 events.set_session_id(&id);
@@ -818,8 +821,9 @@ impl Session<'_> {
         }
     }
 
-    /// The turn's event stream: to the `events_jsonl` target and/or the subscriber.
-    fn open_events(&self) -> Result<Option<Arc<EventStream>>, RuntimeError> {
+    /// The turn's event stream: to the `events_jsonl` target and/or the subscriber, its events
+    /// carrying `run_id` when it is a valid one, else a fresh id.
+    fn open_events(&self, run_id: Option<&str>) -> Result<Option<Arc<EventStream>>, RuntimeError> {
         let runtime = self.runtime.clone();
         let settings = &runtime.settings;
         let subscriber = &runtime.subscriber;
@@ -831,7 +835,11 @@ impl Session<'_> {
             None => None,
         };
         let sink = Box::new(TeeSink { subscriber: Arc::clone(subscriber), file });
-        let emitter = EventEmitter::start(sink, RunId::generate()?, settings.events_include_args)?;
+        let run_id = match run_id.and_then(RunId::parse) {
+            Some(run_id) => run_id,
+            None => RunId::generate()?,
+        };
+        let emitter = EventEmitter::start(sink, run_id, settings.events_include_args)?;
         let sources = &runtime.setup.sources;
         let forward: Arc<dyn McpObserver> = Arc::new(McpView(Arc::clone(subscriber)));
         Ok(Some(Arc::new(EventStream::new(emitter, &sources.cwd, &sources.odek_dir(), forward))))

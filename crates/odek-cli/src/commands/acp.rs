@@ -8,17 +8,18 @@ use crate::commands::run::overrides;
 use crate::outcome::CommandError;
 
 pub async fn run(args: &RunArgs) -> Result<(), CommandError> {
-    refuse_run_only_flags(args)?;
+    refuse_run_only_flags(args, "odek acp")?;
     let settings = HostSettings::from_process(overrides(&args.common, Some(args))?)?;
     Ok(odek_acp::serve(settings).await?)
 }
 
-/// The flags of `odek run` that have no meaning for a face whose tasks come from the editor.
-fn refuse_run_only_flags(args: &RunArgs) -> Result<(), CommandError> {
+/// The flags of `odek run` that have no meaning for a face (`face`) whose tasks come from its
+/// clients.
+pub(crate) fn refuse_run_only_flags(args: &RunArgs, face: &str) -> Result<(), CommandError> {
     let common = &args.common;
     let refused = [
-        (!common.task.is_empty(), "a task (the editor sends the prompts)"),
-        (args.session, "--session (every ACP session is saved)"),
+        (!common.task.is_empty(), "a task (its clients send the tasks)"),
+        (args.session, "--session (every session is saved)"),
         (common.json, "--json (stdout carries the protocol)"),
         (common.events_jsonl.as_deref() == Some("-"), "--events-jsonl - (stdout carries the protocol)"),
         (!common.ctx.is_empty(), "--ctx"),
@@ -27,7 +28,7 @@ fn refuse_run_only_flags(args: &RunArgs) -> Result<(), CommandError> {
         (args.system.is_some(), "--system"),
     ];
     match refused.iter().find(|(given, _)| *given) {
-        Some((_, what)) => Err(CommandError::Fatal(format!("odek acp does not take {what}"))),
+        Some((_, what)) => Err(CommandError::Fatal(format!("{face} does not take {what}"))),
         None => Ok(()),
     }
 }

@@ -6,6 +6,7 @@ pub mod ext;
 pub mod mcp;
 pub mod repl;
 pub mod run;
+pub mod serve;
 pub mod session;
 pub mod subagent;
 
@@ -14,6 +15,17 @@ use crate::interrupt::received_stop_signal;
 use odek_contract::outcome::Outcome;
 
 use crate::outcome::{CommandError, StopSignal};
+
+/// `--max-concurrent-runs`: `default` when not given, else an integer from 1 to `max`.
+pub(crate) fn max_concurrent_runs(value: Option<&str>, default: usize, max: usize) -> Result<usize, CommandError> {
+    let Some(value) = value else { return Ok(default) };
+    value.trim().parse::<usize>().ok().filter(|runs| (1..=max).contains(runs)).ok_or_else(|| {
+        CommandError::Fatal(format!(
+            "--max-concurrent-runs: want an integer from 1 to {max}, got {}",
+            odek_contract::quoting::quote(value)
+        ))
+    })
+}
 
 /// Runs one parsed command.
 pub async fn run(command: Command) -> Result<(), CommandError> {
@@ -26,6 +38,7 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         Command::Subagent(args) => subagent::run(&args.flags).await,
         Command::Mcp(args) => mcp::run(args).await,
         Command::Acp(args) => acp::run(&args).await,
+        Command::Serve(args) => serve::run(&args).await,
     };
     outcome.map_err(stopped_by_signal)
 }

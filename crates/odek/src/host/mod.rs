@@ -44,6 +44,12 @@ pub const DEFAULT_MAX_RUNNING_TURNS: usize = 32;
 /// Largest prompt a face may hand a turn (bytes of text).
 pub const MAX_PROMPT_BYTES: usize = 1024 * 1024;
 
+/// A fresh run id (32 lowercase hex characters from the OS's CSPRNG) for [`Host::run_as`].
+pub fn new_run_id() -> Result<String, HostError> {
+    let id = odek_agent::events::RunId::generate().map_err(|error| HostError::Runtime(RuntimeError::from(error)))?;
+    Ok(id.to_string())
+}
+
 /// The MCP servers a face's client offers a session: name → entry, in the config files' format
 /// (`command`, `args`, `env`; or `url`, `headers`, `type`).
 pub type ClientServers = serde_json::Map<String, serde_json::Value>;
@@ -63,6 +69,11 @@ pub trait HostFace: Send + Sync + 'static {
     /// the disk.
     fn files(&self, _session: &str, _cwd: &Path) -> Option<Arc<dyn crate::EditorFiles>> {
         None
+    }
+
+    /// Whether the face wants every turn's `odek.event/v1` stream as [`Update::Event`]s.
+    fn wants_events(&self) -> bool {
+        false
     }
 }
 
@@ -116,6 +127,19 @@ pub enum HostError {
     /// The session is open in this host already.
     #[error("session {0} is already open")]
     AlreadyOpen(String),
+    /// A client asked for a budget above the operator's.
+    #[error("limits.{name} {asked} is above the operator's ({operator}); a client may only lower a budget")]
+    AboveOperator {
+        /// The budget.
+        name: &'static str,
+        /// What was asked.
+        asked: String,
+        /// The operator's (`0`: none).
+        operator: String,
+    },
+    /// A client asked for a budget of zero or less (the config's "none").
+    #[error("limits.{0} must be a positive number")]
+    NotPositive(&'static str),
     /// Loading, starting or running failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
@@ -216,6 +240,95 @@ impl Mode {
             }
         }
     }
+}
+
+/// What a face's client may choose for a session it opens, over the face's flags.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// The model (a new session; a loaded one keeps the model it started with).
+    pub model: Option<String>,
+    /// Planning on or off.
+    pub planning: Option<bool>,
+    /// Budgets, each at most the operator's (the project-config rule: a client only lowers).
+    pub limits: LowerLimits,
+}
+
+/// Budgets a client asks for; `None` keeps the operator's. A value above the operator's (or
+/// any value of a budget the operator set to none) is refused, never silently capped: the
+/// client learns which.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LowerLimits {
+    /// Iterations of a turn.
+    pub max_iterations: Option<u32>,
+    /// Seconds of a turn.
+    pub max_runtime_seconds: Option<u64>,
+    /// Tool calls of the session.
+    pub max_tool_calls: Option<u64>,
+    /// Input tokens of the session.
+    pub max_input_tokens: Option<u64>,
+    /// Output tokens of the session.
+    pub max_output_tokens: Option<u64>,
+    /// Estimated cost of the session, USD.
+    pub max_cost_usd: Option<f64>,
+}
+
+impl LowerLimits {
+    /// Applies the asked budgets to `runtime`, refusing one above the operator's. A budget
+    /// of `0` is "none" in the config, so any positive value lowers it; asking `0` (or less)
+    /// is refused, as it would lift the operator's.
+    fn lower(&self, runtime: &mut Runtime) -> Result<(), HostError> {
+        let config = &mut runtime.settings_mut().config;
+        let iterations = u64::from(config.core.max_iterations);
+        if let Some(asked) = self.max_iterations {
+            config.core.max_iterations = u32::try_from(lowered("max_iterations", u64::from(asked), iterations)?)
+                .unwrap_or(config.core.max_iterations);
+        }
+        let limits = &mut config.limits;
+        for (name, asked, operator) in [
+            ("max_runtime_seconds", self.max_runtime_seconds, &mut limits.max_runtime_seconds),
+            ("max_tool_calls", self.max_tool_calls, &mut limits.max_tool_calls),
+            ("max_input_tokens", self.max_input_tokens, &mut limits.max_input_tokens),
+            ("max_output_tokens", self.max_output_tokens, &mut limits.max_output_tokens),
+        ] {
+            if let Some(asked) = asked {
+                *operator = lowered(name, asked, *operator)?;
+            }
+        }
+        if let Some(asked) = self.max_cost_usd {
+            let operator = limits.max_cost_usd;
+            if !(asked.is_finite() && asked > 0.0) {
+                return Err(HostError::NotPositive("max_cost_usd"));
+            }
+            if operator > 0.0 && asked > operator {
+                return Err(HostError::AboveOperator {
+                    name: "max_cost_usd",
+                    asked: asked.to_string(),
+                    operator: operator.to_string(),
+                });
+            }
+            limits.max_cost_usd = asked;
+        }
+        Ok(())
+    }
+}
+
+/// `asked` when it lowers `operator` (`0`: no limit), else the refusal naming `name`.
+fn lowered(name: &'static str, asked: u64, operator: u64) -> Result<u64, HostError> {
+    if asked == 0 {
+        return Err(HostError::NotPositive(name));
+    }
+    if operator > 0 && asked > operator {
+        return Err(HostError::AboveOperator { name, asked: asked.to_string(), operator: operator.to_string() });
+    }
+    Ok(asked)
+}
+
+/// A subscriber that shows nothing (a runtime built only to read its settings).
+struct Silent;
+
+impl crate::Subscriber for Silent {
+    fn warning(&self, _text: &str) {}
 }
 
 /// How a turn ended.
@@ -319,18 +432,39 @@ impl Host {
     /// face's client offered (name → entry in the config files' format): project servers, with
     /// the project's rules and approvals.
     pub async fn create(&self, cwd: PathBuf, servers: ClientServers) -> Result<Opened, HostError> {
+        self.create_with(cwd, servers, &SessionOptions::default()).await
+    }
+
+    /// [`Host::create`] with the client's `options` (a model, planning, lower budgets).
+    pub async fn create_with(
+        &self,
+        cwd: PathBuf,
+        servers: ClientServers,
+        options: &SessionOptions,
+    ) -> Result<Opened, HostError> {
         let id = SessionId::mint()?;
-        self.open(id, cwd, servers, false).await
+        self.open(id, cwd, servers, false, options).await
     }
 
     /// The saved session `id`, continued in `cwd` with the model and sandbox it was started with
     /// (and `servers` as [`Host::create`] takes them).
     pub async fn load(&self, id: &str, cwd: PathBuf, servers: ClientServers) -> Result<Opened, HostError> {
+        self.load_with(id, cwd, servers, &SessionOptions::default()).await
+    }
+
+    /// [`Host::load`] with the client's `options` (a model, planning, lower budgets).
+    pub async fn load_with(
+        &self,
+        id: &str,
+        cwd: PathBuf,
+        servers: ClientServers,
+        options: &SessionOptions,
+    ) -> Result<Opened, HostError> {
         let id = SessionId::parse(id)?;
         if self.sessions.lock().unwrap_or_else(PoisonError::into_inner).contains_key(id.as_str()) {
             return Err(HostError::AlreadyOpen(id.as_str().to_owned()));
         }
-        self.open(id, cwd, servers, true).await
+        self.open(id, cwd, servers, true, options).await
     }
 
     async fn open(
@@ -339,6 +473,7 @@ impl Host {
         cwd: PathBuf,
         servers: ClientServers,
         existing: bool,
+        options: &SessionOptions,
     ) -> Result<Opened, HostError> {
         let cwd = checked_cwd(cwd)?;
         let key = id.as_str().to_owned();
@@ -366,7 +501,7 @@ impl Host {
         if let Some(evicted) = evicted {
             shut(evicted).await;
         }
-        let opened = self.assemble(id, cwd, &servers, existing).await;
+        let opened = self.assemble(id, cwd, &servers, existing, options).await;
         self.opening.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
         let (hosted, history) = opened?;
         let cwd = hosted.cwd.clone();
@@ -382,6 +517,7 @@ impl Host {
         cwd: PathBuf,
         servers: &ClientServers,
         existing: bool,
+        options: &SessionOptions,
     ) -> Result<(Hosted, Vec<Update>), HostError> {
         let sources =
             ConfigSources { home: self.settings.home.clone(), cwd: cwd.clone(), env: self.settings.env.clone() };
@@ -402,7 +538,15 @@ impl Host {
             Setup::load_with_client_servers(sources, servers, &warn)
         };
         let setup = setup.map_err(RuntimeError::from)?;
-        let mut runtime = Runtime::new(setup, &self.settings.overrides, Arc::clone(&subscriber))?;
+        let mut overrides = self.settings.overrides.clone();
+        if options.model.is_some() {
+            overrides.config.model.clone_from(&options.model);
+        }
+        if options.planning.is_some() {
+            overrides.config.planning = options.planning;
+        }
+        let mut runtime = Runtime::new(setup, &overrides, Arc::clone(&subscriber))?;
+        options.limits.lower(&mut runtime)?;
         let store = runtime.session_store()?;
         let lock = store.lock(&id)?;
         let (record, history, replayed) = if existing {
@@ -487,11 +631,23 @@ impl Host {
     /// attachment like an `@file` — to its end; waits while the host's bound on running turns
     /// is reached.
     pub async fn run(&self, turn: TurnClaim, text: &str, context: &[(String, String)]) -> Result<TurnEnd, HostError> {
+        self.run_as(turn, text, context, None).await
+    }
+
+    /// [`Host::run`], the turn's events carrying `run_id` (32 lowercase hex characters, as
+    /// [`new_run_id`] mints): a face that names the run before it starts.
+    pub async fn run_as(
+        &self,
+        turn: TurnClaim,
+        text: &str,
+        context: &[(String, String)],
+        run_id: Option<&str>,
+    ) -> Result<TurnEnd, HostError> {
         let size = text.len() + context.iter().map(|(name, body)| name.len() + body.len()).sum::<usize>();
         if size > MAX_PROMPT_BYTES {
             return Err(HostError::PromptTooLarge(size));
         }
-        self.run_turn(&turn.hosted, text, context, &turn.cancel).await
+        self.run_turn(&turn.hosted, text, context, &turn.cancel, run_id).await
     }
 
     async fn run_turn(
@@ -500,6 +656,7 @@ impl Host {
         text: &str,
         context: &[(String, String)],
         cancel: &CancellationToken,
+        run_id: Option<&str>,
     ) -> Result<TurnEnd, HostError> {
         let permit = tokio::select! {
             permit = Arc::clone(&self.turns).acquire_owned() => permit.ok(),
@@ -518,7 +675,9 @@ impl Host {
         session.set_restrictions(mode.restrictions(&hosted.configured_policy));
         hosted.watch.streamed.store(false, Ordering::Relaxed);
         let spent_before = session.spent().usage;
-        let outcome = session.turn(message, cancel).await;
+        let control =
+            crate::TurnControl { cancel: cancel.clone(), run_id: run_id.map(str::to_owned), ..Default::default() };
+        let outcome = session.turn_with(message, &control).await;
         hosted.watch.flush();
         drop(permit);
         // A mode set while the turn ran is recorded now.
@@ -594,6 +753,44 @@ impl Host {
         {
             session.record_mode(mode.recorded())?;
         }
+        Ok(())
+    }
+
+    /// The session store of the host's home (`~/.odek/sessions`), deleting into its artifacts.
+    pub fn store(&self) -> Result<odek_agent::session::SessionStore, HostError> {
+        let odek_dir = self.settings.home.join(".odek");
+        Ok(odek_agent::session::SessionStore::new(odek_dir.join("sessions"))?
+            .with_artifacts_dir(odek_dir.join("artifacts")))
+    }
+
+    /// The operator's budgets for a session in `cwd` (its config files, the environment, the
+    /// face's flags), as a client may lower them: `None` where there is none.
+    pub fn limits_of(&self, cwd: PathBuf) -> Result<LowerLimits, HostError> {
+        let cwd = checked_cwd(cwd)?;
+        let sources = ConfigSources { home: self.settings.home.clone(), cwd, env: self.settings.env.clone() };
+        let setup = Setup::load(sources, &|_: &str| {}).map_err(RuntimeError::from)?;
+        let runtime = Runtime::new(setup, &self.settings.overrides, Arc::new(Silent))?;
+        let config = &runtime.settings().config;
+        let positive = |value: u64| (value > 0).then_some(value);
+        Ok(LowerLimits {
+            max_iterations: Some(config.core.max_iterations),
+            max_runtime_seconds: positive(config.limits.max_runtime_seconds),
+            max_tool_calls: positive(config.limits.max_tool_calls),
+            max_input_tokens: positive(config.limits.max_input_tokens),
+            max_output_tokens: positive(config.limits.max_output_tokens),
+            max_cost_usd: (config.limits.max_cost_usd > 0.0).then_some(config.limits.max_cost_usd),
+        })
+    }
+
+    /// Whether session `id` is open and running a turn.
+    pub fn is_running(&self, id: &str) -> bool {
+        self.hosted(id).is_ok_and(|hosted| hosted.running.lock().unwrap_or_else(PoisonError::into_inner).is_some())
+    }
+
+    /// Forgets what session `id` was told "allow always" for: a face whose approvals hold for
+    /// one turn calls it as the turn starts.
+    pub fn forget_always(&self, id: &str) -> Result<(), HostError> {
+        self.hosted(id)?.asking.always.lock().unwrap_or_else(PoisonError::into_inner).clear();
         Ok(())
     }
 

@@ -30,6 +30,9 @@ pub enum Update {
     Warning(String),
     /// A line for the person that is not a warning.
     Notice(String),
+    /// One `odek.event/v1` line of the running turn (without its newline), for a face whose
+    /// [`super::HostFace::wants_events`] says so.
+    Event(String),
 }
 
 /// A tool call as it starts.

@@ -67,6 +67,14 @@ impl Subscriber for Watch {
         self.send(Update::Warning(text.to_owned()));
     }
 
+    fn wants_events(&self) -> bool {
+        self.asking.face.wants_events()
+    }
+
+    fn event(&self, line: &str) {
+        self.send(Update::Event(line.trim_end_matches('\n').to_owned()));
+    }
+
     fn notice(&self, text: &str) {
         self.send(Update::Notice(text.to_owned()));
     }

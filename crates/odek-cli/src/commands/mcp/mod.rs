@@ -69,19 +69,11 @@ struct Options {
 
 impl Options {
     fn from_args(args: &McpArgs) -> Result<Options, CommandError> {
-        let max_concurrent_runs = match &args.max_concurrent_runs {
-            None => DEFAULT_MAX_CONCURRENT_RUNS,
-            Some(value) => {
-                value.trim().parse::<usize>().ok().filter(|runs| (1..=MAX_CONCURRENT_RUNS).contains(runs)).ok_or_else(
-                    || {
-                        CommandError::Fatal(format!(
-                            "--max-concurrent-runs: want an integer from 1 to {MAX_CONCURRENT_RUNS}, got {}",
-                            quote(value)
-                        ))
-                    },
-                )?
-            }
-        };
+        let max_concurrent_runs = super::max_concurrent_runs(
+            args.max_concurrent_runs.as_deref(),
+            DEFAULT_MAX_CONCURRENT_RUNS,
+            MAX_CONCURRENT_RUNS,
+        )?;
         if args.events_jsonl.as_deref() == Some("-") {
             return Err(CommandError::Fatal(
                 "--events-jsonl -: stdout carries the MCP protocol; give a file".to_owned(),

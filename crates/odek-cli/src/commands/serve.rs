@@ -1,0 +1,47 @@
+//! `odek serve`: the flags of `odek run` resolved the same way, then the HTTP face
+//! (`odek_serve`) over a session host until SIGINT or SIGTERM. stdout stays empty; the address
+//! and the token go to stderr.
+
+use std::net::SocketAddr;
+
+use odek::host::HostSettings;
+use odek_contract::quoting::quote;
+use odek_serve::{DEFAULT_MAX_CONCURRENT_RUNS, ServeSettings, Token};
+
+use crate::cli::ServeArgs;
+use crate::commands::acp::refuse_run_only_flags;
+use crate::commands::run::overrides;
+use crate::interrupt::{cancel_on_stop_signals, received_stop_signal};
+use crate::outcome::CommandError;
+
+/// The most `--max-concurrent-runs` may be.
+const MAX_CONCURRENT_RUNS: usize = 256;
+
+pub async fn run(args: &ServeArgs) -> Result<(), CommandError> {
+    refuse_run_only_flags(&args.run, "odek serve")?;
+    let addr: SocketAddr = args.addr.parse().map_err(|_| {
+        CommandError::Fatal(format!(
+            "--addr {}: want an IP address and a port (e.g. 127.0.0.1:7420)",
+            quote(&args.addr)
+        ))
+    })?;
+    let max_concurrent_runs = super::max_concurrent_runs(
+        args.max_concurrent_runs.as_deref(),
+        DEFAULT_MAX_CONCURRENT_RUNS,
+        MAX_CONCURRENT_RUNS,
+    )?;
+    let (token, show_token) = match &args.token_file {
+        Some(path) => (Token::from_file(path)?, false),
+        None => (Token::generate()?, true),
+    };
+    let host = HostSettings::from_process(overrides(&args.run.common, Some(&args.run))?)?;
+    let cwd = std::env::current_dir().map_err(|error| CommandError::Fatal(format!("working directory: {error}")))?;
+    let settings =
+        ServeSettings { host, addr, allow_remote: args.allow_remote, token, show_token, max_concurrent_runs, cwd };
+    let stop = cancel_on_stop_signals();
+    odek_serve::serve(settings, stop).await?;
+    match received_stop_signal() {
+        Some(signal) => Err(CommandError::Stopped { signal, error: Box::new(CommandError::Reported) }),
+        None => Ok(()),
+    }
+}

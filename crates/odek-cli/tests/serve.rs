@@ -1,0 +1,363 @@
+//! `odek serve` end to end: the real binary on 127.0.0.1, driven by a real HTTP client
+//! (reqwest). Every route refuses a missing or wrong token and a foreign Host or Origin; a run's
+//! `odek.event/v1` stream arrives whole and in order over SSE and resumes after a dropped
+//! connection without a lost or repeated event; approvals are allowed, denied and expire;
+//! a run is cancelled mid-tool; past the bound on running runs the answer is 429; a client's
+//! budgets above the operator's are refused; bad bodies and ids get clear errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// How long any one wait of these tests may take.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// `odek serve` running in a temp home and project, answering from a replay script.
+struct Served {
+    child: Child,
+    base: String,
+    token: String,
+    _dir: tempfile::TempDir,
+    cwd: PathBuf,
+    client: reqwest::Client,
+}
+
+impl Served {
+    fn start(turns: Value, config: Value, extra: &[&str]) -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, cwd) = (root.join("home"), root.join("project"));
+        std::fs::create_dir_all(home.join(".odek")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        let config_file = home.join(".odek/config.json");
+        std::fs::write(&config_file, config.to_string()).unwrap();
+        std::fs::set_permissions(&config_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        let replay = root.join("replay.json");
+        std::fs::write(&replay, json!({"schema": "odek.replay/v1", "turns": turns}).to_string()).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_odek"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--provider", "replay", "--replay"])
+            .arg(&replay)
+            .args(extra)
+            .current_dir(&cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let (mut base, mut token) = (String::new(), String::new());
+        while token.is_empty() {
+            let mut line = String::new();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "odek serve ended before it listened");
+            if let Some(url) = line.trim().strip_prefix("odek serve: listening on ") {
+                base = url.trim_end_matches('/').to_owned();
+            } else if let Some((_, shown)) = line.trim().split_once("shown once): ") {
+                shown.clone_into(&mut token);
+            }
+        }
+        // The rest of stderr is drained, so odek never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let client = reqwest::Client::builder().timeout(DEADLINE).build().unwrap();
+        Served { child, base, token, _dir: dir, cwd, client }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let response = self.client.get(self.url(path)).bearer_auth(&self.token).send().await.unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let response = self.client.post(self.url(path)).bearer_auth(&self.token).json(body).send().await.unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn start_run(&self, body: Value) -> String {
+        let (status, answer) = self.post("/api/runs", &body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+        answer["run_id"].as_str().unwrap().to_owned()
+    }
+
+    /// The run's events after `after` (SSE ids and lines) until the stream ends or `stop` says so.
+    async fn events(&self, run: &str, after: Option<u64>, stop: impl Fn(&Value) -> bool) -> Vec<(u64, Value)> {
+        let mut request = self.client.get(self.url(&format!("/api/runs/{run}/events"))).bearer_auth(&self.token);
+        if let Some(after) = after {
+            request = request.header("Last-Event-ID", after.to_string());
+        }
+        let mut response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let (mut events, mut pending, mut id) = (Vec::new(), String::new(), None);
+        while let Some(chunk) = tokio::time::timeout(DEADLINE, response.chunk()).await.unwrap().unwrap() {
+            pending.push_str(std::str::from_utf8(&chunk).unwrap());
+            while let Some(end) = pending.find('\n') {
+                let line: String = pending.drain(..=end).collect();
+                let line = line.trim_end_matches('\n');
+                if let Some(value) = line.strip_prefix("id: ") {
+                    id = Some(value.parse::<u64>().unwrap());
+                } else if let Some(data) = line.strip_prefix("data: ") {
+                    let event: Value = serde_json::from_str(data).unwrap();
+                    events.push((id.take().unwrap(), event.clone()));
+                    if stop(&event) {
+                        return events;
+                    }
+                }
+            }
+        }
+        events
+    }
+
+    async fn wait_finished(&self, run: &str) -> Value {
+        self.events(run, None, |_| false).await;
+        let (status, view) = self.get(&format!("/api/runs/{run}")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(view["status"], "finished", "{view}");
+        view
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = support_wait(&mut self.child);
+    }
+}
+
+/// Waits (bounded) for `child`; killed past the deadline.
+fn support_wait(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            return child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One request written by hand (headers only) on a fresh connection; the response's head.
+fn raw_request(served: &Served, line: &str, headers: &[(&str, &str)]) -> String {
+    use std::io::{Read, Write};
+    let address = served.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut request = format!("{line} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\n", served.token);
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = vec![0_u8; 4096];
+    let read = stream.read(&mut head).unwrap();
+    String::from_utf8_lossy(&head[..read]).into_owned()
+}
+
+fn types(events: &[(u64, Value)]) -> Vec<String> {
+    events.iter().map(|(_, event)| event["type"].as_str().unwrap().to_owned()).collect()
+}
+
+fn shell(id: &str, command: &str) -> Value {
+    json!({"tool_calls": [{"id": id, "name": "shell", "arguments": {"command": command}}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_refuses_a_missing_or_wrong_token_and_a_foreign_host_or_origin_red() {
+    let served = Served::start(json!([{"content": "hi"}]), json!({}), &[]);
+    let routes = [
+        ("GET", "/healthz"),
+        ("GET", "/api/runs"),
+        ("POST", "/api/runs"),
+        ("GET", "/api/runs/0123"),
+        ("POST", "/api/runs/0123/cancel"),
+        ("GET", "/api/runs/0123/events"),
+        ("POST", "/api/runs/0123/approvals/1"),
+        ("GET", "/api/sessions"),
+        ("GET", "/api/sessions/20261207-00"),
+        ("DELETE", "/api/sessions/20261207-00"),
+        ("GET", "/api/limits"),
+        ("GET", "/api/usage"),
+        ("GET", "/no/such/route"),
+    ];
+    for (method, path) in routes {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let request = || served.client.request(method.clone(), served.url(path));
+        let missing = request().send().await.unwrap();
+        assert_eq!(missing.status(), StatusCode::UNAUTHORIZED, "{method} {path} without a token");
+        assert_eq!(missing.headers()["www-authenticate"], "Bearer");
+        let wrong = request().bearer_auth("0".repeat(64)).send().await.unwrap();
+        assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED, "{method} {path} with a wrong token");
+        let cookie = request().header("Cookie", format!("odek_token={}", served.token)).send().await.unwrap();
+        assert_ne!(cookie.status(), StatusCode::UNAUTHORIZED, "{method} {path} with the page's cookie");
+        let rebound = request().bearer_auth(&served.token).header("Host", "attacker.example").send().await.unwrap();
+        assert_eq!(rebound.status(), StatusCode::FORBIDDEN, "{method} {path} under a foreign Host");
+        let foreign =
+            request().bearer_auth(&served.token).header("Origin", "http://attacker.example").send().await.unwrap();
+        assert_eq!(foreign.status(), StatusCode::FORBIDDEN, "{method} {path} from a foreign Origin");
+        assert!(foreign.headers().get("access-control-allow-origin").is_none());
+    }
+    let (status, health) = served.get("/healthz").await;
+    assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("ok")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_streams_its_events_in_order_and_resumes_without_loss_or_repeat() {
+    let turns = json!([shell("c1", "echo one"), shell("c2", "echo two"), {"content": "done"}]);
+    let served = Served::start(turns, json!({}), &[]);
+    let run = served.start_run(json!({"task": "count", "surprise": "ignored"})).await;
+    let all = served.events(&run, None, |_| false).await;
+    let ids: Vec<u64> = all.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=all.len() as u64).collect::<Vec<_>>());
+    let kinds = types(&all);
+    assert_eq!(kinds.first().map(String::as_str), Some("run_started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("run_completed"), "{kinds:?}");
+    assert!(all.iter().all(|(_, event)| event["run_id"] == run.as_str()));
+
+    // A client that dropped after the third event resumes from it: the rest, each once.
+    let resumed = served.events(&run, Some(3), |_| false).await;
+    assert_eq!(resumed, all[3..].to_vec());
+
+    let view = served.wait_finished(&run).await;
+    assert_eq!((view["outcome"].as_str(), view["answer"].as_str()), (Some("success"), Some("done")));
+    let (_, listed) = served.get("/api/runs").await;
+    assert_eq!(listed["runs"][0]["run_id"], run.as_str());
+    let session = view["session_id"].as_str().unwrap();
+    let (status, saved) = served.get(&format!("/api/sessions/{session}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(saved["task"], "count");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_allowed_denied_and_expire() {
+    // `sh -c` is code execution: the policy asks.
+    let turns = json!([shell("x1", "sh -c 'echo 42'"), {"content": "finished"}]);
+    let served = Served::start(turns, json!({"approval_timeout_seconds": 1}), &[]);
+    let asked = |event: &Value| event["type"] == "approval_requested";
+
+    for (decision, completed) in [("allow", "tool_call_completed"), ("deny", "tool_call_failed")] {
+        let run = served.start_run(json!({"task": decision})).await;
+        let before = served.events(&run, None, asked).await;
+        let (seq, request) = before.last().unwrap().clone();
+        assert_eq!(request["tool"], "shell");
+        assert_eq!(request["data"]["class"], "code_execution");
+        let approval = request["data"]["approval_id"].as_u64().unwrap();
+        let (status, view) = served.get(&format!("/api/runs/{run}")).await;
+        assert_eq!((status, view["pending_approvals"].clone()), (StatusCode::OK, json!([approval])));
+        let path = format!("/api/runs/{run}/approvals/{approval}");
+        let (status, _) = served.post(&path, &json!({"decision": decision})).await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _) = served.post(&path, &json!({"decision": decision})).await;
+        assert_eq!(status, StatusCode::CONFLICT, "answered once only");
+        let after = served.events(&run, Some(seq), |_| false).await;
+        assert!(types(&after).contains(&completed.to_owned()), "{decision}: {:?}", types(&after));
+        served.wait_finished(&run).await;
+    }
+
+    // Nobody answers: denied after approval_timeout_seconds, and the stream says so.
+    let run = served.start_run(json!({"task": "nobody answers"})).await;
+    let events = served.events(&run, None, |_| false).await;
+    let resolved = events.iter().find(|(_, event)| event["type"] == "approval_resolved").unwrap();
+    assert_eq!(
+        (resolved.1["data"]["decision"].as_str(), resolved.1["data"]["by"].as_str()),
+        (Some("deny"), Some("expired"))
+    );
+    assert!(types(&events).contains(&"tool_call_failed".to_owned()));
+    let (status, _) = served.post(&format!("/api/runs/{run}/approvals/1"), &json!({"decision": "maybe"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_cancelled_mid_tool_and_past_the_bound_runs_are_refused_with_429() {
+    let served = Served::start(json!([shell("s1", "sleep 300")]), json!({}), &["--max-concurrent-runs", "1"]);
+    let run = served.start_run(json!({"task": "wait"})).await;
+    served.events(&run, None, |event| event["type"] == "tool_call_started").await;
+
+    let response = served
+        .client
+        .post(served.url("/api/runs"))
+        .bearer_auth(&served.token)
+        .json(&json!({"task": "more"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(response.headers().get("retry-after").is_some());
+
+    let (status, _) = served.post(&format!("/api/runs/{run}/cancel"), &json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let view = served.wait_finished(&run).await;
+    assert_eq!(view["outcome"], "cancelled", "{view}");
+    let (status, _) = served.post(&format!("/api/runs/{run}/cancel"), &json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    // The slot is free again.
+    served.start_run(json!({"task": "again"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budgets_only_lower_the_operators_and_bad_input_gets_clear_errors_red() {
+    let served = Served::start(json!([{"content": "ok"}]), json!({"limits": {"max_tool_calls": 5}}), &[]);
+    let (status, answer) = served.post("/api/runs", &json!({"task": "t", "limits": {"max_tool_calls": 10}})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        answer["error"],
+        "limits.max_tool_calls 10 is above the operator's (5); a client may only lower a budget"
+    );
+    let (status, _) = served.post("/api/runs", &json!({"task": "t", "limits": {"max_cost_usd": 1.5}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "a budget the operator left open may be set");
+    let run = served.start_run(json!({"task": "t", "limits": {"max_tool_calls": 3}})).await;
+    served.wait_finished(&run).await;
+    let (_, limits) = served.get("/api/limits").await;
+    assert_eq!(limits["limits"]["max_tool_calls"], 5);
+
+    let send = |body: Vec<u8>| {
+        served
+            .client
+            .post(served.url("/api/runs"))
+            .bearer_auth(&served.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let malformed = send(b"{\"task\": ".to_vec()).await.unwrap();
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    assert!(malformed.json::<Value>().await.unwrap()["error"].as_str().unwrap().starts_with("invalid JSON body"));
+    // A 100 MB body is refused from its length, before a byte of it is read.
+    let huge = raw_request(
+        &served,
+        "POST /api/runs",
+        &[("Content-Length", "104857600"), ("Content-Type", "application/json")],
+    );
+    assert!(huge.starts_with("HTTP/1.1 413 "), "{huge}");
+    let (status, _) = served.post("/api/runs", &json!({"task": "  "})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = served.post("/api/runs", &json!({"task": "t", "output_schema": {"type": "object"}})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = served.post("/api/runs", &json!({"task": "t", "cwd": "relative/dir"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    for path in ["/api/runs/..%2F..%2Fetc", "/api/sessions/..%2Fconfig", "/api/sessions/nope"] {
+        let (status, _) = served.get(path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+    }
+    // Each run's stream carries its own events only.
+    let other = served.start_run(json!({"task": "other"})).await;
+    let events = served.events(&other, None, |_| false).await;
+    assert!(events.iter().all(|(_, event)| event["run_id"] == other.as_str()));
+    assert!(Path::new(&served.cwd).is_dir());
+}

@@ -1,0 +1,524 @@
+//! `odek serve`: odek over HTTP for orchestrators, a thin adapter over the runtime's session
+//! host ([`odek::host`]): a run is one turn of a hosted session, so every limit, approval,
+//! redaction and event of `odek run` holds. On axum (hyper, tokio).
+//!
+//! - Every request passes [`auth`] first: `Host`/`Origin` (403), then the bearer token or the
+//!   page's cookie (401). The listener is loopback unless the operator allows remote clients.
+//! - `POST /api/runs` starts a run (429 past the bound on running runs); its `odek.event/v1`
+//!   stream is `GET /api/runs/{id}/events` (Server-Sent Events, the sequence number as the SSE
+//!   `id`, resumable with `Last-Event-ID` from the run's bounded log); approvals it waits on
+//!   are `approval_requested` events answered by `POST /api/runs/{id}/approvals/{aid}`.
+//! - Sessions are odek's session store: listed, shown, deleted.
+//!
+//! Start at [`serve`]; the runs and their logs are [`runs`], the host's face [`face`].
+
+mod auth;
+mod face;
+mod runs;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::Stream;
+use odek::host::{
+    ApprovalAnswer, Host, HostError, HostFace, HostSettings, LowerLimits, SessionOptions, StopReason, TurnEnd,
+    new_run_id,
+};
+use odek_contract::outcome::Outcome;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub use auth::{Token, TokenError};
+
+use face::ServeFace;
+use runs::{Read, Run, Runs};
+
+/// The default address.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7420";
+
+/// Default bound on runs running at once.
+pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 4;
+
+/// The largest request body, in bytes (a task is at most the host's prompt limit, 1 MiB).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// Event streams of one run open at once.
+const MAX_SUBSCRIBERS_PER_RUN: usize = 32;
+
+/// Event streams open at once in the process.
+const MAX_SUBSCRIBERS: usize = 512;
+
+/// How often an idle event stream sends a heartbeat comment.
+const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// What `Retry-After` says past the bound on running runs (seconds).
+const RETRY_AFTER_SECONDS: &str = "5";
+
+/// How `odek serve` is set up.
+#[derive(Debug, Clone)]
+pub struct ServeSettings {
+    /// The sessions' host: home, environment, the face's flags.
+    pub host: HostSettings,
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Listen on a non-loopback address (the operator's proxy terminates TLS).
+    pub allow_remote: bool,
+    /// The token every request must carry.
+    pub token: Token,
+    /// Whether the token is shown on stderr (not when the operator provisioned it).
+    pub show_token: bool,
+    /// Runs running at once.
+    pub max_concurrent_runs: usize,
+    /// The working directory of a run that names none.
+    pub cwd: PathBuf,
+}
+
+/// Why `odek serve` could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without `--allow-remote`.
+    #[error(
+        "--addr {0}: not a loopback address; odek serve runs agents, so it listens on loopback unless \
+         --allow-remote is given (every request still needs the token)"
+    )]
+    NotLoopback(SocketAddr),
+    /// The address cannot be bound, or serving failed.
+    #[error("serve: {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+}
+
+/// What every handler shares.
+struct App {
+    host: Arc<Host>,
+    runs: Arc<Runs>,
+    token: Token,
+    origins: auth::Origins,
+    max_concurrent_runs: usize,
+    cwd: PathBuf,
+    subscribers: Arc<AtomicUsize>,
+}
+
+/// Serves until `stop` is cancelled; then every running turn is cancelled and every session
+/// saved and closed.
+pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(), ServeError> {
+    if !settings.addr.ip().is_loopback() && !settings.allow_remote {
+        return Err(ServeError::NotLoopback(settings.addr));
+    }
+    let listener =
+        tokio::net::TcpListener::bind(settings.addr).await.map_err(|error| ServeError::Listen(settings.addr, error))?;
+    let addr = listener.local_addr().map_err(|error| ServeError::Listen(settings.addr, error))?;
+    let runs = Arc::new(Runs::default());
+    let face = Arc::new(ServeFace { runs: Arc::clone(&runs) });
+    let host = Arc::new(Host::new(settings.host.clone(), face as Arc<dyn HostFace>));
+    let app = Arc::new(App {
+        host: Arc::clone(&host),
+        runs,
+        token: settings.token.clone(),
+        origins: auth::Origins::new(addr, settings.allow_remote),
+        max_concurrent_runs: settings.max_concurrent_runs.max(1),
+        cwd: settings.cwd.clone(),
+        subscribers: Arc::new(AtomicUsize::new(0)),
+    });
+    if settings.allow_remote {
+        eprintln!(
+            "odek: warning: odek serve listens on {addr} for remote clients: put a TLS-terminating proxy in front of it"
+        );
+    }
+    eprintln!("odek serve: listening on http://{addr}/");
+    if settings.show_token {
+        // Once, on stderr; never written anywhere else.
+        eprintln!(
+            "odek serve: token (send as \"Authorization: Bearer <token>\"; shown once): {}",
+            settings.token.expose()
+        );
+    }
+    let served = axum::serve(listener, router(app)).with_graceful_shutdown(stop.cancelled_owned()).await;
+    host.close_all().await;
+    served.map_err(|error| ServeError::Listen(addr, error))
+}
+
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/api/runs", post(start_run).get(list_runs))
+        .route("/api/runs/{id}", get(show_run))
+        .route("/api/runs/{id}/cancel", post(cancel_run))
+        .route("/api/runs/{id}/events", get(run_events))
+        .route("/api/runs/{id}/approvals/{approval}", post(answer_approval))
+        .route("/api/sessions", get(list_sessions))
+        .route("/api/sessions/{id}", get(show_session).delete(delete_session))
+        .route("/api/limits", get(limits))
+        .route("/api/usage", get(usage))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
+}
+
+/// A JSON error answer.
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({"error": message.into()}))).into_response()
+}
+
+/// Every request: the `Host`/`Origin` rules, then the token.
+async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    if let Some(reason) = app.origins.refuses(request.headers()) {
+        return error(StatusCode::FORBIDDEN, reason);
+    }
+    if !app.token.admits(request.headers()) {
+        let mut response = error(StatusCode::UNAUTHORIZED, "a valid token is required (Authorization: Bearer <token>)");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    // A body announced too large is refused before a byte of it is read.
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return error(StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is larger than {MAX_BODY_BYTES} bytes"));
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "no such route")
+}
+
+async fn healthz(State(app): State<Arc<App>>) -> Response {
+    axum::Json(json!({"status": "ok", "running_runs": app.runs.running_count()})).into_response()
+}
+
+/// A request body as JSON of type `T` (unknown fields ignored), or the error answer.
+fn body<T: for<'de> Deserialize<'de>>(body: Result<Bytes, BytesRejection>) -> Result<T, Refusal> {
+    let bytes = body.map_err(|rejection| Refusal(rejection.status(), rejection.body_text()))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|parse| Refusal(StatusCode::BAD_REQUEST, format!("invalid JSON body: {parse}")))
+}
+
+/// A request refused before its handler's work: the status and the error's text.
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        error(self.0, self.1)
+    }
+}
+
+/// `POST /api/runs`.
+#[derive(Debug, Deserialize)]
+struct StartRun {
+    task: String,
+    session_id: Option<String>,
+    cwd: Option<PathBuf>,
+    model: Option<String>,
+    #[serde(default)]
+    limits: LowerLimits,
+    planning: Option<bool>,
+    output_schema: Option<Value>,
+    checks: Option<Value>,
+}
+
+async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejection>) -> Response {
+    let request: StartRun = match body(raw) {
+        Ok(request) => request,
+        Err(refused) => return refused.into_response(),
+    };
+    if request.task.trim().is_empty() {
+        return error(StatusCode::BAD_REQUEST, "task is required (a non-empty string)");
+    }
+    if request.output_schema.is_some() || request.checks.is_some() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "output_schema and checks are not supported by this version of odek serve; run without them",
+        );
+    }
+    if app.runs.running_count() >= app.max_concurrent_runs {
+        return too_many_runs(app.max_concurrent_runs);
+    }
+    let options = SessionOptions { model: request.model.clone(), planning: request.planning, limits: request.limits };
+    let cwd = request.cwd.clone().unwrap_or_else(|| app.cwd.clone());
+    let opened = match &request.session_id {
+        None => app.host.create_with(cwd, Default::default(), &options).await,
+        Some(id) => {
+            if app.host.is_running(id) {
+                return error(StatusCode::CONFLICT, format!("session {id} is running a turn"));
+            }
+            // Reopened, so the run's model and budgets apply to it.
+            let _ = app.host.close(id).await;
+            app.host.load_with(id, cwd, Default::default(), &options).await
+        }
+    };
+    let opened = match opened {
+        Ok(opened) => opened,
+        Err(refused) => return host_error(&refused),
+    };
+    let run_id = match new_run_id() {
+        Ok(run_id) => run_id,
+        Err(failed) => return host_error(&failed),
+    };
+    let claim = match app.host.begin_turn(&opened.id) {
+        Ok(claim) => claim,
+        Err(refused) => return host_error(&refused),
+    };
+    let run = Run::new(run_id.clone(), opened.id.clone());
+    if !app.runs.start(&run, app.max_concurrent_runs) {
+        return too_many_runs(app.max_concurrent_runs);
+    }
+    // "allow_for_run" holds for this run only.
+    let _ = app.host.forget_always(&opened.id);
+    let (host, runs) = (Arc::clone(&app.host), Arc::clone(&app.runs));
+    tokio::spawn(async move {
+        let end = match host.run_as(claim, &request.task, &[], Some(&run.id)).await {
+            Ok(end) => end,
+            Err(failed) => TurnEnd {
+                outcome: Outcome::Error,
+                stop: StopReason::EndTurn,
+                answer: String::new(),
+                usage: Default::default(),
+                error: Some(failed.to_string()),
+                budget: None,
+            },
+        };
+        runs.ended(&run);
+        run.finish(end);
+    });
+    (StatusCode::ACCEPTED, axum::Json(json!({"run_id": run_id, "session_id": opened.id}))).into_response()
+}
+
+fn too_many_runs(max: usize) -> Response {
+    let mut response =
+        error(StatusCode::TOO_MANY_REQUESTS, format!("{max} runs are running (the limit); retry when one ends"));
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+    response
+}
+
+/// The host's refusal as an HTTP answer.
+fn host_error(refused: &HostError) -> Response {
+    let status = match refused {
+        HostError::UnknownSession(_) => StatusCode::NOT_FOUND,
+        HostError::Busy(_) | HostError::AlreadyOpen(_) => StatusCode::CONFLICT,
+        HostError::TooManySessions(_) => StatusCode::TOO_MANY_REQUESTS,
+        HostError::PromptTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        HostError::Cwd(..) | HostError::AboveOperator { .. } | HostError::NotPositive(_) => StatusCode::BAD_REQUEST,
+        HostError::Runtime(runtime) if runtime.to_string().contains("session") => StatusCode::BAD_REQUEST,
+        HostError::Runtime(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, refused.to_string())
+}
+
+async fn list_runs(State(app): State<Arc<App>>) -> Response {
+    axum::Json(json!({"runs": app.runs.list()})).into_response()
+}
+
+fn find_run(app: &App, id: &str) -> Result<Arc<Run>, Refusal> {
+    app.runs.get(id).ok_or_else(|| Refusal(StatusCode::NOT_FOUND, "no run with this id".to_owned()))
+}
+
+async fn show_run(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    match find_run(&app, &id) {
+        Ok(run) => axum::Json(run.view()).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn cancel_run(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let run = match find_run(&app, &id) {
+        Ok(run) => run,
+        Err(refused) => return refused.into_response(),
+    };
+    if !run.is_running() {
+        return error(StatusCode::CONFLICT, "the run is over");
+    }
+    match app.host.cancel(&run.session_id) {
+        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"run_id": run.id, "cancelling": true}))).into_response(),
+        Err(refused) => host_error(&refused),
+    }
+}
+
+/// `POST /api/runs/{id}/approvals/{aid}`.
+#[derive(Debug, Deserialize)]
+struct Decision {
+    decision: String,
+}
+
+async fn answer_approval(
+    State(app): State<Arc<App>>,
+    Path((id, approval)): Path<(String, String)>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    let run = match find_run(&app, &id) {
+        Ok(run) => run,
+        Err(refused) => return refused.into_response(),
+    };
+    let Ok(approval) = approval.parse::<u64>() else { return error(StatusCode::NOT_FOUND, "no approval with this id") };
+    let decision: Decision = match body(raw) {
+        Ok(decision) => decision,
+        Err(refused) => return refused.into_response(),
+    };
+    let answer = match decision.decision.as_str() {
+        "allow" => ApprovalAnswer::AllowOnce,
+        "allow_for_run" => ApprovalAnswer::AllowAlways,
+        "deny" => ApprovalAnswer::Deny,
+        _ => return error(StatusCode::BAD_REQUEST, "decision must be \"allow\", \"deny\" or \"allow_for_run\""),
+    };
+    if run.answer(approval, answer) {
+        axum::Json(json!({"approval_id": approval, "decision": decision.decision})).into_response()
+    } else {
+        error(StatusCode::CONFLICT, "the approval is not waiting (answered, expired, or its run is over)")
+    }
+}
+
+/// An open event stream, counted against the bounds; the counts drop with it.
+struct Subscription {
+    total: Arc<AtomicUsize>,
+    run: Arc<AtomicUsize>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.total.fetch_sub(1, Ordering::AcqRel);
+        self.run.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Takes a slot of `counter` below `max`.
+fn take(counter: &AtomicUsize, max: usize) -> bool {
+    counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| (count < max).then_some(count + 1)).is_ok()
+}
+
+async fn run_events(State(app): State<Arc<App>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let run = match find_run(&app, &id) {
+        Ok(run) => run,
+        Err(refused) => return refused.into_response(),
+    };
+    let per_run = run.subscribers();
+    if !take(&app.subscribers, MAX_SUBSCRIBERS) {
+        return error(StatusCode::TOO_MANY_REQUESTS, "too many event streams are open");
+    }
+    if !take(&per_run, MAX_SUBSCRIBERS_PER_RUN) {
+        app.subscribers.fetch_sub(1, Ordering::AcqRel);
+        return error(StatusCode::TOO_MANY_REQUESTS, "too many event streams of this run are open");
+    }
+    let subscription = Subscription { total: Arc::clone(&app.subscribers), run: per_run };
+    let after = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    Sse::new(event_stream(run, after, subscription))
+        .keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"))
+        .into_response()
+}
+
+/// The run's events after `after`, as SSE messages, until its last one.
+fn event_stream(
+    run: Arc<Run>,
+    after: u64,
+    subscription: Subscription,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    let written = run.subscribe();
+    let state = (run, after, written, std::collections::VecDeque::<Event>::new(), subscription);
+    futures_util::stream::unfold(state, |(run, mut after, mut written, mut ready, subscription)| async move {
+        loop {
+            if let Some(event) = ready.pop_front() {
+                return Some((Ok(event), (run, after, written, ready, subscription)));
+            }
+            match run.read(after) {
+                Read::Lines { lines, lost } => {
+                    if lost > 0 {
+                        ready.push_back(Event::default().event("lost").data(json!({"lost": lost}).to_string()));
+                    }
+                    for (seq, line) in lines {
+                        after = seq;
+                        ready.push_back(Event::default().id(seq.to_string()).data(&*line));
+                    }
+                }
+                Read::Ended => return None,
+                Read::Nothing => {
+                    written.borrow_and_update();
+                    if !matches!(run.read(after), Read::Nothing) {
+                        continue;
+                    }
+                    if written.changed().await.is_err() {
+                        return None;
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn list_sessions(State(app): State<Arc<App>>) -> Response {
+    let listed = app.host.store().and_then(|store| store.list().map_err(HostError::from));
+    match listed {
+        Ok(entries) => axum::Json(json!({"sessions": entries})).into_response(),
+        Err(failed) => host_error(&failed),
+    }
+}
+
+/// A session id from a URL, or 404 (`../` and the like are not ids).
+fn session_id(id: &str) -> Result<odek::agent::session::SessionId, Refusal> {
+    odek::agent::session::SessionId::parse(id)
+        .map_err(|_| Refusal(StatusCode::NOT_FOUND, "no session with this id".to_owned()))
+}
+
+async fn show_session(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let id = match session_id(&id) {
+        Ok(id) => id,
+        Err(refused) => return refused.into_response(),
+    };
+    let loaded = app.host.store().and_then(|store| store.load(&id).map_err(HostError::from));
+    match loaded {
+        Ok(session) => axum::Json(session).into_response(),
+        Err(_) => error(StatusCode::NOT_FOUND, "no session with this id"),
+    }
+}
+
+async fn delete_session(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let id = match session_id(&id) {
+        Ok(id) => id,
+        Err(refused) => return refused.into_response(),
+    };
+    if app.host.is_running(id.as_str()) {
+        return error(StatusCode::CONFLICT, "the session is running a turn; cancel it first");
+    }
+    let _ = app.host.close(id.as_str()).await;
+    let deleted = app.host.store().and_then(|store| store.delete(&id).map_err(HostError::from));
+    match deleted {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => error(StatusCode::NOT_FOUND, "no session with this id"),
+    }
+}
+
+async fn limits(State(app): State<Arc<App>>) -> Response {
+    match app.host.limits_of(app.cwd.clone()) {
+        Ok(limits) => {
+            axum::Json(json!({"limits": limits, "max_concurrent_runs": app.max_concurrent_runs})).into_response()
+        }
+        Err(failed) => host_error(&failed),
+    }
+}
+
+async fn usage(State(app): State<Arc<App>>) -> Response {
+    axum::Json(json!({"usage": app.runs.usage(), "running_runs": app.runs.running_count()})).into_response()
+}

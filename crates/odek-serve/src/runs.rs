@@ -1,0 +1,390 @@
+//! The runs `odek serve` knows: each one turn of a hosted session, with its state (status,
+//! outcome, answer, usage, plan) and its `odek.event/v1` stream kept in a bounded log that
+//! every subscriber reads at its own pace — a slow subscriber falls behind (and is told what
+//! it lost), it never holds a run back — and the approvals it waits on.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use odek::host::{ApprovalAnswer, PlanStep, TurnEnd};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
+
+/// Events one run's log keeps; older ones are dropped (a subscriber that resumes before the
+/// first kept one is told how many it lost).
+pub const MAX_LOG_EVENTS: usize = 4096;
+
+/// Bytes of event lines one run's log keeps.
+pub const MAX_LOG_BYTES: usize = 4 * 1024 * 1024;
+
+/// Finished runs remembered; the oldest is forgotten past this.
+pub const MAX_FINISHED_RUNS: usize = 1000;
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Running (or waiting for the host's bound on running turns).
+    Running,
+    /// Over: see the outcome.
+    Finished,
+}
+
+/// What a run reports of itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    /// The run's id: the `run_id` of its events.
+    pub run_id: String,
+    /// The session it is a turn of.
+    pub session_id: String,
+    /// When it was accepted (RFC 3339 UTC).
+    pub created_at: String,
+    /// Running or finished.
+    pub status: Status,
+    /// odek's outcome class once finished (`success`, `budget_exceeded`, `cancelled`, …).
+    pub outcome: Option<String>,
+    /// The final answer (empty unless it succeeded).
+    pub answer: String,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// For a budget stop: the limit that ran out.
+    pub budget: Option<String>,
+    /// Tokens so far (the turn's, once finished).
+    pub usage: Usage,
+    /// The plan's steps, when the run keeps one.
+    pub plan: Vec<Step>,
+    /// Approvals waiting for an answer.
+    pub pending_approvals: Vec<u64>,
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Usage {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}
+
+/// One plan step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The step's title.
+    pub title: String,
+    /// `pending`, `in_progress`, `done`, `blocked`.
+    pub status: String,
+}
+
+/// The bounded event log of a run.
+#[derive(Default)]
+struct Log {
+    /// The sequence number of the first line kept (1-based; lines are numbered in order).
+    first: u64,
+    lines: VecDeque<Arc<str>>,
+    bytes: usize,
+    /// No line follows.
+    closed: bool,
+}
+
+impl Log {
+    fn push(&mut self, line: Arc<str>) -> u64 {
+        if self.first == 0 {
+            self.first = 1;
+        }
+        self.bytes += line.len();
+        self.lines.push_back(line);
+        while self.lines.len() > MAX_LOG_EVENTS || (self.bytes > MAX_LOG_BYTES && self.lines.len() > 1) {
+            if let Some(dropped) = self.lines.pop_front() {
+                self.bytes -= dropped.len();
+                self.first += 1;
+            }
+        }
+        self.next() - 1
+    }
+
+    /// The number the next line gets.
+    fn next(&self) -> u64 {
+        self.first.max(1) + self.lines.len() as u64
+    }
+}
+
+/// What a subscriber reads after `after`.
+pub enum Read {
+    /// Lines, each with its sequence number; `lost` lines before them are gone from the log.
+    Lines { lines: Vec<(u64, Arc<str>)>, lost: u64 },
+    /// Nothing new yet.
+    Nothing,
+    /// Nothing new, and nothing will come.
+    Ended,
+}
+
+/// One run.
+pub struct Run {
+    pub id: String,
+    pub session_id: String,
+    pub created_at: String,
+    state: Mutex<State>,
+    log: Mutex<Log>,
+    /// The next sequence number, for subscribers to wait on.
+    written: watch::Sender<u64>,
+    approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
+    /// Event streams of this run open now.
+    subscribers: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+struct State {
+    status: Status,
+    end: Option<TurnEnd>,
+    usage: Usage,
+    plan: Vec<Step>,
+}
+
+impl Run {
+    pub fn new(id: String, session_id: String) -> Arc<Run> {
+        let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        Arc::new(Run {
+            id,
+            session_id,
+            created_at,
+            state: Mutex::new(State { status: Status::Running, end: None, usage: Usage::default(), plan: Vec::new() }),
+            log: Mutex::new(Log::default()),
+            written: watch::Sender::new(0),
+            approvals: Mutex::new(HashMap::new()),
+            subscribers: Arc::default(),
+        })
+    }
+
+    /// Appends one event line (ignored once the run's log is closed).
+    pub fn push_event(&self, line: &str) {
+        let next = {
+            let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+            if log.closed {
+                return;
+            }
+            log.push(Arc::from(line));
+            log.next()
+        };
+        self.written.send_replace(next);
+    }
+
+    /// An event of serve's own (`approval_requested`, `approval_resolved`), shaped as the
+    /// run's other events.
+    pub fn push_own_event(&self, kind: &str, tool: Option<&str>, data: Value) {
+        let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let mut event = serde_json::Map::new();
+        event.insert("schema".into(), json!("odek.event/v1"));
+        event.insert("type".into(), json!(kind));
+        event.insert("run_id".into(), json!(self.id));
+        event.insert("session_id".into(), json!(self.session_id));
+        if let Some(tool) = tool {
+            event.insert("tool".into(), json!(tool));
+        }
+        event.insert("timestamp".into(), json!(timestamp));
+        event.insert("data".into(), odek_contract::canonical_json::sorted_value(data));
+        self.push_event(&Value::Object(event).to_string());
+    }
+
+    /// The lines after sequence number `after`.
+    pub fn read(&self, after: u64) -> Read {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = log.next();
+        if after + 1 >= next {
+            return if log.closed { Read::Ended } else { Read::Nothing };
+        }
+        let start = (after + 1).max(log.first.max(1));
+        let lost = start - (after + 1);
+        let skip = usize::try_from(start - log.first.max(1)).unwrap_or(usize::MAX);
+        let lines =
+            log.lines.iter().skip(skip).enumerate().map(|(index, line)| (start + index as u64, Arc::clone(line)));
+        Read::Lines { lines: lines.collect(), lost }
+    }
+
+    /// Waits until a line after `after` is written or the log closes.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.written.subscribe()
+    }
+
+    /// The turn ended: the state takes its end, and the log closes.
+    pub fn finish(&self, end: TurnEnd) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.status = Status::Finished;
+            state.usage = Usage { input_tokens: end.usage.input_tokens, output_tokens: end.usage.output_tokens };
+            state.end = Some(end);
+        }
+        let next = {
+            let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+            log.closed = true;
+            log.next()
+        };
+        // Woken even with no new line: the stream ends.
+        self.written.send_replace(next + 1);
+        self.written.send_replace(next);
+        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    pub fn set_usage(&self, input_tokens: u64, output_tokens: u64) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).usage = Usage { input_tokens, output_tokens };
+    }
+
+    pub fn set_plan(&self, steps: &[PlanStep]) {
+        let plan =
+            steps.iter().map(|step| Step { title: step.title.clone(), status: step.status.to_owned() }).collect();
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).plan = plan;
+    }
+
+    /// The count of this run's open event streams.
+    pub fn subscribers(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+        Arc::clone(&self.subscribers)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).status == Status::Running
+    }
+
+    /// Waits for the answer to approval `id`.
+    pub fn pend(&self, id: u64) -> oneshot::Receiver<ApprovalAnswer> {
+        let (answer, answered) = oneshot::channel();
+        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).insert(id, answer);
+        answered
+    }
+
+    /// Answers approval `id`; false when it is not (or no longer) waiting.
+    pub fn answer(&self, id: u64, answer: ApprovalAnswer) -> bool {
+        let pending = self.approvals.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        pending.is_some_and(|pending| pending.send(answer).is_ok())
+    }
+
+    /// Forgets approval `id` (its asker gave up); true when it was still waiting.
+    pub fn forget(&self, id: u64) -> bool {
+        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).remove(&id).is_some()
+    }
+
+    pub fn view(&self) -> RunView {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pending: Vec<u64> =
+            self.approvals.lock().unwrap_or_else(PoisonError::into_inner).keys().copied().collect();
+        pending.sort_unstable();
+        let end = state.end.as_ref();
+        RunView {
+            run_id: self.id.clone(),
+            session_id: self.session_id.clone(),
+            created_at: self.created_at.clone(),
+            status: state.status,
+            outcome: end.map(|end| end.outcome.as_str().to_owned()),
+            answer: end.map(|end| end.answer.clone()).unwrap_or_default(),
+            error: end.and_then(|end| end.error.clone()),
+            budget: end.and_then(|end| end.budget.clone()),
+            usage: state.usage,
+            plan: state.plan.clone(),
+            pending_approvals: pending,
+        }
+    }
+}
+
+/// Every run of the process, and which run each session is running.
+#[derive(Default)]
+pub struct Runs {
+    by_id: Mutex<HashMap<String, Arc<Run>>>,
+    /// Run ids, oldest first.
+    order: Mutex<VecDeque<String>>,
+    /// Session id → its running run.
+    running: Mutex<HashMap<String, Arc<Run>>>,
+}
+
+impl Runs {
+    pub fn get(&self, id: &str) -> Option<Arc<Run>> {
+        self.by_id.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
+    /// The running run of session `session`.
+    pub fn of_session(&self, session: &str) -> Option<Arc<Run>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner).get(session).cloned()
+    }
+
+    /// How many runs are running.
+    pub fn running_count(&self) -> usize {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Registers `run` as its session's running run, unless `max` runs run already (`false`).
+    pub fn start(&self, run: &Arc<Run>, max: usize) -> bool {
+        {
+            let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+            if running.len() >= max || running.contains_key(&run.session_id) {
+                return false;
+            }
+            running.insert(run.session_id.clone(), Arc::clone(run));
+        }
+        self.by_id.lock().unwrap_or_else(PoisonError::into_inner).insert(run.id.clone(), Arc::clone(run));
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        order.push_back(run.id.clone());
+        // Past the bound the oldest finished runs are forgotten.
+        while order.len() > MAX_FINISHED_RUNS {
+            let Some(oldest) = order.front().cloned() else { break };
+            let mut by_id = self.by_id.lock().unwrap_or_else(PoisonError::into_inner);
+            if by_id.get(&oldest).is_some_and(|run| run.is_running()) {
+                break;
+            }
+            by_id.remove(&oldest);
+            order.pop_front();
+        }
+        true
+    }
+
+    /// The run of its session is over.
+    pub fn ended(&self, run: &Run) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if running.get(&run.session_id).is_some_and(|current| current.id == run.id) {
+            running.remove(&run.session_id);
+        }
+    }
+
+    /// Every run, newest first.
+    pub fn list(&self) -> Vec<RunView> {
+        let order = self.order.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        order.iter().rev().filter_map(|id| self.get(id)).map(|run| run.view()).collect()
+    }
+
+    /// Token totals of every run remembered.
+    pub fn usage(&self) -> Usage {
+        self.list().iter().fold(Usage::default(), |total, run| Usage {
+            input_tokens: total.input_tokens + run.usage.input_tokens,
+            output_tokens: total.output_tokens + run.usage.output_tokens,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_is_bounded_and_a_late_reader_learns_what_it_lost() {
+        let run = Run::new("r".into(), "s".into());
+        for index in 0..(MAX_LOG_EVENTS + 10) {
+            run.push_event(&format!("{{\"n\":{index}}}"));
+        }
+        let Read::Lines { lines, lost } = run.read(0) else { panic!("lines expected") };
+        assert_eq!(lost, 10);
+        assert_eq!(lines.len(), MAX_LOG_EVENTS);
+        assert_eq!(lines[0].0, 11);
+        let Read::Lines { lines, lost } = run.read(MAX_LOG_EVENTS as u64 + 8) else { panic!() };
+        assert_eq!((lost, lines.len(), lines[0].0), (0, 2, MAX_LOG_EVENTS as u64 + 9));
+        assert!(matches!(run.read(MAX_LOG_EVENTS as u64 + 10), Read::Nothing));
+    }
+
+    #[test]
+    fn a_resumed_reader_gets_each_line_once_in_order() {
+        let run = Run::new("r".into(), "s".into());
+        for index in 1..=5 {
+            run.push_event(&format!("line {index}"));
+        }
+        let Read::Lines { lines, lost } = run.read(2) else { panic!() };
+        assert_eq!(lost, 0);
+        let numbers: Vec<u64> = lines.iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(numbers, [3, 4, 5]);
+        assert_eq!(&*lines[0].1, "line 3");
+    }
+}
