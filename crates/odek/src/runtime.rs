@@ -262,7 +262,12 @@ impl Runtime {
     /// A new persisted session for this runtime's model, provider and endpoint, locked for
     /// this process. It is saved after each completed step of its turns.
     pub fn new_session_record(&self) -> Result<(SessionRecord, SessionLock), RuntimeError> {
-        let id = SessionId::mint()?;
+        self.session_record(SessionId::mint()?)
+    }
+
+    /// [`Runtime::new_session_record`] under an id the caller minted (a host names the session
+    /// before its runtime exists).
+    pub fn session_record(&self, id: SessionId) -> Result<(SessionRecord, SessionLock), RuntimeError> {
         let lock = self.session_store()?.lock(&id)?;
         let mut record = SessionRecord::new(id);
         let core = &self.settings.config.core;
@@ -685,11 +690,6 @@ impl Session<'_> {
         let servers =
             self.started.as_ref().map(|started| started.hub.as_ref().map(|hub| hub.servers()).unwrap_or_default());
         Catalogue { builtins, servers }
-    }
-
-    /// \[beyond\] The approval mode the session's file records (empty: none, or no file).
-    pub fn recorded_mode(&self) -> String {
-        self.persisted.as_ref().map(|persisted| lock(persisted).record.mode.clone()).unwrap_or_default()
     }
 
     /// \[beyond\] Records `mode` (a face's approval mode; empty for the configured policy) in

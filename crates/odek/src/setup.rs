@@ -114,9 +114,13 @@ impl Setup {
 
     /// `~/.odek/sessions`, with `~/.odek/artifacts` for the artifacts sessions refer to.
     pub fn session_store(&self) -> Result<SessionStore, SessionError> {
-        let odek_dir = self.sources.odek_dir();
-        Ok(SessionStore::new(odek_dir.join("sessions"))?.with_artifacts_dir(odek_dir.join("artifacts")))
+        session_store_in(&self.sources.odek_dir())
     }
+}
+
+/// The session store of `odek_dir` (`~/.odek`): `sessions/`, deleting into `artifacts/`.
+pub fn session_store_in(odek_dir: &std::path::Path) -> Result<SessionStore, SessionError> {
+    SessionStore::new(odek_dir.join("sessions")).map(|store| store.with_artifacts_dir(odek_dir.join("artifacts")))
 }
 
 /// One enabled server validated (spec `mcp-client.md` §1 step 2), its warnings reported;

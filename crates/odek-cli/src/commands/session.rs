@@ -39,8 +39,7 @@ pub async fn run(command: SessionCommand) -> Result<(), CommandError> {
 
 /// `~/.odek/sessions`, deleting into `~/.odek/artifacts`.
 fn open_store() -> Result<SessionStore, CommandError> {
-    let odek_dir = ConfigSources::from_process()?.odek_dir();
-    Ok(SessionStore::new(odek_dir.join("sessions"))?.with_artifacts_dir(odek_dir.join("artifacts")))
+    Ok(odek::setup::session_store_in(&ConfigSources::from_process()?.odek_dir())?)
 }
 
 fn list(store: &SessionStore, json: bool) -> Result<(), CommandError> {

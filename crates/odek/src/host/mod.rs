@@ -253,9 +253,9 @@ pub struct SessionOptions {
     pub limits: LowerLimits,
 }
 
-/// Budgets a client asks for; `None` keeps the operator's. A value above the operator's (or
-/// any value of a budget the operator set to none) is refused, never silently capped: the
-/// client learns which.
+/// Budgets a client asks for; `None` keeps the operator's. A value above the operator's is
+/// refused, never silently capped (the client learns which); a budget the operator left
+/// open (`0`, none) takes any positive value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LowerLimits {
@@ -428,7 +428,7 @@ impl Host {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
     }
 
-    /// A new session in `cwd`, persisted from its first step. `servers` are the MCP servers the
+    /// A new session in `cwd`, saved as it opens and after every step. `servers` are the MCP servers the
     /// face's client offered (name → entry in the config files' format): project servers, with
     /// the project's rules and approvals.
     pub async fn create(&self, cwd: PathBuf, servers: ClientServers) -> Result<Opened, HostError> {
@@ -547,21 +547,16 @@ impl Host {
         }
         let mut runtime = Runtime::new(setup, &overrides, Arc::clone(&subscriber))?;
         options.limits.lower(&mut runtime)?;
-        let store = runtime.session_store()?;
-        let lock = store.lock(&id)?;
-        let (record, history, replayed) = if existing {
+        let (record, lock, history, replayed) = if existing {
+            let store = runtime.session_store()?;
+            let lock = store.lock(&id)?;
             let record = store.load(&id)?;
             runtime.adopt_session(&record)?;
-            let replayed = replay(&record.messages, &cwd);
-            (record.clone(), safe_state(&record.messages), replayed)
+            let (history, replayed) = (safe_state(&record.messages), replay(&record.messages, &cwd));
+            (record, lock, history, replayed)
         } else {
-            let mut record = odek_agent::session::Session::new(id);
-            let core = &runtime.settings().config.core;
-            record.model.clone_from(&core.model);
-            record.provider.clone_from(&core.provider);
-            record.base_url.clone_from(&core.base_url);
-            record.sandbox = runtime.sandboxed();
-            (record, vec![Message::system(runtime.system_prompt(None))], Vec::new())
+            let (record, lock) = runtime.session_record(id)?;
+            (record, lock, vec![Message::system(runtime.system_prompt(None))], Vec::new())
         };
         let timeout = u64::from(runtime.settings().config.core.approval_timeout_seconds);
         asking.timeout_seconds.store(timeout, Ordering::Relaxed);
@@ -758,9 +753,7 @@ impl Host {
 
     /// The session store of the host's home (`~/.odek/sessions`), deleting into its artifacts.
     pub fn store(&self) -> Result<odek_agent::session::SessionStore, HostError> {
-        let odek_dir = self.settings.home.join(".odek");
-        Ok(odek_agent::session::SessionStore::new(odek_dir.join("sessions"))?
-            .with_artifacts_dir(odek_dir.join("artifacts")))
+        Ok(crate::setup::session_store_in(&self.settings.home.join(".odek"))?)
     }
 
     /// The operator's budgets for a session in `cwd` (its config files, the environment, the
