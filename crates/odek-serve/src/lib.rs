@@ -320,7 +320,7 @@ fn host_error(refused: &HostError) -> Response {
         HostError::TooManySessions(_) => StatusCode::TOO_MANY_REQUESTS,
         HostError::PromptTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         HostError::Cwd(..) | HostError::AboveOperator { .. } | HostError::NotPositive(_) => StatusCode::BAD_REQUEST,
-        HostError::Runtime(runtime) if runtime.to_string().contains("session") => StatusCode::BAD_REQUEST,
+        HostError::Runtime(odek::RuntimeError::Session(_)) => StatusCode::BAD_REQUEST,
         HostError::Runtime(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     error(status, refused.to_string())
@@ -443,6 +443,8 @@ fn event_stream(
             if let Some(event) = ready.pop_front() {
                 return Some((Ok(event), (run, after, written, ready, subscription)));
             }
+            // Seen before the read: a line written after it wakes the wait below.
+            written.borrow_and_update();
             match run.read(after) {
                 Read::Lines { lines, lost } => {
                     if lost > 0 {
@@ -455,10 +457,6 @@ fn event_stream(
                 }
                 Read::Ended => return None,
                 Read::Nothing => {
-                    written.borrow_and_update();
-                    if !matches!(run.read(after), Read::Nothing) {
-                        continue;
-                    }
                     if written.changed().await.is_err() {
                         return None;
                     }

@@ -218,8 +218,8 @@ impl Run {
             log.closed = true;
             log.next()
         };
-        // Woken even with no new line: the stream ends.
-        self.written.send_replace(next + 1);
+        // Every subscriber wakes (a send marks the value changed even when it is the same)
+        // and finds the stream ended.
         self.written.send_replace(next);
         self.approvals.lock().unwrap_or_else(PoisonError::into_inner).clear();
     }
@@ -237,6 +237,10 @@ impl Run {
     /// The count of this run's open event streams.
     pub fn subscribers(&self) -> Arc<std::sync::atomic::AtomicUsize> {
         Arc::clone(&self.subscribers)
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).usage
     }
 
     pub fn is_running(&self) -> bool {
@@ -349,10 +353,13 @@ impl Runs {
 
     /// Token totals of every run remembered.
     pub fn usage(&self) -> Usage {
-        self.list().iter().fold(Usage::default(), |total, run| Usage {
-            input_tokens: total.input_tokens + run.usage.input_tokens,
-            output_tokens: total.output_tokens + run.usage.output_tokens,
-        })
+        self.by_id.lock().unwrap_or_else(PoisonError::into_inner).values().map(|run| run.usage()).fold(
+            Usage::default(),
+            |total, usage| Usage {
+                input_tokens: total.input_tokens + usage.input_tokens,
+                output_tokens: total.output_tokens + usage.output_tokens,
+            },
+        )
     }
 }
 
