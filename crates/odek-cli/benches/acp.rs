@@ -29,10 +29,9 @@ use std::time::Instant;
 
 use run_support::Sandbox;
 use serde_json::{Value, json};
-use turn_support::{median, report, run_ms, script, turn};
+use turn_support::{LONG_TURN, long_and_short_scripts, median, per_iteration, report, run_ms, script, turn};
 
 const ROUNDS: usize = 15;
-const LONG_TURN: usize = 90;
 const IDLE_SESSIONS: usize = 100;
 const CONCURRENT_SESSIONS: usize = 20;
 const CONCURRENT_TURN: usize = 10;
@@ -41,14 +40,10 @@ fn main() {
     let bench = Sandbox::new();
     bench.global_config(&json!({"provider": "replay"}));
     std::fs::write(bench.project.join("f.txt"), "a small file\n").unwrap();
-    let long = bench.project.join("long.replay.json");
-    let short = bench.project.join("short.replay.json");
-    std::fs::write(&long, script(&turn(LONG_TURN))).unwrap();
-    std::fs::write(&short, script(&turn(1))).unwrap();
+    let (long, short) = long_and_short_scripts(&bench.project);
 
     let mut acp_long = Acp::start(&bench, &long);
     let mut acp_short = Acp::start(&bench, &short);
-    let per_iteration = |long: f64, short: f64| (long - short) / (LONG_TURN - 1) as f64;
     let (mut first, mut run, mut saved, mut acp) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..=ROUNDS {
         let run_short = run_ms(&bench, &short, false);

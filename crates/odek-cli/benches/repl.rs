@@ -28,11 +28,10 @@ use std::time::{Duration, Instant};
 
 use run_support::Sandbox;
 use serde_json::{Value, json};
-use turn_support::{median, report, run_ms, script, turn};
+use turn_support::{LONG_TURN, long_and_short_scripts, median, per_iteration, report, run_ms};
 
 const PROMPT_RUNS: usize = 30;
 const TURN_ROUNDS: usize = 15;
-const LONG_TURN: usize = 90;
 
 fn main() {
     let bench = Sandbox::new();
@@ -46,16 +45,12 @@ fn main() {
     }
 
     configure(&bench, 0);
-    let long = bench.project.join("long.replay.json");
-    let short = bench.project.join("short.replay.json");
-    std::fs::write(&long, script(&turn(LONG_TURN))).unwrap();
-    std::fs::write(&short, script(&turn(1))).unwrap();
+    let (long, short) = long_and_short_scripts(&bench.project);
     // Each REPL turn starts a fresh conversation (`/new`), so every turn replays its script from
     // the start and a long conversation's trimming never enters the figure; the `/new` costs the
     // short and the long turn alike and cancels out of the difference.
     let mut repl_short_face = Repl::start(&bench, &short);
     let mut repl = Repl::start(&bench, &long);
-    let per_iteration = |long: f64, short: f64| (long - short) / (LONG_TURN - 1) as f64;
     let (mut run_samples, mut saved_samples, mut repl_samples) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..=TURN_ROUNDS {
         let run_short = run_ms(&bench, &short, false);

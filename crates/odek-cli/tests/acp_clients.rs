@@ -14,7 +14,7 @@ mod support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -175,18 +175,8 @@ const ACPX_DEADLINE: Duration = Duration::from_secs(60);
 
 impl AcpxSession<'_> {
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(&self.acpx.node);
-        command
-            .arg(&self.acpx.cli)
-            .args(["--agent", &self.agent, "--format", "json", "--ttl", "60"])
-            .args(args)
-            .current_dir(&self.project.cwd)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.project.home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut command = self.project.client(&self.acpx.node);
+        command.arg(&self.acpx.cli).args(["--agent", &self.agent, "--format", "json", "--ttl", "60"]).args(args);
         command
     }
 

@@ -12,7 +12,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -29,18 +29,14 @@ fn acplint_finds_nothing_beyond_its_baseline() {
     std::fs::write(&script, json!({"schema": "odek.replay/v1", "turns": turns}).to_string()).unwrap();
     let report_path = project.home.join("acplint.json");
     let agent_args = format!("acp --provider replay --replay {}", script.display());
-    let mut child = Command::new(&acplint)
+    let mut child = project
+        .client(&acplint)
         .arg("--agent")
         .arg(env!("CARGO_BIN_EXE_odek"))
         .args(["--agent-args", &agent_args, "--timeout", "30", "--output", "json", "--output-file"])
         .arg(&report_path)
         .arg("--cwd")
         .arg(&project.cwd)
-        .current_dir(&project.cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &project.home)
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

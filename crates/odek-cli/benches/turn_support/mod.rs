@@ -1,13 +1,31 @@
 //! What the benches that time replayed turns share (`repl`, `acp`): the turn of `n` iterations,
 //! its replay script, an `odek run` of it timed spawn to exit, and the report line.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
 use crate::run_support::Sandbox;
+
+/// Iterations of the long turn whose time, less the one-iteration turn's, gives the cost of
+/// an iteration.
+pub const LONG_TURN: usize = 90;
+
+/// `long.replay.json` (a turn of [`LONG_TURN`] iterations) and `short.replay.json` (one
+/// iteration), written in `dir`.
+pub fn long_and_short_scripts(dir: &Path) -> (PathBuf, PathBuf) {
+    let (long, short) = (dir.join("long.replay.json"), dir.join("short.replay.json"));
+    std::fs::write(&long, script(&turn(LONG_TURN))).unwrap();
+    std::fs::write(&short, script(&turn(1))).unwrap();
+    (long, short)
+}
+
+/// One iteration's cost from the long and the short turn's times (milliseconds).
+pub fn per_iteration(long: f64, short: f64) -> f64 {
+    (long - short) / (LONG_TURN - 1) as f64
+}
 
 /// A turn of `iterations` replayed model answers: `read_file` calls of `f.txt`, then the answer
 /// `done`.

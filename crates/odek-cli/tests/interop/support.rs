@@ -223,20 +223,27 @@ pub fn wait_with_deadline(child: &mut Child, deadline: Duration, what: &[&str]) 
     }
 }
 
+impl Project {
+    /// A third-party client `program` to run in the project: the temp `HOME`, `PATH` and nothing
+    /// else of the environment, stdin empty, stdout and stderr piped.
+    pub fn client(&self, program: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(&self.cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+}
+
 /// Runs `program args…` in the project (temp `HOME`, `PATH`) to its end within `deadline`, and
 /// parses the one JSON line it prints: what a third-party client script reports.
 pub fn client_report(project: &Project, program: &Path, args: &[String], deadline: Duration) -> Value {
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(&project.cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &project.home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = project.client(program).args(args).spawn().unwrap();
     let stdout = drain(child.stdout.take().unwrap());
     let stderr = drain(child.stderr.take().unwrap());
     let status = wait_with_deadline(&mut child, deadline, &[&program.display().to_string()]);
