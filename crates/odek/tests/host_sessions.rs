@@ -88,6 +88,12 @@ async fn a_session_is_saved_when_opened_and_keeps_its_mode() {
     host.set_mode(&id, Mode::Policy).unwrap();
     assert!(file(&id).get("mode").is_none(), "the configured policy is recorded as no mode");
     host.close(&id).await.unwrap();
-    assert_eq!(host.load(&id, cwd, Default::default()).await.unwrap().mode, Mode::Policy);
+    assert_eq!(host.load(&id, cwd.clone(), Default::default()).await.unwrap().mode, Mode::Policy);
+    host.close(&id).await.unwrap();
+
+    // A model the client names applies to a loaded session as to a new one.
+    let options = odek::host::SessionOptions { model: Some("another-model".to_owned()), ..Default::default() };
+    host.load_with(&id, cwd, Default::default(), &options).await.unwrap();
+    assert_eq!(host.model(&id, None).unwrap(), "another-model");
     host.close_all().await;
 }

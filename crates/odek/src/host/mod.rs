@@ -245,7 +245,8 @@ impl Mode {
 /// What a face's client may choose for a session it opens, over the face's flags.
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
-    /// The model (a new session; a loaded one keeps the model it started with).
+    /// The model (`None`: the configured one for a new session, the one it started with for a
+    /// loaded one).
     pub model: Option<String>,
     /// Planning on or off.
     pub planning: Option<bool>,
@@ -563,6 +564,10 @@ impl Host {
         let configured_policy = runtime.settings().policy.clone();
         let mode = Mode::from_record(&record.mode, &warn);
         let mut session = Arc::new(runtime).into_session(history, Some(record))?;
+        if let Some(model) = options.model.as_deref().filter(|_| existing) {
+            // Named by the client: over the model the loaded session started with.
+            session.set_model(model);
+        }
         if !existing {
             // Saved at once: a session opened and not yet prompted can be loaded again.
             session.save()?;
