@@ -325,6 +325,16 @@ async fn budgets_only_lower_the_operators_and_bad_input_gets_clear_errors_red() 
     served.wait_finished(&run).await;
     let (_, limits) = served.get("/api/limits").await;
     assert_eq!(limits["limits"]["max_tool_calls"], 5);
+    // A lowered budget holds: the second tool call is past it.
+    let two_calls =
+        Served::start(json!([shell("a", "echo 1"), shell("b", "echo 2"), {"content": "ok"}]), json!({}), &[]);
+    let run = two_calls.start_run(json!({"task": "t", "limits": {"max_tool_calls": 1}})).await;
+    let view = two_calls.wait_finished(&run).await;
+    assert_eq!(
+        (view["outcome"].as_str(), view["budget"].as_str()),
+        (Some("budget_exceeded"), Some("tool_calls")),
+        "{view}"
+    );
 
     let send = |body: Vec<u8>| {
         served
