@@ -347,15 +347,25 @@ fn fork_bomb(count: u32) -> std::io::Result<String> {
 /// A grandchild in its own session with stdout and stderr closed, sleeping: what a
 /// "background daemon" left by a command looks like. `ok` once it is started.
 fn daemon() -> std::io::Result<String> {
+    // The daemon has left the probe's process group once it has exec'd: the probe reports it
+    // only then, so a caller that kills the group after the report never catches it inside.
+    let mut ends = [0; 2];
+    // SAFETY: pipe2 into a two-element array.
+    if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let [read_end, write_end] = ends;
     // SAFETY: fork; the child calls only async-signal-safe functions before exec.
     match unsafe { libc::fork() } {
         -1 => Err(std::io::Error::last_os_error()),
         0 => {
-            // SAFETY: setsid, close and execv with valid C strings; failures end the child.
+            // SAFETY: setsid, close and execv with valid C strings; failures end the child. The
+            // pipe's write end closes at exec (O_CLOEXEC), telling the probe.
             unsafe {
                 libc::setsid();
                 libc::close(1);
                 libc::close(2);
+                libc::close(read_end);
                 let sleep = c"/bin/sleep";
                 let seconds = c"1000";
                 let argv = [sleep.as_ptr(), seconds.as_ptr(), std::ptr::null()];
@@ -363,7 +373,15 @@ fn daemon() -> std::io::Result<String> {
                 libc::_exit(127)
             }
         }
-        pid => Ok(format!("daemon {pid}")),
+        pid => {
+            // SAFETY: closing our copy of the write end, then reading the pipe (owned from
+            // here) to EOF: the child exec'd or ended.
+            unsafe { libc::close(write_end) };
+            let mut reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read_end) };
+            let mut rest = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut rest)?;
+            Ok(format!("daemon {pid}"))
+        }
     }
 }
 
