@@ -69,9 +69,13 @@ pub struct ServeArgs {
     /// Listen on a non-loopback address (put a TLS-terminating proxy in front)
     #[arg(long)]
     pub allow_remote: bool,
-    /// Runs running at once; more are refused with 429 (default 4)
+    /// Runs running at once; more are refused with 429 (default: the config's
+    /// serve.max_concurrent_runs, else 4)
     #[arg(long, value_name = "N")]
     pub max_concurrent_runs: Option<String>,
+    /// Open the page in the system's browser once listening
+    #[arg(long)]
+    pub open: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

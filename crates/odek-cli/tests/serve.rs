@@ -60,8 +60,8 @@ impl Served {
             assert!(stderr.read_line(&mut line).unwrap() > 0, "odek serve ended before it listened");
             if let Some(url) = line.trim().strip_prefix("odek serve: listening on ") {
                 base = url.trim_end_matches('/').to_owned();
-            } else if let Some((_, shown)) = line.trim().split_once("shown once): ") {
-                shown.clone_into(&mut token);
+            } else if let Some((_, shown)) = line.trim().split_once("?token=") {
+                shown.split_whitespace().next().unwrap().clone_into(&mut token);
             }
         }
         // The rest of stderr is drained, so odek never blocks on it.
@@ -182,6 +182,8 @@ fn shell(id: &str, command: &str) -> Value {
 async fn every_route_refuses_a_missing_or_wrong_token_and_a_foreign_host_or_origin_red() {
     let served = Served::start(json!([{"content": "hi"}]), json!({}), &[]);
     let routes = [
+        ("GET", "/"),
+        ("GET", "/assets/app.js"),
         ("GET", "/healthz"),
         ("GET", "/api/runs"),
         ("POST", "/api/runs"),
@@ -215,6 +217,27 @@ async fn every_route_refuses_a_missing_or_wrong_token_and_a_foreign_host_or_orig
     }
     let (status, health) = served.get("/healthz").await;
     assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("ok")));
+
+    // The page takes the token once from its address: a wrong one sets nothing; the right one
+    // becomes an HttpOnly SameSite=Strict cookie and leaves the address bar.
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let wrong = no_redirects.get(served.url(&format!("/?token={}", "0".repeat(64)))).send().await.unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    let api = no_redirects.get(served.url(&format!("/api/runs?token={}", served.token))).send().await.unwrap();
+    assert_eq!(api.status(), StatusCode::UNAUTHORIZED, "only the page's address takes ?token=");
+    let opened = no_redirects.get(served.url(&format!("/?token={}", served.token))).send().await.unwrap();
+    assert_eq!(opened.status(), StatusCode::SEE_OTHER);
+    assert_eq!(opened.headers()["location"], "/");
+    let cookie = opened.headers()["set-cookie"].to_str().unwrap();
+    assert_eq!(cookie, format!("odek_token={}; HttpOnly; SameSite=Strict; Path=/", served.token));
+    let page = no_redirects.get(served.url("/")).header("Cookie", format!("odek_token={}", served.token)).send().await;
+    let page = page.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let policy = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(policy.starts_with("default-src 'none'; script-src 'self'"), "{policy}");
+    assert!(!policy.contains("unsafe"), "{policy}");
+    assert!(page.text().await.unwrap().contains("/assets/app.js"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

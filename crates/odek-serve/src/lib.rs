@@ -14,6 +14,7 @@
 
 mod auth;
 mod face;
+mod page;
 mod runs;
 
 use std::convert::Infallible;
@@ -27,7 +28,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -85,6 +86,8 @@ pub struct ServeSettings {
     pub max_concurrent_runs: usize,
     /// The working directory of a run that names none.
     pub cwd: PathBuf,
+    /// Open the page in the system's browser once listening.
+    pub open: bool,
 }
 
 /// Why `odek serve` could not serve.
@@ -139,12 +142,22 @@ pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(
         );
     }
     eprintln!("odek serve: listening on http://{addr}/");
+    let page = page::address(addr, settings.show_token.then_some(&settings.token));
     if settings.show_token {
         // Once, on stderr; never written anywhere else.
         eprintln!(
-            "odek serve: token (send as \"Authorization: Bearer <token>\"; shown once): {}",
-            settings.token.expose()
+            "odek serve: the page: {page} (shown once: the token after ?token=; API clients send it as \"Authorization: Bearer <token>\")"
         );
+    } else {
+        eprintln!("odek serve: the page: {page} (open it with ?token=<the token of --token-file>)");
+    }
+    if settings.open {
+        let home = settings.host.home.clone();
+        tokio::spawn(async move {
+            if let Err(failed) = page::open_in_browser(&home, &page).await {
+                eprintln!("odek: warning: --open: {failed}; open the page's address by hand");
+            }
+        });
     }
     let served = axum::serve(listener, router(app)).with_graceful_shutdown(stop.cancelled_owned()).await;
     host.close_all().await;
@@ -153,6 +166,8 @@ pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(
 
 fn router(app: Arc<App>) -> Router {
     Router::new()
+        .route("/", get(page_file))
+        .route("/assets/{name}", get(page_file))
         .route("/healthz", get(healthz))
         .route("/api/runs", post(start_run).get(list_runs))
         .route("/api/runs/{id}", get(show_run))
@@ -174,12 +189,26 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
-/// Every request: the `Host`/`Origin` rules, then the token.
+/// Every request: the `Host`/`Origin` rules, then the token; every answer: [`page::harden`].
 async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let mut response = admitted(&app, request, next).await;
+    page::harden(response.headers_mut());
+    response
+}
+
+async fn admitted(app: &App, request: Request, next: Next) -> Response {
     if let Some(reason) = app.origins.refuses(request.headers()) {
         return error(StatusCode::FORBIDDEN, reason);
     }
+    let path = request.uri().path();
+    let for_the_page = request.method() == Method::GET && (path == "/" || path.starts_with("/assets/"));
+    if for_the_page && let Some(offered) = page::query_token(request.uri()) {
+        return if app.token.matches(offered) { page::admit(&app.token) } else { page::locked() };
+    }
     if !app.token.admits(request.headers()) {
+        if for_the_page {
+            return page::locked();
+        }
         let mut response = error(StatusCode::UNAUTHORIZED, "a valid token is required (Authorization: Bearer <token>)");
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
@@ -193,11 +222,12 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     if announced.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
         return error(StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is larger than {MAX_BODY_BYTES} bytes"));
     }
-    let mut response = next.run(request).await;
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    response
+    next.run(request).await
+}
+
+/// `GET /` and `GET /assets/…`: the page.
+async fn page_file(uri: Uri) -> Response {
+    page::asset(uri.path()).unwrap_or_else(|| error(StatusCode::NOT_FOUND, "no such route"))
 }
 
 async fn not_found() -> Response {

@@ -4,7 +4,9 @@
 
 use std::net::SocketAddr;
 
+use odek::config::{ConfigSources, SERVE_MAX_CONCURRENT_RUNS};
 use odek::host::HostSettings;
+use odek::setup::Setup;
 use odek_contract::quoting::quote;
 use odek_serve::{DEFAULT_MAX_CONCURRENT_RUNS, ServeSettings, Token};
 
@@ -14,9 +16,6 @@ use crate::commands::run::overrides;
 use crate::interrupt::{cancel_on_stop_signals, received_stop_signal};
 use crate::outcome::CommandError;
 
-/// The most `--max-concurrent-runs` may be.
-const MAX_CONCURRENT_RUNS: usize = 256;
-
 pub async fn run(args: &ServeArgs) -> Result<(), CommandError> {
     refuse_run_only_flags(&args.run, "odek serve")?;
     let addr: SocketAddr = args.addr.parse().map_err(|_| {
@@ -25,10 +24,18 @@ pub async fn run(args: &ServeArgs) -> Result<(), CommandError> {
             quote(&args.addr)
         ))
     })?;
+    // The flag, else the operator's `serve.max_concurrent_runs`, else the default.
+    let configured = match args.max_concurrent_runs {
+        Some(_) => None,
+        None => {
+            let setup = Setup::load(ConfigSources::from_process()?, &|warning| eprintln!("odek: warning: {warning}"))?;
+            setup.loaded.config.serve.max_concurrent_runs
+        }
+    };
     let max_concurrent_runs = super::max_concurrent_runs(
         args.max_concurrent_runs.as_deref(),
-        DEFAULT_MAX_CONCURRENT_RUNS,
-        MAX_CONCURRENT_RUNS,
+        configured.unwrap_or(DEFAULT_MAX_CONCURRENT_RUNS),
+        SERVE_MAX_CONCURRENT_RUNS,
     )?;
     let (token, show_token) = match &args.token_file {
         Some(path) => (Token::from_file(path)?, false),
@@ -36,8 +43,16 @@ pub async fn run(args: &ServeArgs) -> Result<(), CommandError> {
     };
     let host = HostSettings::from_process(overrides(&args.run.common, Some(&args.run))?)?;
     let cwd = std::env::current_dir().map_err(|error| CommandError::Fatal(format!("working directory: {error}")))?;
-    let settings =
-        ServeSettings { host, addr, allow_remote: args.allow_remote, token, show_token, max_concurrent_runs, cwd };
+    let settings = ServeSettings {
+        host,
+        addr,
+        allow_remote: args.allow_remote,
+        token,
+        show_token,
+        max_concurrent_runs,
+        cwd,
+        open: args.open,
+    };
     let stop = cancel_on_stop_signals();
     odek_serve::serve(settings, stop).await?;
     match received_stop_signal() {

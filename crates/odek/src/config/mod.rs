@@ -41,6 +41,7 @@ mod project_restrictions;
 mod providers;
 mod sandbox;
 mod secrets_env;
+mod serve;
 mod server_keys;
 mod subagent;
 mod substitution;
@@ -83,6 +84,7 @@ pub use self::providers::{
 };
 pub use self::sandbox::{SandboxConfig, apply_switches as apply_sandbox_switches};
 pub use self::secrets_env::{SecretsEnv, load_secrets_env, parse_secrets_text};
+pub use self::serve::{SERVE_MAX_CONCURRENT_RUNS, ServeConfig};
 pub use self::server_keys::{SERVER_ENTRY_KEYS, SUPPORTED_SERVER_TYPES, likely_typo_of};
 pub use self::subagent::{
     BudgetInherit, DEFAULT_PROFILE, DEFAULT_SUBAGENT_MAX_DEPTH, DEFAULT_SUBAGENT_MAX_ITERATIONS, NO_PROFILE, Profile,
@@ -106,6 +108,7 @@ use self::project_restrictions::{
 };
 use self::providers::{ProviderFile, check_fallback_models, check_providers};
 use self::sandbox::{SandboxFile, merge_sandbox};
+use self::serve::{ServeFile, validate_serve};
 use self::server_keys::check_server_entries;
 use self::subagent::{ProfileFile, SubagentFile, validate_profiles, validate_subagent};
 use self::substitution::{ProtectedNames, Trust, secret_env_references, substitute_config_vars};
@@ -206,6 +209,8 @@ pub struct Config {
     pub fallback_models: Vec<String>,
     /// \[beyond\] The `sandbox` section (global, tightened by the project).
     pub sandbox: SandboxConfig,
+    /// `odek serve`'s bounds (operator-only).
+    pub serve: ServeConfig,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -364,6 +369,7 @@ fn load_config_from(
     )?;
     let subagent = validate_subagent(global.policy.subagent.as_ref(), &mut warnings);
     let profiles = validate_profiles(global.policy.profiles.as_ref(), &mut warnings);
+    let serve = validate_serve(global.policy.serve.as_ref(), &mut warnings);
     let checks = merge_checks([&global.policy.checks, &project.policy.checks].into_iter().flatten().flatten());
     // `providers` and `fallback_models` are operator-only: the project's were stripped.
     let providers = check_providers(&global_display, global.policy.providers.as_ref())?;
@@ -383,6 +389,7 @@ fn load_config_from(
         providers,
         fallback_models,
         sandbox,
+        serve,
     };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
@@ -412,6 +419,7 @@ struct PolicySections {
     providers: Option<BTreeMap<String, ProviderFile>>,
     fallback_models: Option<Vec<String>>,
     sandbox: Option<SandboxFile>,
+    serve: Option<ServeFile>,
 }
 
 /// Check command lines from their sources in order (the global file's, the project's, then a
@@ -526,7 +534,7 @@ fn decode_config_file(display: &str, root: &Value) -> Result<ParsedFile, ConfigE
 }
 
 /// The top-level keys that decode into a struct (`null` allowed, meaning absent).
-const STRUCT_SECTIONS: &[&str] = &["limits", "dangerous", "tools", "planning", "subagent", "events"];
+const STRUCT_SECTIONS: &[&str] = &["limits", "dangerous", "tools", "planning", "subagent", "events", "serve"];
 
 /// Serde would decode a struct from a JSON array positionally (`"limits": [60]`), so the keys
 /// that hold objects are checked at the JSON level first: each of [`STRUCT_SECTIONS`] (object or

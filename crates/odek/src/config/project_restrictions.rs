@@ -42,6 +42,7 @@ pub const OPERATOR_ONLY_KEYS: &[&str] = &[
     "vision",
     "maintenance",
     "schedules",
+    "serve",
 ];
 
 /// Operator-only keys nested one level down: (parent, child).
