@@ -59,6 +59,7 @@ pub fn mcp_outcome(
             truncated_observed_chars: output.observed_chars.map(|chars| chars as u64),
             denials: Vec::new(),
             edit: None,
+            artifacts: output.artifacts,
         }),
         Err(err) => Err(ToolError::new(err.to_string())),
     }

@@ -51,7 +51,7 @@ pub enum LoopEvent<'a> {
     /// \[beyond\] The call was refused (before its `ToolCallFinished`).
     OperationDenied { iteration: u32, call_id: &'a str, tool: &'a str, denial: &'a Denial },
     /// A call ended (emitted after the batch, in call order); `edit`: \[beyond\] the file it
-    /// changed, before and after.
+    /// changed, before and after; `artifacts`: \[beyond\] the verified refs its result carries.
     ToolCallFinished {
         iteration: u32,
         call_id: &'a str,
@@ -59,6 +59,7 @@ pub enum LoopEvent<'a> {
         duration: Duration,
         result: CallResult<'a>,
         edit: Option<&'a crate::tool::FileEdit>,
+        artifacts: &'a [odek_contract::artifact_ref::ArtifactRef],
     },
     /// A trim dropped or truncated something.
     ContextTrimmed { iteration: u32, mode: TrimMode, dropped_groups: usize, truncated_results: usize },

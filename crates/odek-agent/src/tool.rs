@@ -26,6 +26,10 @@ pub struct ToolOutcome {
     /// \[beyond\] The file the call changed, its text before and after, for a face to show
     /// as a diff (never part of what the model reads).
     pub(crate) edit: Option<FileEdit>,
+    /// \[beyond\] The verified artifact refs the result carries (an MCP tool's, the children's
+    /// of `delegate_tasks`), for a face to list and serve by id; the model reads only their
+    /// metadata lines, never a path.
+    pub(crate) artifacts: Vec<odek_contract::artifact_ref::ArtifactRef>,
 }
 
 /// \[beyond\] One file's text before and after an edit (`write_file`, `patch`): what a face
@@ -95,6 +99,12 @@ impl ToolOutcome {
     /// \[beyond\] This outcome with the file edit it made ([`FileEdit`]).
     pub(crate) fn with_edit(mut self, edit: Option<FileEdit>) -> ToolOutcome {
         self.edit = edit;
+        self
+    }
+
+    /// \[beyond\] This outcome with the verified artifact refs its result carries.
+    pub(crate) fn with_artifacts(mut self, artifacts: Vec<odek_contract::artifact_ref::ArtifactRef>) -> ToolOutcome {
+        self.artifacts = artifacts;
         self
     }
 

@@ -84,6 +84,7 @@ fn loop_events_map_to_v1_events() {
         duration: Duration::from_millis(5),
         result: CallResult::Completed { output: "ok\n- artifact a", observed_chars: Some(90) },
         edit: None,
+        artifacts: &[],
     });
     stream.on_event(&LoopEvent::ToolCallFinished {
         iteration: 1,
@@ -92,6 +93,7 @@ fn loop_events_map_to_v1_events() {
         duration: Duration::from_millis(6),
         result: CallResult::Failed { output: "error: \"secret detail\"" },
         edit: None,
+        artifacts: &[],
     });
     stream.on_event(&LoopEvent::Warning { text: "careful" });
     stream.on_event(&LoopEvent::ContextTrimmed {

@@ -191,6 +191,7 @@ async fn every_route_refuses_a_missing_or_wrong_token_and_a_foreign_host_or_orig
         ("POST", "/api/runs/0123/cancel"),
         ("GET", "/api/runs/0123/events"),
         ("POST", "/api/runs/0123/approvals/1"),
+        ("GET", "/api/runs/0123/artifacts/report"),
         ("GET", "/api/sessions"),
         ("GET", "/api/sessions/20261207-00"),
         ("DELETE", "/api/sessions/20261207-00"),
@@ -393,4 +394,77 @@ async fn budgets_only_lower_the_operators_and_bad_input_gets_clear_errors_red() 
     let events = served.events(&other, None, |_| false).await;
     assert!(events.iter().all(|(_, event)| event["run_id"] == other.as_str()));
     assert!(Path::new(&served.cwd).is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_artifacts_are_listed_without_paths_and_served_verified_by_id_red() {
+    let artifacts = tempfile::tempdir().unwrap();
+    let artifact_dir = artifacts.path().canonicalize().unwrap();
+    let fixture = json!({
+        "command": odek_test_support::fixture_server(),
+        "args": ["--artifact-dir", artifact_dir],
+        "artifact_roots": [artifact_dir],
+        "auto_approve": true,
+    });
+    let call = |id: &str, arguments: Value| json!({"tool_calls": [{"id": id, "name": "fixture__artifact_result", "arguments": arguments}]});
+    let script = "<script>alert(1)</script>";
+    let turns = json!([
+        call("a1", json!({"id": "report", "content": script, "media_type": "text/html", "summary": "a page"})),
+        call("a2", json!({"id": "report", "content": "hello\n", "summary": "plain"})),
+        call("a3", json!({"id": "undigested", "content": "x", "omit_hash": true})),
+        {"content": "three artifacts"},
+    ]);
+    let served = Served::start(turns, json!({"mcp_servers": {"fixture": fixture}}), &[]);
+    let run = served.start_run(json!({"task": "write artifacts"})).await;
+    let view = served.wait_finished(&run).await;
+    assert_eq!(view["outcome"], "success", "{view}");
+    let listed = view["artifacts"].as_array().unwrap();
+    let ids: Vec<&str> = listed.iter().map(|artifact| artifact["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["report", "report-2", "undigested"], "a repeated id gets a suffix: {view}");
+    assert_eq!(listed[0]["tool"], "fixture__artifact_result");
+    assert_eq!(listed[0]["media_type"], "text/html");
+    assert_eq!(listed[0]["size_bytes"], script.len());
+    assert_eq!(listed[1]["summary"], "plain");
+    assert_eq!(listed[2]["sha256"], "");
+    assert!(!view.to_string().contains(artifact_dir.to_str().unwrap()), "a path never leaves the server: {view}");
+
+    let download = |id: &str| {
+        served.client.get(served.url(&format!("/api/runs/{run}/artifacts/{id}"))).bearer_auth(&served.token).send()
+    };
+    // What a tool wrote never runs in the page's origin: a download, no HTML, a sandbox.
+    let page = download("report").await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.headers()["content-type"], "application/octet-stream");
+    assert_eq!(page.headers()["content-disposition"], "attachment; filename=\"report\"");
+    assert_eq!(page.headers()["content-security-policy"], "sandbox; default-src 'none'");
+    assert_eq!(page.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(page.text().await.unwrap(), script);
+    let plain = download("report-2").await.unwrap();
+    assert_eq!(plain.headers()["content-type"], "text/plain");
+    assert_eq!(plain.text().await.unwrap(), "hello\n");
+
+    // Checked again at download: no digest, or a file changed since, is not served.
+    let undigested = download("undigested").await.unwrap();
+    assert_eq!(undigested.status(), StatusCode::CONFLICT);
+    assert!(undigested.text().await.unwrap().contains("ref carries no sha256"));
+    let file = std::fs::read_dir(&artifact_dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| std::fs::read_to_string(path).is_ok_and(|text| text == "hello\n"))
+        .unwrap();
+    std::fs::write(&file, "HELLO\n").unwrap();
+    let changed = download("report-2").await.unwrap();
+    assert_eq!(changed.status(), StatusCode::CONFLICT);
+    assert!(changed.text().await.unwrap().contains("sha256 mismatch"));
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", &file).unwrap();
+    let swapped = download("report-2").await.unwrap();
+    assert_eq!(swapped.status(), StatusCode::CONFLICT);
+    assert!(swapped.text().await.unwrap().contains("symlink"));
+
+    for id in ["nope", "..%2F..%2Fetc%2Fpasswd", "report%00"] {
+        assert_eq!(download(id).await.unwrap().status(), StatusCode::NOT_FOUND, "{id}");
+    }
+    let unauthenticated = served.client.get(served.url(&format!("/api/runs/{run}/artifacts/report"))).send().await;
+    assert_eq!(unauthenticated.unwrap().status(), StatusCode::UNAUTHORIZED);
 }

@@ -22,7 +22,8 @@ impl HostFace for ServeFace {
         let Some(run) = self.runs.of_session(session) else { return };
         match update {
             Update::Event(line) => run.push_event(&line),
-            Update::Usage(usage) => run.set_usage(usage.turn.input_tokens, usage.turn.output_tokens),
+            Update::Usage(usage) => run.set_usage(usage.turn),
+            Update::ToolFinished(end) if !end.artifacts.is_empty() => run.add_artifacts(&end.tool, end.artifacts),
             Update::Plan(steps) => run.set_plan(&steps),
             _ => {}
         }

@@ -63,6 +63,23 @@ const MAX_SUBSCRIBERS_PER_RUN: usize = 32;
 /// Event streams open at once in the process.
 const MAX_SUBSCRIBERS: usize = 512;
 
+/// Artifact downloads served at once.
+const MAX_DOWNLOADS: usize = 4;
+
+/// Media types an artifact is served as; any other (HTML, SVG, script…) goes out as
+/// `application/octet-stream`, so nothing a tool wrote runs in the page's origin.
+const SERVED_MEDIA_TYPES: &[&str] = &[
+    "text/plain",
+    "text/markdown",
+    "text/csv",
+    "application/json",
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+];
+
 /// How often an idle event stream sends a heartbeat comment.
 const HEARTBEAT: Duration = Duration::from_secs(15);
 
@@ -113,6 +130,8 @@ struct App {
     max_concurrent_runs: usize,
     cwd: PathBuf,
     subscribers: Arc<AtomicUsize>,
+    /// Artifact downloads at once (each holds its file, up to 64 MiB, in memory).
+    downloads: Arc<tokio::sync::Semaphore>,
 }
 
 /// Serves until `stop` is cancelled; then every running turn is cancelled and every session
@@ -135,6 +154,7 @@ pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(
         max_concurrent_runs: settings.max_concurrent_runs.max(1),
         cwd: settings.cwd.clone(),
         subscribers: Arc::new(AtomicUsize::new(0)),
+        downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
     });
     if settings.allow_remote {
         eprintln!(
@@ -174,6 +194,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/runs/{id}/cancel", post(cancel_run))
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/runs/{id}/approvals/{approval}", post(answer_approval))
+        .route("/api/runs/{id}/artifacts/{artifact}", get(run_artifact))
         .route("/api/sessions", get(list_sessions))
         .route("/api/sessions/{id}", get(show_session).delete(delete_session))
         .route("/api/limits", get(limits))
@@ -310,7 +331,7 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
         Ok(claim) => claim,
         Err(refused) => return host_error(&refused),
     };
-    let run = Run::new(run_id.clone(), opened.id.clone());
+    let run = Run::new(run_id.clone(), opened.id.clone(), opened.limits, opened.prices);
     if !app.runs.start(&run, app.max_concurrent_runs) {
         return too_many_runs(app.max_concurrent_runs);
     }
@@ -416,6 +437,46 @@ async fn answer_approval(
     } else {
         error(StatusCode::CONFLICT, "the approval is not waiting (answered, expired, or its run is over)")
     }
+}
+
+/// `GET /api/runs/{id}/artifacts/{artifact}`: the verified file, checked again now (no symlink,
+/// a regular file, its size and digest unchanged), as a download under a sandboxing policy.
+async fn run_artifact(State(app): State<Arc<App>>, Path((id, artifact)): Path<(String, String)>) -> Response {
+    let run = match find_run(&app, &id) {
+        Ok(run) => run,
+        Err(refused) => return refused.into_response(),
+    };
+    let Some(artifact) = run.artifact(&artifact) else {
+        return error(StatusCode::NOT_FOUND, "no artifact with this id in the run");
+    };
+    let Ok(_slot) = Arc::clone(&app.downloads).try_acquire_owned() else {
+        let mut response = error(StatusCode::TOO_MANY_REQUESTS, "too many artifact downloads at once");
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    let checked = artifact.clone();
+    let read = tokio::task::spawn_blocking(move || odek::agent::subagent::artifacts::read_ref_verified(&checked)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(refused)) => return error(StatusCode::CONFLICT, format!("the artifact cannot be served: {refused}")),
+        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the artifact could not be read"),
+    };
+    let media_type = artifact.media_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let served = SERVED_MEDIA_TYPES.iter().find(|known| **known == media_type).copied();
+    let file_name: String = artifact
+        .id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .take(128)
+        .collect();
+    let mut response = (StatusCode::OK, bytes).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(served.unwrap_or("application/octet-stream")));
+    if let Ok(disposition) = HeaderValue::from_str(&format!("attachment; filename=\"{file_name}\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, disposition);
+    }
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
+    response
 }
 
 /// An open event stream, counted against the bounds; the counts drop with it.

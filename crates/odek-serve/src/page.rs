@@ -71,7 +71,8 @@ pub fn asset(path: &str) -> Option<Response> {
 
 /// The headers every response carries.
 pub fn harden(headers: &mut HeaderMap) {
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    // A response with a stricter policy of its own (an artifact's) keeps it.
+    headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     // The first address carries the token; no request the page makes tells another site it.
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));

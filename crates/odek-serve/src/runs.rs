@@ -6,7 +6,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use odek::host::{ApprovalAnswer, PlanStep, TurnEnd};
+use odek::BudgetLimits;
+use odek::host::{ApprovalAnswer, LowerLimits, PlanStep, TurnEnd};
+use odek_contract::artifact_ref::ArtifactRef;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
@@ -20,6 +22,9 @@ pub const MAX_LOG_BYTES: usize = 4 * 1024 * 1024;
 
 /// Finished runs remembered; the oldest is forgotten past this.
 pub const MAX_FINISHED_RUNS: usize = 1000;
+
+/// Artifacts one run lists; later ones are not listed (nor served).
+pub const MAX_RUN_ARTIFACTS: usize = 512;
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,12 +55,17 @@ pub struct RunView {
     pub error: Option<String>,
     /// For a budget stop: the limit that ran out.
     pub budget: Option<String>,
-    /// Tokens so far (the turn's, once finished).
+    /// Tokens so far (the turn's, once finished), and their estimated cost.
     pub usage: Usage,
+    /// The budgets the run runs under: the operator's, lowered by the request.
+    pub limits: LowerLimits,
     /// The plan's steps, when the run keeps one.
     pub plan: Vec<Step>,
     /// Approvals waiting for an answer.
     pub pending_approvals: Vec<u64>,
+    /// The verified artifacts its tools returned, each served by id at
+    /// `/api/runs/{run_id}/artifacts/{id}`.
+    pub artifacts: Vec<ArtifactView>,
 }
 
 /// Token counts.
@@ -65,6 +75,26 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Output tokens.
     pub output_tokens: u64,
+    /// Their estimated cost in USD, when the model's prices are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// What a run tells of one artifact (never its path).
+#[derive(Debug, Clone, Serialize)]
+pub struct ArtifactView {
+    /// The id it is served by (unique in the run).
+    pub id: String,
+    /// The tool whose result carried it.
+    pub tool: String,
+    /// Its declared media type.
+    pub media_type: String,
+    /// Its size when it was verified.
+    pub size_bytes: u64,
+    /// Its declared and verified digest; empty when it declared none (then it is not served).
+    pub sha256: String,
+    /// The summary its producer gave.
+    pub summary: String,
 }
 
 /// One plan step.
@@ -124,6 +154,8 @@ pub struct Run {
     pub id: String,
     pub session_id: String,
     pub created_at: String,
+    limits: LowerLimits,
+    prices: BudgetLimits,
     state: Mutex<State>,
     log: Mutex<Log>,
     /// The next sequence number, for subscribers to wait on.
@@ -136,18 +168,28 @@ pub struct Run {
 struct State {
     status: Status,
     end: Option<TurnEnd>,
-    usage: Usage,
+    usage: odek::Usage,
     plan: Vec<Step>,
+    artifacts: Vec<(String, String, ArtifactRef)>,
 }
 
 impl Run {
-    pub fn new(id: String, session_id: String) -> Arc<Run> {
+    pub fn new(id: String, session_id: String, limits: LowerLimits, prices: BudgetLimits) -> Arc<Run> {
         let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let state = State {
+            status: Status::Running,
+            end: None,
+            usage: odek::Usage::default(),
+            plan: Vec::new(),
+            artifacts: Vec::new(),
+        };
         Arc::new(Run {
             id,
             session_id,
             created_at,
-            state: Mutex::new(State { status: Status::Running, end: None, usage: Usage::default(), plan: Vec::new() }),
+            limits,
+            prices,
+            state: Mutex::new(state),
             log: Mutex::new(Log::default()),
             written: watch::Sender::new(0),
             approvals: Mutex::new(HashMap::new()),
@@ -210,12 +252,14 @@ impl Run {
         {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.status = Status::Finished;
-            state.usage = Usage { input_tokens: end.usage.input_tokens, output_tokens: end.usage.output_tokens };
+            state.usage = end.usage;
             state.end = Some(end);
         }
         let next = {
             let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
             log.closed = true;
+            // What an idle finished run holds is its events, nothing spare.
+            log.lines.shrink_to_fit();
             log.next()
         };
         // Every subscriber wakes (a send marks the value changed even when it is the same)
@@ -224,8 +268,33 @@ impl Run {
         self.approvals.lock().unwrap_or_else(PoisonError::into_inner).clear();
     }
 
-    pub fn set_usage(&self, input_tokens: u64, output_tokens: u64) {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).usage = Usage { input_tokens, output_tokens };
+    pub fn set_usage(&self, usage: odek::Usage) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).usage = usage;
+    }
+
+    /// Lists the artifacts a call of `tool` returned; an id the run lists already gets a
+    /// `-<n>` suffix, so each is served by one id.
+    pub fn add_artifacts(&self, tool: &str, artifacts: Vec<ArtifactRef>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        for artifact in artifacts {
+            if state.artifacts.len() >= MAX_RUN_ARTIFACTS {
+                return;
+            }
+            let taken = |id: &str| state.artifacts.iter().any(|(listed, _, _)| listed == id);
+            let mut id = artifact.id.clone();
+            let mut copy = 1;
+            while taken(&id) {
+                copy += 1;
+                id = format!("{}-{copy}", artifact.id);
+            }
+            state.artifacts.push((id, tool.to_owned(), artifact));
+        }
+    }
+
+    /// The artifact the run lists as `id`.
+    pub fn artifact(&self, id: &str) -> Option<ArtifactRef> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.artifacts.iter().find(|(listed, _, _)| listed == id).map(|(_, _, artifact)| artifact.clone())
     }
 
     pub fn set_plan(&self, steps: &[PlanStep]) {
@@ -240,7 +309,18 @@ impl Run {
     }
 
     pub fn usage(&self) -> Usage {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).usage
+        let usage = self.state.lock().unwrap_or_else(PoisonError::into_inner).usage;
+        self.priced(usage)
+    }
+
+    /// `usage` with its estimated cost, when the run's model has prices.
+    fn priced(&self, usage: odek::Usage) -> Usage {
+        let priced = self.prices.input_price_per_million > 0.0 && self.prices.output_price_per_million > 0.0;
+        Usage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cost_usd: priced.then(|| self.prices.cost_usd(usage)),
+        }
     }
 
     pub fn is_running(&self) -> bool {
@@ -280,9 +360,22 @@ impl Run {
             answer: end.map(|end| end.answer.clone()).unwrap_or_default(),
             error: end.and_then(|end| end.error.clone()),
             budget: end.and_then(|end| end.budget.clone()),
-            usage: state.usage,
+            usage: self.priced(state.usage),
+            limits: self.limits,
             plan: state.plan.clone(),
             pending_approvals: pending,
+            artifacts: state
+                .artifacts
+                .iter()
+                .map(|(id, tool, artifact)| ArtifactView {
+                    id: id.clone(),
+                    tool: tool.clone(),
+                    media_type: artifact.media_type.clone(),
+                    size_bytes: artifact.file_size,
+                    sha256: artifact.sha256.clone(),
+                    summary: artifact.summary.clone(),
+                })
+                .collect(),
         }
     }
 }
@@ -358,6 +451,10 @@ impl Runs {
             |total, usage| Usage {
                 input_tokens: total.input_tokens + usage.input_tokens,
                 output_tokens: total.output_tokens + usage.output_tokens,
+                cost_usd: match (total.cost_usd, usage.cost_usd) {
+                    (Some(total), Some(cost)) => Some(total + cost),
+                    (total, cost) => total.or(cost),
+                },
             },
         )
     }
@@ -369,7 +466,7 @@ mod tests {
 
     #[test]
     fn the_log_is_bounded_and_a_late_reader_learns_what_it_lost() {
-        let run = Run::new("r".into(), "s".into());
+        let run = Run::new("r".into(), "s".into(), LowerLimits::default(), BudgetLimits::default());
         for index in 0..(MAX_LOG_EVENTS + 10) {
             run.push_event(&format!("{{\"n\":{index}}}"));
         }
@@ -384,7 +481,7 @@ mod tests {
 
     #[test]
     fn a_resumed_reader_gets_each_line_once_in_order() {
-        let run = Run::new("r".into(), "s".into());
+        let run = Run::new("r".into(), "s".into(), LowerLimits::default(), BudgetLimits::default());
         for index in 1..=5 {
             run.push_event(&format!("line {index}"));
         }

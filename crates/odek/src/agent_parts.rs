@@ -199,5 +199,7 @@ pub fn delegate_settings(
         share: (subagent.budget_inherit == BudgetInherit::Share).then(|| budget.share()),
         replay,
         sandbox: None,
+        // The session's own, set by the runtime when a session assembles its tools.
+        registry: Default::default(),
     }
 }

@@ -29,7 +29,7 @@ use odek_agent::session::{
     SaveReport, Session as SessionRecord, SessionError, SessionId, SessionLock, SessionStore, safe_state,
 };
 use odek_agent::subagent::artifact_read::ArtifactReadTool;
-use odek_agent::subagent::artifacts::shared_registry;
+use odek_agent::subagent::artifacts::ArtifactRegistry;
 use odek_agent::subagent::delegate::DelegateTool;
 use odek_agent::subagent::task::TaskReplay;
 use odek_agent::tool::{EditorFiles, Tool, ToolContext};
@@ -488,6 +488,9 @@ pub struct Session<'r> {
     restrictions: Option<Restrictions>,
     /// \[beyond\] The editor the file tools read and write through (an ACP client's `fs`).
     editor: Option<Arc<dyn EditorFiles>>,
+    /// The session's artifact registry: its children's artifacts, which only its own
+    /// `artifact_read` finds.
+    artifacts: Arc<ArtifactRegistry>,
 }
 
 /// The runtime a session runs on: borrowed for a face that keeps the runtime itself, owned for
@@ -578,6 +581,7 @@ impl<'r> Session<'r> {
             denials: Denials::default(),
             restrictions: None,
             editor: None,
+            artifacts: Arc::default(),
         };
         session.reset(history, record)?;
         Ok(session)
@@ -946,8 +950,9 @@ impl Session<'_> {
             delegate.program.clone_from(program);
         }
         delegate.sandbox = runtime.sandbox().map(|sandbox| sandbox.policy().clone());
+        delegate.registry = Arc::clone(&self.artifacts);
         if delegate.artifact_read && settings.artifact_read {
-            builtins.push(Arc::new(ArtifactReadTool::new(shared_registry())));
+            builtins.push(Arc::new(ArtifactReadTool::new(Arc::clone(&self.artifacts))));
         }
         builtins.push(Arc::new(DelegateTool::new(delegate, events.clone())));
         let tools_config = config.tools.clone();

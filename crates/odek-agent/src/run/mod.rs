@@ -325,6 +325,8 @@ struct Finished {
     denials: Vec<Denial>,
     /// \[beyond\] The file the call changed, for the observers.
     edit: Option<FileEdit>,
+    /// \[beyond\] The verified artifact refs of its result, for the observers.
+    artifacts: Vec<odek_contract::artifact_ref::ArtifactRef>,
 }
 
 impl Agent {
@@ -583,6 +585,7 @@ impl Agent {
                 duration: result.duration,
                 result: call_result,
                 edit: result.edit.as_ref(),
+                artifacts: &result.artifacts,
             });
             let framed = tool_message(name, &result.output);
             messages.push(Message::tool(id.clone(), name.clone(), framed));
@@ -1112,11 +1115,20 @@ fn success(mut outcome: ToolOutcome, duration: Duration) -> Finished {
     let observed_chars = outcome.truncated_observed_chars;
     let denials = std::mem::take(&mut outcome.denials);
     let edit = outcome.edit.take();
-    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration, denials, edit }
+    let artifacts = std::mem::take(&mut outcome.artifacts);
+    Finished { output: outcome_text(&Ok(outcome)), failed: false, observed_chars, duration, denials, edit, artifacts }
 }
 
 fn failure(output: String, duration: Duration) -> Finished {
-    Finished { output, failed: true, observed_chars: None, duration, denials: Vec::new(), edit: None }
+    Finished {
+        output,
+        failed: true,
+        observed_chars: None,
+        duration,
+        denials: Vec::new(),
+        edit: None,
+        artifacts: Vec::new(),
+    }
 }
 
 /// What a tool call yields: its outcome and duration.

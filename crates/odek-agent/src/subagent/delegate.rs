@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use odek_contract::artifact_ref::ArtifactRef;
 use odek_contract::envelope::RawArtifactRef;
 use odek_contract::quoting::quote;
 use odek_contract::runes::runes_with_ellipsis;
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::artifacts::{TaskArtifactInput, TaskId, create_artifact_root, register_call_artifacts, shared_registry};
+use super::artifacts::{ArtifactRegistry, TaskArtifactInput, TaskId, create_artifact_root, register_call_artifacts};
 use super::confine::child_confinement;
 use super::render::{TaskSection, render_results};
 use super::spawn::{ChildReport, ChildSpec, child_environment, failure, run_child};
@@ -73,6 +74,9 @@ pub struct DelegateSettings {
     pub untrusted_parent: bool,
     /// Whether this process offers `artifact_read` (top level only).
     pub artifact_read: bool,
+    /// The session's artifact registry: where the children's artifacts are registered, and the
+    /// only one its `artifact_read` finds them in.
+    pub registry: Arc<ArtifactRegistry>,
     /// Share mode (`subagent.budget_inherit: "share"`): the run's budget as children see it.
     pub share: Option<BudgetShare>,
     /// **[beyond]** The replay script this process answers from: each child gets the entry of
@@ -416,10 +420,13 @@ impl DelegateTool {
     }
 }
 
-/// §10 for every task of the call (off the executor: it hashes files): each task's rendered
-/// `artifacts:` block and its count of registered artifacts. A task's refs are what its parsed
-/// result lists; entries that are not refs at all count as nothing.
-async fn register_artifacts(finished: &[Finished]) -> Vec<(String, usize)> {
+/// A task's registered artifacts: the rendered `artifacts:` block, and the entries as refs.
+type Registered = (String, Vec<ArtifactRef>);
+
+/// §10 for every task of the call (off the executor: it hashes files), in `registry`: each
+/// task's rendered `artifacts:` block and its registered artifacts. A task's refs are what its
+/// parsed result lists; entries that are not refs at all count as nothing.
+async fn register_artifacts(registry: &Arc<ArtifactRegistry>, finished: &[Finished]) -> Vec<Registered> {
     let inputs: Vec<(usize, Vec<RawArtifactRef>, Option<PathBuf>)> = finished
         .iter()
         .enumerate()
@@ -437,6 +444,7 @@ async fn register_artifacts(finished: &[Finished]) -> Vec<(String, usize)> {
             (index + 1, refs, task.spawned.as_ref().map(|(_, root)| root.clone()))
         })
         .collect();
+    let registry = Arc::clone(registry);
     let registered = tokio::task::spawn_blocking(move || {
         let tasks: Vec<TaskArtifactInput<'_>> = inputs
             .iter()
@@ -446,16 +454,16 @@ async fn register_artifacts(finished: &[Finished]) -> Vec<(String, usize)> {
                 artifact_root: root.as_deref(),
             })
             .collect();
-        register_call_artifacts(&shared_registry(), &tasks)
+        register_call_artifacts(&registry, &tasks)
             .into_iter()
             .map(|section| {
-                let count = section.artifact_count();
-                (section.rendered, count)
+                let refs = section.refs();
+                (section.rendered, refs)
             })
             .collect::<Vec<_>>()
     })
     .await;
-    registered.unwrap_or_else(|_| vec![(String::new(), 0); finished.len()])
+    registered.unwrap_or_else(|_| vec![(String::new(), Vec::new()); finished.len()])
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -490,10 +498,12 @@ impl Tool for DelegateTool {
                 .enumerate()
                 .map(|(index, request)| self.run_task(index, request, force_untrusted, &unspawned, &ctx.cancel));
             let finished = futures_util::future::join_all(runs).await;
-            let blocks = register_artifacts(&finished).await;
+            let blocks = register_artifacts(&self.settings.registry, &finished).await;
             let mut sections = Vec::with_capacity(finished.len());
-            for (index, (task, (block, count))) in finished.iter().zip(blocks).enumerate() {
-                self.report_completed(index, task, count);
+            let mut artifacts = Vec::new();
+            for (index, (task, (block, refs))) in finished.iter().zip(blocks).enumerate() {
+                self.report_completed(index, task, refs.len());
+                artifacts.extend(refs);
                 sections.push(TaskSection {
                     goal: &task.goal,
                     result: &task.report.result,
@@ -502,7 +512,8 @@ impl Tool for DelegateTool {
                     artifacts_block: block,
                 });
             }
-            Ok(ToolOutcome::untrusted(render_results(&sections, self.settings.artifact_read), "delegate_tasks"))
+            Ok(ToolOutcome::untrusted(render_results(&sections, self.settings.artifact_read), "delegate_tasks")
+                .with_artifacts(artifacts))
         })
     }
 }

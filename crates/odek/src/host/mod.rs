@@ -32,6 +32,7 @@ pub use self::update::{FileDiff, PlanStep, ToolEnd, ToolKind, ToolStart, Update,
 
 use self::approval::Asking;
 use self::watch::Watch;
+use crate::BudgetLimits;
 use crate::config::{ConfigSources, DEFAULT_APPROVAL_TIMEOUT_SECONDS};
 use crate::error::RuntimeError;
 use crate::runtime::{Overrides, Restrictions, Runtime, Session};
@@ -275,6 +276,19 @@ pub struct LowerLimits {
 }
 
 impl LowerLimits {
+    /// The budgets `config` sets (`None`: no limit).
+    fn in_force(config: &crate::config::Config) -> LowerLimits {
+        let positive = |value: u64| (value > 0).then_some(value);
+        LowerLimits {
+            max_iterations: Some(config.core.max_iterations),
+            max_runtime_seconds: positive(config.limits.max_runtime_seconds),
+            max_tool_calls: positive(config.limits.max_tool_calls),
+            max_input_tokens: positive(config.limits.max_input_tokens),
+            max_output_tokens: positive(config.limits.max_output_tokens),
+            max_cost_usd: (config.limits.max_cost_usd > 0.0).then_some(config.limits.max_cost_usd),
+        }
+    }
+
     /// Applies the asked budgets to `runtime`, refusing one above the operator's. A budget
     /// of `0` is "none" in the config, so any positive value lowers it; asking `0` (or less)
     /// is refused, as it would lift the operator's.
@@ -378,6 +392,9 @@ struct Hosted {
     /// the bound.
     last_used: Mutex<std::time::Instant>,
     cwd: PathBuf,
+    /// The budgets and prices its turns run under ([`Opened::limits`], [`Opened::prices`]).
+    limits: LowerLimits,
+    prices: BudgetLimits,
     /// Held while the session is open: no other process appends to it meanwhile.
     _lock: SessionLock,
 }
@@ -405,6 +422,10 @@ pub struct Opened {
     pub cwd: PathBuf,
     /// The session's mode: the one its file records for a loaded session.
     pub mode: Mode,
+    /// The budgets its turns run under: the operator's, lowered by the client's options.
+    pub limits: LowerLimits,
+    /// Its model's prices, for a face's estimate of what the tokens cost (no prices: none).
+    pub prices: BudgetLimits,
 }
 
 /// The sessions of one process.
@@ -507,8 +528,9 @@ impl Host {
         let (hosted, history) = opened?;
         let cwd = hosted.cwd.clone();
         let mode = *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner);
+        let (limits, prices) = (hosted.limits, hosted.prices);
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), Arc::new(hosted));
-        Ok(Opened { id: key, history, cwd, mode })
+        Ok(Opened { id: key, history, cwd, mode, limits, prices })
     }
 
     /// The runtime of `cwd` and the session on it.
@@ -548,6 +570,8 @@ impl Host {
         }
         let mut runtime = Runtime::new(setup, &overrides, Arc::clone(&subscriber))?;
         options.limits.lower(&mut runtime)?;
+        let limits = LowerLimits::in_force(&runtime.settings().config);
+        let prices = BudgetLimits::from(&runtime.settings().config);
         let (record, lock, history, replayed) = if existing {
             let store = runtime.session_store()?;
             let lock = store.lock(&id)?;
@@ -585,6 +609,8 @@ impl Host {
             mode: Mutex::new(mode),
             last_used: Mutex::new(std::time::Instant::now()),
             cwd,
+            limits,
+            prices,
             _lock: lock,
         };
         Ok((hosted, replayed))
@@ -768,16 +794,7 @@ impl Host {
         let sources = ConfigSources { home: self.settings.home.clone(), cwd, env: self.settings.env.clone() };
         let setup = Setup::load(sources, &|_: &str| {}).map_err(RuntimeError::from)?;
         let runtime = Runtime::new(setup, &self.settings.overrides, Arc::new(Silent))?;
-        let config = &runtime.settings().config;
-        let positive = |value: u64| (value > 0).then_some(value);
-        Ok(LowerLimits {
-            max_iterations: Some(config.core.max_iterations),
-            max_runtime_seconds: positive(config.limits.max_runtime_seconds),
-            max_tool_calls: positive(config.limits.max_tool_calls),
-            max_input_tokens: positive(config.limits.max_input_tokens),
-            max_output_tokens: positive(config.limits.max_output_tokens),
-            max_cost_usd: (config.limits.max_cost_usd > 0.0).then_some(config.limits.max_cost_usd),
-        })
+        Ok(LowerLimits::in_force(&runtime.settings().config))
     }
 
     /// Whether session `id` is open and running a turn.

@@ -67,6 +67,10 @@ pub struct ToolEnd {
     pub diff: Option<FileDiff>,
     /// How long it ran.
     pub duration: Duration,
+    /// The verified artifact refs its result carries (an MCP tool's, `delegate_tasks`'
+    /// children's). A face may list them and serve them by id; a path never leaves the host
+    /// towards a model or into an address.
+    pub artifacts: Vec<odek_contract::artifact_ref::ArtifactRef>,
 }
 
 /// A file's text before and after an edit.
@@ -226,6 +230,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<Update> {
                     text: redact(&message.content).into_owned(),
                     diff: None,
                     duration: Duration::ZERO,
+                    artifacts: Vec::new(),
                 }));
             }
         }

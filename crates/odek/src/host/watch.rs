@@ -110,7 +110,7 @@ impl Subscriber for Watch {
             LoopEvent::OperationDenied { call_id, .. } => {
                 self.denied.lock().unwrap_or_else(PoisonError::into_inner).push(call_id.to_owned());
             }
-            LoopEvent::ToolCallFinished { call_id, tool, duration, result, edit, .. } => {
+            LoopEvent::ToolCallFinished { call_id, tool, duration, result, edit, artifacts, .. } => {
                 let refused = {
                     let mut denied = self.denied.lock().unwrap_or_else(PoisonError::into_inner);
                     let before = denied.len();
@@ -135,6 +135,7 @@ impl Subscriber for Watch {
                     text: text.to_owned(),
                     diff,
                     duration,
+                    artifacts: artifacts.to_vec(),
                 }));
             }
             LoopEvent::ModelResponded { totals, .. } => self.send(Update::Usage(UsageState { turn: totals })),

@@ -7,9 +7,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use odek_contract::artifact_ref::ArtifactRef;
 use odek_contract::envelope::RawArtifactRef;
 
 use super::inline::{InlinePreview, inline_previews};
+
 use super::registry::{ArtifactRegistry, RegisteredArtifact};
 use super::render::render_artifact_block;
 use super::validate::validate_task_artifacts;
@@ -39,6 +41,11 @@ impl TaskArtifactSection {
     /// `artifact_count` of `subagent_completed`: registered artifacts of the task.
     pub fn artifact_count(&self) -> usize {
         self.artifacts.len()
+    }
+
+    /// The registered entries as verified refs (ids as registered).
+    pub fn refs(&self) -> Vec<ArtifactRef> {
+        self.artifacts.iter().map(|entry| entry.to_ref()).collect()
     }
 }
 

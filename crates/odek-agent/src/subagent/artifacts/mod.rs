@@ -8,7 +8,7 @@
 //!
 //! Parent side: [`create_artifact_root`] before spawning, then per call
 //! [`register_call_artifacts`], which composes [`validate_task_artifacts`] (the
-//! contract's ref rules with the task's root as the only root), the process-wide
+//! contract's ref rules with the task's root as the only root), the session's
 //! [`ArtifactRegistry`] (first-wins ids, aliases), [`inline_previews`] and the §12 lines in
 //! `render` and `notes`. Every later read of content goes through `read_verified`
 //! (results-and-artifacts §8), never through the earlier validation alone.
@@ -33,14 +33,15 @@ use thiserror::Error;
 
 pub use call::{TaskArtifactInput, TaskArtifactSection, register_call_artifacts};
 pub use inline::{InlinePreview, inline_previews};
-pub use registry::{ArtifactRegistry, RegisteredArtifact, RegistrationCall, TaskRegistration, shared_registry};
+pub use registry::{ArtifactRegistry, RegisteredArtifact, RegistrationCall, TaskRegistration};
 pub(crate) use render::fence_child_text;
 pub use render::render_artifact_block;
 pub(crate) use scan::FinishedArtifact;
 pub use scan::{ScanLimits, ScanReport, append_artifact_flags, scan_artifact_root, scan_artifact_root_with};
 pub use staging::{STAGING_GITIGNORE, prepare_staging, relocate_staged};
 pub use validate::{TaskArtifacts, validate_task_artifacts};
-pub(crate) use verify::{ReadRefusal, VerificationFailure, read_verified};
+pub(crate) use verify::read_verified;
+pub use verify::{ReadRefusal, VerificationFailure, read_ref_verified};
 
 /// Most refs one task delivers (the scan's and the parent's cap).
 const MAX_REFS_PER_TASK: usize = odek_contract::envelope::MAX_ARTIFACT_REFS;

@@ -1,5 +1,6 @@
-//! The process-wide artifact registry (spec `subagents.md` §10): validated refs keyed by id, the
-//! only way `artifact_read` finds a file (paths never enter the model's context). Start at
+//! The artifact registry (spec `subagents.md` §10; \[beyond\] one per session, not per process):
+//! validated refs keyed by id, the only way `artifact_read` finds a file (paths never enter the
+//! model's context). Start at
 //! [`ArtifactRegistry::begin_call`] and [`RegistrationCall::register_task`].
 //!
 //! Rules kept here: the first entry of an id wins and a later copy gets an alias
@@ -7,7 +8,7 @@
 //! live, the oldest evicted first, never one registered by a call still in progress.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use odek_contract::artifact_ref::ArtifactRef;
 use odek_contract::quoting::quote;
@@ -44,6 +45,20 @@ impl RegisteredArtifact {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// \[beyond\] The entry as a verified ref (its id in the registry), for a face that lists
+    /// and serves the run's artifacts.
+    pub fn to_ref(&self) -> ArtifactRef {
+        ArtifactRef {
+            id: self.id.clone(),
+            media_type: self.media_type.clone(),
+            size_bytes: Some(self.size_bytes),
+            sha256: self.sha256.clone(),
+            summary: self.summary.clone(),
+            resolved_path: self.path.clone(),
+            file_size: self.size_bytes,
+        }
+    }
 }
 
 /// What registering one task's refs produced.
@@ -56,7 +71,8 @@ pub struct TaskRegistration {
     pub notes: Vec<String>,
 }
 
-/// The registry. One per process in production ([`shared_registry`]); tests make their own.
+/// The registry: one per session (its `delegate_tasks` registers, its `artifact_read` reads; a
+/// session never finds another's artifacts, even with many in one process); tests make their own.
 #[derive(Debug, Default)]
 pub struct ArtifactRegistry {
     state: Mutex<RegistryState>,
@@ -70,12 +86,6 @@ struct RegistryState {
     active_calls: Vec<u64>,
     /// Counter behind `artifact-<seq>` aliases.
     next_seq: u64,
-}
-
-/// The process-wide registry shared by every `delegate_tasks` call and `artifact_read`.
-pub fn shared_registry() -> Arc<ArtifactRegistry> {
-    static REGISTRY: OnceLock<Arc<ArtifactRegistry>> = OnceLock::new();
-    Arc::clone(REGISTRY.get_or_init(|| Arc::new(ArtifactRegistry::default())))
 }
 
 impl ArtifactRegistry {
@@ -269,10 +279,5 @@ mod tests {
         next.register_task(1, vec![artifact("later")]);
         assert!(registry.get("new-0").is_none());
         assert!(registry.get("later").is_some());
-    }
-
-    #[test]
-    fn shared_registry_is_one_instance() {
-        assert!(Arc::ptr_eq(&shared_registry(), &shared_registry()));
     }
 }

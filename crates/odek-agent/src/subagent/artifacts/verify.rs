@@ -8,13 +8,14 @@
 //! every byte while keeping only the requested window (never more than `limit` bytes held).
 
 use std::io;
+use std::path::Path;
 
 use thiserror::Error;
 
 use super::MAX_ARTIFACT_BYTES;
 use super::registry::RegisteredArtifact;
 use crate::no_follow::open_file_without_symlinks;
-use odek_contract::artifact_ref::{hash_capped, short_digest};
+use odek_contract::artifact_ref::{ArtifactRef, hash_capped, short_digest};
 
 /// The verified window of an artifact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +29,7 @@ pub(crate) struct VerifiedWindow {
 
 /// Why a verified read returned nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub(crate) enum ReadRefusal {
+pub enum ReadRefusal {
     /// §8 step 2: the recorded path no longer exists; the caller reports it as removed.
     #[error("file is no longer available (removed by cleanup)")]
     Removed,
@@ -42,7 +43,7 @@ pub(crate) enum ReadRefusal {
 
 /// The reasons of §8, each the spec's exact text.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub(crate) enum VerificationFailure {
+pub enum VerificationFailure {
     #[error("ref carries no sha256; contents cannot be verified at read time")]
     NoDigest,
     #[error("artifact path is a symlink; file was likely swapped after registration")]
@@ -81,10 +82,34 @@ pub(crate) fn read_verified(
     offset: u64,
     limit: usize,
 ) -> Result<VerifiedWindow, ReadRefusal> {
+    verified_window(
+        Recorded { path: artifact.path(), size: artifact.size_bytes, sha256: &artifact.sha256 },
+        offset,
+        limit,
+    )
+}
+
+/// \[beyond\] The whole file of a verified ref (an MCP tool's, a child's), checked again now
+/// as [`read_verified`] checks a registered artifact — for a face that serves a run's artifact
+/// by id. At most 64 MiB. Blocking: call it off the async executor.
+pub fn read_ref_verified(artifact: &ArtifactRef) -> Result<Vec<u8>, ReadRefusal> {
+    let recorded = Recorded { path: &artifact.resolved_path, size: artifact.file_size, sha256: &artifact.sha256 };
+    let limit = usize::try_from(artifact.file_size).unwrap_or(usize::MAX);
+    verified_window(recorded, 0, limit).map(|window| window.bytes)
+}
+
+/// What validation recorded of a file.
+struct Recorded<'a> {
+    path: &'a Path,
+    size: u64,
+    sha256: &'a str,
+}
+
+fn verified_window(artifact: Recorded<'_>, offset: u64, limit: usize) -> Result<VerifiedWindow, ReadRefusal> {
     if artifact.sha256.is_empty() {
         return Err(VerificationFailure::NoDigest.into());
     }
-    let path = artifact.path();
+    let path = artifact.path;
     match std::fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => return Err(VerificationFailure::Symlink.into()),
         Ok(_) => {}
@@ -99,10 +124,10 @@ pub(crate) fn read_verified(
     if metadata.len() > MAX_ARTIFACT_BYTES {
         return Err(VerificationFailure::OverCap(metadata.len()).into());
     }
-    if metadata.len() != artifact.size_bytes {
-        return Err(VerificationFailure::SizeChanged { declared: artifact.size_bytes, actual: metadata.len() }.into());
+    if metadata.len() != artifact.size {
+        return Err(VerificationFailure::SizeChanged { declared: artifact.size, actual: metadata.len() }.into());
     }
-    let total = artifact.size_bytes;
+    let total = artifact.size;
     if offset > total {
         return Err(ReadRefusal::PastEnd { offset, total });
     }
@@ -114,7 +139,7 @@ pub(crate) fn read_verified(
     }
     if pass.digest != artifact.sha256 {
         return Err(VerificationFailure::DigestMismatch {
-            declared_prefix: short_digest(&artifact.sha256).to_owned(),
+            declared_prefix: short_digest(artifact.sha256).to_owned(),
             actual_prefix: short_digest(&pass.digest).to_owned(),
         }
         .into());
