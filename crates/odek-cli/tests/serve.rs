@@ -381,7 +381,12 @@ async fn budgets_only_lower_the_operators_and_bad_input_gets_clear_errors_red() 
     assert!(huge.starts_with("HTTP/1.1 413 "), "{huge}");
     let (status, _) = served.post("/api/runs", &json!({"task": "  "})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (status, _) = served.post("/api/runs", &json!({"task": "t", "output_schema": {"type": "object"}})).await;
+    let (status, answer) = served.post("/api/runs", &json!({"task": "t", "output_schema": {"type": 5}})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("output_schema"), "{answer}");
+    let (status, _) = served.post("/api/runs", &json!({"task": "t", "checks": vec!["true"; 17]})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = served.post("/api/runs", &json!({"task": "t", "checks": [""]})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let (status, _) = served.post("/api/runs", &json!({"task": "t", "cwd": "relative/dir"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -394,6 +399,24 @@ async fn budgets_only_lower_the_operators_and_bad_input_gets_clear_errors_red() 
     let events = served.events(&other, None, |_| false).await;
     assert!(events.iter().all(|(_, event)| event["run_id"] == other.as_str()));
     assert!(Path::new(&served.cwd).is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_output_schema_and_checks_gate_its_answer() {
+    // An answer that does not match goes back to the model; the one that matches is the answer.
+    let schema = json!({"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}});
+    let served = Served::start(json!([{"content": "plain words"}, {"content": "{\"ok\": true}"}]), json!({}), &[]);
+    let run = served.start_run(json!({"task": "answer", "output_schema": schema})).await;
+    let view = served.wait_finished(&run).await;
+    assert_eq!((view["outcome"].as_str(), view["answer"].as_str()), (Some("success"), Some("{\"ok\":true}")), "{view}");
+    // A check that keeps failing fails the run with its own outcome class.
+    let answers: Vec<Value> = (0..6).map(|n| json!({"content": format!("answer {n}")})).collect();
+    let served = Served::start(Value::Array(answers), json!({}), &[]);
+    let run = served.start_run(json!({"task": "answer", "checks": ["test -f absent-marker"]})).await;
+    let view = served.wait_finished(&run).await;
+    assert_eq!(view["outcome"], "checks_failed", "{view}");
+    let run = served.start_run(json!({"task": "answer", "checks": ["true"]})).await;
+    assert_eq!(served.wait_finished(&run).await["outcome"], "success");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -286,7 +286,37 @@ struct StartRun {
     limits: LowerLimits,
     planning: Option<bool>,
     output_schema: Option<Value>,
-    checks: Option<Value>,
+    #[serde(default)]
+    checks: Vec<String>,
+}
+
+/// Check commands one run may name.
+const MAX_CHECKS: usize = 16;
+
+/// The longest check command, in bytes.
+const MAX_CHECK_BYTES: usize = 4096;
+
+impl StartRun {
+    /// What is wrong with the request before anything is opened.
+    fn refused(&self) -> Option<String> {
+        if self.task.trim().is_empty() {
+            return Some("task is required (a non-empty string)".to_owned());
+        }
+        if self.checks.len() > MAX_CHECKS {
+            return Some(format!("checks: at most {MAX_CHECKS} commands"));
+        }
+        if self
+            .checks
+            .iter()
+            .any(|check| check.trim().is_empty() || check.len() > MAX_CHECK_BYTES || check.contains('\0'))
+        {
+            return Some(format!("checks: each a non-empty command line of at most {MAX_CHECK_BYTES} bytes"));
+        }
+        if self.output_schema.as_ref().is_some_and(|schema| !schema.is_object() && !schema.is_boolean()) {
+            return Some("output_schema must be a JSON Schema (an object)".to_owned());
+        }
+        None
+    }
 }
 
 async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejection>) -> Response {
@@ -294,19 +324,19 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
         Ok(request) => request,
         Err(refused) => return refused.into_response(),
     };
-    if request.task.trim().is_empty() {
-        return error(StatusCode::BAD_REQUEST, "task is required (a non-empty string)");
-    }
-    if request.output_schema.is_some() || request.checks.is_some() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "output_schema and checks are not supported by this version of odek serve; run without them",
-        );
+    if let Some(reason) = request.refused() {
+        return error(StatusCode::BAD_REQUEST, reason);
     }
     if app.runs.running_count() >= app.max_concurrent_runs {
         return too_many_runs(app.max_concurrent_runs);
     }
-    let options = SessionOptions { model: request.model.clone(), planning: request.planning, limits: request.limits };
+    let options = SessionOptions {
+        model: request.model.clone(),
+        planning: request.planning,
+        limits: request.limits,
+        output_schema: request.output_schema.clone(),
+        checks: request.checks.clone(),
+    };
     let cwd = request.cwd.clone().unwrap_or_else(|| app.cwd.clone());
     let opened = match &request.session_id {
         None => app.host.create_with(cwd, Default::default(), &options).await,
@@ -371,7 +401,9 @@ fn host_error(refused: &HostError) -> Response {
         HostError::TooManySessions(_) => StatusCode::TOO_MANY_REQUESTS,
         HostError::PromptTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         HostError::Cwd(..) | HostError::AboveOperator { .. } | HostError::NotPositive(_) => StatusCode::BAD_REQUEST,
-        HostError::Runtime(odek::RuntimeError::Session(_)) => StatusCode::BAD_REQUEST,
+        HostError::Runtime(odek::RuntimeError::Session(_) | odek::RuntimeError::OutputSchema(_)) => {
+            StatusCode::BAD_REQUEST
+        }
         HostError::Runtime(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     error(status, refused.to_string())

@@ -108,6 +108,11 @@ pub fn compile_inline_schema(schema: &Value) -> Result<OutputSchemaSpec, OutputS
     compile_with_origin(schema, "task file output_schema".to_owned())
 }
 
+/// Compiles a schema a client gave inline; its errors name it as `origin`.
+pub fn compile_schema_from(schema: &Value, origin: &str) -> Result<OutputSchemaSpec, OutputSchemaError> {
+    compile_with_origin(schema, origin.to_owned())
+}
+
 fn compile_with_origin(schema: &Value, origin: String) -> Result<OutputSchemaSpec, OutputSchemaError> {
     match compile_schema(schema) {
         Ok(schema) => Ok(OutputSchemaSpec { origin, schema }),

@@ -253,6 +253,27 @@ pub struct SessionOptions {
     pub planning: Option<bool>,
     /// Budgets, each at most the operator's (the project-config rule: a client only lowers).
     pub limits: LowerLimits,
+    /// The JSON Schema (2020-12) every final answer must match (`--output-schema`, inline).
+    pub output_schema: Option<serde_json::Value>,
+    /// Check commands every final answer must pass, after the config's (`--check`); they run
+    /// as shell commands under the session's danger policy.
+    pub checks: Vec<String>,
+}
+
+impl SessionOptions {
+    /// The final-answer gates the options add to `runtime`'s.
+    fn gate_answers(&self, runtime: &mut Runtime) -> Result<(), HostError> {
+        let finish = &mut runtime.settings_mut().finish;
+        if let Some(schema) = &self.output_schema {
+            let compiled = odek_agent::finish::output_schema::compile_schema_from(schema, "output_schema")
+                .map_err(RuntimeError::from)?;
+            finish.output_schema = Some(Arc::new(compiled));
+        }
+        if !self.checks.is_empty() {
+            finish.checks = crate::config::merge_checks(finish.checks.iter().chain(&self.checks));
+        }
+        Ok(())
+    }
 }
 
 /// Budgets a client asks for; `None` keeps the operator's. A value above the operator's is
@@ -570,6 +591,7 @@ impl Host {
         }
         let mut runtime = Runtime::new(setup, &overrides, Arc::clone(&subscriber))?;
         options.limits.lower(&mut runtime)?;
+        options.gate_answers(&mut runtime)?;
         let limits = LowerLimits::in_force(&runtime.settings().config);
         let prices = BudgetLimits::from(&runtime.settings().config);
         let (record, lock, history, replayed) = if existing {
