@@ -178,27 +178,76 @@ fn shell(id: &str, command: &str) -> Value {
     json!({"tool_calls": [{"id": id, "name": "shell", "arguments": {"command": command}}]})
 }
 
+/// Every route of the API: method, a path to call it by, the path as the OpenAPI document names it.
+const ROUTES: &[(&str, &str, &str)] = &[
+    ("GET", "/", "/"),
+    ("GET", "/healthz", "/healthz"),
+    ("GET", "/api/runs", "/api/runs"),
+    ("POST", "/api/runs", "/api/runs"),
+    ("GET", "/api/runs/0123", "/api/runs/{run_id}"),
+    ("POST", "/api/runs/0123/cancel", "/api/runs/{run_id}/cancel"),
+    ("GET", "/api/runs/0123/events", "/api/runs/{run_id}/events"),
+    ("POST", "/api/runs/0123/approvals/1", "/api/runs/{run_id}/approvals/{approval_id}"),
+    ("GET", "/api/runs/0123/artifacts/report", "/api/runs/{run_id}/artifacts/{artifact_id}"),
+    ("GET", "/api/sessions", "/api/sessions"),
+    ("GET", "/api/sessions/20261207-00", "/api/sessions/{session_id}"),
+    ("DELETE", "/api/sessions/20261207-00", "/api/sessions/{session_id}"),
+    ("GET", "/api/limits", "/api/limits"),
+    ("GET", "/api/usage", "/api/usage"),
+    ("GET", "/api/openapi.json", "/api/openapi.json"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_names_every_route_and_the_answers_match_it() {
+    let served = Served::start(json!([shell("c1", "echo one"), {"content": "done"}]), json!({}), &[]);
+    let (status, document) = served.get("/api/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(document["openapi"], "3.1.0");
+    let mut documented: Vec<(String, String)> = Vec::new();
+    for (path, operations) in document["paths"].as_object().unwrap() {
+        documented.extend(operations.as_object().unwrap().keys().map(|method| (method.to_uppercase(), path.clone())));
+    }
+    let mut routed: Vec<(String, String)> =
+        ROUTES.iter().map(|(method, _, template)| ((*method).to_owned(), (*template).to_owned())).collect();
+    documented.sort();
+    routed.sort();
+    assert_eq!(documented, routed, "the document and the routes name the same operations");
+
+    // Real answers validate against the schemas the document names.
+    let conforms = |component: &str, value: &Value| {
+        let schema = json!({"$ref": format!("#/components/schemas/{component}"), "components": document["components"]});
+        let validator = odek_test_support::events::validator(&schema).unwrap();
+        let errors: Vec<String> = validator.iter_errors(value).map(|error| error.to_string()).collect();
+        assert!(errors.is_empty(), "{component}: {errors:?} in {value}");
+    };
+    let (_, started) = served.post("/api/runs", &json!({"task": "one"})).await;
+    conforms("RunStarted", &started);
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    conforms("RunView", &served.get(&format!("/api/runs/{run}")).await.1);
+    for (_, event) in served.events(&run, None, |_| false).await {
+        conforms("Event", &event);
+    }
+    conforms("RunView", &served.wait_finished(&run).await);
+    conforms("RunList", &served.get("/api/runs").await.1);
+    conforms("Limits", &served.get("/api/limits").await.1);
+    conforms("UsageTotals", &served.get("/api/usage").await.1);
+    conforms("Health", &served.get("/healthz").await.1);
+    conforms("SessionList", &served.get("/api/sessions").await.1);
+    let (status, missing) = served.get("/api/runs/nope").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    conforms("Error", &missing);
+    let (status, over) = served.post(&format!("/api/runs/{run}/cancel"), &json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    conforms("Error", &over);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_refuses_a_missing_or_wrong_token_and_a_foreign_host_or_origin_red() {
     let served = Served::start(json!([{"content": "hi"}]), json!({}), &[]);
-    let routes = [
-        ("GET", "/"),
-        ("GET", "/assets/app.js"),
-        ("GET", "/healthz"),
-        ("GET", "/api/runs"),
-        ("POST", "/api/runs"),
-        ("GET", "/api/runs/0123"),
-        ("POST", "/api/runs/0123/cancel"),
-        ("GET", "/api/runs/0123/events"),
-        ("POST", "/api/runs/0123/approvals/1"),
-        ("GET", "/api/runs/0123/artifacts/report"),
-        ("GET", "/api/sessions"),
-        ("GET", "/api/sessions/20261207-00"),
-        ("DELETE", "/api/sessions/20261207-00"),
-        ("GET", "/api/limits"),
-        ("GET", "/api/usage"),
-        ("GET", "/no/such/route"),
-    ];
+    let routes = ROUTES
+        .iter()
+        .map(|(method, path, _)| (*method, *path))
+        .chain([("GET", "/assets/app.js"), ("GET", "/no/such/route")]);
     for (method, path) in routes {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let request = || served.client.request(method.clone(), served.url(path));

@@ -155,6 +155,14 @@ pub fn sorted_value(value: Value) -> Value {
     }
 }
 
+/// `value` as a document the repository keeps byte for byte (a published schema): pretty JSON
+/// with every object's keys sorted, and a final newline.
+pub fn published_text(value: Value) -> String {
+    let mut text = serde_json::to_string_pretty(&sorted_value(value)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 /// `value` as canonical JSON. Iterative, so arbitrarily deep values cannot overflow the stack.
 pub fn to_canonical_string(value: &Value) -> String {
     enum Step<'v> {

@@ -12,8 +12,10 @@
 //!
 //! Start at [`serve`]; the runs and their logs are [`runs`], the host's face [`face`].
 
+pub mod api;
 mod auth;
 mod face;
+mod openapi;
 mod page;
 mod runs;
 
@@ -35,16 +37,20 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
 use odek::host::{
-    ApprovalAnswer, Host, HostError, HostFace, HostSettings, LowerLimits, SessionOptions, StopReason, TurnEnd,
-    new_run_id,
+    ApprovalAnswer, Host, HostError, HostFace, HostSettings, SessionOptions, StopReason, TurnEnd, new_run_id,
 };
 use odek_contract::outcome::Outcome;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{Token, TokenError};
+pub use openapi::{OPENAPI_PATH, document_text as openapi_document_text};
 
+use api::{
+    Cancelling, Decided, Decision, DecisionKind, ErrorBody, Health, Limits, RunList, RunStarted, SessionList, StartRun,
+    UsageTotals,
+};
 use face::ServeFace;
 use runs::{Read, Run, Runs};
 
@@ -199,6 +205,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/sessions/{id}", get(show_session).delete(delete_session))
         .route("/api/limits", get(limits))
         .route("/api/usage", get(usage))
+        .route("/api/openapi.json", get(openapi_document))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -207,7 +214,7 @@ fn router(app: Arc<App>) -> Router {
 
 /// A JSON error answer.
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, axum::Json(json!({"error": message.into()}))).into_response()
+    (status, axum::Json(ErrorBody { error: message.into() })).into_response()
 }
 
 /// Every request: the `Host`/`Origin` rules, then the token; every answer: [`page::harden`].
@@ -256,7 +263,7 @@ async fn not_found() -> Response {
 }
 
 async fn healthz(State(app): State<Arc<App>>) -> Response {
-    axum::Json(json!({"status": "ok", "running_runs": app.runs.running_count()})).into_response()
+    axum::Json(Health { status: "ok".to_owned(), running_runs: app.runs.running_count() }).into_response()
 }
 
 /// A request body as JSON of type `T` (unknown fields ignored), or the error answer.
@@ -272,50 +279,6 @@ struct Refusal(StatusCode, String);
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         error(self.0, self.1)
-    }
-}
-
-/// `POST /api/runs`.
-#[derive(Debug, Deserialize)]
-struct StartRun {
-    task: String,
-    session_id: Option<String>,
-    cwd: Option<PathBuf>,
-    model: Option<String>,
-    #[serde(default)]
-    limits: LowerLimits,
-    planning: Option<bool>,
-    output_schema: Option<Value>,
-    #[serde(default)]
-    checks: Vec<String>,
-}
-
-/// Check commands one run may name.
-const MAX_CHECKS: usize = 16;
-
-/// The longest check command, in bytes.
-const MAX_CHECK_BYTES: usize = 4096;
-
-impl StartRun {
-    /// What is wrong with the request before anything is opened.
-    fn refused(&self) -> Option<String> {
-        if self.task.trim().is_empty() {
-            return Some("task is required (a non-empty string)".to_owned());
-        }
-        if self.checks.len() > MAX_CHECKS {
-            return Some(format!("checks: at most {MAX_CHECKS} commands"));
-        }
-        if self
-            .checks
-            .iter()
-            .any(|check| check.trim().is_empty() || check.len() > MAX_CHECK_BYTES || check.contains('\0'))
-        {
-            return Some(format!("checks: each a non-empty command line of at most {MAX_CHECK_BYTES} bytes"));
-        }
-        if self.output_schema.as_ref().is_some_and(|schema| !schema.is_object() && !schema.is_boolean()) {
-            return Some("output_schema must be a JSON Schema (an object)".to_owned());
-        }
-        None
     }
 }
 
@@ -383,7 +346,7 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
         runs.ended(&run);
         run.finish(end);
     });
-    (StatusCode::ACCEPTED, axum::Json(json!({"run_id": run_id, "session_id": opened.id}))).into_response()
+    (StatusCode::ACCEPTED, axum::Json(RunStarted { run_id, session_id: opened.id })).into_response()
 }
 
 fn too_many_runs(max: usize) -> Response {
@@ -410,7 +373,7 @@ fn host_error(refused: &HostError) -> Response {
 }
 
 async fn list_runs(State(app): State<Arc<App>>) -> Response {
-    axum::Json(json!({"runs": app.runs.list()})).into_response()
+    axum::Json(RunList { runs: app.runs.list() }).into_response()
 }
 
 fn find_run(app: &App, id: &str) -> Result<Arc<Run>, Refusal> {
@@ -433,15 +396,11 @@ async fn cancel_run(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resp
         return error(StatusCode::CONFLICT, "the run is over");
     }
     match app.host.cancel(&run.session_id) {
-        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"run_id": run.id, "cancelling": true}))).into_response(),
+        Ok(()) => {
+            (StatusCode::ACCEPTED, axum::Json(Cancelling { run_id: run.id.clone(), cancelling: true })).into_response()
+        }
         Err(refused) => host_error(&refused),
     }
-}
-
-/// `POST /api/runs/{id}/approvals/{aid}`.
-#[derive(Debug, Deserialize)]
-struct Decision {
-    decision: String,
 }
 
 async fn answer_approval(
@@ -458,14 +417,13 @@ async fn answer_approval(
         Ok(decision) => decision,
         Err(refused) => return refused.into_response(),
     };
-    let answer = match decision.decision.as_str() {
-        "allow" => ApprovalAnswer::AllowOnce,
-        "allow_for_run" => ApprovalAnswer::AllowAlways,
-        "deny" => ApprovalAnswer::Deny,
-        _ => return error(StatusCode::BAD_REQUEST, "decision must be \"allow\", \"deny\" or \"allow_for_run\""),
+    let answer = match decision.decision {
+        DecisionKind::Allow => ApprovalAnswer::AllowOnce,
+        DecisionKind::AllowForRun => ApprovalAnswer::AllowAlways,
+        DecisionKind::Deny => ApprovalAnswer::Deny,
     };
     if run.answer(approval, answer) {
-        axum::Json(json!({"approval_id": approval, "decision": decision.decision})).into_response()
+        axum::Json(Decided { approval_id: approval, decision: decision.decision }).into_response()
     } else {
         error(StatusCode::CONFLICT, "the approval is not waiting (answered, expired, or its run is over)")
     }
@@ -592,7 +550,7 @@ fn event_stream(
 async fn list_sessions(State(app): State<Arc<App>>) -> Response {
     let listed = app.host.store().and_then(|store| store.list().map_err(HostError::from));
     match listed {
-        Ok(entries) => axum::Json(json!({"sessions": entries})).into_response(),
+        Ok(sessions) => axum::Json(SessionList { sessions }).into_response(),
         Err(failed) => host_error(&failed),
     }
 }
@@ -633,13 +591,17 @@ async fn delete_session(State(app): State<Arc<App>>, Path(id): Path<String>) -> 
 
 async fn limits(State(app): State<Arc<App>>) -> Response {
     match app.host.limits_of(app.cwd.clone()) {
-        Ok(limits) => {
-            axum::Json(json!({"limits": limits, "max_concurrent_runs": app.max_concurrent_runs})).into_response()
-        }
+        Ok(limits) => axum::Json(Limits { limits, max_concurrent_runs: app.max_concurrent_runs }).into_response(),
         Err(failed) => host_error(&failed),
     }
 }
 
+async fn openapi_document() -> Response {
+    let mut response = openapi::document_text().into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
 async fn usage(State(app): State<Arc<App>>) -> Response {
-    axum::Json(json!({"usage": app.runs.usage(), "running_runs": app.runs.running_count()})).into_response()
+    axum::Json(UsageTotals { usage: app.runs.usage(), running_runs: app.runs.running_count() }).into_response()
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use odek::BudgetLimits;
 use odek::host::{ApprovalAnswer, LowerLimits, PlanStep, TurnEnd};
 use odek_contract::artifact_ref::ArtifactRef;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
@@ -27,7 +28,7 @@ pub const MAX_FINISHED_RUNS: usize = 1000;
 pub const MAX_RUN_ARTIFACTS: usize = 512;
 
 /// Where a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Running (or waiting for the host's bound on running turns).
@@ -37,7 +38,7 @@ pub enum Status {
 }
 
 /// What a run reports of itself.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RunView {
     /// The run's id: the `run_id` of its events.
     pub run_id: String,
@@ -69,7 +70,7 @@ pub struct RunView {
 }
 
 /// Token counts.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
 pub struct Usage {
     /// Input tokens.
     pub input_tokens: u64,
@@ -81,7 +82,7 @@ pub struct Usage {
 }
 
 /// What a run tells of one artifact (never its path).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ArtifactView {
     /// The id it is served by (unique in the run).
     pub id: String,
@@ -98,7 +99,7 @@ pub struct ArtifactView {
 }
 
 /// One plan step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Step {
     /// The step's title.
     pub title: String,

@@ -60,8 +60,8 @@ pub mod parts {
 /// [`Session`], [`host`]); these are the pieces that have none yet.
 pub mod agent {
     pub use odek_agent::{
-        LIST_MCP_RESOURCES, READ_MCP_RESOURCE, budget, call_resource_tool, mcp_outcome, observer, plan, run, session,
-        subagent, tool, tools,
+        LIST_MCP_RESOURCES, READ_MCP_RESOURCE, budget, call_resource_tool, events, mcp_outcome, observer, plan, run,
+        session, subagent, tool, tools,
     };
 }
 

@@ -15,10 +15,7 @@ pub const EVENT_SCHEMA_PATH: &str = "docs/schemas/odek.event.v1.schema.json";
 /// The schema of one event line, as pretty JSON the repository keeps byte for byte (keys sorted,
 /// whatever order `serde_json` keeps).
 pub fn event_schema_text() -> String {
-    let sorted = odek_contract::canonical_json::sorted_value(event_schema());
-    let mut text = serde_json::to_string_pretty(&sorted).unwrap_or_default();
-    text.push('\n');
-    text
+    odek_contract::canonical_json::published_text(event_schema())
 }
 
 /// The schema of one event line: the envelope, then for each known `type` the schema of its

@@ -21,21 +21,29 @@ pub(crate) const MAX_INDEX_BYTES: u64 = 16 * 1024 * 1024;
 const TITLE_CHARS: usize = 60;
 
 /// One session's summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IndexEntry {
+    /// The session's id.
     pub id: String,
+    /// The start of its first task, redacted.
     #[serde(default)]
     pub title: String,
+    /// When it started (RFC 3339 UTC).
     #[serde(default)]
     created_at: String,
+    /// When it was last saved (RFC 3339 UTC).
     #[serde(default)]
     pub updated_at: String,
+    /// Turns run.
     #[serde(default)]
     pub turns: u64,
+    /// The model of its latest turn.
     #[serde(default)]
     pub model: String,
+    /// Input tokens of every turn.
     #[serde(default)]
     pub input_tokens: u64,
+    /// Output tokens of every turn.
     #[serde(default)]
     pub output_tokens: u64,
 }

@@ -279,7 +279,7 @@ impl SessionOptions {
 /// Budgets a client asks for; `None` keeps the operator's. A value above the operator's is
 /// refused, never silently capped (the client learns which); a budget the operator left
 /// open (`0`, none) takes any positive value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct LowerLimits {
     /// Iterations of a turn.
