@@ -54,12 +54,25 @@ struct TooLargeAnswer {}
 
 /// Serves ACP on stdin and stdout until the client closes stdin.
 pub async fn serve(settings: HostSettings) -> Result<(), AcpError> {
-    let face = Arc::new(AcpFace::default());
-    let host = Arc::new(Host::new(settings, Arc::clone(&face) as Arc<dyn odek::host::HostFace>));
-    let transport = Lines::new(
+    serve_on(
+        settings,
         transport::line_sink(transport::stdout()),
         transport::bounded_lines(transport::stdin(), MAX_MESSAGE_BYTES),
-    );
+    )
+    .await
+}
+
+/// Serves ACP on one connection of another transport (`odek serve`'s WebSocket): `output`
+/// takes each message the agent sends, `input` yields each message the client sent, at most
+/// [`MAX_MESSAGE_BYTES`] each, until it ends. A session host of its own, as `odek acp` has.
+pub async fn serve_on<O, I>(settings: HostSettings, output: O, input: I) -> Result<(), AcpError>
+where
+    O: futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
+    I: futures_util::Stream<Item = std::io::Result<String>> + Send + 'static,
+{
+    let face = Arc::new(AcpFace::default());
+    let host = Arc::new(Host::new(settings, Arc::clone(&face) as Arc<dyn odek::host::HostFace>));
+    let transport = Lines::new(output, input);
     let connection = Agent
         .v1()
         .name("odek")

@@ -195,6 +195,7 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/api/limits", "/api/limits"),
     ("GET", "/api/usage", "/api/usage"),
     ("GET", "/api/openapi.json", "/api/openapi.json"),
+    ("GET", "/acp", "/acp"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -539,4 +540,106 @@ async fn a_runs_artifacts_are_listed_without_paths_and_served_verified_by_id_red
     }
     let unauthenticated = served.client.get(served.url(&format!("/api/runs/{run}/artifacts/report"))).send().await;
     assert_eq!(unauthenticated.unwrap().status(), StatusCode::UNAUTHORIZED);
+}
+
+/// One ACP-over-WebSocket client connection to `/acp`.
+struct AcpSocket {
+    socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+}
+
+impl AcpSocket {
+    fn request(served: &Served) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        format!("{}/acp", served.base.replace("http://", "ws://")).into_client_request().unwrap()
+    }
+
+    async fn open(served: &Served) -> AcpSocket {
+        let mut request = AcpSocket::request(served);
+        request.headers_mut().insert("Authorization", format!("Bearer {}", served.token).parse().unwrap());
+        let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+        AcpSocket { socket }
+    }
+
+    async fn send(&mut self, message: tokio_tungstenite::tungstenite::Message) {
+        use futures_util::SinkExt;
+        self.socket.send(message).await.unwrap();
+    }
+
+    async fn call(&mut self, id: u64, method: &str, params: Value) {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        self.send(tokio_tungstenite::tungstenite::Message::Text(message.into())).await;
+    }
+
+    /// Messages until the answer to `id` (which is last), or `None` when the connection ends.
+    async fn until_answer(&mut self, id: u64) -> Option<Vec<Value>> {
+        use futures_util::StreamExt;
+        let mut seen = Vec::new();
+        loop {
+            let message = tokio::time::timeout(DEADLINE, self.socket.next()).await.unwrap();
+            match message {
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text))) => {
+                    let value: Value = serde_json::from_str(text.as_str()).unwrap();
+                    let done = value["id"] == id && value.get("method").is_none();
+                    seen.push(value);
+                    if done {
+                        return Some(seen);
+                    }
+                }
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_))) | None | Some(Err(_)) => return None,
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_over_websocket_serves_sessions_behind_the_token_and_survives_garbage_red() {
+    let served = Served::start(json!([{"content": "hello over a socket"}]), json!({}), &[]);
+    // Refused like every route: no token, a wrong one, a foreign page.
+    let refused = |request| async move {
+        match tokio_tungstenite::connect_async(request).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+            other => panic!("the handshake should be refused: {:?}", other.map(|_| ())),
+        }
+    };
+    assert_eq!(refused(AcpSocket::request(&served)).await, 401);
+    let mut wrong = AcpSocket::request(&served);
+    wrong.headers_mut().insert("Authorization", format!("Bearer {}", "0".repeat(64)).parse().unwrap());
+    assert_eq!(refused(wrong).await, 401);
+    let mut foreign = AcpSocket::request(&served);
+    foreign.headers_mut().insert("Authorization", format!("Bearer {}", served.token).parse().unwrap());
+    foreign.headers_mut().insert("Origin", "http://attacker.example".parse().unwrap());
+    assert_eq!(refused(foreign).await, 403);
+    // Not a WebSocket: a clear error.
+    let (status, answer) = served.get("/acp").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+
+    let mut acp = AcpSocket::open(&served).await;
+    // Garbage text is answered, and the connection lives on.
+    acp.send(tokio_tungstenite::tungstenite::Message::Text("{not json".into())).await;
+    acp.call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await;
+    let answers = acp.until_answer(1).await.expect("the connection survives garbage text");
+    let initialized = answers.last().unwrap();
+    assert_eq!(initialized["result"]["agentInfo"]["name"], "odek", "{answers:?}");
+    acp.call(2, "session/new", json!({"cwd": served.cwd, "mcpServers": []})).await;
+    let created = acp.until_answer(2).await.unwrap();
+    let session = created.last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned();
+    acp.call(3, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]})).await;
+    let turn = acp.until_answer(3).await.unwrap();
+    assert_eq!(turn.last().unwrap()["result"]["stopReason"], "end_turn", "{turn:?}");
+    let text: String = turn
+        .iter()
+        .filter(|message| message["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|message| message["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "hello over a socket");
+
+    // A frame that is not text ends that connection only.
+    acp.send(tokio_tungstenite::tungstenite::Message::Binary(vec![0xff, 0xfe, 0x00].into())).await;
+    assert!(acp.until_answer(4).await.is_none(), "the connection ends");
+    let (status, health) = served.get("/healthz").await;
+    assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("ok")));
+    let mut again = AcpSocket::open(&served).await;
+    again.call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await;
+    assert!(again.until_answer(1).await.is_some());
 }

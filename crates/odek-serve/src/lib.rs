@@ -12,6 +12,7 @@
 //!
 //! Start at [`serve`]; the runs and their logs are [`runs`], the host's face [`face`].
 
+mod acp_socket;
 pub mod api;
 mod auth;
 mod face;
@@ -29,6 +30,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
@@ -44,6 +47,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+pub use acp_socket::{AcpConnector, AcpInput, AcpOutput, MAX_ACP_CONNECTIONS};
 pub use auth::{Token, TokenError};
 pub use openapi::{OPENAPI_PATH, document_text as openapi_document_text};
 
@@ -93,7 +97,7 @@ const HEARTBEAT: Duration = Duration::from_secs(15);
 const RETRY_AFTER_SECONDS: &str = "5";
 
 /// How `odek serve` is set up.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServeSettings {
     /// The sessions' host: home, environment, the face's flags.
     pub host: HostSettings,
@@ -111,6 +115,8 @@ pub struct ServeSettings {
     pub cwd: PathBuf,
     /// Open the page in the system's browser once listening.
     pub open: bool,
+    /// The ACP face `/acp` serves each WebSocket connection with (`None`: no `/acp`).
+    pub acp: Option<AcpConnector>,
 }
 
 /// Why `odek serve` could not serve.
@@ -138,6 +144,11 @@ struct App {
     subscribers: Arc<AtomicUsize>,
     /// Artifact downloads at once (each holds its file, up to 64 MiB, in memory).
     downloads: Arc<tokio::sync::Semaphore>,
+    acp: Option<AcpConnector>,
+    /// ACP connections open now.
+    acp_connections: Arc<AtomicUsize>,
+    /// Cancelled when serving stops: the ACP connections end their input.
+    stop: CancellationToken,
 }
 
 /// Serves until `stop` is cancelled; then every running turn is cancelled and every session
@@ -161,6 +172,9 @@ pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(
         cwd: settings.cwd.clone(),
         subscribers: Arc::new(AtomicUsize::new(0)),
         downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
+        acp: settings.acp.clone(),
+        acp_connections: Arc::new(AtomicUsize::new(0)),
+        stop: stop.clone(),
     });
     if settings.allow_remote {
         eprintln!(
@@ -206,6 +220,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/limits", get(limits))
         .route("/api/usage", get(usage))
         .route("/api/openapi.json", get(openapi_document))
+        .route("/acp", get(acp))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(Arc::clone(&app), guard))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -594,6 +609,30 @@ async fn limits(State(app): State<Arc<App>>) -> Response {
         Ok(limits) => axum::Json(Limits { limits, max_concurrent_runs: app.max_concurrent_runs }).into_response(),
         Err(failed) => host_error(&failed),
     }
+}
+
+/// `GET /acp`: a WebSocket carrying ACP.
+async fn acp(State(app): State<Arc<App>>, upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>) -> Response {
+    let Some(connector) = app.acp.clone() else { return error(StatusCode::NOT_FOUND, "no such route") };
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => {
+            return error(rejection.status(), format!("/acp speaks ACP over a WebSocket: {}", rejection.body_text()));
+        }
+    };
+    let Some(slot) = acp_socket::Slot::take(&app.acp_connections) else {
+        let mut response = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("{MAX_ACP_CONNECTIONS} ACP connections are open (the limit); retry when one closes"),
+        );
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+        return response;
+    };
+    let stop = app.stop.clone();
+    upgrade
+        .max_message_size(acp_socket::MAX_ACP_MESSAGE_BYTES)
+        .max_frame_size(acp_socket::MAX_ACP_MESSAGE_BYTES)
+        .on_upgrade(move |socket| acp_socket::serve(socket, connector, stop, slot))
 }
 
 async fn openapi_document() -> Response {

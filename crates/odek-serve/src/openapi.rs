@@ -277,6 +277,18 @@ fn operations(requests: &mut SchemaGenerator) -> Vec<Operation> {
         },
         Operation {
             method: "get",
+            path: "/acp",
+            id: "acp",
+            summary: "The Agent Client Protocol over a WebSocket: each text message one JSON-RPC message, as `odek acp` speaks on stdio",
+            request: None,
+            answers: vec![
+                (101, "Switching to the WebSocket", Empty),
+                refused(400, "Not a WebSocket handshake"),
+                refused(429, "As many ACP connections are open as may be"),
+            ],
+        },
+        Operation {
+            method: "get",
             path: "/",
             id: "page",
             summary: "The page; opened with ?token=<token> it sets an HttpOnly cookie and redirects to itself",

@@ -3,12 +3,13 @@
 //! and the token go to stderr.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use odek::config::{ConfigSources, SERVE_MAX_CONCURRENT_RUNS};
 use odek::host::HostSettings;
 use odek::setup::Setup;
 use odek_contract::quoting::quote;
-use odek_serve::{DEFAULT_MAX_CONCURRENT_RUNS, ServeSettings, Token};
+use odek_serve::{AcpConnector, AcpInput, AcpOutput, DEFAULT_MAX_CONCURRENT_RUNS, ServeSettings, Token};
 
 use crate::cli::ServeArgs;
 use crate::commands::acp::refuse_run_only_flags;
@@ -42,6 +43,17 @@ pub async fn run(args: &ServeArgs) -> Result<(), CommandError> {
         None => (Token::generate()?, true),
     };
     let host = HostSettings::from_process(overrides(&args.run.common, Some(&args.run))?)?;
+    // `/acp` serves each WebSocket connection with the ACP face, on a host of its own as an
+    // `odek acp` process has.
+    let acp_host = host.clone();
+    let acp: AcpConnector = Arc::new(move |output: AcpOutput, input: AcpInput| {
+        let settings = acp_host.clone();
+        Box::pin(async move {
+            if let Err(error) = odek_acp::serve_on(settings, output, input).await {
+                eprintln!("odek serve: /acp: {error}");
+            }
+        })
+    });
     let cwd = std::env::current_dir().map_err(|error| CommandError::Fatal(format!("working directory: {error}")))?;
     let settings = ServeSettings {
         host,
@@ -52,6 +64,7 @@ pub async fn run(args: &ServeArgs) -> Result<(), CommandError> {
         max_concurrent_runs,
         cwd,
         open: args.open,
+        acp: Some(acp),
     };
     let stop = cancel_on_stop_signals();
     odek_serve::serve(settings, stop).await?;
