@@ -643,3 +643,117 @@ async fn acp_over_websocket_serves_sessions_behind_the_token_and_survives_garbag
     again.call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await;
     assert!(again.until_answer(1).await.is_some());
 }
+
+/// A replay script of `iterations` iterations: a `read_file` of `notes.txt` in each but the last,
+/// which answers.
+fn reading_turns(iterations: usize) -> Value {
+    let mut turns: Vec<Value> = (1..iterations)
+        .map(|n| json!({"tool_calls": [{"id": format!("read{n}"), "name": "read_file", "arguments": {"path": "notes.txt"}}]}))
+        .collect();
+    turns.push(json!({"content": format!("read {} times", iterations - 1)}));
+    Value::Array(turns)
+}
+
+/// A run's stream is whole and in order: numbered 1.., opened by `run_started`, closed by
+/// `run_completed`, each call started before it completed, every event the run's own.
+fn assert_whole_run(run: &str, events: &[(u64, Value)], iterations: usize) {
+    let ids: Vec<u64> = events.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=events.len() as u64).collect::<Vec<_>>(), "{run}: numbered without a gap");
+    let kinds = types(events);
+    assert_eq!(kinds.first().map(String::as_str), Some("run_started"), "{run}");
+    assert_eq!(kinds.last().map(String::as_str), Some("run_completed"), "{run}: {kinds:?}");
+    assert_eq!(kinds.iter().filter(|kind| *kind == "iteration_completed").count(), iterations, "{run}");
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|(_, event)| event["type"] == "tool_call_started")
+        .map(|(_, e)| &e["data"]["call_id"])
+        .collect();
+    let completed: Vec<&Value> = events
+        .iter()
+        .filter(|(_, event)| event["type"] == "tool_call_completed")
+        .map(|(_, e)| &e["data"]["call_id"])
+        .collect();
+    assert_eq!(started.len(), iterations - 1, "{run}");
+    assert_eq!(started, completed, "{run}: each call completes, in order");
+    assert!(events.iter().all(|(_, event)| event["run_id"] == run), "{run}: only its own events");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_runs_of_twenty_iterations_each_stream_every_event_in_order() {
+    const RUNS: usize = 50;
+    const ITERATIONS: usize = 20;
+    let served = Served::start(reading_turns(ITERATIONS), json!({}), &["--max-concurrent-runs", "50"]);
+    std::fs::write(served.cwd.join("notes.txt"), "a note\n").unwrap();
+    let runs = futures_util::future::join_all((0..RUNS).map(|n| served.start_run(json!({"task": format!("run {n}")}))));
+    let runs = runs.await;
+    let streams = futures_util::future::join_all(runs.iter().map(|run| served.events(run, None, |_| false))).await;
+    for (run, events) in runs.iter().zip(&streams) {
+        assert_whole_run(run, events, ITERATIONS);
+        let (_, view) = served.get(&format!("/api/runs/{run}")).await;
+        assert_eq!((view["outcome"].as_str(), view["answer"].as_str()), (Some("success"), Some("read 19 times")));
+    }
+    let (_, listed) = served.get("/api/runs").await;
+    assert_eq!(listed["runs"].as_array().unwrap().len(), RUNS);
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_crowds_a_stream_never_read_and_huge_bodies_leave_runs_unaffected_red() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, hard.min(8192), hard).unwrap();
+    let served = Served::start(reading_turns(20), json!({}), &["--max-concurrent-runs", "8"]);
+    std::fs::write(served.cwd.join("notes.txt"), "a note\n").unwrap();
+    let address = served.base.trim_start_matches("http://").to_owned();
+    let before = resident_kib(served.child.id());
+
+    // 1,000 connections that never send a byte.
+    let idle: Vec<std::net::TcpStream> = (0..1000).map(|_| std::net::TcpStream::connect(&address).unwrap()).collect();
+    // A 10 MB task: refused with a clear answer, before its body is read (a client that keeps
+    // writing finds the connection closed behind the answer).
+    let task = json!({"task": "x".repeat(10 * 1024 * 1024)}).to_string();
+    let mut upload = std::net::TcpStream::connect(&address).unwrap();
+    upload.set_read_timeout(Some(DEADLINE)).unwrap();
+    let head = format!(
+        "POST /api/runs HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        served.token,
+        task.len()
+    );
+    std::io::Write::write_all(&mut upload, head.as_bytes()).unwrap();
+    let mut answer = vec![0_u8; 4096];
+    let read = std::io::Read::read(&mut upload, &mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
+    assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
+    assert!(answer.contains("larger than"), "{answer}");
+    let _ = std::io::Write::write_all(&mut upload, task.as_bytes());
+
+    // A run whose stream one client opens and never reads, while another reads it whole.
+    let run = served.start_run(json!({"task": "read"})).await;
+    let mut stalled = std::net::TcpStream::connect(&address).unwrap();
+    std::io::Write::write_all(
+        &mut stalled,
+        format!(
+            "GET /api/runs/{run}/events HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\n\r\n",
+            served.token
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let events = served.events(&run, None, |_| false).await;
+    assert_whole_run(&run, &events, 20);
+    let (status, health) = served.get("/healthz").await;
+    assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("ok")));
+    let grown = resident_kib(served.child.id()).saturating_sub(before);
+    assert!(grown < 96 * 1024, "1,000 idle connections and a stalled stream grew odek serve by {grown} KiB");
+    drop(idle);
+    drop(stalled);
+    // And runs go on as before.
+    let again = served.start_run(json!({"task": "again"})).await;
+    assert_eq!(served.wait_finished(&again).await["outcome"], "success");
+}

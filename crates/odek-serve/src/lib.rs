@@ -16,6 +16,7 @@ mod acp_socket;
 pub mod api;
 mod auth;
 mod face;
+mod listener;
 mod openapi;
 mod page;
 mod runs;
@@ -162,7 +163,11 @@ pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(
     let addr = listener.local_addr().map_err(|error| ServeError::Listen(settings.addr, error))?;
     let runs = Arc::new(Runs::default());
     let face = Arc::new(ServeFace { runs: Arc::clone(&runs) });
-    let host = Arc::new(Host::new(settings.host.clone(), face as Arc<dyn HostFace>));
+    // Every run the API admits runs at once; none waits behind the host's own bound.
+    let mut host_settings = settings.host.clone();
+    host_settings.max_running_turns = host_settings.max_running_turns.max(settings.max_concurrent_runs);
+    host_settings.max_sessions = host_settings.max_sessions.max(settings.max_concurrent_runs);
+    let host = Arc::new(Host::new(host_settings, face as Arc<dyn HostFace>));
     let app = Arc::new(App {
         host: Arc::clone(&host),
         runs,
@@ -199,7 +204,8 @@ pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(
             }
         });
     }
-    let served = axum::serve(listener, router(app)).with_graceful_shutdown(stop.cancelled_owned()).await;
+    let served =
+        axum::serve(listener::Bounded::new(listener), router(app)).with_graceful_shutdown(stop.cancelled_owned()).await;
     host.close_all().await;
     served.map_err(|error| ServeError::Listen(addr, error))
 }
