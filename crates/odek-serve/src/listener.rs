@@ -45,12 +45,9 @@ impl axum::serve::Listener for Bounded {
 
     async fn accept(&mut self) -> (Held, SocketAddr) {
         loop {
-            let (stream, addr) = match self.inner.accept().await {
-                Ok(accepted) => accepted,
-                Err(_) => {
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
+            let Ok((stream, addr)) = self.inner.accept().await else {
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
             };
             // Past the bound the connection is dropped, which closes it.
             if let Ok(place) = Arc::clone(&self.open).try_acquire_owned() {
