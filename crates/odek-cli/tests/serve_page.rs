@@ -93,13 +93,14 @@ fn stop_group(child: &mut Child) {
 /// `serve.rs`).
 struct Served {
     child: Child,
+    stopped: bool,
     base: String,
     token: String,
     _dir: tempfile::TempDir,
 }
 
 impl Served {
-    fn start(turns: Value, config: Value) -> Served {
+    fn start(script: Value, config: Value, extra: &[&str]) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let (home, cwd) = (root.join("home"), root.join("project"));
@@ -109,10 +110,11 @@ impl Served {
         std::fs::write(&config_file, config.to_string()).unwrap();
         std::fs::set_permissions(&config_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         let replay = root.join("replay.json");
-        std::fs::write(&replay, json!({"schema": "odek.replay/v1", "turns": turns}).to_string()).unwrap();
+        std::fs::write(&replay, script.to_string()).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_odek"))
             .args(["serve", "--addr", "127.0.0.1:0", "--provider", "replay", "--replay"])
             .arg(&replay)
+            .args(extra)
             .current_dir(&cwd)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -134,12 +136,14 @@ impl Served {
             }
         }
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Served { child, base, token, _dir: dir }
+        Served { child, stopped: false, base, token, _dir: dir }
     }
-}
 
-impl Drop for Served {
-    fn drop(&mut self) {
+    /// SIGTERM, then a bounded wait (killed past the deadline); once.
+    fn stop(&mut self) {
+        if std::mem::replace(&mut self.stopped, true) {
+            return;
+        }
         let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         let started = Instant::now();
@@ -151,6 +155,12 @@ impl Drop for Served {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -239,17 +249,15 @@ async fn screenshot(client: &Client, name: &str) -> Result<PathBuf, Failed> {
     Ok(path)
 }
 
-/// Sizes the window so the document's whole height shows (bounded), for a full-page picture.
-async fn fit_height(client: &Client, width: u32, at_most: u32) -> Result<(), Failed> {
-    let height = client.execute("return document.documentElement.scrollHeight", Vec::new()).await?;
-    let height = u32::try_from(height.as_u64().unwrap_or(900)).unwrap_or(at_most).clamp(600, at_most);
-    client.set_window_size(width, height).await?;
-    // The browser's window has chrome of its own: grow until the viewport holds the width.
-    let inner = client.execute("return window.innerWidth", Vec::new()).await?.as_u64().unwrap_or(0);
-    let inner = u32::try_from(inner).unwrap_or(width);
-    if inner < width {
-        client.set_window_size(width + (width - inner), height).await?;
-    }
+/// Sizes the window so its viewport is `width` wide and shows the document's whole height (up
+/// to `at_most`), for a full-page picture: the window's own frame is measured and added.
+async fn fit_viewport(client: &Client, width: u32, at_most: u32) -> Result<(), Failed> {
+    let measure = "return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight, \
+                   document.documentElement.scrollHeight]";
+    let sizes = client.execute(measure, Vec::new()).await?;
+    let number = |index: usize| u32::try_from(sizes[index].as_u64().unwrap_or(0)).unwrap_or(0);
+    let height = number(2).clamp(600, at_most);
+    client.set_window_size(width + number(0), height + number(1)).await?;
     Ok(())
 }
 
@@ -257,13 +265,15 @@ fn shell(id: &str, command: &str) -> Value {
     json!({"tool_calls": [{"id": id, "name": "shell", "arguments": {"command": command}}]})
 }
 
-/// The model's turns: a plan, two harmless commands, one that asks (code execution, its
-/// command carrying markup), the plan completed, and an answer carrying markup.
-fn turns() -> Value {
-    json!([
+/// The model's script: a plan, a sub-agent, two harmless commands, one that asks (code
+/// execution, its command carrying markup), the plan completed, and an answer carrying markup;
+/// then, for a follow-up run in the same session, a command that waits to be cancelled.
+fn script() -> Value {
+    let turns = json!([
         {"tool_calls": [{"id": "p1", "name": "plan", "arguments": {"verb": "create", "steps": [
             {"id": "look", "title": "Look around the project"},
             {"id": "greet", "title": "Print a greeting"}]}}]},
+        {"tool_calls": [{"id": "d1", "name": "delegate_tasks", "arguments": {"tasks": [{"goal": "Count the files"}]}}]},
         {"tool_calls": [
             {"id": "s1", "name": "shell", "arguments": {"command": "echo hello"}},
             {"id": "s2", "name": "shell", "arguments": {"command": "ls -la"}}]},
@@ -271,8 +281,19 @@ fn turns() -> Value {
             {"id": "look", "status": "done"}, {"id": "greet", "status": "in_progress"}]}}]},
         shell("x1", &format!("sh -c 'echo \"{MARKUP}\"'")),
         {"tool_calls": [{"id": "p3", "name": "plan", "arguments": {"verb": "complete", "step_id": "greet"}}]},
-        {"content": format!("Greeted. The command printed {MARKUP} and that is all.")}
-    ])
+        {"content": format!("Greeted. The command printed {MARKUP} and that is all.")},
+        shell("w1", "sleep 60")
+    ]);
+    let mut turns = turns.as_array().unwrap().clone();
+    // Growing usage per call, as a real model reports.
+    for (index, turn) in turns.iter_mut().enumerate() {
+        turn["usage"] = json!({"input_tokens": 1400 + 350 * index, "output_tokens": 40 + 15 * index});
+    }
+    json!({
+        "schema": "odek.replay/v1",
+        "turns": turns,
+        "subagents": [{"goal": "Count the files", "turns": [{"content": "There are no files yet."}], "subagents": []}]
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,10 +301,14 @@ async fn the_page_runs_a_task_live_answers_an_approval_and_shows_markup_as_text_
     if !browser_installed("the_page_runs_a_task_live_answers_an_approval_and_shows_markup_as_text_red") {
         return;
     }
-    let served = Served::start(turns(), json!({"approval_timeout_seconds": 120, "limits": {"max_tool_calls": 20}}));
+    let config = json!({
+        "approval_timeout_seconds": 120,
+        "limits": {"max_tool_calls": 20, "max_input_tokens": 100000, "max_output_tokens": 2000}
+    });
+    let mut served = Served::start(script(), config, &["--max-concurrent-runs", "1"]);
     let driver = Driver::start().await;
     let profiles = tempfile::tempdir().unwrap();
-    let client = driver.browser(&profiles.path().join("light"), &["--window-size=1280,900"]).await;
+    let client = driver.browser(&profiles.path().join("light"), &["--window-size=1280,1000"]).await;
     let outcome = scenario(&client, &served).await;
     if let Err(failed) = &outcome {
         let _ = screenshot(&client, "failure.png").await;
@@ -298,8 +323,8 @@ async fn the_page_runs_a_task_live_answers_an_approval_and_shows_markup_as_text_
     client.close().await.unwrap();
 
     // The system's dark preference: the page's colours follow it.
-    let dark = driver.browser(&profiles.path().join("dark"), &["--window-size=1280,900", "--force-dark-mode"]).await;
-    let checked = dark_scheme(&dark, &served, outcome.unwrap()).await;
+    let dark = driver.browser(&profiles.path().join("dark"), &["--window-size=1280,1000", "--force-dark-mode"]).await;
+    let checked = dark_scheme(&dark, &mut served, outcome.unwrap()).await;
     if checked.is_err() {
         let _ = screenshot(&dark, "failure-dark.png").await;
     }
@@ -367,6 +392,7 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
         calls
             == json!([
                 ["plan", "OK", "p1"],
+                ["delegate_tasks", "OK", "d1"],
                 ["shell", "OK", "s1"],
                 ["shell", "OK", "s2"],
                 ["plan", "OK", "p2"],
@@ -374,7 +400,7 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
             ]),
         "the tool calls as they stand: {calls}"
     );
-    let echo = text_of(client, ".calls .call:nth-child(2)").await?;
+    let echo = text_of(client, ".calls .call:nth-child(3)").await?;
     ensure!(
         echo.contains("argv0=echo") && echo.contains(" B"),
         "a completed call shows its arguments and result size: {echo:?}"
@@ -385,6 +411,8 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
         "return document.querySelector('.run-status')?.textContent === 'Needs approval'",
     )
     .await?;
+    let subagent = text_of(client, ".subagents .subagent").await?;
+    ensure!(subagent.starts_with("Succeeded") && subagent.contains("depth 1"), "the sub-agent: {subagent:?}");
     let card = text_of(client, ".approval").await?;
     ensure!(card.contains("shell") && card.contains("code_execution") && card.contains(MARKUP), "the card: {card:?}");
     ensure!(client.find(Locator::Css("[data-action=cancel]")).await?.is_displayed().await?, "no Cancel while running");
@@ -409,7 +437,7 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
         "return document.querySelector('[data-section=plan] .section-count')?.textContent === '2 of 2 done'",
     )
     .await?;
-    let last = client.execute("const c = document.querySelector('.calls .call:nth-child(5)'); return [c.querySelector('.badge').textContent, c.querySelector('.call-duration').textContent !== '', c.querySelector('.call-size').textContent !== '']", Vec::new()).await?;
+    let last = client.execute("const c = document.querySelector('.calls .call:nth-child(6)'); return [c.querySelector('.badge').textContent, c.querySelector('.call-duration').textContent !== '', c.querySelector('.call-size').textContent !== '']", Vec::new()).await?;
     ensure!(last == json!(["OK", true, true]), "the approved call, completed: {last}");
     ensure!(client.find_all(Locator::Css("[data-action=cancel]")).await?.is_empty(), "Cancel after the run ended");
     wait_for(
@@ -428,25 +456,58 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
         .await?;
     ensure!(unsafe_dom == json!([0, true]), "markup became elements: [img count, no handler ran] = {unsafe_dom}");
     let wide = screenshot(client, "wide-viewport.png").await?;
-    fit_height(client, 1280, 2000).await?;
+    fit_viewport(client, 1280, 2000).await?;
     screenshot(client, "wide.png").await?;
 
     // A reload keeps the run, its calls replayed from the server's log.
     client.refresh().await?;
-    wait_for(client, "the run after a reload", "const o = document.querySelector('.outcome'); return o && !o.hidden && document.querySelectorAll('.calls .call').length === 6").await?;
+    wait_for(client, "the run after a reload", "const o = document.querySelector('.outcome'); return o && !o.hidden && document.querySelectorAll('.calls .call').length === 7").await?;
     ensure!(text_of(client, ".answer").await? == answer, "the answer after a reload");
 
+    // A follow-up in the same session, started from the keyboard. While it runs, a third run is
+    // past the bound of one running run: the server's 429 shows beside the form. Cancel stops
+    // the follow-up.
+    client.find(Locator::Css("[data-action=follow-up]")).await?.click().await?;
+    let session = text_of(client, "#session-chip-id").await?;
+    ensure!(session.len() > 20, "the follow-up's session: {session:?}");
+    let task = client.find(Locator::Css("#task")).await?;
+    task.send_keys("Wait a minute").await?;
+    task.send_keys("\u{E009}\u{E007}\u{E000}").await?; // Ctrl+Enter, then the keys released.
+    let second = format!("return location.hash.startsWith('#run=') && location.hash !== '#run={run_id}'");
+    wait_for(client, "the second run", &second).await?;
+    wait_for(
+        client,
+        "its command running",
+        "return document.querySelector('.calls .call.run .call-args')?.textContent === 'argv0=sleep  ·  class=safe'",
+    )
+    .await?;
+    task.send_keys("One too many").await?;
+    client.find(Locator::Css("#start-button")).await?.click().await?;
+    let busy = wait_for(
+        client,
+        "the 429 beside the form",
+        "const e = document.getElementById('form-error'); return !e.hidden && e.textContent",
+    )
+    .await?;
+    ensure!(
+        busy == json!("Too many runs at once: 1 runs are running (the limit); retry when one ends. Try again in 5 s."),
+        "the 429: {busy}"
+    );
+    ensure!(text_of(client, ".run-meta").await?.contains(&session), "the follow-up runs in another session");
+    client.find(Locator::Css("[data-action=cancel]")).await?.click().await?;
+    wait_for(client, "the cancelled outcome", "const o = document.querySelector('.outcome'); return o && !o.hidden && o.querySelector('.badge').textContent === 'Cancelled'").await?;
+    ensure!(client.find_all(Locator::Css("[data-action=cancel]")).await?.is_empty(), "Cancel after the run ended");
+
+    // Back to the first run through the list.
+    client.find(Locator::Css(&format!("#run-list a[href='#run={run_id}']"))).await?.click().await?;
+    wait_for(client, "the first run again", "const o = document.querySelector('.outcome'); return o && !o.hidden && document.querySelector('.answer')?.textContent.startsWith('Greeted.')").await?;
+
     // A phone's width: one column, nothing wider than the screen.
-    client.set_window_size(375, 812).await?;
-    let width = client.execute("return window.innerWidth", Vec::new()).await?.as_u64().unwrap_or(0);
-    if width < 375 {
-        let grow = 375 - u32::try_from(width).unwrap_or(0);
-        client.set_window_size(375 + grow, 812).await?;
-    }
+    fit_viewport(client, 375, 812).await?;
     let fits = wait_for(
         client,
         "a 375-px layout",
-        "return window.innerWidth <= 400 && [window.innerWidth, document.documentElement.scrollWidth]",
+        "return window.innerWidth === 375 && [window.innerWidth, document.documentElement.scrollWidth]",
     )
     .await?;
     ensure!(
@@ -467,8 +528,9 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
     Ok(run_id)
 }
 
-/// The run's page under a dark system preference: dark background, light text.
-async fn dark_scheme(client: &Client, served: &Served, run_id: String) -> Result<(), Failed> {
+/// The run's page under a dark system preference: dark background, light text; then the
+/// server stops, and the page says so.
+async fn dark_scheme(client: &Client, served: &mut Served, run_id: String) -> Result<(), Failed> {
     client.goto(&format!("{}/?token={}", served.base, served.token)).await?;
     client.goto(&format!("{}/#run={run_id}", served.base)).await?;
     wait_for(client, "the run, dark", "const o = document.querySelector('.outcome'); return o && !o.hidden").await?;
@@ -477,5 +539,19 @@ async fn dark_scheme(client: &Client, served: &Served, run_id: String) -> Result
     let background = client.execute("return getComputedStyle(document.body).backgroundColor", Vec::new()).await?;
     ensure!(background == json!("rgb(14, 17, 22)"), "the page ignores the dark preference: background {background}");
     screenshot(client, "dark.png").await?;
+
+    // The server gone: starting a run says so, and so does the connection badge.
+    served.stop();
+    client.find(Locator::Css("#task")).await?.send_keys("Anyone there?").await?;
+    client.find(Locator::Css("#start-button")).await?.click().await?;
+    let gone = wait_for(
+        client,
+        "the lost server",
+        "const e = document.getElementById('form-error'); return !e.hidden && e.textContent",
+    )
+    .await?;
+    ensure!(gone == json!("odek serve cannot be reached; is it still running?"), "a lost server: {gone}");
+    ensure!(text_of(client, "#connection").await? == "Offline", "the connection badge");
+    ensure!(text_of(client, "#banner").await?.contains("Lost the connection to odek serve"), "the banner");
     Ok(())
 }

@@ -779,7 +779,11 @@
   function renderBudgets(run) {
     if (!run.dom) return;
     const v = run.view || {};
-    const limits = v.limits || state.limits || {};
+    // The run's own budgets where it reports them, the server's for the rest.
+    const limits = { ...(state.limits || {}) };
+    for (const [name, value] of Object.entries(v.limits || {})) {
+      if (typeof value === "number") limits[name] = value;
+    }
     const usage = v.usage || {};
     const inputTokens = Math.max(usage.input_tokens || 0, (run.tokens && run.tokens.input) || 0);
     const outputTokens = Math.max(usage.output_tokens || 0, (run.tokens && run.tokens.output) || 0);
@@ -846,6 +850,18 @@
     );
   }
 
+  // A child's result status, or the parent's word for how it ended (events.md §3).
+  const SUBAGENT_STATUS = {
+    success: ["Succeeded", "ok"],
+    completed: ["Completed", "ok"],
+    budget_exceeded: ["Budget exceeded", "warn"],
+    timeout: ["Timed out", "warn"],
+    cancelled: ["Cancelled", "muted"],
+    killed_flood: ["Killed (output flood)", "bad"],
+    no_result: ["No result", "bad"],
+    error: ["Failed", "bad"],
+  };
+
   function upsertSubagent(run, taskId, update) {
     const key = String(taskId);
     let sub = run.subagents.get(key);
@@ -858,7 +874,7 @@
     }
     Object.assign(sub, update);
     const finished = sub.status !== "running";
-    const tone = !finished ? "run" : sub.status === "success" || sub.status === "completed" ? "ok" : sub.status === "cancelled" ? "muted" : "bad";
+    const [label, tone] = !finished ? ["Running", "run"] : SUBAGENT_STATUS[sub.status] || [String(sub.status).replaceAll("_", " "), "bad"];
     const facts = [];
     if (sub.depth !== undefined) facts.push(`depth ${sub.depth}`);
     if (typeof sub.iterations === "number") facts.push(`${sub.iterations} iterations`);
@@ -866,7 +882,7 @@
     if (typeof sub.duration_seconds === "number") facts.push(formatDuration(sub.duration_seconds * 1000));
     else if (sub.timeout_seconds) facts.push(`timeout ${formatDuration(sub.timeout_seconds * 1000)}`);
     if (sub.artifact_count) facts.push(`${sub.artifact_count} artifacts`);
-    fill(sub.row, badge(finished ? sub.status.replaceAll("_", " ") : "Running", tone, !finished), el("code", { class: "subagent-id", text: sub.id }), el("span", { class: "muted", text: facts.join(" · ") }));
+    fill(sub.row, badge(label, tone, !finished), el("code", { class: "subagent-id", text: sub.id }), el("span", { class: "muted", text: facts.join(" · ") }));
     const running = [...run.subagents.values()].filter((candidate) => candidate.status === "running").length;
     run.dom.subagents.count.textContent = `${run.subagents.size}${running ? ` · ${running} running` : ""}`;
   }
