@@ -338,6 +338,14 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
     client.goto(&format!("{}/?token={}", served.base, served.token)).await?;
     ensure!(client.current_url().await?.as_str() == format!("{}/", served.base), "the token stayed in the address");
     client.wait().at_most(DEADLINE).for_element(Locator::Css("#task")).await?;
+    // Whatever the page renders from here on must keep to its Content-Security-Policy.
+    client
+        .execute(
+            "window.violations = []; document.addEventListener('securitypolicyviolation', \
+             e => window.violations.push(e.violatedDirective + ' ' + e.blockedURI))",
+            Vec::new(),
+        )
+        .await?;
     wait_for(client, "the connection badge", "return document.querySelector('#connection .badge.ok') !== null").await?;
 
     // A budget above the operator's: the server's 400 shows beside the form, the run does not start.
@@ -455,6 +463,8 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
         )
         .await?;
     ensure!(unsafe_dom == json!([0, true]), "markup became elements: [img count, no handler ran] = {unsafe_dom}");
+    let violations = client.execute("return window.violations", Vec::new()).await?;
+    ensure!(violations == json!([]), "the page broke its Content-Security-Policy: {violations}");
     let wide = screenshot(client, "wide-viewport.png").await?;
     fit_viewport(client, 1280, 2000).await?;
     screenshot(client, "wide.png").await?;
