@@ -85,7 +85,8 @@ fn stop_group(child: &mut Child) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // What the driver started (Chromium and its helpers) shares its group.
+    // What the driver started (Chromium and its helpers) shares its group; Chromium's crash
+    // handler, in a session of its own, ends when its browser does.
     let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
 }
 

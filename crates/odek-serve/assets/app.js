@@ -97,15 +97,27 @@
       .join("  ·  ");
   }
 
-  // Status words and their tone (tone = colour class; the word itself always shows).
+  // odek's outcome classes (odek-contract's Outcome): a word and a tone (the colour class; the
+  // word always shows).
   const OUTCOMES = {
     success: ["Succeeded", "ok"],
     budget_exceeded: ["Budget exceeded", "warn"],
+    stalled: ["Stalled", "warn"],
+    denied: ["Denied", "bad"],
+    invalid_output: ["Invalid output", "bad"],
+    checks_failed: ["Checks failed", "bad"],
     cancelled: ["Cancelled", "muted"],
+    model_error: ["Model error", "bad"],
+    tool_error: ["Tool error", "bad"],
     error: ["Failed", "bad"],
-    max_iterations: ["Iteration limit", "warn"],
-    deadline_exceeded: ["Deadline exceeded", "warn"],
   };
+
+  /** The word and tone of an outcome, one the page does not know included. */
+  function outcomeLabel(outcome) {
+    if (OUTCOMES[outcome]) return OUTCOMES[outcome];
+    const word = outcome ? String(outcome).replaceAll("_", " ") : "Finished";
+    return [word.charAt(0).toUpperCase() + word.slice(1), "bad"];
+  }
 
   function runBadge(view) {
     if (!view) return badge("Loading", "muted");
@@ -115,8 +127,7 @@
       }
       return badge("Running", "run", true);
     }
-    const [label, tone] = OUTCOMES[view.outcome] || [view.outcome ? view.outcome.replaceAll("_", " ") : "Finished", "bad"];
-    return badge(label, tone);
+    return badge(...outcomeLabel(view.outcome));
   }
 
   function badge(label, tone, live) {
@@ -683,10 +694,10 @@
       return;
     }
     node.hidden = false;
-    const [label, tone] = OUTCOMES[v.outcome] || [v.outcome || "Finished", "bad"];
+    const [label, tone] = outcomeLabel(v.outcome);
     const parts = [el("div", { class: "outcome-head" }, el("h3", { text: "Outcome" }), badge(label, tone))];
     if (v.budget) parts.push(el("p", { class: "outcome-line" }, "The ", el("code", { text: v.budget }), " budget ran out."));
-    if (run.failureClass && v.outcome !== "success") parts.push(el("p", { class: "outcome-line muted" }, "Error class: ", el("code", { text: run.failureClass })));
+    if (run.failureClass && run.failureClass !== "error" && v.outcome !== "success") parts.push(el("p", { class: "outcome-line muted" }, "Error class: ", el("code", { text: run.failureClass })));
     if (v.error) parts.push(el("pre", { class: "error-text", text: v.error }));
     if (v.answer) {
       const copy = el("button", { type: "button", class: "link-button", text: "Copy" });
