@@ -273,12 +273,15 @@
     const limits = {};
     for (const input of document.querySelectorAll("input[data-limit]")) {
       const raw = input.value.trim();
-      if (!raw) continue;
+      // A number field holds "" for text that is not a number: that is an error, not "empty".
+      const unreadable = Boolean(input.validity && input.validity.badInput);
+      if (!raw && !unreadable) continue;
       const name = input.dataset.limit;
       const value = Number(raw);
       const whole = name !== "max_cost_usd";
-      if (!Number.isFinite(value) || value <= 0 || (whole && !Number.isInteger(value))) {
+      if (unreadable || !Number.isFinite(value) || value <= 0 || (whole && !Number.isInteger(value))) {
         const label = input.closest("label").firstChild.textContent.trim();
+        input.closest("details").open = true;
         input.focus();
         throw new Error(`${label}: ${whole ? "a whole number above 0" : "an amount above 0"}, or empty for the server's.`);
       }
@@ -645,6 +648,11 @@
           run.missing = true;
           closeStream(run);
           renderHead(run);
+        } else if (failure.status === 401 && state.selected === run) {
+          // Signed out (the banner says how to sign in): the stream would only be refused again.
+          closeStream(run);
+          run.stream = "lost";
+          renderStreamState(run);
         }
       } finally {
         run.viewFetch = null;
