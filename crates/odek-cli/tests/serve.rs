@@ -310,6 +310,7 @@ async fn a_run_streams_its_events_in_order_and_resumes_without_loss_or_repeat() 
 
     let view = served.wait_finished(&run).await;
     assert_eq!((view["outcome"].as_str(), view["answer"].as_str()), (Some("success"), Some("done")));
+    assert_eq!(view["task"], "count");
     let (_, listed) = served.get("/api/runs").await;
     assert_eq!(listed["runs"][0]["run_id"], run.as_str());
     let session = view["session_id"].as_str().unwrap();
@@ -331,6 +332,13 @@ async fn approvals_are_allowed_denied_and_expire() {
         let (seq, request) = before.last().unwrap().clone();
         assert_eq!(request["tool"], "shell");
         assert_eq!(request["data"]["class"], "code_execution");
+        // The call's start comes first (events.md §11), though the runtime's events are queued.
+        let call = &request["data"]["call_id"];
+        assert!(
+            before.iter().any(|(_, event)| event["type"] == "tool_call_started" && &event["data"]["call_id"] == call),
+            "{:?}",
+            types(&before)
+        );
         let approval = request["data"]["approval_id"].as_u64().unwrap();
         let (status, view) = served.get(&format!("/api/runs/{run}")).await;
         assert_eq!((status, view["pending_approvals"].clone()), (StatusCode::OK, json!([approval])));

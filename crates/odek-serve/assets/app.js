@@ -350,7 +350,7 @@
   const listItems = new Map();
 
   function runTitle(run) {
-    return state.tasks.get(run.run_id) || state.titles.get(run.session_id) || `Run ${shortId(run.run_id)}`;
+    return run.task || state.tasks.get(run.run_id) || state.titles.get(run.session_id) || `Run ${shortId(run.run_id)}`;
   }
 
   function renderRunList() {

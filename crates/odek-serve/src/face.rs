@@ -12,6 +12,9 @@ use serde_json::json;
 
 use crate::runs::{Run, Runs};
 
+/// How long an approval's event waits for its call's `tool_call_started` to be in the log.
+const CALL_EVENT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The host's face for `odek serve`.
 pub struct ServeFace {
     pub runs: Arc<Runs>,
@@ -32,20 +35,24 @@ impl HostFace for ServeFace {
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Option<ApprovalAnswer>> {
         let Some(run) = self.runs.of_session(&request.session) else { return Box::pin(async { None }) };
         let answered = run.pend(request.id);
-        run.push_own_event(
-            "approval_requested",
-            Some(&request.tool),
-            json!({
-                "approval_id": request.id,
-                "call_id": request.call_id,
-                "class": request.class,
-                "summary": redact(&request.title),
-                "detail": redact(&request.detail),
-                "allow_for_run": request.allow_always,
-            }),
-        );
-        let pending = Pending { run, id: request.id, tool: request.tool };
         Box::pin(async move {
+            if let Some(call_id) = &request.call_id {
+                run.wait_for_call(call_id, CALL_EVENT_DEADLINE).await;
+            }
+            run.push_own_event(
+                "approval_requested",
+                Some(&request.tool),
+                json!({
+                    "approval_id": request.id,
+                    "call_id": request.call_id,
+                    "class": request.class,
+                    "summary": redact(&request.title),
+                    "detail": redact(&request.detail),
+                    "allow_for_run": request.allow_always,
+                }),
+            );
+            // From here on, an asker that gives up before an answer leaves an expiry behind.
+            let pending = Pending { run, id: request.id, tool: request.tool };
             let answer = answered.await.ok();
             pending.resolved(answer);
             answer

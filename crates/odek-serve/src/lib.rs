@@ -345,7 +345,7 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
         Ok(claim) => claim,
         Err(refused) => return host_error(&refused),
     };
-    let run = Run::new(run_id.clone(), opened.id.clone(), opened.limits, opened.prices);
+    let run = Run::new(run_id.clone(), opened.id.clone(), &request.task, opened.limits, opened.prices);
     if !app.runs.start(&run, app.max_concurrent_runs) {
         return too_many_runs(app.max_concurrent_runs);
     }

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use odek::BudgetLimits;
 use odek::host::{ApprovalAnswer, LowerLimits, PlanStep, TurnEnd};
 use odek_contract::artifact_ref::ArtifactRef;
+use odek_contract::redaction::redact;
+use odek_contract::runes::runes_with_ellipsis;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -23,6 +25,9 @@ pub const MAX_LOG_BYTES: usize = 4 * 1024 * 1024;
 
 /// Finished runs remembered; the oldest is forgotten past this.
 pub const MAX_FINISHED_RUNS: usize = 1000;
+
+/// Characters of its task a run shows.
+const TASK_PREVIEW_CHARS: usize = 200;
 
 /// Artifacts one run lists; later ones are not listed (nor served).
 pub const MAX_RUN_ARTIFACTS: usize = 512;
@@ -44,6 +49,8 @@ pub struct RunView {
     pub run_id: String,
     /// The session it is a turn of.
     pub session_id: String,
+    /// The start of its task (redacted, at most 200 characters).
+    pub task: String,
     /// When it was accepted (RFC 3339 UTC).
     pub created_at: String,
     /// Running or finished.
@@ -150,17 +157,28 @@ pub enum Read {
     Ended,
 }
 
+/// Whether `line` is a run's last event.
+fn is_last_event(line: &str) -> bool {
+    ["run_completed", "run_failed"]
+        .iter()
+        .any(|kind| line.starts_with(&format!("{{\"schema\":\"odek.event/v1\",\"type\":\"{kind}\"")))
+}
+
 /// One run.
 pub struct Run {
     pub id: String,
     pub session_id: String,
     pub created_at: String,
+    /// The start of the task, redacted.
+    task: String,
     limits: LowerLimits,
     prices: BudgetLimits,
     state: Mutex<State>,
     log: Mutex<Log>,
     /// The next sequence number, for subscribers to wait on.
     written: watch::Sender<u64>,
+    /// The run's last event, held until the run's state is final.
+    last: Mutex<Option<Arc<str>>>,
     approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
     /// Event streams of this run open now.
     subscribers: Arc<std::sync::atomic::AtomicUsize>,
@@ -175,7 +193,8 @@ struct State {
 }
 
 impl Run {
-    pub fn new(id: String, session_id: String, limits: LowerLimits, prices: BudgetLimits) -> Arc<Run> {
+    pub fn new(id: String, session_id: String, task: &str, limits: LowerLimits, prices: BudgetLimits) -> Arc<Run> {
+        let task = runes_with_ellipsis(&redact(task), TASK_PREVIEW_CHARS).into_owned();
         let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let state = State {
             status: Status::Running,
@@ -188,27 +207,60 @@ impl Run {
             id,
             session_id,
             created_at,
+            task,
             limits,
             prices,
             state: Mutex::new(state),
             log: Mutex::new(Log::default()),
             written: watch::Sender::new(0),
+            last: Mutex::new(None),
             approvals: Mutex::new(HashMap::new()),
             subscribers: Arc::default(),
         })
     }
 
-    /// Appends one event line (ignored once the run's log is closed).
+    /// Appends one event line (ignored once the run's log is closed). The run's last event
+    /// (`run_completed`, `run_failed`) is held until [`Run::finish`]: a client that reads it
+    /// finds the run finished, with its answer, when it asks.
     pub fn push_event(&self, line: &str) {
+        if is_last_event(line) {
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::from(line));
+            return;
+        }
+        self.append(Arc::from(line));
+    }
+
+    fn append(&self, line: Arc<str>) {
         let next = {
             let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
             if log.closed {
                 return;
             }
-            log.push(Arc::from(line));
+            log.push(line);
             log.next()
         };
         self.written.send_replace(next);
+    }
+
+    /// Waits, at most `deadline`, until the log holds the `tool_call_started` of `call_id` —
+    /// the runtime's events come through a queue, so an approval asked about that call can be
+    /// ahead of them; its `approval_requested` follows the call's start, as events.md §11 has it.
+    pub async fn wait_for_call(&self, call_id: &str, deadline: std::time::Duration) {
+        let needle = format!("\"call_id\":{}", serde_json::Value::from(call_id));
+        let mut written = self.subscribe();
+        let started = |run: &Run| {
+            let log = run.log.lock().unwrap_or_else(PoisonError::into_inner);
+            log.lines.iter().rev().any(|line| line.contains("\"type\":\"tool_call_started\"") && line.contains(&needle))
+        };
+        let _ = tokio::time::timeout(deadline, async {
+            loop {
+                written.borrow_and_update();
+                if started(self) || written.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
     }
 
     /// An event of serve's own (`approval_requested`, `approval_resolved`), shaped as the
@@ -255,6 +307,9 @@ impl Run {
             state.status = Status::Finished;
             state.usage = end.usage;
             state.end = Some(end);
+        }
+        if let Some(last) = self.last.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            self.append(last);
         }
         let next = {
             let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
@@ -355,6 +410,7 @@ impl Run {
         RunView {
             run_id: self.id.clone(),
             session_id: self.session_id.clone(),
+            task: self.task.clone(),
             created_at: self.created_at.clone(),
             status: state.status,
             outcome: end.map(|end| end.outcome.as_str().to_owned()),
@@ -467,7 +523,7 @@ mod tests {
 
     #[test]
     fn the_log_is_bounded_and_a_late_reader_learns_what_it_lost() {
-        let run = Run::new("r".into(), "s".into(), LowerLimits::default(), BudgetLimits::default());
+        let run = Run::new("r".into(), "s".into(), "t", LowerLimits::default(), BudgetLimits::default());
         for index in 0..(MAX_LOG_EVENTS + 10) {
             run.push_event(&format!("{{\"n\":{index}}}"));
         }
@@ -481,8 +537,30 @@ mod tests {
     }
 
     #[test]
+    fn the_last_event_is_read_only_once_the_run_is_finished() {
+        let run = Run::new("r".into(), "s".into(), "t", LowerLimits::default(), BudgetLimits::default());
+        run.push_event(r#"{"schema":"odek.event/v1","type":"run_started"}"#);
+        run.push_event(r#"{"schema":"odek.event/v1","type":"run_completed","data":{}}"#);
+        let Read::Lines { lines, .. } = run.read(0) else { panic!() };
+        assert_eq!(lines.len(), 1, "held back");
+        assert!(matches!(run.read(1), Read::Nothing));
+        run.finish(odek::host::TurnEnd {
+            outcome: odek_contract::outcome::Outcome::Success,
+            stop: odek::host::StopReason::EndTurn,
+            answer: "a".into(),
+            usage: odek::Usage::default(),
+            error: None,
+            budget: None,
+        });
+        let Read::Lines { lines, .. } = run.read(1) else { panic!() };
+        assert!(lines[0].1.contains("run_completed"));
+        assert_eq!(run.view().status, Status::Finished);
+        assert!(matches!(run.read(2), Read::Ended));
+    }
+
+    #[test]
     fn a_resumed_reader_gets_each_line_once_in_order() {
-        let run = Run::new("r".into(), "s".into(), LowerLimits::default(), BudgetLimits::default());
+        let run = Run::new("r".into(), "s".into(), "t", LowerLimits::default(), BudgetLimits::default());
         for index in 1..=5 {
             run.push_event(&format!("line {index}"));
         }
