@@ -240,8 +240,33 @@ async fn wait_for(client: &Client, what: &str, script: &str) -> Result<Value, Fa
 }
 
 /// The visible text of the first element `css` finds.
+/// Clicks the first element `css` selects, found again if the page re-rendered it between the
+/// find and the click.
+async fn click(client: &Client, css: &str) -> Result<(), Failed> {
+    let started = std::time::Instant::now();
+    loop {
+        let clicked = match client.find(Locator::Css(css)).await {
+            Ok(element) => element.click().await.map(drop),
+            Err(error) => Err(error),
+        };
+        match clicked {
+            Ok(()) => return Ok(()),
+            Err(error) if error.to_string().contains("stale element") && started.elapsed() < DEADLINE => {}
+            Err(error) => return Err(format!("clicking {css}: {error}").into()),
+        }
+    }
+}
+
+/// The rendered text of the first element `css` selects, read in one script (the page re-renders
+/// live parts as events arrive, so an element found in one call may be gone by the next).
 async fn text_of(client: &Client, css: &str) -> Result<String, Failed> {
-    Ok(client.find(Locator::Css(css)).await?.text().await?)
+    let text = client
+        .execute("const e = document.querySelector(arguments[0]); return e ? e.innerText : null", vec![json!(css)])
+        .await?;
+    match text {
+        Value::String(text) => Ok(text),
+        _ => Err(format!("nothing on the page matches {css}").into()),
+    }
 }
 
 async fn screenshot(client: &Client, name: &str) -> Result<PathBuf, Failed> {
@@ -424,11 +449,12 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
     ensure!(subagent.starts_with("Succeeded") && subagent.contains("depth 1"), "the sub-agent: {subagent:?}");
     let card = text_of(client, ".approval").await?;
     ensure!(card.contains("shell") && card.contains("code_execution") && card.contains(MARKUP), "the card: {card:?}");
-    ensure!(client.find(Locator::Css("[data-action=cancel]")).await?.is_displayed().await?, "no Cancel while running");
+    let shown = "const b = document.querySelector('[data-action=cancel]'); return !!b && b.offsetParent !== null";
+    ensure!(client.execute(shown, Vec::new()).await? == json!(true), "no Cancel while running");
     screenshot(client, "approval.png").await?;
 
     // Allowed: the run goes on to its answer.
-    client.find(Locator::Css(".approval button[data-decision=allow]")).await?.click().await?;
+    click(client, ".approval button[data-decision=allow]").await?;
     wait_for(
         client,
         "the outcome",
@@ -478,7 +504,7 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
     // A follow-up in the same session, started from the keyboard. While it runs, a third run is
     // past the bound of one running run: the server's 429 shows beside the form. Cancel stops
     // the follow-up.
-    client.find(Locator::Css("[data-action=follow-up]")).await?.click().await?;
+    click(client, "[data-action=follow-up]").await?;
     let session = text_of(client, "#session-chip-id").await?;
     ensure!(session.len() > 20, "the follow-up's session: {session:?}");
     let task = client.find(Locator::Css("#task")).await?;
@@ -505,12 +531,12 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
         "the 429: {busy}"
     );
     ensure!(text_of(client, ".run-meta").await?.contains(&session), "the follow-up runs in another session");
-    client.find(Locator::Css("[data-action=cancel]")).await?.click().await?;
+    click(client, "[data-action=cancel]").await?;
     wait_for(client, "the cancelled outcome", "const o = document.querySelector('.outcome'); return o && !o.hidden && o.querySelector('.badge').textContent === 'Cancelled'").await?;
     ensure!(client.find_all(Locator::Css("[data-action=cancel]")).await?.is_empty(), "Cancel after the run ended");
 
     // Back to the first run through the list.
-    client.find(Locator::Css(&format!("#run-list a[href='#run={run_id}']"))).await?.click().await?;
+    click(client, &format!("#run-list a[href='#run={run_id}']")).await?;
     wait_for(client, "the first run again", "const o = document.querySelector('.outcome'); return o && !o.hidden && document.querySelector('.answer')?.textContent.startsWith('Greeted.')").await?;
 
     // A phone's width: one column, nothing wider than the screen.

@@ -325,8 +325,11 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
     let opened = match &request.session_id {
         None => app.host.create_with(cwd, Default::default(), &options).await,
         Some(id) => {
-            if app.host.is_running(id) {
-                return error(StatusCode::CONFLICT, format!("session {id} is running a turn"));
+            if app.host.is_running(id) || app.runs.of_session(id).is_some() {
+                return error(
+                    StatusCode::CONFLICT,
+                    format!("session {id} is running a turn (or closing after one); retry when its run ends"),
+                );
             }
             // Reopened, so the run's model and budgets apply to it.
             let _ = app.host.close(id).await;
@@ -364,8 +367,11 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
                 budget: None,
             },
         };
-        runs.ended(&run);
         run.finish(end);
+        // Saved at every step; closed now, so an idle finished run holds its record only (and
+        // its servers stop). Until then the session counts as running: a follow-up waits.
+        let _ = host.close(&run.session_id).await;
+        runs.ended(&run);
     });
     (StatusCode::ACCEPTED, axum::Json(RunStarted { run_id, session_id: opened.id })).into_response()
 }
