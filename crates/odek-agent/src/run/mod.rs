@@ -1009,12 +1009,25 @@ impl Agent {
         let Some(checkpoint) = self.checkpoint.as_mut() else {
             return Ok(());
         };
-        let saved = checkpoint.save(messages, totals).map_err(RunError::Checkpoint)?;
+        // The durable save (fsyncs) blocks: on a multi-threaded runtime the worker hands its
+        // other tasks on first, so a host's other sessions and its faces' streams go on meanwhile.
+        let saved = off_the_worker(|| checkpoint.save(messages, totals)).map_err(RunError::Checkpoint)?;
         if let Some(warning) = &saved.warning {
             self.observer.on_event(&LoopEvent::Warning { text: warning });
         }
         self.observer.on_event(&LoopEvent::SessionSaved { iteration, message_count: saved.message_count });
         Ok(())
+    }
+}
+
+/// Runs blocking `work` where it holds up no other task: in place, after the worker's other
+/// tasks move on, on a multi-threaded runtime; as is elsewhere.
+fn off_the_worker<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
     }
 }
 
