@@ -7,7 +7,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -53,19 +52,7 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let (mut base, mut token) = (String::new(), String::new());
-        while token.is_empty() {
-            let mut line = String::new();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "odek serve ended before it listened");
-            if let Some(url) = line.trim().strip_prefix("odek serve: listening on ") {
-                base = url.trim_end_matches('/').to_owned();
-            } else if let Some((_, shown)) = line.trim().split_once("?token=") {
-                shown.split_whitespace().next().unwrap().clone_into(&mut token);
-            }
-        }
-        // The rest of stderr is drained, so odek never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let (base, token) = odek_test_support::serve::announced(&mut child);
         let client = reqwest::Client::builder().timeout(DEADLINE).build().unwrap();
         Served { child, base, token, _dir: dir, cwd, client }
     }

@@ -18,6 +18,7 @@ pub mod npm_registry;
 pub mod openai;
 pub mod peer;
 pub mod responses;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
