@@ -1,9 +1,12 @@
 //! `odek serve` end to end: the real binary on 127.0.0.1, driven by a real HTTP client
-//! (reqwest). Every route refuses a missing or wrong token and a foreign Host or Origin; a run's
-//! `odek.event/v1` stream arrives whole and in order over SSE and resumes after a dropped
-//! connection without a lost or repeated event; approvals are allowed, denied and expire;
-//! a run is cancelled mid-tool; past the bound on running runs the answer is 429; a client's
-//! budgets above the operator's are refused; bad bodies and ids get clear errors.
+//! (reqwest) and a WebSocket client. Every route refuses a missing or wrong token and a foreign
+//! Host or Origin (a `_red` test each); a run's `odek.event/v1` stream arrives whole and in order
+//! over SSE and resumes after a dropped connection without a lost or repeated event; approvals
+//! are allowed, denied and expire; a run is cancelled mid-tool; past the bound on running runs
+//! the answer is 429; a client's budgets above the operator's are refused; output schemas and
+//! checks gate answers; artifacts are listed without paths and served verified; the OpenAPI
+//! document matches the routes and the answers; ACP runs over `/acp`; 50 runs at once stream
+//! whole; bad bodies, ids, idle crowds and stalled readers get clear errors and touch no run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -229,30 +232,69 @@ async fn the_openapi_document_names_every_route_and_the_answers_match_it() {
     conforms("Error", &over);
 }
 
+/// `method path` answers 401 without the token or with a wrong one (with `WWW-Authenticate:
+/// Bearer`), takes the page's cookie, and answers 403 under a foreign `Host` or from a page of
+/// another site, never with a CORS header.
+async fn refuses_strangers(served: &Served, method: &str, path: &str) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let request = || served.client.request(method.clone(), served.url(path));
+    let missing = request().send().await.unwrap();
+    assert_eq!(missing.status(), StatusCode::UNAUTHORIZED, "{method} {path} without a token");
+    assert_eq!(missing.headers()["www-authenticate"], "Bearer");
+    let wrong = request().bearer_auth("0".repeat(64)).send().await.unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED, "{method} {path} with a wrong token");
+    let cookie = request().header("Cookie", format!("odek_token={}", served.token)).send().await.unwrap();
+    assert_ne!(cookie.status(), StatusCode::UNAUTHORIZED, "{method} {path} with the page's cookie");
+    let rebound = request().bearer_auth(&served.token).header("Host", "attacker.example").send().await.unwrap();
+    assert_eq!(rebound.status(), StatusCode::FORBIDDEN, "{method} {path} under a foreign Host");
+    let foreign =
+        request().bearer_auth(&served.token).header("Origin", "http://attacker.example").send().await.unwrap();
+    assert_eq!(foreign.status(), StatusCode::FORBIDDEN, "{method} {path} from a foreign Origin");
+    assert!(foreign.headers().get("access-control-allow-origin").is_none());
+}
+
+/// One `_red` test per route of [`ROUTES`] (and the page's assets, and a route that is not one),
+/// each against a server of its own; [`REFUSAL_TESTED`] lists them.
+macro_rules! each_route_refuses_strangers {
+    ($($name:ident: $method:literal $path:literal,)*) => {
+        const REFUSAL_TESTED: &[(&str, &str)] = &[$(($method, $path),)*];
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let served = Served::start(json!([{"content": "hi"}]), json!({}), &[]);
+                refuses_strangers(&served, $method, $path).await;
+            }
+        )*
+    };
+}
+
+each_route_refuses_strangers! {
+    page_refuses_strangers_red: "GET" "/",
+    page_assets_refuse_strangers_red: "GET" "/assets/app.js",
+    healthz_refuses_strangers_red: "GET" "/healthz",
+    list_runs_refuses_strangers_red: "GET" "/api/runs",
+    start_run_refuses_strangers_red: "POST" "/api/runs",
+    show_run_refuses_strangers_red: "GET" "/api/runs/0123",
+    cancel_run_refuses_strangers_red: "POST" "/api/runs/0123/cancel",
+    run_events_refuse_strangers_red: "GET" "/api/runs/0123/events",
+    answer_approval_refuses_strangers_red: "POST" "/api/runs/0123/approvals/1",
+    run_artifact_refuses_strangers_red: "GET" "/api/runs/0123/artifacts/report",
+    list_sessions_refuses_strangers_red: "GET" "/api/sessions",
+    show_session_refuses_strangers_red: "GET" "/api/sessions/20261207-00",
+    delete_session_refuses_strangers_red: "DELETE" "/api/sessions/20261207-00",
+    limits_refuse_strangers_red: "GET" "/api/limits",
+    usage_refuses_strangers_red: "GET" "/api/usage",
+    openapi_refuses_strangers_red: "GET" "/api/openapi.json",
+    acp_refuses_strangers_red: "GET" "/acp",
+    unknown_route_refuses_strangers_red: "GET" "/no/such/route",
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_route_refuses_a_missing_or_wrong_token_and_a_foreign_host_or_origin_red() {
-    let served = Served::start(json!([{"content": "hi"}]), json!({}), &[]);
-    let routes = ROUTES
-        .iter()
-        .map(|(method, path, _)| (*method, *path))
-        .chain([("GET", "/assets/app.js"), ("GET", "/no/such/route")]);
-    for (method, path) in routes {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let request = || served.client.request(method.clone(), served.url(path));
-        let missing = request().send().await.unwrap();
-        assert_eq!(missing.status(), StatusCode::UNAUTHORIZED, "{method} {path} without a token");
-        assert_eq!(missing.headers()["www-authenticate"], "Bearer");
-        let wrong = request().bearer_auth("0".repeat(64)).send().await.unwrap();
-        assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED, "{method} {path} with a wrong token");
-        let cookie = request().header("Cookie", format!("odek_token={}", served.token)).send().await.unwrap();
-        assert_ne!(cookie.status(), StatusCode::UNAUTHORIZED, "{method} {path} with the page's cookie");
-        let rebound = request().bearer_auth(&served.token).header("Host", "attacker.example").send().await.unwrap();
-        assert_eq!(rebound.status(), StatusCode::FORBIDDEN, "{method} {path} under a foreign Host");
-        let foreign =
-            request().bearer_auth(&served.token).header("Origin", "http://attacker.example").send().await.unwrap();
-        assert_eq!(foreign.status(), StatusCode::FORBIDDEN, "{method} {path} from a foreign Origin");
-        assert!(foreign.headers().get("access-control-allow-origin").is_none());
+async fn every_route_has_its_refusal_test_and_the_page_takes_the_token_once_red() {
+    for (method, path, _) in ROUTES {
+        assert!(REFUSAL_TESTED.contains(&(*method, *path)), "{method} {path} has no refusal test");
     }
+    let served = Served::start(json!([{"content": "hi"}]), json!({}), &[]);
     let (status, health) = served.get("/healthz").await;
     assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("ok")));
 
