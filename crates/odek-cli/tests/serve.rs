@@ -10,54 +10,38 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
+use odek_test_support::serve::Replayed;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// How long any one wait of these tests may take.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// `odek serve` running in a temp home and project, answering from a replay script.
+/// `odek serve` running in a temp home and project, answering from a replay script, and the
+/// HTTP client that talks to it.
 struct Served {
-    child: Child,
-    base: String,
-    token: String,
-    _dir: tempfile::TempDir,
-    cwd: PathBuf,
+    server: Replayed,
     client: reqwest::Client,
 }
 
+impl std::ops::Deref for Served {
+    type Target = Replayed;
+
+    fn deref(&self) -> &Replayed {
+        &self.server
+    }
+}
+
 impl Served {
+    /// The server of the replayed model `turns`, with `config` and `extra` flags.
     fn start(turns: Value, config: Value, extra: &[&str]) -> Served {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let (home, cwd) = (root.join("home"), root.join("project"));
-        std::fs::create_dir_all(home.join(".odek")).unwrap();
-        std::fs::create_dir_all(&cwd).unwrap();
-        let config_file = home.join(".odek/config.json");
-        std::fs::write(&config_file, config.to_string()).unwrap();
-        std::fs::set_permissions(&config_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-        let replay = root.join("replay.json");
-        std::fs::write(&replay, json!({"schema": "odek.replay/v1", "turns": turns}).to_string()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_odek"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--provider", "replay", "--replay"])
-            .arg(&replay)
-            .args(extra)
-            .current_dir(&cwd)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (base, token) = odek_test_support::serve::announced(&mut child);
+        let script = json!({"schema": "odek.replay/v1", "turns": turns});
+        let server = Replayed::start(Path::new(env!("CARGO_BIN_EXE_odek")), &script, &config, extra);
         let client = reqwest::Client::builder().timeout(DEADLINE).build().unwrap();
-        Served { child, base, token, _dir: dir, cwd, client }
+        Served { server, client }
     }
 
     fn url(&self, path: &str) -> String {
@@ -117,29 +101,6 @@ impl Served {
         assert_eq!(status, StatusCode::OK);
         assert_eq!(view["status"], "finished", "{view}");
         view
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let _ = support_wait(&mut self.child);
-    }
-}
-
-/// Waits (bounded) for `child`; killed past the deadline.
-fn support_wait(child: &mut Child) -> Option<std::process::ExitStatus> {
-    let started = std::time::Instant::now();
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            return child.wait().ok();
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -18,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use odek_test_support::serve::Replayed;
 use serde_json::{Value, json};
 
 /// Debian's `chromium` and `chromium-driver` packages.
@@ -88,70 +89,6 @@ fn stop_group(child: &mut Child) {
     // What the driver started (Chromium and its helpers) shares its group; Chromium's crash
     // handler, in a session of its own, ends when its browser does.
     let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
-}
-
-/// `odek serve` in a temp home and project, answering from a replay script (the harness of
-/// `serve.rs`).
-struct Served {
-    child: Child,
-    stopped: bool,
-    base: String,
-    token: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Served {
-    fn start(script: Value, config: Value, extra: &[&str]) -> Served {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let (home, cwd) = (root.join("home"), root.join("project"));
-        std::fs::create_dir_all(home.join(".odek")).unwrap();
-        std::fs::create_dir_all(&cwd).unwrap();
-        let config_file = home.join(".odek/config.json");
-        std::fs::write(&config_file, config.to_string()).unwrap();
-        std::fs::set_permissions(&config_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-        let replay = root.join("replay.json");
-        std::fs::write(&replay, script.to_string()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_odek"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--provider", "replay", "--replay"])
-            .arg(&replay)
-            .args(extra)
-            .current_dir(&cwd)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (base, token) = odek_test_support::serve::announced(&mut child);
-        Served { child, stopped: false, base, token, _dir: dir }
-    }
-
-    /// SIGTERM, then a bounded wait (killed past the deadline); once.
-    fn stop(&mut self) {
-        if std::mem::replace(&mut self.stopped, true) {
-            return;
-        }
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let started = Instant::now();
-        while !matches!(self.child.try_wait(), Ok(Some(_))) {
-            if started.elapsed() > DEADLINE {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 /// `chromedriver` on a loopback port, in a process group of its own so that it and every
@@ -320,7 +257,8 @@ async fn the_page_runs_a_task_live_answers_an_approval_and_shows_markup_as_text_
         "approval_timeout_seconds": 120,
         "limits": {"max_tool_calls": 20, "max_input_tokens": 100000, "max_output_tokens": 2000}
     });
-    let mut served = Served::start(script(), config, &["--max-concurrent-runs", "1"]);
+    let binary = Path::new(env!("CARGO_BIN_EXE_odek"));
+    let mut served = Replayed::start(binary, &script(), &config, &["--max-concurrent-runs", "1"]);
     let driver = Driver::start().await;
     let profiles = tempfile::tempdir().unwrap();
     let client = driver.browser(&profiles.path().join("light"), &["--window-size=1280,1000"]).await;
@@ -348,7 +286,7 @@ async fn the_page_runs_a_task_live_answers_an_approval_and_shows_markup_as_text_
 }
 
 /// The whole walk through the page; the run's id at the end.
-async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
+async fn scenario(client: &Client, served: &Replayed) -> Result<String, Failed> {
     // The token from the address becomes a cookie, and leaves the address bar.
     client.goto(&format!("{}/?token={}", served.base, served.token)).await?;
     ensure!(client.current_url().await?.as_str() == format!("{}/", served.base), "the token stayed in the address");
@@ -556,7 +494,7 @@ async fn scenario(client: &Client, served: &Served) -> Result<String, Failed> {
 
 /// The run's page under a dark system preference: dark background, light text; then the
 /// server stops, and the page says so.
-async fn dark_scheme(client: &Client, served: &mut Served, run_id: String) -> Result<(), Failed> {
+async fn dark_scheme(client: &Client, served: &mut Replayed, run_id: String) -> Result<(), Failed> {
     client.goto(&format!("{}/?token={}", served.base, served.token)).await?;
     client.goto(&format!("{}/#run={run_id}", served.base)).await?;
     wait_for(client, "the run, dark", "const o = document.querySelector('.outcome'); return o && !o.hidden").await?;
