@@ -412,10 +412,6 @@ struct Hosted {
     /// When the session was opened or last given a turn: the longest idle one makes room at
     /// the bound.
     last_used: Mutex<std::time::Instant>,
-    cwd: PathBuf,
-    /// The budgets and prices its turns run under ([`Opened::limits`], [`Opened::prices`]).
-    limits: LowerLimits,
-    prices: BudgetLimits,
     /// Held while the session is open: no other process appends to it meanwhile.
     _lock: SessionLock,
 }
@@ -546,15 +542,12 @@ impl Host {
         }
         let opened = self.assemble(id, cwd, &servers, existing, options).await;
         self.opening.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
-        let (hosted, history) = opened?;
-        let cwd = hosted.cwd.clone();
-        let mode = *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner);
-        let (limits, prices) = (hosted.limits, hosted.prices);
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), Arc::new(hosted));
-        Ok(Opened { id: key, history, cwd, mode, limits, prices })
+        let (hosted, opened) = opened?;
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(key, Arc::new(hosted));
+        Ok(opened)
     }
 
-    /// The runtime of `cwd` and the session on it.
+    /// The runtime of `cwd` and the session on it, and what the face learns of it.
     async fn assemble(
         &self,
         id: SessionId,
@@ -562,7 +555,7 @@ impl Host {
         servers: &ClientServers,
         existing: bool,
         options: &SessionOptions,
-    ) -> Result<(Hosted, Vec<Update>), HostError> {
+    ) -> Result<(Hosted, Opened), HostError> {
         let sources =
             ConfigSources { home: self.settings.home.clone(), cwd: cwd.clone(), env: self.settings.env.clone() };
         let asking = Arc::new(Asking {
@@ -592,8 +585,6 @@ impl Host {
         let mut runtime = Runtime::new(setup, &overrides, Arc::clone(&subscriber))?;
         options.limits.lower(&mut runtime)?;
         options.gate_answers(&mut runtime)?;
-        let limits = LowerLimits::in_force(&runtime.settings().config);
-        let prices = BudgetLimits::from(&runtime.settings().config);
         let (record, lock, history, replayed) = if existing {
             let store = runtime.session_store()?;
             let lock = store.lock(&id)?;
@@ -622,6 +613,15 @@ impl Host {
         if let Some(board) = session.plan_board() {
             let _ = watch.plan.set(board);
         }
+        let opened = Opened {
+            id: asking.session.clone(),
+            history: replayed,
+            cwd,
+            mode,
+            limits: LowerLimits::in_force(&session.runtime().settings().config),
+            // The next turn's: its model's prices, as the turn's budget will have them.
+            prices: session.limits(),
+        };
         let hosted = Hosted {
             session: tokio::sync::Mutex::new(Some(session)),
             watch,
@@ -630,12 +630,9 @@ impl Host {
             configured_policy,
             mode: Mutex::new(mode),
             last_used: Mutex::new(std::time::Instant::now()),
-            cwd,
-            limits,
-            prices,
             _lock: lock,
         };
-        Ok((hosted, replayed))
+        Ok((hosted, opened))
     }
 
     fn hosted(&self, id: &str) -> Result<Arc<Hosted>, HostError> {
