@@ -7,11 +7,11 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use odek::BoxFuture;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 /// What the ACP face writes: one message per item.
@@ -29,29 +29,10 @@ pub const MAX_ACP_CONNECTIONS: usize = 8;
 /// The largest WebSocket message (and frame) read, as `odek acp` bounds a line.
 pub const MAX_ACP_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
-/// A connection's slot among [`MAX_ACP_CONNECTIONS`], given back when dropped.
-pub struct Slot(Arc<AtomicUsize>);
-
-impl Slot {
-    /// A slot of `open`, unless every one is taken.
-    pub fn take(open: &Arc<AtomicUsize>) -> Option<Slot> {
-        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
-            (count < MAX_ACP_CONNECTIONS).then_some(count + 1)
-        })
-        .ok()
-        .map(|_| Slot(Arc::clone(open)))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// Runs `connector` over `socket` until the client closes it or `stop` (then the face sees
-/// the end of its input and closes its sessions).
-pub async fn serve(socket: WebSocket, connector: AcpConnector, stop: CancellationToken, _slot: Slot) {
+/// the end of its input and closes its sessions); `_place` is the connection's among
+/// [`MAX_ACP_CONNECTIONS`], given back when it ends.
+pub async fn serve(socket: WebSocket, connector: AcpConnector, stop: CancellationToken, _place: OwnedSemaphorePermit) {
     let (sink, stream) = socket.split();
     let output = sink
         .sink_map_err(io::Error::other)

@@ -25,7 +25,6 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -46,6 +45,7 @@ use odek::host::{
 use odek_contract::outcome::Outcome;
 use serde::Deserialize;
 use serde_json::json;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 pub use acp_socket::{AcpConnector, AcpInput, AcpOutput, MAX_ACP_CONNECTIONS};
@@ -67,9 +67,6 @@ pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 4;
 
 /// The largest request body, in bytes (a task is at most the host's prompt limit, 1 MiB).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
-
-/// Event streams of one run open at once.
-const MAX_SUBSCRIBERS_PER_RUN: usize = 32;
 
 /// Event streams open at once in the process.
 const MAX_SUBSCRIBERS: usize = 512;
@@ -142,12 +139,13 @@ struct App {
     origins: auth::Origins,
     max_concurrent_runs: usize,
     cwd: PathBuf,
-    subscribers: Arc<AtomicUsize>,
+    /// Places for event streams (at most [`MAX_SUBSCRIBERS`] open).
+    subscribers: Arc<Semaphore>,
     /// Artifact downloads at once (each holds its file, up to 64 MiB, in memory).
-    downloads: Arc<tokio::sync::Semaphore>,
+    downloads: Arc<Semaphore>,
     acp: Option<AcpConnector>,
-    /// ACP connections open now.
-    acp_connections: Arc<AtomicUsize>,
+    /// Places for ACP connections (at most [`MAX_ACP_CONNECTIONS`] open).
+    acp_connections: Arc<Semaphore>,
     /// Cancelled when serving stops: the ACP connections end their input.
     stop: CancellationToken,
 }
@@ -175,10 +173,10 @@ pub async fn serve(settings: ServeSettings, stop: CancellationToken) -> Result<(
         origins: auth::Origins::new(addr, settings.allow_remote),
         max_concurrent_runs: settings.max_concurrent_runs.max(1),
         cwd: settings.cwd.clone(),
-        subscribers: Arc::new(AtomicUsize::new(0)),
-        downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
+        subscribers: Arc::new(Semaphore::new(MAX_SUBSCRIBERS)),
+        downloads: Arc::new(Semaphore::new(MAX_DOWNLOADS)),
         acp: settings.acp.clone(),
-        acp_connections: Arc::new(AtomicUsize::new(0)),
+        acp_connections: Arc::new(Semaphore::new(MAX_ACP_CONNECTIONS)),
         stop: stop.clone(),
     });
     if settings.allow_remote {
@@ -496,38 +494,21 @@ async fn run_artifact(State(app): State<Arc<App>>, Path((id, artifact)): Path<(S
     response
 }
 
-/// An open event stream, counted against the bounds; the counts drop with it.
-struct Subscription {
-    total: Arc<AtomicUsize>,
-    run: Arc<AtomicUsize>,
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        self.total.fetch_sub(1, Ordering::AcqRel);
-        self.run.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Takes a slot of `counter` below `max`.
-fn take(counter: &AtomicUsize, max: usize) -> bool {
-    counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| (count < max).then_some(count + 1)).is_ok()
-}
+/// An open event stream's places among all streams and among its run's; given back with it.
+type Subscription = (OwnedSemaphorePermit, OwnedSemaphorePermit);
 
 async fn run_events(State(app): State<Arc<App>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let run = match find_run(&app, &id) {
         Ok(run) => run,
         Err(refused) => return refused.into_response(),
     };
-    let per_run = run.subscribers();
-    if !take(&app.subscribers, MAX_SUBSCRIBERS) {
+    let Ok(total) = Arc::clone(&app.subscribers).try_acquire_owned() else {
         return error(StatusCode::TOO_MANY_REQUESTS, "too many event streams are open");
-    }
-    if !take(&per_run, MAX_SUBSCRIBERS_PER_RUN) {
-        app.subscribers.fetch_sub(1, Ordering::AcqRel);
+    };
+    let Ok(per_run) = run.subscribers().try_acquire_owned() else {
         return error(StatusCode::TOO_MANY_REQUESTS, "too many event streams of this run are open");
-    }
-    let subscription = Subscription { total: Arc::clone(&app.subscribers), run: per_run };
+    };
+    let subscription = (total, per_run);
     let after = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok())
@@ -632,7 +613,7 @@ async fn acp(State(app): State<Arc<App>>, upgrade: Result<WebSocketUpgrade, WebS
             return error(rejection.status(), format!("/acp speaks ACP over a WebSocket: {}", rejection.body_text()));
         }
     };
-    let Some(slot) = acp_socket::Slot::take(&app.acp_connections) else {
+    let Ok(slot) = Arc::clone(&app.acp_connections).try_acquire_owned() else {
         let mut response = error(
             StatusCode::TOO_MANY_REQUESTS,
             format!("{MAX_ACP_CONNECTIONS} ACP connections are open (the limit); retry when one closes"),

@@ -14,7 +14,7 @@ use odek_contract::runes::runes_with_ellipsis;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Semaphore, oneshot, watch};
 
 /// Events one run's log keeps; older ones are dropped (a subscriber that resumes before the
 /// first kept one is told how many it lost).
@@ -25,6 +25,9 @@ pub const MAX_LOG_BYTES: usize = 4 * 1024 * 1024;
 
 /// Finished runs remembered; the oldest is forgotten past this.
 pub const MAX_FINISHED_RUNS: usize = 1000;
+
+/// Event streams of one run open at once.
+pub const MAX_SUBSCRIBERS_PER_RUN: usize = 32;
 
 /// Characters of its task a run shows.
 const TASK_PREVIEW_CHARS: usize = 200;
@@ -181,7 +184,7 @@ pub struct Run {
     last: Mutex<Option<Arc<str>>>,
     approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
     /// Event streams of this run open now.
-    subscribers: Arc<std::sync::atomic::AtomicUsize>,
+    subscribers: Arc<Semaphore>,
 }
 
 struct State {
@@ -215,7 +218,7 @@ impl Run {
             written: watch::Sender::new(0),
             last: Mutex::new(None),
             approvals: Mutex::new(HashMap::new()),
-            subscribers: Arc::default(),
+            subscribers: Arc::new(Semaphore::new(MAX_SUBSCRIBERS_PER_RUN)),
         })
     }
 
@@ -359,8 +362,8 @@ impl Run {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).plan = plan;
     }
 
-    /// The count of this run's open event streams.
-    pub fn subscribers(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+    /// The places for this run's event streams (at most [`MAX_SUBSCRIBERS_PER_RUN`] open).
+    pub fn subscribers(&self) -> Arc<Semaphore> {
         Arc::clone(&self.subscribers)
     }
 
