@@ -11,7 +11,6 @@ use odek_contract::artifact_ref::ArtifactRef;
 use odek_contract::envelope::RawArtifactRef;
 
 use super::inline::{InlinePreview, inline_previews};
-
 use super::registry::{ArtifactRegistry, RegisteredArtifact};
 use super::render::render_artifact_block;
 use super::validate::validate_task_artifacts;

@@ -1,7 +1,7 @@
 //! The artifact registry (spec `subagents.md` §10; \[beyond\] one per session, not per process):
 //! validated refs keyed by id, the only way `artifact_read` finds a file (paths never enter the
-//! model's context). Start at
-//! [`ArtifactRegistry::begin_call`] and [`RegistrationCall::register_task`].
+//! model's context). Start at [`ArtifactRegistry::begin_call`] and
+//! [`RegistrationCall::register_task`].
 //!
 //! Rules kept here: the first entry of an id wins and a later copy gets an alias
 //! (`<id>.t<n>`, `<id>.t<n>-2` … `<id>.t<n>-128`, then `artifact-<seq>`); at most 512 entries are
