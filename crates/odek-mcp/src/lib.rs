@@ -27,6 +27,7 @@ pub mod env_allowlist;
 mod error;
 pub mod hub;
 mod instructions;
+pub mod oauth;
 pub mod observer;
 mod output_schema;
 pub mod package_runner;

@@ -5,7 +5,7 @@
 //! Start at [`check_endpoint`].
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use odek_contract::quoting::quote;
 
@@ -127,7 +127,7 @@ fn check_header(name: &str, value: &str, has_token: bool) -> Result<(), String> 
 }
 
 /// `localhost` (and its subdomains, RFC 6761), 127.0.0.0/8 and ::1.
-fn is_loopback_host(host: &url::Host<&str>) -> bool {
+pub(crate) fn is_loopback_host(host: &url::Host<&str>) -> bool {
     match host {
         url::Host::Ipv4(ip) => ip.is_loopback(),
         url::Host::Ipv6(ip) => ip.is_loopback(),
@@ -146,6 +146,36 @@ pub fn is_link_local(ip: &IpAddr) -> bool {
         IpAddr::V6(ip) => {
             (ip.segments()[0] & 0xffc0) == 0xfe80 || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_link_local())
         }
+    }
+}
+
+/// Name resolution that never hands out a link-local address (cloud metadata endpoints live
+/// there): such addresses are dropped, and a name that has only those is refused. Every HTTP
+/// client of the crate (the transport, OAuth) resolves through it.
+pub(crate) struct GuardedResolver;
+
+/// A name that resolved only to link-local addresses.
+#[derive(Debug, thiserror::Error)]
+#[error("refusing to connect to link-local address {0}")]
+pub(crate) struct LinkLocalRefused(IpAddr);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed = allowed_addresses(&resolved).map_err(Box::new)?;
+            let addresses: reqwest::dns::Addrs = Box::new(allowed.into_iter());
+            Ok(addresses)
+        })
+    }
+}
+
+pub(crate) fn allowed_addresses(resolved: &[SocketAddr]) -> Result<Vec<SocketAddr>, LinkLocalRefused> {
+    let allowed: Vec<SocketAddr> = resolved.iter().filter(|address| !is_link_local(&address.ip())).copied().collect();
+    match (allowed.is_empty(), resolved.first()) {
+        (true, Some(first)) => Err(LinkLocalRefused(first.ip())),
+        _ => Ok(allowed),
     }
 }
 

@@ -49,6 +49,9 @@ pub struct ServerEntry {
     pub headers: BTreeMap<String, SecretValue>,
     /// [beyond] Allows plain `http://` to a host that is not loopback.
     pub allow_insecure_http: bool,
+    /// \[beyond\] OAuth for a `url` server (issue 35): the client, scopes and grant; absent, a
+    /// server without `token_env` still gets OAuth with dynamic registration on its first `401`.
+    pub oauth: Option<crate::oauth::OAuthConfig>,
     /// `type` as Claude-style files write it (`stdio`, `http`, [beyond] `sse`: the deprecated
     /// HTTP+SSE transport for a `url`); absent means "what `url` or `command` says".
     #[serde(rename = "type")]
@@ -178,6 +181,8 @@ pub struct ServerSpec {
     /// \[beyond\] [`ServerEntry::writable`]: what a confined server may write besides the
     /// workspace and the run's temporary directory.
     pub writable: Vec<std::path::PathBuf>,
+    /// \[beyond\] [`ServerEntry::oauth`], checked: a `url` server's OAuth settings.
+    pub oauth: Option<crate::oauth::OAuthConfig>,
     /// \[beyond\] [`ServerEntry::cwd`]: the stdio server's working directory (an existing
     /// directory); `None`: odek's own.
     pub cwd: Option<std::path::PathBuf>,
@@ -205,6 +210,14 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             let token_env = entry.token_env.clone().unwrap_or_default();
             let endpoint =
                 crate::remote::check_endpoint(name, url, &entry.headers, &token_env, entry.allow_insecure_http)?;
+            if let Some(oauth) = &entry.oauth {
+                if !token_env.is_empty() {
+                    return Err(McpError::Config(format!(
+                        "mcpclient {name}: both token_env and oauth are set; keep one"
+                    )));
+                }
+                oauth.check().map_err(|error| McpError::Config(format!("mcpclient {name}: oauth: {error}")))?;
+            }
             Transport::Http { endpoint, token_env, legacy_sse: entry.kind.as_deref() == Some("sse") }
         }
         _ if entry.kind.as_deref() == Some("sse") => {
@@ -229,6 +242,7 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             odek_contract::quoting::quote(name)
         ));
     }
+    let oauth = entry.oauth.clone().filter(|_| matches!(transport, Transport::Http { .. }));
     Ok((
         ServerSpec {
             name: name.to_owned(),
@@ -240,6 +254,7 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             secret_env: entry.secret_env.clone(),
             sandbox,
             writable,
+            oauth,
             cwd,
         },
         warnings,
