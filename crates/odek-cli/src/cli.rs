@@ -181,6 +181,24 @@ pub enum ExtCommand {
     /// Check an extension server against the odek-extension/v1 contract and report pass / warn /
     /// fail per check (exit 0 all pass, 1 any failure, 2 warnings only)
     Check(Box<ExtCheckArgs>),
+    /// Log in to a remote server with OAuth: opens the authorization page ($BROWSER, else the
+    /// desktop's opener, else printed) and waits for its redirect
+    Login {
+        /// The configured server's name
+        server: String,
+        /// Print the URL on stderr instead of opening a browser
+        #[arg(long)]
+        no_browser: bool,
+        /// How long to wait for the redirect (seconds)
+        #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+    },
+    /// Forget a remote server's OAuth tokens (and revoke them at its authorization server, best
+    /// effort)
+    Logout {
+        /// The configured server's name
+        server: String,
+    },
 }
 
 /// `odek ext check [flags] <configured-server>`, `odek ext check [flags] --url <url>` or

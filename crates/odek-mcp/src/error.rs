@@ -150,6 +150,9 @@ pub enum HttpFailure {
     ContentType { content_type: String },
     #[error("parse response: {error}")]
     Parse { error: String },
+    /// \[beyond\] OAuth could not give the request a token (issue 35): one line, never a token.
+    #[error("authorization: {error}")]
+    Authorization { error: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

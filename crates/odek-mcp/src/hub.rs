@@ -29,6 +29,7 @@ use crate::discovery::{
 };
 use crate::env_allowlist::server_env;
 use crate::error::{Cause, DeadlineLimit, HttpFailure, McpError, RequestFailure};
+use crate::oauth::{Authorizer, OAuthError};
 use crate::observer::{McpEvent, McpObserver};
 use crate::output_schema::OutputSchema;
 use crate::resources::{LIST_METHOD, READ_METHOD, decode_read_result, read_params, render_resource_page};
@@ -51,6 +52,10 @@ pub struct HubOptions {
     pub startup_timeout: Duration,
     /// \[beyond\] How the stdio servers that ask for the sandbox are confined (issue 20).
     pub sandbox: crate::ServerSandbox,
+    /// \[beyond\] OAuth for the remote servers without a static token (issue 35): the token
+    /// file's directory and, for an interactive face, how a login is shown; `None`: a `401` is
+    /// only an error.
+    pub oauth: Option<crate::oauth::OAuthOptions>,
 }
 
 /// A server's state as `odek ext list` shows it.
@@ -82,6 +87,9 @@ struct ServerRuntime {
     runner: Option<crate::package_runner::RunnerGrant>,
     /// \[beyond\] The bearer token of an HTTP server (`token_env`, read once at start).
     token: Option<SecretValue>,
+    /// \[beyond\] The OAuth authorizer of an HTTP server without a static token (or why its
+    /// entry cannot have one), kept across restarts so a refreshed token outlives a session.
+    authorizer: Result<Option<Arc<Authorizer>>, OAuthError>,
     stale: Arc<AtomicBool>,
     /// Serialises restarts and re-listing of this server. Held across the awaits of a restart on
     /// purpose: concurrent callers must wait for the one restart rather than start their own.
@@ -160,6 +168,12 @@ impl McpHub {
         let operator_env: BTreeMap<String, String> = options.parent_env.iter().cloned().collect();
         for (index, spec) in specs.into_iter().enumerate() {
             let token = http_token(&spec, &options);
+            let authorizer = match &options.oauth {
+                Some(oauth) => {
+                    Authorizer::for_server(&spec, oauth, &options.parent_env).map(|found| found.map(Arc::new))
+                }
+                None => Ok(None),
+            };
             let mut env = match &spec.transport {
                 Transport::Stdio { env, .. } => {
                     let (env, warnings) =
@@ -178,6 +192,7 @@ impl McpHub {
                 env,
                 runner,
                 token,
+                authorizer,
                 stale: Arc::new(AtomicBool::new(false)),
                 slot: tokio::sync::Mutex::new(Slot::Disabled),
                 restarts: AtomicU32::new(0),
@@ -1138,6 +1153,10 @@ fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>
                 stale: Arc::clone(&server.stale),
                 observer: Arc::clone(&options.observer),
                 legacy_sse: *legacy_sse,
+                authorizer: server
+                    .authorizer
+                    .clone()
+                    .map_err(|error| McpError::Config(format!("mcpclient {}: {error}", server.spec.name)))?,
             });
         }
     };

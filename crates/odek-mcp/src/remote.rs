@@ -1,7 +1,8 @@
 //! The rules of a remote (Streamable HTTP) server entry, before any connection: its URL (spec
 //! `mcp-client.md` §14: absolute `http`/`https`, a host, no credentials; \[beyond\] plain `http`
 //! only to a loopback host unless `allow_insecure_http`), link-local addresses, and the
-//! `headers` odek sends, and the bearer token `token_env` names ([`bearer_token`]). No I/O.
+//! `headers` odek sends, and the bearer token `token_env` names ([`bearer_token`]); and the name
+//! resolution every HTTP client of the crate uses ([`GuardedResolver`]: no link-local address).
 //! Start at [`check_endpoint`].
 
 use std::collections::BTreeMap;
@@ -286,6 +287,19 @@ mod tests {
         for pairs in [&[][..], &[("WEB_TOKEN", "")][..]] {
             assert_eq!(bearer_token("web", "WEB_TOKEN", env(pairs)), (None, Some(want.to_owned())));
         }
+    }
+
+    #[test]
+    fn resolution_drops_link_local_addresses_and_refuses_a_name_with_only_those_red() {
+        let address = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let mixed = [address("169.254.169.254:0"), address("10.1.2.3:0"), address("[fe80::1]:0")];
+        assert_eq!(allowed_addresses(&mixed).unwrap(), [address("10.1.2.3:0")]);
+        let only = [address("169.254.169.254:0")];
+        assert_eq!(
+            allowed_addresses(&only).unwrap_err().to_string(),
+            "refusing to connect to link-local address 169.254.169.254"
+        );
+        assert!(allowed_addresses(&[]).unwrap().is_empty());
     }
 
     #[test]

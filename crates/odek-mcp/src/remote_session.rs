@@ -58,6 +58,7 @@ impl RemoteSession {
             stale: Arc::new(AtomicBool::new(false)),
             observer: params.observer,
             legacy_sse: params.legacy_sse,
+            authorizer: None,
         })?;
         Ok(RemoteSession { connection })
     }

@@ -15,6 +15,7 @@ pub mod forward_proxy;
 pub mod listening;
 pub mod mcp_http;
 pub mod npm_registry;
+pub mod oauth_server;
 pub mod openai;
 pub mod peer;
 pub mod responses;

@@ -167,6 +167,7 @@ pub enum Framing {
 }
 
 type Respond = Arc<dyn Fn(&Value) -> ToolAnswer + Send + Sync>;
+type Guard = Arc<dyn Fn(&McpHttpRequest) -> Option<ToolAnswer> + Send + Sync>;
 
 #[derive(Debug, Clone)]
 struct Storm {
@@ -188,6 +189,7 @@ pub struct McpScript {
     session_expires_after: Option<usize>,
     storm: Option<Storm>,
     framing: Framing,
+    guard: Option<Guard>,
 }
 
 impl fmt::Debug for McpScript {
@@ -226,7 +228,15 @@ impl McpScript {
             session_expires_after: None,
             storm: None,
             framing: Framing::Chunked,
+            guard: None,
         }
+    }
+
+    /// Every request (any path, any method) is first shown to `guard`; an answer it returns is
+    /// sent instead of the baseline's (an OAuth-protected server: `oauth_server::OAuthServer::guard`).
+    pub fn guard(mut self, guard: impl Fn(&McpHttpRequest) -> Option<ToolAnswer> + Send + Sync + 'static) -> McpScript {
+        self.guard = Some(Arc::new(guard));
+        self
     }
 
     /// The `protocolVersion` `initialize` answers.
@@ -1049,6 +1059,12 @@ fn serve_redirect_target(stream: TcpStream, shared: &Shared) {
 }
 
 fn route(stream: &TcpStream, shared: &Shared, request: &McpHttpRequest) -> Flow {
+    if let Some(guard) = &shared.script.guard
+        && let Some(refusal) = guard(request)
+    {
+        let call = Call { id: None, method: "", params: &Value::Null, session: None };
+        return answer(stream, shared, render(shared, &refusal, &call));
+    }
     let path = request.path.split('?').next().unwrap_or_default();
     if path != "/mcp" {
         return answer(stream, shared, Reply::Http(Response::plain(404, "no MCP endpoint at this path")));
@@ -1816,7 +1832,7 @@ fn client_gone(stream: &TcpStream, wait: Duration) -> bool {
 }
 
 /// Why no request could be read.
-enum ReadFailure {
+pub(crate) enum ReadFailure {
     Closed,
     Malformed,
     HeadTooLarge,
@@ -1843,7 +1859,7 @@ impl ReadFailure {
 
 /// Reads one request: a head of at most [`MAX_HEAD_BYTES`], a body (`Content-Length` or chunked)
 /// of at most [`MAX_BODY_BYTES`].
-fn read_request(reader: &mut BufReader<TcpStream>) -> Result<McpHttpRequest, ReadFailure> {
+pub(crate) fn read_request(reader: &mut BufReader<TcpStream>) -> Result<McpHttpRequest, ReadFailure> {
     let mut head = Vec::new();
     loop {
         let before = head.len();

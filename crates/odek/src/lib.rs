@@ -70,7 +70,7 @@ pub mod agent {
 pub mod mcp {
     pub use odek_mcp::{
         CallOptions, Limits, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
-        ToolOutput, Transport, bounded_lines, env_allowlist, hub, remote, server_config, validate_server,
+        ToolOutput, Transport, bounded_lines, env_allowlist, hub, oauth, remote, server_config, validate_server,
     };
 }
 

@@ -109,7 +109,14 @@ impl Setup {
             parent_env: self.loaded.env.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
             startup_timeout: self.loaded.config.limits.mcp_startup_timeout(),
             sandbox: self.server_sandbox.clone(),
+            oauth: Some(self.oauth_options()),
         }
+    }
+
+    /// \[beyond\] OAuth as every face starts with it: the token file under `~/.odek/oauth`,
+    /// headless (a face that may log in sets `login`).
+    pub fn oauth_options(&self) -> odek_mcp::oauth::OAuthOptions {
+        odek_mcp::oauth::OAuthOptions { store_dir: self.sources.odek_dir().join("oauth"), login: None }
     }
 
     /// `~/.odek/sessions`, with `~/.odek/artifacts` for the artifacts sessions refer to.

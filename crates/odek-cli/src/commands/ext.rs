@@ -14,13 +14,17 @@ use odek::agent::tool::{ToolError, ToolOutcome};
 use odek::agent::{LIST_MCP_RESOURCES, READ_MCP_RESOURCE, call_resource_tool, mcp_outcome};
 use odek::mcp::bounded_lines::{BoundedLineReader, Overflow};
 use odek::mcp::hub::optional_failure_warning;
-use odek::mcp::{CallOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor};
+use odek::mcp::{
+    CallOptions, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor, Transport,
+};
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 #[path = "ext_check.rs"]
 mod check;
+#[path = "ext_login.rs"]
+mod login;
 
 use odek::setup::{Setup, run_unconfined, start_hub, start_servers, validated};
 
@@ -42,6 +46,8 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     match command {
         ExtCommand::List { json } => list(json).await,
         ExtCommand::Check(args) => check::check(*args).await,
+        ExtCommand::Login { server, no_browser, timeout } => login::login(&server, no_browser, timeout).await,
+        ExtCommand::Logout { server } => login::logout(&server).await,
         ExtCommand::Call { jsonl: true, model_view, .. } => call_jsonl(model_view).await,
         // Without arguments the call sends `{}`: MCP servers built on the TypeScript SDK reject
         // the `null` an empty argument string becomes (pass '' to send exactly that).
@@ -440,6 +446,10 @@ struct ServerReport {
     url: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     headers: Vec<String>,
+    /// \[beyond\] A remote server's authorization: `token_env`, `header`, `none`, or `oauth: <state>`
+    /// (never a token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auth: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     protocol_version: Option<String>,
     tool_count: usize,
@@ -495,6 +505,7 @@ async fn list(json: bool) -> Result<(), CommandError> {
             secret_env: server.entry.secret_env.keys().cloned().collect(),
             url: server.entry.url.clone().filter(|url| !url.is_empty()),
             headers: server.entry.headers.keys().cloned().collect(),
+            auth: None,
             protocol_version: None,
             tool_count: 0,
             tools: Vec::new(),
@@ -530,6 +541,8 @@ async fn list(json: bool) -> Result<(), CommandError> {
     }
 
     let approver = Arc::new(approvals.tool_approver(&startable)?);
+    let remote: Vec<ServerSpec> =
+        specs.iter().filter(|spec| matches!(spec.transport, Transport::Http { .. })).cloned().collect();
     let (hub, failures) = McpHub::start_report(specs, setup.hub_options(observer.clone(), approver)).await;
     for info in hub.servers() {
         if let Some(report) = reports.get_mut(&info.name) {
@@ -551,6 +564,11 @@ async fn list(json: bool) -> Result<(), CommandError> {
         }
     }
     hub.shutdown().await;
+    for spec in &remote {
+        if let Some(report) = reports.get_mut(&spec.name) {
+            report.auth = login::auth_state(&setup, spec, report.status == "ok");
+        }
+    }
     for report in reports.values_mut() {
         report.warnings = observer.take(&report.name);
     }
@@ -613,6 +631,9 @@ fn write_listing(out: &mut impl Write, reports: &[ServerReport]) -> std::io::Res
         }
         if !report.headers.is_empty() {
             writeln!(out, "  headers: {}", line(&report.headers.join(", ")))?;
+        }
+        if let Some(auth) = &report.auth {
+            writeln!(out, "  auth: {}", line(auth))?;
         }
         if let Some(limits) = &report.limits {
             writeln!(

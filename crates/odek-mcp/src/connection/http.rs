@@ -13,7 +13,6 @@
 //! [`MAX_IN_FLIGHT`] exchanges run at once, and nothing waits without a deadline or the
 //! connection's stop.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use odek_contract::error_chain::one_line;
@@ -24,7 +23,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::*;
 use crate::error::HttpFailure;
-use crate::remote::{Endpoint, is_link_local};
+use crate::oauth::Authorizer;
+use crate::remote::{Endpoint, GuardedResolver};
 use crate::server_config::SecretValue;
 
 /// Exchanges (POSTs with their answers) that may run at once on one connection.
@@ -60,6 +60,8 @@ pub(crate) struct HttpParams<'a> {
     pub observer: Arc<dyn McpObserver>,
     /// The deprecated HTTP+SSE transport instead of Streamable HTTP.
     pub legacy_sse: bool,
+    /// \[beyond\] OAuth (issue 35): the bearer of every request, renewed after a `401`.
+    pub authorizer: Option<Arc<Authorizer>>,
 }
 
 /// The endpoint of one connection and the state its exchanges share.
@@ -74,6 +76,7 @@ pub(crate) struct HttpLink {
     in_flight: Arc<Semaphore>,
     /// HTTP+SSE only: where messages are POSTed, once the stream's `endpoint` event named it.
     legacy_endpoint: Option<watch::Sender<Option<reqwest::Url>>>,
+    authorizer: Option<Arc<Authorizer>>,
 }
 
 impl Connection {
@@ -132,6 +135,7 @@ impl HttpLink {
             protocol_version: Mutex::new(None),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             legacy_endpoint: params.legacy_sse.then(|| watch::channel(None).0),
+            authorizer: params.authorizer.clone(),
         })
     }
 
@@ -183,13 +187,27 @@ impl HttpLink {
         Some(client.request(method, url).headers(headers))
     }
 
+    /// Sends `request`, through the server's authorizer when it has one (its bearer, and one
+    /// retry after a `401`); the outer error is the authorizer's.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Result<reqwest::Response, reqwest::Error>, HttpFailure> {
+        match &self.authorizer {
+            Some(authorizer) => {
+                authorizer.send(request).await.map_err(|error| HttpFailure::Authorization { error: error.to_string() })
+            }
+            None => Ok(request.send().await),
+        }
+    }
+
     /// Shutdown: ends the session with `DELETE`, best effort, within [`DELETE_GRACE`], then
     /// drops the client, which closes every connection it pooled.
     pub(crate) async fn end_session(&self) {
         if self.session().is_some()
             && let Some(delete) = self.request(reqwest::Method::DELETE)
         {
-            let _ = tokio::time::timeout(DELETE_GRACE, delete.send()).await;
+            let _ = tokio::time::timeout(DELETE_GRACE, self.send(delete)).await;
         }
         self.client.lock().unwrap_or_else(PoisonError::into_inner).take();
     }
@@ -294,10 +312,12 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
     let Some(request) = link.request_to(reqwest::Method::POST, target) else {
         return fail(RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch));
     };
-    let sent = request.header(CONTENT_TYPE, "application/json").header(ACCEPT, ACCEPT_BOTH).body(bytes).send().await;
+    let sent =
+        link.send(request.header(CONTENT_TYPE, "application/json").header(ACCEPT, ACCEPT_BOTH).body(bytes)).await;
     let response = match sent {
-        Ok(response) => response,
-        Err(error) => return fail(transport_failure(error)),
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => return fail(transport_failure(error)),
+        Err(failure) => return fail(RequestFailure::Http(failure)),
     };
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND && had_session {
@@ -437,7 +457,7 @@ fn is_event_stream(response: &reqwest::Response) -> bool {
 /// `GET` with `Last-Event-ID`: the server may replay what the broken stream would have sent.
 async fn resume(link: &HttpLink, last_event_id: &str) -> Option<reqwest::Response> {
     let last_event_id = HeaderValue::from_str(last_event_id).ok()?;
-    let response = stream_request(link, Some(last_event_id))?.send().await.ok()?;
+    let response = link.send(stream_request(link, Some(last_event_id))?).await.ok()?.ok()?;
     is_event_stream(&response).then_some(response)
 }
 
@@ -454,9 +474,9 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
         let response = tokio::select! {
             biased;
             () = shared.stop.cancelled() => return,
-            response = request.send() => response,
+            response = link.send(request) => response,
         };
-        match response {
+        match response.ok().and_then(Result::ok).ok_or(()) {
             Ok(response) if is_event_stream(&response) => {
                 let end = tokio::select! {
                     biased;
@@ -496,11 +516,15 @@ pub(crate) async fn legacy_stream(shared: Arc<Shared>, link: Arc<HttpLink>) {
         shared.close(Closed::Eof);
         return;
     };
-    let mut response = match request.send().await {
-        Ok(response) if is_event_stream(&response) => response,
+    let mut response = match link.send(request).await {
+        Err(failure) => {
+            shared.close(Closed::Refused(Cause::Transport(failure.to_string())));
+            return;
+        }
+        Ok(Ok(response)) if is_event_stream(&response) => response,
         // Something answered, but no event stream: say what, since it is most likely a
         // Streamable HTTP endpoint configured as `"type": "sse"`.
-        Ok(response) => {
+        Ok(Ok(response)) => {
             let answer = if response.status().is_success() {
                 format!("content type {}", quote(&content_type(&response)))
             } else {
@@ -509,7 +533,7 @@ pub(crate) async fn legacy_stream(shared: Arc<Shared>, link: Arc<HttpLink>) {
             shared.close(Closed::Refused(Cause::NotAnEventStream(answer)));
             return;
         }
-        Err(error) => {
+        Ok(Err(error)) => {
             let cause = if error.is_connect() { Cause::Connect } else { Cause::Transport };
             shared.close(Closed::Refused(cause(request_error_text(error))));
             return;
@@ -603,7 +627,7 @@ impl HttpLink {
     /// configured as Streamable HTTP had its `initialize` refused, to name the `type` to set.
     pub(crate) async fn serves_legacy_sse(&self, limit: Duration) -> bool {
         let Some(request) = stream_request(self, None) else { return false };
-        matches!(tokio::time::timeout(limit, request.send()).await, Ok(Ok(response)) if is_event_stream(&response))
+        matches!(tokio::time::timeout(limit, self.send(request)).await, Ok(Ok(Ok(response))) if is_event_stream(&response))
     }
 }
 
@@ -622,51 +646,9 @@ fn request_error_text(error: reqwest::Error) -> String {
     one_line(&error.without_url())
 }
 
-/// Name resolution that never hands out a link-local address (cloud metadata endpoints live
-/// there): such addresses are dropped, and a name that has only those is refused.
-struct GuardedResolver;
-
-/// A name that resolved only to link-local addresses.
-#[derive(Debug, thiserror::Error)]
-#[error("refusing to connect to link-local address {0}")]
-struct LinkLocalRefused(std::net::IpAddr);
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed = allowed_addresses(&resolved).map_err(Box::new)?;
-            let addresses: reqwest::dns::Addrs = Box::new(allowed.into_iter());
-            Ok(addresses)
-        })
-    }
-}
-
-fn allowed_addresses(resolved: &[SocketAddr]) -> Result<Vec<SocketAddr>, LinkLocalRefused> {
-    let allowed: Vec<SocketAddr> = resolved.iter().filter(|address| !is_link_local(&address.ip())).copied().collect();
-    match (allowed.is_empty(), resolved.first()) {
-        (true, Some(first)) => Err(LinkLocalRefused(first.ip())),
-        _ => Ok(allowed),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resolution_drops_link_local_addresses_and_refuses_a_name_with_only_those_red() {
-        let address = |text: &str| text.parse::<SocketAddr>().unwrap();
-        let mixed = [address("169.254.169.254:0"), address("10.1.2.3:0"), address("[fe80::1]:0")];
-        assert_eq!(allowed_addresses(&mixed).unwrap(), [address("10.1.2.3:0")]);
-        let only = [address("169.254.169.254:0")];
-        assert_eq!(
-            allowed_addresses(&only).unwrap_err().to_string(),
-            "refusing to connect to link-local address 169.254.169.254"
-        );
-        assert!(allowed_addresses(&[]).unwrap().is_empty());
-    }
 
     #[test]
     fn an_endpoint_event_is_resolved_and_must_keep_the_origin_red() {

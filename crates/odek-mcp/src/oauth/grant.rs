@@ -204,7 +204,7 @@ pub(crate) async fn exchange_code(
     for (name, value) in assertion_params(context.identity, context.issuer)? {
         request = request.add_extra_param(name, value);
     }
-    let send = |request| context.http.send(request);
+    let send = sender(context.http);
     finish(request.request_async(&send).await, context.scopes)
 }
 
@@ -216,7 +216,7 @@ pub(crate) async fn refresh(context: &GrantContext<'_>, refresh_token: &str) -> 
     for (name, value) in assertion_params(context.identity, context.issuer)? {
         request = request.add_extra_param(name, value);
     }
-    let send = |request| context.http.send(request);
+    let send = sender(context.http);
     let mut tokens = finish(request.request_async(&send).await, context.scopes)?;
     if tokens.refresh_token.is_none() {
         tokens.refresh_token = Some(refresh_token.to_owned());
@@ -234,8 +234,22 @@ pub(crate) async fn client_credentials(context: &GrantContext<'_>) -> Result<Tok
     for (name, value) in assertion_params(context.identity, context.issuer)? {
         request = request.add_extra_param(name, value);
     }
-    let send = |request| context.http.send(request);
+    let send = sender(context.http);
     finish(request.request_async(&send).await, context.scopes)
+}
+
+/// The `oauth2` HTTP client: each request's future owns its client handle, so it is `Send`
+/// for any lifetime (a closure borrowing the client is not, to the compiler).
+fn sender(
+    http: &OAuthHttp,
+) -> impl Fn(
+    oauth2::HttpRequest,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, ExchangeError>> + Send>> {
+    let http = http.clone();
+    move |request| {
+        let http = http.clone();
+        Box::pin(async move { http.send(request).await })
+    }
 }
 
 type TokenOutcome =

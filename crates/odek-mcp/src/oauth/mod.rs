@@ -353,6 +353,26 @@ impl Authorizer {
         self.by_authorization_code(&discovered, &scopes, login).await
     }
 
+    /// Sends `request` with the current bearer; after a `401` (or a `403` asking for more
+    /// scope) the token is renewed and the request sent once more, never more. The outer error
+    /// is OAuth's (no token could be had), the inner the transport's.
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Result<reqwest::Response, reqwest::Error>, OAuthError> {
+        let retry = request.try_clone();
+        let bearer = self.bearer().await?;
+        let response = match with_bearer(request, bearer.as_ref()).send().await {
+            Ok(response) => response,
+            Err(error) => return Ok(Err(error)),
+        };
+        let Some(challenge) = asks_for_authorization(&response) else { return Ok(Ok(response)) };
+        let Some(retry) = retry else { return Ok(Ok(response)) };
+        drop(response);
+        let token = self.renew(bearer.as_ref(), challenge).await?;
+        Ok(with_bearer(retry, Some(&token)).send().await)
+    }
+
     /// `odek ext login`: learns the server's challenge (an unauthenticated `initialize`), then
     /// gets tokens by the entry's grant, interactively for the authorization code.
     pub async fn login(&self) -> Result<(), OAuthError> {
@@ -724,6 +744,29 @@ async fn register(
         redirect_uri: redirect_uri.to_owned(),
         auth_method: auth_method.as_str().to_owned(),
     })
+}
+
+/// `Authorization: Bearer <token>`, marked sensitive, when there is a token.
+fn with_bearer(request: reqwest::RequestBuilder, token: Option<&SecretValue>) -> reqwest::RequestBuilder {
+    let Some(token) = token else { return request };
+    match reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
+        Ok(mut value) => {
+            value.set_sensitive(true);
+            request.header(reqwest::header::AUTHORIZATION, value)
+        }
+        Err(_) => request,
+    }
+}
+
+/// The challenge of an answer that asks for (other) authorization: any `401`, and a `403` with
+/// `error="insufficient_scope"` (step-up).
+fn asks_for_authorization(response: &reqwest::Response) -> Option<Option<Challenge>> {
+    let challenge = Challenge::from_headers(response.headers());
+    match response.status().as_u16() {
+        401 => Some(challenge),
+        403 if challenge.as_ref().is_some_and(Challenge::is_insufficient_scope) => Some(challenge),
+        _ => None,
+    }
 }
 
 /// Whether a token expiring at `expires_at` should be refreshed before use.

@@ -124,6 +124,9 @@ pub(crate) fn refuse_project_env_references(display: &str, top: &mut Map<String,
     }
 }
 
+/// \[beyond\] The `oauth` keys that hand an authorization server a secret of the operator's.
+const OAUTH_OPERATOR_ONLY_KEYS: &[&str] = &["client_secret_env", "private_key_file"];
+
 /// Removes everything §9 forbids from a project file's top-level object, in place; `display` is
 /// the file as messages name it.
 pub(crate) fn strip_operator_only(display: &str, top: &mut Map<String, Value>, warnings: &mut Vec<String>) {
@@ -148,10 +151,18 @@ pub(crate) fn strip_operator_only(display: &str, top: &mut Map<String, Value>, w
             continue;
         };
         for (name, entry) in servers.iter_mut() {
-            if let Value::Object(fields) = entry
-                && fields.remove("auto_approve").is_some()
-            {
+            let Value::Object(fields) = entry else { continue };
+            if fields.remove("auto_approve").is_some() {
                 warnings.push(operator_only_warning(&format!("{map_key}.{name}.auto_approve")));
+            }
+            // \[beyond\] A project's server may not have odek send the operator's secrets to an
+            // authorization server of the project's choosing.
+            if let Some(Value::Object(oauth)) = fields.get_mut("oauth") {
+                for key in OAUTH_OPERATOR_ONLY_KEYS {
+                    if oauth.remove(*key).is_some() {
+                        warnings.push(operator_only_warning(&format!("{map_key}.{name}.oauth.{key}")));
+                    }
+                }
             }
         }
     }
@@ -207,6 +218,25 @@ mod tests {
                 "./odek.json: \"mcp_servers.fs.auto_approve\" is operator-only and was ignored",
                 "./odek.json: limits.input_cost_per_million_usd sets a price; prices are operator-only; ignored",
                 "./odek.json: limits.model_prices sets a price; prices are operator-only; ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_project_server_cannot_send_an_operator_secret_to_an_authorization_server_red() {
+        let Value::Object(mut top) = json!({"mcp_servers": {"gh": {"url": "https://x.example/mcp", "oauth": {
+            "client_id": "c", "client_secret_env": "OPENAI_API_KEY", "private_key_file": "/home/u/.ssh/id"}}}})
+        else {
+            unreachable!()
+        };
+        let mut warnings = Vec::new();
+        strip_operator_only("./odek.json", &mut top, &mut warnings);
+        assert_eq!(top["mcp_servers"]["gh"]["oauth"], json!({"client_id": "c"}));
+        assert_eq!(
+            warnings,
+            [
+                "./odek.json: \"mcp_servers.gh.oauth.client_secret_env\" is operator-only and was ignored",
+                "./odek.json: \"mcp_servers.gh.oauth.private_key_file\" is operator-only and was ignored",
             ]
         );
     }
