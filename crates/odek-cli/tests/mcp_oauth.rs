@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use odek_test_support::mcp_http::{McpHttpServer, McpScript, ToolAnswer};
-use odek_test_support::oauth_server::{AsScript, Iss, OAuthServer};
+use odek_test_support::oauth_server::{AsScript, Iss, OAuthServer, decode_base64};
 use odek_test_support::openai::{Reply, ScriptedServer};
 use run_support::*;
 use serde_json::{Value, json};
@@ -61,6 +61,42 @@ fn token_file(sandbox: &Sandbox) -> PathBuf {
     sandbox.home.join(".odek").join("oauth").join("credentials.json")
 }
 
+/// One protected server `issues` of one authorization server, a model and a home.
+struct Scene {
+    authorization: OAuthServer,
+    issues: McpHttpServer,
+    model: ScriptedServer,
+    sandbox: Sandbox,
+}
+
+impl Scene {
+    fn new(script: AsScript, replies: Vec<Reply>) -> Scene {
+        Scene::with_oauth(script, replies, None)
+    }
+
+    /// As [`Scene::new`], the entry's `oauth` object set.
+    fn with_oauth(script: AsScript, replies: Vec<Reply>, oauth: Option<Value>) -> Scene {
+        let authorization = OAuthServer::start(script);
+        let issues = protected_server(&authorization, "search");
+        let model = ScriptedServer::start(replies);
+        let sandbox = Sandbox::new();
+        let mut entry = remote(&issues);
+        if let Some(oauth) = oauth {
+            entry["oauth"] = oauth;
+        }
+        configure(&sandbox, &model, json!({"issues": entry}));
+        Scene { authorization, issues, model, sandbox }
+    }
+
+    fn login(&self) -> std::process::Output {
+        login(&self.sandbox, "issues", &browser(&self.sandbox))
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        output_within(self.sandbox.command(args), LIMIT)
+    }
+}
+
 /// No token the authorization server issued appears in any of `texts`.
 fn assert_no_token(authorization: &OAuthServer, texts: &[&str]) {
     let issued = authorization.issued_tokens();
@@ -74,16 +110,12 @@ fn assert_no_token(authorization: &OAuthServer, texts: &[&str]) {
 
 #[test]
 fn login_then_a_run_uses_the_token_and_it_is_never_shown_red() {
-    let authorization = OAuthServer::start(AsScript::new());
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![
-        Reply::tool_calls(vec![("call_1", "issues__search", r#"{"query":"crash"}"#)]),
-        Reply::text("found them"),
-    ]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &model, json!({"issues": remote(&issues)}));
-
-    let logged_in = login(&sandbox, "issues", &browser(&sandbox));
+    let scene = Scene::new(
+        AsScript::new(),
+        vec![Reply::tool_calls(vec![("call_1", "issues__search", r#"{"query":"crash"}"#)]), Reply::text("found them")],
+    );
+    let Scene { authorization, issues, model, sandbox } = &scene;
+    let logged_in = scene.login();
     let (out, err) = (stdout(&logged_in), stderr(&logged_in));
     assert_eq!(logged_in.status.code(), Some(0), "{err}");
     assert_eq!(out, "logged in to \"issues\": logged in (expires in 60 min)\n");
@@ -91,8 +123,8 @@ fn login_then_a_run_uses_the_token_and_it_is_never_shown_red() {
     assert_eq!((authorization.registrations(), authorization.authorizations()), (1, 1));
     assert_eq!(authorization.token_requests(), ["authorization_code"]);
     let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(&token_file(&sandbox)), 0o600);
-    assert_eq!(mode(token_file(&sandbox).parent().unwrap()), 0o700);
+    assert_eq!(mode(&token_file(sandbox)), 0o600);
+    assert_eq!(mode(token_file(sandbox).parent().unwrap()), 0o700);
 
     let output =
         sandbox.command(&["run", "--session", "--events-jsonl", "e.jsonl", "find", "crashes"]).output().unwrap();
@@ -120,28 +152,28 @@ fn login_then_a_run_uses_the_token_and_it_is_never_shown_red() {
     let (list_out, list_err) = (stdout(&list), stderr(&list));
     texts.extend([list_out.as_str(), list_err.as_str()]);
     texts.extend(sessions.iter().map(String::as_str));
-    assert_no_token(&authorization, &texts);
+    assert_no_token(authorization, &texts);
     // What went to the model never held it either.
     let sent_to_model = serde_json::to_string(&model.requests().iter().map(messages).collect::<Vec<_>>()).unwrap();
-    assert_no_token(&authorization, &[&sent_to_model]);
+    assert_no_token(authorization, &[&sent_to_model]);
 }
 
 #[test]
 fn expiry_during_a_run_with_ten_concurrent_calls_is_one_refresh() {
-    let authorization = OAuthServer::start(AsScript::new());
-    let issues = protected_server(&authorization, "search");
     let calls: Vec<(String, String)> =
         (0..10).map(|n| (format!("call_{n}"), format!(r#"{{"query":"q{n}"}}"#))).collect();
-    let model = ScriptedServer::start(vec![
-        Reply::tool_calls(calls.iter().map(|(id, args)| (id.as_str(), "issues__search", args.as_str())).collect()),
-        Reply::text("done"),
-    ]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &model, json!({"issues": remote(&issues)}));
-    assert_eq!(login(&sandbox, "issues", &browser(&sandbox)).status.code(), Some(0));
+    let scene = Scene::new(
+        AsScript::new(),
+        vec![
+            Reply::tool_calls(calls.iter().map(|(id, args)| (id.as_str(), "issues__search", args.as_str())).collect()),
+            Reply::text("done"),
+        ],
+    );
+    let Scene { authorization, model, .. } = &scene;
+    assert_eq!(scene.login().status.code(), Some(0));
     authorization.invalidate_tokens_at_next_call();
 
-    let output = output_within(sandbox.command(&["run", "go"]), LIMIT);
+    let output = scene.run(&["run", "go"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let results = tool_contents(&model.requests()[1]);
     assert_eq!(results.len(), 10);
@@ -149,21 +181,18 @@ fn expiry_during_a_run_with_ten_concurrent_calls_is_one_refresh() {
         assert!(result.contains(&format!("found q{n}")), "{result}");
     }
     assert_eq!(authorization.token_requests(), ["authorization_code", "refresh_token"], "exactly one refresh");
-    assert_no_token(&authorization, &[&stdout(&output), &stderr(&output)]);
+    assert_no_token(authorization, &[&stdout(&output), &stderr(&output)]);
 }
 
 #[test]
 fn a_revoked_refresh_token_fails_the_run_with_one_line_naming_login_red() {
     // Tokens that are about to expire: the run refreshes before its first request.
-    let authorization = OAuthServer::start(AsScript::new().expires_in(Some(1)));
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![Reply::text("never")]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &model, json!({"issues": remote(&issues)}));
-    assert_eq!(login(&sandbox, "issues", &browser(&sandbox)).status.code(), Some(0));
+    let scene = Scene::new(AsScript::new().expires_in(Some(1)), vec![Reply::text("never")]);
+    let Scene { authorization, model, sandbox, .. } = &scene;
+    assert_eq!(scene.login().status.code(), Some(0));
     authorization.revoke_refresh_tokens();
 
-    let output = output_within(sandbox.command(&["run", "go"]), LIMIT);
+    let output = scene.run(&["run", "go"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(
@@ -171,7 +200,7 @@ fn a_revoked_refresh_token_fails_the_run_with_one_line_naming_login_red() {
         "{err}"
     );
     assert!(model.requests().is_empty());
-    assert_no_token(&authorization, &[&stdout(&output), &err]);
+    assert_no_token(authorization, &[&stdout(&output), &err]);
     let list = sandbox.command(&["ext", "list", "--json"]).output().unwrap();
     let listed: Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(listed["servers"][0]["auth"], "oauth: not logged in — run odek ext login issues");
@@ -179,13 +208,10 @@ fn a_revoked_refresh_token_fails_the_run_with_one_line_naming_login_red() {
 
 #[test]
 fn a_headless_run_never_opens_a_browser_and_names_login_red() {
-    let authorization = OAuthServer::start(AsScript::new());
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![Reply::text("never")]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &model, json!({"issues": remote(&issues)}));
+    let scene = Scene::new(AsScript::new(), vec![Reply::text("never")]);
+    let Scene { authorization, sandbox, .. } = &scene;
     let marker = sandbox.home.join("browser-was-opened");
-    let browser = script(&sandbox, "browser.sh", &format!("#!/bin/sh\ntouch {}\n", marker.display()));
+    let browser = script(sandbox, "browser.sh", &format!("#!/bin/sh\ntouch {}\n", marker.display()));
 
     let mut command = sandbox.command(&["run", "go"]);
     command.env("BROWSER", &browser);
@@ -235,16 +261,12 @@ fn two_servers_on_one_issuer_register_once_and_keep_their_own_tokens() {
 #[test]
 fn ci_uses_client_credentials_without_a_browser_red() {
     const SECRET: &str = "ci-client-secret-5f4e3d2c1b0a9988";
-    let authorization = OAuthServer::start(AsScript::new().client("ci-bot", SECRET));
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![
-        Reply::tool_calls(vec![("call_1", "issues__search", r#"{"query":"ci"}"#)]),
-        Reply::text("ok"),
-    ]);
-    let sandbox = Sandbox::new();
-    let mut entry = remote(&issues);
-    entry["oauth"] = json!({"client_id": "ci-bot", "client_secret_env": "CI_SECRET", "grant": "client_credentials"});
-    configure(&sandbox, &model, json!({"issues": entry}));
+    let scene = Scene::with_oauth(
+        AsScript::new().client("ci-bot", SECRET),
+        vec![Reply::tool_calls(vec![("call_1", "issues__search", r#"{"query":"ci"}"#)]), Reply::text("ok")],
+        Some(json!({"client_id": "ci-bot", "client_secret_env": "CI_SECRET", "grant": "client_credentials"})),
+    );
+    let Scene { authorization, sandbox, .. } = &scene;
     let mut command = sandbox.command(&["run", "--events-jsonl", "e.jsonl", "go"]);
     command.env("CI_SECRET", SECRET);
     let output = output_within(command, LIMIT);
@@ -256,26 +278,26 @@ fn ci_uses_client_credentials_without_a_browser_red() {
     for text in [stdout(&output), err, events] {
         assert!(!text.contains(SECRET), "the client secret leaked: {text}");
     }
-    assert_no_token(&authorization, &[&stdout(&output)]);
+    assert_no_token(authorization, &[&stdout(&output)]);
 }
 
 #[test]
 fn ci_signs_a_private_key_jwt_assertion() {
-    let sandbox = Sandbox::new();
-    let key = sandbox.home.join("ci-key.pem");
+    let key_dir = tempfile::tempdir().unwrap();
+    let key = key_dir.path().join("ci-key.pem");
     let generated = std::process::Command::new("openssl")
         .args(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out"])
         .arg(&key)
         .output()
         .unwrap();
     assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
-    let authorization = OAuthServer::start(AsScript::new().client("ci-jwt", "unused-secret-value"));
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![Reply::text("ok")]);
-    let mut entry = remote(&issues);
-    entry["oauth"] = json!({"client_id": "ci-jwt", "private_key_file": key, "grant": "client_credentials"});
-    configure(&sandbox, &model, json!({"issues": entry}));
-    let output = output_within(sandbox.command(&["run", "go"]), LIMIT);
+    let scene = Scene::with_oauth(
+        AsScript::new().client("ci-jwt", "unused-secret-value"),
+        vec![Reply::text("ok")],
+        Some(json!({"client_id": "ci-jwt", "private_key_file": key, "grant": "client_credentials"})),
+    );
+    let authorization = &scene.authorization;
+    let output = scene.run(&["run", "go"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let token_request = authorization.requests().into_iter().find(|request| request.path == "/token").unwrap();
     let body = String::from_utf8_lossy(&token_request.body).into_owned();
@@ -285,66 +307,44 @@ fn ci_signs_a_private_key_jwt_assertion() {
     );
     let assertion = body.split('&').find_map(|pair| pair.strip_prefix("client_assertion=")).unwrap();
     let claims = assertion.split('.').nth(1).unwrap();
-    let claims: Value = serde_json::from_slice(&decode_base64url(claims)).unwrap();
+    let claims: Value = serde_json::from_slice(&decode_base64(claims)).unwrap();
     assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("ci-jwt"), Some("ci-jwt")));
     assert_eq!(claims["aud"], authorization.issuer());
     assert!(claims["exp"].as_u64() > claims["iat"].as_u64() && claims["jti"].is_string());
-    let header: Value = serde_json::from_slice(&decode_base64url(assertion.split('.').next().unwrap())).unwrap();
+    let header: Value = serde_json::from_slice(&decode_base64(assertion.split('.').next().unwrap())).unwrap();
     assert_eq!(header["alg"], "ES256");
-}
-
-fn decode_base64url(text: &str) -> Vec<u8> {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let (mut bits, mut count, mut out) = (0_u32, 0, Vec::new());
-    for byte in text.bytes() {
-        let Some(value) = ALPHABET.iter().position(|known| *known == byte) else { continue };
-        bits = (bits << 6) | value as u32;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-        }
-    }
-    out
 }
 
 #[test]
 fn logout_forgets_and_revokes() {
-    let authorization = OAuthServer::start(AsScript::new());
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![Reply::text("never")]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &model, json!({"issues": remote(&issues)}));
-    assert_eq!(login(&sandbox, "issues", &browser(&sandbox)).status.code(), Some(0));
-    let output = output_within(sandbox.command(&["ext", "logout", "issues"]), LIMIT);
+    let scene = Scene::new(AsScript::new(), vec![Reply::text("never")]);
+    assert_eq!(scene.login().status.code(), Some(0));
+    let output = scene.run(&["ext", "logout", "issues"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "logged out of \"issues\"\n");
-    assert_eq!(authorization.revocations(), 2, "the refresh and the access token");
-    let again = output_within(sandbox.command(&["ext", "logout", "issues"]), LIMIT);
+    assert_eq!(scene.authorization.revocations(), 2, "the refresh and the access token");
+    let again = scene.run(&["ext", "logout", "issues"]);
     assert_eq!(stdout(&again), "\"issues\" had no stored tokens\n");
 }
 
 /// `odek ext login` against a hostile authorization server: its error line, in bounded time.
 fn failed_login(server_script: AsScript, browser_text: Option<&str>) -> (String, OAuthServer) {
-    let authorization = OAuthServer::start(server_script);
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![Reply::text("never")]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &model, json!({"issues": remote(&issues)}));
+    let scene = Scene::new(server_script, vec![Reply::text("never")]);
+    let sandbox = &scene.sandbox;
     let browser = match browser_text {
-        Some(text) => script(&sandbox, "browser.sh", text),
-        None => browser(&sandbox),
+        Some(text) => script(sandbox, "browser.sh", text),
+        None => browser(sandbox),
     };
-    let output = login(&sandbox, "issues", &browser);
+    let output = login(sandbox, "issues", &browser);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert_eq!(stdout(&output), "");
-    assert!(!token_file(&sandbox).exists() || !std::fs::read_to_string(token_file(&sandbox)).unwrap().contains("at-"));
-    let issued = authorization.issued_tokens();
+    assert!(!token_file(sandbox).exists() || !std::fs::read_to_string(token_file(sandbox)).unwrap().contains("at-"));
+    let issued = scene.authorization.issued_tokens();
     for token in issued {
         assert!(!err.contains(&token), "a token leaked: {err}");
     }
-    (err, authorization)
+    (err, scene.authorization)
 }
 
 #[test]
@@ -413,13 +413,10 @@ fn the_callback_hit_a_thousand_times_ends_the_login_red() {
 
 #[test]
 fn a_corrupt_or_world_readable_token_file_is_refused_with_the_fix_red() {
-    let authorization = OAuthServer::start(AsScript::new());
-    let issues = protected_server(&authorization, "search");
-    let model = ScriptedServer::start(vec![Reply::text("never")]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &model, json!({"issues": remote(&issues)}));
-    assert_eq!(login(&sandbox, "issues", &browser(&sandbox)).status.code(), Some(0));
-    let file = token_file(&sandbox);
+    let scene = Scene::new(AsScript::new(), vec![Reply::text("never")]);
+    let Scene { authorization, model, sandbox, .. } = &scene;
+    assert_eq!(scene.login().status.code(), Some(0));
+    let file = token_file(sandbox);
 
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let output = output_within(sandbox.command(&["run", "go"]), LIMIT);
@@ -433,11 +430,11 @@ fn a_corrupt_or_world_readable_token_file_is_refused_with_the_fix_red() {
         )),
         "{err}"
     );
-    assert_no_token(&authorization, &[&err]);
+    assert_no_token(authorization, &[&err]);
 
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::write(&file, "{\"tokens\": [{\"access_token\": 12").unwrap();
-    let output = output_within(sandbox.command(&["run", "go"]), LIMIT);
+    let output = scene.run(&["run", "go"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(err.contains("is not a valid token file (") && err.contains("delete it and log in again"), "{err}");

@@ -635,12 +635,18 @@ fn s256(verifier: &str) -> String {
     crate::base64(&Sha256::digest(verifier.as_bytes())).trim_end_matches('=').replace('+', "-").replace('/', "_")
 }
 
-fn decode_base64(text: &str) -> Vec<u8> {
+/// Base64, standard or URL-safe (a JWT's parts), padded or not; other bytes are skipped.
+pub fn decode_base64(text: &str) -> Vec<u8> {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut bits = 0_u32;
     let mut count = 0;
     let mut out = Vec::new();
     for byte in text.bytes().filter(|byte| *byte != b'=') {
+        let byte = match byte {
+            b'-' => b'+',
+            b'_' => b'/',
+            other => other,
+        };
         let Some(value) = ALPHABET.iter().position(|known| *known == byte) else { continue };
         bits = (bits << 6) | value as u32;
         count += 6;
