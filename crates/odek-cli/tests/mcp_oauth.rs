@@ -227,6 +227,25 @@ fn a_headless_run_never_opens_a_browser_and_names_login_red() {
 }
 
 #[test]
+fn a_call_that_needs_more_scope_fails_headless_naming_the_scope_and_login_red() {
+    let scene = Scene::new(
+        AsScript::new().calls_need_scope("issues:write"),
+        vec![Reply::tool_calls(vec![("call_1", "issues__search", r#"{"query":"a"}"#)]), Reply::text("stepped up")],
+    );
+    assert_eq!(scene.login().status.code(), Some(0));
+    let output = scene.run(&["run", "go"]);
+    let (out, err) = (stdout(&output), stderr(&output));
+    let results = tool_contents(&scene.model.requests()[1]);
+    assert!(
+        results[0].contains("authorization: the server asks for scope \"issues:write\"; run odek ext login issues"),
+        "{results:?} {out} {err}"
+    );
+    let calls = scene.issues.requests().iter().filter(|request| request.rpc_method() == Some("tools/call")).count();
+    assert_eq!(calls, 1, "the call was not retried without the scope");
+    assert_no_token(&scene.authorization, &[&out, &err]);
+}
+
+#[test]
 fn two_servers_on_one_issuer_register_once_and_keep_their_own_tokens() {
     let authorization = OAuthServer::start(AsScript::new());
     let issues = protected_server(&authorization, "search");

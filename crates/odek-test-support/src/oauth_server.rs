@@ -65,6 +65,7 @@ pub struct AsScript {
     clients: Vec<(String, String)>,
     cimd: bool,
     scopes: Vec<String>,
+    call_scope: Option<String>,
 }
 
 impl Default for AsScript {
@@ -88,7 +89,15 @@ impl AsScript {
             clients: Vec::new(),
             cimd: false,
             scopes: Vec::new(),
+            call_scope: None,
         }
+    }
+
+    /// `tools/call` needs a token granted `scope`: others get `403` with
+    /// `error="insufficient_scope"` naming it (the step-up).
+    pub fn calls_need_scope(mut self, scope: &str) -> AsScript {
+        self.call_scope = Some(scope.to_owned());
+        self
     }
 
     /// `expires_in` of every access token (`None`: not sent).
@@ -170,6 +179,8 @@ struct CodeGrant {
 struct Grant {
     client_id: String,
     resource: String,
+    /// The granted scopes, space-separated.
+    scope: String,
     live: bool,
 }
 
@@ -332,9 +343,18 @@ fn guard(shared: &Shared, request: &McpHttpRequest) -> Option<ToolAnswer> {
             grant.live = false;
         }
     }
-    let live = state.access.get(presented).is_some_and(|grant| grant.live);
-    if live {
-        return None;
+    let grant = state.access.get(presented).filter(|grant| grant.live);
+    if let Some(grant) = grant {
+        let needed = shared.script.call_scope.as_deref().filter(|_| is_call);
+        return match needed {
+            Some(scope) if !grant.scope.split(' ').any(|granted| granted == scope) => Some(
+                ToolAnswer::http(403, "application/json", r#"{"error":"insufficient_scope"}"#).with_header(
+                    "WWW-Authenticate",
+                    format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"http://{host}/.well-known/oauth-protected-resource/mcp\""),
+                ),
+            ),
+            _ => None,
+        };
     }
     let metadata = format!("http://{host}/.well-known/oauth-protected-resource/mcp");
     let challenge = if presented.is_empty() {
@@ -506,8 +526,7 @@ fn token(shared: &Shared, request: &McpHttpRequest) -> Answer {
             {
                 return oauth_error("invalid_grant");
             }
-            let _ = code.scope;
-            Grant { client_id, resource, live: true }
+            Grant { client_id, resource, scope: code.scope, live: true }
         }
         "refresh_token" => {
             let presented = get("refresh_token");
@@ -535,7 +554,7 @@ fn token(shared: &Shared, request: &McpHttpRequest) -> Answer {
             if !authenticated {
                 return json_answer(401, &json!({"error": "invalid_client"}));
             }
-            let issued = Grant { client_id, resource, live: true };
+            let issued = Grant { client_id, resource, scope: get("scope"), live: true };
             return issue(shared, &mut state, issued, None).map_refresh_away();
         }
         _ => return oauth_error("unsupported_grant_type"),
