@@ -24,5 +24,6 @@ pub fn options() -> HubOptions {
         parent_env: odek_mcp::env_allowlist::process_env().collect(),
         startup_timeout: Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
         sandbox: odek_mcp::ServerSandbox::Off,
+        elicitation: odek_mcp::ElicitationSettings::default(),
     }
 }

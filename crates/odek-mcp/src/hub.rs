@@ -51,6 +51,8 @@ pub struct HubOptions {
     pub startup_timeout: Duration,
     /// \[beyond\] How the stdio servers that ask for the sandbox are confined (issue 20).
     pub sandbox: crate::ServerSandbox,
+    /// \[beyond\] Who answers the servers' `elicitation/create` (issue 35).
+    pub elicitation: crate::ElicitationSettings,
 }
 
 /// A server's state as `odek ext list` shows it.
@@ -1126,6 +1128,12 @@ fn is_deadline_failure(error: &McpError) -> bool {
 }
 
 fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>, McpError> {
+    let connection = open_connection(server, options)?;
+    connection.answer_elicitations(options.elicitation.clone());
+    Ok(connection)
+}
+
+fn open_connection(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>, McpError> {
     let (command, args) = match &server.spec.transport {
         Transport::Stdio { command, args, .. } => (command, args),
         Transport::Http { endpoint, legacy_sse, .. } => {

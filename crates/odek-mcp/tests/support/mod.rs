@@ -346,6 +346,7 @@ pub fn options(recorder: &Arc<Recorder>, approver: Arc<dyn ToolApprover>) -> Hub
         client_version: "0.0.0-test".into(),
         parent_env: odek_mcp::env_allowlist::process_env().collect(),
         sandbox: odek_mcp::ServerSandbox::Off,
+        elicitation: odek_mcp::ElicitationSettings::default(),
     }
 }
 

@@ -30,6 +30,7 @@ mod api_key;
 mod core_keys;
 mod dangerous;
 mod effective;
+mod elicitation;
 mod env_layer;
 mod error;
 mod events;
@@ -64,6 +65,7 @@ pub use self::core_keys::{
 };
 pub use self::dangerous::{DangerAction, DangerousConfig, NonInteractive, parse_max_risk};
 pub use self::effective::{CliOverrides, EffectiveConfig, apply_cli_overrides, resolve_effective};
+pub use self::elicitation::ElicitationConfig;
 pub use self::env_layer::{EnvLayer, env_bool, env_count, read_env_layer};
 pub use self::error::ConfigError;
 pub use self::events::{DEFAULT_HEARTBEAT_SECONDS, EventsConfig};
@@ -95,6 +97,7 @@ pub use self::tools::{ToolsConfig, tool_allowed};
 
 use self::core_keys::{CoreFile, check_counts_not_negative};
 use self::dangerous::{DangerousFile, validate_dangerous};
+use self::elicitation::{ElicitationFile, check_elicitation, merge_elicitation};
 use self::events::{EventsFile, check_events, merge_events};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
@@ -211,6 +214,9 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `odek serve`'s bounds (operator-only).
     pub serve: ServeConfig,
+    /// \[beyond\] `elicitation`, `elicitation_timeout_seconds`: how MCP servers' requests for
+    /// input are answered.
+    pub elicitation: ElicitationConfig,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -347,6 +353,7 @@ fn load_config_from(
     core.apply_file(&project.core);
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
     let events = merge_events(global.policy.events.as_ref(), project.policy.events.as_ref(), &mut warnings);
+    let elicitation = merge_elicitation(&global.elicitation, &project.elicitation, &mut warnings);
     let mut mcp_servers = merge_mcp_servers(&global.servers, project_servers);
     note_server_variables(&mut mcp_servers, global.server_variables, project_variables);
     settle_server_sandbox(&mut mcp_servers, &global.servers, &sources.home, &sources.cwd, &mut warnings);
@@ -390,6 +397,7 @@ fn load_config_from(
         fallback_models,
         sandbox,
         serve,
+        elicitation,
     };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
@@ -403,6 +411,7 @@ struct ParsedFile {
     /// Server name → the variables its entry read (`Substituted::server_variables`).
     server_variables: BTreeMap<String, Vec<String>>,
     policy: PolicySections,
+    elicitation: ElicitationFile,
 }
 
 /// The §7/§8 sections of one file, decoded but not yet validated.
@@ -530,7 +539,9 @@ fn decode_config_file(display: &str, root: &Value) -> Result<ParsedFile, ConfigE
     if let Some(events) = &policy.events {
         check_events(display, events)?;
     }
-    Ok(ParsedFile { core, limits, servers, server_variables: BTreeMap::new(), policy })
+    let elicitation: ElicitationFile = decode_known_keys(display, root)?;
+    check_elicitation(display, &elicitation)?;
+    Ok(ParsedFile { core, limits, servers, server_variables: BTreeMap::new(), policy, elicitation })
 }
 
 /// The top-level keys that decode into a struct (`null` allowed, meaning absent).
