@@ -139,7 +139,8 @@ pub(crate) struct ElicitationDeclined<'a> {
     #[schemars(schema_with = "elicitation_mode_schema")]
     pub mode: &'a str,
     /// What the server was told (`decline` or `cancel`); absent when it got an error.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    // `default`: a custom schema would otherwise make the field required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "elicitation_action_schema")]
     pub action: Option<&'a str>,
     /// Why odek answered.
