@@ -116,22 +116,41 @@ fn an_unknown_policy_word_is_a_config_error() {
     );
 }
 
-/// The REPL on a real terminal: the form with its defaults, a wrong answer asked again, Enter
-/// keeping a default; the server gets what was typed.
-#[test]
-fn the_repl_asks_the_form_field_by_field_and_sends_the_answer() {
+/// `odek repl` on a real terminal, the model calling `fixture__elicit` with `arguments` once,
+/// then answering `answer`; returned once the question is on the screen.
+fn repl_asked(arguments: &str, answer: &str) -> (ScriptedServer, Sandbox, Terminal) {
     let server = ScriptedServer::start(vec![
-        Reply::tool_calls(vec![("call_e", "fixture__elicit", r#"{"message":"Tell me about you"}"#)]),
-        Reply::text("thanks"),
+        Reply::tool_calls(vec![("call_e", "fixture__elicit", arguments)]),
+        Reply::text(answer),
     ]);
     let sandbox = Sandbox::new();
     configure(&sandbox, &server.base_url(), json!({}));
     let mut terminal = Terminal::spawn(sandbox.command(&["repl"]));
     terminal.expect(PROMPT);
     terminal.line("ask me");
-    terminal.expect("MCP server \"fixture\" asks for input (3 field(s)");
-    terminal.expect("Tell me about you");
     terminal.expect("[y] fill in  [n] decline  [c] cancel: ");
+    (server, sandbox, terminal)
+}
+
+/// After the turn: the prompt is back, Ctrl-D leaves with 0, and the server got `result`.
+fn finish_repl(server: &ScriptedServer, mut terminal: Terminal, answer: &str, result: &str) {
+    terminal.expect(answer);
+    terminal.expect(PROMPT);
+    terminal.send(b"\x04");
+    let (status, screen) = terminal.finish();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    let seen = tool_contents(&server.requests()[1]).join("\n");
+    assert!(seen.contains(&format!("elicitation result: {result}")), "{seen}");
+}
+
+/// The REPL on a real terminal: the form with its defaults, a wrong answer asked again, Enter
+/// keeping a default; the server gets what was typed.
+#[test]
+fn the_repl_asks_the_form_field_by_field_and_sends_the_answer() {
+    let (server, _sandbox, mut terminal) = repl_asked(r#"{"message":"Tell me about you"}"#, "thanks");
+    let screen = terminal.screen();
+    assert!(screen.contains("MCP server \"fixture\" asks for input (3 field(s)"), "{screen}");
+    assert!(screen.contains("Tell me about you"), "{screen}");
     terminal.send(b"y");
     terminal.expect("Age * (a whole number) [36]: ");
     terminal.line("two hundred");
@@ -145,36 +164,17 @@ fn the_repl_asks_the_form_field_by_field_and_sends_the_answer() {
     terminal.line("3");
     terminal.expect("Name [Ada]: ");
     terminal.line("");
-    terminal.expect("thanks");
-    terminal.expect(PROMPT);
-    terminal.send(b"\x04");
-    let (status, screen) = terminal.finish();
-    assert_eq!(status.code(), Some(0), "{screen}");
-    let seen = tool_contents(&server.requests()[1]).join("\n");
-    assert!(
-        seen.contains(r#"elicitation result: {"action":"accept","content":{"age":41,"colour":"blue","name":"Ada"}}"#),
-        "{seen}"
+    finish_repl(
+        &server,
+        terminal,
+        "thanks",
+        r#"{"action":"accept","content":{"age":41,"colour":"blue","name":"Ada"}}"#,
     );
 }
 
 #[test]
 fn the_repl_declines_when_the_person_says_no() {
-    let server = ScriptedServer::start(vec![
-        Reply::tool_calls(vec![("call_e", "fixture__elicit", "{}")]),
-        Reply::text("ok then"),
-    ]);
-    let sandbox = Sandbox::new();
-    configure(&sandbox, &server.base_url(), json!({}));
-    let mut terminal = Terminal::spawn(sandbox.command(&["repl"]));
-    terminal.expect(PROMPT);
-    terminal.line("ask me");
-    terminal.expect("[y] fill in  [n] decline  [c] cancel: ");
+    let (server, _sandbox, mut terminal) = repl_asked("{}", "ok then");
     terminal.send(b"n");
-    terminal.expect("ok then");
-    terminal.expect(PROMPT);
-    terminal.send(b"\x04");
-    let (status, screen) = terminal.finish();
-    assert_eq!(status.code(), Some(0), "{screen}");
-    let seen = tool_contents(&server.requests()[1]).join("\n");
-    assert!(seen.contains(r#"elicitation result: {"action":"decline"}"#), "{seen}");
+    finish_repl(&server, terminal, "ok then", r#"{"action":"decline"}"#);
 }

@@ -569,13 +569,12 @@ impl FormField {
             FieldKind::Text { .. } => Value::String(typed.to_owned()),
             FieldKind::Number { integer, .. } => {
                 let typed = typed.trim();
-                let number = if *integer {
+                if *integer {
                     typed.parse::<i64>().map(Value::from).map_err(|_| "not a whole number".to_owned())?
                 } else {
                     let parsed: f64 = typed.parse().map_err(|_| "not a number".to_owned())?;
                     serde_json::Number::from_f64(parsed).map(Value::Number).ok_or_else(|| "not a number".to_owned())?
-                };
-                number
+                }
             }
             FieldKind::Boolean => match typed.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" | "true" => Value::Bool(true),
