@@ -69,8 +69,9 @@ pub mod agent {
 /// server specs, limits and errors, and the helpers `odek ext` and `odek mcp` show or check.
 pub mod mcp {
     pub use odek_mcp::{
-        CallOptions, Limits, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
-        ToolOutput, Transport, bounded_lines, env_allowlist, hub, remote, server_config, validate_server,
+        ApproveAll, CallOptions, HubOptions, Limits, McpError, McpEvent, McpHub, McpObserver, ServerSandbox,
+        ServerSpec, StderrObserver, ToolDescriptor, ToolOutput, Transport, bounded_lines, env_allowlist, hub, remote,
+        revision, server_config, validate_server,
     };
 }
 
