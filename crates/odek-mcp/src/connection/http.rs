@@ -39,8 +39,9 @@ const DELETE_GRACE: Duration = Duration::from_secs(1);
 /// end it.
 const LISTEN_RETRY: Duration = Duration::from_secs(1);
 const LISTEN_ATTEMPTS: u32 = 5;
-/// A request's stream: resumptions in a row that bring no new event before the request fails.
-const RESUME_ATTEMPTS: u32 = 5;
+/// Shortest pause before resuming a request's stream a second time or more (a server that
+/// closes its streams at once cannot make odek spin).
+const MIN_REPEATED_RECONNECT_DELAY: Duration = Duration::from_millis(100);
 /// Longest reconnection time a stream's `retry` field may ask for (SEP-1699).
 const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(30);
 /// Longest session id kept (the spec wants visible ASCII; longer ones are ignored).
@@ -354,44 +355,41 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
 /// A request's event stream, followed until it answers `id` (`None`) or fails. A stream that
 /// ends first — broken, or closed by a server that polls (SEP-1699: it sends an event id and a
 /// `retry`, then closes) — is resumed with `GET` and `Last-Event-ID` after the stream's `retry`
-/// (capped at [`MAX_RECONNECT_DELAY`]; none given: at once), again and again while the streams
-/// bring new events; [`RESUME_ATTEMPTS`] resumptions in a row that bring nothing give up. The
-/// caller's deadline bounds it all.
+/// (capped at [`MAX_RECONNECT_DELAY`]; none given: at once, and [`MIN_REPEATED_RECONNECT_DELAY`]
+/// from the second resumption on), again for as long as each stream brings a new event id; one
+/// that ends with nothing new means the answer is not coming. The caller's deadline bounds it all.
 async fn follow_stream(
     shared: &Shared,
     link: &HttpLink,
     id: i64,
     mut response: reqwest::Response,
 ) -> Option<RequestFailure> {
-    let mut resume_from: Option<String> = None;
     let mut retry: Option<Duration> = None;
-    let mut idle_resumptions = 0;
+    let mut resumed_from: Option<String> = None;
     loop {
-        match read_stream(shared, Some(id), response, StreamBound::Total).await {
+        let resume_from = match read_stream(shared, Some(id), response, StreamBound::Total).await {
             StreamEnd::Answered => return None,
             StreamEnd::Failed(failure) => return Some(failure),
-            StreamEnd::Ended { last_event_id, retry: asked } => {
+            StreamEnd::Ended { last_event_id: None, .. } => break,
+            StreamEnd::Ended { last_event_id: Some(last_event_id), retry: asked } => {
                 retry = asked.or(retry);
-                match last_event_id {
-                    Some(last_event_id) => {
-                        resume_from = Some(last_event_id);
-                        idle_resumptions = 0;
-                    }
-                    None => idle_resumptions += 1,
-                }
+                last_event_id
             }
+        };
+        if resumed_from.as_ref() == Some(&resume_from) {
+            break;
         }
-        let (Some(last_event_id), true) = (&resume_from, idle_resumptions < RESUME_ATTEMPTS) else { break };
         let mut delay = retry.unwrap_or(Duration::ZERO).min(MAX_RECONNECT_DELAY);
-        if idle_resumptions > 0 {
-            delay = delay.max(LISTEN_RETRY);
+        if resumed_from.is_some() {
+            delay = delay.max(MIN_REPEATED_RECONNECT_DELAY);
         }
+        resumed_from = Some(resume_from.clone());
         tokio::select! {
             biased;
             () = shared.stop.cancelled() => return None,
             () = tokio::time::sleep(delay) => {}
         }
-        match resume(link, last_event_id).await {
+        match resume(link, &resume_from).await {
             Some(resumed) => response = resumed,
             None => break,
         }
