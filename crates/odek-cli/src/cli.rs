@@ -181,6 +181,13 @@ pub enum ExtCommand {
     /// Check an extension server against the odek-extension/v1 contract and report pass / warn /
     /// fail per check (exit 0 all pass, 1 any failure, 2 warnings only)
     Check(Box<ExtCheckArgs>),
+    /// The client leg of the official MCP conformance suite: connect to URL as a run would,
+    /// call every tool, shut down (the suite appends the URL; see .ci/conformance)
+    #[command(hide = true)]
+    ConformanceClient {
+        /// The scenario server's URL
+        url: String,
+    },
 }
 
 /// `odek ext check [flags] <configured-server>`, `odek ext check [flags] --url <url>` or

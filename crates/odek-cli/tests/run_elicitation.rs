@@ -13,10 +13,13 @@ use repl_support::{PROMPT, Terminal};
 use run_support::{Sandbox, events, path_str, stderr, tool_contents};
 use serde_json::{Value, json};
 
-/// The global config: the scripted model and the fixture with its `elicit` tool, plus `extra`.
+/// The global config: the scripted model and the fixture with its `elicit` tool, spoken to in
+/// MCP 2025-11-25 (the revision that declares form and URL elicitation), plus `extra`.
 fn configure(sandbox: &Sandbox, base_url: &str, extra: Value) {
     let mut fixture = sandbox.fixture_server();
-    fixture["args"].as_array_mut().unwrap().extend([json!("--mode"), json!("elicitation")]);
+    let args = ["--mode", "elicitation", "--protocol-version", "2025-11-25"];
+    fixture["args"].as_array_mut().unwrap().extend(args.map(Value::from));
+    fixture["protocol_version"] = json!("2025-11-25");
     let mut config = json!({"base_url": base_url, "model": "test-model", "mcp_servers": {"fixture": fixture}});
     for (key, value) in extra.as_object().unwrap() {
         config[key] = value.clone();
@@ -52,6 +55,8 @@ fn elicitation_events(events: &[Value]) -> Vec<(String, Value)> {
 fn a_headless_run_declines_by_default_and_says_so() {
     let (events, seen, stderr) = run_eliciting(json!({}), json!({}));
     assert!(seen.contains(r#"elicitation result: {"action":"decline"}"#), "{seen}");
+    let started = events.iter().find(|event| event["type"] == "mcp_server_started").unwrap();
+    assert_eq!(started["data"]["protocol_version"], "2025-11-25");
     assert_eq!(
         elicitation_events(&events),
         [(

@@ -1009,7 +1009,14 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
     let limit = server.spec.limits.startup_timeout.unwrap_or(options.startup_timeout);
     let deadline = tokio::time::Instant::now() + limit;
     let connection = spawn(server, options)?;
-    let handshake = handshake(&connection, &options.client_version, &server.stale, &options.observer, deadline);
+    let handshake = handshake(
+        &connection,
+        &options.client_version,
+        server.spec.protocol,
+        &server.stale,
+        &options.observer,
+        deadline,
+    );
     let error = match tokio::time::timeout_at(deadline, handshake).await {
         Ok(Ok(discovered)) => return Ok((connection, discovered)),
         // A handshake request whose own timeout fired at the same moment is the same stall.

@@ -36,6 +36,7 @@ pub mod process;
 pub mod remote;
 pub mod remote_session;
 mod resources;
+pub mod revision;
 pub mod server_config;
 pub mod server_lines;
 pub mod server_sandbox;

@@ -70,9 +70,9 @@ pub mod agent {
 /// \[beyond\] elicitation (a server's request for input: the form rules a face asks with).
 pub mod mcp {
     pub use odek_mcp::{
-        CallOptions, ElicitationSettings, Elicitor, Limits, McpError, McpEvent, McpHub, McpObserver, ServerSpec,
-        StderrObserver, ToolDescriptor, ToolOutput, Transport, bounded_lines, elicitation, env_allowlist, hub, remote,
-        server_config, validate_server,
+        ApproveAll, CallOptions, ElicitationSettings, Elicitor, HubOptions, Limits, McpError, McpEvent, McpHub,
+        McpObserver, ServerSandbox, ServerSpec, StderrObserver, ToolDescriptor, ToolOutput, Transport, bounded_lines,
+        elicitation, env_allowlist, hub, remote, revision, server_config, validate_server,
     };
 }
 

@@ -21,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "ext_check.rs"]
 mod check;
+#[path = "conformance_client.rs"]
+mod conformance_client;
 
 use odek::setup::{Setup, run_unconfined, start_hub, start_servers, validated};
 
@@ -42,6 +44,7 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
     match command {
         ExtCommand::List { json } => list(json).await,
         ExtCommand::Check(args) => check::check(*args).await,
+        ExtCommand::ConformanceClient { url } => conformance_client::run(&url).await,
         ExtCommand::Call { jsonl: true, model_view, .. } => call_jsonl(model_view).await,
         // Without arguments the call sends `{}`: MCP servers built on the TypeScript SDK reject
         // the `null` an empty argument string becomes (pass '' to send exactly that).

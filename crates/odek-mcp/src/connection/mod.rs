@@ -393,6 +393,14 @@ impl Connection {
         }
     }
 
+    /// After [`Connection::open_server_stream`]: waits, at most `limit`, until the standalone
+    /// stream's first `GET` was answered; at once for stdio and HTTP+SSE.
+    pub async fn server_stream_settled(&self, limit: Duration) {
+        if let Some(http) = self.http.as_ref().filter(|http| !http.is_legacy()) {
+            http.stream_settled(limit).await;
+        }
+    }
+
     /// \[beyond\] Whether this Streamable HTTP connection's url serves the deprecated HTTP+SSE
     /// transport instead (see `HttpLink::serves_legacy_sse`); `false` for stdio and HTTP+SSE.
     pub async fn serves_legacy_sse(&self, limit: Duration) -> bool {

@@ -102,8 +102,9 @@ use self::events::{EventsFile, check_events, merge_events};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
-    check_secret_env, join_project_servers, merge_mcp_servers, note_server_variables, pass_env_references_as_secrets,
-    register_server_secret_values, servers_of_file, settle_server_cwd, settle_server_sandbox,
+    check_secret_env, default_protocol_version, join_project_servers, merge_mcp_servers, note_server_variables,
+    pass_env_references_as_secrets, register_server_secret_values, servers_of_file, settle_server_cwd,
+    settle_server_sandbox,
 };
 use self::planning::{PlanningFile, merge_planning};
 use self::project_restrictions::{
@@ -358,6 +359,11 @@ fn load_config_from(
     note_server_variables(&mut mcp_servers, global.server_variables, project_variables);
     settle_server_sandbox(&mut mcp_servers, &global.servers, &sources.home, &sources.cwd, &mut warnings);
     settle_server_cwd(&mut mcp_servers, &sources.home, &sources.cwd, &mut warnings);
+    let named = |policy: &PolicySections| policy.mcp_protocol_version.clone().filter(|version| !version.is_empty());
+    let protocol_version = named(&project.policy)
+        .map(|version| (PROJECT_DISPLAY, version))
+        .or(named(&global.policy).map(|version| (&*global_display, version)));
+    default_protocol_version(&mut mcp_servers, protocol_version)?;
     // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
     let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
     let tools = merge_tools(global.policy.tools.as_ref(), project.policy.tools.as_ref());
@@ -429,6 +435,8 @@ struct PolicySections {
     fallback_models: Option<Vec<String>>,
     sandbox: Option<SandboxFile>,
     serve: Option<ServeFile>,
+    /// \[beyond\] The MCP revision every server entry without a `protocol_version` asks for.
+    mcp_protocol_version: Option<String>,
 }
 
 /// Check command lines from their sources in order (the global file's, the project's, then a

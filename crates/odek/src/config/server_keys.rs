@@ -39,6 +39,7 @@ pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "allow_insecure_http",
     "sandbox",
     "writable",
+    "protocol_version",
     "type",
 ];
 
@@ -354,6 +355,7 @@ mod tests {
             allow_insecure_http,
             sandbox,
             writable,
+            protocol_version,
             kind,
         );
         // `kind` is read from the key `type`.
