@@ -50,12 +50,14 @@ impl Default for ElicitArgs {
     }
 }
 
-/// The default form: a name (default "Ada"), a required age, and a colour to pick.
+/// The default form: a required age, a colour to pick and a name (default "Ada"). The
+/// properties are written in name order, so they go out in that order whether or not
+/// serde_json keeps insertion order (a feature some builds turn on).
 fn default_schema() -> Value {
     json!({"type": "object", "properties": {
-        "name": {"type": "string", "title": "Name", "default": "Ada"},
         "age": {"type": "integer", "title": "Age", "minimum": 0, "maximum": 150, "default": 36},
-        "colour": {"type": "string", "title": "Colour", "enum": ["red", "green", "blue"], "default": "green"}
+        "colour": {"type": "string", "title": "Colour", "enum": ["red", "green", "blue"], "default": "green"},
+        "name": {"type": "string", "title": "Name", "default": "Ada"}
     }, "required": ["age"]})
 }
 

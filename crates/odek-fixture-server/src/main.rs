@@ -142,9 +142,9 @@
 //!     elicitation               Also lists "elicit" {message="Please fill in the form", schema?,
 //!                               fields?, url?, elicitation_id="elicitation-1", wait_ms=600000}:
 //!                               sends elicitation/create (a form: schema as given, else fields
-//!                               string properties f0…, else a form of name (default "Ada"), a
-//!                               required age (0-150, default 36) and colour (red/green/blue,
-//!                               default green); with url, URL mode) and waits wait_ms for the
+//!                               string properties f0…, else a form of a required age (0-150,
+//!                               default 36), colour (red/green/blue, default green) and name
+//!                               (default "Ada"), in that order; with url, URL mode) and waits wait_ms for the
 //!                               reply; answers "elicitation result: <reply, compact, keys
 //!                               sorted>", or isError "elicit: <error>".
 //!

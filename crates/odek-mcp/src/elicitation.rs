@@ -1066,9 +1066,8 @@ mod tests {
             "many_titled": {"type": "array", "items": {"anyOf": [{"const": "r", "title": "Red"}]}}
         }, "required": ["mail"]}))
         .unwrap();
-        let names: Vec<&str> = form.fields.iter().map(|field| field.name.as_str()).collect();
-        // `json!` sorts the keys.
-        assert_eq!(names, ["count", "legacy", "mail", "many", "many_titled", "ok", "plain", "titled"]);
+        // Whether `json!` keeps its keys' order depends on serde_json's features: not asserted here.
+        assert_eq!(form.fields.len(), 8);
         let field = |name: &str| form.fields.iter().find(|field| field.name == name).unwrap();
         assert!(field("mail").required && !field("count").required);
         assert_eq!(field("mail").label(), "Mail");

@@ -27,8 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
 use crate::elicitation::{
-    DeclineReason, ELICITATION_METHOD, ElicitationAction, ElicitationKind, ElicitationMode, ElicitationSettings,
-    Elicited, MAX_OPEN_ELICITATIONS, read_elicitation, result_json,
+    DeclineReason, ELICITATION_METHOD, ElicitationAction, ElicitationAnswer, ElicitationKind, ElicitationMode,
+    ElicitationSettings, Elicited, MAX_OPEN_ELICITATIONS, read_elicitation, result_json,
 };
 use crate::error::{Cause, DeadlineLimit, McpError, RequestFailure};
 use crate::observer::{McpEvent, McpObserver};
@@ -901,17 +901,15 @@ async fn answer_elicitation(shared: Arc<Shared>, settings: ElicitationSettings, 
             .unwrap_or(Elicited::Declined { action: ElicitationAction::Cancel, reason: DeclineReason::NoAnswer }),
     };
     let elicited = match (elicited, &form) {
-        (Elicited::Answered(crate::elicitation::ElicitationAnswer::Accept(content)), Some(form)) => {
-            match form.check_answer(&content) {
-                Ok(()) => Elicited::Answered(crate::elicitation::ElicitationAnswer::Accept(content)),
-                Err(problem) => {
-                    shared
-                        .observer
-                        .warning(&server, &format!("elicitation answer does not fit the form ({problem}); cancelled"));
-                    Elicited::Declined { action: ElicitationAction::Cancel, reason: DeclineReason::InvalidAnswer }
-                }
+        (Elicited::Answered(ElicitationAnswer::Accept(content)), Some(form)) => match form.check_answer(&content) {
+            Ok(()) => Elicited::Answered(ElicitationAnswer::Accept(content)),
+            Err(problem) => {
+                shared
+                    .observer
+                    .warning(&server, &format!("elicitation answer does not fit the form ({problem}); cancelled"));
+                Elicited::Declined { action: ElicitationAction::Cancel, reason: DeclineReason::InvalidAnswer }
             }
-        }
+        },
         (elicited, _) => elicited,
     };
     drop(asking);
@@ -927,10 +925,8 @@ async fn answer_elicitation(shared: Arc<Shared>, settings: ElicitationSettings, 
         Elicited::Declined { action, reason } => {
             declined(&shared, mode, Some(action), reason);
             match action {
-                ElicitationAction::Cancel => crate::elicitation::ElicitationAnswer::Cancel,
-                ElicitationAction::Accept | ElicitationAction::Decline => {
-                    crate::elicitation::ElicitationAnswer::Decline
-                }
+                ElicitationAction::Cancel => ElicitationAnswer::Cancel,
+                ElicitationAction::Accept | ElicitationAction::Decline => ElicitationAnswer::Decline,
             }
         }
     };
