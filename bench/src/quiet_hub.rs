@@ -25,5 +25,6 @@ pub fn options() -> HubOptions {
         startup_timeout: Duration::from_secs(odek_mcp::server_config::DEFAULT_STARTUP_TIMEOUT_SECONDS),
         sandbox: odek_mcp::ServerSandbox::Off,
         oauth: None,
+        elicitation: odek_mcp::ElicitationSettings::default(),
     }
 }

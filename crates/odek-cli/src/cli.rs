@@ -199,6 +199,13 @@ pub enum ExtCommand {
         /// The configured server's name
         server: String,
     },
+    /// The client leg of the official MCP conformance suite: connect to URL as a run would,
+    /// call every tool, shut down (the suite appends the URL; see .ci/conformance)
+    #[command(hide = true)]
+    ConformanceClient {
+        /// The scenario server's URL
+        url: String,
+    },
 }
 
 /// `odek ext check [flags] <configured-server>`, `odek ext check [flags] --url <url>` or

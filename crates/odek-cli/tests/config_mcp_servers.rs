@@ -7,6 +7,7 @@ mod config_support;
 
 use config_support::Fixture;
 use odek::config::{McpServerConfig, ServerOrigin};
+use odek::mcp::server_config::ServerEntry;
 
 fn find<'a>(servers: &'a [McpServerConfig], name: &str) -> &'a McpServerConfig {
     servers.iter().find(|server| server.name == name).unwrap()
@@ -185,4 +186,51 @@ fn project_cannot_enable_a_globally_disabled_server_red() {
     let fs = fixture.servers().into_iter().find(|server| server.name == "fs").unwrap();
     assert!(fs.entry.is_enabled());
     assert!(!fs.auto_approve_effective, "a server the operator disabled is never auto-approved");
+}
+
+#[test]
+fn mcp_protocol_version_is_the_default_of_every_entry_that_names_none() {
+    let fixture = Fixture::new()
+        .global(
+            r#"{"mcp_protocol_version": "2025-06-18", "mcp_servers": {
+                "a": {"url": "http://127.0.0.1:1/mcp"},
+                "b": {"url": "http://127.0.0.1:2/mcp", "protocol_version": "2025-11-25"}}}"#,
+        )
+        .project(r#"{"mcp_protocol_version": "2025-11-25", "mcp_servers": {"c": {"url": "http://127.0.0.1:3/mcp"}}}"#);
+    let versions: Vec<(String, Option<String>)> =
+        fixture.servers().into_iter().map(|server| (server.name, server.entry.protocol_version)).collect();
+    // The project file's default wins over the global one's; an entry's own value over both.
+    assert_eq!(
+        versions,
+        [
+            ("a".to_owned(), Some("2025-11-25".to_owned())),
+            ("b".to_owned(), Some("2025-11-25".to_owned())),
+            ("c".to_owned(), Some("2025-11-25".to_owned())),
+        ]
+    );
+    let global_only = Fixture::new()
+        .global(r#"{"mcp_protocol_version": "2025-06-18", "mcp_servers": {"a": {"url": "http://127.0.0.1:1/mcp"}}}"#);
+    assert_eq!(global_only.servers()[0].entry.protocol_version.as_deref(), Some("2025-06-18"));
+}
+
+#[test]
+fn a_protocol_version_odek_does_not_speak_is_refused_naming_the_ones_it_does() {
+    let fixture = Fixture::new().global(r#"{"mcp_protocol_version": "2024-01-01"}"#);
+    assert_eq!(
+        fixture.error(),
+        format!(
+            "config {}: mcp_protocol_version: protocol_version \"2024-01-01\" is not one odek speaks (2025-03-26, \
+             2025-06-18, 2025-11-25)",
+            fixture.global_display()
+        )
+    );
+    let entry = ServerEntry {
+        url: Some("http://127.0.0.1:1/mcp".into()),
+        protocol_version: Some("2026-13-01".into()),
+        ..ServerEntry::default()
+    };
+    assert_eq!(
+        odek::mcp::validate_server("web", &entry).unwrap_err().to_string(),
+        "mcpclient web: protocol_version \"2026-13-01\" is not one odek speaks (2025-03-26, 2025-06-18, 2025-11-25)"
+    );
 }

@@ -23,6 +23,8 @@ mod options;
 mod probe;
 mod report;
 
+/// Arguments for a tool, derived from its input schema (what a check calls it with).
+pub use arguments::arguments_from_schema;
 /// One check's verdict, its group, reason and evidence.
 pub use checks::CheckResult;
 /// pass, warn, fail or skip.

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use odek_mcp::discovery::{ListedTool, ListingError, initialize_params, list_pages};
+use odek_mcp::discovery::{ListedTool, ListingError, list_pages};
 use odek_mcp::wire::{Params, tool_call_prefix};
 use serde::Serialize;
 use serde_json::Value;
@@ -113,7 +113,7 @@ pub(crate) async fn observe(options: &CheckOptions, announce: &(dyn Fn(&[Planned
         }
     };
     let timeout = options.timeout;
-    let init = initialize_params(&options.client_version);
+    let init = options.protocol.initialize_params(&options.client_version);
 
     let initialize = probe.request("initialize", Params::Json(&init), timeout).await;
     if let Some(error) = initialize.as_ref().err().and_then(Failure::unreachable) {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use odek_mcp::remote::Endpoint;
+use odek_mcp::revision::Revision;
 use odek_mcp::server_config::{Limits, SecretValue};
 use serde::Serialize;
 use serde_json::Value;
@@ -37,6 +38,8 @@ pub struct CheckOptions {
     pub concurrency: usize,
     /// Sent as `clientInfo.version`.
     pub client_version: String,
+    /// The revision `initialize` asks for (the entry's `protocol_version`).
+    pub protocol: Revision,
 }
 
 impl CheckOptions {
@@ -58,6 +61,7 @@ impl CheckOptions {
             calls: CallPolicy::All,
             concurrency: DEFAULT_CONCURRENCY,
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            protocol: Revision::default(),
         }
     }
 }

@@ -41,6 +41,7 @@ async fn check(dir: &Path, spec: &Value) -> Report {
         calls: CallPolicy::All,
         concurrency: 4,
         client_version: "0".into(),
+        protocol: odek_mcp::revision::Revision::default(),
     };
     run_conformance(&options, &|_| {}).await
 }

@@ -2,10 +2,11 @@
 //! cut anywhere, within a bound. This module owns the framing only: lines and their three
 //! endings (`\r\n`, `\n`, `\r`, even when a chunk ends between `\r` and `\n`), the byte-order
 //! mark a stream may start with, comments, the `data`, `event` and `id` fields, and the blank
-//! line that dispatches an event. What an event means is the caller's business: the model
-//! providers' stream decoders (odek-llm) and MCP's Streamable HTTP and HTTP+SSE transports
-//! (odek-mcp) both read their streams here. `retry` is ignored, like every unknown field: no
-//! caller reconnects on the server's schedule. Start at [`EventStreamParser::feed`].
+//! line that dispatches an event, and the `retry` field (the reconnection time a caller that
+//! reconnects waits: MCP's Streamable HTTP transport, SEP-1699). What an event means is the
+//! caller's business: the model providers' stream decoders (odek-llm) and MCP's Streamable HTTP
+//! and HTTP+SSE transports (odek-mcp) both read their streams here. Start at
+//! [`EventStreamParser::feed`].
 //!
 //! Two rules are the caller's, fixed when the parser is made:
 //! - what the data is gathered in, which is the encoding rule: an `EventStreamParser<String>`
@@ -95,6 +96,8 @@ pub struct EventStreamParser<D: EventData> {
     pending_id: Option<String>,
     /// The id of the last dispatched event (WHATWG's "last event ID string"), empty for none.
     last_event_id: String,
+    /// The last `retry` field made only of ASCII digits, in milliseconds (saturating).
+    reconnection_time: Option<u64>,
     /// The previous chunk ended in `\r`: a `\n` that starts the next one ends no line.
     after_cr: bool,
     /// How many bytes of a byte-order mark the stream started with; `None` once past its start.
@@ -113,6 +116,7 @@ impl<D: EventData> EventStreamParser<D> {
             event_type: String::new(),
             pending_id: None,
             last_event_id: String::new(),
+            reconnection_time: None,
             after_cr: false,
             byte_order_mark_seen: Some(0),
             failed: None,
@@ -151,6 +155,13 @@ impl<D: EventData> EventStreamParser<D> {
     /// a stream cut inside an event is resumed from the event before it.
     pub fn last_event_id(&self) -> Option<&str> {
         Some(self.last_event_id.as_str()).filter(|id| !id.is_empty())
+    }
+
+    /// The reconnection time the stream asked for: its last `retry` field whose value is only
+    /// ASCII digits (WHATWG; any other value is ignored), in milliseconds. Unbounded: the caller
+    /// caps it.
+    pub fn retry(&self) -> Option<std::time::Duration> {
+        self.reconnection_time.map(std::time::Duration::from_millis)
     }
 
     fn remember_failure(&mut self, outcome: Result<(), ContractError>) -> Result<(), ContractError> {
@@ -287,8 +298,18 @@ impl<D: EventData> EventStreamParser<D> {
             b"data" => self.append_data(value),
             b"event" => self.set_event_type(value),
             b"id" => self.set_id(value),
-            // A comment (the line starts with `:`, so the field name is empty), `retry`, and
-            // every unknown field: nothing is kept, but the encoding rule holds for every line.
+            b"retry" => {
+                D::decode(line)?;
+                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                    let millis = value
+                        .iter()
+                        .fold(0_u64, |millis, digit| millis.saturating_mul(10).saturating_add(u64::from(digit - b'0')));
+                    self.reconnection_time = Some(millis);
+                }
+                Ok(())
+            }
+            // A comment (the line starts with `:`, so the field name is empty) and every unknown
+            // field: nothing is kept, but the encoding rule holds for every line.
             _ => D::decode(line).map(drop),
         }
     }
@@ -503,6 +524,21 @@ mod tests {
 
     fn too_long(max_bytes: usize) -> Result<(), ContractError> {
         Err(ContractError::StreamEventTooLong { max_bytes })
+    }
+
+    #[test]
+    fn retry_keeps_the_last_all_digit_value_and_ignores_the_rest() {
+        let mut parser = EventStreamParser::<Vec<u8>>::new(strict(64));
+        assert_eq!(parser.retry(), None);
+        parser.feed(b"id: e-1\nretry: 500\ndata: \n\n", |_| {}).unwrap();
+        assert_eq!(parser.retry(), Some(std::time::Duration::from_millis(500)));
+        assert_eq!(parser.last_event_id(), Some("e-1"));
+        for ignored in [&b"retry: 5s\n"[..], b"retry: -1\n", b"retry:\n", b"retry: 1 000\n"] {
+            parser.feed(ignored, |_| {}).unwrap();
+            assert_eq!(parser.retry(), Some(std::time::Duration::from_millis(500)));
+        }
+        parser.feed(b"retry:99999999999999999999999\n", |_| {}).unwrap();
+        assert_eq!(parser.retry(), Some(std::time::Duration::from_millis(u64::MAX)));
     }
 
     #[test]

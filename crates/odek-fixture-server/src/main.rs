@@ -139,6 +139,14 @@
 //!     duplicate-tool            The last tools/list page lists its first tool a second time.
 //!     bad-output-schema         Also lists "bad_output_schema" (no arguments), whose outputSchema
 //!                               {"type":12} is not a valid JSON Schema.
+//!     elicitation               Also lists "elicit" {message="Please fill in the form", schema?,
+//!                               fields?, url?, elicitation_id="elicitation-1", wait_ms=600000}:
+//!                               sends elicitation/create (a form: schema as given, else fields
+//!                               string properties f0…, else a form of a required age (0-150,
+//!                               default 36), colour (red/green/blue, default green) and name
+//!                               (default "Ada"), in that order; with url, URL mode) and waits wait_ms for the
+//!                               reply; answers "elicitation result: <reply, compact, keys
+//!                               sorted>", or isError "elicit: <error>".
 //!
 //!     Catalogue modes (odek's listing caps and ext check's call plan):
 //!     many-tools                tools/list lists 100 pages of 10000 tools named t<page>_<n>
@@ -308,6 +316,7 @@ mod artifact_files;
 mod bad_artifact;
 mod catalogue_modes;
 mod contract_tools;
+mod elicit;
 mod misbehaviour_tools;
 mod mode;
 mod modes;

@@ -40,9 +40,10 @@ pub(crate) enum Mode {
     AnnotatedTools,
     ClosedSchema,
     FormattedArguments,
+    Elicitation,
 }
 
-const MODES: [(Mode, &str); 36] = [
+const MODES: [(Mode, &str); 37] = [
     (Mode::InvalidToolName, "invalid-tool-name"),
     (Mode::DunderToolName, "dunder-tool-name"),
     (Mode::ShadowBuiltin, "shadow-builtin"),
@@ -79,6 +80,7 @@ const MODES: [(Mode, &str); 36] = [
     (Mode::AnnotatedTools, "annotated-tools"),
     (Mode::ClosedSchema, "closed-schema"),
     (Mode::FormattedArguments, "formatted-arguments"),
+    (Mode::Elicitation, "elicitation"),
 ];
 
 impl Mode {

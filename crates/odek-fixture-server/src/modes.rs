@@ -85,6 +85,7 @@ impl Mode {
                 ToolDef::new("undecodable_result", "Returns a result whose content is not an array", object)
             }
             Self::UnansweredCall => ToolDef::new("unanswered_call", "Never answers", object),
+            Self::Elicitation => crate::elicit::definition(),
             Self::BadOutputSchema => {
                 ToolDef::new("bad_output_schema", "A tool whose outputSchema does not compile", object)
                     .with_output_schema(json!({"type": 12}))
@@ -126,6 +127,7 @@ pub(crate) fn register_tools(mut server: Server, fixture: &Arc<Fixture>) -> Serv
                 }),
             ),
             Mode::UnansweredCall => server.tool(def, |_, _| async { ToolResponse::NoReply }),
+            Mode::Elicitation => server.tool(def, bind(fixture, crate::elicit::elicit)),
             _ => {
                 let reply = format!("{} called", def.name);
                 server.tool(def, move |_, _| {

@@ -70,6 +70,7 @@ fn main() {
         startup_timeout: Duration::from_secs(30),
         sandbox: odek_mcp::ServerSandbox::Off,
         oauth: Some(OAuthOptions { store_dir: store.path().to_owned(), login: None }),
+        elicitation: odek_mcp::ElicitationSettings::default(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {

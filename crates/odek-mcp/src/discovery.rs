@@ -12,7 +12,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use odek_contract::PROTOCOL_VERSION;
 use odek_contract::canonical_json::to_canonical_string;
 use odek_contract::names::{ExposedName, qualify_tool_name, validate_tool_name};
 use odek_contract::prompt_injection::{detects_prompt_injection, schema_has_prompt_injection};
@@ -28,11 +27,15 @@ use crate::error::{McpError, RejectedName, RequestFailure};
 use crate::instructions::{Instructions, model_facing_instructions};
 use crate::observer::McpObserver;
 use crate::output_schema::{OutputSchema, compile_output_schema};
+use crate::revision::Revision;
 use crate::wire::{CappedSeq, INITIALIZED, Params, ResultFrame, json_string, parse_object};
 
 /// Versions accepted without a warning. [beyond] `2024-11-05` is among them: what odek uses of
 /// the protocol (tools, pagination, progress, log messages) is the same in it.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// \[beyond\] Longest wait after the listing for an HTTP server's standalone stream to open, so
+/// the first call cannot overtake it (a server may answer a call on it).
+const SERVER_STREAM_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Longest reason an `outputSchema` was ignored shown in its warning, in runes.
 const MAX_SCHEMA_REASON_RUNES: usize = 512;
 /// Replaces a description that matches the prompt-injection rules.
@@ -111,12 +114,13 @@ pub(crate) struct Discovered {
 pub(crate) async fn handshake(
     connection: &Connection,
     client_version: &str,
+    revision: Revision,
     stale: &AtomicBool,
     observer: &Arc<dyn McpObserver>,
     deadline: tokio::time::Instant,
 ) -> Result<Discovered, McpError> {
     let server = connection.server().to_owned();
-    let params = initialize_params(client_version);
+    let params = revision.initialize_params(client_version);
     let frame = connection
         .request_until("initialize", Params::Json(&params), deadline)
         .await
@@ -145,6 +149,8 @@ pub(crate) async fn handshake(
     let tools = list_pages(&server, &mut StartupPages { connection, deadline })
         .await
         .map_err(|error| listing_error(connection, error))?;
+    let settle = deadline.saturating_duration_since(tokio::time::Instant::now()).min(SERVER_STREAM_SETTLE_LIMIT);
+    connection.server_stream_settled(settle).await;
     Ok(Discovered { protocol_version, tools, instructions, resources })
 }
 
@@ -161,14 +167,6 @@ pub fn answered_protocol_version(field: Option<&Value>) -> String {
         Some(Value::String(version)) => version.clone(),
         _ => String::new(),
     }
-}
-
-/// The `initialize` params, key order as the spec shows them.
-pub fn initialize_params(client_version: &str) -> String {
-    format!(
-        "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"odek\",\"version\":{}}}}}",
-        json_string(client_version)
-    )
 }
 
 #[derive(Deserialize)]
@@ -566,7 +564,8 @@ mod tests {
 
     #[test]
     fn initialize_request_is_exact() {
-        let line = crate::wire::encode_request(1, "initialize", Params::Json(&initialize_params("1.2.3")));
+        let line =
+            crate::wire::encode_request(1, "initialize", Params::Json(&Revision::default().initialize_params("1.2.3")));
         assert_eq!(
             String::from_utf8(line).unwrap(),
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{\"name\":\"odek\",\"version\":\"1.2.3\"}}}\n"

@@ -56,6 +56,8 @@ pub struct HubOptions {
     /// file's directory and, for an interactive face, how a login is shown; `None`: a `401` is
     /// only an error.
     pub oauth: Option<crate::oauth::OAuthOptions>,
+    /// \[beyond\] Who answers the servers' `elicitation/create` (issue 35).
+    pub elicitation: crate::ElicitationSettings,
 }
 
 /// A server's state as `odek ext list` shows it.
@@ -1022,7 +1024,14 @@ async fn connect(server: &ServerRuntime, options: &HubOptions) -> Result<(Arc<Co
     let limit = server.spec.limits.startup_timeout.unwrap_or(options.startup_timeout);
     let deadline = tokio::time::Instant::now() + limit;
     let connection = spawn(server, options)?;
-    let handshake = handshake(&connection, &options.client_version, &server.stale, &options.observer, deadline);
+    let handshake = handshake(
+        &connection,
+        &options.client_version,
+        server.spec.protocol,
+        &server.stale,
+        &options.observer,
+        deadline,
+    );
     let error = match tokio::time::timeout_at(deadline, handshake).await {
         Ok(Ok(discovered)) => return Ok((connection, discovered)),
         // A handshake request whose own timeout fired at the same moment is the same stall.
@@ -1141,6 +1150,12 @@ fn is_deadline_failure(error: &McpError) -> bool {
 }
 
 fn spawn(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>, McpError> {
+    let connection = open_connection(server, options)?;
+    connection.answer_elicitations(options.elicitation.clone());
+    Ok(connection)
+}
+
+fn open_connection(server: &ServerRuntime, options: &HubOptions) -> Result<Arc<Connection>, McpError> {
     let (command, args) = match &server.spec.transport {
         Transport::Stdio { command, args, .. } => (command, args),
         Transport::Http { endpoint, legacy_sse, .. } => {

@@ -12,8 +12,9 @@
 //! group), `discovery` (the listing and the registration checks), `remote` (a remote entry's
 //! URL, headers and token), `remote_session` (one HTTP connection driven by its caller),
 //! `bounded_lines`, `observer`, `server_lines`, `server_config`, `env_allowlist`, `approval`,
+//! `elicitation` (a server's requests for input: the form rules, the policies),
 //! `package_runner` (what a confined package runner is granted) and `hub`; everything else is re-exported below or private. Imports go one way: `wire`,
-//! `bounded_lines`, `observer`, `caps` and `approval` import nothing else of the crate, and no
+//! `bounded_lines`, `observer`, `caps`, `approval` and `elicitation` import nothing else of the crate, and no
 //! module imports back from a module that imports it (`hub` is on top).
 
 pub mod approval;
@@ -23,6 +24,7 @@ mod caps;
 mod catalogue;
 mod connection;
 pub mod discovery;
+pub mod elicitation;
 pub mod env_allowlist;
 mod error;
 pub mod hub;
@@ -35,6 +37,7 @@ pub mod process;
 pub mod remote;
 pub mod remote_session;
 mod resources;
+pub mod revision;
 pub mod server_config;
 pub mod server_lines;
 pub mod server_sandbox;
@@ -62,6 +65,10 @@ pub use connection::PROGRESS_CAP;
 pub use discovery::ToolDescriptor;
 /// The `annotations` hints odek acts on.
 pub use discovery::ToolHints;
+/// \[beyond\] Who answers a server's elicitations, and how long a person has.
+pub use elicitation::ElicitationSettings;
+/// \[beyond\] Asks the person a server's elicitation is for.
+pub use elicitation::Elicitor;
 /// Why a request failed at the transport.
 pub use error::Cause;
 /// \[beyond\] Which limit ended a request that ran out of time.

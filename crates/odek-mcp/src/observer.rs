@@ -25,6 +25,26 @@ pub enum McpEvent {
         /// Exit code, `128 + signal` when killed by a signal, `-1` when unknown; `None` for HTTP.
         exit_status: Option<i32>,
     },
+    /// \[beyond\] Someone answered a server's elicitation (a person, or the `accept_defaults`
+    /// policy). Never what was answered.
+    ElicitationAnswered {
+        server: String,
+        /// `form` or `url`.
+        mode: &'static str,
+        /// `accept`, `decline` or `cancel`.
+        action: &'static str,
+    },
+    /// \[beyond\] odek answered a server's elicitation itself: the policy, no answer in time, or
+    /// a request it refused.
+    ElicitationDeclined {
+        server: String,
+        /// `form` or `url`.
+        mode: &'static str,
+        /// What the server was told (`decline`, `cancel`); `None` when it got an error.
+        action: Option<&'static str>,
+        /// `policy`, `no_answer`, `invalid_request`, `too_many` or `invalid_answer`.
+        reason: &'static str,
+    },
 }
 
 /// Receives events, warnings and stderr lines. Implementations must not block for long: they
@@ -66,7 +86,11 @@ impl McpObserver for StderrObserver {
                 let status = exit_status.map_or_else(String::new, |status| format!(" after exit status {status}"));
                 writeln!(stderr, "odek: restarted MCP server {}{status} (restart {restarts} of 3)", quote(&server))
             }
-            McpEvent::ServerFailed { .. } => Ok(()),
+            McpEvent::ElicitationDeclined { server, mode, action, reason } => {
+                let answer = action.map_or_else(|| "refused".to_owned(), |action| format!("answered {action}"));
+                writeln!(stderr, "odek: MCP server {} asked for input ({mode}); {answer} ({reason})", quote(&server))
+            }
+            McpEvent::ServerFailed { .. } | McpEvent::ElicitationAnswered { .. } => Ok(()),
         };
     }
 

@@ -86,6 +86,9 @@ pub struct ServerEntry {
     /// temporary directory (absolute once loaded: `~/` expanded; a project server's only beneath
     /// the workspace).
     pub writable: Vec<String>,
+    /// \[beyond\] The MCP revision asked for in `initialize` (`2025-03-26`, the contract's, when
+    /// absent; the loader fills in the config's top-level `mcp_protocol_version`).
+    pub protocol_version: Option<String>,
 }
 
 impl ServerEntry {
@@ -186,6 +189,8 @@ pub struct ServerSpec {
     /// \[beyond\] [`ServerEntry::cwd`]: the stdio server's working directory (an existing
     /// directory); `None`: odek's own.
     pub cwd: Option<std::path::PathBuf>,
+    /// \[beyond\] [`ServerEntry::protocol_version`]: the revision `initialize` asks for.
+    pub protocol: crate::revision::Revision,
 }
 
 /// Validates one enabled entry (spec `mcp-client.md` §1 step 2): server name, transport, limits.
@@ -233,6 +238,8 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
         }
     };
     let limits = effective_limits(name, entry, &mut warnings)?;
+    let protocol = crate::revision::Revision::parse(entry.protocol_version.as_deref().unwrap_or_default())
+        .map_err(|detail| McpError::Config(format!("mcpclient {name}: {detail}")))?;
     let cwd = working_directory(name, entry, &transport, &mut warnings)?;
     let sandbox = entry.sandbox.unwrap_or(false);
     let writable = confined_writable(name, entry)?;
@@ -256,6 +263,7 @@ pub fn validate_server(name: &str, entry: &ServerEntry) -> Result<(ServerSpec, V
             writable,
             oauth,
             cwd,
+            protocol,
         },
         warnings,
     ))

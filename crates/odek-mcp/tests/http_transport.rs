@@ -205,6 +205,45 @@ async fn a_stream_cut_before_its_answer_is_resumed_from_the_last_event() {
 }
 
 #[tokio::test]
+async fn a_polling_server_is_resumed_once_per_event_until_it_answers() {
+    let server = server(McpScript::new(), |_| ToolAnswer::text("polled answer").with_progress(2).polled(20));
+    let (hub, _) = hub(entry(&server)).await;
+    assert_eq!(call(&hub, "web__t", "").await.unwrap(), "polled answer");
+    finish(hub, &server).await;
+    let resumed: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|request| request.method == "GET")
+        .filter_map(|request| request.header("last-event-id").map(str::to_owned))
+        .collect();
+    // The priming event, then each progress notification, each on a stream of its own.
+    let stream = resumed.first().and_then(|id| id.split_once('-')).map(|(stream, _)| stream.to_owned()).unwrap();
+    assert_eq!(resumed, [format!("{stream}-0"), format!("{stream}-1"), format!("{stream}-2")]);
+}
+
+#[tokio::test]
+async fn a_newer_revision_is_asked_for_and_the_servers_answer_is_spoken() {
+    for (asked, answered) in [("2025-11-25", "2025-11-25"), ("2025-11-25", "2025-06-18"), ("", "2025-03-26")] {
+        let server = server(McpScript::new().protocol_version(answered), |_| ToolAnswer::text("x"));
+        let entry = ServerEntry { protocol_version: Some(asked.to_owned()), ..entry(&server) };
+        let (hub, _) = hub(entry).await;
+        call(&hub, "web__t", "").await.unwrap();
+        finish(hub, &server).await;
+        let requests = server.requests();
+        let initialize = requests.iter().find(|request| request.rpc_method() == Some("initialize")).unwrap();
+        let sent: serde_json::Value = serde_json::from_slice(&initialize.body).unwrap();
+        let asked = if asked.is_empty() { "2025-03-26" } else { asked };
+        assert_eq!(sent["params"]["protocolVersion"], asked);
+        assert_eq!(initialize.header("mcp-protocol-version"), None);
+        // Every later request names the revision the server answered (none for 2025-03-26).
+        let header = (answered != "2025-03-26").then_some(answered);
+        for request in requests.iter().filter(|request| request.rpc_method() != Some("initialize")) {
+            assert_eq!(request.header("mcp-protocol-version"), header, "{request:?}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_server_that_never_answers_or_dribbles_hits_the_timeout_and_leaves_no_socket_red() {
     for answer in [ToolAnswer::never_answers(), ToolAnswer::text("slow").dribble(Duration::from_secs(1))] {
         let answer = std::sync::Mutex::new(Some(answer));

@@ -358,6 +358,7 @@ pub struct ToolAnswer {
     progress: usize,
     messages: Vec<Value>,
     drop_before_response: bool,
+    polled: Option<u64>,
     batch: bool,
     content_type: Option<String>,
     unannounced: bool,
@@ -377,6 +378,7 @@ impl ToolAnswer {
             progress: 0,
             messages: Vec::new(),
             drop_before_response: false,
+            polled: None,
             batch: false,
             content_type: None,
             unannounced: false,
@@ -494,6 +496,16 @@ impl ToolAnswer {
     /// by `GET` with `Last-Event-ID`. With no messages there is no event id to resume from.
     pub fn drop_before_response(mut self) -> ToolAnswer {
         self.drop_before_response = true;
+        self.sse = true;
+        self
+    }
+
+    /// SEP-1699 polling: the SSE answer is one priming event (id `<stream>-0`, `retry:
+    /// <retry_ms>`, empty data), then the stream ends, cleanly. Each `GET` with `Last-Event-ID`
+    /// `<stream>-<n>` gets the one event after it (with the same `retry`) and ends too, so a
+    /// client reaches the response after one resumption per message before it.
+    pub fn polled(mut self, retry_ms: u64) -> ToolAnswer {
+        self.polled = Some(retry_ms);
         self.sse = true;
         self
     }
@@ -673,6 +685,8 @@ struct State {
     storm_answers: usize,
     /// The events of every SSE answer to a POST, by stream number, for `Last-Event-ID`.
     post_streams: HashMap<u64, Vec<String>>,
+    /// The streams answered by polling ([`ToolAnswer::polled`]), with their `retry`.
+    polled_streams: HashMap<u64, u64>,
     next_stream: u64,
     /// Every message pushed to the standalone stream, serialized.
     pushed: Vec<String>,
@@ -1433,15 +1447,11 @@ fn message_response(shared: &Shared, answer: &ToolAnswer, call: &Call<'_>, outco
     if answer.batch {
         messages.push(response);
         let batch = Value::Array(messages);
-        return if answer.sse {
-            sse_stream(shared, &[batch], answer.drop_before_response)
-        } else {
-            Response::json(200, &batch)
-        };
+        return if answer.sse { sse_stream(shared, &[batch], answer) } else { Response::json(200, &batch) };
     }
     if answer.sse || answer.progress > 0 || !messages.is_empty() {
         messages.push(response);
-        return sse_stream(shared, &messages, answer.drop_before_response);
+        return sse_stream(shared, &messages, answer);
     }
     Response::json(200, &response)
 }
@@ -1456,19 +1466,27 @@ fn progress_notifications(params: &Value, count: usize) -> Vec<Value> {
         .collect()
 }
 
-/// An SSE answer of these messages, logged for replay; `drop_last` hangs up before the last one.
-fn sse_stream(shared: &Shared, messages: &[Value], drop_last: bool) -> Response {
+/// An SSE answer of these messages, logged for replay: all of them, all but the last before a
+/// hang-up ([`ToolAnswer::drop_before_response`]), or only a priming event
+/// ([`ToolAnswer::polled`]).
+fn sse_stream(shared: &Shared, messages: &[Value], answer: &ToolAnswer) -> Response {
     let frames: Vec<String> = messages.iter().map(Value::to_string).collect();
     let stream = {
         let mut state = shared.lock();
         let stream = state.next_stream;
         state.next_stream += 1;
         state.post_streams.insert(stream, frames.clone());
+        if let Some(retry_ms) = answer.polled {
+            state.polled_streams.insert(stream, retry_ms);
+        }
         stream
     };
+    if let Some(retry_ms) = answer.polled {
+        return sse_response(vec![Piece::Bytes(format!("id: {stream}-0\nretry: {retry_ms}\ndata: \n\n").into_bytes())]);
+    }
     let mut body: Vec<Piece> =
         frames.iter().enumerate().map(|(index, data)| Piece::Bytes(sse_frame(stream, index + 1, data))).collect();
-    if drop_last {
+    if answer.drop_before_response {
         body.pop();
         body.push(Piece::HangUp);
     }
@@ -1556,13 +1574,17 @@ fn get(stream: &TcpStream, shared: &Shared, request: &McpHttpRequest) -> Flow {
     };
     match resume {
         Some(Resume::Post { stream: number, after }) => {
-            let frames = shared.lock().post_streams.get(&number).cloned().unwrap_or_default();
-            let body = frames
-                .iter()
-                .enumerate()
-                .skip(after)
-                .map(|(index, data)| Piece::Bytes(sse_frame(number, index + 1, data)))
-                .collect();
+            let (frames, polled) = {
+                let state = shared.lock();
+                let frames = state.post_streams.get(&number).cloned().unwrap_or_default();
+                (frames, state.polled_streams.get(&number).copied())
+            };
+            let events = frames.iter().enumerate().skip(after).take(if polled.is_some() { 1 } else { usize::MAX });
+            let mut body: Vec<Piece> =
+                events.map(|(index, data)| Piece::Bytes(sse_frame(number, index + 1, data))).collect();
+            if let Some(retry_ms) = polled {
+                body.insert(0, Piece::Bytes(format!("retry: {retry_ms}\n\n").into_bytes()));
+            }
             answer(stream, shared, Reply::Http(sse_response(body)))
         }
         Some(Resume::Standalone(after)) => standalone_stream(stream, shared, Some(after)),

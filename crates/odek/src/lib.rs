@@ -66,11 +66,13 @@ pub mod agent {
 }
 
 /// What the faces use of the MCP client (`odek-mcp`): the hub and its observer and events, the
-/// server specs, limits and errors, and the helpers `odek ext` and `odek mcp` show or check.
+/// server specs, limits and errors, the helpers `odek ext` and `odek mcp` show or check, and
+/// \[beyond\] elicitation (a server's request for input: the form rules a face asks with).
 pub mod mcp {
     pub use odek_mcp::{
-        CallOptions, Limits, McpError, McpEvent, McpHub, McpObserver, ServerSpec, StderrObserver, ToolDescriptor,
-        ToolOutput, Transport, bounded_lines, env_allowlist, hub, oauth, remote, server_config, validate_server,
+        ApproveAll, CallOptions, ElicitationSettings, Elicitor, HubOptions, Limits, McpError, McpEvent, McpHub,
+        McpObserver, ServerSandbox, ServerSpec, StderrObserver, ToolDescriptor, ToolOutput, Transport, bounded_lines,
+        elicitation, env_allowlist, hub, oauth, remote, revision, server_config, validate_server,
     };
 }
 

@@ -202,6 +202,7 @@ impl Runtime {
             prepare_sandbox(&settings.config.sandbox, &setup.sources, &|warning| subscriber.warning(warning))?;
         let mut setup = setup;
         setup.adopt_sandbox(&settings.config.sandbox, sandbox.as_ref());
+        setup.answer_elicitations_with(subscriber.elicitor());
         Ok(Runtime { setup, settings, subscriber, extra_tools: Vec::new(), subagent_program: None, sandbox })
     }
 

@@ -7,8 +7,12 @@ use std::sync::Arc;
 
 use odek_agent::session::{SessionError, SessionStore};
 use odek_contract::quoting::quote;
+use odek_mcp::elicitation::PolicyElicitor;
 use odek_mcp::hub::report_optional_failure;
-use odek_mcp::{HubOptions, McpError, McpHub, McpObserver, ServerSandbox, ServerSpec, ToolApprover, validate_server};
+use odek_mcp::{
+    ElicitationSettings, Elicitor, HubOptions, McpError, McpHub, McpObserver, ServerSandbox, ServerSpec, ToolApprover,
+    validate_server,
+};
 
 use crate::approvals::{Console, McpApprovals};
 use crate::config::{
@@ -31,6 +35,9 @@ pub struct Setup {
     /// The sandbox prepared by [`Setup::prepare_server_sandbox`] (its temporary directory lives
     /// as long as the setup).
     own_sandbox: Option<RunSandbox>,
+    /// \[beyond\] Who asks a person the servers' elicitations; `None`: nobody, the config's
+    /// `elicitation` policy answers.
+    elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 impl Setup {
@@ -56,7 +63,7 @@ impl Setup {
             warn(&odek_contract::redaction::redact(warning));
         }
         let server_sandbox = server_sandbox(&loaded.config.sandbox, None);
-        Setup { sources, loaded, server_sandbox, own_sandbox: None }
+        Setup { sources, loaded, server_sandbox, own_sandbox: None, elicitor: None }
     }
 
     /// \[beyond\] As [`Setup::load`], with the global file's bytes as a parent handed them over
@@ -88,6 +95,20 @@ impl Setup {
         self.server_sandbox = server_sandbox(config, run);
     }
 
+    /// \[beyond\] Has `elicitor` ask a person the servers' elicitations (`None`: nobody asks;
+    /// the config's `elicitation` policy answers).
+    pub fn answer_elicitations_with(&mut self, elicitor: Option<Arc<dyn Elicitor>>) {
+        self.elicitor = elicitor;
+    }
+
+    /// \[beyond\] How the servers' elicitations are answered: the face's elicitor within
+    /// `elicitation_timeout_seconds`, else the `elicitation` policy.
+    pub fn elicitation(&self) -> ElicitationSettings {
+        let config = &self.loaded.config.elicitation;
+        let elicitor = self.elicitor.clone().unwrap_or_else(|| Arc::new(PolicyElicitor(config.policy)));
+        ElicitationSettings { elicitor, timeout: config.timeout() }
+    }
+
     /// The configured servers that are not `disabled`.
     pub fn enabled_servers(&self) -> Vec<McpServerConfig> {
         self.loaded.config.mcp_servers.iter().filter(|server| server.entry.is_enabled()).cloned().collect()
@@ -110,6 +131,7 @@ impl Setup {
             startup_timeout: self.loaded.config.limits.mcp_startup_timeout(),
             sandbox: self.server_sandbox.clone(),
             oauth: Some(self.oauth_options()),
+            elicitation: self.elicitation(),
         }
     }
 

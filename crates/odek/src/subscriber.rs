@@ -70,6 +70,13 @@ pub trait Subscriber: Send + Sync {
         None
     }
 
+    /// \[beyond\] Who asks the person an MCP server's elicitation (a request for input) is for.
+    /// `None` (the default): nobody can answer, so the config's `elicitation` policy does
+    /// (`decline` unless set). Asked once, when the runtime is built.
+    fn elicitor(&self) -> Option<Arc<dyn odek_mcp::Elicitor>> {
+        None
+    }
+
     /// The MCP servers are up and the loop is about to start: a face may begin its display.
     fn loop_started(&self) {}
 

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use odek_contract::outcome::Outcome;
 use odek_danger::DangerClass;
+use odek_mcp::elicitation::{DeclineReason, ElicitationAction, ElicitationMode};
 
 use crate::budget::LimitName;
 use crate::finish::checks::CheckStatus;
@@ -45,6 +46,8 @@ event_types! {
     McpServerStarted<'a> => "mcp_server_started",
     McpServerFailed<'a> => "mcp_server_failed",
     McpServerRestarted<'a> => "mcp_server_restarted",
+    ElicitationAnswered<'a> => "elicitation_answered",
+    ElicitationDeclined<'a> => "elicitation_declined",
     ToolCallStarted<'a> => "tool_call_started",
     ToolCallCompleted<'a> => "tool_call_completed",
     ToolCallFailed<'a> => "tool_call_failed",
@@ -110,6 +113,39 @@ pub(crate) struct McpServerRestarted<'a> {
     /// How the previous process ended; absent for HTTP servers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<i32>,
+}
+
+/// \[beyond\] Someone answered an MCP server's elicitation (a request for input): a person, or
+/// the `accept_defaults` policy. Never what was answered.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct ElicitationAnswered<'a> {
+    /// The server's configured name.
+    pub server: &'a str,
+    /// `form` or `url`.
+    #[schemars(schema_with = "elicitation_mode_schema")]
+    pub mode: &'a str,
+    /// What the server was told.
+    #[schemars(schema_with = "elicitation_action_schema")]
+    pub action: &'a str,
+}
+
+/// \[beyond\] odek answered an MCP server's elicitation itself, asking nobody: the configured
+/// policy (a headless face), no answer in time, or a request it refused.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct ElicitationDeclined<'a> {
+    /// The server's configured name.
+    pub server: &'a str,
+    /// `form` or `url`.
+    #[schemars(schema_with = "elicitation_mode_schema")]
+    pub mode: &'a str,
+    /// What the server was told (`decline` or `cancel`); absent when it got an error.
+    // `default`: a custom schema would otherwise make the field required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "elicitation_action_schema")]
+    pub action: Option<&'a str>,
+    /// Why odek answered.
+    #[schemars(schema_with = "decline_reason_schema")]
+    pub reason: &'a str,
 }
 
 /// Each requested tool call, before any call of its batch runs.
@@ -410,6 +446,18 @@ fn danger_class_schema(_: &mut SchemaGenerator) -> Schema {
 
 fn trim_mode_schema(_: &mut SchemaGenerator) -> Schema {
     words_schema([TrimMode::Proactive, TrimMode::Survival].iter().map(|mode| mode.as_str()))
+}
+
+fn elicitation_mode_schema(_: &mut SchemaGenerator) -> Schema {
+    words_schema(ElicitationMode::ALL.iter().map(|mode| mode.as_str()))
+}
+
+fn elicitation_action_schema(_: &mut SchemaGenerator) -> Schema {
+    words_schema(ElicitationAction::ALL.iter().map(|action| action.as_str()))
+}
+
+fn decline_reason_schema(_: &mut SchemaGenerator) -> Schema {
+    words_schema(DeclineReason::ALL.iter().map(|reason| reason.as_str()))
 }
 
 fn limit_name_schema(_: &mut SchemaGenerator) -> Schema {

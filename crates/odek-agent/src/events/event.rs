@@ -128,6 +128,16 @@ impl Event {
         Event::of(None, None, McpServerRestarted { server, restarts, exit_status })
     }
 
+    /// \[beyond\] An elicitation someone answered (`action`), never with what.
+    pub fn elicitation_answered(server: &str, mode: &str, action: &str) -> Event {
+        Event::of(None, None, ElicitationAnswered { server, mode, action })
+    }
+
+    /// \[beyond\] An elicitation odek answered itself (`action`; `None`: with an error).
+    pub fn elicitation_declined(server: &str, mode: &str, action: Option<&str>, reason: &str) -> Event {
+        Event::of(None, None, ElicitationDeclined { server, mode, action, reason })
+    }
+
     /// `arguments` is the raw string exactly as the provider sent it. It is hashed and measured;
     /// it appears itself (redacted on emit) only when `include_args` is set (§5).
     pub fn tool_call_started(

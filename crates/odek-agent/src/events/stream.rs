@@ -156,6 +156,10 @@ fn mcp_event_to_event(event: &McpEvent) -> Event {
         McpEvent::ServerRestarted { server, restarts, exit_status } => {
             Event::mcp_server_restarted(server, *restarts, *exit_status)
         }
+        McpEvent::ElicitationAnswered { server, mode, action } => Event::elicitation_answered(server, mode, action),
+        McpEvent::ElicitationDeclined { server, mode, action, reason } => {
+            Event::elicitation_declined(server, mode, *action, reason)
+        }
     }
 }
 

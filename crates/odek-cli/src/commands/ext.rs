@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "ext_check.rs"]
 mod check;
+#[path = "conformance_client.rs"]
+mod conformance_client;
 #[path = "ext_login.rs"]
 mod login;
 
@@ -48,6 +50,7 @@ pub async fn run(command: ExtCommand) -> Result<(), CommandError> {
         ExtCommand::Check(args) => check::check(*args).await,
         ExtCommand::Login { server, no_browser, timeout } => login::login(&server, no_browser, timeout).await,
         ExtCommand::Logout { server } => login::logout(&server).await,
+        ExtCommand::ConformanceClient { url } => conformance_client::run(&url).await,
         ExtCommand::Call { jsonl: true, model_view, .. } => call_jsonl(model_view).await,
         // Without arguments the call sends `{}`: MCP servers built on the TypeScript SDK reject
         // the `null` an empty argument string becomes (pass '' to send exactly that).

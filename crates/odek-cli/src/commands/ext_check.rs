@@ -176,6 +176,7 @@ fn configured_server(name: &str) -> Result<CheckOptions, CommandError> {
         max_result_chars: spec.limits.max_result_chars,
         artifact_roots: spec.artifact_roots,
         exclude_tools: spec.exclude_tools,
+        protocol: spec.protocol,
         // Real credentials: only tools that say they change nothing, unless --calls all.
         calls: CallPolicy::ReadOnly,
         ..CheckOptions::new(name.to_owned(), target)

@@ -62,7 +62,7 @@ impl Console for StdConsole {
 /// (the rest of a longer line is not read), decoded lossily. `None` when nothing was read before
 /// end of input, an error or a stop signal — and after a stop signal whatever was typed is no
 /// answer either.
-fn read_answer_line() -> Option<String> {
+pub(crate) fn read_answer_line() -> Option<String> {
     let mut line = Vec::new();
     while line.len() < MAX_ANSWER_BYTES {
         let Some(byte) = read_stdin_byte() else { break };

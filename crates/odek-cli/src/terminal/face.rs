@@ -11,10 +11,11 @@ use odek::agent::plan::PlanEvent;
 use odek::agent::run::BatchApprover;
 use odek::approvals::Console;
 use odek::llm::StreamObserver;
-use odek::mcp::{McpEvent, McpObserver, StderrObserver};
+use odek::mcp::{Elicitor, McpEvent, McpObserver, StderrObserver};
 
 use super::batch_gate::TerminalBatchGate;
 use super::console::StdConsole;
+use super::elicitation_form::{SharedDisplay, TerminalElicitor};
 use super::print_warning;
 use super::status::{StatusDisplay, StatusMode};
 
@@ -24,12 +25,12 @@ pub struct TerminalFace {
     quiet: bool,
     /// Whether the live status line may use colour; set once the settings are known.
     colour: OnceLock<bool>,
-    display: Mutex<Option<Arc<StatusDisplay>>>,
+    display: SharedDisplay,
 }
 
 impl TerminalFace {
     pub fn new(quiet: bool) -> TerminalFace {
-        TerminalFace { quiet, colour: OnceLock::new(), display: Mutex::new(None) }
+        TerminalFace { quiet, colour: OnceLock::new(), display: Arc::new(Mutex::new(None)) }
     }
 
     /// Colour for the live status line (`NO_COLOR`, `ODEK_NO_COLOR`); without a call, none.
@@ -57,6 +58,13 @@ impl TerminalFace {
         if let Some(display) = self.display() {
             display.resume();
         }
+    }
+
+    /// \[beyond\] Asks MCP servers' elicitations on this terminal (the REPL's; `odek run` leaves
+    /// them to the config's policy); `None` when stdin is not a terminal.
+    pub fn form_elicitor(&self) -> Option<Arc<dyn Elicitor>> {
+        let elicitor = TerminalElicitor::new(Arc::clone(&self.display))?;
+        Some(Arc::new(elicitor))
     }
 
     fn mode(&self) -> StatusMode {

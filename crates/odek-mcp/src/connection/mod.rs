@@ -13,8 +13,8 @@ pub(crate) use http::HttpParams;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant as StdInstant};
 
 use serde::Deserialize;
@@ -26,15 +26,19 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded_lines::{BoundedLineReader, LineError, Overflow};
+use crate::elicitation::{
+    DeclineReason, ELICITATION_METHOD, ElicitationAction, ElicitationAnswer, ElicitationKind, ElicitationMode,
+    ElicitationSettings, Elicited, MAX_OPEN_ELICITATIONS, read_elicitation, result_json,
+};
 use crate::error::{Cause, DeadlineLimit, McpError, RequestFailure};
-use crate::observer::McpObserver;
+use crate::observer::{McpEvent, McpObserver};
 use crate::process::{
     ServerCommand, ServerProcess, SpawnError, exit_status, kill_process_group, os_error_text, spawn_server,
 };
 use crate::server_lines::{ServerLineSink, log_message_lines, progress_line};
 use crate::wire::{
-    Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, integer_id, progress_token,
-    server_request_reply,
+    Message, Params, ResultFrame, RpcError, encode_cancelled, encode_request, encode_server_request_error,
+    encode_server_request_result, integer_id, progress_token, request_params, server_request_reply,
 };
 
 /// Messages the writer queue holds before senders wait.
@@ -193,6 +197,13 @@ struct Shared {
     /// process owner starts the exit grace period.
     stop: CancellationToken,
     exit: watch::Sender<Option<ExitInfo>>,
+    /// \[beyond\] Itself, for the tasks a line starts (an elicitation waits for its answer).
+    this: Weak<Shared>,
+    /// \[beyond\] Who answers `elicitation/create`; unset: `-32601` as for any other method.
+    elicitation: OnceLock<ElicitationSettings>,
+    /// \[beyond\] Elicitations waiting for their answer: while one is, the server's own timeout
+    /// of a dispatched `tools/call` does not run out (a person is answering).
+    asking: AtomicUsize,
 }
 
 impl Shared {
@@ -208,7 +219,7 @@ impl Shared {
         let (writer, writer_rx) = mpsc::channel(WRITER_QUEUE);
         let (exit, exit_rx) = watch::channel(None);
         let (max_response_bytes, timeout) = limits;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|this| Shared {
             server: server.to_owned(),
             max_response_bytes,
             timeout,
@@ -220,6 +231,9 @@ impl Shared {
             writer,
             stop: CancellationToken::new(),
             exit,
+            this: this.clone(),
+            elicitation: OnceLock::new(),
+            asking: AtomicUsize::new(0),
         });
         (shared, writer_rx, exit_rx)
     }
@@ -346,6 +360,12 @@ impl Connection {
         }))
     }
 
+    /// \[beyond\] Has `settings` answer the server's `elicitation/create` requests (once; a
+    /// later call changes nothing). Without it they get `-32601`.
+    pub fn answer_elicitations(&self, settings: ElicitationSettings) {
+        let _ = self.shared.elicitation.set(settings);
+    }
+
     /// The server name this connection belongs to.
     pub fn server(&self) -> &str {
         &self.shared.server
@@ -370,6 +390,14 @@ impl Connection {
         if let Some(http) = self.http.as_ref().filter(|http| !http.is_legacy()) {
             let task = tokio::spawn(http::listen(Arc::clone(&self.shared), Arc::clone(http)));
             self.tasks.lock().unwrap_or_else(PoisonError::into_inner).push(task);
+        }
+    }
+
+    /// After [`Connection::open_server_stream`]: waits, at most `limit`, until the standalone
+    /// stream's first `GET` was answered; at once for stdio and HTTP+SSE.
+    pub async fn server_stream_settled(&self, limit: Duration) {
+        if let Some(http) = self.http.as_ref().filter(|http| !http.is_legacy()) {
+            http.stream_settled(limit).await;
         }
     }
 
@@ -550,7 +578,9 @@ impl Connection {
                 () = tokio::time::sleep_until(deadline) => {
                     // A progress notification may have moved the deadline while we slept.
                     let deadline = request_deadline(&state, options.deadline, timeout);
-                    if deadline.at <= Instant::now() {
+                    if deadline.at <= Instant::now() && held_for_a_person(&self.shared, &state, deadline.limit) {
+                        state.activity.store(clock_now(), Ordering::Release);
+                    } else if deadline.at <= Instant::now() {
                         return Err(guard.give_up(Cause::DeadlineExceeded(deadline.limit)));
                     }
                 }
@@ -767,7 +797,13 @@ fn route_line(shared: &Shared, line: Vec<u8>) {
     let (id, reply) = match Message::read(&line) {
         None | Some(Message::Unanswerable) => return,
         Some(Message::Request { method, id }) => {
-            shared.send_detached(server_request_reply(id, &method));
+            match (shared.elicitation.get(), shared.this.upgrade()) {
+                (Some(settings), Some(owner)) if method == ELICITATION_METHOD => {
+                    let params = request_params(&line).map(str::to_owned);
+                    tokio::spawn(answer_elicitation(owner, settings.clone(), id.to_owned(), params));
+                }
+                _ => shared.send_detached(server_request_reply(id, &method)),
+            }
             return;
         }
         Some(Message::Notification { method, params }) => {
@@ -790,6 +826,132 @@ fn route_line(shared: &Shared, line: Vec<u8>) {
     // Unknown or finished ids (late replies after a timeout) are dropped silently.
     if let Some(waiting) = waiting {
         let _ = waiting.reply.send(reply.map(|result| ResultFrame::new(line, result)));
+    }
+}
+
+/// Whether a dispatched `tools/call` whose own timeout ran out waits on: a person is answering
+/// an elicitation of its server. The caller's deadline and the progress cap still hold.
+fn held_for_a_person(shared: &Shared, state: &RequestState, limit: DeadlineLimit) -> bool {
+    state.accepts_progress
+        && matches!(limit, DeadlineLimit::Timeout(_))
+        && state.phase.load(Ordering::Acquire) == DISPATCHED
+        && shared.asking.load(Ordering::Acquire) > 0
+}
+
+/// Counts one open elicitation for as long as it lives; when it ends, every dispatched
+/// `tools/call` of the connection gets its full timeout again from now (the answer is what the
+/// server waited for).
+struct Asking<'a>(&'a Shared);
+
+impl<'a> Asking<'a> {
+    /// `None` when [`MAX_OPEN_ELICITATIONS`] are open already.
+    fn open(shared: &'a Shared) -> Option<Asking<'a>> {
+        let opened = shared.asking.fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+            (open < MAX_OPEN_ELICITATIONS).then_some(open + 1)
+        });
+        opened.is_ok().then_some(Asking(shared))
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        let shared = self.0;
+        let now = clock_now();
+        {
+            let pending = shared.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            for waiting in pending.values().filter(|waiting| waiting.state.accepts_progress) {
+                waiting.state.activity.store(now, Ordering::Release);
+            }
+        }
+        shared.asking.fetch_sub(1, Ordering::AcqRel);
+        shared.observer.activity(&shared.server);
+    }
+}
+
+/// \[beyond\] Answers one `elicitation/create` (request `id`, its raw `params`): a request
+/// outside the rules, or one past [`MAX_OPEN_ELICITATIONS`], gets an error and a warning;
+/// otherwise the elicitor answers within the settings' timeout (else `cancel`), an accepted form
+/// is checked against the form, and the event says how it ended — never what was answered.
+async fn answer_elicitation(shared: Arc<Shared>, settings: ElicitationSettings, id: String, params: Option<String>) {
+    let server = shared.server.clone();
+    let mode = params.as_deref().map_or(ElicitationMode::Form, mode_of);
+    let refuse = |reason: DeclineReason, code: i64, text: String| {
+        shared.observer.warning(
+            &server,
+            &format!("mcp server {}: elicitation refused: {text}", odek_contract::quoting::quote(&server)),
+        );
+        declined(&shared, mode, None, reason);
+        shared.send_detached(encode_server_request_error(&id, code, &text));
+    };
+    let Some(asking) = Asking::open(&shared) else {
+        refuse(DeclineReason::TooMany, -32603, format!("more than {MAX_OPEN_ELICITATIONS} elicitations are open"));
+        return;
+    };
+    let request = match read_elicitation(&server, params.as_deref()) {
+        Ok(request) => request,
+        Err(error) => return refuse(DeclineReason::InvalidRequest, -32602, error.to_string()),
+    };
+    let form = match &request.kind {
+        ElicitationKind::Form(form) => Some(form.clone()),
+        ElicitationKind::Url { .. } => None,
+    };
+    let elicited = tokio::select! {
+        () = shared.stop.cancelled() => return,
+        elicited = tokio::time::timeout(settings.timeout, settings.elicitor.elicit(request)) => elicited
+            .unwrap_or(Elicited::Declined { action: ElicitationAction::Cancel, reason: DeclineReason::NoAnswer }),
+    };
+    let elicited = match (elicited, &form) {
+        (Elicited::Answered(ElicitationAnswer::Accept(content)), Some(form)) => match form.check_answer(&content) {
+            Ok(()) => Elicited::Answered(ElicitationAnswer::Accept(content)),
+            Err(problem) => {
+                shared
+                    .observer
+                    .warning(&server, &format!("elicitation answer does not fit the form ({problem}); cancelled"));
+                Elicited::Declined { action: ElicitationAction::Cancel, reason: DeclineReason::InvalidAnswer }
+            }
+        },
+        (elicited, _) => elicited,
+    };
+    drop(asking);
+    let answer = match elicited {
+        Elicited::Answered(answer) => {
+            shared.observer.event(McpEvent::ElicitationAnswered {
+                server: server.clone(),
+                mode: mode.as_str(),
+                action: answer.action().as_str(),
+            });
+            answer
+        }
+        Elicited::Declined { action, reason } => {
+            declined(&shared, mode, Some(action), reason);
+            match action {
+                ElicitationAction::Cancel => ElicitationAnswer::Cancel,
+                ElicitationAction::Accept | ElicitationAction::Decline => ElicitationAnswer::Decline,
+            }
+        }
+    };
+    shared.send_detached(encode_server_request_result(&id, &result_json(&answer, mode)));
+}
+
+fn declined(shared: &Shared, mode: ElicitationMode, action: Option<ElicitationAction>, reason: DeclineReason) {
+    shared.observer.event(McpEvent::ElicitationDeclined {
+        server: shared.server.clone(),
+        mode: mode.as_str(),
+        action: action.map(ElicitationAction::as_str),
+        reason: reason.as_str(),
+    });
+}
+
+/// The mode a request's params name (`url`, else form), for the events of one that is refused.
+fn mode_of(params: &str) -> ElicitationMode {
+    #[derive(Deserialize)]
+    struct Mode {
+        #[serde(default)]
+        mode: Option<String>,
+    }
+    match serde_json::from_str::<Mode>(params) {
+        Ok(Mode { mode: Some(mode) }) if mode == "url" => ElicitationMode::Url,
+        _ => ElicitationMode::Form,
     }
 }
 

@@ -33,7 +33,7 @@ use url::Url;
 
 pub use challenge::Challenge;
 pub use error::OAuthError;
-pub use opener::{OpenFuture, Opener};
+pub use opener::{OpenFuture, Opener, in_process_browser};
 
 use client::{EXCHANGE_TIMEOUT, OAuthHttp};
 use discovery::{Discovered, discover};
@@ -578,8 +578,11 @@ impl Authorizer {
         };
         let redirect_uri = listener.uri().to_owned();
         let say = |line: &str| (login.say)(line);
-        login.opener.open(&url, &self.env, &say, login.timeout).await;
-        let code = match tokio::time::timeout(login.timeout, listener.wait(&expected)).await {
+        // Concurrently: an in-process opener only returns once the listener answered it.
+        let opening = login.opener.open(&url, &self.env, &say, login.timeout);
+        let waiting = tokio::time::timeout(login.timeout, listener.wait(&expected));
+        let ((), waited) = tokio::join!(opening, waiting);
+        let code = match waited {
             Ok(code) => code?,
             Err(_) => {
                 return Err(OAuthError::LoginTimedOut {

@@ -74,6 +74,37 @@ impl Opener {
     }
 }
 
+/// Most redirects [`in_process_browser`] follows.
+const MAX_VISIT_REDIRECTS: usize = 5;
+
+/// \[beyond\] An opener for a login nobody watches (the conformance adapter, tests): it GETs the
+/// authorization URL and follows its redirects (at most 5, each answer's body dropped), so an
+/// authorization server that redirects at once delivers the code to the loopback listener.
+/// Every hop obeys [`crate::remote`]'s link-local rule; each waits at most `limit`.
+pub fn in_process_browser(limit: Duration) -> Opener {
+    Opener::Custom(Arc::new(move |url: Url| -> OpenFuture {
+        Box::pin(async move {
+            let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .dns_resolver(Arc::new(crate::remote::GuardedResolver))
+                .timeout(limit)
+                .build()
+                .map_err(|error| error.to_string())?;
+            let mut next = url;
+            for _ in 0..=MAX_VISIT_REDIRECTS {
+                let response =
+                    client.get(next.clone()).send().await.map_err(|error| error.without_url().to_string())?;
+                let location = response.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok());
+                match location.filter(|_| response.status().is_redirection()) {
+                    Some(location) => next = next.join(location).map_err(|error| error.to_string())?,
+                    None => return Ok(()),
+                }
+            }
+            Err(format!("more than {MAX_VISIT_REDIRECTS} redirects"))
+        })
+    }))
+}
+
 /// `$BROWSER`'s first command with the URL.
 fn browser_command(env: &[(String, String)], url: &Url) -> Option<(PathBuf, Vec<String>)> {
     let value = env.iter().find(|(name, _)| name == "BROWSER").map(|(_, value)| value.as_str())?;

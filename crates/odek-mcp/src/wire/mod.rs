@@ -128,6 +128,25 @@ pub fn server_request_reply(id: &str, method: &str) -> Vec<u8> {
     reply.into_bytes()
 }
 
+/// \[beyond\] A result answering the server's request `id` (echoed verbatim): `result` is
+/// compact JSON.
+pub fn encode_server_request_result(id: &str, result: &serde_json::Value) -> Vec<u8> {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n").into_bytes()
+}
+
+/// \[beyond\] An error answering the server's request `id` (echoed verbatim).
+pub fn encode_server_request_error(id: &str, code: i64, message: &str) -> Vec<u8> {
+    let message = json_string(message);
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":{code},\"message\":{message}}}}}\n").into_bytes()
+}
+
+/// \[beyond\] The raw `params` of a request line (`None` when absent or `null`), for the one
+/// server request whose params odek reads (`elicitation/create`).
+pub fn request_params(line: &[u8]) -> Option<&str> {
+    let range = frame_scan::index_frame(line)?.params?;
+    std::str::from_utf8(line.get(range)?).ok().filter(|text| *text != "null")
+}
+
 /// One stdout line read as JSON-RPC (spec §7–§8), borrowing from the line. An `id`, `method`,
 /// `error` or `params` that is `null` reads as absent.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -347,6 +347,7 @@ pub fn options(recorder: &Arc<Recorder>, approver: Arc<dyn ToolApprover>) -> Hub
         parent_env: odek_mcp::env_allowlist::process_env().collect(),
         sandbox: odek_mcp::ServerSandbox::Off,
         oauth: None,
+        elicitation: odek_mcp::ElicitationSettings::default(),
     }
 }
 

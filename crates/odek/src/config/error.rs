@@ -95,6 +95,14 @@ pub enum ConfigError {
         /// The value given.
         value: i64,
     },
+    /// \[beyond\] `elicitation` is not one of its words.
+    #[error("config {path}: elicitation must be \"decline\", \"cancel\" or \"accept_defaults\", got {}", quote(value))]
+    BadElicitation {
+        /// The config file's path as shown.
+        path: String,
+        /// The word given.
+        value: String,
+    },
     /// A negative count for a core key whose only documented special value is `0`.
     #[error("config {path}: {key} must be >= 0")]
     NegativeValue {

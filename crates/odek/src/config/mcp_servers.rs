@@ -253,6 +253,25 @@ pub(crate) fn settle_server_cwd(servers: &mut [McpServerConfig], home: &Path, cw
     }
 }
 
+/// \[beyond\] The config's top-level `mcp_protocol_version` (the project file's over the global
+/// one's; empty = unset) becomes the `protocol_version` of every entry that names none. A value
+/// odek does not speak fails the load here, once, rather than once per server.
+pub(crate) fn default_protocol_version(
+    servers: &mut [McpServerConfig],
+    named: Option<(&str, String)>,
+) -> Result<(), ConfigError> {
+    let Some((display, version)) = named else { return Ok(()) };
+    odek_mcp::revision::Revision::parse(&version).map_err(|detail| ConfigError::KeyType {
+        path: display.to_owned(),
+        key: "mcp_protocol_version".to_owned(),
+        detail,
+    })?;
+    for server in servers.iter_mut().filter(|server| server.entry.protocol_version.is_none()) {
+        server.entry.protocol_version = Some(version.clone());
+    }
+    Ok(())
+}
+
 /// Every `secret_env` value and \[beyond\] every header value of a remote server becomes a known
 /// secret, wherever it came from (`${VAR}` or a literal), so a server, a tool result or the model
 /// repeating it is redacted everywhere odek writes (values shorter than the redactor's minimum

@@ -30,6 +30,7 @@ mod api_key;
 mod core_keys;
 mod dangerous;
 mod effective;
+mod elicitation;
 mod env_layer;
 mod error;
 mod events;
@@ -64,6 +65,7 @@ pub use self::core_keys::{
 };
 pub use self::dangerous::{DangerAction, DangerousConfig, NonInteractive, parse_max_risk};
 pub use self::effective::{CliOverrides, EffectiveConfig, apply_cli_overrides, resolve_effective};
+pub use self::elicitation::ElicitationConfig;
 pub use self::env_layer::{EnvLayer, env_bool, env_count, read_env_layer};
 pub use self::error::ConfigError;
 pub use self::events::{DEFAULT_HEARTBEAT_SECONDS, EventsConfig};
@@ -95,12 +97,14 @@ pub use self::tools::{ToolsConfig, tool_allowed};
 
 use self::core_keys::{CoreFile, check_counts_not_negative};
 use self::dangerous::{DangerousFile, validate_dangerous};
+use self::elicitation::{ElicitationFile, check_elicitation, merge_elicitation};
 use self::events::{EventsFile, check_events, merge_events};
 use self::file::{Bounded, is_group_or_world_accessible, open_if_exists, permission_bits, read_to_limit, render_mode};
 use self::limits::{LimitsFile, check_deadlines, check_limits_not_negative, merge_limits};
 use self::mcp_servers::{
-    check_secret_env, join_project_servers, merge_mcp_servers, note_server_variables, pass_env_references_as_secrets,
-    register_server_secret_values, servers_of_file, settle_server_cwd, settle_server_sandbox,
+    check_secret_env, default_protocol_version, join_project_servers, merge_mcp_servers, note_server_variables,
+    pass_env_references_as_secrets, register_server_secret_values, servers_of_file, settle_server_cwd,
+    settle_server_sandbox,
 };
 use self::planning::{PlanningFile, merge_planning};
 use self::project_restrictions::{
@@ -211,6 +215,9 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `odek serve`'s bounds (operator-only).
     pub serve: ServeConfig,
+    /// \[beyond\] `elicitation`, `elicitation_timeout_seconds`: how MCP servers' requests for
+    /// input are answered.
+    pub elicitation: ElicitationConfig,
 }
 
 /// The outcome of [`load_config`]. `Debug` lists the environment's names, not its values.
@@ -347,10 +354,16 @@ fn load_config_from(
     core.apply_file(&project.core);
     let limits = merge_limits(&global.limits, &project.limits, &mut warnings);
     let events = merge_events(global.policy.events.as_ref(), project.policy.events.as_ref(), &mut warnings);
+    let elicitation = merge_elicitation(&global.elicitation, &project.elicitation, &mut warnings);
     let mut mcp_servers = merge_mcp_servers(&global.servers, project_servers);
     note_server_variables(&mut mcp_servers, global.server_variables, project_variables);
     settle_server_sandbox(&mut mcp_servers, &global.servers, &sources.home, &sources.cwd, &mut warnings);
     settle_server_cwd(&mut mcp_servers, &sources.home, &sources.cwd, &mut warnings);
+    let named = |policy: &PolicySections| policy.mcp_protocol_version.clone().filter(|version| !version.is_empty());
+    let protocol_version = named(&project.policy)
+        .map(|version| (PROJECT_DISPLAY, version))
+        .or(named(&global.policy).map(|version| (&*global_display, version)));
+    default_protocol_version(&mut mcp_servers, protocol_version)?;
     // The project's `dangerous`, `subagent`, `profiles` and `tools.enabled` were stripped (§9).
     let dangerous = validate_dangerous(global.policy.dangerous.as_ref(), &mut warnings);
     let tools = merge_tools(global.policy.tools.as_ref(), project.policy.tools.as_ref());
@@ -390,6 +403,7 @@ fn load_config_from(
         fallback_models,
         sandbox,
         serve,
+        elicitation,
     };
     Ok(LoadedConfig { config, secrets, env, warnings })
 }
@@ -403,6 +417,7 @@ struct ParsedFile {
     /// Server name → the variables its entry read (`Substituted::server_variables`).
     server_variables: BTreeMap<String, Vec<String>>,
     policy: PolicySections,
+    elicitation: ElicitationFile,
 }
 
 /// The §7/§8 sections of one file, decoded but not yet validated.
@@ -420,6 +435,8 @@ struct PolicySections {
     fallback_models: Option<Vec<String>>,
     sandbox: Option<SandboxFile>,
     serve: Option<ServeFile>,
+    /// \[beyond\] The MCP revision every server entry without a `protocol_version` asks for.
+    mcp_protocol_version: Option<String>,
 }
 
 /// Check command lines from their sources in order (the global file's, the project's, then a
@@ -530,7 +547,9 @@ fn decode_config_file(display: &str, root: &Value) -> Result<ParsedFile, ConfigE
     if let Some(events) = &policy.events {
         check_events(display, events)?;
     }
-    Ok(ParsedFile { core, limits, servers, server_variables: BTreeMap::new(), policy })
+    let elicitation: ElicitationFile = decode_known_keys(display, root)?;
+    check_elicitation(display, &elicitation)?;
+    Ok(ParsedFile { core, limits, servers, server_variables: BTreeMap::new(), policy, elicitation })
 }
 
 /// The top-level keys that decode into a struct (`null` allowed, meaning absent).

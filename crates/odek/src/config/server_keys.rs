@@ -40,6 +40,7 @@ pub const SERVER_ENTRY_KEYS: &[&str] = &[
     "oauth",
     "sandbox",
     "writable",
+    "protocol_version",
     "type",
 ];
 
@@ -356,6 +357,7 @@ mod tests {
             oauth,
             sandbox,
             writable,
+            protocol_version,
             kind,
         );
         // `kind` is read from the key `type`.

@@ -50,6 +50,11 @@ pub enum ApprovalAnswer {
 
 static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
 
+/// A request id unique in the process, approvals and elicitations alike.
+pub(crate) fn next_request_id() -> u64 {
+    NEXT_REQUEST.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Asks the person through the face; the answer is [`ApprovalAnswer::Deny`] when nobody
 /// answers within `timeout`, when the face cannot ask, or when `cancel` fires first.
 pub(crate) async fn ask(
@@ -58,7 +63,7 @@ pub(crate) async fn ask(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> ApprovalAnswer {
-    request.id = NEXT_REQUEST.fetch_add(1, Ordering::Relaxed);
+    request.id = next_request_id();
     let asking = face.ask(request);
     tokio::select! {
         answer = tokio::time::timeout(timeout, asking) => answer.ok().flatten().unwrap_or(ApprovalAnswer::Deny),
@@ -80,6 +85,8 @@ pub(crate) struct Asking {
     /// an approval item is about.
     pub(crate) batch: Mutex<Vec<(String, String)>>,
     pub(crate) cancel: Mutex<CancellationToken>,
+    /// \[beyond\] The config's `elicitation` policy: what answers when the face cannot ask.
+    pub(crate) elicitation: Mutex<odek_mcp::elicitation::ElicitationPolicy>,
 }
 
 impl Asking {
@@ -87,7 +94,7 @@ impl Asking {
         Duration::from_secs(self.timeout_seconds.load(Ordering::Relaxed))
     }
 
-    fn cancel(&self) -> CancellationToken {
+    pub(crate) fn cancel(&self) -> CancellationToken {
         self.cancel.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 

@@ -10,6 +10,7 @@
 //! the longest is closed to make room.
 
 mod approval;
+mod elicitation;
 mod update;
 mod watch;
 
@@ -28,6 +29,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use self::approval::{ApprovalAnswer, ApprovalRequest};
+pub use self::elicitation::{ElicitationAnswer, ElicitationRequest};
 pub use self::update::{FileDiff, PlanStep, ToolEnd, ToolKind, ToolStart, Update, UsageState, replay};
 
 use self::approval::Asking;
@@ -64,6 +66,16 @@ pub trait HostFace: Send + Sync + 'static {
     /// Asks the person; `None` when nobody can answer (the request is then denied). The host
     /// denies it as well when `approval_timeout_seconds` pass first or the turn is cancelled.
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Option<ApprovalAnswer>>;
+
+    /// \[beyond\] Asks the person an MCP server's elicitation (a form to fill in, a URL to open);
+    /// `None` (the default) when nobody can answer: the config's `elicitation` policy answers
+    /// then (`decline` unless set). The host tells the server `cancel` when
+    /// `elicitation_timeout_seconds` pass first or the turn is cancelled. An accepted form is
+    /// checked against the form before it is sent (a face should check each field as it is
+    /// typed: [`odek_mcp::elicitation::FormField::parse_answer`]).
+    fn elicit(&self, _request: ElicitationRequest) -> BoxFuture<'static, Option<ElicitationAnswer>> {
+        Box::pin(std::future::ready(None))
+    }
 
     /// \[beyond\] The editor the file tools of session `session` (working directory `cwd`)
     /// read and write through, when the face's client holds the files. `None` (the default):
@@ -565,6 +577,7 @@ impl Host {
             always: Mutex::new(HashSet::new()),
             batch: Mutex::new(Vec::new()),
             cancel: Mutex::new(CancellationToken::new()),
+            elicitation: Mutex::new(odek_mcp::elicitation::ElicitationPolicy::default()),
         });
         let watch = Arc::new(Watch::new(Arc::clone(&asking), cwd.clone(), tokio::runtime::Handle::current()));
         let subscriber: Arc<dyn crate::Subscriber> = watch.clone();
@@ -598,6 +611,8 @@ impl Host {
         };
         let timeout = u64::from(runtime.settings().config.core.approval_timeout_seconds);
         asking.timeout_seconds.store(timeout, Ordering::Relaxed);
+        *asking.elicitation.lock().unwrap_or_else(PoisonError::into_inner) =
+            runtime.settings().config.elicitation.policy;
         let configured_policy = runtime.settings().policy.clone();
         let mode = Mode::from_record(&record.mode, &warn);
         let mut session = Arc::new(runtime).into_session(history, Some(record))?;

@@ -67,6 +67,10 @@ impl Subscriber for Watch {
         self.send(Update::Warning(text.to_owned()));
     }
 
+    fn elicitor(&self) -> Option<Arc<dyn odek_mcp::Elicitor>> {
+        Some(Arc::new(super::elicitation::HostElicitor(Arc::clone(&self.asking))))
+    }
+
     fn wants_events(&self) -> bool {
         self.asking.face.wants_events()
     }

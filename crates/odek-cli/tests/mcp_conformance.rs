@@ -1,0 +1,75 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned and installed
+//! by `.ci/install-interop`) against odek's client: every scenario the 2025-11-25 revision
+//! requires runs `odek ext conformance-client`, which drives the hub a run uses. The suite
+//! judges; `.ci/conformance/client-baseline.yml` lists what is known to fail, each with its
+//! reason, and a listed scenario that passes fails the run too (the suite's rule), so the
+//! baseline only shrinks. Without the install the test prints a skip notice and passes, except
+//! under `CI=true` (the rule of `interop.rs`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(dead_code)]
+#[path = "interop/support.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use support::{Servers, wait_with_deadline, workspace_root};
+
+/// The whole client leg: 18 required scenarios and the extensions, run in parallel by the suite.
+const SUITE_DEADLINE: Duration = Duration::from_secs(600);
+
+#[test]
+fn client_meets_the_2025_11_25_requirements_but_its_baseline() {
+    let Some(servers) = Servers::installed("client_meets_the_2025_11_25_requirements_but_its_baseline") else {
+        return;
+    };
+    let (node, suite) = servers.conformance_suite();
+    let scratch = tempfile::tempdir().unwrap();
+    let baseline = workspace_root().join(".ci/conformance/client-baseline.yml");
+    let client = format!("'{}' ext conformance-client", env!("CARGO_BIN_EXE_odek"));
+    let (status, report) = run_suite(
+        &node,
+        &[
+            suite.to_str().unwrap(),
+            "client",
+            "--command",
+            &client,
+            "--requirements",
+            "2025-11-25",
+            "--expected-failures",
+            baseline.to_str().unwrap(),
+            "--output-dir",
+            scratch.path().join("results").to_str().unwrap(),
+        ],
+        scratch.path(),
+    );
+    assert!(status, "the conformance suite's client leg failed:\n{report}");
+    assert!(report.contains("initialize: 1 passed, 0 failed"), "{report}");
+}
+
+/// Runs the suite with a scratch `HOME` (odek's token store lives under it); returns whether it
+/// exited 0 and what it printed.
+fn run_suite(node: &Path, args: &[&str], home: &Path) -> (bool, String) {
+    let output = scratch_file(home, "suite.out");
+    let mut child = Command::new(node)
+        .args(args)
+        .current_dir(home)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(output.try_clone().unwrap())
+        .stderr(output)
+        .spawn()
+        .unwrap();
+    let status = wait_with_deadline(&mut child, SUITE_DEADLINE, &["conformance suite"]);
+    (status.success(), std::fs::read_to_string(home.join("suite.out")).unwrap())
+}
+
+fn scratch_file(dir: &Path, name: &str) -> std::fs::File {
+    std::fs::File::create(dir.join(name)).unwrap()
+}
