@@ -111,7 +111,8 @@ pub(crate) fn judge_redirect(query: &str, expected: &Expected<'_>) -> Result<Str
         return Err(OAuthError::Redirect("the state does not match this login (refused)".to_owned()));
     }
     match iss.as_deref() {
-        Some(iss) if iss.trim_end_matches('/') != expected.issuer.trim_end_matches('/') => {
+        // RFC 9207 §2.4: a simple string comparison, no normalization of any kind.
+        Some(iss) if iss != expected.issuer => {
             return Err(OAuthError::Redirect(format!(
                 "the issuer {} is not {} (RFC 9207; refused)",
                 short(iss),
@@ -201,6 +202,9 @@ mod tests {
             "authorization redirect: the state does not match this login (refused)"
         );
         assert!(refused("code=c1&state=s1&iss=https%3A%2F%2Fevil.example", &EXPECTED).contains("RFC 9207"));
+        // Not normalized: a trailing slash or another case is another issuer.
+        assert!(refused("code=c1&state=s1&iss=https%3A%2F%2Fauth.example.com%2F", &EXPECTED).contains("RFC 9207"));
+        assert!(refused("code=c1&state=s1&iss=https%3A%2F%2FAUTH.example.com", &EXPECTED).contains("RFC 9207"));
         let strict = Expected { iss_required: true, ..EXPECTED };
         assert!(refused("code=c1&state=s1", &strict).contains("no iss parameter"));
         assert!(refused("state=s1&error=access_denied", &EXPECTED).contains("\"access_denied\""));

@@ -300,7 +300,20 @@ impl Authorizer {
             return Ok(token);
         }
         let credentials = self.store.load()?;
-        let record = credentials.token_for(&self.resource, self.config.client_id.as_deref()).cloned();
+        let mut record = credentials.token_for(&self.resource, self.config.client_id.as_deref()).cloned();
+        // SEP-2352: a server that now names another authorization server gets a new grant there
+        // (and a new registration), never the old one's refresh.
+        let mut discovered = None;
+        if !step_up
+            && let (Some(stored), Some(challenge)) = (&record, &challenge)
+            && challenge.resource_metadata.is_some()
+            && let Ok(found) = discover(&self.http, &self.server_url, Some(challenge)).await
+        {
+            if found.metadata.issuer != stored.issuer {
+                record = None;
+            }
+            discovered = Some(found);
+        }
         if step_up {
             if self.step_ups.fetch_add(1, Ordering::AcqRel) >= MAX_STEP_UPS {
                 return Err(OAuthError::LoginRequired {
@@ -332,25 +345,31 @@ impl Authorizer {
                 }
             }
         }
+        let discovered = match discovered {
+            Some(discovered) => discovered,
+            None if self.config.grant == Grant::ClientCredentials || self.login.is_some() => {
+                discover(&self.http, &self.server_url, challenge.as_ref()).await?
+            }
+            None => return Err(self.headless_refusal(step_up, record.is_some(), &scopes)),
+        };
         if self.config.grant == Grant::ClientCredentials {
-            let discovered = discover(&self.http, &self.server_url, challenge.as_ref()).await?;
             return self.by_client_credentials(&discovered, &scopes).await;
         }
-        let Some(login) = &self.login else {
-            return Err(match (step_up, record) {
-                (true, _) => OAuthError::LoginRequired {
-                    server: self.server.clone(),
-                    reason: format!("the server asks for scope {}", quote(&scopes.join(" "))),
-                },
-                (false, Some(_)) => OAuthError::LoginRequired {
-                    server: self.server.clone(),
-                    reason: "the stored token was refused".to_owned(),
-                },
-                (false, None) => OAuthError::NotLoggedIn { server: self.server.clone() },
-            });
-        };
-        let discovered = discover(&self.http, &self.server_url, challenge.as_ref()).await?;
+        let Some(login) = &self.login else { return Err(self.headless_refusal(step_up, record.is_some(), &scopes)) };
         self.by_authorization_code(&discovered, &scopes, login).await
+    }
+
+    /// Why a face that cannot log in gets no token: one line naming `odek ext login`.
+    fn headless_refusal(&self, step_up: bool, stored: bool, scopes: &[String]) -> OAuthError {
+        let server = self.server.clone();
+        match (step_up, stored) {
+            (true, _) => OAuthError::LoginRequired {
+                server,
+                reason: format!("the server asks for scope {}", quote(&scopes.join(" "))),
+            },
+            (false, true) => OAuthError::LoginRequired { server, reason: "the stored token was refused".to_owned() },
+            (false, false) => OAuthError::NotLoggedIn { server },
+        }
     }
 
     /// Sends `request` with the current bearer; after a `401` (or a `403` asking for more
@@ -717,6 +736,8 @@ async fn register(
     let url = Url::parse(endpoint).map_err(|err| OAuthError::Registration(format!("endpoint: {err}")))?;
     let body = serde_json::json!({
         "client_name": "odek",
+        // SEP-837: a native application (its redirect is a loopback one).
+        "application_type": "native",
         "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
