@@ -412,11 +412,8 @@ impl Authorizer {
     /// authorization server to revoke them, best effort. Whether there was a token.
     pub async fn logout(&self) -> Result<bool, OAuthError> {
         let _single = self.renewing.lock().await;
-        let mut credentials = self.store.load()?;
-        let gone = credentials.forget_resource(&self.resource);
-        if !gone.is_empty() {
-            self.store.save(&credentials)?;
-        }
+        let (gone, credentials) =
+            self.store.update(|credentials| (credentials.forget_resource(&self.resource), credentials.clone()))?;
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
         for record in &gone {
             self.revoke(record, &credentials).await;
@@ -468,9 +465,9 @@ impl Authorizer {
         match grant::refresh(&context, refresh_token).await {
             Ok(tokens) => self.keep(record.clone(), tokens),
             Err(GrantError::Refused { code, .. }) if code == "invalid_grant" || code == "invalid_token" => {
-                let mut credentials = self.store.load()?;
-                credentials.forget_resource(&self.resource);
-                self.store.save(&credentials)?;
+                self.store.update(|credentials| {
+                    credentials.forget_resource(&self.resource);
+                })?;
                 *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 Err(OAuthError::LoginRequired {
                     server: self.server.clone(),
@@ -487,9 +484,7 @@ impl Authorizer {
         record.refresh_token = tokens.refresh_token.or(record.refresh_token);
         record.expires_at = tokens.expires_at;
         record.scopes = tokens.scopes;
-        let mut credentials = self.store.load()?;
-        credentials.put_token(record.clone());
-        self.store.save(&credentials)?;
+        self.store.update(|credentials| credentials.put_token(record.clone()))?;
         Ok(self.adopt(&record))
     }
 
@@ -568,13 +563,12 @@ impl Authorizer {
         let authorization_url = Url::parse(authorization_endpoint)
             .map_err(|err| OAuthError::Config(format!("authorization_endpoint: {err}")))?;
         self.http.check_url(&authorization_url)?;
-        let mut credentials = self.store.load()?;
-        let registered = credentials.registration_for(&metadata.issuer).cloned();
+        let registered = self.store.load()?.registration_for(&metadata.issuer).cloned();
         let port = registered.as_ref().and_then(|registration| Url::parse(&registration.redirect_uri).ok()?.port());
         let listener = RedirectListener::bind(port).await?;
         let identity = match self.configured_identity(discovered)? {
             Some(identity) => identity,
-            None => self.unconfigured_identity(discovered, registered, listener.uri(), &mut credentials).await?,
+            None => self.unconfigured_identity(discovered, registered, listener.uri()).await?,
         };
         let scopes = self.scopes_to_ask(discovered, scopes);
         let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -623,7 +617,6 @@ impl Authorizer {
         discovered: &Discovered,
         registered: Option<Registration>,
         redirect_uri: &str,
-        credentials: &mut Credentials,
     ) -> Result<ClientIdentity, OAuthError> {
         let metadata = &discovered.metadata;
         if metadata.client_id_metadata_document_supported
@@ -646,8 +639,7 @@ impl Authorizer {
                     ))
                 })?;
                 let registration = register(&self.http, endpoint, &metadata.issuer, redirect_uri).await?;
-                credentials.put_registration(registration.clone());
-                self.store.save(credentials)?;
+                self.store.update(|credentials| credentials.put_registration(registration.clone()))?;
                 registration
             }
         };

@@ -9,6 +9,8 @@
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +20,8 @@ use super::error::OAuthError;
 pub(crate) const FILE_NAME: &str = "credentials.json";
 /// Largest token file read (bytes).
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// The lock file beside it.
+const LOCK_NAME: &str = ".lock";
 /// Most records kept; the oldest go first.
 const MAX_RECORDS: usize = 512;
 
@@ -162,15 +166,40 @@ impl TokenStore {
         Ok(credentials)
     }
 
+    /// Reads, changes and writes the file as one step: other threads wait on a lock of this
+    /// process and other odek processes on `flock(2)` of `<dir>/.lock`, so no update (a
+    /// rotated refresh token above all) is lost to a concurrent one. Never held across an await.
+    pub(crate) fn update<T>(&self, change: impl FnOnce(&mut Credentials) -> T) -> Result<T, OAuthError> {
+        static UPDATES: Mutex<()> = Mutex::new(());
+        let _in_process = UPDATES.lock().unwrap_or_else(PoisonError::into_inner);
+        let lock_path = self.dir.join(LOCK_NAME);
+        let fail = |error: std::io::Error| store_error(&lock_path, &format!("cannot be locked: {error}"));
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(fail)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(fail)?;
+        lock.lock().map_err(fail)?;
+        let mut credentials = self.load()?;
+        let outcome = change(&mut credentials);
+        self.save(&credentials)?;
+        Ok(outcome)
+    }
+
     /// Writes the whole file: the directory made `0700` if missing, the file `0600`, replaced
-    /// atomically.
-    pub(crate) fn save(&self, credentials: &Credentials) -> Result<(), OAuthError> {
+    /// atomically. Callers go through [`TokenStore::update`].
+    fn save(&self, credentials: &Credentials) -> Result<(), OAuthError> {
         credentials.register_secrets();
         let path = self.path();
         let fail = |error: std::io::Error| store_error(&path, &format!("cannot be written: {error}"));
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(fail)?;
         let bytes = serde_json::to_vec_pretty(credentials).map_err(|error| fail(std::io::Error::other(error)))?;
-        let temporary = self.dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let write = WRITES.fetch_add(1, Ordering::Relaxed);
+        let temporary = self.dir.join(format!(".{FILE_NAME}.{}.{write}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&temporary);
         let mut file =
             std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary).map_err(fail)?;
@@ -226,11 +255,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = TokenStore::new(dir.path().join("oauth"));
         assert_eq!(store.load().unwrap(), Credentials::default());
-        let mut credentials = Credentials::default();
-        credentials.put_token(record("https://a.example/mcp", "store-test-token-a1"));
-        credentials.put_token(record("https://a.example/mcp", "store-test-token-a2"));
-        credentials.put_token(record("https://b.example/mcp", "store-test-token-b1"));
-        store.save(&credentials).unwrap();
+        store
+            .update(|credentials| {
+                credentials.put_token(record("https://a.example/mcp", "store-test-token-a1"));
+                credentials.put_token(record("https://a.example/mcp", "store-test-token-a2"));
+            })
+            .unwrap();
+        store
+            .update(|credentials| credentials.put_token(record("https://b.example/mcp", "store-test-token-b1")))
+            .unwrap();
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&store.path()), 0o600);
         assert_eq!(mode(&dir.path().join("oauth")), 0o700);
@@ -241,10 +274,27 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_updates_are_never_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::new(dir.path());
+        std::thread::scope(|scope| {
+            for n in 0..16 {
+                let store = &store;
+                scope.spawn(move || {
+                    store
+                        .update(|credentials| credentials.put_token(record(&format!("https://{n}.example"), "t")))
+                        .unwrap();
+                });
+            }
+        });
+        assert_eq!(store.load().unwrap().tokens.len(), 16);
+    }
+
+    #[test]
     fn a_world_readable_or_corrupt_file_is_refused_with_the_fix_red() {
         let dir = tempfile::tempdir().unwrap();
         let store = TokenStore::new(dir.path());
-        store.save(&Credentials::default()).unwrap();
+        store.update(|_| ()).unwrap();
         std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
         let error = store.load().unwrap_err().to_string();
         assert!(
