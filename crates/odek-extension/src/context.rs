@@ -170,7 +170,12 @@ impl CallContext {
     /// request, so over HTTP it goes on the session's standalone `GET` stream while a client
     /// listens there, and on this request's stream otherwise.
     pub async fn notify_tools_changed(&self) -> Result<(), Error> {
-        let line = jsonrpc::notification_line("notifications/tools/list_changed", None);
+        self.notify_session(jsonrpc::notification_line("notifications/tools/list_changed", None)).await
+    }
+
+    /// Sends a notification that concerns the session rather than this request: on the
+    /// standalone stream while a client listens there, else on this request's route.
+    async fn notify_session(&self, line: Vec<u8>) -> Result<(), Error> {
         if self.connection.is_listening() {
             return self.connection.send(line).await;
         }
@@ -185,13 +190,8 @@ impl CallContext {
         if !self.connection.is_subscribed(uri) {
             return Ok(false);
         }
-        let line =
-            jsonrpc::notification_line("notifications/resources/updated", Some(&serde_json::json!({"uri": uri})));
-        if self.connection.is_listening() {
-            self.connection.send(line).await?;
-        } else {
-            self.send(Outgoing::Bytes(line)).await?;
-        }
+        let params = serde_json::json!({"uri": uri});
+        self.notify_session(jsonrpc::notification_line("notifications/resources/updated", Some(&params))).await?;
         Ok(true)
     }
 
