@@ -55,7 +55,8 @@ fn python_sdk_client_lists_and_calls_odek_mcp() {
     let mut args = vec![client.display().to_string()];
     args.extend(odek_args(&script));
     let report = client_report(&project, &servers.python(), &args, Duration::from_secs(60));
-    assert_eq!(report["protocol"], "2025-03-26");
+    // The pinned SDK asks for its newest revision, which odek mcp speaks and so answers.
+    assert_eq!(report["protocol"], "2025-11-25");
     assert_eq!(report["server"], "odek");
     assert_report(&report);
 }

@@ -182,6 +182,17 @@ fn post(url: &str, authorization: Option<&str>, body: &Value) -> (u16, String) {
 
 /// [`post`] within a session (`Mcp-Session-Id`).
 fn post_in(url: &str, authorization: Option<&str>, session: Option<&str>, body: &Value) -> (u16, String) {
+    post_with(url, authorization, session, None, body)
+}
+
+/// [`post_in`] with an `MCP-Protocol-Version` header when `version` is given.
+fn post_with(
+    url: &str,
+    authorization: Option<&str>,
+    session: Option<&str>,
+    version: Option<&str>,
+    body: &Value,
+) -> (u16, String) {
     let rest = url.strip_prefix("http://").unwrap();
     let (authority, path) = rest.split_at(rest.find('/').unwrap());
     let mut stream = TcpStream::connect(authority).unwrap();
@@ -197,6 +208,9 @@ fn post_in(url: &str, authorization: Option<&str>, session: Option<&str>, body: 
     }
     if let Some(session) = session {
         request.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+    }
+    if let Some(version) = version {
+        request.push_str(&format!("MCP-Protocol-Version: {version}\r\n"));
     }
     request.push_str("\r\n");
     request.push_str(&body);
@@ -230,6 +244,29 @@ fn http_requires_the_printed_bearer_token_red() {
     assert!(body.contains("\"protocolVersion\":\"2025-03-26\""), "{body}");
     // The token is printed once, and nothing else of it reaches stderr.
     assert!(served.stderr_lines.try_iter().all(|line| !line.contains(&served.token)));
+}
+
+#[test]
+fn http_answers_the_asked_revision_and_refuses_an_unsupported_protocol_version_header_red() {
+    let sandbox = Sandbox::new();
+    let served = serve_http(&sandbox, &[]);
+    let bearer = format!("Bearer {}", served.token);
+    let asking = |version: &str| {
+        let mut request = initialize();
+        request["params"]["protocolVersion"] = json!(version);
+        request
+    };
+    for (asked, answered) in [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"), ("2099-01-01", "2025-11-25")]
+    {
+        let (status, body) = post(&served.url, Some(&bearer), &asking(asked));
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(&format!("\"protocolVersion\":\"{answered}\"")), "asked {asked}: {body}");
+    }
+    let (status, body) = post_with(&served.url, Some(&bearer), None, Some("2099-01-01"), &asking("2025-11-25"));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("unsupported MCP-Protocol-Version"), "{body}");
+    let (status, _) = post_with(&served.url, Some(&bearer), None, Some("2025-11-25"), &asking("2025-11-25"));
+    assert_eq!(status, 200);
 }
 
 /// L4: 256 connections that never send a request — as many as `odek mcp --http` serves at once

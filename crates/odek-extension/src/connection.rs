@@ -1,11 +1,13 @@
 //! What every task serving one connection shares ([`Connection`]): the queue for messages that
 //! belong to the connection rather than to one request (stdio: the one stdout writer; HTTP: the
 //! session's standalone stream), the table of server-initiated requests waiting for the
-//! client's reply, the next id for such a request, and what the built-in methods answer with
-//! ([`Identity`]). It knows nothing of tools or handlers, so the call context and the server
-//! both build on it.
+//! client's reply, the next id for such a request, what the built-in methods answer with
+//! ([`Identity`]), and what the client set up for itself: the capabilities it declared in
+//! `initialize`, its log level and its resource subscriptions (at most
+//! [`MAX_SUBSCRIPTIONS`]). It knows nothing of tools or handlers, so the call context and the
+//! server both build on it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -14,7 +16,16 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::Error;
 use crate::jsonrpc::{RequestId, RpcError};
+use crate::logging::LogThreshold;
+use crate::revision::VersionAnswer;
 use crate::transport::Outgoing;
+
+/// Most resources one connection may be subscribed to at once; a subscription past it is
+/// refused (`-32602`).
+pub const MAX_SUBSCRIPTIONS: usize = 1024;
+
+/// Longest uri a subscription may name, in bytes; a longer one is refused (`-32602`).
+pub const MAX_SUBSCRIBED_URI_BYTES: usize = 8192;
 
 /// What `initialize` answers with (its `instructions` included), the page size of
 /// `tools/list` and `resources/list`, and how a call of an unknown tool is answered.
@@ -22,7 +33,7 @@ use crate::transport::Outgoing;
 pub(crate) struct Identity {
     pub(crate) name: String,
     pub(crate) version: String,
-    pub(crate) protocol_version: Option<String>,
+    pub(crate) protocol_version: VersionAnswer,
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
     pub(crate) unknown_tool: crate::server::UnknownTool,
@@ -52,6 +63,10 @@ pub(crate) struct Connection {
     pub(crate) listening: Arc<AtomicBool>,
     pending: Mutex<PendingRequests>,
     next_request_id: AtomicI64,
+    /// The `capabilities` of the client's last `initialize`.
+    client_capabilities: Mutex<Option<Value>>,
+    pub(crate) log_threshold: LogThreshold,
+    subscriptions: Mutex<HashSet<String>>,
 }
 
 impl Connection {
@@ -62,7 +77,42 @@ impl Connection {
             listening: Arc::new(AtomicBool::new(false)),
             pending: Mutex::new(PendingRequests::default()),
             next_request_id: AtomicI64::new(1),
+            client_capabilities: Mutex::new(None),
+            log_threshold: LogThreshold::default(),
+            subscriptions: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Remembers what the client declared in `initialize` (a later `initialize` replaces it).
+    pub(crate) fn set_client_capabilities(&self, capabilities: Value) {
+        *self.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = Some(capabilities);
+    }
+
+    /// The `capabilities` the client declared, once it initialized.
+    pub(crate) fn client_capabilities(&self) -> Option<Value> {
+        self.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Subscribes the connection to `uri`; `Err` names why not (too long a uri, too many).
+    pub(crate) fn subscribe(&self, uri: &str) -> Result<(), String> {
+        if uri.len() > MAX_SUBSCRIBED_URI_BYTES {
+            return Err(format!("a subscribed uri may have at most {MAX_SUBSCRIBED_URI_BYTES} bytes"));
+        }
+        let mut subscriptions = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+        if subscriptions.len() >= MAX_SUBSCRIPTIONS && !subscriptions.contains(uri) {
+            return Err(format!("at most {MAX_SUBSCRIPTIONS} subscriptions per connection"));
+        }
+        subscriptions.insert(uri.to_owned());
+        Ok(())
+    }
+
+    /// Ends the subscription to `uri`, if there was one.
+    pub(crate) fn unsubscribe(&self, uri: &str) {
+        self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner).remove(uri);
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner).contains(uri)
     }
 
     pub(crate) fn is_listening(&self) -> bool {
@@ -130,5 +180,38 @@ impl Connection {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         pending.closed = true;
         pending.waiters.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> Connection {
+        let identity = Identity {
+            name: "t".into(),
+            version: "0".into(),
+            protocol_version: VersionAnswer::Negotiate,
+            instructions: None,
+            page_size: None,
+            unknown_tool: crate::server::UnknownTool::default(),
+        };
+        Connection::new(identity, mpsc::channel(1).0)
+    }
+
+    #[test]
+    fn subscriptions_are_bounded_in_number_and_uri_length() {
+        let connection = connection();
+        for n in 0..MAX_SUBSCRIPTIONS {
+            connection.subscribe(&format!("a://{n}")).unwrap();
+        }
+        assert!(connection.subscribe("a://0").is_ok(), "subscribing again takes no new room");
+        assert_eq!(connection.subscribe("a://one-more").unwrap_err(), "at most 1024 subscriptions per connection");
+        connection.unsubscribe("a://0");
+        assert!(!connection.is_subscribed("a://0"));
+        connection.subscribe("a://one-more").unwrap();
+        assert!(connection.is_subscribed("a://one-more"));
+        let long = format!("a://{}", "x".repeat(MAX_SUBSCRIBED_URI_BYTES));
+        assert_eq!(connection.subscribe(&long).unwrap_err(), "a subscribed uri may have at most 8192 bytes");
     }
 }

@@ -20,7 +20,8 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::Error;
 use crate::connection::Connection;
 use crate::jsonrpc::{self, RequestId, RpcError};
-use crate::resources::Resources;
+use crate::logging::LogLevel;
+use crate::offerings::Offerings;
 use crate::tools::{BoxFuture, ToolDef, ToolResponse, validate_tool_name};
 use crate::transport::{Outgoing, RawStream};
 
@@ -64,7 +65,7 @@ pub struct CallContext {
     /// Whether anything was queued on `outgoing` for this request.
     pub(crate) sent_output: AtomicBool,
     pub(crate) tools: Arc<ToolList>,
-    pub(crate) resources: Arc<Resources>,
+    pub(crate) offerings: Arc<Offerings>,
     pub(crate) request_id: Value,
     pub(crate) method: String,
     pub(crate) progress_token: Option<Value>,
@@ -151,8 +152,14 @@ impl CallContext {
     }
 
     /// Sends `notifications/message` with `level` (`debug`, `info`, `warning`, `error`, …) and
-    /// `data` (a string or any JSON value).
+    /// `data` (a string or any JSON value). A message below the level the client set with
+    /// `logging/setLevel` (see [`Server::logging`](crate::Server::logging)) is not sent.
     pub async fn log(&self, level: &str, data: Value) -> Result<(), Error> {
+        if let Some(known) = LogLevel::parse(level)
+            && !self.connection.log_threshold.allows(known)
+        {
+            return Ok(());
+        }
         let mut params = Map::new();
         params.insert("level".into(), Value::from(level));
         params.insert("data".into(), data);
@@ -163,11 +170,29 @@ impl CallContext {
     /// request, so over HTTP it goes on the session's standalone `GET` stream while a client
     /// listens there, and on this request's stream otherwise.
     pub async fn notify_tools_changed(&self) -> Result<(), Error> {
-        let line = jsonrpc::notification_line("notifications/tools/list_changed", None);
+        self.notify_session(jsonrpc::notification_line("notifications/tools/list_changed", None)).await
+    }
+
+    /// Sends a notification that concerns the session rather than this request: on the
+    /// standalone stream while a client listens there, else on this request's route.
+    async fn notify_session(&self, line: Vec<u8>) -> Result<(), Error> {
         if self.connection.is_listening() {
             return self.connection.send(line).await;
         }
         self.send(Outgoing::Bytes(line)).await
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` when the client subscribed to it on
+    /// this connection (see [`Server::resource_subscriptions`](crate::Server::resource_subscriptions));
+    /// returns whether it did. Like the tool list's change, it goes on the standalone stream
+    /// while a client listens there.
+    pub async fn notify_resource_updated(&self, uri: &str) -> Result<bool, Error> {
+        if !self.connection.is_subscribed(uri) {
+            return Ok(false);
+        }
+        let params = serde_json::json!({"uri": uri});
+        self.notify_session(jsonrpc::notification_line("notifications/resources/updated", Some(&params))).await?;
+        Ok(true)
     }
 
     /// Sends a request to the client and returns once it is queued for writing; the reply is

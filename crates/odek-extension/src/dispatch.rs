@@ -20,7 +20,7 @@ use crate::builtins::{Reply, Request, answer_inline, runs_in_task};
 use crate::connection::{Connection, Identity};
 use crate::context::{CallContext, Cancellation, ToolList, ToolSet};
 use crate::jsonrpc::{self, Message, RequestId, RpcError, codes};
-use crate::resources::Resources;
+use crate::offerings::Offerings;
 use crate::server::CancelPolicy;
 use crate::tools::BoxFuture;
 use crate::transport::Outgoing;
@@ -30,15 +30,15 @@ pub(crate) type Interceptor = Arc<dyn Fn(Arc<CallContext>, Request) -> BoxFuture
 pub(crate) type NotificationHook = Arc<dyn Fn(&str, Option<&Value>) -> Option<Value> + Send + Sync>;
 
 /// What every connection of one server starts from: its identity, policies, the initial tools,
-/// the resources and the hooks. Each connection gets its own copy of the tool list; the
-/// resources never change, so all share them.
+/// the other offerings and the hooks. Each connection gets its own copy of the tool list; the
+/// offerings never change, so all share them.
 #[derive(Clone)]
 pub(crate) struct Blueprint {
     pub(crate) identity: Identity,
     pub(crate) cancel_policy: CancelPolicy,
     pub(crate) max_in_flight: usize,
     pub(crate) tools: ToolSet,
-    pub(crate) resources: Arc<Resources>,
+    pub(crate) offerings: Arc<Offerings>,
     pub(crate) interceptor: Option<Interceptor>,
     pub(crate) notification_hook: Option<NotificationHook>,
 }
@@ -49,7 +49,7 @@ impl Blueprint {
         Arc::new(Shared {
             connection: Arc::new(Connection::new(self.identity.clone(), outgoing)),
             tools: Arc::new(ToolList::new(self.tools.clone())),
-            resources: Arc::clone(&self.resources),
+            offerings: Arc::clone(&self.offerings),
             cancel_policy: self.cancel_policy,
             interceptor: self.interceptor.clone(),
             notification_hook: self.notification_hook.clone(),
@@ -80,12 +80,12 @@ impl Route {
 }
 
 /// What the request tasks and the transport of one connection share beyond the
-/// [`Connection`]: the tool list, the resources, the interceptor and notification hook, and the
+/// [`Connection`]: the tool list, the offerings, the interceptor and notification hook, and the
 /// requests in flight.
 pub(crate) struct Shared {
     pub(crate) connection: Arc<Connection>,
     tools: Arc<ToolList>,
-    resources: Arc<Resources>,
+    offerings: Arc<Offerings>,
     cancel_policy: CancelPolicy,
     interceptor: Option<Interceptor>,
     notification_hook: Option<NotificationHook>,
@@ -161,10 +161,9 @@ pub(crate) fn expects_reply(message: &Result<Message, serde_json::Error>) -> boo
 }
 
 async fn dispatch_request(shared: &Arc<Shared>, id: Value, method: String, params: Option<Value>, route: &Route) {
-    if shared.interceptor.is_none() && !runs_in_task(&method, &shared.resources) {
-        // Cheap, ordered, no task: initialize, ping, the lists and unknown methods.
-        let reply =
-            answer_inline(&shared.connection.identity, &shared.tools.snapshot(), &shared.resources, &method, params);
+    if shared.interceptor.is_none() && !runs_in_task(&method, &shared.offerings) {
+        // Cheap, ordered, no task: initialize, ping, the lists, settings and unknown methods.
+        let reply = answer_inline(&shared.connection, &shared.tools.snapshot(), &shared.offerings, &method, params);
         if let Some(line) = reply_line(&id, &reply) {
             route.send_reply(line).await;
         }
@@ -184,7 +183,7 @@ async fn dispatch_request(shared: &Arc<Shared>, id: Value, method: String, param
         outgoing: route.outgoing.clone(),
         sent_output: AtomicBool::new(false),
         tools: Arc::clone(&shared.tools),
-        resources: Arc::clone(&shared.resources),
+        offerings: Arc::clone(&shared.offerings),
         request_id: id,
         method: method.clone(),
         progress_token,

@@ -27,6 +27,24 @@ pub enum Error {
     #[error("resource {} is already registered", quote(.uri))]
     DuplicateResource { uri: String },
 
+    /// A prompt with this name is already registered.
+    #[error("prompt {} is already registered", quote(.name))]
+    DuplicatePrompt { name: String },
+
+    /// A resource template's `uriTemplate` is not one the SDK can match (RFC 6570 level 1:
+    /// literal text and `{name}` variables, separated).
+    #[error("resource template {}: {reason}", quote(.template))]
+    UriTemplate { template: String, reason: String },
+
+    /// A typed request to the client needs a capability the client did not declare in
+    /// `initialize`, so it was not sent.
+    #[error("the client did not declare the {capability} capability")]
+    ClientCapabilityMissing { capability: &'static str },
+
+    /// The client's reply to a typed request does not have the shape MCP gives it.
+    #[error("the client's reply to {method} is malformed: {reason}")]
+    InvalidReply { method: &'static str, reason: String },
+
     /// The connection to the client is gone (stdin reached EOF or stdout failed), so nothing
     /// can be sent and no reply can arrive.
     #[error("connection closed")]

@@ -17,9 +17,11 @@
 #![doc = include_str!("../examples/minimal.rs")]
 //! ```
 //!
-//! What the server does on its own: answers `initialize` (protocol version
-//! [`PROTOCOL_VERSION`] unless configured, capabilities `{"tools":{"listChanged":true}}`, and
-//! the [`Server::instructions`] when given), `ping`, `tools/list` (optionally paginated) and
+//! What the server does on its own: answers `initialize` (the revision the client asked for
+//! when the SDK speaks it — [`SUPPORTED_PROTOCOL_VERSIONS`] — else the newest, and the
+//! contract's [`PROTOCOL_VERSION`] to a client that names none; capabilities
+//! `{"tools":{"listChanged":true}}` plus whatever else is offered, and the
+//! [`Server::instructions`] when given), `ping`, `tools/list` (optionally paginated) and
 //! `tools/call`; answers any other method with `-32601 "method not found"`; reports an unknown
 //! tool as an `isError` result (or `-32602`, with [`Server::unknown_tool`]); ignores unknown
 //! params, unknown notifications and unknown
@@ -32,7 +34,12 @@
 //! `resources/list` lists the listed ones (paginated like `tools/list`, same cursors), and
 //! `resources/read` answers `{"contents":[…]}`, `-32002 "Resource not found: \"<uri>\""` for a
 //! uri nobody serves, or `-32602` when `uri` is missing or not a string. Without them the
-//! `resources/*` methods stay `-32601` and no capability is announced.
+//! `resources/*` methods stay `-32601` and no capability is announced. So are the rest:
+//! [`Server::resource_template`] (`resources/templates/list`, and reads of the uris a template
+//! matches), [`Server::resource_subscriptions`], [`Server::prompt`] (`prompts/list`,
+//! `prompts/get`), [`Server::completion`] (`completion/complete`) and [`Server::logging`]
+//! (`logging/setLevel`, which [`CallContext::log`] then follows). A handler asks the client's
+//! model or user with [`CallContext::create_message`] and [`CallContext::elicit`].
 //!
 //! Each `tools/call` (and `resources/read`) runs in its own task, and one writer task owns
 //! stdout, so a slow call never delays another and lines are always written whole. Stdin and
@@ -56,6 +63,8 @@
 mod blocking_io;
 mod bounded_lines;
 mod builtins;
+mod client_requests;
+mod completion;
 mod connection;
 mod context;
 mod dispatch;
@@ -64,11 +73,16 @@ mod error;
 #[cfg(feature = "http")]
 mod http;
 mod jsonrpc;
+mod logging;
+mod offerings;
+mod prompts;
 mod resources;
+mod revision;
 mod server;
 mod tools;
 mod transport;
 mod typed;
+mod uri_template;
 
 /// The contract crate the SDK is built on (without its `client` feature): the schema ids, caps,
 /// name rules, artifact-ref shapes and `file://` encoding odek itself checks with.
@@ -88,8 +102,20 @@ pub use tools::{
 };
 pub use typed::{input_schema_for, typed_def, typed_handler};
 // Resources: definitions, what a read answers, and the not-found rule.
+pub use connection::{MAX_SUBSCRIBED_URI_BYTES, MAX_SUBSCRIPTIONS};
 pub use jsonrpc::MAX_SHOWN_URI_RUNES;
-pub use resources::{ReadOutcome, ResourceBody, ResourceContents, ResourceDef};
+pub use resources::{ReadOutcome, ResourceBody, ResourceContents, ResourceDef, ResourceTemplateDef};
+pub use uri_template::{MAX_TEMPLATE_VARIABLES, TemplateVariables};
+// Protocol revisions: which the SDK speaks and how one is chosen.
+pub use revision::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, negotiate_protocol_version};
+// Prompts, completion and logging.
+pub use completion::{Completion, CompletionOutcome, CompletionReference, CompletionRequest, MAX_COMPLETION_VALUES};
+pub use logging::LogLevel;
+pub use prompts::{PromptArgument, PromptArguments, PromptDef, PromptMessage, PromptOutcome, PromptResult, Role};
+// Requests a handler sends the client: sampling and elicitation.
+pub use client_requests::{
+    ElicitAction, ElicitationRequest, ElicitationResult, SamplingMessage, SamplingRequest, SamplingResult,
+};
 // What a handler can do while it runs.
 pub use context::{CallContext, PendingReply};
 pub use transport::{Chunk, RawStream};

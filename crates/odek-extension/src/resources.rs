@@ -7,8 +7,11 @@
 //! [`Server::dynamic_resource`](crate::Server::dynamic_resource) and
 //! [`Server::resource_reader`](crate::Server::resource_reader).
 //!
-//! Not here: subscriptions, `notifications/resources/list_changed` and resource templates. The
-//! set is fixed once the server runs, so the `resources` capability says `listChanged: false`.
+//! Resource templates ([`ResourceTemplateDef`], listed by `resources/templates/list`) serve
+//! every uri their `uriTemplate` matches (`uri_template`), each through its own reader, which
+//! gets the variables. Subscriptions are per connection (`connection`). Not here:
+//! `notifications/resources/list_changed`: the set is fixed once the server runs, so the
+//! `resources` capability says `listChanged: false`.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,6 +23,7 @@ use crate::Error;
 use crate::context::CallContext;
 use crate::jsonrpc::RpcError;
 use crate::tools::BoxFuture;
+use crate::uri_template::{TemplateVariables, UriTemplate};
 
 /// What `resources/list` says about one resource.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -73,6 +77,43 @@ impl ResourceDef {
     #[must_use]
     pub fn with_size(mut self, bytes: u64) -> Self {
         self.size = Some(bytes);
+        self
+    }
+}
+
+/// What `resources/templates/list` says about one resource template.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResourceTemplateDef {
+    /// An RFC 6570 level-1 template (`test://items/{id}`): literal text and `{name}` variables.
+    #[serde(rename = "uriTemplate")]
+    pub uri_template: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The media type of every resource it serves; omitted from the wire when `None`.
+    #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+impl ResourceTemplateDef {
+    /// A template with a `uriTemplate` and a name and nothing else.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { uri_template: uri_template.into(), name: name.into(), title: None, description: None, mime_type: None }
+    }
+
+    /// The same template with a `description`.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The same template with a `mimeType`.
+    #[must_use]
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
         self
     }
 }
@@ -141,6 +182,25 @@ where
     Arc::new(move |context, uri| Box::pin(reader(context, uri)))
 }
 
+/// A type-erased reader of a resource template: the context, the uri and its variables.
+pub(crate) type TemplateReader =
+    Arc<dyn Fn(Arc<CallContext>, String, TemplateVariables) -> BoxFuture<ReadOutcome> + Send + Sync>;
+
+/// Erases an async closure into a [`TemplateReader`].
+pub(crate) fn template_reader<F, Fut>(reader: F) -> TemplateReader
+where
+    F: Fn(Arc<CallContext>, String, TemplateVariables) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ReadOutcome> + Send + 'static,
+{
+    Arc::new(move |context, uri, variables| Box::pin(reader(context, uri, variables)))
+}
+
+pub(crate) struct Template {
+    pub(crate) def: ResourceTemplateDef,
+    pattern: UriTemplate,
+    reader: TemplateReader,
+}
+
 /// Where a listed resource's contents come from.
 enum Source {
     /// The same body on every read.
@@ -160,6 +220,7 @@ pub(crate) struct ListedResource {
 pub(crate) struct Resources {
     listed: Vec<Arc<ListedResource>>,
     index: HashMap<String, usize>,
+    templates: Vec<Arc<Template>>,
     reader: Option<ResourceReader>,
 }
 
@@ -168,6 +229,7 @@ impl std::fmt::Debug for Resources {
         formatter
             .debug_struct("Resources")
             .field("listed", &self.listed.iter().map(|resource| &resource.def.uri).collect::<Vec<_>>())
+            .field("templates", &self.templates.iter().map(|template| &template.def.uri_template).collect::<Vec<_>>())
             .field("reader", &self.reader.is_some())
             .finish()
     }
@@ -179,6 +241,8 @@ pub(crate) enum Lookup {
     Found(ResourceContents),
     /// The reader that decides: the resource's own, or the one for unlisted uris.
     Ask(ResourceReader),
+    /// The reader of the first template the uri matches, with the uri's variables.
+    Template(TemplateReader, TemplateVariables),
     /// Nobody serves this uri.
     NotFound,
 }
@@ -204,6 +268,22 @@ impl Resources {
         Ok(())
     }
 
+    /// Adds a resource template at the end of the list; fails on a template this SDK cannot
+    /// match, or one already added.
+    pub(crate) fn add_template(&mut self, def: ResourceTemplateDef, reader: TemplateReader) -> Result<(), Error> {
+        let pattern = UriTemplate::parse(&def.uri_template)
+            .map_err(|reason| Error::UriTemplate { template: def.uri_template.clone(), reason })?;
+        if self.templates.iter().any(|template| template.def.uri_template == def.uri_template) {
+            return Err(Error::DuplicateResource { uri: def.uri_template });
+        }
+        self.templates.push(Arc::new(Template { def, pattern, reader }));
+        Ok(())
+    }
+
+    pub(crate) fn templates(&self) -> &[Arc<Template>] {
+        &self.templates
+    }
+
     pub(crate) fn set_reader(&mut self, reader: ResourceReader) {
         self.reader = Some(reader);
     }
@@ -211,14 +291,15 @@ impl Resources {
     /// Whether the server offers resources at all: then `initialize` announces the capability
     /// and the `resources/*` methods are answered.
     pub(crate) fn offered(&self) -> bool {
-        !self.listed.is_empty() || self.reader.is_some()
+        !self.listed.is_empty() || !self.templates.is_empty() || self.reader.is_some()
     }
 
     pub(crate) fn listed(&self) -> &[Arc<ListedResource>] {
         &self.listed
     }
 
-    /// Who answers a read of `uri`: a listed resource first, then the reader of unlisted uris.
+    /// Who answers a read of `uri`: a listed resource first, then the first template it
+    /// matches, then the reader of unlisted uris.
     pub(crate) fn lookup(&self, uri: &str) -> Lookup {
         if let Some(&position) = self.index.get(uri) {
             let resource = &self.listed[position];
@@ -230,6 +311,11 @@ impl Resources {
                 }
                 Source::Reader(reader) => Lookup::Ask(Arc::clone(reader)),
             };
+        }
+        for template in &self.templates {
+            if let Some(variables) = template.pattern.match_uri(uri) {
+                return Lookup::Template(Arc::clone(&template.reader), variables);
+            }
         }
         match &self.reader {
             Some(reader) => Lookup::Ask(Arc::clone(reader)),
@@ -291,5 +377,31 @@ mod tests {
         ));
         assert!(matches!(resources.lookup("a://3"), Lookup::Ask(_)));
         assert_eq!(resources.listed().len(), 2);
+    }
+
+    #[test]
+    fn templates_serve_what_they_match_after_the_listed_resources() {
+        let mut resources = Resources::default();
+        let reader =
+            template_reader(|_, uri, _| async move { Ok(vec![ResourceContents::new(uri, ResourceBody::text(""))]) });
+        resources.add_template(ResourceTemplateDef::new("t://items/{id}", "item"), Arc::clone(&reader)).unwrap();
+        assert!(resources.offered());
+        assert!(matches!(
+            resources.add_template(ResourceTemplateDef::new("t://items/{id}", "again"), Arc::clone(&reader)),
+            Err(Error::DuplicateResource { .. })
+        ));
+        let refused = resources.add_template(ResourceTemplateDef::new("t://{+path}", "path"), Arc::clone(&reader));
+        assert!(matches!(refused, Err(Error::UriTemplate { .. })), "{refused:?}");
+        match resources.lookup("t://items/42") {
+            Lookup::Template(_, variables) => assert_eq!(variables.get("id").map(String::as_str), Some("42")),
+            _ => panic!("the template serves its uris"),
+        }
+        assert!(matches!(resources.lookup("t://items/"), Lookup::NotFound));
+        resources.add(ResourceDef::new("t://items/1", "one"), ResourceBody::text("1")).unwrap();
+        assert!(matches!(resources.lookup("t://items/1"), Lookup::Found(_)), "a listed resource comes first");
+        assert_eq!(
+            serde_json::to_value(&resources.templates()[0].def).unwrap(),
+            json!({"uriTemplate":"t://items/{id}","name":"item"})
+        );
     }
 }

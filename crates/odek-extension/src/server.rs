@@ -26,15 +26,21 @@ use crate::Error;
 use crate::blocking_io::{Input, Output, PipeModes, ThreadWriter};
 use crate::bounded_lines::{BoundedLineReader, Line};
 use crate::builtins::{Reply, Request};
+use crate::completion::{CompletionOutcome, CompletionRequest, completer};
 use crate::connection::Identity;
 use crate::context::{CallContext, ToolSet, tool_handler};
 use crate::dispatch::{Blueprint, Interceptor, NotificationHook, Route, Shared, handle_message};
 use crate::jsonrpc;
-use crate::resources::{ReadOutcome, ResourceBody, ResourceDef, Resources, resource_reader};
+use crate::offerings::Offerings;
+use crate::prompts::{PromptArguments, PromptDef, PromptOutcome, prompt_handler};
+use crate::resources::{ReadOutcome, ResourceBody, ResourceDef, ResourceTemplateDef, resource_reader, template_reader};
+use crate::revision::VersionAnswer;
 use crate::tools::{ToolDef, ToolResponse};
 use crate::transport::{Outgoing, WriterExit, spawn_writer};
+use crate::uri_template::TemplateVariables;
 
-/// The MCP protocol version of the odek-extension/v1 contract, answered by default.
+/// The MCP protocol version of the odek-extension/v1 contract: answered to a client that asks
+/// for it, or names none (see [`negotiate_protocol_version`](crate::negotiate_protocol_version)).
 pub use odek_contract::PROTOCOL_VERSION;
 
 /// Default for [`Server::max_line_bytes`]: 64 MiB, odek's absolute response ceiling.
@@ -106,7 +112,7 @@ struct Settings {
 pub struct Server {
     settings: Settings,
     tools: ToolSet,
-    resources: Resources,
+    offerings: Offerings,
     setup_error: Option<Error>,
     interceptor: Option<Interceptor>,
     notification_hook: Option<NotificationHook>,
@@ -122,22 +128,24 @@ impl std::fmt::Debug for Server {
             .debug_struct("Server")
             .field("settings", &self.settings)
             .field("tools", &self.tools)
-            .field("resources", &self.resources)
+            .field("offerings", &self.offerings)
             .finish_non_exhaustive()
     }
 }
 
 impl Server {
-    /// A server that reports `name` and `version` in `serverInfo`, answers protocol version
-    /// [`PROTOCOL_VERSION`] without `instructions`, offers no resources, lists all tools on one
-    /// page, validates tool names, aborts cancelled handlers and exits on stdin EOF.
+    /// A server that reports `name` and `version` in `serverInfo`, negotiates the protocol
+    /// revision ([`negotiate_protocol_version`](crate::negotiate_protocol_version)), answers
+    /// without `instructions`, offers tools only (no resources, prompts, completion or
+    /// logging), lists all tools on one page, validates tool names, aborts cancelled handlers
+    /// and exits on stdin EOF.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self {
             settings: Settings {
                 identity: Identity {
                     name: name.into(),
                     version: version.into(),
-                    protocol_version: Some(PROTOCOL_VERSION.to_owned()),
+                    protocol_version: VersionAnswer::Negotiate,
                     instructions: None,
                     page_size: None,
                     unknown_tool: UnknownTool::default(),
@@ -150,7 +158,7 @@ impl Server {
                 validate_tool_names: true,
             },
             tools: ToolSet::new(false),
-            resources: Resources::default(),
+            offerings: Offerings::default(),
             setup_error: None,
             interceptor: None,
             notification_hook: None,
@@ -158,15 +166,17 @@ impl Server {
         }
     }
 
-    /// The `protocolVersion` answered to `initialize`.
+    /// Answers `initialize` with this `protocolVersion` whatever the client asked for,
+    /// instead of negotiating (for fixtures). Over HTTP, `MCP-Protocol-Version: <version>` is
+    /// then accepted besides the revisions the SDK speaks.
     pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
-        self.settings.identity.protocol_version = Some(version.into());
+        self.settings.identity.protocol_version = VersionAnswer::Fixed(version.into());
         self
     }
 
     /// Leaves `protocolVersion` out of the `initialize` result (for fixtures).
     pub fn omit_protocol_version(mut self) -> Self {
-        self.settings.identity.protocol_version = None;
+        self.settings.identity.protocol_version = VersionAnswer::Omit;
         self
     }
 
@@ -302,7 +312,7 @@ impl Server {
     /// # }
     /// ```
     pub fn resource(mut self, def: ResourceDef, body: ResourceBody) -> Self {
-        let added = self.resources.add(def, body);
+        let added = self.offerings.resources.add(def, body);
         self.keep_setup_error(added);
         self
     }
@@ -317,7 +327,7 @@ impl Server {
         F: Fn(Arc<CallContext>, String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ReadOutcome> + Send + 'static,
     {
-        let added = self.resources.add_dynamic(def, resource_reader(reader));
+        let added = self.offerings.resources.add_dynamic(def, resource_reader(reader));
         self.keep_setup_error(added);
         self
     }
@@ -334,7 +344,71 @@ impl Server {
         F: Fn(Arc<CallContext>, String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ReadOutcome> + Send + 'static,
     {
-        self.resources.set_reader(resource_reader(reader));
+        self.offerings.resources.set_reader(resource_reader(reader));
+        self
+    }
+
+    /// Adds a resource template: listed by `resources/templates/list` (in the order added),
+    /// and serving `resources/read` of every uri its `uriTemplate` matches that no listed
+    /// resource has (the first matching template wins), through `reader`, which gets the
+    /// request's context, the uri and the variables the uri gave (as they appear in it, not
+    /// percent-decoded). Only RFC 6570 level-1 templates (`a://items/{id}`: literal text and
+    /// plain `{name}` variables, separated; each matches a non-empty run without `/`); another
+    /// template, or one added twice, makes [`Server::run`] fail. The server then announces the
+    /// `resources` capability.
+    pub fn resource_template<F, Fut>(mut self, def: ResourceTemplateDef, reader: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, String, TemplateVariables) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadOutcome> + Send + 'static,
+    {
+        let added = self.offerings.resources.add_template(def, template_reader(reader));
+        self.keep_setup_error(added);
+        self
+    }
+
+    /// Answers `resources/subscribe` and `resources/unsubscribe` and announces
+    /// `"subscribe": true` with the resources. A client may subscribe to any uri the server
+    /// serves (else `-32002`), at most [`MAX_SUBSCRIPTIONS`](crate::MAX_SUBSCRIPTIONS) per
+    /// connection; a handler tells it about a change with
+    /// [`CallContext::notify_resource_updated`]. Without resources it changes nothing.
+    pub fn resource_subscriptions(mut self) -> Self {
+        self.offerings.subscriptions = true;
+        self
+    }
+
+    /// Adds a prompt: listed by `prompts/list` as `def` says (in the order added), and made by
+    /// `handler` on `prompts/get`, with the client's arguments once they are checked against
+    /// `def` (all strings, every required one given; else `-32602`). Each get runs in its own
+    /// task, like a tool call. The server then announces `"prompts":{"listChanged":false}`. A
+    /// name added twice makes [`Server::run`] fail.
+    pub fn prompt<F, Fut>(mut self, def: PromptDef, handler: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, PromptArguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PromptOutcome> + Send + 'static,
+    {
+        let added = self.offerings.prompts.add(def, prompt_handler(handler));
+        self.keep_setup_error(added);
+        self
+    }
+
+    /// Answers `completion/complete` with `completer` (in a task of its own), which gets the
+    /// checked request and returns suggestions; more than
+    /// [`MAX_COMPLETION_VALUES`](crate::MAX_COMPLETION_VALUES) are cut, with `hasMore` set.
+    /// The server then announces `"completions":{}`. A later call replaces an earlier completer.
+    pub fn completion<F, Fut>(mut self, completer_fn: F) -> Self
+    where
+        F: Fn(Arc<CallContext>, CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = CompletionOutcome> + Send + 'static,
+    {
+        self.offerings.completer = Some(completer(completer_fn));
+        self
+    }
+
+    /// Speaks MCP logging: announces `"logging":{}` and answers `logging/setLevel`, after which
+    /// [`CallContext::log`] sends nothing below the level the client chose on that connection
+    /// (until then, everything).
+    pub fn logging(mut self) -> Self {
+        self.offerings.logging = true;
         self
     }
 
@@ -521,7 +595,7 @@ impl Server {
                 cancel_policy,
                 max_in_flight,
                 tools,
-                resources: Arc::new(self.resources),
+                offerings: Arc::new(self.offerings),
                 interceptor: self.interceptor,
                 notification_hook: self.notification_hook,
             },

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::Error;
 use crate::jsonrpc::RpcError;
+use crate::resources::ResourceContents;
 
 /// Longest tool name odek accepts, in bytes.
 pub use odek_contract::names::MAX_NAME_BYTES as MAX_TOOL_NAME_BYTES;
@@ -110,13 +111,17 @@ impl ToolDef {
     }
 }
 
-/// One item of a tool result's `content` array.
+/// One item of a tool result's `content` array (and of a prompt's or sampling message).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Content {
     /// `{"type":"text","text":…}`.
     Text(String),
     /// `{"type":"image","data":<base64>,"mimeType":…}`.
     Image { data: String, mime_type: String },
+    /// `{"type":"audio","data":<base64>,"mimeType":…}` (MCP 2025-03-26 and later).
+    Audio { data: String, mime_type: String },
+    /// `{"type":"resource","resource":{"uri",…,"text"|"blob"}}`: a resource embedded whole.
+    Resource(ResourceContents),
     /// Any other item, sent verbatim (it should be an object with a `type`).
     Other(Value),
 }
@@ -130,11 +135,17 @@ impl Serialize for Content {
                 map.serialize_entry("text", text)?;
                 map.end()
             }
-            Self::Image { data, mime_type } => {
+            Self::Image { data, mime_type } | Self::Audio { data, mime_type } => {
                 let mut map = serializer.serialize_map(Some(3))?;
-                map.serialize_entry("type", "image")?;
+                map.serialize_entry("type", if matches!(self, Self::Image { .. }) { "image" } else { "audio" })?;
                 map.serialize_entry("data", data)?;
                 map.serialize_entry("mimeType", mime_type)?;
+                map.end()
+            }
+            Self::Resource(resource) => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", "resource")?;
+                map.serialize_entry("resource", resource)?;
                 map.end()
             }
             Self::Other(value) => value.serialize(serializer),
@@ -228,6 +239,28 @@ mod tests {
         assert_eq!(
             validate_tool_name("a\tb").unwrap_err().to_string(),
             "tool name \"a\\tb\" contains invalid character '\\t'"
+        );
+    }
+
+    #[test]
+    fn every_content_item_has_its_mcp_shape() {
+        use crate::resources::ResourceBody;
+        let items = [
+            Content::Text("t".into()),
+            Content::Image { data: "AA==".into(), mime_type: "image/png".into() },
+            Content::Audio { data: "AA==".into(), mime_type: "audio/wav".into() },
+            Content::Resource(ResourceContents::new("a://b", ResourceBody::text("x")).with_mime_type("text/plain")),
+            Content::Other(json!({"type":"resource_link","uri":"a://b","name":"b"})),
+        ];
+        assert_eq!(
+            serde_json::to_value(items).unwrap(),
+            json!([
+                {"type":"text","text":"t"},
+                {"type":"image","data":"AA==","mimeType":"image/png"},
+                {"type":"audio","data":"AA==","mimeType":"audio/wav"},
+                {"type":"resource","resource":{"uri":"a://b","mimeType":"text/plain","text":"x"}},
+                {"type":"resource_link","uri":"a://b","name":"b"}
+            ])
         );
     }
 

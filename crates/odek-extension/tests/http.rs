@@ -426,6 +426,29 @@ async fn requests_without_a_session_id_get_400_and_with_an_unknown_one_404() {
 }
 
 #[tokio::test]
+async fn an_unsupported_protocol_version_header_gets_400_and_a_spoken_one_is_served() {
+    let (server, _probes) = test_server();
+    let harness = Harness::start(server, HttpOptions::new()).await;
+    let initialize = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}});
+    let refused = send(harness.post_request(None, &initialize).header("MCP-Protocol-Version", "2099-01-01")).await;
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], json!({"code":-32000,"message":"unsupported MCP-Protocol-Version"}));
+    let served = send(harness.post_request(None, &initialize).header("MCP-Protocol-Version", "2025-11-25")).await;
+    assert_eq!(served.status(), 200);
+    let session = served.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let answer: Value = served.json().await.unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], json!("2025-11-25"));
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+    for (version, status) in [("2025-06-18", 200), ("2025-03-26", 200), ("2025-11-26", 400), ("draft", 400)] {
+        let response = send(harness.post_request(Some(&session), &list).header("MCP-Protocol-Version", version)).await;
+        assert_eq!(response.status(), status, "{version}");
+    }
+    let get = harness.client.get(&harness.url).header("Accept", "text/event-stream").header("Mcp-Session-Id", &session);
+    assert_eq!(send(get.header("MCP-Protocol-Version", "1.0")).await.status(), 400);
+}
+
+#[tokio::test]
 async fn a_missing_or_wrong_bearer_token_gets_401_on_every_request_red() {
     let (server, _probes) = test_server();
     let harness = Harness::start(server, HttpOptions::new().bearer_token("s3cret-token")).await;

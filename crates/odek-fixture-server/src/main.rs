@@ -18,6 +18,7 @@
 //!     odek-fixture-server [--artifact-dir DIR] [--protocol-version V|none] [--page-size N]
 //!                         [--name NAME] [--mode MODE]... [--hide TOOL]... [--extra-tool NAME]...
 //!                         [--initialize-error-message TEXT] [--args-file PATH] [--conformant]
+//!                         [--conformance-suite]
 //!                         [--instructions TEXT | --no-instructions] [--no-resources]
 //!                         [--http ADDR [--http-no-get] [--bearer-token TOKEN]]
 //!
@@ -25,8 +26,10 @@
 //!     --artifact-dir DIR        Where artifact_result and bad_artifact create files; created if
 //!                               missing and symlink-resolved. Default: <temp dir>/odek-fixture-artifacts.
 //!                               bad_artifact's "outside" files go to the sibling DIR-outside.
-//!     --protocol-version V      protocolVersion answered to initialize (default 2025-03-26);
-//!                               "none" omits the field.
+//!     --protocol-version V      protocolVersion answered to initialize whatever the client asks
+//!                               for; "none" omits the field. Default: negotiated as the SDK
+//!                               does (the client's 2025-03-26, 2025-06-18 or 2025-11-25, else
+//!                               2025-11-25; 2025-03-26 to a client that names none).
 //!     --page-size N             tools/list and resources/list pages of at most N entries
 //!                               (default 0: one page).
 //!     --name NAME               serverInfo.name (default odek-fixture).
@@ -52,6 +55,10 @@
 //!                               large_result, artifact_result, slow, error_result), so
 //!                               `odek ext check` passes every check. Modes still add their tools;
 //!                               the instructions and resources stay.
+//!     --conformance-suite       Also offer what the official MCP conformance suite's server
+//!                               scenarios call by name (see CONFORMANCE SUITE), with logging
+//!                               (logging/setLevel), resource subscriptions, prompts and
+//!                               completion announced in initialize.
 //!     --instructions TEXT       initialize answers "instructions": TEXT (JSON string escapes
 //!                               decoded as for --initialize-error-message, so an args file can
 //!                               carry spaces; an empty TEXT is sent as ""), instead of the
@@ -274,6 +281,23 @@
 //!         odek.tool-result/v1 envelope with artifact refs, and slow with {"ms": ...} for
 //!         progress. The resource fixture://readme lists the resources.
 //!
+//! CONFORMANCE SUITE (with --conformance-suite)
+//!     Tools: test_simple_text, test_image_content (image/png), test_audio_content (audio/wav),
+//!     test_embedded_resource, test_multiple_content_types (text, image, resource),
+//!     test_error_handling (isError), test_tool_with_logging (three notifications/message,
+//!     info/info/notice), test_tool_with_progress (progress 0, 50, 100 of 100 with a token),
+//!     test_sampling {prompt} (sampling/createMessage), test_elicitation {message} (username,
+//!     email), test_elicitation_sep1034_defaults (a default per field),
+//!     test_elicitation_sep1330_enums (every enum shape), json_schema_2020_12_tool (an input
+//!     schema with 2020-12 keywords). Sampling and elicitation wait 10 s for the client, and
+//!     need it to have declared the capability (else isError).
+//!     Resources: test://static-text (text/plain), test://static-binary (image/png blob),
+//!     test://watched-resource (text/plain; subscribable), and the template
+//!     test://template/{id}/data (application/json naming the id).
+//!     Prompts: test_simple_prompt, test_prompt_with_arguments {arg1, arg2},
+//!     test_prompt_with_embedded_resource {resourceUri}, test_prompt_with_image.
+//!     Completion: test_prompt_with_arguments' arguments and the template's id, by prefix.
+//!
 //! BAD ARTIFACT KINDS (F = a real file in the artifact dir, D = the artifact dir, N = D's name;
 //! refs carry F's correct sha256 and size_bytes unless the kind is about them)
 //!     traversal            file://D/../N/F             (resolves back into D: only ".." is wrong)
@@ -322,6 +346,7 @@ mod mode;
 mod modes;
 mod options;
 mod resources;
+mod suite;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -334,7 +359,7 @@ use serde_json::Value;
 
 use crate::contract_tools::echo_schema;
 use crate::mode::Mode;
-use crate::options::{Options, Parsed};
+use crate::options::{Options, Parsed, VersionFlag};
 
 /// `eprintln!` with the fixture's prefix that ignores a closed stderr instead of panicking.
 macro_rules! log {
@@ -488,8 +513,9 @@ async fn serve(options: Options) -> Result<(), String> {
         .page_size(options.page_size)
         .exit_on_eof(!fixture.has(Mode::IgnoreStdinEof));
     server = match options.protocol_version {
-        Some(version) => server.protocol_version(version),
-        None => server.omit_protocol_version(),
+        VersionFlag::Negotiate => server,
+        VersionFlag::Fixed(version) => server.protocol_version(version),
+        VersionFlag::Omit => server.omit_protocol_version(),
     };
     server = contract_tools::register(server, &fixture);
     if options.conformant {
@@ -502,6 +528,9 @@ async fn serve(options: Options) -> Result<(), String> {
     for name in options.extra_tools {
         let def = ToolDef::new(name, "An extra tool (--extra-tool) that returns its text argument.", echo_schema());
         server = server.tool(def, bind(&fixture, contract_tools::echo));
+    }
+    if options.conformance_suite {
+        server = suite::register(server);
     }
     for name in &options.hidden {
         server = server.without_tool(name);

@@ -7,6 +7,13 @@
 //! goes both ways. `CONNECT` (an `https` tunnel) answers 501, a request not in absolute form
 //! 400, an upstream that cannot be reached 502.
 //!
+//! [`ForwardProxy::gateway`] is the same relay in front of one server instead: it takes
+//! origin-form requests (`POST /mcp HTTP/1.1`, what a client pointed at the proxy's own url
+//! sends), forwards each to that server with every header verbatim (`Host` and `Origin`
+//! included) except that the gateway's own headers replace any the client sent under the same
+//! names — so a test can let a client that cannot send a bearer token reach a server that needs
+//! one, without weakening the server.
+//!
 //! Start at [`ForwardProxy::start`]. Dropping the proxy shuts every socket down and joins its
 //! threads (5 s at most, then leaves stragglers detached).
 
@@ -56,6 +63,15 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     shutdown: AtomicBool,
+    /// `Some` for a gateway: where every request goes, and what it adds.
+    gateway: Option<Gateway>,
+}
+
+/// A gateway's one upstream and the headers it sets on every request (names lowercased).
+#[derive(Debug)]
+struct Gateway {
+    upstream_port: u16,
+    headers: Vec<(String, String)>,
 }
 
 #[derive(Debug, Default)]
@@ -76,9 +92,21 @@ impl Shared {
 impl ForwardProxy {
     /// Listens on 127.0.0.1 at a port the kernel picks.
     pub fn start() -> ForwardProxy {
+        Self::listen(Shared::default())
+    }
+
+    /// A gateway on 127.0.0.1 in front of the server on 127.0.0.1 at `upstream_port`: every
+    /// request, in origin form, goes there with `headers` set (replacing the client's own of
+    /// those names) and every other header as the client sent it.
+    pub fn gateway(upstream_port: u16, headers: &[(&str, &str)]) -> ForwardProxy {
+        let headers = headers.iter().map(|(name, value)| (name.to_ascii_lowercase(), (*value).to_owned())).collect();
+        Self::listen(Shared { gateway: Some(Gateway { upstream_port, headers }), ..Shared::default() })
+    }
+
+    fn listen(shared: Shared) -> ForwardProxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|error| panic!("bind the proxy: {error}"));
         let address = listener.local_addr().unwrap_or_else(|error| panic!("the proxy's address: {error}"));
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(shared);
         let accepting = Arc::clone(&shared);
         let acceptor = std::thread::spawn(move || accept(&listener, &accepting));
         ForwardProxy { address, shared, acceptor: Some(acceptor) }
@@ -174,7 +202,11 @@ fn relay(client: TcpStream, shared: &Arc<Shared>) {
         headers: headers.clone(),
     });
     shared.changed.notify_all();
-    let Some((port, path)) = origin_of(&target).filter(|_| method != "CONNECT") else {
+    let destination = match &shared.gateway {
+        Some(gateway) => target.starts_with('/').then(|| (gateway.upstream_port, target.clone())),
+        None => origin_of(&target),
+    };
+    let Some((port, path)) = destination.filter(|_| method != "CONNECT") else {
         let status = if method == "CONNECT" { "501 Not Implemented" } else { "400 Bad Request" };
         let _ = write!(to_client, "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         return unregister(shared, &[client_key]);
@@ -190,7 +222,9 @@ fn relay(client: TcpStream, shared: &Arc<Shared>) {
         return unregister(shared, &keys);
     };
     let mut head = format!("{method} {path} HTTP/1.1\r\n");
-    push_headers(&mut head, &headers);
+    let added = shared.gateway.as_ref().map_or(&[][..], |gateway| &gateway.headers[..]);
+    let kept: Vec<_> = headers.iter().filter(|(name, _)| !added.iter().any(|(set, _)| set == name)).cloned().collect();
+    push_headers(&mut head, &[kept, added.to_vec()].concat());
     if to_upstream.write_all(head.as_bytes()).is_err() {
         return unregister(shared, &keys);
     }
@@ -311,6 +345,42 @@ mod tests {
         let recorded = proxy.requests();
         assert_eq!((recorded[0].method.as_str(), recorded[0].header("proxy-connection")), ("POST", Some("keep-alive")));
         assert_eq!(recorded[0].target, format!("http://mcp.invalid:{port}/mcp"));
+    }
+
+    #[test]
+    fn a_gateway_forwards_origin_form_to_its_upstream_with_its_headers_set() {
+        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = upstream.local_addr().unwrap().port();
+        let served = std::thread::spawn(move || {
+            let (socket, _) = upstream.accept().unwrap();
+            let head = read_head(&mut BufReader::new(socket.try_clone().unwrap())).unwrap();
+            (&socket).write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
+            head
+        });
+        let gateway = ForwardProxy::gateway(port, &[("Authorization", "Bearer t0ken")]);
+        let mut client = TcpStream::connect(gateway.address).unwrap();
+        let request = "GET /mcp HTTP/1.1\r\nHost: evil.example.com\r\nOrigin: http://evil.example.com\r\nauthorization: Bearer guess\r\n\r\n";
+        client.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).unwrap();
+        assert_eq!(answer, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+        let (line, headers) = served.join().unwrap();
+        assert_eq!(line, "GET /mcp HTTP/1.1");
+        let pair = |name: &str, value: &str| (name.to_owned(), value.to_owned());
+        assert_eq!(
+            headers,
+            [
+                pair("host", "evil.example.com"),
+                pair("origin", "http://evil.example.com"),
+                pair("authorization", "Bearer t0ken"),
+                pair("connection", "close")
+            ]
+        );
+        let mut absolute = TcpStream::connect(gateway.address).unwrap();
+        absolute.write_all(format!("GET http://127.0.0.1:{port}/ HTTP/1.1\r\n\r\n").as_bytes()).unwrap();
+        let mut refused = String::new();
+        absolute.read_to_string(&mut refused).unwrap();
+        assert!(refused.starts_with("HTTP/1.1 400 Bad Request"), "{refused}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Streamable HTTP (MCP 2025-03-26) for a [`Server`] (feature `http`): one endpoint (default
+//! Streamable HTTP (MCP 2025-03-26, with 2025-06-18's `MCP-Protocol-Version`) for a [`Server`] (feature `http`): one endpoint (default
 //! `/mcp`) on a TCP listener, served by hyper's HTTP/1.1 server, every message handled by the
 //! same path as stdio's (`dispatch`). Start at [`Server::serve_http`] or [`Server::bind_http`],
 //! whose doc lists the transport's rules; they return an [`HttpServer`] that knows its address
@@ -79,8 +79,9 @@ impl Server {
     ///   because a reconnecting client may not have seen its old connection die.
     ///   [`HttpOptions::get_stream`] `false` answers `GET` with `405`.
     /// - Checks, in this order: a foreign `Origin` `403`; a missing or wrong bearer token (when
-    ///   configured) `401` with `WWW-Authenticate: Bearer`; another path `404`; another method
-    ///   `405`; a body over [`Server::max_line_bytes`] `413`, without reading past the limit; a
+    ///   configured) `401` with `WWW-Authenticate: Bearer`; another path `404`; an
+    ///   `MCP-Protocol-Version` header naming a revision the server does not speak `400` (no
+    ///   header: any, as MCP 2025-06-18 says for older clients); another method `405`; a body over [`Server::max_line_bytes`] `413`, without reading past the limit; a
     ///   body slower than [`HttpOptions::body_read_timeout`] `408`; headers slower than
     ///   [`HttpOptions::header_read_timeout`] close the connection. Every error status carries
     ///   a JSON-RPC error body naming the reason. `notifications/cancelled`, `ping`,

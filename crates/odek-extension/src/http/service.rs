@@ -31,6 +31,9 @@ use crate::transport::{OUTGOING_QUEUE_MESSAGES, Outgoing};
 /// The header a reconnecting SSE client names the last event it got with.
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
+/// The header a client names the negotiated protocol revision with (MCP 2025-06-18 and later).
+const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
 /// The JSON-RPC code of errors about the HTTP exchange itself (JSON-RPC's server-error range).
 const TRANSPORT_ERROR: i64 = -32000;
 
@@ -68,6 +71,11 @@ impl Service {
         admission.admit();
         if request.uri().path() != self.options.path {
             return error_response(StatusCode::NOT_FOUND, TRANSPORT_ERROR, "not found");
+        }
+        if let Some(version) = request.headers().get(PROTOCOL_VERSION_HEADER)
+            && !version.to_str().is_ok_and(|version| self.blueprint.identity.protocol_version.accepts_header(version))
+        {
+            return error_response(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "unsupported MCP-Protocol-Version");
         }
         match *request.method() {
             Method::POST => self.post(request).await,

@@ -1,5 +1,8 @@
-//! `odek mcp`: odek as an MCP server (MCP 2025-03-26, the odek-extension/v1 contract used
-//! outward), for other agents and editors. It serves, on the `odek-extension` SDK:
+//! `odek mcp`: odek as an MCP server (the odek-extension/v1 contract used outward), for other
+//! agents and editors. It answers the revision a client asks for when the SDK speaks it
+//! (2025-03-26, the contract's and the default; 2025-06-18; 2025-11-25), else the newest, and over
+//! HTTP refuses an `MCP-Protocol-Version` it does not speak with 400. It serves, on the
+//! `odek-extension` SDK:
 //!
 //! - the built-in tools `read_file`, `write_file`, `patch`, `search_files` and `shell`
 //!   ([`builtins`]): odek-agent's own implementations with the runtime's tool context — the
