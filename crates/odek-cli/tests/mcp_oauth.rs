@@ -301,37 +301,42 @@ fn ci_uses_client_credentials_without_a_browser_red() {
 }
 
 #[test]
-fn ci_signs_a_private_key_jwt_assertion() {
-    let key_dir = tempfile::tempdir().unwrap();
-    let key = key_dir.path().join("ci-key.pem");
-    let generated = std::process::Command::new("openssl")
-        .args(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
-    let scene = Scene::with_oauth(
-        AsScript::new().client("ci-jwt", "unused-secret-value"),
-        vec![Reply::text("ok")],
-        Some(json!({"client_id": "ci-jwt", "private_key_file": key, "grant": "client_credentials"})),
-    );
-    let authorization = &scene.authorization;
-    let output = scene.run(&["run", "go"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let token_request = authorization.requests().into_iter().find(|request| request.path == "/token").unwrap();
-    let body = String::from_utf8_lossy(&token_request.body).into_owned();
-    assert!(
-        body.contains("client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"),
-        "{body}"
-    );
-    let assertion = body.split('&').find_map(|pair| pair.strip_prefix("client_assertion=")).unwrap();
-    let claims = assertion.split('.').nth(1).unwrap();
-    let claims: Value = serde_json::from_slice(&decode_base64(claims)).unwrap();
-    assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("ci-jwt"), Some("ci-jwt")));
-    assert_eq!(claims["aud"], authorization.issuer());
-    assert!(claims["exp"].as_u64() > claims["iat"].as_u64() && claims["jti"].is_string());
-    let header: Value = serde_json::from_slice(&decode_base64(assertion.split('.').next().unwrap())).unwrap();
-    assert_eq!(header["alg"], "ES256");
+fn ci_signs_a_private_key_jwt_assertion_with_an_ec_or_rsa_key() {
+    for (algorithm, option, signed_with) in
+        [("EC", "ec_paramgen_curve:P-256", "ES256"), ("RSA", "rsa_keygen_bits:2048", "RS256")]
+    {
+        let key_dir = tempfile::tempdir().unwrap();
+        let key = key_dir.path().join("ci-key.pem");
+        let generated = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", algorithm, "-pkeyopt", option, "-out"])
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
+        let scene = Scene::with_oauth(
+            AsScript::new().client("ci-jwt", "unused-secret-value"),
+            vec![Reply::text("ok")],
+            Some(json!({"client_id": "ci-jwt", "private_key_file": key, "grant": "client_credentials"})),
+        );
+        let authorization = &scene.authorization;
+        let output = scene.run(&["run", "go"]);
+        assert_eq!(output.status.code(), Some(0), "{algorithm}: {}", stderr(&output));
+        let token_request = authorization.requests().into_iter().find(|request| request.path == "/token").unwrap();
+        let body = String::from_utf8_lossy(&token_request.body).into_owned();
+        assert!(
+            body.contains("client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"),
+            "{body}"
+        );
+        let assertion = body.split('&').find_map(|pair| pair.strip_prefix("client_assertion=")).unwrap();
+        let claims = assertion.split('.').nth(1).unwrap();
+        let claims: Value = serde_json::from_slice(&decode_base64(claims)).unwrap();
+        assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("ci-jwt"), Some("ci-jwt")));
+        assert_eq!(claims["aud"], authorization.issuer());
+        assert!(claims["exp"].as_u64() > claims["iat"].as_u64() && claims["jti"].is_string());
+        let header: Value = serde_json::from_slice(&decode_base64(assertion.split('.').next().unwrap())).unwrap();
+        assert_eq!(header["alg"], signed_with);
+        assert!(!stderr(&output).contains("PRIVATE KEY"));
+    }
 }
 
 #[test]

@@ -10,7 +10,8 @@
 //! call through the whole pipeline). The public modules are those other crates reach into by
 //! path: `wire` (the frames odek writes and reads), `process` (starting a server and killing its
 //! group), `discovery` (the listing and the registration checks), `remote` (a remote entry's
-//! URL, headers and token), `remote_session` (one HTTP connection driven by its caller),
+//! URL, headers and token), `oauth` (\[beyond\] OAuth 2.1 for remote servers: the
+//! per-server `Authorizer`, its options and `odek ext login`'s flow), `remote_session` (one HTTP connection driven by its caller),
 //! `bounded_lines`, `observer`, `server_lines`, `server_config`, `env_allowlist`, `approval`,
 //! `elicitation` (a server's requests for input: the form rules, the policies),
 //! `package_runner` (what a confined package runner is granted) and `hub`; everything else is re-exported below or private. Imports go one way: `wire`,

@@ -28,6 +28,7 @@ use std::time::Duration;
 use oauth2::basic::BasicClient;
 use oauth2::{AuthUrl, ClientId, CsrfToken, PkceCodeChallenge, RedirectUrl, Scope};
 use odek_contract::quoting::quote;
+use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 use url::Url;
 
@@ -165,6 +166,8 @@ impl AuthState {
 /// The current access token of one authorizer.
 struct Current {
     token: SecretValue,
+    /// `Bearer <token>`, built once: the request path only clones it.
+    header: Option<HeaderValue>,
     expires_at: Option<u64>,
 }
 
@@ -380,16 +383,35 @@ impl Authorizer {
         request: reqwest::RequestBuilder,
     ) -> Result<Result<reqwest::Response, reqwest::Error>, OAuthError> {
         let retry = request.try_clone();
-        let bearer = self.bearer().await?;
-        let response = match with_bearer(request, bearer.as_ref()).send().await {
+        let (header, bearer) = match self.fresh_header() {
+            Some(header) => (Some(header), None),
+            None => {
+                let bearer = self.bearer().await?;
+                (bearer.as_ref().and_then(bearer_header), bearer)
+            }
+        };
+        let sent = match &header {
+            Some(header) => request.header(AUTHORIZATION, header.clone()),
+            None => request,
+        };
+        let response = match sent.send().await {
             Ok(response) => response,
             Err(error) => return Ok(Err(error)),
         };
         let Some(challenge) = asks_for_authorization(&response) else { return Ok(Ok(response)) };
         let Some(retry) = retry else { return Ok(Ok(response)) };
         drop(response);
-        let token = self.renew(bearer.as_ref(), challenge).await?;
-        Ok(with_bearer(retry, Some(&token)).send().await)
+        // The token the server refused, for the renewal to tell it from a newer one.
+        let stale = bearer.or_else(|| {
+            let value = header.as_ref()?.to_str().ok()?.strip_prefix("Bearer ")?;
+            Some(SecretValue::new(value))
+        });
+        let token = self.renew(stale.as_ref(), challenge).await?;
+        let retried = match bearer_header(&token) {
+            Some(header) => retry.header(AUTHORIZATION, header),
+            None => retry,
+        };
+        Ok(retried.send().await)
     }
 
     /// `odek ext login`: learns the server's challenge (an unauthenticated `initialize`), then
@@ -441,12 +463,19 @@ impl Authorizer {
         current.as_ref().filter(|current| !expiring(current.expires_at)).map(|current| current.token.clone())
     }
 
+    /// The current token's header while it is fresh (the request path: no allocation).
+    fn fresh_header(&self) -> Option<HeaderValue> {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        current.as_ref().filter(|current| !expiring(current.expires_at)).and_then(|current| current.header.clone())
+    }
+
     /// Makes `record`'s access token the current one.
     fn adopt(&self, record: &TokenRecord) -> SecretValue {
         odek_contract::redaction::register_secret(&record.access_token);
         let token = SecretValue::new(record.access_token.clone());
+        let header = bearer_header(&token);
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(Current { token: token.clone(), expires_at: record.expires_at });
+            Some(Current { token: token.clone(), header, expires_at: record.expires_at });
         token
     }
 
@@ -762,16 +791,11 @@ async fn register(
     })
 }
 
-/// `Authorization: Bearer <token>`, marked sensitive, when there is a token.
-fn with_bearer(request: reqwest::RequestBuilder, token: Option<&SecretValue>) -> reqwest::RequestBuilder {
-    let Some(token) = token else { return request };
-    match reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
-        Ok(mut value) => {
-            value.set_sensitive(true);
-            request.header(reqwest::header::AUTHORIZATION, value)
-        }
-        Err(_) => request,
-    }
+/// `Bearer <token>`, marked sensitive; `None` for a token no header can carry.
+fn bearer_header(token: &SecretValue) -> Option<HeaderValue> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// The challenge of an answer that asks for (other) authorization: any `401`, and a `403` with
