@@ -485,6 +485,19 @@ async fn elicitations_are_shown_checked_answered_declined_and_expire_red() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_elicitation_expires_after_the_configured_timeout() {
+    let served = eliciting(json!({}), json!({"elicitation_timeout_seconds": 1}));
+    let run = served.start_run(json!({"task": "nobody answers"})).await;
+    let id = elicitation_requested(&served, &run).await["elicitation_id"].as_u64().unwrap();
+    let events = served.events(&run, None, |event| event["type"] == "elicitation_resolved").await;
+    let (_, resolved) = events.last().unwrap();
+    assert_eq!(resolved["data"], json!({"elicitation_id": id, "action": "cancel", "by": "expired"}));
+    let (status, _) = served.post(&format!("/api/runs/{run}/elicitations/{id}"), &json!({"action": "decline"})).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(elicit_result(&served, &run).await, r#"elicitation result: {"action":"cancel"}"#);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_url_elicitation_shows_its_url_and_host_and_is_accepted_without_content() {
     let url = "https://auth.example.com/consent?session=7";
     let served = eliciting(json!({"url": url, "message": "Link your account"}), json!({}));
