@@ -369,11 +369,13 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
                 budget: None,
             },
         };
-        run.finish(end);
         // Saved at every step; closed now, so an idle finished run holds its record only (and
-        // its servers stop). Until then the session counts as running: a follow-up waits.
+        // its servers stop), and its slot is given back before anyone can see it finished: a
+        // client that starts the next run on the last event never meets the bound or a busy
+        // session.
         let _ = host.close(&run.session_id).await;
         runs.ended(&run);
+        run.finish(end);
     });
     (StatusCode::ACCEPTED, axum::Json(RunStarted { run_id, session_id: opened.id })).into_response()
 }
