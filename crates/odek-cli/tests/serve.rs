@@ -2,7 +2,8 @@
 //! (reqwest) and a WebSocket client. Every route refuses a missing or wrong token and a foreign
 //! Host or Origin (a `_red` test each); a run's `odek.event/v1` stream arrives whole and in order
 //! over SSE and resumes after a dropped connection without a lost or repeated event; approvals
-//! are allowed, denied and expire; a run is cancelled mid-tool; past the bound on running runs
+//! are allowed, denied and expire; an MCP server's elicitations are shown, answered (an answer
+//! that does not fit the form refused with 422), declined and expire; a run is cancelled mid-tool; past the bound on running runs
 //! the answer is 429; a client's budgets above the operator's are refused; output schemas and
 //! checks gate answers; artifacts are listed without paths and served verified; the OpenAPI
 //! document matches the routes and the answers; ACP runs over `/acp`; 50 runs at once stream
@@ -139,6 +140,7 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/api/runs/0123/cancel", "/api/runs/{run_id}/cancel"),
     ("GET", "/api/runs/0123/events", "/api/runs/{run_id}/events"),
     ("POST", "/api/runs/0123/approvals/1", "/api/runs/{run_id}/approvals/{approval_id}"),
+    ("POST", "/api/runs/0123/elicitations/1", "/api/runs/{run_id}/elicitations/{elicitation_id}"),
     ("GET", "/api/runs/0123/artifacts/report", "/api/runs/{run_id}/artifacts/{artifact_id}"),
     ("GET", "/api/sessions", "/api/sessions"),
     ("GET", "/api/sessions/20261207-00", "/api/sessions/{session_id}"),
@@ -239,6 +241,7 @@ each_route_refuses_strangers! {
     cancel_run_refuses_strangers_red: "POST" "/api/runs/0123/cancel",
     run_events_refuse_strangers_red: "GET" "/api/runs/0123/events",
     answer_approval_refuses_strangers_red: "POST" "/api/runs/0123/approvals/1",
+    answer_elicitation_refuses_strangers_red: "POST" "/api/runs/0123/elicitations/1",
     run_artifact_refuses_strangers_red: "GET" "/api/runs/0123/artifacts/report",
     list_sessions_refuses_strangers_red: "GET" "/api/sessions",
     show_session_refuses_strangers_red: "GET" "/api/sessions/20261207-00",
@@ -353,6 +356,165 @@ async fn approvals_are_allowed_denied_and_expire() {
     assert!(types(&events).contains(&"tool_call_failed".to_owned()));
     let (status, _) = served.post(&format!("/api/runs/{run}/approvals/1"), &json!({"decision": "maybe"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+/// `odek serve` whose model calls the fixture's `elicit` tool with `arguments` once, then
+/// answers; the fixture speaks MCP 2025-11-25 (form and URL elicitation) and needs no approval.
+fn eliciting(arguments: Value, config: Value) -> Served {
+    let fixture = json!({
+        "command": odek_test_support::fixture_server(),
+        "args": ["--mode", "elicitation", "--protocol-version", "2025-11-25"],
+        "protocol_version": "2025-11-25",
+        "auto_approve": true,
+    });
+    let mut config = config;
+    config["mcp_servers"] = json!({"fixture": fixture});
+    let turns = json!([
+        {"tool_calls": [{"id": "e1", "name": "fixture__elicit", "arguments": arguments}]},
+        {"content": "done"},
+    ]);
+    Served::start(turns, config, &[])
+}
+
+/// The run's `elicitation_requested` event, once it is in the stream.
+async fn elicitation_requested(served: &Served, run: &str) -> Value {
+    let events = served.events(run, None, |event| event["type"] == "elicitation_requested").await;
+    let (_, requested) = events.last().unwrap().clone();
+    assert_eq!(requested["type"], "elicitation_requested", "{:?}", types(&events));
+    requested["data"].clone()
+}
+
+/// The line of the fixture's `elicit` tool's result that echoes the answer, as the run's saved
+/// session holds it.
+async fn elicit_result(served: &Served, run: &str) -> String {
+    let view = served.wait_finished(run).await;
+    assert_eq!(view["outcome"], "success", "{view}");
+    let (_, saved) = served.get(&format!("/api/sessions/{}", view["session_id"].as_str().unwrap())).await;
+    let mut texts = Vec::new();
+    let mut stack = vec![&saved];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(text) => {
+                texts.extend(text.lines().filter(|line| line.starts_with("elicitation result: ")).map(str::to_owned));
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(fields) => stack.extend(fields.values()),
+            _ => {}
+        }
+    }
+    assert_eq!(texts.len(), 1, "{saved}");
+    texts.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicitations_are_shown_checked_answered_declined_and_expire_red() {
+    let served = eliciting(json!({"message": "Your \u{1b}[31mage\u{1b}[0m, please"}), json!({}));
+
+    // Shown: the server, its message made safe, the form's fields in order with their defaults.
+    let run = served.start_run(json!({"task": "ask me"})).await;
+    let asked = elicitation_requested(&served, &run).await;
+    assert_eq!((asked["server"].as_str(), asked["mode"].as_str()), (Some("fixture"), Some("form")), "{asked}");
+    assert_eq!(asked["message"], "Your age, please", "escape sequences are gone: {asked}");
+    assert_eq!(
+        asked["fields"],
+        json!([
+            {"name": "age", "label": "Age", "required": true, "type": "integer", "minimum": 0.0, "maximum": 150.0, "default": 36},
+            {"name": "colour", "label": "Colour", "required": false, "type": "string", "default": "green",
+             "options": [{"value": "red", "label": "red"}, {"value": "green", "label": "green"}, {"value": "blue", "label": "blue"}]},
+            {"name": "name", "label": "Name", "required": false, "type": "string", "default": "Ada"},
+        ])
+    );
+    let id = asked["elicitation_id"].as_u64().unwrap();
+    let (_, view) = served.get(&format!("/api/runs/{run}")).await;
+    assert_eq!(view["pending_elicitations"], json!([id]));
+    let path = format!("/api/runs/{run}/elicitations/{id}");
+
+    // An answer that does not fit the form is refused with the reason, and the request stays open.
+    for (content, reason) in [
+        (json!({"age": 200}), "age: at most 150"),
+        (json!({"name": "Grace"}), "age: required"),
+        (json!({"age": 40, "colour": "purple"}), "colour: not one of the options"),
+        (json!({"age": 40, "admin": true}), "\"admin\" is not a field of the form"),
+    ] {
+        let (status, answer) = served.post(&path, &json!({"action": "accept", "content": content})).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{content}: {answer}");
+        assert_eq!(answer["error"], format!("the answer does not fit the request: {reason}"));
+    }
+    let (status, _) = served.post(&path, &json!({"action": "maybe"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = served.post(&format!("/api/runs/{run}/elicitations/999999"), &json!({"action": "cancel"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let content = json!({"age": 40, "colour": "blue", "name": "Grace"});
+    let (status, answer) = served.post(&path, &json!({"action": "accept", "content": content})).await;
+    assert_eq!(
+        (status, answer.clone()),
+        (StatusCode::OK, json!({"elicitation_id": id, "action": "accept"})),
+        "{answer}"
+    );
+    let (status, _) = served.post(&path, &json!({"action": "decline"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "answered once only");
+    // The server got the answer: its tool's result echoes it.
+    assert_eq!(
+        elicit_result(&served, &run).await,
+        r#"elicitation result: {"action":"accept","content":{"age":40,"colour":"blue","name":"Grace"}}"#
+    );
+    let events = served.events(&run, None, |_| false).await;
+    let resolved = events.iter().find(|(_, event)| event["type"] == "elicitation_resolved").unwrap();
+    assert_eq!(resolved.1["data"], json!({"elicitation_id": id, "action": "accept", "by": "client"}));
+    assert!(!events.iter().any(|(_, event)| event.to_string().contains("Grace")), "what was answered stays out");
+
+    // Declined.
+    let run = served.start_run(json!({"task": "ask me again"})).await;
+    let id = elicitation_requested(&served, &run).await["elicitation_id"].as_u64().unwrap();
+    let (status, _) = served.post(&format!("/api/runs/{run}/elicitations/{id}"), &json!({"action": "decline"})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(elicit_result(&served, &run).await, r#"elicitation result: {"action":"decline"}"#);
+
+    // Nobody answers before the run is cancelled: it expires, and a late answer is over.
+    let run = served.start_run(json!({"task": "nobody answers"})).await;
+    let id = elicitation_requested(&served, &run).await["elicitation_id"].as_u64().unwrap();
+    let (status, _) = served.post(&format!("/api/runs/{run}/cancel"), &json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let events = served.events(&run, None, |_| false).await;
+    let resolved = events.iter().find(|(_, event)| event["type"] == "elicitation_resolved").unwrap();
+    assert_eq!(resolved.1["data"], json!({"elicitation_id": id, "action": "cancel", "by": "expired"}));
+    served.wait_finished(&run).await;
+    let late = json!({"action": "accept", "content": {"age": 1}});
+    let (status, _) = served.post(&format!("/api/runs/{run}/elicitations/{id}"), &late).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_elicitation_expires_after_the_configured_timeout() {
+    let served = eliciting(json!({}), json!({"elicitation_timeout_seconds": 1}));
+    let run = served.start_run(json!({"task": "nobody answers"})).await;
+    let id = elicitation_requested(&served, &run).await["elicitation_id"].as_u64().unwrap();
+    let events = served.events(&run, None, |event| event["type"] == "elicitation_resolved").await;
+    let (_, resolved) = events.last().unwrap();
+    assert_eq!(resolved["data"], json!({"elicitation_id": id, "action": "cancel", "by": "expired"}));
+    let (status, _) = served.post(&format!("/api/runs/{run}/elicitations/{id}"), &json!({"action": "decline"})).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(elicit_result(&served, &run).await, r#"elicitation result: {"action":"cancel"}"#);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_elicitation_shows_its_url_and_host_and_is_accepted_without_content() {
+    let url = "https://auth.example.com/consent?session=7";
+    let served = eliciting(json!({"url": url, "message": "Link your account"}), json!({}));
+    let run = served.start_run(json!({"task": "link"})).await;
+    let asked = elicitation_requested(&served, &run).await;
+    assert_eq!(
+        (asked["mode"].as_str(), asked["url"].as_str(), asked["host"].as_str()),
+        (Some("url"), Some(url), Some("auth.example.com")),
+        "{asked}"
+    );
+    assert!(asked.get("fields").is_none());
+    let path = format!("/api/runs/{run}/elicitations/{}", asked["elicitation_id"]);
+    let (status, answer) = served.post(&path, &json!({"action": "accept", "content": {"x": 1}})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    let (status, _) = served.post(&path, &json!({"action": "accept"})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(elicit_result(&served, &run).await, r#"elicitation result: {"action":"accept"}"#);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

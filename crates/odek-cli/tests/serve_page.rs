@@ -150,6 +150,18 @@ impl Drop for Driver {
     }
 }
 
+/// From here on, every breach of the page's Content-Security-Policy lands in `window.violations`.
+async fn record_policy_violations(client: &Client) -> Result<(), Failed> {
+    client
+        .execute(
+            "window.violations = []; document.addEventListener('securitypolicyviolation', \
+             e => window.violations.push(e.violatedDirective + ' ' + e.blockedURI))",
+            Vec::new(),
+        )
+        .await?;
+    Ok(())
+}
+
 /// Runs `script` (a function body) until it returns something other than null or false.
 async fn wait_for(client: &Client, what: &str, script: &str) -> Result<Value, Failed> {
     let started = Instant::now();
@@ -292,13 +304,7 @@ async fn scenario(client: &Client, served: &Replayed) -> Result<String, Failed> 
     ensure!(client.current_url().await?.as_str() == format!("{}/", served.base), "the token stayed in the address");
     client.wait().at_most(DEADLINE).for_element(Locator::Css("#task")).await?;
     // Whatever the page renders from here on must keep to its Content-Security-Policy.
-    client
-        .execute(
-            "window.violations = []; document.addEventListener('securitypolicyviolation', \
-             e => window.violations.push(e.violatedDirective + ' ' + e.blockedURI))",
-            Vec::new(),
-        )
-        .await?;
+    record_policy_violations(client).await?;
     wait_for(client, "the connection badge", "return document.querySelector('#connection .badge.ok') !== null").await?;
 
     // A budget above the operator's: the server's 400 shows beside the form, the run does not start.
@@ -517,5 +523,94 @@ async fn dark_scheme(client: &Client, served: &mut Replayed, run_id: String) -> 
     ensure!(gone == json!("odek serve cannot be reached; is it still running?"), "a lost server: {gone}");
     ensure!(text_of(client, "#connection").await? == "Offline", "the connection badge");
     ensure!(text_of(client, "#banner").await?.contains("Lost the connection to odek serve"), "the banner");
+    Ok(())
+}
+
+/// An MCP server's form on the page: its fields shown with their defaults, an answer that does
+/// not fit refused with the server's reason beside the buttons, a fitting one accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_fills_an_elicitation_form_with_its_defaults_and_shows_a_refused_answer() {
+    if !browser_installed("the_page_fills_an_elicitation_form_with_its_defaults_and_shows_a_refused_answer") {
+        return;
+    }
+    let fixture = json!({
+        "command": odek_test_support::fixture_server(),
+        "args": ["--mode", "elicitation", "--protocol-version", "2025-11-25"],
+        "protocol_version": "2025-11-25",
+        "auto_approve": true,
+    });
+    let script = json!({"schema": "odek.replay/v1", "turns": [
+        {"tool_calls": [{"id": "e1", "name": "fixture__elicit", "arguments": {"message": format!("Tell me {MARKUP}")}}]},
+        {"content": "thanks"},
+    ]});
+    let binary = Path::new(env!("CARGO_BIN_EXE_odek"));
+    let served = Replayed::start(binary, &script, &json!({"mcp_servers": {"fixture": fixture}}), &[]);
+    let http = reqwest::Client::builder().timeout(DEADLINE).build().unwrap();
+    let started: Value = http
+        .post(format!("{}/api/runs", served.base))
+        .bearer_auth(&served.token)
+        .json(&json!({"task": "ask me"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run_id = started["run_id"].as_str().unwrap().to_owned();
+
+    let driver = Driver::start().await;
+    let profiles = tempfile::tempdir().unwrap();
+    let client = driver.browser(&profiles.path().join("form"), &["--window-size=1280,1000"]).await;
+    let outcome = elicitation_scenario(&client, &served, &run_id).await;
+    if outcome.is_err() {
+        let _ = screenshot(&client, "failure-elicitation.png").await;
+    }
+    client.close().await.unwrap();
+    outcome.unwrap();
+}
+
+async fn elicitation_scenario(client: &Client, served: &Replayed, run_id: &str) -> Result<(), Failed> {
+    client.goto(&format!("{}/?token={}", served.base, served.token)).await?;
+    record_policy_violations(client).await?;
+    client.execute("location.hash = arguments[0]", vec![json!(format!("#run={run_id}"))]).await?;
+    let accept = ".elicitation button[data-elicitation-action=accept]";
+    wait_for(client, "the form", &format!("return document.querySelector('{accept}') !== null")).await?;
+    let shown = client
+        .execute(
+            "const f = document.querySelector('.elicitation'); \
+             return [f.querySelector('[name=age]').value, f.querySelector('[name=colour]').value, \
+                     f.querySelector('[name=name]').value, f.querySelector('.approval-summary').textContent, \
+                     f.querySelector('.approval-tool').textContent]",
+            Vec::new(),
+        )
+        .await?;
+    ensure!(
+        shown == json!(["36", "green", "Ada", format!("Tell me {MARKUP}"), "fixture"]),
+        "the form's defaults, message and server: {shown}"
+    );
+    screenshot(client, "elicitation.png").await?;
+
+    client.execute("document.querySelector('.elicitation [name=age]').value = '200'", Vec::new()).await?;
+    click(client, accept).await?;
+    wait_for(
+        client,
+        "the refused answer's reason",
+        "return document.querySelector('.elicitation .form-error')?.textContent.includes('age: at most 150')",
+    )
+    .await?;
+    ensure!(
+        client.find_all(Locator::Css(".elicitation.resolved")).await?.is_empty(),
+        "a refused answer closed the form"
+    );
+
+    client.execute("document.querySelector('.elicitation [name=age]').value = '40'", Vec::new()).await?;
+    click(client, accept).await?;
+    wait_for(client, "the accepted form", "return document.querySelector('.elicitation.resolved') !== null").await?;
+    ensure!(text_of(client, ".elicitation .badge").await? == "Accepted", "the resolved card");
+    wait_for(client, "the outcome", "return document.querySelector('.answer')?.textContent === 'thanks'").await?;
+    let unsafe_dom = client.execute("return document.querySelectorAll('img').length", Vec::new()).await?;
+    ensure!(unsafe_dom == json!(0), "markup in the message became an element");
+    let violations = client.execute("return window.violations", Vec::new()).await?;
+    ensure!(violations == json!([]), "the page broke its Content-Security-Policy: {violations}");
     Ok(())
 }

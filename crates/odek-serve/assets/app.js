@@ -125,6 +125,9 @@
       if (Array.isArray(view.pending_approvals) && view.pending_approvals.length > 0) {
         return badge("Needs approval", "warn", true);
       }
+      if (Array.isArray(view.pending_elicitations) && view.pending_elicitations.length > 0) {
+        return badge("Needs input", "warn", true);
+      }
       return badge("Running", "run", true);
     }
     return badge(...outcomeLabel(view.outcome));
@@ -464,6 +467,7 @@
       this.lost = 0;
       this.calls = new Map();
       this.approvals = new Map();
+      this.elicitations = new Map();
       this.subagents = new Map();
       this.activity = [];
       this.viewFetch = null;
@@ -489,7 +493,7 @@
     const view = byId("run-view");
     if (!id) {
       state.selected = null;
-      fill(view, el("div", { class: "placeholder" }, el("p", { text: "Pick a run on the left, or start one." }), el("p", { class: "muted", text: "Its tool calls, plan, approvals and answer show here as they happen." })));
+      fill(view, el("div", { class: "placeholder" }, el("p", { text: "Pick a run on the left, or start one." }), el("p", { class: "muted", text: "Its tool calls, plan, approvals, requests for input and answer show here as they happen." })));
       renderRunList();
       return;
     }
@@ -687,6 +691,9 @@
     if (run.view.status === "finished") {
       for (const approval of run.approvals.values()) {
         if (!approval.decision) resolveApproval(run, { approval_id: approval.id, decision: "closed" });
+      }
+      for (const elicitation of run.elicitations.values()) {
+        if (!elicitation.action) resolveElicitation(run, { elicitation_id: elicitation.id, action: "closed" });
       }
     }
     const listed = state.runs.find((candidate) => candidate.run_id === run.id);
@@ -1018,6 +1025,145 @@
     renderApproval(run, approval);
   }
 
+  // Elicitations: an MCP server asking for input. A card per elicitation_id with the form (its
+  // defaults filled in) or the URL (opened only by the person's click), answered with Accept,
+  // Decline or Cancel; the server checks the answer and a refusal shows on the card.
+  function upsertElicitation(run, data) {
+    const key = String(data.elicitation_id);
+    if (run.elicitations.has(key)) return;
+    const elicitation = { id: data.elicitation_id, data, action: null, inputs: [] };
+    elicitation.card = el("article", { class: "approval elicitation", "aria-label": "Request for input" });
+    run.elicitations.set(key, elicitation);
+    run.dom.approvals.append(elicitation.card);
+    buildElicitation(run, elicitation);
+  }
+
+  const FORMATS = { email: "email", uri: "url", date: "date" };
+
+  /** One input of a form field, its default filled in; `read()` gives its value or undefined. */
+  function fieldInput(field, id) {
+    const hasDefault = field.default !== undefined && field.default !== null;
+    const options = Array.isArray(field.options) ? field.options : null;
+    if (field.type === "boolean") {
+      const input = el("input", { type: "checkbox", id, name: field.name });
+      input.checked = field.default === true;
+      return { node: input, read: () => input.checked };
+    }
+    if (options) {
+      const multiple = field.type === "array";
+      const select = el("select", { id, name: field.name, multiple: multiple || undefined });
+      if (!multiple) select.append(el("option", { value: "", text: field.required ? "Choose…" : "(none)" }));
+      const chosen = multiple ? (Array.isArray(field.default) ? field.default : []) : [field.default];
+      for (const option of options) {
+        const node = el("option", { value: String(option.value), text: option.label || option.value });
+        node.selected = chosen.includes(option.value);
+        select.append(node);
+      }
+      if (!multiple && !hasDefault) select.value = "";
+      const read = multiple
+        ? () => [...select.selectedOptions].map((option) => option.value)
+        : () => (select.value === "" ? undefined : select.value);
+      return { node: select, read };
+    }
+    if (field.type === "integer" || field.type === "number") {
+      const input = el("input", { type: "number", id, name: field.name, step: field.type === "integer" ? "1" : "any", min: field.minimum, max: field.maximum });
+      if (hasDefault) input.value = String(field.default);
+      const read = () => {
+        const text = input.value.trim();
+        if (text === "") return undefined;
+        const number = Number(text);
+        return Number.isFinite(number) ? number : text;
+      };
+      return { node: input, read };
+    }
+    const input = el("input", { type: FORMATS[field.format] || "text", id, name: field.name, maxlength: field.max_length });
+    if (hasDefault) input.value = String(field.default);
+    return { node: input, read: () => (input.value === "" && !field.required ? undefined : input.value) };
+  }
+
+  function buildElicitation(run, elicitation) {
+    const data = elicitation.data;
+    elicitation.badge = badge("Needs input", "warn", true);
+    const parts = [el("div", { class: "approval-head" }, elicitation.badge, el("span", { class: "approval-tool", text: data.server || "an MCP server" }), el("code", { class: "approval-class", text: data.mode === "url" ? "url" : "form" }))];
+    if (typeof data.message === "string" && data.message) parts.push(el("p", { class: "approval-summary", text: data.message }));
+    if (data.mode === "url") {
+      let safe = null;
+      try {
+        const parsed = new URL(String(data.url));
+        if (parsed.protocol === "https:" || parsed.protocol === "http:") safe = parsed.href;
+      } catch {
+        safe = null;
+      }
+      parts.push(el("p", { class: "elicitation-host" }, "Opens a page on ", el("strong", { text: data.host || "?" })));
+      parts.push(el("pre", { class: "approval-detail", text: String(data.url || "") }));
+      if (safe) parts.push(el("p", {}, el("a", { class: "elicitation-open", href: safe, target: "_blank", rel: "noopener noreferrer", text: "Open" })));
+    } else {
+      const form = el("div", { class: "elicitation-form" });
+      (Array.isArray(data.fields) ? data.fields : []).forEach((field, index) => {
+        const id = `elicit-${elicitation.id}-${index}`;
+        const input = fieldInput(field, id);
+        elicitation.inputs.push({ field, read: input.read });
+        const label = el("label", { for: id, text: `${field.label || field.name}${field.required ? " *" : ""}` });
+        const row = el("div", { class: `elicitation-field${field.type === "boolean" ? " check" : ""}` }, field.type === "boolean" ? [input.node, label] : [label, input.node]);
+        if (field.description) row.append(el("p", { class: "muted elicitation-description", text: field.description }));
+        form.append(row);
+      });
+      parts.push(form);
+    }
+    const answer = (action) => () => answerElicitation(run, elicitation, action);
+    elicitation.error = el("span", { class: "form-error", role: "alert" });
+    elicitation.buttons = [
+      el("button", { type: "button", class: "primary", "data-elicitation-action": "accept", text: "Accept", on: { click: answer("accept") } }),
+      el("button", { type: "button", "data-elicitation-action": "decline", text: "Decline", on: { click: answer("decline") } }),
+      el("button", { type: "button", class: "danger", "data-elicitation-action": "cancel", text: "Cancel", on: { click: answer("cancel") } }),
+    ];
+    elicitation.actions = el("div", { class: "approval-actions" }, elicitation.buttons, elicitation.error);
+    parts.push(elicitation.actions);
+    fill(elicitation.card, parts);
+  }
+
+  async function answerElicitation(run, elicitation, action) {
+    const body = { action };
+    if (action === "accept" && elicitation.data.mode !== "url") {
+      const content = {};
+      for (const { field, read } of elicitation.inputs) {
+        const value = read();
+        if (value !== undefined && !(Array.isArray(value) && value.length === 0 && !field.required)) content[field.name] = value;
+      }
+      body.content = content;
+    }
+    for (const button of elicitation.buttons) button.disabled = true;
+    elicitation.error.textContent = "";
+    try {
+      await api("POST", `/api/runs/${encodeURIComponent(run.id)}/elicitations/${encodeURIComponent(elicitation.id)}`, body);
+      if (!elicitation.action) resolveElicitation(run, { elicitation_id: elicitation.id, action, by: "client" });
+    } catch (refused) {
+      for (const button of elicitation.buttons) button.disabled = false;
+      elicitation.error.textContent = refused.status === 409 ? "No longer waiting (answered elsewhere, expired, or the run ended)." : refused.message;
+    }
+  }
+
+  const ELICITATION_ACTIONS = {
+    accept: ["Accepted", "ok"],
+    decline: ["Declined", "bad"],
+    cancel: ["Cancelled", "muted"],
+    closed: ["Closed: the run ended", "muted"],
+  };
+
+  function resolveElicitation(run, data) {
+    const elicitation = run.elicitations.get(String(data.elicitation_id));
+    if (!elicitation || elicitation.action) return;
+    elicitation.action = data.action;
+    elicitation.card.className = "approval elicitation resolved";
+    for (const control of elicitation.card.querySelectorAll("input, select, button")) control.disabled = true;
+    const [label, tone] = ELICITATION_ACTIONS[data.action] || [String(data.action), "muted"];
+    const by = data.by === "expired" ? "no answer in time" : data.by === "client" ? "answered" : null;
+    const resolved = badge(label, tone);
+    elicitation.badge.replaceWith(resolved);
+    elicitation.badge = resolved;
+    fill(elicitation.actions, by ? el("span", { class: "muted", text: by }) : null);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // The event stream.
 
@@ -1157,6 +1303,16 @@
         break;
       case "approval_resolved":
         resolveApproval(run, data);
+        refreshViewSoon(run);
+        refreshRunsSoon();
+        break;
+      case "elicitation_requested":
+        upsertElicitation(run, data);
+        refreshViewSoon(run);
+        refreshRunsSoon();
+        break;
+      case "elicitation_resolved":
+        resolveElicitation(run, data);
         refreshViewSoon(run);
         refreshRunsSoon();
         break;

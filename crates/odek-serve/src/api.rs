@@ -115,6 +115,38 @@ pub struct Decided {
     pub decision: DecisionKind,
 }
 
+/// What the person does with an elicitation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationActionKind {
+    /// Submit the form's content (URL mode: agree to open the page).
+    Accept,
+    /// Refuse.
+    Decline,
+    /// Dismiss without a choice.
+    Cancel,
+}
+
+/// `POST /api/runs/{id}/elicitations/{elicitation_id}`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct ElicitationReply {
+    /// The answer.
+    pub action: ElicitationActionKind,
+    /// With `accept` in form mode: the form's values by field name, each fitting its field
+    /// (every required one present). Ignored with `decline` and `cancel`; none in URL mode.
+    #[serde(default)]
+    pub content: Option<serde_json::Map<String, Value>>,
+}
+
+/// An elicitation answered.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ElicitationReplied {
+    /// The elicitation.
+    pub elicitation_id: u64,
+    /// The answer given (what was filled in is not repeated).
+    pub action: ElicitationActionKind,
+}
+
 /// `GET /api/sessions`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SessionList {

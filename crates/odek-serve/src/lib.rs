@@ -7,7 +7,9 @@
 //! - `POST /api/runs` starts a run (429 past the bound on running runs); its `odek.event/v1`
 //!   stream is `GET /api/runs/{id}/events` (Server-Sent Events, the sequence number as the SSE
 //!   `id`, resumable with `Last-Event-ID` from the run's bounded log); approvals it waits on
-//!   are `approval_requested` events answered by `POST /api/runs/{id}/approvals/{aid}`.
+//!   are `approval_requested` events answered by `POST /api/runs/{id}/approvals/{aid}`, and
+//!   an MCP server's requests for input `elicitation_requested` events answered by
+//!   `POST /api/runs/{id}/elicitations/{eid}`.
 //! - Sessions are odek's session store: listed, shown, deleted.
 //!
 //! Start at [`serve`]; the runs and their logs are [`runs`], the host's face [`face`].
@@ -40,7 +42,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
 use odek::host::{
-    ApprovalAnswer, Host, HostError, HostFace, HostSettings, SessionOptions, StopReason, TurnEnd, new_run_id,
+    ApprovalAnswer, ElicitationAnswer, Host, HostError, HostFace, HostSettings, SessionOptions, StopReason, TurnEnd,
+    new_run_id,
 };
 use odek_contract::outcome::Outcome;
 use serde::Deserialize;
@@ -53,11 +56,11 @@ pub use auth::{Token, TokenError};
 pub use openapi::{OPENAPI_PATH, document_text as openapi_document_text};
 
 use api::{
-    Cancelling, Decided, Decision, DecisionKind, ErrorBody, Health, Limits, RunList, RunStarted, SessionList, StartRun,
-    UsageTotals,
+    Cancelling, Decided, Decision, DecisionKind, ElicitationActionKind, ElicitationReplied, ElicitationReply,
+    ErrorBody, Health, Limits, RunList, RunStarted, SessionList, StartRun, UsageTotals,
 };
 use face::ServeFace;
-use runs::{Read, Run, Runs};
+use runs::{ElicitationRefusal, Read, Run, Runs};
 
 /// The default address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7420";
@@ -218,6 +221,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/runs/{id}/cancel", post(cancel_run))
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/runs/{id}/approvals/{approval}", post(answer_approval))
+        .route("/api/runs/{id}/elicitations/{elicitation}", post(answer_elicitation))
         .route("/api/runs/{id}/artifacts/{artifact}", get(run_artifact))
         .route("/api/sessions", get(list_sessions))
         .route("/api/sessions/{id}", get(show_session).delete(delete_session))
@@ -365,11 +369,13 @@ async fn start_run(State(app): State<Arc<App>>, raw: Result<Bytes, BytesRejectio
                 budget: None,
             },
         };
-        run.finish(end);
         // Saved at every step; closed now, so an idle finished run holds its record only (and
-        // its servers stop). Until then the session counts as running: a follow-up waits.
+        // its servers stop), and its slot is given back before anyone can see it finished: a
+        // client that starts the next run on the last event never meets the bound or a busy
+        // session.
         let _ = host.close(&run.session_id).await;
         runs.ended(&run);
+        run.finish(end);
     });
     (StatusCode::ACCEPTED, axum::Json(RunStarted { run_id, session_id: opened.id })).into_response()
 }
@@ -451,6 +457,41 @@ async fn answer_approval(
         axum::Json(Decided { approval_id: approval, decision: decision.decision }).into_response()
     } else {
         error(StatusCode::CONFLICT, "the approval is not waiting (answered, expired, or its run is over)")
+    }
+}
+
+/// `POST /api/runs/{id}/elicitations/{eid}`: the person's answer, checked against the request
+/// by odek-mcp's rules (422 with the reason, the request still open, when it does not fit).
+async fn answer_elicitation(
+    State(app): State<Arc<App>>,
+    Path((id, elicitation)): Path<(String, String)>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    let run = match find_run(&app, &id) {
+        Ok(run) => run,
+        Err(refused) => return refused.into_response(),
+    };
+    let Ok(elicitation) = elicitation.parse::<u64>() else {
+        return error(StatusCode::NOT_FOUND, "no elicitation with this id");
+    };
+    let reply: ElicitationReply = match body(raw) {
+        Ok(reply) => reply,
+        Err(refused) => return refused.into_response(),
+    };
+    let answer = match reply.action {
+        ElicitationActionKind::Accept => ElicitationAnswer::Accept(reply.content.unwrap_or_default()),
+        ElicitationActionKind::Decline => ElicitationAnswer::Decline,
+        ElicitationActionKind::Cancel => ElicitationAnswer::Cancel,
+    };
+    match run.answer_elicitation(elicitation, answer) {
+        Ok(()) => axum::Json(ElicitationReplied { elicitation_id: elicitation, action: reply.action }).into_response(),
+        Err(ElicitationRefusal::Unknown) => error(StatusCode::NOT_FOUND, "no elicitation with this id"),
+        Err(ElicitationRefusal::NotWaiting) => {
+            error(StatusCode::CONFLICT, "the elicitation is not waiting (answered, expired, or its run is over)")
+        }
+        Err(ElicitationRefusal::Invalid(reason)) => {
+            error(StatusCode::UNPROCESSABLE_ENTITY, format!("the answer does not fit the request: {reason}"))
+        }
     }
 }
 

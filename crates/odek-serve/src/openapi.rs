@@ -9,8 +9,8 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::api::{
-    Cancelling, Decided, Decision, ErrorBody, Health, Limits, RunList, RunStarted, RunView, SessionList, StartRun,
-    UsageTotals,
+    Cancelling, Decided, Decision, ElicitationReplied, ElicitationReply, ErrorBody, Health, Limits, RunList,
+    RunStarted, RunView, SessionList, StartRun, UsageTotals,
 };
 
 /// Where the document is published, relative to the repository root.
@@ -63,6 +63,7 @@ pub fn document() -> Value {
     answer("RunView", subschema::<RunView>(&mut answers));
     answer("Cancelling", subschema::<Cancelling>(&mut answers));
     answer("Decided", subschema::<Decided>(&mut answers));
+    answer("ElicitationReplied", subschema::<ElicitationReplied>(&mut answers));
     answer("SessionList", subschema::<SessionList>(&mut answers));
     answer("Limits", subschema::<Limits>(&mut answers));
     answer("UsageTotals", subschema::<UsageTotals>(&mut answers));
@@ -208,6 +209,24 @@ fn operations(requests: &mut SchemaGenerator) -> Vec<Operation> {
                 refused(400, "A bad body"),
                 refused(404, "No such run or approval"),
                 refused(409, "The approval is not waiting (answered, expired, or its run is over)"),
+            ],
+        },
+        Operation {
+            method: "post",
+            path: "/api/runs/{run_id}/elicitations/{elicitation_id}",
+            id: "answerElicitation",
+            summary: "Answer an elicitation_requested event of the run (an MCP server asking for input): accept with the form's content, decline or cancel",
+            request: Some(inline::<ElicitationReply>(requests)),
+            answers: vec![
+                (200, "Answered", Json("ElicitationReplied")),
+                refused(400, "A bad body"),
+                refused(404, "No such run or elicitation"),
+                refused(409, "The elicitation is not waiting (answered, expired, or its run is over)"),
+                refused(413, "The body is larger than 2 MiB"),
+                refused(
+                    422,
+                    "The content does not fit the form (the reason says which field and why); the elicitation stays open",
+                ),
             ],
         },
         Operation {

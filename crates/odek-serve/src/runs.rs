@@ -1,13 +1,14 @@
 //! The runs `odek serve` knows: each one turn of a hosted session, with its state (status,
 //! outcome, answer, usage, plan) and its `odek.event/v1` stream kept in a bounded log that
 //! every subscriber reads at its own pace — a slow subscriber falls behind (and is told what
-//! it lost), it never holds a run back — and the approvals it waits on.
+//! it lost), it never holds a run back — and the approvals and elicitations it waits on.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use odek::BudgetLimits;
-use odek::host::{ApprovalAnswer, LowerLimits, PlanStep, TurnEnd};
+use odek::host::{ApprovalAnswer, ElicitationAnswer, LowerLimits, PlanStep, TurnEnd};
+use odek::mcp::elicitation::{Form, MAX_OPEN_ELICITATIONS};
 use odek_contract::artifact_ref::ArtifactRef;
 use odek_contract::redaction::redact;
 use odek_contract::runes::runes_with_ellipsis;
@@ -34,6 +35,10 @@ const TASK_PREVIEW_CHARS: usize = 200;
 
 /// Artifacts one run lists; later ones are not listed (nor served).
 pub const MAX_RUN_ARTIFACTS: usize = 512;
+
+/// Elicitation ids one run remembers having asked (so a late answer to one is told it is over,
+/// not unknown); older ones are forgotten.
+const MAX_ASKED_ELICITATIONS: usize = 256;
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -74,6 +79,8 @@ pub struct RunView {
     pub plan: Vec<Step>,
     /// Approvals waiting for an answer.
     pub pending_approvals: Vec<u64>,
+    /// Elicitations waiting for an answer.
+    pub pending_elicitations: Vec<u64>,
     /// The verified artifacts its tools returned, each served by id at
     /// `/api/runs/{run_id}/artifacts/{id}`.
     pub artifacts: Vec<ArtifactView>,
@@ -183,8 +190,33 @@ pub struct Run {
     /// The run's last event, held until the run's state is final.
     last: Mutex<Option<Arc<str>>>,
     approvals: Mutex<HashMap<u64, oneshot::Sender<ApprovalAnswer>>>,
+    elicitations: Mutex<Elicitations>,
     /// Event streams of this run open now.
     subscribers: Arc<Semaphore>,
+}
+
+/// The elicitations of a run: those waiting, and the ids asked lately.
+#[derive(Default)]
+struct Elicitations {
+    open: HashMap<u64, OpenElicitation>,
+    asked: VecDeque<u64>,
+}
+
+/// An elicitation waiting: its form (none for URL mode) and where its answer goes.
+struct OpenElicitation {
+    form: Option<Form>,
+    answer: oneshot::Sender<ElicitationAnswer>,
+}
+
+/// Why an answer to an elicitation was not taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ElicitationRefusal {
+    /// The run never asked it (or asked it too long ago to remember).
+    Unknown,
+    /// Answered, expired, or the run is over.
+    NotWaiting,
+    /// The answer does not fit the request; it stays open.
+    Invalid(String),
 }
 
 struct State {
@@ -218,6 +250,7 @@ impl Run {
             written: watch::Sender::new(0),
             last: Mutex::new(None),
             approvals: Mutex::new(HashMap::new()),
+            elicitations: Mutex::new(Elicitations::default()),
             subscribers: Arc::new(Semaphore::new(MAX_SUBSCRIBERS_PER_RUN)),
         })
     }
@@ -325,6 +358,7 @@ impl Run {
         // and finds the stream ended.
         self.written.send_replace(next);
         self.approvals.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.elicitations.lock().unwrap_or_else(PoisonError::into_inner).open.clear();
     }
 
     pub fn set_usage(&self, usage: odek::Usage) {
@@ -404,11 +438,63 @@ impl Run {
         self.approvals.lock().unwrap_or_else(PoisonError::into_inner).remove(&id).is_some()
     }
 
+    /// Waits for the answer to elicitation `id` (`form`: what an accepted answer must fill in;
+    /// none for URL mode); `None` when [`MAX_OPEN_ELICITATIONS`] wait already or the run is over.
+    pub fn pend_elicitation(&self, id: u64, form: Option<Form>) -> Option<oneshot::Receiver<ElicitationAnswer>> {
+        if !self.is_running() {
+            return None;
+        }
+        let mut elicitations = self.elicitations.lock().unwrap_or_else(PoisonError::into_inner);
+        if elicitations.open.len() >= MAX_OPEN_ELICITATIONS {
+            return None;
+        }
+        let (answer, answered) = oneshot::channel();
+        elicitations.open.insert(id, OpenElicitation { form, answer });
+        elicitations.asked.push_back(id);
+        while elicitations.asked.len() > MAX_ASKED_ELICITATIONS {
+            elicitations.asked.pop_front();
+        }
+        Some(answered)
+    }
+
+    /// Answers elicitation `id` once the answer fits its request: an accepted form by the form's
+    /// rules ([`Form::check_answer`]), an accepted URL with no content. A refused answer leaves
+    /// the elicitation waiting.
+    pub fn answer_elicitation(&self, id: u64, answer: ElicitationAnswer) -> Result<(), ElicitationRefusal> {
+        let mut elicitations = self.elicitations.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(open) = elicitations.open.get(&id) else {
+            return Err(if elicitations.asked.contains(&id) {
+                ElicitationRefusal::NotWaiting
+            } else {
+                ElicitationRefusal::Unknown
+            });
+        };
+        if let ElicitationAnswer::Accept(content) = &answer {
+            match &open.form {
+                Some(form) => form.check_answer(content).map_err(ElicitationRefusal::Invalid)?,
+                None if !content.is_empty() => {
+                    return Err(ElicitationRefusal::Invalid("a URL elicitation's answer has no content".to_owned()));
+                }
+                None => {}
+            }
+        }
+        let open = elicitations.open.remove(&id).ok_or(ElicitationRefusal::NotWaiting)?;
+        open.answer.send(answer).map_err(|_| ElicitationRefusal::NotWaiting)
+    }
+
+    /// Forgets elicitation `id` (its asker gave up); true when it was still waiting.
+    pub fn forget_elicitation(&self, id: u64) -> bool {
+        self.elicitations.lock().unwrap_or_else(PoisonError::into_inner).open.remove(&id).is_some()
+    }
+
     pub fn view(&self) -> RunView {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let mut pending: Vec<u64> =
             self.approvals.lock().unwrap_or_else(PoisonError::into_inner).keys().copied().collect();
         pending.sort_unstable();
+        let mut eliciting: Vec<u64> =
+            self.elicitations.lock().unwrap_or_else(PoisonError::into_inner).open.keys().copied().collect();
+        eliciting.sort_unstable();
         let end = state.end.as_ref();
         RunView {
             run_id: self.id.clone(),
@@ -424,6 +510,7 @@ impl Run {
             limits: self.limits,
             plan: state.plan.clone(),
             pending_approvals: pending,
+            pending_elicitations: eliciting,
             artifacts: state
                 .artifacts
                 .iter()
@@ -559,6 +646,38 @@ mod tests {
         assert!(lines[0].1.contains("run_completed"));
         assert_eq!(run.view().status, Status::Finished);
         assert!(matches!(run.read(2), Read::Ended));
+    }
+
+    #[test]
+    fn an_elicitation_answer_must_fit_its_form_and_at_most_the_bound_wait_red() {
+        use odek::mcp::elicitation::{ElicitationKind, read_elicitation};
+        let params = r#"{"message": "m", "requestedSchema": {"type": "object",
+            "properties": {"age": {"type": "integer", "maximum": 150}}, "required": ["age"]}}"#;
+        let ElicitationKind::Form(form) = read_elicitation("s", Some(params)).unwrap().kind else { panic!() };
+        let run = Run::new("r".into(), "s".into(), "t", LowerLimits::default(), BudgetLimits::default());
+        let mut answered = run.pend_elicitation(1, Some(form.clone())).unwrap();
+        let accept = |content: Value| ElicitationAnswer::Accept(content.as_object().unwrap().clone());
+        assert_eq!(
+            run.answer_elicitation(1, accept(json!({"age": 151}))),
+            Err(ElicitationRefusal::Invalid("age: at most 150".into()))
+        );
+        assert!(answered.try_recv().is_err(), "a refused answer reaches nobody");
+        assert_eq!(run.view().pending_elicitations, [1], "and the request stays open");
+        assert_eq!(run.answer_elicitation(1, accept(json!({"age": 7}))), Ok(()));
+        assert_eq!(answered.try_recv().unwrap(), accept(json!({"age": 7})));
+        assert_eq!(run.answer_elicitation(1, ElicitationAnswer::Decline), Err(ElicitationRefusal::NotWaiting));
+        assert_eq!(run.answer_elicitation(2, ElicitationAnswer::Decline), Err(ElicitationRefusal::Unknown));
+
+        for id in 10..10 + MAX_OPEN_ELICITATIONS as u64 {
+            assert!(run.pend_elicitation(id, None).is_some());
+        }
+        assert!(run.pend_elicitation(99, Some(form)).is_none(), "past the bound the policy answers");
+        assert_eq!(
+            run.answer_elicitation(10, accept(json!({"x": 1}))),
+            Err(ElicitationRefusal::Invalid("a URL elicitation's answer has no content".into()))
+        );
+        assert!(run.forget_elicitation(10));
+        assert!(!run.forget_elicitation(10));
     }
 
     #[test]
