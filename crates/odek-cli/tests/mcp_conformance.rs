@@ -50,6 +50,35 @@ fn client_meets_the_2025_11_25_requirements_but_its_baseline() {
     assert!(report.contains("initialize: 1 passed, 0 failed"), "{report}");
 }
 
+/// \[beyond\] The client-credentials extension (`io.modelcontextprotocol/oauth-client-credentials`),
+/// which the 2025-11-25 requirements run without scoring: odek's CI path, so it must pass, with a
+/// client secret (`client_secret_basic`) and a signed assertion (`private_key_jwt`).
+#[test]
+fn client_credentials_extension_scenarios_pass() {
+    let Some(servers) = Servers::installed("client_credentials_extension_scenarios_pass") else { return };
+    let (node, suite) = servers.conformance_suite();
+    let client = format!("'{}' ext conformance-client", env!("CARGO_BIN_EXE_odek"));
+    for scenario in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+        let scratch = tempfile::tempdir().unwrap();
+        let results = scratch.path().join("results");
+        let (status, report) = run_suite(
+            &node,
+            &[
+                suite.to_str().unwrap(),
+                "client",
+                "--command",
+                &client,
+                "--scenario",
+                scenario,
+                "--output-dir",
+                results.to_str().unwrap(),
+            ],
+            scratch.path(),
+        );
+        assert!(status && report.contains("OVERALL: PASSED"), "{scenario}:\n{report}");
+    }
+}
+
 /// Runs the suite with a scratch `HOME` (odek's token store lives under it); returns whether it
 /// exited 0 and what it printed.
 fn run_suite(node: &Path, args: &[&str], home: &Path) -> (bool, String) {
