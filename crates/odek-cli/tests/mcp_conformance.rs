@@ -26,26 +26,9 @@ fn client_meets_the_2025_11_25_requirements_but_its_baseline() {
     let Some(servers) = Servers::installed("client_meets_the_2025_11_25_requirements_but_its_baseline") else {
         return;
     };
-    let (node, suite) = servers.conformance_suite();
-    let scratch = tempfile::tempdir().unwrap();
     let baseline = workspace_root().join(".ci/conformance/client-baseline.yml");
-    let client = format!("'{}' ext conformance-client", env!("CARGO_BIN_EXE_odek"));
-    let (status, report) = run_suite(
-        &node,
-        &[
-            suite.to_str().unwrap(),
-            "client",
-            "--command",
-            &client,
-            "--requirements",
-            "2025-11-25",
-            "--expected-failures",
-            baseline.to_str().unwrap(),
-            "--output-dir",
-            scratch.path().join("results").to_str().unwrap(),
-        ],
-        scratch.path(),
-    );
+    let (status, report) =
+        client_leg(&servers, &["--requirements", "2025-11-25", "--expected-failures", baseline.to_str().unwrap()]);
     assert!(status, "the conformance suite's client leg failed:\n{report}");
     assert!(report.contains("initialize: 1 passed, 0 failed"), "{report}");
 }
@@ -56,27 +39,23 @@ fn client_meets_the_2025_11_25_requirements_but_its_baseline() {
 #[test]
 fn client_credentials_extension_scenarios_pass() {
     let Some(servers) = Servers::installed("client_credentials_extension_scenarios_pass") else { return };
-    let (node, suite) = servers.conformance_suite();
-    let client = format!("'{}' ext conformance-client", env!("CARGO_BIN_EXE_odek"));
     for scenario in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
-        let scratch = tempfile::tempdir().unwrap();
-        let results = scratch.path().join("results");
-        let (status, report) = run_suite(
-            &node,
-            &[
-                suite.to_str().unwrap(),
-                "client",
-                "--command",
-                &client,
-                "--scenario",
-                scenario,
-                "--output-dir",
-                results.to_str().unwrap(),
-            ],
-            scratch.path(),
-        );
+        let (status, report) = client_leg(&servers, &["--scenario", scenario]);
         assert!(status && report.contains("OVERALL: PASSED"), "{scenario}:\n{report}");
     }
+}
+
+/// The suite's client leg with `selection` (which scenarios, which baseline), driving
+/// `odek ext conformance-client`, in a scratch directory of its own.
+fn client_leg(servers: &Servers, selection: &[&str]) -> (bool, String) {
+    let (node, suite) = servers.conformance_suite();
+    let scratch = tempfile::tempdir().unwrap();
+    let results = scratch.path().join("results");
+    let client = format!("'{}' ext conformance-client", env!("CARGO_BIN_EXE_odek"));
+    let mut args = vec![suite.to_str().unwrap(), "client", "--command", &client];
+    args.extend_from_slice(selection);
+    args.extend(["--output-dir", results.to_str().unwrap()]);
+    run_suite(&node, &args, scratch.path())
 }
 
 /// Runs the suite with a scratch `HOME` (odek's token store lives under it); returns whether it
