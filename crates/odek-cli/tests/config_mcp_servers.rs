@@ -220,7 +220,7 @@ fn a_protocol_version_odek_does_not_speak_is_refused_naming_the_ones_it_does() {
         fixture.error(),
         format!(
             "config {}: mcp_protocol_version: protocol_version \"2024-01-01\" is not one odek speaks (2025-03-26, \
-             2025-06-18, 2025-11-25)",
+             2025-06-18, 2025-11-25, 2026-07-28)",
             fixture.global_display()
         )
     );
@@ -231,6 +231,7 @@ fn a_protocol_version_odek_does_not_speak_is_refused_naming_the_ones_it_does() {
     };
     assert_eq!(
         odek::mcp::validate_server("web", &entry).unwrap_err().to_string(),
-        "mcpclient web: protocol_version \"2026-13-01\" is not one odek speaks (2025-03-26, 2025-06-18, 2025-11-25)"
+        "mcpclient web: protocol_version \"2026-13-01\" is not one odek speaks (2025-03-26, 2025-06-18, 2025-11-25, \
+         2026-07-28)"
     );
 }

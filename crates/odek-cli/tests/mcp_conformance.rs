@@ -33,6 +33,18 @@ fn client_meets_the_2025_11_25_requirements_but_its_baseline() {
     assert!(report.contains("initialize: 1 passed, 0 failed"), "{report}");
 }
 
+/// \[beyond\] The opt-in stateless revision: the suite's 2026-07-28 requirements, held to the
+/// record of what passes there (`.ci/conformance/client-2026-07-28-baseline.yml`).
+#[test]
+fn client_at_2026_07_28_keeps_its_record() {
+    let Some(servers) = Servers::installed("client_at_2026_07_28_keeps_its_record") else { return };
+    let baseline = workspace_root().join(".ci/conformance/client-2026-07-28-baseline.yml");
+    let (status, report) =
+        client_leg(&servers, &["--requirements", "2026-07-28", "--expected-failures", baseline.to_str().unwrap()]);
+    assert!(status, "the conformance suite's client leg at 2026-07-28 strayed from its record:\n{report}");
+    assert!(report.contains("tools_call: 2 passed, 0 failed"), "{report}");
+}
+
 /// \[beyond\] The client-credentials extension (`io.modelcontextprotocol/oauth-client-credentials`),
 /// which the 2025-11-25 requirements run without scoring: odek's CI path, so it must pass, with a
 /// client secret (`client_secret_basic`) and a signed assertion (`private_key_jwt`).

@@ -120,6 +120,17 @@ pub(crate) async fn handshake(
     deadline: tokio::time::Instant,
 ) -> Result<Discovered, McpError> {
     let server = connection.server().to_owned();
+    if revision.is_stateless() {
+        // [beyond] 2026-07-28: no handshake; each request says who odek is and what it speaks.
+        connection.set_request_meta(revision.request_meta(client_version));
+        connection.set_protocol_version(revision.as_str());
+        stale.store(false, Ordering::Release);
+        let tools = list_pages(&server, &mut StartupPages { connection, deadline })
+            .await
+            .map_err(|error| listing_error(connection, error))?;
+        let protocol_version = revision.as_str().to_owned();
+        return Ok(Discovered { protocol_version, tools, instructions: Instructions::default(), resources: false });
+    }
     let params = revision.initialize_params(client_version);
     let frame = connection
         .request_until("initialize", Params::Json(&params), deadline)

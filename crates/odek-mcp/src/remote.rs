@@ -14,8 +14,17 @@ use crate::error::McpError;
 use crate::server_config::SecretValue;
 
 /// Headers odek sets itself on every request of the transport; an entry may not set them.
-pub const TRANSPORT_HEADERS: &[&str] =
-    &["accept", "content-type", "content-length", "host", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
+pub const TRANSPORT_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+];
 
 /// Longest header value accepted from a config file (bytes).
 pub const MAX_HEADER_VALUE_BYTES: usize = 8 * 1024;

@@ -21,11 +21,18 @@ pub enum Revision {
     V2025_06_18,
     /// Adds URL elicitation and SSE polling (SEP-1699).
     V2025_11_25,
+    /// \[beyond\] Opt-in: the stateless revision — no `initialize`; every request carries the
+    /// client's revision, info and capabilities in `params._meta`, and over HTTP the
+    /// `Mcp-Method` / `Mcp-Name` headers (SEP-2575, SEP-2243).
+    V2026_07_28,
 }
 
 impl Revision {
     /// Every revision a config may name, oldest first.
-    pub const ALL: [Revision; 3] = [Revision::V2025_03_26, Revision::V2025_06_18, Revision::V2025_11_25];
+    pub const ALL: [Revision; 4] =
+        [Revision::V2025_03_26, Revision::V2025_06_18, Revision::V2025_11_25, Revision::V2026_07_28];
+    /// The newest revision with the `initialize` handshake.
+    pub const NEWEST_STATEFUL: Revision = Revision::V2025_11_25;
 
     /// The revision's date, as `protocolVersion` spells it.
     pub fn as_str(self) -> &'static str {
@@ -33,7 +40,26 @@ impl Revision {
             Revision::V2025_03_26 => "2025-03-26",
             Revision::V2025_06_18 => "2025-06-18",
             Revision::V2025_11_25 => "2025-11-25",
+            Revision::V2026_07_28 => "2026-07-28",
         }
+    }
+
+    /// Whether requests go without a handshake, each carrying [`Revision::request_meta`].
+    pub fn is_stateless(self) -> bool {
+        self == Revision::V2026_07_28
+    }
+
+    /// The `_meta` members every request of a stateless revision carries.
+    pub fn request_meta(self, client_version: &str) -> serde_json::Map<String, serde_json::Value> {
+        let mut meta = serde_json::Map::new();
+        meta.insert("io.modelcontextprotocol/protocolVersion".to_owned(), self.as_str().into());
+        meta.insert(
+            "io.modelcontextprotocol/clientInfo".to_owned(),
+            serde_json::json!({"name": "odek", "version": client_version}),
+        );
+        let capabilities = serde_json::from_str(self.capabilities()).unwrap_or_default();
+        meta.insert("io.modelcontextprotocol/clientCapabilities".to_owned(), capabilities);
+        meta
     }
 
     /// The revision a config value names (`""` is the default).
@@ -53,7 +79,7 @@ impl Revision {
         match self {
             Revision::V2025_03_26 => "{}",
             Revision::V2025_06_18 => "{\"elicitation\":{}}",
-            Revision::V2025_11_25 => "{\"elicitation\":{\"form\":{},\"url\":{}}}",
+            Revision::V2025_11_25 | Revision::V2026_07_28 => "{\"elicitation\":{\"form\":{},\"url\":{}}}",
         }
     }
 
@@ -104,7 +130,8 @@ mod tests {
         assert_eq!(Revision::parse("2025-11-25"), Ok(Revision::V2025_11_25));
         assert_eq!(
             Revision::parse("2024-01-01"),
-            Err("protocol_version \"2024-01-01\" is not one odek speaks (2025-03-26, 2025-06-18, 2025-11-25)"
+            Err("protocol_version \"2024-01-01\" is not one odek speaks (2025-03-26, 2025-06-18, 2025-11-25, \
+                 2026-07-28)"
                 .to_owned())
         );
     }

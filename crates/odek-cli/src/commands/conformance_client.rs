@@ -31,7 +31,7 @@ pub async fn run(url: &str) -> Result<(), CommandError> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let revision = match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION") {
         Ok(version) if !version.is_empty() => version,
-        _ => Revision::ALL[Revision::ALL.len() - 1].as_str().to_owned(),
+        _ => Revision::NEWEST_STATEFUL.as_str().to_owned(),
     };
     eprintln!("odek conformance-client: scenario {scenario:?}, revision {revision}, server {url}");
     let scratch = std::env::temp_dir().join(format!("odek-conformance-{}", std::process::id()));

@@ -48,6 +48,10 @@ const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(30);
 const MAX_SESSION_ID_BYTES: usize = 1024;
 /// The first protocol version whose requests carry `MCP-Protocol-Version`.
 const VERSION_HEADER_SINCE: &str = "2025-06-18";
+/// \[beyond\] The stateless revision (opt-in), whose POSTs name their method and target in headers.
+const STATELESS_SINCE: &str = "2026-07-28";
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_HEADER: &str = "last-event-id";
@@ -111,6 +115,7 @@ impl Connection {
             writer_task: Mutex::new(Some(writer_task)),
             shutdown_once: OnceCell::new(),
             http: Some(link),
+            request_meta: std::sync::OnceLock::new(),
         }))
     }
 }
@@ -158,6 +163,13 @@ impl HttpLink {
     /// Whether this is the deprecated HTTP+SSE transport.
     pub(crate) fn is_legacy(&self) -> bool {
         self.legacy_endpoint.is_some()
+    }
+
+    /// \[beyond\] Whether the connection speaks a stateless revision (2026-07-28), whose POSTs
+    /// carry `Mcp-Method` and `Mcp-Name`.
+    fn is_stateless(&self) -> bool {
+        let version = self.protocol_version.lock().unwrap_or_else(PoisonError::into_inner);
+        version.as_ref().is_some_and(|version| version.as_bytes() == STATELESS_SINCE.as_bytes())
     }
 
     pub(crate) fn set_protocol_version(&self, version: &str) {
@@ -325,9 +337,14 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
         }
         None => link.url.clone(),
     };
-    let Some(request) = link.request_to(reqwest::Method::POST, target) else {
+    let Some(mut request) = link.request_to(reqwest::Method::POST, target) else {
         return fail(RequestFailure::NotDispatched(Cause::ClosedBeforeDispatch));
     };
+    if link.is_stateless() {
+        for (name, value) in standard_headers(&bytes) {
+            request = request.header(name, value);
+        }
+    }
     let sent =
         link.send(request.header(CONTENT_TYPE, "application/json").header(ACCEPT, ACCEPT_BOTH).body(bytes)).await;
     let response = match sent {
@@ -370,6 +387,37 @@ async fn post(shared: &Shared, link: &HttpLink, bytes: Vec<u8>, id: Option<i64>)
         }
         other => fail(RequestFailure::Http(HttpFailure::ContentType { content_type: other.to_owned() })),
     }
+}
+
+/// \[beyond\] SEP-2243's headers of one of odek's own messages: `Mcp-Method` always, `Mcp-Name`
+/// for the calls that name a target (a tool's name, a resource's URI, a prompt's name). A value
+/// that cannot be a header value is left out.
+fn standard_headers(message: &[u8]) -> Vec<(&'static str, HeaderValue)> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        method: Option<String>,
+        params: Option<Target>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Target {
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    let Ok(named) = serde_json::from_slice::<Named>(message) else { return Vec::new() };
+    let Some(method) = named.method else { return Vec::new() };
+    let target = named.params.and_then(|params| match method.as_str() {
+        "tools/call" | "prompts/get" => params.name,
+        "resources/read" => params.uri,
+        _ => None,
+    });
+    let mut headers = Vec::new();
+    if let Ok(value) = HeaderValue::from_str(&method) {
+        headers.push((METHOD_HEADER, value));
+    }
+    if let Some(value) = target.and_then(|target| HeaderValue::from_str(&target).ok()) {
+        headers.push((NAME_HEADER, value));
+    }
+    headers
 }
 
 /// A request's event stream, followed until it answers `id` (`None`) or fails. A stream that

@@ -299,6 +299,8 @@ pub(crate) struct Connection {
     shutdown_once: OnceCell<()>,
     /// \[beyond\] The HTTP endpoint, for a Streamable HTTP server (no process then).
     http: Option<Arc<http::HttpLink>>,
+    /// \[beyond\] A stateless revision's `_meta` members, merged into every request's params.
+    request_meta: std::sync::OnceLock<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -357,6 +359,7 @@ impl Connection {
             writer_task: Mutex::new(Some(writer_task)),
             shutdown_once: OnceCell::new(),
             http: None,
+            request_meta: std::sync::OnceLock::new(),
         }))
     }
 
@@ -378,6 +381,12 @@ impl Connection {
 
     /// Tells an HTTP connection the protocol version `initialize` settled on (sent as
     /// `MCP-Protocol-Version` from 2025-06-18 on); nothing for stdio.
+    /// \[beyond\] A stateless revision (2026-07-28): every later request carries `meta` in its
+    /// `params._meta`; set once, before the first request.
+    pub fn set_request_meta(&self, meta: serde_json::Map<String, serde_json::Value>) {
+        let _ = self.request_meta.set(meta);
+    }
+
     pub fn set_protocol_version(&self, version: &str) {
         if let Some(http) = &self.http {
             http.set_protocol_version(version);
@@ -512,6 +521,10 @@ impl Connection {
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let bytes = encode_request(id, method, params);
+        let bytes = match self.request_meta.get() {
+            Some(meta) => crate::wire::with_request_meta(bytes, meta),
+            None => bytes,
+        };
         let enqueued_at = clock_now();
         let state = Arc::new(RequestState {
             phase: AtomicU8::new(QUEUED),

@@ -33,6 +33,29 @@ pub enum Params<'a> {
     ToolCall { prefix: &'a str, arguments: &'a str },
 }
 
+/// \[beyond\] A request line of a stateless revision (2026-07-28): `meta`'s members added to its
+/// `params._meta` (created when absent; a member the request has, such as `progressToken`, is
+/// kept). A line that is not an object with object params is returned as it was.
+pub fn with_request_meta(line: Vec<u8>, meta: &serde_json::Map<String, serde_json::Value>) -> Vec<u8> {
+    let Ok(serde_json::Value::Object(mut request)) = serde_json::from_slice::<serde_json::Value>(&line) else {
+        return line;
+    };
+    let params = request.entry("params").or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let Some(params) = params.as_object_mut() else { return line };
+    let own = params.entry("_meta").or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let Some(own) = own.as_object_mut() else { return line };
+    for (key, value) in meta {
+        own.insert(key.clone(), value.clone());
+    }
+    match serde_json::to_vec(&request) {
+        Ok(mut encoded) => {
+            encoded.push(b'\n');
+            encoded
+        }
+        Err(_) => line,
+    }
+}
+
 /// One request line, written into a single buffer sized up front (no intermediate strings).
 /// `method` is one of odek's own constants, written unescaped.
 pub fn encode_request(id: i64, method: &'static str, params: Params<'_>) -> Vec<u8> {
@@ -344,6 +367,24 @@ pub fn json_string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stateless_request_carries_the_meta_beside_its_own() {
+        let meta = serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        let meta = meta.as_object().unwrap();
+        let call =
+            encode_request(7, "tools/call", Params::ToolCall { prefix: &tool_call_prefix("t"), arguments: "{}" });
+        let line = with_request_meta(call, meta);
+        assert!(line.ends_with(b"\n"));
+        let sent: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(sent["params"]["_meta"]["progressToken"], 7);
+        assert_eq!(sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert_eq!(sent["params"]["name"], "t");
+        let list = with_request_meta(encode_request(8, "tools/list", Params::Absent), meta);
+        let sent: serde_json::Value = serde_json::from_slice(&list).unwrap();
+        assert_eq!(sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert_eq!(with_request_meta(b"not json\n".to_vec(), meta), b"not json\n");
+    }
 
     #[test]
     fn tool_call_request_is_one_line() {
