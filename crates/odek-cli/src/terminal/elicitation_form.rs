@@ -12,6 +12,7 @@ use odek::mcp::Elicitor;
 use odek::mcp::elicitation::{
     Choice, ElicitFuture, ElicitationAnswer, ElicitationKind, ElicitationRequest, Elicited, FieldKind, Form, FormField,
 };
+use odek::mcp::oauth::browser_for;
 use odek_contract::quoting::quote;
 use odek_contract::terminal_text::{Layout, sanitise_for_terminal};
 use serde_json::{Map, Value};
@@ -76,7 +77,7 @@ fn ask(request: &ElicitationRequest) -> ElicitationAnswer {
     match &request.kind {
         ElicitationKind::Form(form) => fill_in(form).map_or(ElicitationAnswer::Cancel, ElicitationAnswer::Accept),
         ElicitationKind::Url { url, .. } => {
-            open_url(url.as_str());
+            open_url(url);
             ElicitationAnswer::Accept(Map::new())
         }
     }
@@ -208,15 +209,16 @@ fn prompt_line(prompt: &str) -> Option<String> {
     read_answer_line()
 }
 
-/// Opens `url` with the program `$BROWSER` names, else the desktop's opener; says so when it
-/// cannot (the URL is on the screen to open by hand). Never through a shell.
-fn open_url(url: &str) {
-    let program = std::env::var("BROWSER")
-        .ok()
-        .filter(|browser| !browser.trim().is_empty())
-        .unwrap_or_else(|| if cfg!(target_os = "macos") { "open" } else { "xdg-open" }.to_owned());
+/// Opens `url` in the person's browser ([`browser_for`]: `$BROWSER`, else the desktop's opener);
+/// says so when it cannot (the URL is on the screen to open by hand). Never through a shell.
+fn open_url(url: &url::Url) {
+    let env: Vec<(String, String)> = std::env::vars().filter(|(name, _)| name == "BROWSER" || name == "PATH").collect();
+    let Some((program, args)) = browser_for(&env, url) else {
+        let _ = writeln!(std::io::stderr(), "  no browser to open it with; open the URL above yourself");
+        return;
+    };
     let started = std::process::Command::new(&program)
-        .arg(url)
+        .args(&args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -228,7 +230,7 @@ fn open_url(url: &str) {
             let _ = writeln!(
                 std::io::stderr(),
                 "  could not start {}: {error}; open the URL above yourself",
-                quote(&program)
+                quote(&program.display().to_string())
             );
         }
     }

@@ -34,7 +34,7 @@ use url::Url;
 
 pub use challenge::Challenge;
 pub use error::OAuthError;
-pub use opener::{OpenFuture, Opener, in_process_browser};
+pub use opener::{OpenFuture, Opener, browser_for, in_process_browser};
 
 use client::{EXCHANGE_TIMEOUT, OAuthHttp};
 use discovery::{Discovered, discover};

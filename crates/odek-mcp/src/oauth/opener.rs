@@ -57,19 +57,16 @@ impl Opener {
                     printed();
                 }
             }
-            Opener::Browser => {
-                let command = browser_command(env, url).or_else(|| desktop_command(env, url));
-                match command {
-                    Some((program, args)) => {
-                        say(&format!("opening the authorization page with {}", program.display()));
-                        if let Err(error) = start_reaped(&program, &args, limit) {
-                            say(&format!("could not start {}: {error}", program.display()));
-                            printed();
-                        }
+            Opener::Browser => match browser_for(env, url) {
+                Some((program, args)) => {
+                    say(&format!("opening the authorization page with {}", program.display()));
+                    if let Err(error) = start_reaped(&program, &args, limit) {
+                        say(&format!("could not start {}: {error}", program.display()));
+                        printed();
                     }
-                    None => printed(),
                 }
-            }
+                None => printed(),
+            },
         }
     }
 }
@@ -103,6 +100,14 @@ pub fn in_process_browser(limit: Duration) -> Opener {
             Err(format!("more than {MAX_VISIT_REDIRECTS} redirects"))
         })
     }))
+}
+
+/// The command that shows `url` in a browser, by the usual convention: `$BROWSER`'s first
+/// command (`%s` replaced by the URL, else the URL appended), else `xdg-open` or `open` when on
+/// `PATH`; `None` when there is neither. `env` is odek's environment. Every face that opens a
+/// page for the person (a login, an elicitation's URL) starts what this names, without a shell.
+pub fn browser_for(env: &[(String, String)], url: &Url) -> Option<(PathBuf, Vec<String>)> {
+    browser_command(env, url).or_else(|| desktop_command(env, url))
 }
 
 /// `$BROWSER`'s first command with the URL.
